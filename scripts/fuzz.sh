@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (build-fuzz/) and runs each for N
+# seconds (default 60), seeded from fuzz/corpus/<target>/ and the real test data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${1:-60}
+exec 9>/tmp/offgraph-build.lock
+flock 9
+if [ ! -f build-fuzz/build.ninja ]; then
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DOG_BUILD_FUZZERS=ON -DOG_BUILD_TESTS=OFF >/dev/null
+fi
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_all
+flock -u 9
+for f in build-fuzz/fuzz/fuzz_*; do
+  [ -x "$f" ] || continue
+  name=$(basename "$f")
+  work=build-fuzz/corpus/$name
+  mkdir -p "$work"
+  seeds=()
+  [ -d "fuzz/corpus/$name" ] && seeds+=("fuzz/corpus/$name")
+  echo "[fuzz] $name for ${SECONDS_EACH}s"
+  "$f" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len=65536 -timeout=10 \
+       -print_final_stats=1 "$work" "${seeds[@]}" 2>&1 | tail -n 12
+done

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds the unit tests with ASan + UBSan (build-asan/) and runs them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec 9>/tmp/offgraph-build.lock
+flock 9
+if [ ! -f build-asan/build.ninja ]; then
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOG_SANITIZE=ON >/dev/null
+fi
+cmake --build build-asan -j "$(nproc)"
+flock -u 9
+echo "[sanitize] unit tests under ASan + UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j 2 --timeout 900 -LE 'e2e|slow'

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test command (CI runs exactly this): set-up and Release build, the unit
+# and end-to-end tests, the ASan+UBSan build of the unit tests, and each
+# fuzzer for FUZZ_SECONDS (default 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+echo "[test] unit + e2e tests (Release)"
+ctest --test-dir build --output-on-failure -j 2 --timeout 600
+scripts/sanitize.sh
+scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+echo "[test] all passed"

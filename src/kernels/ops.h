@@ -1,0 +1,46 @@
+// The kernel API: the only kernels header other folders include. Each op has a
+// scalar reference in ref/; faster variants (x86/ AVX2, AVX-512, ...) register
+// in dispatch.cpp and are chosen at run time. All activations are f32.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/tensor_view.h"
+
+namespace og::kernels {
+
+// ---- weights ----
+// Dtypes with kernels: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K.
+bool weight_dtype_supported(DType t);
+
+// y[n_x, n_out] = x[n_x, n_in] · W[n_out, n_in]^T  (W.shape = {n_out, n_in}, any supported dtype).
+// Runs on the process thread pool.
+void matmul(const TensorView& w, const float* x, int64_t n_x, float* y);
+
+// One row of n elements (n a multiple of the dtype's block) to f32 / from f32.
+void dequantize_row(DType t, const void* src, float* dst, int64_t n);
+void quantize_row(DType t, const float* src, void* dst, int64_t n);
+// Σ w[i]·x[i] over one row of a weight of dtype t.
+float dot_row(DType t, const void* w_row, const float* x, int64_t n);
+// Copies row `r` of an embedding table [n_vocab, d] to f32.
+void get_row(const TensorView& table, int64_t r, float* dst);
+
+// ---- elementwise / per-row ----
+// y = x / sqrt(mean(x²) + eps) ⊙ w   (w may be nullptr: no weight). x and y may alias.
+void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y);
+// In-place RoPE of one head vector x[head_dim] at position pos, rotating the
+// first n_rot dims. interleaved: pairs (x[2i], x[2i+1]); else rotate-half
+// pairs (x[i], x[i + n_rot/2]). inv_freq[n_rot/2]: per-pair frequency
+// (base^(-2i/n_rot) with any scaling already folded in).
+void rope(float* x, int64_t head_dim, int64_t n_rot, int64_t pos, const float* inv_freq, bool interleaved);
+void softmax(float* x, int64_t n);  // in place, numerically stable
+// gate = act(gate) ⊙ up, in place in gate. silu(x) = x·σ(x); gelu_tanh as in PyTorch's approximate="tanh".
+void silu_mul(float* gate, const float* up, int64_t n);
+void gelu_tanh_mul(float* gate, const float* up, int64_t n);
+void add(float* y, const float* x, int64_t n);          // y += x
+void scale(float* y, float s, int64_t n);                 // y *= s
+
+// ---- info ----
+const char* isa_name();  // the instruction set chosen at run time: "avx512", "avx2", "scalar"
+
+}  // namespace og::kernels

@@ -1,0 +1,70 @@
+// KvCache: the one interface every attention layer calls. A runtime builds a
+// cache per run (make_kv_cache) from the model's KvGeometry and the run's
+// KvPolicy. A forward step is:
+//   r = cache.begin_step(rows);   // validates everything, reserves; on refusal nothing changes
+//   for each layer: cache.update_and_attend(layer_cache, rows, q, k, v, ...);
+//   cache.end_step();              // commits the new lengths
+// Rows may mix sequences; one sequence's rows in a step are consecutive
+// positions starting at that sequence's current length.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include "kv/kv_types.h"
+
+namespace og {
+
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+
+  virtual const KvGeometry& geometry() const = 0;
+  virtual const KvPolicy& policy() const = 0;
+
+  // Checks every row (known sequence, contiguous positions from the current
+  // length, capacity, max write, ring history, pool space) and reserves room.
+  // On refusal returns the reason and changes nothing.
+  virtual KvResult begin_step(std::span<const KvRow> rows) = 0;
+
+  // Writes the rows' K/V into cache `cache_id` (skipped for layers that only
+  // read a donor's KV: pass k = v = nullptr) and attends each query causally
+  // over what its layer allows. Layouts (row-major, f32):
+  //   q   [n_rows, n_heads, head_dim_k]
+  //   k   [n_rows, n_kv_heads, head_dim_k]
+  //   v   [n_rows, n_kv_heads, head_dim_v]
+  //   out [n_rows, n_heads, head_dim_v]
+  // n_heads is a multiple of n_kv_heads; query head h uses KV head h / (n_heads / n_kv_heads).
+  virtual void update_and_attend(int cache_id, std::span<const KvRow> rows, const float* q, int n_heads,
+                                 const float* k, const float* v, float scale, float* out) = 0;
+
+  // Commits the step begun by begin_step: each sequence's length becomes its last row + 1.
+  virtual void end_step() = 0;
+  // Abandons the step begun by begin_step (e.g. the forward pass threw): lengths stay as they were.
+  virtual void abort_step() = 0;
+
+  // Control. Every refusal changes nothing.
+  virtual KvResult add_sequence(int seq) = 0;      // batched kinds; `sequence` has only seq 0
+  virtual KvResult remove_sequence(int seq) = 0;
+  virtual KvResult can_extend(int seq, int64_t n) const = 0;  // could n more positions be written?
+  virtual KvResult rewind(int seq, int64_t n) = 0;  // drop the last n positions
+  virtual KvResult clear(int seq) = 0;              // length 0, allocation kept
+  virtual KvResult fork(int src, int dst, int64_t upto) = 0;  // dst = first `upto` positions of src
+  virtual void release_unused() = 0;                // give back memory not needed by current lengths
+  virtual int64_t length(int seq) const = 0;        // -1 for an unknown sequence
+  virtual KvMemory memory() const = 0;
+  // Two lines, e.g.
+  //   [cache] off-graph sequence | capacity=1024 initial=512 kv_dtype=bf16 max_write=512
+  //           26 layers: 4 flat + 22 ring(window 512)
+  virtual std::string describe() const = 0;
+};
+
+enum class KvKind { kSequence, kBatchedSequence, kBatchedCell, kReference };
+const char* kv_kind_name(KvKind k);
+bool kv_kind_from_name(const std::string& s, KvKind* out);
+
+// Throws og::Error for a policy that cannot work (e.g. max_write < 1).
+std::unique_ptr<KvCache> make_kv_cache(KvKind kind, const KvGeometry& geometry, const KvPolicy& policy);
+
+}  // namespace og
