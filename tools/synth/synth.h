@@ -1,0 +1,54 @@
+// The synthetic model writer: tiny deterministic random-weight models of each
+// family (tests make their fixtures with it at test time) and large ones with
+// real shapes (benchmarks), in GGUF and in HF layout (config.json,
+// model.safetensors, tokenizer.json). Both layouts of one spec hold the same
+// weights, converted the way the real converters do (llama q/k row permutation,
+// gemma's folded 1 + w norms).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tensor/dtype.h"
+
+namespace og::synth {
+
+enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3 };
+const char* family_name(Family f);  // "llama", "qwen2", ...
+bool family_from_name(const std::string& s, Family* out);
+
+struct SynthSpec {
+  Family family = Family::kLlama;
+  int64_t d_model = 64;
+  int64_t n_layers = 2;
+  int64_t n_heads = 4;
+  int64_t n_kv_heads = 2;
+  int64_t head_dim = 16;
+  int64_t d_ff = 128;
+  int64_t n_ctx = 2048;           // context_length / max_position_embeddings
+  int64_t window = 0;             // sliding window (mistral: every layer; gemma3: local layers); 0 = none
+  int sliding_pattern = 6;        // gemma3: every P-th layer is global
+  double rope_base = 10000.0;
+  double rope_base_local = 10000.0;  // gemma3 local layers
+  double rms_eps = 1e-5;
+  bool tied = true;               // output = token embedding
+  DType weight_dtype = DType::F32;   // GGUF 2-D weights (norms stay F32); HF layout is always F32
+  uint64_t seed = 1;
+  // Tokenizer: "stories" (the 512-piece SentencePiece vocabulary of
+  // stories260K, n_vocab 512) or "llama3" (the 128256-token Llama 3.2 BPE vocab).
+  std::string tokenizer = "stories";
+};
+
+// Small shapes for tests, windows smaller than test sequences (e.g. 8).
+SynthSpec tiny_spec(Family f);
+// Llama-3.2-1B shapes: d_model 2048, 16 layers, 32 heads, 8 KV heads, d_ff 8192, vocab 128256.
+SynthSpec llama32_1b_spec();
+
+// Throws og::Error on a spec that cannot be written or a missing testdata tokenizer.
+void write_gguf(const SynthSpec& spec, const std::string& path);
+void write_hf(const SynthSpec& spec, const std::string& dir);  // creates dir
+
+// ../shared/testdata as compiled in (OG_TESTDATA_DIR) unless $OFFGRAPH_TESTDATA is set.
+std::string testdata_dir();
+
+}  // namespace og::synth
