@@ -1,0 +1,60 @@
+// The model as the runtime sees it: load a model file (GGUF or HF directory)
+// into a const Model, ask it for its KV geometry, and run the one generic
+// forward pass over a Batch with a KvCache the runtime owns.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kv/kv_cache.h"
+
+namespace og {
+
+struct ModelConfig;  // model/config.h
+class GgufFile;
+
+// One row of a forward step: `token` of sequence `seq` at position `pos`.
+struct BatchRow {
+  int32_t token = 0;
+  int seq = 0;
+  int64_t pos = 0;
+  bool want_logits = false;
+};
+
+// Rows may mix sequences and hold any number of tokens per sequence; one
+// sequence's rows are consecutive positions from its current cache length.
+struct Batch {
+  std::vector<BatchRow> rows;
+  // Convenience: marks the last row of each sequence as wanting logits.
+  void want_last_logits_per_sequence();
+};
+
+struct LoadOptions {
+  bool mmap_only = false;  // keep weights in the mapped file (no copies), for memory-tight runs
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // path: a .gguf file or an HF checkpoint directory. Throws og::Error naming
+  // the file and the problem (unknown architecture, unsupported field, missing
+  // or mis-shaped tensor, unsupported dtype, ...).
+  static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& opts = {});
+
+  virtual const ModelConfig& config() const = 0;
+  virtual KvGeometry kv_geometry() const = 0;
+  virtual int32_t n_vocab() const = 0;
+  virtual std::string architecture() const = 0;  // "llama", "qwen2", ...
+  // The GGUF file when loaded from one (tokenizer metadata lives there), else null.
+  virtual const GgufFile* gguf() const = 0;
+  virtual std::string source_path() const = 0;
+
+  // Runs the batch through every layer, calling cache.begin_step / update_and_attend /
+  // end_step. logits receives [n_rows_wanting_logits, n_vocab] in row order.
+  // Returns the cache's refusal (nothing changed) when begin_step refuses; throws on bad tokens.
+  virtual KvResult forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) const = 0;
+};
+
+}  // namespace og
