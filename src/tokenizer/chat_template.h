@@ -1,0 +1,99 @@
+// Chat templates: built-in renderers of the chat formats the engine supports
+// (llama3, gemma, gemma4, chatml, mistral, phi3, and `0` = raw text), recognition
+// of a model's stored Jinja template (`--chat auto`), and incremental rendering
+// so that each new turn prefills only the tokens it adds.
+//
+// BOS rule: rendered text NEVER contains the BOS token's text. The first render
+// of a conversation is encoded with encode_chat_text(tok, text, true), which
+// prepends BOS when the vocabulary says so (special().add_bos); deltas are
+// encoded with first = false. So BOS is never doubled nor missing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace og {
+
+class GgufFile;
+
+// role: "system", "user" or "assistant" (anything else is an og::Error at render).
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+class ChatTemplate {
+ public:
+  virtual ~ChatTemplate() = default;
+
+  // The built-in's name as accepted by --chat ("llama3", "gemma", "0", ...).
+  virtual std::string name() const = 0;
+
+  // The whole conversation as prompt text (no BOS text, see above). With
+  // add_generation_prompt the assistant header comes last, ready for generation.
+  // Assistant contents are rendered verbatim (they are the generated tokens);
+  // system/user contents are trimmed where the model's own template trims them.
+  virtual std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt = true) const = 0;
+
+  // The text that closes an assistant turn and on which generation stops
+  // ("<|eot_id|>", "<end_of_turn>", "<|im_end|>", "</s>", ...); "" for raw text.
+  virtual std::string turn_end() const = 0;
+
+  // Every marker text that ends a turn for this format (turn_end() first);
+  // map them to ids with stop_ids() / Tokenizer::find_piece.
+  virtual std::vector<std::string> stop_markers() const = 0;
+
+  // Incremental render for multi-turn chat. messages[0, n_done) are already in
+  // the token history, laid out as
+  //   render(messages[0, n_done-1), true) + messages[n_done-1].content
+  //   + (reply_closed ? turn_end() : "")
+  // where messages[n_done-1] is the assistant reply that was generated;
+  // reply_closed is true when generation stopped on the turn_end() token and that
+  // token is kept in the history (false when it was cut by a token budget or
+  // stopped on another stop id that the caller did not keep). Returns exactly the
+  // text to append so that history + result == render(messages, true): the
+  // closing marker when needed, the new turns, and the assistant header last.
+  // n_done == 0 gives render(messages, true). An og::Error when the layout
+  // above does not hold (n_done out of range, last done message not assistant).
+  std::string render_delta(std::span<const ChatMessage> messages, size_t n_done, bool reply_closed) const;
+};
+
+// Names accepted by make_chat_template besides "auto": llama3 gemma gemma4 chatml mistral phi3 0.
+std::vector<std::string> chat_template_names();
+
+// Recognises a model's Jinja chat template by its distinctive markers; returns
+// the matching built-in's name, or nullopt when it matches none.
+std::optional<std::string> detect_chat_template(std::string_view jinja);
+
+// Resolves `--chat NAME`. "auto": the built-in matching `model_template`
+// (raw text "0" when the model has none); an unrecognised template is an
+// og::Error suggesting --chat <name>. Any other unknown NAME is an og::Error
+// listing the names.
+std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name,
+                                                 const std::optional<std::string>& model_template);
+
+// The template stored with a model: GGUF `tokenizer.chat_template`; in an HF
+// directory chat_template.jinja, else tokenizer_config.json `chat_template`
+// (a string, or a list of {name, template} where "default" is taken), else
+// chat_template.json. A tokenizer.json / tokenizer.model path looks beside
+// itself. nullopt when there is none.
+std::optional<std::string> read_chat_template(const std::string& model_path);
+std::optional<std::string> read_chat_template(const GgufFile& gguf);
+
+// Ids that end an assistant turn: the tokenizer's stop ids (EOS, EOT, ...) plus
+// each of tmpl.stop_markers() that is a single token of the vocabulary. Sorted, unique.
+std::vector<int32_t> chat_stop_ids(const ChatTemplate& tmpl, const Tokenizer& tok);
+
+// Encodes rendered chat text: special tokens in the text are honoured
+// (parse_special), no EOS is added, and BOS is prepended only when `first` and
+// the vocabulary adds BOS (see the BOS rule above).
+std::vector<int32_t> encode_chat_text(const Tokenizer& tok, std::string_view text, bool first);
+
+}  // namespace og
