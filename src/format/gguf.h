@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,9 +42,14 @@ struct GgufValue {
   static GgufValue make_bool(bool v);
   static GgufValue make_string(std::string v);
   static GgufValue make_array(GgufType elem, std::vector<GgufValue> elems);
+  static GgufValue make_int(GgufType t, int64_t v);  // any integer type t (u64 via the bit pattern)
+  static GgufValue make_f64(double v);
   bool is_integer() const;
   bool is_float() const;
+  bool operator==(const GgufValue& o) const;  // same type and value (arrays: element-wise)
 };
+
+class GgufCursor;
 
 class GgufFile : public TensorSource {
  public:
@@ -72,6 +78,10 @@ class GgufFile : public TensorSource {
 
  private:
   GgufFile() = default;
+  void parse_bytes(const uint8_t* data, size_t size);
+  void read_metadata(GgufCursor& c, uint64_t n_kv);
+  void read_tensor_infos(GgufCursor& c, uint64_t n_tensors);
+  void place_tensors(const uint8_t* data, size_t size);
   MappedFile file_;
   std::string name_;
   uint32_t version_ = 0;
@@ -79,6 +89,7 @@ class GgufFile : public TensorSource {
   uint64_t data_offset_ = 0;
   std::vector<std::pair<std::string, GgufValue>> kv_;
   std::vector<TensorInfo> tensors_;
+  std::vector<uint64_t> offsets_;  // per tensor, relative to data_offset_
 };
 
 // Writes a GGUF v3 file: metadata in the order added, tensors padded to the alignment.
@@ -87,6 +98,10 @@ class GgufWriter {
   void set(std::string key, GgufValue v);  // replaces an existing key
   // shape row-major (outermost first); bytes must be dtype_row_bytes(type, shape.back()) * rows.
   void add_tensor(std::string name, DType type, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
+  // Streaming form for large models: make() runs during write()/serialize(), one
+  // tensor at a time in order, and must return exactly the tensor's bytes.
+  using Producer = std::function<std::vector<uint8_t>()>;
+  void add_tensor(std::string name, DType type, std::vector<int64_t> shape, Producer make);
   void write(const std::string& path) const;         // throws og::Error naming the path
   std::vector<uint8_t> serialize() const;
 
@@ -97,7 +112,11 @@ class GgufWriter {
     DType type;
     std::vector<int64_t> shape;
     std::vector<uint8_t> bytes;
+    Producer make;  // when set, bytes is empty until write time
+    uint64_t nbytes = 0;
   };
+  uint64_t alignment() const;
+  std::vector<uint8_t> header() const;  // everything before the data section, padded
   std::vector<Tensor> tensors_;
 };
 
