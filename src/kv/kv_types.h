@@ -37,6 +37,10 @@ struct KvPolicy {
   KvDType dtype = KvDType::F32;
   std::vector<int> windows;        // override, repeated over the caches; 0 = flat; empty = model's
   int64_t max_write = 512;         // most rows one sequence writes in one step (prefill chunk)
+  // batched-cell only: the pool holds enough blocks for max_sequences sequences
+  // of max_capacity positions each (blocks shared by forks count once).
+  int max_sequences = 1;
+  int block_size = 16;             // batched-cell: positions per block
 };
 
 // One row of a step: a token of sequence `seq` at position `pos`.

@@ -1,0 +1,111 @@
+// Shared pieces of every cache kind: the policy resolved against the geometry
+// (effective window and ring size per cache, effective max write), row codecs
+// for the storage dtypes, step planning (the checks every kind makes first)
+// and the describe() text.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kv/kv_types.h"
+
+namespace og::kv {
+
+// q8_0 storage: blocks of kQ8Block values along head_dim, each an f16 scale
+// followed by kQ8Block int8. A head_dim that is not a multiple of kQ8Block is
+// stored with its last block padded with zeros (the padding never reaches
+// the output: q is only dotted with the real dims and V only adds real dims).
+constexpr int kQ8Block = 32;
+constexpr int kQ8BlockBytes = 2 + kQ8Block;
+
+// Bytes of one head's row of `dim` values stored as `t`.
+int64_t row_bytes(KvDType t, int dim);
+// x[dim] -> dst[row_bytes(t, dim)]
+void encode_row(KvDType t, const float* x, int dim, uint8_t* dst);
+// src[row_bytes(t, dim)] -> x[dim]
+void decode_row(KvDType t, const uint8_t* src, int dim, float* x);
+
+// One cache with the run's policy applied.
+struct CacheLayout {
+  int n_kv_heads = 0;
+  int head_dim_k = 0, head_dim_v = 0;
+  int window = 0;            // effective: 0 = flat, W > 0 = ring of `slots`
+  int64_t slots = 0;         // ring: min(window + max_write - 1, max_capacity); flat: 0
+  int64_t row_bytes_k = 0;   // one head's row
+  int64_t row_bytes_v = 0;
+  int64_t position_bytes() const { return n_kv_heads * (row_bytes_k + row_bytes_v); }
+};
+
+// Effective policy and per-cache layouts. Rules:
+//  - initial_capacity is clamped to max_capacity;
+//  - windows (if not empty) replaces each cache's window: cache c gets
+//    windows[c % windows.size()]; 0 makes it flat. The geometry is untouched;
+//  - max_write is narrowed to the narrowest window > 0 of the override list
+//    (only an override narrows it; the model's own windows do not, so that a
+//    run may prefill in chunks longer than the model's window);
+//  - ring slots = min(window + max_write - 1, max_capacity).
+// Throws og::Error naming the field for a geometry or policy that cannot work.
+struct Resolved {
+  KvPolicy policy;
+  std::vector<CacheLayout> caches;
+};
+Resolved resolve(const KvGeometry& geometry, const KvPolicy& policy);
+
+// The two describe() lines (see kv_cache.h) for cache kind `kind`.
+std::string describe_text(const char* kind, const KvGeometry& geometry, const Resolved& r);
+
+// One sequence's part of a step: positions [begin, begin + n).
+struct SeqStep {
+  int seq = 0;
+  int64_t begin = 0;
+  int64_t n = 0;
+};
+
+// The checks every kind makes first, in this order: known sequence,
+// contiguous positions from the current length (kInvalid), at most max_write
+// rows per sequence, capacity. `length_of(seq)` returns -1 for unknown.
+// On success fills `out` in order of first appearance.
+template <class LengthOf>
+KvResult plan_step(std::span<const KvRow> rows, const KvPolicy& policy, LengthOf length_of,
+                   std::vector<SeqStep>* out);
+
+// The step between begin_step and end_step/abort_step, kept by every kind.
+struct StepState {
+  bool active = false;
+  std::vector<KvRow> rows;
+  std::vector<SeqStep> plan;
+  std::vector<char> written;  // [n_caches] K/V of this step written
+  void start(std::span<const KvRow> r, std::vector<SeqStep> p, size_t n_caches);
+  void finish();
+};
+// Throws og::Error for a call that breaks the update_and_attend contract
+// (no step, other rows than begin_step's, bad cache id or head counts, a
+// read of a cache not yet written in this step, a second write).
+void check_attend(const StepState& st, const Resolved& r, int cache_id, std::span<const KvRow> rows,
+                  const float* q, int n_heads, const float* k, const float* v, const float* out);
+// Throws unless every cache used by a layer was written in the step.
+void check_step_complete(const StepState& st, const KvGeometry& g);
+// Throws when a control call arrives during a step.
+void check_no_step(const StepState& st, const char* what);
+
+KvResult refuse(KvStatus s, std::string message, int64_t history_begin = 0);
+const char* status_name(KvStatus s);
+
+// ---- template implementation ----
+KvResult plan_step_impl(std::span<const KvRow> rows, const KvPolicy& policy,
+                        const std::vector<int64_t>& lengths_by_first_seen, std::vector<SeqStep>* out);
+std::vector<int> distinct_seqs(std::span<const KvRow> rows);
+
+template <class LengthOf>
+KvResult plan_step(std::span<const KvRow> rows, const KvPolicy& policy, LengthOf length_of,
+                   std::vector<SeqStep>* out) {
+  std::vector<int> seqs = distinct_seqs(rows);
+  std::vector<int64_t> lengths;
+  lengths.reserve(seqs.size());
+  for (int s : seqs) lengths.push_back(length_of(s));
+  return plan_step_impl(rows, policy, lengths, out);
+}
+
+}  // namespace og::kv
