@@ -1,0 +1,243 @@
+// The public kernel API (ops.h): argument checks, the choice of instruction
+// set at run time (OFFGRAPH_ISA=scalar|avx2|avx512 overrides), and the
+// threaded matmul driver. The only file that knows which ISAs exist.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "kernels/kernel_table.h"
+#include "kernels/ops.h"
+#include "kernels/ref/ref.h"
+
+namespace og::kernels {
+
+namespace {
+
+constexpr DType kWeightDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
+                                   DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                                   DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+int id_of(DType t) { return static_cast<int>(t); }
+
+// A reference MatmulImpl per dtype (the dtype is a template argument because
+// the table holds plain function pointers).
+template <DType T>
+void ref_rows(const uint8_t* w, int64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1, const float* x,
+              const void*, int64_t n_x, float* y, int64_t n_out) {
+  ref::matmul_rows(T, w, row_bytes, n_in, r0, r1, x, n_x, y, n_out);
+}
+
+template <DType T>
+void set_ref_matmul(KernelTable& k) {
+  k.matmul[id_of(T)].rows = &ref_rows<T>;
+}
+
+KernelTable make_ref_table() {
+  KernelTable k;
+  k.isa = Isa::kScalar;
+  set_ref_matmul<DType::F32>(k);
+  set_ref_matmul<DType::F16>(k);
+  set_ref_matmul<DType::BF16>(k);
+  set_ref_matmul<DType::Q8_0>(k);
+  set_ref_matmul<DType::Q4_0>(k);
+  set_ref_matmul<DType::Q4_1>(k);
+  set_ref_matmul<DType::Q5_0>(k);
+  set_ref_matmul<DType::Q5_1>(k);
+  set_ref_matmul<DType::Q4_K>(k);
+  set_ref_matmul<DType::Q5_K>(k);
+  set_ref_matmul<DType::Q6_K>(k);
+  k.rms_norm = &ref::rms_norm;
+  k.softmax = &ref::softmax;
+  k.silu_mul = &ref::silu_mul;
+  k.gelu_tanh_mul = &ref::gelu_tanh_mul;
+  k.add = &ref::add;
+  k.scale = &ref::scale;
+  return k;
+}
+
+KernelTable make_table(Isa isa) {
+  KernelTable k = make_ref_table();
+  k.isa = isa;
+  return k;
+}
+
+Isa best_isa() {
+  if (isa_available(Isa::kAvx512)) return Isa::kAvx512;
+  if (isa_available(Isa::kAvx2)) return Isa::kAvx2;
+  return Isa::kScalar;
+}
+
+Isa chosen_isa() {
+  const char* env = std::getenv("OFFGRAPH_ISA");
+  if (!env || !*env) return best_isa();
+  std::string v = env;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    if (v == isa_str(isa)) {
+      OG_CHECK(isa_available(isa), "OFFGRAPH_ISA=", v, ": this CPU does not support ", v);
+      return isa;
+    }
+  fail("OFFGRAPH_ISA=", v, ": unknown instruction set (expected scalar, avx2 or avx512)");
+}
+
+void check_weight_dtype(DType t, const char* what) {
+  OG_CHECK(weight_dtype_supported(t), what, ": no kernels for dtype ", dtype_name(static_cast<uint32_t>(t)));
+}
+
+void check_row(DType t, int64_t n, const char* what) {
+  check_weight_dtype(t, what);
+  int64_t block = dtype_info(t).block;
+  OG_CHECK(n >= 0 && n % block == 0, what, ": a row of ", n, " elements is not a whole number of ",
+           dtype_info(t).name, " blocks of ", block);
+}
+
+// 64-byte aligned scratch, one per calling thread.
+struct alignas(64) Line {
+  uint8_t b[64];
+};
+
+}  // namespace
+
+const char* isa_str(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return "avx512";
+    case Isa::kAvx2: return "avx2";
+    default: return "scalar";
+  }
+}
+
+bool isa_available(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return true;
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case Isa::kAvx512:
+      return isa_available(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
+             __builtin_cpu_supports("avx512bf16");
+  }
+  return false;
+}
+
+const KernelTable& kernel_table(Isa isa) {
+  OG_CHECK(isa_available(isa), "instruction set ", isa_str(isa), " is not supported by this CPU");
+  static std::once_flag once[3];
+  static std::unique_ptr<KernelTable> tables[3];
+  int i = static_cast<int>(isa);
+  std::call_once(once[i], [&] { tables[i] = std::make_unique<KernelTable>(make_table(isa)); });
+  return *tables[i];
+}
+
+const KernelTable& active_table() {
+  static const KernelTable& k = kernel_table(chosen_isa());
+  return k;
+}
+
+bool weight_dtype_supported(DType t) {
+  for (DType d : kWeightDTypes)
+    if (d == t) return true;
+  return false;
+}
+
+const char* isa_name() { return isa_str(active_table().isa); }
+
+void dequantize_row_with(const KernelTable& k, DType t, const void* src, float* dst, int64_t n) {
+  check_row(t, n, "dequantize_row");
+  if (RowFn f = k.dequantize[id_of(t)]) return f(src, dst, n);
+  ref::dequantize_row(t, src, dst, n);
+}
+
+float dot_row_with(const KernelTable& k, DType t, const void* w_row, const float* x, int64_t n) {
+  check_row(t, n, "dot_row");
+  if (DotFn f = k.dot[id_of(t)]) return f(w_row, x, n);
+  return ref::dot_row(t, w_row, x, n);
+}
+
+void matmul_with(const KernelTable& k, const TensorView& w, const float* x, int64_t n_x, float* y) {
+  OG_CHECK(w.shape.size() == 2, "matmul: weight '", w.name, "' must be 2-D, got shape ", shape_str(w.shape));
+  OG_CHECK(weight_dtype_supported(w.dtype), "matmul: weight '", w.name, "' has dtype ",
+           dtype_name(static_cast<uint32_t>(w.dtype)), ", which has no kernels");
+  const int64_t n_out = w.shape[0], n_in = w.shape[1];
+  OG_CHECK(n_in % dtype_info(w.dtype).block == 0, "matmul: weight '", w.name, "' rows of ", n_in,
+           " elements are not whole ", dtype_info(w.dtype).name, " blocks");
+  OG_CHECK(n_x >= 0, "matmul: negative row count ", n_x, " for weight '", w.name, "'");
+  if (n_x == 0 || n_out == 0) return;
+  if (n_in == 0) {
+    std::fill(y, y + n_x * n_out, 0.0f);
+    return;
+  }
+  OG_CHECK(w.data && x && y, "matmul: null pointer for weight '", w.name, "'");
+  const MatmulImpl& impl = k.matmul[id_of(w.dtype)];
+  thread_local std::vector<Line> scratch;
+  const void* act = nullptr;
+  if (impl.prepare) {
+    int64_t bytes = impl.act_bytes(n_x, n_in);
+    scratch.resize(static_cast<size_t>((bytes + 63) / 64));
+    impl.prepare(x, n_x, n_in, scratch.data());
+    act = scratch.data();
+  }
+  const uint8_t* wb = static_cast<const uint8_t*>(w.data);
+  const int64_t row_bytes = w.row_bytes(), tile = impl.row_tile;
+  const int64_t n_tiles = (n_out + tile - 1) / tile;
+  auto run = [&](int64_t t0, int64_t t1) {
+    impl.rows(wb, row_bytes, n_in, t0 * tile, std::min(n_out, t1 * tile), x, act, n_x, y, n_out);
+  };
+  // Small products are not worth waking the pool for.
+  const double work = static_cast<double>(n_out) * static_cast<double>(row_bytes) * static_cast<double>(n_x);
+  if (work < 256.0 * 1024.0) {
+    run(0, n_tiles);
+  } else {
+    thread_pool().parallel_for(n_tiles, run);
+  }
+}
+
+// ---- ops.h ----
+
+void matmul(const TensorView& w, const float* x, int64_t n_x, float* y) { matmul_with(active_table(), w, x, n_x, y); }
+
+void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
+  dequantize_row_with(active_table(), t, src, dst, n);
+}
+
+void quantize_row(DType t, const float* src, void* dst, int64_t n) {
+  check_row(t, n, "quantize_row");
+  ref::quantize_row(t, src, dst, n);
+}
+
+float dot_row(DType t, const void* w_row, const float* x, int64_t n) {
+  return dot_row_with(active_table(), t, w_row, x, n);
+}
+
+void get_row(const TensorView& table, int64_t r, float* dst) {
+  OG_CHECK(table.shape.size() == 2, "get_row: table '", table.name, "' must be 2-D, got shape ",
+           shape_str(table.shape));
+  OG_CHECK(r >= 0 && r < table.shape[0], "get_row: row ", r, " is out of range for table '", table.name,
+           "' of shape ", shape_str(table.shape));
+  check_weight_dtype(table.dtype, "get_row");
+  dequantize_row(table.dtype, table.row(r), dst, table.shape[1]);
+}
+
+void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y) {
+  OG_CHECK(n > 0, "rms_norm: empty vector");
+  active_table().rms_norm(x, w, eps, n, y);
+}
+
+void rope(float* x, int64_t head_dim, int64_t n_rot, int64_t pos, const float* inv_freq, bool interleaved) {
+  OG_CHECK(n_rot >= 0 && n_rot % 2 == 0 && n_rot <= head_dim, "rope: rotated dims ", n_rot,
+           " must be even and at most the head dim ", head_dim);
+  ref::rope(x, head_dim, n_rot, pos, inv_freq, interleaved);
+}
+
+void softmax(float* x, int64_t n) { active_table().softmax(x, n); }
+void silu_mul(float* gate, const float* up, int64_t n) { active_table().silu_mul(gate, up, n); }
+void gelu_tanh_mul(float* gate, const float* up, int64_t n) { active_table().gelu_tanh_mul(gate, up, n); }
+void add(float* y, const float* x, int64_t n) { active_table().add(y, x, n); }
+void scale(float* y, float s, int64_t n) { active_table().scale(y, s, n); }
+
+}  // namespace og::kernels

@@ -1,0 +1,57 @@
+// The per-ISA table of kernel implementations (internal to kernels/ and its
+// tests). dispatch.cpp fills one table per instruction set: the reference
+// first, then each available x86 variant overrides the entries it speeds up.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/dtype.h"
+#include "tensor/tensor_view.h"
+
+namespace og::kernels {
+
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+constexpr int kNumDTypeIds = 40;  // dtype ids are < 40 (see tensor/dtype.h)
+
+// One weight dtype's matmul y[n_x, n_out] = x[n_x, n_in] · W^T, in two steps:
+// prepare() converts the activations once per matmul into act (act_bytes of
+// scratch, 64-byte aligned; both may be null when the kernel reads x
+// directly), then rows() computes output rows [r0, r1) from any thread. r0 is
+// a multiple of row_tile.
+struct MatmulImpl {
+  int64_t (*act_bytes)(int64_t n_x, int64_t n_in) = nullptr;
+  void (*prepare)(const float* x, int64_t n_x, int64_t n_in, void* act) = nullptr;
+  void (*rows)(const uint8_t* w, int64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1, const float* x,
+               const void* act, int64_t n_x, float* y, int64_t n_out) = nullptr;
+  int64_t row_tile = 1;
+};
+
+using DotFn = float (*)(const void* w_row, const float* x, int64_t n);
+using RowFn = void (*)(const void* src, float* dst, int64_t n);
+
+struct KernelTable {
+  Isa isa = Isa::kScalar;
+  MatmulImpl matmul[kNumDTypeIds];
+  DotFn dot[kNumDTypeIds] = {};           // null: the reference
+  RowFn dequantize[kNumDTypeIds] = {};    // null: the reference
+  void (*rms_norm)(const float* x, const float* w, float eps, int64_t n, float* y) = nullptr;
+  void (*softmax)(float* x, int64_t n) = nullptr;
+  void (*silu_mul)(float* gate, const float* up, int64_t n) = nullptr;
+  void (*gelu_tanh_mul)(float* gate, const float* up, int64_t n) = nullptr;
+  void (*add)(float* y, const float* x, int64_t n) = nullptr;
+  void (*scale)(float* y, float s, int64_t n) = nullptr;
+};
+
+const char* isa_str(Isa isa);
+// Whether this CPU can run `isa`'s kernels.
+bool isa_available(Isa isa);
+// The table of `isa` (must be available); the chosen one is active_table().
+const KernelTable& kernel_table(Isa isa);
+const KernelTable& active_table();
+
+// matmul / dot_row / dequantize_row through a given table (tests compare ISAs).
+void matmul_with(const KernelTable& k, const TensorView& w, const float* x, int64_t n_x, float* y);
+float dot_row_with(const KernelTable& k, DType t, const void* w_row, const float* x, int64_t n);
+void dequantize_row_with(const KernelTable& k, DType t, const void* src, float* dst, int64_t n);
+
+}  // namespace og::kernels

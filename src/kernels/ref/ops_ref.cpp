@@ -1,0 +1,158 @@
+// Reference row codecs by dtype, dot products, the row-range matmul, and the
+// elementwise ops. Accumulations are in double so the reference is the most
+// accurate thing the fast variants are compared with.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/error.h"
+#include "kernels/ref/ref.h"
+
+namespace og::kernels::ref {
+
+void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(src);
+  switch (t) {
+    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+    case DType::F16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, b + 2 * i, 2);
+        dst[i] = f16_to_f32(h);
+      }
+      return;
+    case DType::BF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, b + 2 * i, 2);
+        dst[i] = bf16_to_f32(h);
+      }
+      return;
+    case DType::Q4_0: dequant_q4_0(src, dst, n); return;
+    case DType::Q4_1: dequant_q4_1(src, dst, n); return;
+    case DType::Q5_0: dequant_q5_0(src, dst, n); return;
+    case DType::Q5_1: dequant_q5_1(src, dst, n); return;
+    case DType::Q8_0: dequant_q8_0(src, dst, n); return;
+    case DType::Q4_K: dequant_q4_k(src, dst, n); return;
+    case DType::Q5_K: dequant_q5_k(src, dst, n); return;
+    case DType::Q6_K: dequant_q6_k(src, dst, n); return;
+    default: fail("no kernels for weight dtype ", dtype_name(static_cast<uint32_t>(t)));
+  }
+}
+
+void quantize_row(DType t, const float* src, void* dst, int64_t n) {
+  uint8_t* b = static_cast<uint8_t*>(dst);
+  switch (t) {
+    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+    case DType::F16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h = f32_to_f16(src[i]);
+        std::memcpy(b + 2 * i, &h, 2);
+      }
+      return;
+    case DType::BF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h = f32_to_bf16(src[i]);
+        std::memcpy(b + 2 * i, &h, 2);
+      }
+      return;
+    case DType::Q4_0: quant_q4_0(src, dst, n); return;
+    case DType::Q4_1: quant_q4_1(src, dst, n); return;
+    case DType::Q5_0: quant_q5_0(src, dst, n); return;
+    case DType::Q5_1: quant_q5_1(src, dst, n); return;
+    case DType::Q8_0: quant_q8_0(src, dst, n); return;
+    case DType::Q4_K: quant_q4_k(src, dst, n); return;
+    case DType::Q5_K: quant_q5_k(src, dst, n); return;
+    case DType::Q6_K: quant_q6_k(src, dst, n); return;
+    default: fail("no kernels for weight dtype ", dtype_name(static_cast<uint32_t>(t)));
+  }
+}
+
+static float dot_f32(const float* a, const float* b, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
+  return static_cast<float>(s);
+}
+
+float dot_row(DType t, const void* w_row, const float* x, int64_t n) {
+  if (t == DType::F32) return dot_f32(static_cast<const float*>(w_row), x, n);
+  thread_local std::vector<float> buf;
+  buf.resize(static_cast<size_t>(n));
+  dequantize_row(t, w_row, buf.data(), n);
+  return dot_f32(buf.data(), x, n);
+}
+
+void matmul_rows(DType t, const uint8_t* w, int64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1,
+                 const float* x, int64_t n_x, float* y, int64_t n_out) {
+  thread_local std::vector<float> buf;
+  buf.resize(static_cast<size_t>(n_in));
+  for (int64_t r = r0; r < r1; ++r) {
+    dequantize_row(t, w + r * row_bytes, buf.data(), n_in);  // once per weight row
+    for (int64_t i = 0; i < n_x; ++i) y[i * n_out + r] = dot_f32(buf.data(), x + i * n_in, n_in);
+  }
+}
+
+void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv * (w ? w[i] : 1.0f);
+}
+
+void rope(float* x, int64_t head_dim, int64_t n_rot, int64_t pos, const float* inv_freq, bool interleaved) {
+  (void)head_dim;  // dims n_rot..head_dim pass through
+  int64_t half = n_rot / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    double theta = static_cast<double>(pos) * inv_freq[i];
+    double c = std::cos(theta), s = std::sin(theta);
+    float* a = interleaved ? x + 2 * i : x + i;
+    float* b = interleaved ? x + 2 * i + 1 : x + i + half;
+    double x0 = *a, x1 = *b;
+    *a = static_cast<float>(x0 * c - x1 * s);
+    *b = static_cast<float>(x0 * s + x1 * c);
+  }
+}
+
+// A row that is entirely −inf (fully masked) becomes all zeros.
+void softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  float mx = x[0];
+  for (int64_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+  if (mx == -INFINITY) {
+    std::fill(x, x + n, 0.0f);
+    return;
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    double g = gate[i];
+    gate[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
+  }
+}
+
+void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
+  const double k = std::sqrt(2.0 / M_PI);
+  for (int64_t i = 0; i < n; ++i) {
+    double g = gate[i];
+    gate[i] = static_cast<float>(0.5 * g * (1.0 + std::tanh(k * (g + 0.044715 * g * g * g))) * up[i]);
+  }
+}
+
+void add(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void scale(float* y, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= s;
+}
+
+}  // namespace og::kernels::ref

@@ -1,0 +1,256 @@
+// Reference codecs of the K-quant super-block formats Q4_K, Q5_K and Q6_K
+// (256 elements; layouts and element mappings in MODEL-FORMATS.md §2.3). The
+// decoders follow the spec's per-element formulas literally.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/ref/ref.h"
+
+namespace og::kernels::ref {
+
+namespace {
+
+constexpr int kQK = 256;
+
+float load_f16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return f16_to_f32(h);
+}
+void store_f16(uint8_t* p, float f) {
+  uint16_t h = f32_to_f16(f);
+  std::memcpy(p, &h, 2);
+}
+float round_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
+
+// Σ (x - (scale·q - min))² of one sub-block for quantized levels 0..nmax.
+float quantize_affine(const float* x, int n, int nmax, float scale, float min, int* q) {
+  float err = 0.0f;
+  float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+  for (int i = 0; i < n; ++i) {
+    int v = std::clamp(static_cast<int>(std::lround((x[i] + min) * inv)), 0, nmax);
+    q[i] = v;
+    float e = x[i] - (scale * static_cast<float>(v) - min);
+    err += e * e;
+  }
+  return err;
+}
+
+// Picks scale ≥ 0 and min ≥ 0 for x ≈ scale·q − min (q in 0..nmax): the
+// min/max range first, then a few least-squares refits of (scale, min) to
+// the chosen levels, keeping whichever has the lowest squared error.
+void fit_scale_min(const float* x, int n, int nmax, float* scale_out, float* min_out) {
+  float lo = 0.0f, hi = 0.0f;  // lo ≤ 0 so that min ≥ 0
+  for (int i = 0; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  float scale = (hi - lo) / static_cast<float>(nmax), min = -lo;
+  int q[kQK];
+  float best = quantize_affine(x, n, nmax, scale, min, q);
+  float best_scale = scale, best_min = min;
+  for (int it = 0; it < 4 && scale > 0.0f; ++it) {
+    // Least squares of x ≈ a·q + b over the current levels; min = −b.
+    double sq = 0, sqq = 0, sx = 0, sqx = 0;
+    for (int i = 0; i < n; ++i) {
+      sq += q[i];
+      sqq += static_cast<double>(q[i]) * q[i];
+      sx += x[i];
+      sqx += static_cast<double>(q[i]) * x[i];
+    }
+    double det = n * sqq - sq * sq;
+    if (det <= 0) break;
+    double a = (n * sqx - sq * sx) / det, b = (sx - a * sq) / n;
+    if (b > 0) {  // min must stay ≥ 0: refit the scale alone with b = 0
+      b = 0;
+      a = sqq > 0 ? sqx / sqq : 0;
+    }
+    if (a <= 0) break;
+    scale = static_cast<float>(a);
+    min = static_cast<float>(-b);
+    float err = quantize_affine(x, n, nmax, scale, min, q);
+    if (err < best) {
+      best = err;
+      best_scale = scale;
+      best_min = min;
+    }
+  }
+  *scale_out = best_scale;
+  *min_out = best_min;
+}
+
+// Q4_K / Q5_K: per-sub-block levels q[256] (0..nmax) with d, dmin and the
+// 6-bit sc/m, chosen from the per-sub-block fits.
+void quant_k_affine(const float* x, int nmax, float* d_out, float* dmin_out, uint8_t* sc, uint8_t* m,
+                    int* q) {
+  float scales[8], mins[8], max_scale = 0.0f, max_min = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    fit_scale_min(x + 32 * j, 32, nmax, &scales[j], &mins[j]);
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
+  float d = round_f16(max_scale / 63.0f), dmin = round_f16(max_min / 63.0f);
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = static_cast<uint8_t>(d > 0 ? std::clamp(std::lround(scales[j] / d), 0L, 63L) : 0);
+    m[j] = static_cast<uint8_t>(dmin > 0 ? std::clamp(std::lround(mins[j] / dmin), 0L, 63L) : 0);
+    // Levels against the scale and min the decoder will actually use.
+    quantize_affine(x + 32 * j, 32, nmax, d * sc[j], dmin * m[j], q + 32 * j);
+  }
+  *d_out = d;
+  *dmin_out = dmin;
+}
+
+}  // namespace
+
+void get_scale_min_k4(const uint8_t* s, int j, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
+
+void pack_scale_min_k4(const uint8_t* sc, const uint8_t* m, uint8_t* s) {
+  for (int j = 0; j < 4; ++j) {
+    s[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+    s[j + 4] = static_cast<uint8_t>((m[j] & 63) | ((m[j + 4] >> 4) << 6));
+    s[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4));
+  }
+}
+
+// ---- Q4_K: d · dmin · scales[12] · qs[128] (144 bytes) ----
+void dequant_q4_k(const void* src, float* dst, int64_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(src);
+  for (int64_t k = 0; k < n / kQK; ++k, b += 144) {
+    float d = load_f16(b), dmin = load_f16(b + 2);
+    const uint8_t* qs = b + 16;
+    for (int e = 0; e < kQK; ++e) {
+      int c = e / 64, r = e % 64, j = e / 32;
+      uint8_t byte = qs[32 * c + r % 32];
+      int q = r < 32 ? (byte & 0xF) : (byte >> 4);
+      uint8_t sc, m;
+      get_scale_min_k4(b + 4, j, &sc, &m);
+      dst[k * kQK + e] = d * sc * static_cast<float>(q) - dmin * m;
+    }
+  }
+}
+
+void quant_q4_k(const float* src, void* dst, int64_t n) {
+  uint8_t* b = static_cast<uint8_t*>(dst);
+  for (int64_t k = 0; k < n / kQK; ++k, b += 144) {
+    float d, dmin;
+    uint8_t sc[8], m[8];
+    int q[kQK];
+    quant_k_affine(src + k * kQK, 15, &d, &dmin, sc, m, q);
+    store_f16(b, d);
+    store_f16(b + 2, dmin);
+    pack_scale_min_k4(sc, m, b + 4);
+    uint8_t* qs = b + 16;
+    std::memset(qs, 0, 128);
+    for (int e = 0; e < kQK; ++e) {
+      int c = e / 64, r = e % 64;
+      qs[32 * c + r % 32] |= static_cast<uint8_t>(r < 32 ? q[e] : q[e] << 4);
+    }
+  }
+}
+
+// ---- Q5_K: d · dmin · scales[12] · qh[32] · qs[128] (176 bytes) ----
+void dequant_q5_k(const void* src, float* dst, int64_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(src);
+  for (int64_t k = 0; k < n / kQK; ++k, b += 176) {
+    float d = load_f16(b), dmin = load_f16(b + 2);
+    const uint8_t* qh = b + 16;
+    const uint8_t* qs = b + 48;
+    for (int e = 0; e < kQK; ++e) {
+      int c = e / 64, r = e % 64, j = e / 32;
+      uint8_t byte = qs[32 * c + r % 32];
+      int q = r < 32 ? (byte & 0xF) : (byte >> 4);
+      q += 16 * ((qh[r % 32] >> j) & 1);
+      uint8_t sc, m;
+      get_scale_min_k4(b + 4, j, &sc, &m);
+      dst[k * kQK + e] = d * sc * static_cast<float>(q) - dmin * m;
+    }
+  }
+}
+
+void quant_q5_k(const float* src, void* dst, int64_t n) {
+  uint8_t* b = static_cast<uint8_t*>(dst);
+  for (int64_t k = 0; k < n / kQK; ++k, b += 176) {
+    float d, dmin;
+    uint8_t sc[8], m[8];
+    int q[kQK];
+    quant_k_affine(src + k * kQK, 31, &d, &dmin, sc, m, q);
+    store_f16(b, d);
+    store_f16(b + 2, dmin);
+    pack_scale_min_k4(sc, m, b + 4);
+    uint8_t* qh = b + 16;
+    uint8_t* qs = b + 48;
+    std::memset(qh, 0, 32 + 128);
+    for (int e = 0; e < kQK; ++e) {
+      int c = e / 64, r = e % 64, j = e / 32, lo = q[e] & 0xF;
+      qs[32 * c + r % 32] |= static_cast<uint8_t>(r < 32 ? lo : lo << 4);
+      qh[r % 32] |= static_cast<uint8_t>(((q[e] >> 4) & 1) << j);
+    }
+  }
+}
+
+// ---- Q6_K: ql[128] · qh[64] · scales int8[16] · d (210 bytes, d last) ----
+void dequant_q6_k(const void* src, float* dst, int64_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(src);
+  for (int64_t k = 0; k < n / kQK; ++k, b += 210) {
+    const uint8_t* ql = b;
+    const uint8_t* qh = b + 128;
+    const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
+    float d = load_f16(b + 208);
+    for (int e = 0; e < kQK; ++e) {
+      int h = e / 128, g = (e % 128) / 32, l = e % 32;
+      uint8_t byte = ql[64 * h + l + 32 * (g & 1)];
+      int low = g < 2 ? (byte & 0xF) : (byte >> 4);
+      int high = (qh[32 * h + l] >> (2 * g)) & 3;
+      int q = low | (high << 4);
+      dst[k * kQK + e] = d * scales[e / 16] * static_cast<float>(q - 32);
+    }
+  }
+}
+
+void quant_q6_k(const float* src, void* dst, int64_t n) {
+  uint8_t* b = static_cast<uint8_t*>(dst);
+  for (int64_t k = 0; k < n / kQK; ++k, b += 210) {
+    const float* x = src + k * kQK;
+    // Per 16-element sub-block: the largest-magnitude element maps to q−32 = −32.
+    float sub[16], max_abs = 0.0f;
+    for (int s = 0; s < 16; ++s) {
+      float m = 0.0f;
+      for (int i = 0; i < 16; ++i)
+        if (std::fabs(x[16 * s + i]) > std::fabs(m)) m = x[16 * s + i];
+      sub[s] = m / -32.0f;
+      max_abs = std::max(max_abs, std::fabs(sub[s]));
+    }
+    float d = round_f16(max_abs / 127.0f);
+    int8_t* scales = reinterpret_cast<int8_t*>(b + 192);
+    int q[kQK];
+    for (int s = 0; s < 16; ++s) {
+      long sc = d > 0 ? std::clamp(std::lround(sub[s] / d), -128L, 127L) : 0;
+      scales[s] = static_cast<int8_t>(sc);
+      float eff = d * static_cast<float>(sc);
+      float inv = eff != 0.0f ? 1.0f / eff : 0.0f;
+      for (int i = 0; i < 16; ++i)
+        q[16 * s + i] = std::clamp(static_cast<int>(std::lround(x[16 * s + i] * inv)) + 32, 0, 63);
+    }
+    store_f16(b + 208, d);
+    uint8_t* ql = b;
+    uint8_t* qh = b + 128;
+    std::memset(b, 0, 192);
+    for (int e = 0; e < kQK; ++e) {
+      int h = e / 128, g = (e % 128) / 32, l = e % 32;
+      int low = q[e] & 0xF, high = q[e] >> 4;
+      ql[64 * h + l + 32 * (g & 1)] |= static_cast<uint8_t>(g < 2 ? low : low << 4);
+      qh[32 * h + l] |= static_cast<uint8_t>(high << (2 * g));
+    }
+  }
+}
+
+}  // namespace og::kernels::ref

@@ -1,0 +1,51 @@
+// The scalar reference of every kernel (namespace og::kernels::ref): plain,
+// obviously correct code that the fast variants are tested against. Callers
+// outside kernels/ use ops.h; these functions do not validate their arguments.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace og::kernels::ref {
+
+// Block formats: one row of n elements (n a multiple of the block).
+void dequantize_row(DType t, const void* src, float* dst, int64_t n);
+void quantize_row(DType t, const float* src, void* dst, int64_t n);
+float dot_row(DType t, const void* w_row, const float* x, int64_t n);
+
+// Rows [r0, r1) of y[n_x, n_out] = x[n_x, n_in] · W^T; w points at row 0 of W.
+void matmul_rows(DType t, const uint8_t* w, int64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1,
+                 const float* x, int64_t n_x, float* y, int64_t n_out);
+
+void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y);
+void rope(float* x, int64_t head_dim, int64_t n_rot, int64_t pos, const float* inv_freq, bool interleaved);
+void softmax(float* x, int64_t n);
+void silu_mul(float* gate, const float* up, int64_t n);
+void gelu_tanh_mul(float* gate, const float* up, int64_t n);
+void add(float* y, const float* x, int64_t n);
+void scale(float* y, float s, int64_t n);
+
+// Per-format row codecs (n a multiple of the format's block).
+void dequant_q4_0(const void* src, float* dst, int64_t n);
+void dequant_q4_1(const void* src, float* dst, int64_t n);
+void dequant_q5_0(const void* src, float* dst, int64_t n);
+void dequant_q5_1(const void* src, float* dst, int64_t n);
+void dequant_q8_0(const void* src, float* dst, int64_t n);
+void dequant_q4_k(const void* src, float* dst, int64_t n);
+void dequant_q5_k(const void* src, float* dst, int64_t n);
+void dequant_q6_k(const void* src, float* dst, int64_t n);
+void quant_q4_0(const float* src, void* dst, int64_t n);
+void quant_q4_1(const float* src, void* dst, int64_t n);
+void quant_q5_0(const float* src, void* dst, int64_t n);
+void quant_q5_1(const float* src, void* dst, int64_t n);
+void quant_q8_0(const float* src, void* dst, int64_t n);
+void quant_q4_k(const float* src, void* dst, int64_t n);
+void quant_q5_k(const float* src, void* dst, int64_t n);
+void quant_q6_k(const float* src, void* dst, int64_t n);
+
+// Q4_K / Q5_K 6-bit scale and min j (0..7) from the 12 packed bytes, and the inverse.
+void get_scale_min_k4(const uint8_t* s, int j, uint8_t* sc, uint8_t* m);
+void pack_scale_min_k4(const uint8_t* sc, const uint8_t* m, uint8_t* s);
+
+}  // namespace og::kernels::ref
