@@ -65,7 +65,9 @@ class ChatTemplate {
   std::string render_delta(std::span<const ChatMessage> messages, size_t n_done, bool reply_closed) const;
 };
 
-// Names accepted by make_chat_template besides "auto": llama3 gemma gemma4 chatml mistral phi3 0.
+// Names accepted by make_chat_template besides "auto": llama3 gemma gemma4 chatml
+// mistral phi3 zephyr 0 (aliases: qwen, smollm -> chatml; gemma2, gemma3 -> gemma;
+// raw, none -> 0).
 std::vector<std::string> chat_template_names();
 
 // Recognises a model's Jinja chat template by its distinctive markers; returns
@@ -91,9 +93,11 @@ std::optional<std::string> read_chat_template(const GgufFile& gguf);
 // each of tmpl.stop_markers() that is a single token of the vocabulary. Sorted, unique.
 std::vector<int32_t> chat_stop_ids(const ChatTemplate& tmpl, const Tokenizer& tok);
 
-// Encodes rendered chat text: special tokens in the text are honoured
-// (parse_special), no EOS is added, and BOS is prepended only when `first` and
-// the vocabulary adds BOS (see the BOS rule above).
-std::vector<int32_t> encode_chat_text(const Tokenizer& tok, std::string_view text, bool first);
+// Encodes rendered chat text (a render() or a render_delta()): special tokens in
+// the text are honoured (parse_special; not for the raw template "0", where the
+// text is the user's own), no EOS is added, and BOS is prepended only when
+// `first` and the vocabulary adds BOS (see the BOS rule above).
+std::vector<int32_t> encode_chat_text(const Tokenizer& tok, const ChatTemplate& tmpl, std::string_view text,
+                                      bool first);
 
 }  // namespace og
