@@ -24,6 +24,7 @@ struct HfCheckpoint {
   std::optional<nlohmann::json> tokenizer_config;  // tokenizer_config.json
   std::string tokenizer_json_path;               // "" when absent
   std::string tokenizer_model_path;              // SentencePiece tokenizer.model, "" when absent
+  std::string chat_template_path;                // chat_template.jinja (newer repos), "" when absent
   std::unique_ptr<SafetensorsSource> weights;    // null when opened with load_weights = false
 
   static HfCheckpoint open(const std::string& dir, bool load_weights = true);

@@ -3,6 +3,7 @@
 // clear error when used (tensor_view) naming the tensor and dtype.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,12 +35,15 @@ class SafetensorsSource : public TensorSource {
   std::map<std::string, std::string> metadata_;
 };
 
-// Writes one safetensors file (tests and tools). dtype is "F32", "F16" or "BF16".
+// Writes one safetensors file (tests and tools). dtype is any safetensors dtype
+// name ("F32", "F16", "BF16", ...). When `make` is set, bytes is ignored and
+// make() is called at write time (one tensor in memory at a time).
 struct SafetensorsTensor {
   std::string name;
   std::string dtype;
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes;
+  std::function<std::vector<uint8_t>()> make;
 };
 void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors);
 
