@@ -1,0 +1,266 @@
+// The built-in chat formats: one small render function per format, the generic
+// incremental render, name resolution and recognition of a model's template.
+#include "tokenizer/chat_template.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace og {
+namespace {
+
+using Msgs = std::span<const ChatMessage>;
+using RenderFn = std::string (*)(Msgs, bool);
+
+std::string trim(std::string_view s) {
+  const char* ws = " \t\n\r\f\v";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(ws);
+  return std::string(s.substr(b, e - b + 1));
+}
+
+void check_roles(Msgs m, const char* tmpl, bool system_only_first) {
+  for (size_t i = 0; i < m.size(); ++i) {
+    const std::string& r = m[i].role;
+    OG_CHECK(r == "system" || r == "user" || r == "assistant", "chat template ", tmpl, ": message ", i,
+             " has role '", r, "' (expected system, user or assistant)");
+    OG_CHECK(!(system_only_first && r == "system" && i > 0), "chat template ", tmpl, ": message ", i,
+             " is a system message; this format takes one, as the first message");
+  }
+}
+
+// <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|> (Llama 3.x; the
+// model's template trims contents; assistant replies are kept verbatim).
+std::string render_llama3(Msgs m, bool gen) {
+  check_roles(m, "llama3", false);
+  std::string out;
+  for (const auto& msg : m) {
+    out += "<|start_header_id|>" + msg.role + "<|end_header_id|>\n\n";
+    out += msg.role == "assistant" ? msg.content : trim(msg.content);
+    out += "<|eot_id|>";
+  }
+  if (gen) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
+// <|im_start|>ROLE\nCONTENT<|im_end|>\n (ChatML: Qwen 2/2.5/3, SmolLM); no trimming.
+std::string render_chatml(Msgs m, bool gen) {
+  check_roles(m, "chatml", false);
+  std::string out;
+  for (const auto& msg : m) out += "<|im_start|>" + msg.role + "\n" + msg.content + "<|im_end|>\n";
+  if (gen) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+// Gemma 2/3: roles user and model only; a first system message is folded into
+// the first turn as "SYSTEM\n\n" before its text; user text is trimmed.
+std::string render_gemma(Msgs m, bool gen) {
+  check_roles(m, "gemma", true);
+  std::string out, prefix;
+  size_t start = 0;
+  if (!m.empty() && m[0].role == "system") {
+    prefix = m[0].content + "\n\n";
+    start = 1;
+    if (m.size() == 1) out += "<start_of_turn>user\n" + m[0].content + "<end_of_turn>\n";
+  }
+  for (size_t i = start; i < m.size(); ++i) {
+    bool model = m[i].role == "assistant";
+    out += std::string("<start_of_turn>") + (model ? "model" : "user") + "\n";
+    if (i == start) out += prefix;
+    out += model ? m[i].content : trim(m[i].content);
+    out += "<end_of_turn>\n";
+  }
+  if (gen) out += "<start_of_turn>model\n";
+  return out;
+}
+
+// Gemma 4: <|turn>ROLE\nCONTENT<turn|>\n with roles system, user, model (the
+// thinking-off form without a pre-filled thought channel); text is trimmed.
+std::string render_gemma4(Msgs m, bool gen) {
+  check_roles(m, "gemma4", false);
+  std::string out;
+  for (const auto& msg : m) {
+    bool model = msg.role == "assistant";
+    out += "<|turn>" + (model ? std::string("model") : msg.role) + "\n";
+    out += model ? msg.content : trim(msg.content);
+    out += "<turn|>\n";
+  }
+  if (gen) out += "<|turn>model\n";
+  return out;
+}
+
+// Mistral (Instruct v0.1/v0.2 layout): [INST] USER [/INST]REPLY</s>; a first
+// system message goes before the first user text as "SYSTEM\n\n". The
+// generation "header" is the closing [/INST] itself.
+std::string render_mistral(Msgs m, bool /*gen*/) {
+  check_roles(m, "mistral", true);
+  std::string out, prefix;
+  size_t start = 0;
+  if (!m.empty() && m[0].role == "system") {
+    prefix = m[0].content + "\n\n";
+    start = 1;
+  }
+  for (size_t i = start; i < m.size(); ++i) {
+    if (m[i].role == "user") {
+      out += "[INST] " + prefix + m[i].content + " [/INST]";
+      prefix.clear();
+    } else {
+      out += m[i].content + "</s>";
+    }
+  }
+  if (m.size() == 1 && start == 1) out += "[INST] " + m[0].content + " [/INST]";  // a lone system message
+  return out;
+}
+
+// Phi-3: <|ROLE|>\nCONTENT<|end|>\n.
+std::string render_phi3(Msgs m, bool gen) {
+  check_roles(m, "phi3", false);
+  std::string out;
+  for (const auto& msg : m) out += "<|" + msg.role + "|>\n" + msg.content + "<|end|>\n";
+  if (gen) out += "<|assistant|>\n";
+  return out;
+}
+
+// Zephyr (TinyLlama-Chat): <|ROLE|>\nCONTENT</s>\n.
+std::string render_zephyr(Msgs m, bool gen) {
+  check_roles(m, "zephyr", false);
+  std::string out;
+  for (const auto& msg : m) out += "<|" + msg.role + "|>\n" + msg.content + "</s>\n";
+  if (gen) out += "<|assistant|>\n";
+  return out;
+}
+
+// Raw text: the contents one after another, no markers.
+std::string render_raw(Msgs m, bool /*gen*/) {
+  check_roles(m, "0", false);
+  std::string out;
+  for (const auto& msg : m) out += msg.content;
+  return out;
+}
+
+struct Builtin {
+  const char* name;
+  RenderFn render;
+  std::vector<std::string> stops;  // turn end first
+};
+
+const std::vector<Builtin>& builtins() {
+  static const std::vector<Builtin> kBuiltins = {
+      {"llama3", render_llama3, {"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"}},
+      {"gemma", render_gemma, {"<end_of_turn>", "<eos>"}},
+      {"gemma4", render_gemma4, {"<turn|>", "<eos>"}},
+      {"chatml", render_chatml, {"<|im_end|>", "<|endoftext|>"}},
+      {"mistral", render_mistral, {"</s>"}},
+      {"phi3", render_phi3, {"<|end|>", "<|endoftext|>"}},
+      {"zephyr", render_zephyr, {"</s>"}},
+      {"0", render_raw, {}},
+  };
+  return kBuiltins;
+}
+
+class BuiltinTemplate : public ChatTemplate {
+ public:
+  explicit BuiltinTemplate(const Builtin& b) : b_(b) {}
+  std::string name() const override { return b_.name; }
+  std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt) const override {
+    return b_.render(messages, add_generation_prompt);
+  }
+  std::string turn_end() const override { return b_.stops.empty() ? std::string() : b_.stops[0]; }
+  std::vector<std::string> stop_markers() const override { return b_.stops; }
+
+ private:
+  const Builtin& b_;
+};
+
+std::string names_list() {
+  std::string s;
+  for (const auto& b : builtins()) s += std::string(s.empty() ? "" : ", ") + b.name;
+  return s;
+}
+
+bool has(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
+
+}  // namespace
+
+std::string ChatTemplate::render_delta(std::span<const ChatMessage> messages, size_t n_done,
+                                       bool reply_closed) const {
+  OG_CHECK(n_done <= messages.size(), "chat template ", name(), ": ", n_done,
+           " messages already rendered but the conversation has ", messages.size());
+  if (n_done == 0) return render(messages, true);
+  const ChatMessage& reply = messages[n_done - 1];
+  OG_CHECK(reply.role == "assistant", "chat template ", name(),
+           ": incremental render needs the last rendered message to be the assistant's reply, not '",
+           reply.role, "'");
+  std::string history = render(messages.first(n_done - 1), true) + reply.content;
+  if (reply_closed) history += turn_end();
+  std::string full = render(messages, true);
+  OG_CHECK(full.compare(0, history.size(), history) == 0, "chat template ", name(),
+           ": earlier turns render differently once a turn is added; this conversation cannot be "
+           "extended incrementally");
+  return full.substr(history.size());
+}
+
+std::vector<std::string> chat_template_names() {
+  std::vector<std::string> names;
+  for (const auto& b : builtins()) names.push_back(b.name);
+  return names;
+}
+
+std::optional<std::string> detect_chat_template(std::string_view t) {
+  if (has(t, "<|turn>") && has(t, "<turn|>")) return "gemma4";
+  if (has(t, "<start_of_turn>")) return "gemma";
+  if (has(t, "<|start_header_id|>") || has(t, "<|eot_id|>")) return "llama3";
+  if (has(t, "<|im_start|>")) return "chatml";
+  if (has(t, "<|user|>") && has(t, "<|end|>")) return "phi3";
+  if (has(t, "<|user|>") && has(t, "<|assistant|>")) return "zephyr";
+  // Llama 2's [INST] <<SYS>> layout differs from Mistral's; no built-in for it.
+  if (has(t, "[INST]") && !has(t, "<<SYS>>")) return "mistral";
+  return std::nullopt;
+}
+
+std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name,
+                                                 const std::optional<std::string>& model_template) {
+  std::string n(name);
+  if (n == "auto") {
+    if (!model_template || trim(*model_template).empty()) n = "0";
+    else {
+      auto found = detect_chat_template(*model_template);
+      if (!found) {
+        std::string head = trim(*model_template).substr(0, 60);
+        std::replace(head.begin(), head.end(), '\n', ' ');
+        fail("the model's chat template is not one of the built-in formats (it begins '", head,
+             "...'); choose one with --chat <name> (", names_list(), ")");
+      }
+      n = *found;
+    }
+  }
+  if (n == "qwen" || n == "smollm") n = "chatml";
+  if (n == "gemma2" || n == "gemma3") n = "gemma";
+  if (n == "raw" || n == "none") n = "0";
+  for (const auto& b : builtins())
+    if (n == b.name) return std::make_unique<BuiltinTemplate>(b);
+  fail("--chat: unknown chat template '", name, "' (known: auto, ", names_list(), ")");
+}
+
+std::vector<int32_t> chat_stop_ids(const ChatTemplate& tmpl, const Tokenizer& tok) {
+  std::vector<int32_t> ids = tok.special().stop_ids;
+  for (int32_t id : {tok.special().eos, tok.special().eot, tok.special().eom})
+    if (id >= 0) ids.push_back(id);
+  for (const auto& marker : tmpl.stop_markers())
+    if (auto id = tok.find_piece(marker)) ids.push_back(*id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+std::vector<int32_t> encode_chat_text(const Tokenizer& tok, const ChatTemplate& tmpl, std::string_view text,
+                                      bool first) {
+  // Raw text has no markers: a user's text must not become control tokens there.
+  std::vector<int32_t> ids = tok.encode(text, /*add_special=*/false, /*parse_special=*/tmpl.name() != "0");
+  const SpecialTokens& sp = tok.special();
+  if (first && sp.add_bos && sp.bos >= 0 && (ids.empty() || ids[0] != sp.bos)) ids.insert(ids.begin(), sp.bos);
+  return ids;
+}
+
+}  // namespace og
