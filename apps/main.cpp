@@ -1,11 +1,13 @@
 // offgraph: dispatch to a subcommand. Errors from any layer arrive here as
-// og::Error and become one line on stderr with exit code 1.
+// og::Error and become one line on stderr with exit code 1; bad usage
+// (og::app::UsageError) exits with code 2.
 #include <cstdio>
 #include <cstring>
 #include <exception>
 
 #include "base/error.h"
 #include "commands.h"
+#include "flags.h"
 
 namespace {
 
@@ -32,6 +34,9 @@ int main(int argc, char** argv) {
     og::app::Args args(argv + 1, argv + argc);
     try {
       return c.run(args);
+    } catch (const og::app::UsageError& e) {
+      std::fprintf(stderr, "offgraph %s: error: %s (see offgraph %s --help)\n", c.name, e.what(), c.name);
+      return 2;
     } catch (const og::Error& e) {
       std::fprintf(stderr, "offgraph %s: error: %s\n", c.name, e.what());
       return 1;

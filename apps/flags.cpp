@@ -1,0 +1,242 @@
+// Flags: parsing, value checks, suggestions and the --help text.
+#include "flags.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace og::app {
+
+namespace {
+
+std::string canonical(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
+
+std::string format_double(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+bool parse_int(const std::string& s, int64_t* out) {
+  if (s.empty()) return false;
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (*b == '+') ++b;
+  auto r = std::from_chars(b, e, *out);
+  return r.ec == std::errc() && r.ptr == e;
+}
+
+bool parse_double(const std::string& s, double* out) {
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return false;
+  char* end = nullptr;
+  *out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(*out);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+void usage_fail(const std::string& message) { throw UsageError(message); }
+
+Flags::Flags(std::string command, std::string synopsis)
+    : command_(std::move(command)), synopsis_(std::move(synopsis)) {}
+
+void Flags::bad(const std::string& msg) const { throw UsageError(msg); }
+
+Flags::Flag& Flags::add(const std::string& name, const std::string& metavar, const std::string& help,
+                        std::string default_text) {
+  Flag f;
+  f.name = canonical(name);
+  f.metavar = metavar;
+  f.help = help;
+  f.default_text = std::move(default_text);
+  flags_.push_back(std::move(f));
+  return flags_.back();
+}
+
+void Flags::add_string(const std::string& name, std::string* out, const std::string& help,
+                       const std::string& metavar) {
+  Flag& f = add(name, metavar, help, out->empty() ? "none" : "\"" + *out + "\"");
+  f.set = [out](const std::string& v) { *out = v; };
+}
+
+void Flags::add_choice(const std::string& name, std::string* out, std::vector<std::string> choices,
+                       const std::string& help) {
+  std::string joined;
+  for (const auto& c : choices) joined += (joined.empty() ? "" : "|") + c;
+  Flag& f = add(name, joined, help, out->empty() ? "none" : *out);
+  const std::string flag = "--" + f.name;
+  f.set = [out, choices, joined, flag](const std::string& v) {
+    if (std::find(choices.begin(), choices.end(), v) == choices.end())
+      throw UsageError(flag + " must be one of " + joined + ", got '" + v + "'");
+    *out = v;
+  };
+}
+
+void Flags::add_int(const std::string& name, int64_t* out, int64_t min, int64_t max, const std::string& help) {
+  Flag& f = add(name, "N", help, std::to_string(*out));
+  const std::string flag = "--" + f.name;
+  f.set = [out, min, max, flag](const std::string& v) {
+    int64_t x = 0;
+    if (!parse_int(v, &x)) throw UsageError(flag + " expects an integer, got '" + v + "'");
+    if (x < min || x > max)
+      throw UsageError(flag + " must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + v);
+    *out = x;
+  };
+}
+
+void Flags::add_float(const std::string& name, double* out, double min, double max, const std::string& help,
+                      bool lo_open) {
+  Flag& f = add(name, "X", help, format_double(*out));
+  const std::string flag = "--" + f.name;
+  f.set = [out, min, max, lo_open, flag](const std::string& v) {
+    double x = 0;
+    if (!parse_double(v, &x)) throw UsageError(flag + " expects a number, got '" + v + "'");
+    if (x < min || x > max || (lo_open && x == min))
+      throw UsageError(flag + " must be in " + (lo_open ? "(" : "[") + format_double(min) + ", " +
+                       format_double(max) + "], got " + v);
+    *out = x;
+  };
+}
+
+void Flags::add_bool(const std::string& name, bool* out, const std::string& help) {
+  Flag& f = add(name, "", help, *out ? "on" : "off");
+  f.takes_value = false;
+  const std::string flag = "--" + f.name;
+  f.set = [out, flag](const std::string& v) {
+    if (v == "" || v == "true" || v == "1" || v == "yes" || v == "on") *out = true;
+    else if (v == "false" || v == "0" || v == "no" || v == "off") *out = false;
+    else throw UsageError(flag + " takes no value or true|false, got '" + v + "'");
+  };
+}
+
+void Flags::add_repeated(const std::string& name, std::vector<std::string>* out, const std::string& help,
+                         const std::string& metavar) {
+  Flag& f = add(name, metavar, help, "none; repeatable");
+  f.repeatable = true;
+  const std::string flag = "--" + f.name;
+  f.set = [out, flag](const std::string& v) {
+    if (v.empty()) throw UsageError(flag + " must not be empty");
+    out->push_back(v);
+  };
+}
+
+void Flags::add_int_list(const std::string& name, std::vector<int64_t>* out, int64_t min, int64_t max,
+                         const std::string& help) {
+  std::string def;
+  for (int64_t x : *out) def += (def.empty() ? "" : ",") + std::to_string(x);
+  Flag& f = add(name, "N,N,...", help, def.empty() ? "none" : def);
+  const std::string flag = "--" + f.name;
+  f.set = [out, min, max, flag](const std::string& v) {
+    std::vector<int64_t> list;
+    size_t start = 0;
+    while (true) {
+      const size_t comma = v.find(',', start);
+      const std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      int64_t x = 0;
+      if (!parse_int(item, &x))
+        throw UsageError(flag + " expects comma-separated integers, got '" + v + "'");
+      if (x < min || x > max)
+        throw UsageError(flag + " values must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                         "], got " + item);
+      list.push_back(x);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    *out = std::move(list);
+  };
+}
+
+Flags::Flag* Flags::find(const std::string& name) {
+  const std::string c = canonical(name);
+  for (auto& f : flags_)
+    if (f.name == c) return &f;
+  return nullptr;
+}
+
+bool Flags::given(const std::string& name) const {
+  const std::string c = canonical(name);
+  for (const auto& f : flags_)
+    if (f.name == c) return f.given;
+  return false;
+}
+
+std::string Flags::suggestion(const std::string& name) const {
+  const std::string c = canonical(name);
+  const Flag* best = nullptr;
+  size_t best_d = 0;
+  for (const auto& f : flags_) {
+    size_t d = edit_distance(c, f.name);
+    if (f.name.rfind(c, 0) == 0 || c.rfind(f.name, 0) == 0) d = std::min<size_t>(d, 1);
+    if (!best || d < best_d) best = &f, best_d = d;
+  }
+  if (best && best_d <= std::max<size_t>(2, c.size() / 4)) return " (did you mean --" + best->name + "?)";
+  return "";
+}
+
+bool Flags::parse(const Args& args, std::vector<std::string>* positional) {
+  bool only_positional = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (only_positional || a.size() < 2 || a[0] != '-') {
+      if (!positional) bad("unexpected argument '" + a + "'");
+      positional->push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      only_positional = true;
+      continue;
+    }
+    if (a == "-h" || a == "--help") return false;
+    if (a.rfind("--", 0) != 0) bad("unknown flag '" + a + "'" + suggestion(a.substr(1)));
+    const size_t eq = a.find('=');
+    const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    Flag* f = find(name);
+    if (!f) bad("unknown flag --" + name + suggestion(name));
+    if (f->given && !f->repeatable) bad("--" + f->name + " given more than once");
+    std::string value;
+    if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      if (f->takes_value && value.empty()) bad("--" + f->name + " needs a value");
+    } else if (f->takes_value) {
+      if (i + 1 >= args.size()) bad("--" + f->name + " needs a value");
+      value = args[++i];
+    }
+    f->set(value);
+    f->given = true;
+  }
+  return true;
+}
+
+std::string Flags::help() const {
+  std::ostringstream os;
+  os << "usage: offgraph " << command_ << " " << synopsis_ << "\n\noptions:\n";
+  size_t width = 0;
+  for (const auto& f : flags_) width = std::max(width, f.name.size() + f.metavar.size() + 3);
+  for (const auto& f : flags_) {
+    std::string left = "--" + f.name + (f.metavar.empty() ? "" : " " + f.metavar);
+    os << "  " << left << std::string(width + 2 - left.size(), ' ') << f.help << " (default: " << f.default_text
+       << ")\n";
+  }
+  os << "  --help" << std::string(width - 4, ' ') << "this text\n";
+  os << "\nFlags may be written --flag value or --flag=value; '_' may replace '-' in names.\n";
+  return os.str();
+}
+
+}  // namespace og::app

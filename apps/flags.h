@@ -1,0 +1,75 @@
+// The one flag parser of the offgraph commands: `--flag value` and
+// `--flag=value`, underscore spellings as aliases (--max_new_tokens ==
+// --max-new-tokens), typed values checked against their range, repeatable
+// flags, unknown flags rejected with a suggestion, and --help listing every
+// flag with its default. Bad usage throws UsageError (exit code 2).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "commands.h"
+
+namespace og::app {
+
+// Bad usage: main() prints it as one line and exits with code 2.
+class UsageError : public og::Error {
+ public:
+  using og::Error::Error;
+};
+
+class Flags {
+ public:
+  // command: e.g. "run"; synopsis: the usage line after "offgraph run".
+  Flags(std::string command, std::string synopsis);
+
+  // Registration. `name` is spelled with dashes and without them leading
+  // ("max-new-tokens"); the current value of *out is the default shown by --help.
+  void add_string(const std::string& name, std::string* out, const std::string& help,
+                  const std::string& metavar = "TEXT");
+  void add_choice(const std::string& name, std::string* out, std::vector<std::string> choices,
+                  const std::string& help);
+  void add_int(const std::string& name, int64_t* out, int64_t min, int64_t max, const std::string& help);
+  // lo_open: the lower bound itself is not allowed.
+  void add_float(const std::string& name, double* out, double min, double max, const std::string& help,
+                 bool lo_open = false);
+  void add_bool(const std::string& name, bool* out, const std::string& help);  // --x, --x=true|false
+  void add_repeated(const std::string& name, std::vector<std::string>* out, const std::string& help,
+                    const std::string& metavar = "TEXT");  // each use appends
+  // A comma-separated list of integers in [min, max] ("512,0,256").
+  void add_int_list(const std::string& name, std::vector<int64_t>* out, int64_t min, int64_t max,
+                    const std::string& help);
+
+  // Parses args (args[0] is the command name). Returns false when --help / -h
+  // was given (the caller prints help() and exits 0). Positional arguments go to
+  // *positional; when positional is null they are an error. Throws UsageError.
+  bool parse(const Args& args, std::vector<std::string>* positional = nullptr);
+
+  bool given(const std::string& name) const;  // was the flag on the command line?
+  std::string help() const;                   // usage line and every flag with its default
+  const std::string& command() const { return command_; }
+
+ private:
+  struct Flag {
+    std::string name, metavar, help, default_text;
+    bool takes_value = true;
+    bool repeatable = false;
+    bool given = false;
+    std::function<void(const std::string& value)> set;  // throws UsageError on a bad value
+  };
+  Flag& add(const std::string& name, const std::string& metavar, const std::string& help, std::string default_text);
+  Flag* find(const std::string& name);
+  std::string suggestion(const std::string& name) const;
+  [[noreturn]] void bad(const std::string& msg) const;
+
+  std::string command_, synopsis_;
+  std::vector<Flag> flags_;
+};
+
+// Throws UsageError "MESSAGE" (for checks made after parse(), e.g. combinations).
+[[noreturn]] void usage_fail(const std::string& message);
+
+}  // namespace og::app

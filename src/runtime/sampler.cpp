@@ -1,0 +1,131 @@
+// Sampler and its PRNG: repeat penalty, temperature, top-k, top-p, min-p.
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+#include "base/error.h"
+
+namespace og {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& x) {
+  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+int32_t argmax(const std::vector<float>& v) {
+  int32_t best = 0;
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] > v[best]) best = static_cast<int32_t>(i);
+  return best;
+}
+
+}  // namespace
+
+void Rng::reseed(uint64_t seed) {
+  uint64_t x = seed;
+  for (auto& s : s_) s = splitmix64(x);
+}
+
+uint64_t Rng::next_u64() {
+  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+double Rng::next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+
+Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.seed) {
+  OG_CHECK(config.temperature >= 0 && std::isfinite(config.temperature), "sampler: temperature must be >= 0");
+  OG_CHECK(config.top_k >= 0, "sampler: top_k must be >= 0");
+  OG_CHECK(config.top_p > 0 && config.top_p <= 1, "sampler: top_p must be in (0, 1]");
+  OG_CHECK(config.min_p >= 0 && config.min_p <= 1, "sampler: min_p must be in [0, 1]");
+  OG_CHECK(config.repeat_penalty > 0 && std::isfinite(config.repeat_penalty), "sampler: repeat_penalty must be > 0");
+  OG_CHECK(config.repeat_last_n >= 0, "sampler: repeat_last_n must be >= 0");
+}
+
+void Sampler::apply_repeat_penalty(std::vector<float>& logits, std::span<const int32_t> recent) const {
+  if (config_.repeat_penalty == 1.0 || config_.repeat_last_n == 0) return;
+  const size_t n = std::min(recent.size(), static_cast<size_t>(config_.repeat_last_n));
+  std::unordered_set<int32_t> seen;
+  const float pen = static_cast<float>(config_.repeat_penalty);
+  for (size_t i = recent.size() - n; i < recent.size(); ++i) {
+    const int32_t t = recent[i];
+    if (t < 0 || static_cast<size_t>(t) >= logits.size() || !seen.insert(t).second) continue;
+    logits[t] = logits[t] > 0 ? logits[t] / pen : logits[t] * pen;
+  }
+}
+
+std::vector<std::pair<int32_t, double>> Sampler::distribution(std::span<const float> logits_in,
+                                                              std::span<const int32_t> recent) const {
+  OG_CHECK(!logits_in.empty(), "sampler: empty logits");
+  std::vector<float> logits(logits_in.begin(), logits_in.end());
+  apply_repeat_penalty(logits, recent);
+  if (config_.temperature == 0.0) return {{argmax(logits), 1.0}};
+
+  std::vector<std::pair<int32_t, double>> cand;
+  cand.reserve(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (std::isnan(logits[i]) || logits[i] == -INFINITY) continue;
+    cand.emplace_back(static_cast<int32_t>(i), static_cast<double>(logits[i]) / config_.temperature);
+  }
+  if (cand.empty()) return {{argmax(logits), 1.0}};
+  auto by_value = [](const auto& a, const auto& b) { return a.second > b.second || (a.second == b.second && a.first < b.first); };
+  if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < cand.size()) {
+    std::partial_sort(cand.begin(), cand.begin() + config_.top_k, cand.end(), by_value);
+    cand.resize(config_.top_k);
+  } else {
+    std::sort(cand.begin(), cand.end(), by_value);
+  }
+  // Softmax over the survivors (cand is sorted, so cand[0] holds the max).
+  const double mx = cand[0].second;
+  double sum = 0;
+  for (auto& c : cand) sum += (c.second = std::exp(c.second - mx));
+  for (auto& c : cand) c.second /= sum;
+  if (config_.top_p < 1.0) {
+    double acc = 0;
+    size_t keep = cand.size();
+    for (size_t i = 0; i < cand.size(); ++i) {
+      acc += cand[i].second;
+      if (acc >= config_.top_p) { keep = i + 1; break; }
+    }
+    cand.resize(keep);
+  }
+  if (config_.min_p > 0) {
+    const double floor_p = config_.min_p * cand[0].second;
+    size_t keep = 1;
+    while (keep < cand.size() && cand[keep].second >= floor_p) ++keep;
+    cand.resize(keep);
+  }
+  sum = 0;
+  for (auto& c : cand) sum += c.second;
+  for (auto& c : cand) c.second /= sum;
+  return cand;
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent) {
+  const auto cand = distribution(logits, recent);
+  if (cand.size() == 1) return cand[0].first;
+  const double u = rng_.next_double();
+  double acc = 0;
+  for (const auto& c : cand) {
+    acc += c.second;
+    if (u < acc) return c.first;
+  }
+  return cand.back().first;  // rounding left u just above the total
+}
+
+}  // namespace og

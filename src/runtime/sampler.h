@@ -1,0 +1,58 @@
+// Sampler: turns one row of logits into a token id. Temperature 0 is greedy
+// (argmax, ties to the lowest id); otherwise the order is repeat penalty ->
+// temperature -> top-k -> softmax -> top-p -> min-p -> draw from our own PRNG,
+// so a given seed gives the same tokens on every machine.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace og {
+
+struct SamplerConfig {
+  double temperature = 0.0;     // 0 = greedy
+  int top_k = 0;                // 0 = off
+  double top_p = 1.0;           // 1 = off; keep the smallest set whose mass >= top_p
+  double min_p = 0.0;           // 0 = off; drop tokens with p < min_p * p_max
+  double repeat_penalty = 1.0;  // 1 = off; applied to tokens in the last repeat_last_n
+  int repeat_last_n = 64;
+  uint64_t seed = 0;
+};
+
+// A small deterministic generator (splitmix64 seeding + xoshiro256**).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed = 0) { reseed(seed); }
+  void reseed(uint64_t seed);
+  uint64_t next_u64();
+  double next_double();  // uniform in [0, 1)
+
+ private:
+  uint64_t s_[4];
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerConfig& config);
+
+  // logits: [n_vocab]; recent: the token history (the last repeat_last_n are penalised).
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> recent);
+
+  // The candidate set the draw is made from, as (token, probability) sorted by
+  // probability descending (ties: lower id first), probabilities summing to 1.
+  // For greedy this is the single argmax. Exposed so the filters can be tested.
+  std::vector<std::pair<int32_t, double>> distribution(std::span<const float> logits,
+                                                       std::span<const int32_t> recent) const;
+
+  const SamplerConfig& config() const { return config_; }
+  void reseed(uint64_t seed) { rng_.reseed(seed); }
+
+ private:
+  void apply_repeat_penalty(std::vector<float>& logits, std::span<const int32_t> recent) const;
+  SamplerConfig config_;
+  Rng rng_;
+};
+
+}  // namespace og

@@ -1,0 +1,28 @@
+// Stats of a run: token counts, timings and memory, as the runners report them.
+#pragma once
+
+#include <cstdint>
+
+namespace og {
+
+struct Stats {
+  int64_t prompt_tokens = 0;     // tokens prefilled (recomputation excluded)
+  int64_t generated_tokens = 0;  // tokens sampled
+  int64_t decode_steps = 0;      // single-token forward steps
+  int64_t recomputed_tokens = 0; // tokens re-prefilled after a ring lost history
+  double load_s = 0;             // model + tokenizer load (set by the app)
+  double ttft_s = 0;             // start of the (last) turn to its first sampled token
+  double prefill_s = 0;          // time in prefill forwards
+  double decode_s = 0;           // time in decode forwards
+  double sampling_s = 0;         // time in the sampler
+  int64_t peak_rss_bytes = 0;    // VmHWM at the time of the report
+
+  double prefill_tok_s() const { return prefill_s > 0 ? prompt_tokens / prefill_s : 0.0; }
+  double decode_tok_s() const { return decode_s > 0 ? decode_steps / decode_s : 0.0; }
+};
+
+// From /proc/self/status (VmHWM, VmRSS); 0 where it cannot be read.
+int64_t peak_rss_bytes();
+int64_t current_rss_bytes();
+
+}  // namespace og
