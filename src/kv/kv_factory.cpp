@@ -7,6 +7,8 @@ namespace og {
 std::unique_ptr<KvCache> make_kv_cache(KvKind kind, const KvGeometry& geometry, const KvPolicy& policy) {
   switch (kind) {
     case KvKind::kReference: return kv::make_reference_cache(geometry, policy);
+    case KvKind::kSequence: return kv::make_sequence_cache(geometry, policy, false);
+    case KvKind::kBatchedSequence: return kv::make_sequence_cache(geometry, policy, true);
     default: break;
   }
   fail("kv cache: kind ", kv_kind_name(kind), " is not built yet");

@@ -1,0 +1,274 @@
+// The `sequence` and `batched-sequence` kinds. Each sequence owns its storage:
+// per flat cache a buffer [n_kv_heads][capacity][row] that starts at the
+// initial capacity and doubles up to max_capacity; per ring cache a buffer
+// [n_kv_heads][slots][row] with slots = window + max_write - 1 (see
+// kv_common.h), slot = position % slots, and each slot's position recorded so
+// that lost history is detected, never read.
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "kv/kv_kinds.h"
+#include "kv/kv_store_base.h"
+
+namespace og::kv {
+namespace {
+
+struct CacheStore {
+  std::vector<uint8_t> k, v;      // [n_kv_heads][cap][row_bytes]
+  int64_t cap = 0;                // rows per head
+  std::vector<int64_t> slot_pos;  // ring: position held by each slot, -1 = none
+};
+
+struct SeqStore {
+  int64_t length = 0;
+  std::vector<CacheStore> caches;
+};
+
+class SequenceCache final : public StoreCacheBase {
+ public:
+  SequenceCache(const KvGeometry& g, const KvPolicy& p, bool batched)
+      : StoreCacheBase(g, p, batched ? "batched-sequence" : "sequence"), batched_(batched) {
+    seqs_[0] = new_store();
+  }
+
+  KvResult add_sequence(int seq) override {
+    check_no_step(step_, "add_sequence");
+    if (!batched_ && seq != 0)
+      return refuse(KvStatus::kInvalid, cat("kv cache: the sequence kind holds only sequence 0 (asked for ", seq,
+                                            "); use batched-sequence or batched-cell"));
+    if (seq < 0 || seqs_.count(seq)) return refuse(KvStatus::kInvalid, cat("kv cache: cannot add sequence ", seq));
+    seqs_[seq] = new_store();
+    return KvResult::success();
+  }
+
+  KvResult remove_sequence(int seq) override {
+    check_no_step(step_, "remove_sequence");
+    if (!seqs_.count(seq)) return unknown(seq);
+    seqs_.erase(seq);
+    return KvResult::success();
+  }
+
+  KvResult can_extend(int seq, int64_t n) const override { return check_capacity(seq, n); }
+
+  KvResult rewind(int seq, int64_t n) override {
+    check_no_step(step_, "rewind");
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end()) return unknown(seq);
+    SeqStore& s = it->second;
+    if (n < 0 || n > s.length)
+      return refuse(KvStatus::kInvalid, cat("kv cache: cannot rewind sequence ", seq, " of length ", s.length,
+                                            " by ", n));
+    KvResult r = check_history(s, s.length - n, seq);
+    if (!r.ok()) return r;
+    s.length -= n;
+    return r;
+  }
+
+  KvResult clear(int seq) override {
+    check_no_step(step_, "clear");
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end()) return unknown(seq);
+    it->second.length = 0;
+    for (CacheStore& c : it->second.caches) std::fill(c.slot_pos.begin(), c.slot_pos.end(), -1);
+    return KvResult::success();
+  }
+
+  KvResult fork(int src, int dst, int64_t upto) override {
+    check_no_step(step_, "fork");
+    if (!batched_)
+      return refuse(KvStatus::kInvalid, "kv cache: fork needs a batched kind (batched-sequence or batched-cell)");
+    auto it = seqs_.find(src);
+    if (it == seqs_.end()) return unknown(src);
+    const SeqStore& s = it->second;
+    if (dst < 0 || dst == src || upto < 0 || upto > s.length)
+      return refuse(KvStatus::kInvalid, cat("kv cache: cannot fork sequence ", src, " (length ", s.length, ") into ",
+                                            dst, " up to ", upto));
+    KvResult r = check_history(s, upto, src);
+    if (!r.ok()) return r;
+    SeqStore d;
+    d.length = upto;
+    d.caches.resize(res_.caches.size());
+    for (size_t c = 0; c < res_.caches.size(); ++c) {
+      const CacheLayout& l = res_.caches[c];
+      if (l.window > 0) {
+        d.caches[c] = s.caches[c];  // the whole ring: positions >= upto are never read before rewritten
+        if (d.caches[c].cap == 0) alloc_ring(l, &d.caches[c]);
+      } else {
+        resize_flat(l, s.caches[c], upto, std::max(upto, std::min(res_.policy.initial_capacity, l_max())),
+                    &d.caches[c]);
+      }
+    }
+    seqs_[dst] = std::move(d);
+    return r;
+  }
+
+  void release_unused() override {
+    check_no_step(step_, "release_unused");
+    for (auto& [id, s] : seqs_) {
+      for (size_t c = 0; c < res_.caches.size(); ++c) {
+        CacheStore& cs = s.caches[c];
+        if (res_.caches[c].window > 0) {
+          if (s.length == 0) cs = CacheStore();
+        } else if (cs.cap > s.length) {
+          CacheStore shrunk;
+          resize_flat(res_.caches[c], cs, s.length, s.length, &shrunk);
+          cs = std::move(shrunk);
+        }
+      }
+    }
+  }
+
+  int64_t length(int seq) const override {
+    auto it = seqs_.find(seq);
+    return it == seqs_.end() ? -1 : it->second.length;
+  }
+
+  KvMemory memory() const override {
+    KvMemory m;
+    for (const auto& [id, s] : seqs_) {
+      for (size_t c = 0; c < res_.caches.size(); ++c) {
+        const CacheLayout& l = res_.caches[c];
+        const CacheStore& cs = s.caches[c];
+        int64_t alloc = int64_t(cs.k.size() + cs.v.size());
+        if (l.window > 0) {
+          m.ring_allocated += alloc;
+          m.ring_used += std::min(s.length, cs.cap) * l.position_bytes();
+        } else {
+          m.flat_allocated += alloc;
+          m.flat_used += s.length * l.position_bytes();
+        }
+      }
+    }
+    return m;
+  }
+
+ protected:
+  KvResult reserve_step(const std::vector<SeqStep>& plan) override {
+    for (const SeqStep& st : plan) {
+      KvResult r = check_history(seqs_.at(st.seq), st.begin, st.seq);
+      if (!r.ok()) return r;
+    }
+    for (const SeqStep& st : plan) {
+      SeqStore& s = seqs_.at(st.seq);
+      const int64_t need = st.begin + st.n;
+      for (size_t c = 0; c < res_.caches.size(); ++c) {
+        const CacheLayout& l = res_.caches[c];
+        CacheStore& cs = s.caches[c];
+        if (l.window > 0) {
+          if (cs.cap == 0) alloc_ring(l, &cs);
+        } else if (cs.cap < need) {
+          int64_t cap = std::max<int64_t>(cs.cap, std::min(res_.policy.initial_capacity, l_max()));
+          while (cap < need) cap *= 2;
+          CacheStore grown;
+          resize_flat(l, cs, s.length, std::min(cap, l_max()), &grown);
+          cs = std::move(grown);
+        }
+      }
+    }
+    return KvResult::success();
+  }
+
+  void commit_step(const std::vector<SeqStep>& plan) override {
+    for (const SeqStep& st : plan) seqs_.at(st.seq).length = st.begin + st.n;
+  }
+
+  RowSlot write_slot(int c, int seq, int64_t pos) override {
+    const CacheLayout& l = res_.caches[c];
+    CacheStore& cs = seqs_.at(seq).caches[c];
+    int64_t idx = pos;
+    if (l.window > 0) {
+      idx = pos % cs.cap;
+      cs.slot_pos[idx] = pos;
+    }
+    return {cs.k.data() + idx * l.row_bytes_k, cs.v.data() + idx * l.row_bytes_v, cs.cap * l.row_bytes_k,
+            cs.cap * l.row_bytes_v};
+  }
+
+  void read_spans(int c, int seq, int64_t lo, int64_t hi, std::vector<KvSpan>* out, int64_t* ks,
+                  int64_t* vs) const override {
+    const CacheLayout& l = res_.caches[c];
+    const CacheStore& cs = seqs_.at(seq).caches[c];
+    *ks = cs.cap * l.row_bytes_k;
+    *vs = cs.cap * l.row_bytes_v;
+    const int64_t n = hi - lo + 1;
+    int64_t a = lo;
+    if (l.window > 0) {
+      OG_CHECK(n <= cs.cap && cs.slot_pos[lo % cs.cap] == lo && cs.slot_pos[hi % cs.cap] == hi,
+               "kv cache: internal error: ring of cache ", c, " lost positions [", lo, ", ", hi, "]");
+      a = lo % cs.cap;
+    }
+    const int64_t first = std::min(n, cs.cap - a);
+    out->push_back({cs.k.data() + a * l.row_bytes_k, cs.v.data() + a * l.row_bytes_v, first});
+    if (first < n) out->push_back({cs.k.data(), cs.v.data(), n - first});
+  }
+
+ private:
+  int64_t l_max() const { return res_.policy.max_capacity; }
+
+  SeqStore new_store() const {
+    SeqStore s;
+    s.caches.resize(res_.caches.size());
+    for (size_t c = 0; c < res_.caches.size(); ++c) {
+      const CacheLayout& l = res_.caches[c];
+      if (l.window > 0) alloc_ring(l, &s.caches[c]);
+      else resize_flat(l, CacheStore(), 0, res_.policy.initial_capacity, &s.caches[c]);
+    }
+    return s;
+  }
+
+  static void alloc_ring(const CacheLayout& l, CacheStore* cs) {
+    cs->cap = l.slots;
+    cs->k.assign(l.n_kv_heads * l.slots * l.row_bytes_k, 0);
+    cs->v.assign(l.n_kv_heads * l.slots * l.row_bytes_v, 0);
+    cs->slot_pos.assign(l.slots, -1);
+  }
+
+  // out = a flat store of `cap` rows per head holding the first `keep` rows of `from`.
+  static void resize_flat(const CacheLayout& l, const CacheStore& from, int64_t keep, int64_t cap, CacheStore* out) {
+    out->cap = cap;
+    out->k.assign(l.n_kv_heads * cap * l.row_bytes_k, 0);
+    out->v.assign(l.n_kv_heads * cap * l.row_bytes_v, 0);
+    out->slot_pos.clear();
+    if (keep == 0) return;
+    for (int h = 0; h < l.n_kv_heads; ++h) {
+      std::memcpy(out->k.data() + h * cap * l.row_bytes_k, from.k.data() + h * from.cap * l.row_bytes_k,
+                  keep * l.row_bytes_k);
+      std::memcpy(out->v.data() + h * cap * l.row_bytes_v, from.v.data() + h * from.cap * l.row_bytes_v,
+                  keep * l.row_bytes_v);
+    }
+  }
+
+  // Would a sequence of `len` positions (the next query at position len)
+  // find every ring position its window needs?
+  KvResult check_history(const SeqStore& s, int64_t len, int seq) const {
+    for (size_t c = 0; c < res_.caches.size(); ++c) {
+      const CacheLayout& l = res_.caches[c];
+      if (l.window == 0 || len == 0) continue;
+      const CacheStore& cs = s.caches[c];
+      const int64_t need = std::max<int64_t>(0, len - l.window + 1);
+      auto held = [&](int64_t x) { return cs.cap > 0 && cs.slot_pos[x % cs.cap] == x; };
+      int64_t x = len - 1;
+      while (x >= need && held(x)) --x;
+      if (x < need) continue;
+      while (x >= 0 && held(x)) --x;
+      const int64_t held_from = x + 1;  // [held_from, len) is held
+        return refuse(KvStatus::kHistoryUnavailable,
+                      cat("kv cache: sequence ", seq, " at length ", len, " needs positions from ", need,
+                          " of ring cache ", c, " (window ", l.window, ") but they are held only from ", held_from),
+                      held_from);
+    }
+    return KvResult::success();
+  }
+
+  bool batched_;
+  std::map<int, SeqStore> seqs_;
+};
+
+}  // namespace
+
+std::unique_ptr<KvCache> make_sequence_cache(const KvGeometry& g, const KvPolicy& p, bool batched) {
+  return std::make_unique<SequenceCache>(g, p, batched);
+}
+
+}  // namespace og::kv
