@@ -1,0 +1,134 @@
+// ModelConfig helpers: RoPE frequency tables (plain and llama3-scaled),
+// consistency checks, the KV geometry a config implies, a short description.
+#include "model/config.h"
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "base/error.h"
+
+namespace og {
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::kSilu: return "silu";
+    case Activation::kGeluTanh: return "gelu_tanh";
+  }
+  return "?";
+}
+
+std::vector<float> rope_inv_freq(double base, int n_rot) {
+  std::vector<float> f(static_cast<size_t>(n_rot / 2));
+  for (int i = 0; i < n_rot / 2; ++i) f[i] = static_cast<float>(std::pow(base, -2.0 * i / n_rot));
+  return f;
+}
+
+std::vector<float> llama3_rope_factors(double base, int n_rot, double factor, double low_freq_factor,
+                                       double high_freq_factor, double original_max_positions) {
+  const double kPi = 3.14159265358979323846;
+  const double wavelen_lo = original_max_positions / low_freq_factor;   // longer than this: fully scaled
+  const double wavelen_hi = original_max_positions / high_freq_factor;  // shorter than this: untouched
+  std::vector<float> ff(static_cast<size_t>(n_rot / 2));
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const double freq = std::pow(base, -2.0 * i / n_rot);
+    const double wavelen = 2 * kPi / freq;
+    double f;
+    if (wavelen < wavelen_hi) {
+      f = 1.0;
+    } else if (wavelen > wavelen_lo) {
+      f = factor;
+    } else {
+      const double s = (original_max_positions / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      f = 1.0 / ((1 - s) / factor + s);
+    }
+    ff[i] = static_cast<float>(f);
+  }
+  return ff;
+}
+
+void validate_config(const ModelConfig& c, const std::string& what) {
+  OG_CHECK(c.d_model > 0, what, ": hidden size (embedding_length) must be positive, got ", c.d_model);
+  OG_CHECK(c.n_vocab >= 0, what, ": vocabulary size must be positive, got ", c.n_vocab);  // 0: from the embedding
+  OG_CHECK(c.n_layers() > 0, what, ": the model has no layers");
+  OG_CHECK(std::isfinite(c.eps) && c.eps > 0, what, ": RMSNorm epsilon must be positive, got ", c.eps);
+  OG_CHECK(c.final_logit_softcap == 0, what, ": final logit soft-capping (", c.final_logit_softcap,
+           ") is not supported");
+  for (int l = 0; l < c.n_layers(); ++l) {
+    const LayerConfig& L = c.layers[l];
+    const std::string at = cat(what, ": layer ", l, ": ");
+    OG_CHECK(L.n_heads > 0, at, "head count must be positive, got ", L.n_heads);
+    OG_CHECK(L.n_kv_heads > 0, at, "KV head count must be positive, got ", L.n_kv_heads);
+    OG_CHECK(L.n_heads % L.n_kv_heads == 0, at, "KV head count ", L.n_kv_heads, " does not divide head count ",
+             L.n_heads);
+    OG_CHECK(L.head_dim_k > 0 && L.head_dim_v > 0, at, "head dims must be positive, got k ", L.head_dim_k, " v ",
+             L.head_dim_v);
+    OG_CHECK(L.d_ff > 0, at, "feed-forward width must be positive, got ", L.d_ff);
+    OG_CHECK(L.window >= 0, at, "sliding window must be >= 0, got ", L.window);
+    OG_CHECK(L.rope_n_rot >= 0 && L.rope_n_rot <= L.head_dim_k && L.rope_n_rot % 2 == 0, at,
+             "RoPE dimension count ", L.rope_n_rot, " must be even and at most the head dim ", L.head_dim_k);
+    OG_CHECK(static_cast<int>(L.rope_inv_freq.size()) == L.rope_n_rot / 2, at, "RoPE table has ",
+             L.rope_inv_freq.size(), " entries, expected ", L.rope_n_rot / 2);
+    for (float f : L.rope_inv_freq) OG_CHECK(std::isfinite(f) && f > 0, at, "RoPE frequency ", f, " is not positive");
+    OG_CHECK(std::isfinite(L.attn_scale) && L.attn_scale > 0, at, "attention scale must be positive, got ",
+             L.attn_scale);
+    if (L.kv_donor >= 0) {
+      OG_CHECK(L.kv_donor < l, at, "KV donor layer ", L.kv_donor, " must be an earlier layer");
+      const LayerConfig& D = c.layers[L.kv_donor];
+      OG_CHECK(D.n_kv_heads == L.n_kv_heads && D.head_dim_k == L.head_dim_k && D.head_dim_v == L.head_dim_v &&
+                   D.window == L.window,
+               at, "KV donor layer ", L.kv_donor, " has a different KV shape or window");
+    } else {
+      OG_CHECK(L.kv_donor == -1, at, "KV donor must be -1 or a layer index, got ", L.kv_donor);
+    }
+  }
+}
+
+KvGeometry kv_geometry_from_config(const ModelConfig& c) {
+  KvGeometry g;
+  g.layer_cache.resize(c.layers.size());
+  g.layer_writes.resize(c.layers.size());
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    const LayerConfig& L = c.layers[l];
+    if (L.kv_donor < 0) {
+      g.layer_cache[l] = static_cast<int>(g.caches.size());
+      g.layer_writes[l] = true;
+      g.caches.push_back(KvCacheSpec{L.n_kv_heads, L.head_dim_k, L.head_dim_v, L.window});
+    } else {
+      OG_CHECK(L.kv_donor < static_cast<int>(l), "layer ", l, ": KV donor ", L.kv_donor, " is not an earlier layer");
+      g.layer_cache[l] = g.layer_cache[L.kv_donor];  // a donor's donor resolves transitively
+      g.layer_writes[l] = false;
+    }
+  }
+  return g;
+}
+
+std::string describe_config(const ModelConfig& c) {
+  std::ostringstream os;
+  os << c.architecture << ": d_model=" << c.d_model << " n_layers=" << c.n_layers() << " n_vocab=" << c.n_vocab
+     << " n_ctx=" << c.n_ctx << " eps=" << c.eps << (c.tied_output ? " tied" : "");
+  if (c.embedding_scale != 1.0f) os << " embedding_scale=" << c.embedding_scale;
+  // Group identical layer kinds: "layers 0-4,6: heads 8/4 hd 8/8 ff 172 window 0 rope 10000 ..."
+  std::map<std::string, std::vector<int>> kinds;
+  std::vector<std::string> order;
+  for (int l = 0; l < c.n_layers(); ++l) {
+    const LayerConfig& L = c.layers[l];
+    std::ostringstream k;
+    k << "heads " << L.n_heads << "/" << L.n_kv_heads << " hd " << L.head_dim_k << "/" << L.head_dim_v << " ff "
+      << L.d_ff << " window " << L.window << " rope " << L.rope_base << (L.rope_interleaved ? " interleaved" : "")
+      << " " << activation_name(L.activation) << (L.has_qkv_bias ? " qkv-bias" : "")
+      << (L.has_q_norm ? " qk-norm" : "") << (L.has_post_attn_norm ? " post-norms" : "")
+      << (L.kv_donor >= 0 ? cat(" kv-from ", L.kv_donor) : std::string());
+    if (!kinds.count(k.str())) order.push_back(k.str());
+    kinds[k.str()].push_back(l);
+  }
+  for (const std::string& k : order) {
+    os << "\n  " << kinds[k].size() << " layer(s) [";
+    const auto& ls = kinds[k];
+    for (size_t i = 0; i < ls.size(); ++i) os << (i ? "," : "") << ls[i];
+    os << "]: " << k;
+  }
+  return os.str();
+}
+
+}  // namespace og

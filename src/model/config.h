@@ -1,0 +1,88 @@
+// ModelConfig and per-layer LayerConfig: everything the generic forward pass
+// needs to know about a model, independent of its family and of the file
+// layout it came from (families/ fill these from GGUF metadata or config.json).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kv/kv_types.h"
+
+namespace og {
+
+enum class Activation { kSilu, kGeluTanh };
+const char* activation_name(Activation a);
+
+// How the tensor names of the source map to roles (see weights.h).
+enum class WeightLayout { kGguf, kHf };
+
+struct LayerConfig {
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim_k = 0;
+  int head_dim_v = 0;
+  int64_t d_ff = 0;
+  int window = 0;  // 0 = full causal attention; W > 0: query at p sees keys in (p - W, p]
+
+  // RoPE: rotates the first rope_n_rot dims of every q/k head.
+  int rope_n_rot = 0;
+  // Rope layout of the q/k rows as loaded: true = pairs (x[2i], x[2i+1])
+  // (GGUF "llama", whose converter permuted the rows), false = rotate-half
+  // pairs (x[i], x[i + n_rot/2]). The loader keeps the rows as stored and
+  // records the layout here, so no weight is copied (see families/family.h).
+  bool rope_interleaved = false;
+  double rope_base = 10000.0;  // informational; inv_freq is what the forward uses
+  std::vector<float> rope_inv_freq;  // [rope_n_rot / 2] base^(-2i/n_rot) with every scaling folded in
+
+  bool has_q_norm = false;       // per-head RMSNorm of q and k (weights [head_dim_k]) before RoPE
+  bool has_k_norm = false;
+  bool has_qkv_bias = false;     // q/k/v projection biases, added before the q/k norms and RoPE
+  bool has_o_bias = false;       // output projection bias (llama with attention_bias)
+  bool has_post_attn_norm = false;  // RMSNorm of the attention output before the residual add
+  bool has_post_ffn_norm = false;   // RMSNorm of the MLP output before the residual add
+  Activation activation = Activation::kSilu;
+  float attn_scale = 0;          // softmax(q·k·attn_scale)
+
+  // KV sharing (Gemma-3n / Gemma-4 style): -1 = this layer computes and owns
+  // its K/V; otherwise the index of an earlier layer whose cache it reads (it
+  // has no k/v projections of its own).
+  int kv_donor = -1;
+};
+
+struct ModelConfig {
+  std::string architecture;  // family name: "llama", "qwen2", "qwen3", "mistral", "gemma3"
+  WeightLayout layout = WeightLayout::kGguf;
+  std::string hf_prefix = "model.";  // HF: prefix of the decoder tensors ("model.", "language_model.model.", ...)
+
+  int64_t d_model = 0;
+  int32_t n_vocab = 0;
+  int64_t n_ctx = 0;    // trained context length (context_length / max_position_embeddings)
+  float eps = 1e-5f;    // RMSNorm epsilon, every norm
+  float embedding_scale = 1.0f;  // token embeddings are multiplied by this (gemma: sqrt(d_model))
+  bool tied_output = false;      // logits use the token embedding matrix
+  float final_logit_softcap = 0; // 0 = none; anything else is refused at load (unsupported)
+  // Load-time fix: added to every RMSNorm weight (HF gemma stores w and applies 1 + w).
+  float norm_weight_offset = 0;
+  std::vector<LayerConfig> layers;
+
+  int n_layers() const { return static_cast<int>(layers.size()); }
+};
+
+// Standard RoPE frequencies base^(-2i/n_rot), i < n_rot/2.
+std::vector<float> rope_inv_freq(double base, int n_rot);
+// Llama 3.1 "llama3" frequency factors ff_i (inv_freq is divided by them).
+std::vector<float> llama3_rope_factors(double base, int n_rot, double factor, double low_freq_factor,
+                                       double high_freq_factor, double original_max_positions);
+
+// Checks the internal consistency of a config (head counts, dims, donors,
+// RoPE tables); `what` names the source in the error message.
+void validate_config(const ModelConfig& c, const std::string& what);
+
+// One cache per layer that owns KV; sharing layers map to their donor's cache.
+KvGeometry kv_geometry_from_config(const ModelConfig& c);
+
+// One line per distinct layer kind, for `inspect` and logs.
+std::string describe_config(const ModelConfig& c);
+
+}  // namespace og

@@ -1,0 +1,59 @@
+// Readers shared by the family specs: the generic GGUF keys (<arch>.*) and
+// config.json fields every decoder family has, RoPE scaling in both forms,
+// and the refusal of fields the engine does not implement.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "model/families/family.h"
+
+namespace og {
+
+struct RopeScaling {
+  enum class Type { kNone, kLinear, kLlama3 };
+  Type type = Type::kNone;
+  double factor = 1.0;  // linear: inv_freq / factor; llama3: the long-wavelength factor
+  double low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 8192;
+};
+
+// inv_freq for one layer: base^(-2i/n_rot) / linear factor / ff_i.
+std::vector<float> make_inv_freq(double base, int n_rot, const RopeScaling& s, const std::vector<float>& ff);
+
+// ---- GGUF ----
+// Reads context/embedding/block/ff/head/key/value/rope/eps/vocab keys of
+// `arch` into c.layers (sizes them), the generic rope scaling (type linear or
+// none; rope_freqs.weight as per-dimension factors), sliding window on every
+// layer if `<arch>.attention.sliding_window` > 0, q/k/v/o bias presence, and
+// refuses MoE, soft-capping, chunked attention, fused qkv and unknown rope
+// scaling types. attn_scale = 1/sqrt(head_dim_k); rope_interleaved = false.
+void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c);
+// The rope scaling of `<arch>.rope.scaling.*` (linear or none).
+RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch);
+
+// ---- HF config.json ----
+// Key present and not null.
+bool json_has(const nlohmann::json& obj, const char* key);
+// The common fields (hidden_size, num_hidden_layers, heads, head_dim,
+// intermediate_size, max_position_embeddings, rms_norm_eps (default
+// default_eps), vocab_size, tie_word_embeddings (default default_tied),
+// hidden_act, attention_bias -> q/k/v/o bias, rope_theta + rope_scaling /
+// rope_parameters (flat form), refusals of mlp_bias, MoE, soft-capping,
+// chunked attention, partial rotary). Windows are left 0 (families set them).
+void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool default_tied);
+// Parses one rope_scaling / rope_parameters object (null or absent = none).
+// `where` names it in messages ("config.json: rope_scaling").
+RopeScaling parse_hf_rope(const nlohmann::json& obj, const std::string& where);
+// rope_theta, else rope_parameters.rope_theta, else `fallback`.
+double hf_rope_theta(const nlohmann::json& cfg, const std::string& file, double fallback);
+// layer_types when present: true = sliding_attention; refuses other kinds.
+std::optional<std::vector<bool>> hf_layer_types(const nlohmann::json& cfg, const std::string& file, int n_layers);
+// An integer field that must be positive when present (null = absent).
+std::optional<int64_t> hf_int(const nlohmann::json& cfg, const char* key, const std::string& file);
+std::optional<double> hf_number(const nlohmann::json& cfg, const char* key, const std::string& file);
+
+}  // namespace og

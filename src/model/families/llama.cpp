@@ -1,0 +1,36 @@
+// Family "llama": Llama 2 / 3 / 3.1 / 3.2 (llama3 RoPE scaling), TinyLlama,
+// SmolLM. GGUF arch "llama" (also what Mistral converts to), HF LlamaForCausalLM.
+#include "model/families/common.h"
+
+namespace og {
+namespace {
+
+void llama_from_gguf(const GgufFile& f, const std::string& arch, ModelConfig& c) {
+  read_gguf_common(f, arch, c);
+  // The converter permuted q/k rows of this arch into interleaved pairs; the
+  // llama3 scaling arrives as rope_freqs.weight (read by read_gguf_common).
+  // llama.attention.sliding_window (Mistral v0.1 written by our own tools)
+  // applies to every layer.
+  for (LayerConfig& L : c.layers) L.rope_interleaved = true;
+}
+
+void llama_from_hf(const HfInput& in, ModelConfig& c) {
+  read_hf_common(in, c, 1e-6, false);
+  if (auto types = hf_layer_types(in.config, in.file, c.n_layers())) {
+    for (int l = 0; l < c.n_layers(); ++l) {
+      if (!(*types)[l]) continue;
+      const auto w = hf_int(in.config, "sliding_window", in.file);
+      if (!w || *w <= 0) fail(in.file, ": layer_types has sliding layers but sliding_window is not set");
+      c.layers[l].window = static_cast<int>(*w);
+    }
+  }
+}
+
+}  // namespace
+
+const FamilySpec& llama_family() {
+  static const FamilySpec spec{"llama", {"llama"}, {"LlamaForCausalLM"}, llama_from_gguf, llama_from_hf};
+  return spec;
+}
+
+}  // namespace og

@@ -1,0 +1,180 @@
+// The one generic forward pass: embeddings, then per layer norm, q/k/v
+// projections (all rows at once), bias, q/k norms, RoPE, the cache's
+// update_and_attend, output projection, post-norm, residual, MLP; final norm
+// and logits for the rows that want them. Branches only on LayerConfig fields.
+#include <algorithm>
+
+#include "base/error.h"
+#include "kernels/ops.h"
+#include "model/loader.h"
+
+namespace og {
+namespace {
+
+// Per-call scratch, sized for the widest layer.
+struct Scratch {
+  std::vector<float> x;     // [n, d_model] the residual stream
+  std::vector<float> xn;    // [n, d_model] normed input of a sub-block
+  std::vector<float> q;     // [n, n_heads * head_dim_k]
+  std::vector<float> k;     // [n, n_kv_heads * head_dim_k]
+  std::vector<float> v;     // [n, n_kv_heads * head_dim_v]
+  std::vector<float> att;   // [n, n_heads * head_dim_v]
+  std::vector<float> tmp;   // [n, d_model] a sub-block's output
+  std::vector<float> gate;  // [n, d_ff]
+  std::vector<float> up;    // [n, d_ff]
+};
+
+Scratch make_scratch(const ModelConfig& c, int64_t n) {
+  int64_t q = 0, k = 0, v = 0, o = 0, ff = 0;
+  for (const LayerConfig& L : c.layers) {
+    q = std::max<int64_t>(q, int64_t{L.n_heads} * L.head_dim_k);
+    k = std::max<int64_t>(k, int64_t{L.n_kv_heads} * L.head_dim_k);
+    v = std::max<int64_t>(v, int64_t{L.n_kv_heads} * L.head_dim_v);
+    o = std::max<int64_t>(o, int64_t{L.n_heads} * L.head_dim_v);
+    ff = std::max<int64_t>(ff, L.d_ff);
+  }
+  Scratch s;
+  s.x.resize(n * c.d_model);
+  s.xn.resize(n * c.d_model);
+  s.q.resize(n * q);
+  s.k.resize(n * k);
+  s.v.resize(n * v);
+  s.att.resize(n * o);
+  s.tmp.resize(n * c.d_model);
+  s.gate.resize(n * ff);
+  s.up.resize(n * ff);
+  return s;
+}
+
+// y[r] = rms_norm(x[r]) ⊙ w for each of n rows of width `width`.
+void norm_rows(const float* x, const std::vector<float>& w, float eps, int64_t n, int64_t width, float* y) {
+  for (int64_t r = 0; r < n; ++r) kernels::rms_norm(x + r * width, w.data(), eps, width, y + r * width);
+}
+
+void add_bias(float* y, const std::vector<float>& b, int64_t n) {
+  const int64_t width = static_cast<int64_t>(b.size());
+  for (int64_t r = 0; r < n; ++r) kernels::add(y + r * width, b.data(), width);
+}
+
+// Per-head norm (when w is set) then RoPE of x [n, n_heads, head_dim].
+void heads_norm_rope(const LayerConfig& L, float eps, const std::vector<float>& norm_w, const Batch& batch,
+                     int n_heads, float* x) {
+  const int64_t n = static_cast<int64_t>(batch.rows.size());
+  const int64_t hd = L.head_dim_k;
+  for (int64_t r = 0; r < n; ++r) {
+    for (int h = 0; h < n_heads; ++h) {
+      float* head = x + (r * n_heads + h) * hd;
+      if (!norm_w.empty()) kernels::rms_norm(head, norm_w.data(), eps, hd, head);
+      if (L.rope_n_rot > 0)
+        kernels::rope(head, hd, L.rope_n_rot, batch.rows[r].pos, L.rope_inv_freq.data(), L.rope_interleaved);
+    }
+  }
+}
+
+void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeights& w, int cache_id, bool writes,
+                     const Batch& batch, const std::vector<KvRow>& kv_rows, KvCache& cache, Scratch& s) {
+  const int64_t n = static_cast<int64_t>(batch.rows.size());
+  const int64_t d = c.d_model;
+  norm_rows(s.x.data(), w.attn_norm, c.eps, n, d, s.xn.data());
+  kernels::matmul(w.wq, s.xn.data(), n, s.q.data());
+  if (!w.bq.empty()) add_bias(s.q.data(), w.bq, n);
+  heads_norm_rope(L, c.eps, w.q_norm, batch, L.n_heads, s.q.data());
+  if (writes) {
+    kernels::matmul(w.wk, s.xn.data(), n, s.k.data());
+    kernels::matmul(w.wv, s.xn.data(), n, s.v.data());
+    if (!w.bk.empty()) add_bias(s.k.data(), w.bk, n);
+    if (!w.bv.empty()) add_bias(s.v.data(), w.bv, n);
+    heads_norm_rope(L, c.eps, w.k_norm, batch, L.n_kv_heads, s.k.data());
+  }
+  cache.update_and_attend(cache_id, kv_rows, s.q.data(), L.n_heads, writes ? s.k.data() : nullptr,
+                          writes ? s.v.data() : nullptr, L.attn_scale, s.att.data());
+  kernels::matmul(w.wo, s.att.data(), n, s.tmp.data());
+  if (!w.bo.empty()) add_bias(s.tmp.data(), w.bo, n);
+  if (!w.post_attn_norm.empty()) norm_rows(s.tmp.data(), w.post_attn_norm, c.eps, n, d, s.tmp.data());
+  kernels::add(s.x.data(), s.tmp.data(), n * d);
+}
+
+void mlp_block(const ModelConfig& c, const LayerConfig& L, const LayerWeights& w, int64_t n, Scratch& s) {
+  const int64_t d = c.d_model;
+  norm_rows(s.x.data(), w.ffn_norm, c.eps, n, d, s.xn.data());
+  kernels::matmul(w.w_gate, s.xn.data(), n, s.gate.data());
+  kernels::matmul(w.w_up, s.xn.data(), n, s.up.data());
+  switch (L.activation) {
+    case Activation::kSilu: kernels::silu_mul(s.gate.data(), s.up.data(), n * L.d_ff); break;
+    case Activation::kGeluTanh: kernels::gelu_tanh_mul(s.gate.data(), s.up.data(), n * L.d_ff); break;
+  }
+  kernels::matmul(w.w_down, s.gate.data(), n, s.tmp.data());
+  if (!w.post_ffn_norm.empty()) norm_rows(s.tmp.data(), w.post_ffn_norm, c.eps, n, d, s.tmp.data());
+  kernels::add(s.x.data(), s.tmp.data(), n * d);
+}
+
+void compute_logits(const ModelConfig& c, const Weights& w, const Batch& batch, Scratch& s,
+                    std::vector<float>& logits) {
+  const int64_t d = c.d_model;
+  int64_t m = 0;
+  for (const BatchRow& r : batch.rows) m += r.want_logits ? 1 : 0;
+  logits.assign(static_cast<size_t>(m) * c.n_vocab, 0.0f);
+  if (m == 0) return;
+  std::vector<float> sel(static_cast<size_t>(m * d));  // [m, d_model]
+  int64_t j = 0;
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    if (!batch.rows[i].want_logits) continue;
+    kernels::rms_norm(s.x.data() + i * d, w.output_norm.data(), c.eps, d, sel.data() + j * d);
+    ++j;
+  }
+  kernels::matmul(w.output, sel.data(), m, logits.data());
+  if (!w.output_bias.empty()) add_bias(logits.data(), w.output_bias, m);
+}
+
+void check_inputs(const ModelConfig& c, const KvGeometry& geometry, const Batch& batch, const KvCache& cache) {
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    const int32_t t = batch.rows[i].token;
+    OG_CHECK(t >= 0 && t < c.n_vocab, "forward: token id ", t, " (row ", i, ") is outside the vocabulary [0, ",
+             c.n_vocab, ")");
+  }
+  const KvGeometry& g = cache.geometry();
+  bool same = g.layer_cache == geometry.layer_cache && g.layer_writes == geometry.layer_writes &&
+              g.caches.size() == geometry.caches.size();
+  for (size_t i = 0; same && i < g.caches.size(); ++i)
+    same = g.caches[i].n_kv_heads == geometry.caches[i].n_kv_heads &&
+           g.caches[i].head_dim_k == geometry.caches[i].head_dim_k &&
+           g.caches[i].head_dim_v == geometry.caches[i].head_dim_v;
+  OG_CHECK(same, "forward: the KV cache was built for a different model geometry");
+}
+
+}  // namespace
+
+KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geometry, const Batch& batch,
+                      KvCache& cache, std::vector<float>& logits) {
+  logits.clear();
+  const int64_t n = static_cast<int64_t>(batch.rows.size());
+  if (n == 0) return KvResult::success();
+  check_inputs(c, geometry, batch, cache);
+  std::vector<KvRow> kv_rows(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) kv_rows[i] = KvRow{batch.rows[i].seq, batch.rows[i].pos};
+  KvResult r = cache.begin_step(kv_rows);
+  if (!r.ok()) return r;
+  try {
+    Scratch s = make_scratch(c, n);
+    const int64_t d = c.d_model;
+    for (int64_t i = 0; i < n; ++i) {
+      kernels::get_row(w.token_embd, batch.rows[i].token, s.x.data() + i * d);
+      if (c.embedding_scale != 1.0f) kernels::scale(s.x.data() + i * d, c.embedding_scale, d);
+    }
+    for (int l = 0; l < c.n_layers(); ++l) {
+      const LayerConfig& L = c.layers[l];
+      attention_block(c, L, w.layers[l], geometry.layer_cache[l], geometry.layer_writes[l], batch, kv_rows, cache,
+                      s);
+      mlp_block(c, L, w.layers[l], n, s);
+    }
+    compute_logits(c, w, batch, s, logits);
+  } catch (...) {
+    cache.abort_step();
+    logits.clear();
+    throw;
+  }
+  cache.end_step();
+  return r;
+}
+
+}  // namespace og

@@ -1,0 +1,26 @@
+// Building a Model: from a file (Model::load, in model.cpp) or from a config
+// and any TensorSource (tests build random-weight models in memory this way).
+#pragma once
+
+#include <memory>
+
+#include "format/tensor_source.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "model/weights.h"
+
+namespace og {
+
+// Validates `config`, binds its tensors from `source` (named by
+// config.layout / hf_prefix) and returns the model, which keeps `source`
+// alive. `gguf` is the same object as `source` when it is a GGUF file.
+std::unique_ptr<Model> make_model(ModelConfig config, std::shared_ptr<const TensorSource> source,
+                                  const GgufFile* gguf = nullptr);
+
+// The generic forward pass (forward.cpp): see Model::forward. Allocates its
+// scratch per call, so one Model may serve several caches from several
+// threads (the kernels share the process thread pool).
+KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geometry, const Batch& batch,
+                      KvCache& cache, std::vector<float>& logits);
+
+}  // namespace og

@@ -1,0 +1,114 @@
+// Model::load (GGUF file or HF checkpoint directory -> family -> config ->
+// bound weights) and the Model implementation over a kept-alive source.
+#include <filesystem>
+
+#include "base/error.h"
+#include "format/gguf.h"
+#include "format/hf_config.h"
+#include "model/families/family.h"
+#include "model/loader.h"
+
+namespace og {
+
+void Batch::want_last_logits_per_sequence() {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    bool last = true;
+    for (size_t j = i + 1; j < rows.size(); ++j)
+      if (rows[j].seq == rows[i].seq) {
+        last = false;
+        break;
+      }
+    if (last) rows[i].want_logits = true;
+  }
+}
+
+namespace {
+
+class LoadedModel : public Model {
+ public:
+  LoadedModel(ModelConfig c, std::shared_ptr<const TensorSource> src, const GgufFile* gguf)
+      : config_(std::move(c)), source_(std::move(src)), gguf_(gguf) {
+    validate_config(config_, source_->source_name());
+    weights_ = bind_weights(config_, *source_);
+    geometry_ = kv_geometry_from_config(config_);
+  }
+  const ModelConfig& config() const override { return config_; }
+  KvGeometry kv_geometry() const override { return geometry_; }
+  int32_t n_vocab() const override { return config_.n_vocab; }
+  std::string architecture() const override { return config_.architecture; }
+  const GgufFile* gguf() const override { return gguf_; }
+  std::string source_path() const override { return source_->source_name(); }
+  KvResult forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) const override {
+    return forward_pass(config_, weights_, geometry_, batch, cache, logits);
+  }
+
+ private:
+  ModelConfig config_;
+  std::shared_ptr<const TensorSource> source_;
+  const GgufFile* gguf_;
+  Weights weights_;
+  KvGeometry geometry_;
+};
+
+std::unique_ptr<Model> load_gguf(const std::string& path) {
+  std::shared_ptr<GgufFile> f = GgufFile::open(path);
+  const std::optional<std::string> arch = f->get_string("general.architecture");
+  OG_CHECK(arch.has_value(), path, ": missing required key general.architecture");
+  const FamilySpec* family = family_for_gguf_arch(*arch);
+  OG_CHECK(family != nullptr, path, ": general.architecture '", *arch, "' is not supported (supported: ",
+           supported_gguf_archs(), ")");
+  ModelConfig c;
+  c.architecture = family->name;
+  c.layout = WeightLayout::kGguf;
+  family->from_gguf(*f, *arch, c);
+  const GgufFile* g = f.get();
+  return make_model(std::move(c), std::move(f), g);
+}
+
+// The decoder tensors' prefix: text-only checkpoints use "model.", multimodal
+// ones one of two nestings depending on the transformers version.
+std::string hf_prefix(const TensorSource& w) {
+  for (const char* p : {"model.", "model.language_model.", "language_model.model."})
+    if (w.find(std::string(p) + "embed_tokens.weight") != nullptr) return p;
+  fail(w.source_name(), ": missing tensor model.embed_tokens.weight");
+}
+
+std::unique_ptr<Model> load_hf(const std::string& dir) {
+  HfCheckpoint ck = HfCheckpoint::open(dir);
+  const std::string file = dir + "/config.json";
+  const nlohmann::json& cfg = ck.config;
+  OG_CHECK(cfg.contains("architectures") && cfg["architectures"].is_array() && !cfg["architectures"].empty() &&
+               cfg["architectures"][0].is_string(),
+           file, ": architectures must be a non-empty list of names");
+  const std::string arch = cfg["architectures"][0].get<std::string>();
+  const FamilySpec* family = family_for_hf_arch(arch);
+  OG_CHECK(family != nullptr, file, ": architecture '", arch, "' is not supported (supported: ",
+           supported_hf_archs(), ")");
+  OG_CHECK(ck.weights != nullptr, dir, ": no weights");
+  std::shared_ptr<const TensorSource> weights(std::move(ck.weights));
+  // Multimodal checkpoints keep the text model's fields under text_config.
+  const bool nested = cfg.contains("text_config") && cfg["text_config"].is_object();
+  ModelConfig c;
+  c.architecture = family->name;
+  c.layout = WeightLayout::kHf;
+  c.hf_prefix = hf_prefix(*weights);
+  family->from_hf(HfInput{nested ? cfg["text_config"] : cfg, file, *weights}, c);
+  return make_model(std::move(c), std::move(weights), nullptr);
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_model(ModelConfig config, std::shared_ptr<const TensorSource> source,
+                                  const GgufFile* gguf) {
+  OG_CHECK(source != nullptr, "make_model: no tensor source");
+  return std::make_unique<LoadedModel>(std::move(config), std::move(source), gguf);
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions&) {
+  std::error_code ec;
+  OG_CHECK(std::filesystem::exists(path, ec), path, ": no such file or directory");
+  if (std::filesystem::is_directory(path, ec)) return load_hf(path);
+  return load_gguf(path);
+}
+
+}  // namespace og

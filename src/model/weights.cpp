@@ -1,0 +1,188 @@
+// Tensor names of both layouts and the binding of a config's tensors, with
+// presence, shape and dtype checks and the load-time norm fix.
+#include "model/weights.h"
+
+#include "base/error.h"
+#include "kernels/ops.h"
+
+namespace og {
+namespace {
+
+std::string gguf_name(TensorRole r, int l) {
+  const std::string b = "blk." + std::to_string(l) + ".";
+  switch (r) {
+    case TensorRole::kTokenEmbd: return "token_embd.weight";
+    case TensorRole::kOutputNorm: return "output_norm.weight";
+    case TensorRole::kOutput: return "output.weight";
+    case TensorRole::kOutputBias: return "output.bias";
+    case TensorRole::kAttnNorm: return b + "attn_norm.weight";
+    case TensorRole::kQ: return b + "attn_q.weight";
+    case TensorRole::kK: return b + "attn_k.weight";
+    case TensorRole::kV: return b + "attn_v.weight";
+    case TensorRole::kO: return b + "attn_output.weight";
+    case TensorRole::kQBias: return b + "attn_q.bias";
+    case TensorRole::kKBias: return b + "attn_k.bias";
+    case TensorRole::kVBias: return b + "attn_v.bias";
+    case TensorRole::kOBias: return b + "attn_output.bias";
+    case TensorRole::kQNorm: return b + "attn_q_norm.weight";
+    case TensorRole::kKNorm: return b + "attn_k_norm.weight";
+    case TensorRole::kPostAttnNorm: return b + "post_attention_norm.weight";
+    case TensorRole::kFfnNorm: return b + "ffn_norm.weight";
+    case TensorRole::kPostFfnNorm: return b + "post_ffw_norm.weight";
+    case TensorRole::kGate: return b + "ffn_gate.weight";
+    case TensorRole::kUp: return b + "ffn_up.weight";
+    case TensorRole::kDown: return b + "ffn_down.weight";
+  }
+  return "";
+}
+
+std::string hf_name(const ModelConfig& c, TensorRole r, int l) {
+  const std::string& p = c.hf_prefix;
+  const std::string b = p + "layers." + std::to_string(l) + ".";
+  const bool gemma_norms = l >= 0 && l < c.n_layers() && c.layers[l].has_post_attn_norm;
+  switch (r) {
+    case TensorRole::kTokenEmbd: return p + "embed_tokens.weight";
+    case TensorRole::kOutputNorm: return p + "norm.weight";
+    case TensorRole::kOutput: return "lm_head.weight";
+    case TensorRole::kOutputBias: return "lm_head.bias";
+    case TensorRole::kAttnNorm: return b + "input_layernorm.weight";
+    case TensorRole::kQ: return b + "self_attn.q_proj.weight";
+    case TensorRole::kK: return b + "self_attn.k_proj.weight";
+    case TensorRole::kV: return b + "self_attn.v_proj.weight";
+    case TensorRole::kO: return b + "self_attn.o_proj.weight";
+    case TensorRole::kQBias: return b + "self_attn.q_proj.bias";
+    case TensorRole::kKBias: return b + "self_attn.k_proj.bias";
+    case TensorRole::kVBias: return b + "self_attn.v_proj.bias";
+    case TensorRole::kOBias: return b + "self_attn.o_proj.bias";
+    case TensorRole::kQNorm: return b + "self_attn.q_norm.weight";
+    case TensorRole::kKNorm: return b + "self_attn.k_norm.weight";
+    case TensorRole::kPostAttnNorm: return b + "post_attention_layernorm.weight";
+    case TensorRole::kFfnNorm:
+      return b + (gemma_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");
+    case TensorRole::kPostFfnNorm: return b + "post_feedforward_layernorm.weight";
+    case TensorRole::kGate: return b + "mlp.gate_proj.weight";
+    case TensorRole::kUp: return b + "mlp.up_proj.weight";
+    case TensorRole::kDown: return b + "mlp.down_proj.weight";
+  }
+  return "";
+}
+
+const TensorInfo& require(const TensorSource& src, const std::string& name) {
+  const TensorInfo* t = src.find(name);
+  OG_CHECK(t != nullptr, src.source_name(), ": missing tensor ", name);
+  return *t;
+}
+
+void check_dtype(const TensorSource& src, const TensorInfo& t) {
+  const DTypeInfo* info = dtype_info(t.type_id);
+  OG_CHECK(t.known_type && info && kernels::weight_dtype_supported(static_cast<DType>(t.type_id)), src.source_name(),
+           ": tensor ", t.name, " has type ", t.type_name, ", which offgraph cannot compute with");
+}
+
+// A matrix [rows, cols] (exact shape), any supported dtype, as a view into the source.
+TensorView matrix(const TensorSource& src, const std::string& name, int64_t rows, int64_t cols) {
+  const TensorInfo& t = require(src, name);
+  check_dtype(src, t);
+  OG_CHECK(t.shape == std::vector<int64_t>({rows, cols}), src.source_name(), ": tensor ", name, " has shape ",
+           shape_str(t.shape), ", expected ", shape_str({rows, cols}));
+  TensorView v = tensor_view(src, t);
+  v.name = name;
+  return v;
+}
+
+}  // namespace
+
+std::string tensor_name(const ModelConfig& c, TensorRole role, int layer) {
+  return c.layout == WeightLayout::kGguf ? gguf_name(role, layer) : hf_name(c, role, layer);
+}
+
+std::vector<float> tensor_to_f32(const TensorSource& src, const std::string& name, int64_t n) {
+  const TensorInfo& t = require(src, name);
+  check_dtype(src, t);
+  OG_CHECK(t.shape == std::vector<int64_t>({n}), src.source_name(), ": tensor ", name, " has shape ",
+           shape_str(t.shape), ", expected ", shape_str({n}));
+  const TensorView v = tensor_view(src, t);
+  std::vector<float> out(static_cast<size_t>(n));
+  kernels::dequantize_row(v.dtype, v.data, out.data(), n);
+  return out;
+}
+
+namespace {
+
+std::vector<float> norm_weight(const ModelConfig& c, const TensorSource& src, TensorRole r, int l, int64_t n) {
+  std::vector<float> w = tensor_to_f32(src, tensor_name(c, r, l), n);
+  if (c.norm_weight_offset != 0)
+    for (float& x : w) x += c.norm_weight_offset;
+  return w;
+}
+
+LayerWeights bind_layer(const ModelConfig& c, const TensorSource& src, int l) {
+  const LayerConfig& L = c.layers[l];
+  const int64_t d = c.d_model;
+  const int64_t q_dim = int64_t{L.n_heads} * L.head_dim_k;
+  const int64_t k_dim = int64_t{L.n_kv_heads} * L.head_dim_k;
+  const int64_t v_dim = int64_t{L.n_kv_heads} * L.head_dim_v;
+  const int64_t o_dim = int64_t{L.n_heads} * L.head_dim_v;
+  auto name = [&](TensorRole r) { return tensor_name(c, r, l); };
+  LayerWeights w;
+  w.attn_norm = norm_weight(c, src, TensorRole::kAttnNorm, l, d);
+  w.wq = matrix(src, name(TensorRole::kQ), q_dim, d);
+  if (L.kv_donor < 0) {
+    w.wk = matrix(src, name(TensorRole::kK), k_dim, d);
+    w.wv = matrix(src, name(TensorRole::kV), v_dim, d);
+  }
+  w.wo = matrix(src, name(TensorRole::kO), d, o_dim);
+  if (L.has_qkv_bias) {
+    w.bq = tensor_to_f32(src, name(TensorRole::kQBias), q_dim);
+    if (L.kv_donor < 0) {
+      w.bk = tensor_to_f32(src, name(TensorRole::kKBias), k_dim);
+      w.bv = tensor_to_f32(src, name(TensorRole::kVBias), v_dim);
+    }
+  }
+  if (L.has_o_bias) w.bo = tensor_to_f32(src, name(TensorRole::kOBias), d);
+  if (L.has_q_norm) w.q_norm = norm_weight(c, src, TensorRole::kQNorm, l, L.head_dim_k);
+  if (L.has_k_norm && L.kv_donor < 0) w.k_norm = norm_weight(c, src, TensorRole::kKNorm, l, L.head_dim_k);
+  if (L.has_post_attn_norm) w.post_attn_norm = norm_weight(c, src, TensorRole::kPostAttnNorm, l, d);
+  w.ffn_norm = norm_weight(c, src, TensorRole::kFfnNorm, l, d);
+  if (L.has_post_ffn_norm) w.post_ffn_norm = norm_weight(c, src, TensorRole::kPostFfnNorm, l, d);
+  w.w_gate = matrix(src, name(TensorRole::kGate), L.d_ff, d);
+  w.w_up = matrix(src, name(TensorRole::kUp), L.d_ff, d);
+  w.w_down = matrix(src, name(TensorRole::kDown), d, L.d_ff);
+  return w;
+}
+
+}  // namespace
+
+Weights bind_weights(ModelConfig& c, const TensorSource& src) {
+  Weights w;
+  const std::string embd_name = tensor_name(c, TensorRole::kTokenEmbd);
+  const TensorInfo& embd = require(src, embd_name);
+  OG_CHECK(embd.shape.size() == 2 && embd.shape[1] == c.d_model, src.source_name(), ": tensor ", embd_name,
+           " has shape ", shape_str(embd.shape), ", expected [n_vocab, ", c.d_model, "]");
+  if (c.n_vocab == 0) {
+    OG_CHECK(embd.shape[0] > 0 && embd.shape[0] <= INT32_MAX, src.source_name(), ": tensor ", embd_name,
+             " has an invalid row count ", embd.shape[0]);
+    c.n_vocab = static_cast<int32_t>(embd.shape[0]);
+  }
+  OG_CHECK(embd.shape[0] == c.n_vocab, src.source_name(), ": vocabulary size ", c.n_vocab,
+           " contradicts the embedding rows of ", embd_name, " ", shape_str(embd.shape));
+  w.token_embd = matrix(src, embd_name, c.n_vocab, c.d_model);
+  w.output_norm = norm_weight(c, src, TensorRole::kOutputNorm, -1, c.d_model);
+
+  const std::string out_name = tensor_name(c, TensorRole::kOutput);
+  if (!c.tied_output) {
+    if (src.find(out_name) == nullptr) {
+      OG_CHECK(c.layout == WeightLayout::kGguf, src.source_name(), ": missing tensor ", out_name,
+               " (tie_word_embeddings is false)");
+      c.tied_output = true;  // llama.cpp's fallback: no output.weight means tied
+    }
+  }
+  w.output = c.tied_output ? w.token_embd : matrix(src, out_name, c.n_vocab, c.d_model);
+  const std::string out_bias = tensor_name(c, TensorRole::kOutputBias);
+  if (src.find(out_bias) != nullptr) w.output_bias = tensor_to_f32(src, out_bias, c.n_vocab);
+
+  for (int l = 0; l < c.n_layers(); ++l) w.layers.push_back(bind_layer(c, src, l));
+  return w;
+}
+
+}  // namespace og

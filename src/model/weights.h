@@ -1,0 +1,62 @@
+// Weights: the tensors of a model bound by role. Matrices are views into the
+// source (mapped file or in-memory source; nothing copied); small vectors
+// (norms, biases) are f32 copies with load-time fixes applied (HF gemma 1 + w).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "format/tensor_source.h"
+#include "model/config.h"
+#include "tensor/tensor_view.h"
+
+namespace og {
+
+enum class TensorRole {
+  kTokenEmbd, kOutputNorm, kOutput, kOutputBias,
+  kAttnNorm, kQ, kK, kV, kO, kQBias, kKBias, kVBias, kOBias, kQNorm, kKNorm,
+  kPostAttnNorm, kFfnNorm, kPostFfnNorm, kGate, kUp, kDown,
+};
+
+// The tensor name of a role in the config's layout (GGUF names, or HF names
+// under c.hf_prefix). HF's "post_attention_layernorm" is the pre-FFN norm of a
+// block without post-norms (llama, qwen) and the post-attention norm of a
+// block with them (gemma); the layer's has_post_attn_norm decides.
+std::string tensor_name(const ModelConfig& c, TensorRole role, int layer = -1);
+
+struct LayerWeights {
+  std::vector<float> attn_norm;       // [d_model]
+  TensorView wq;                      // [n_heads * head_dim_k, d_model]
+  TensorView wk;                      // [n_kv_heads * head_dim_k, d_model]; no data when kv_donor >= 0
+  TensorView wv;                      // [n_kv_heads * head_dim_v, d_model]; no data when kv_donor >= 0
+  TensorView wo;                      // [d_model, n_heads * head_dim_v]
+  std::vector<float> bq, bk, bv;      // [n_heads * head_dim_k] / [n_kv_heads * head_dim_k|v]; empty when no bias
+  std::vector<float> bo;              // [d_model]; empty when no bias
+  std::vector<float> q_norm, k_norm;  // [head_dim_k]; empty when absent
+  std::vector<float> post_attn_norm;  // [d_model]; empty when absent
+  std::vector<float> ffn_norm;        // [d_model]
+  std::vector<float> post_ffn_norm;   // [d_model]; empty when absent
+  TensorView w_gate, w_up;            // [d_ff, d_model]
+  TensorView w_down;                  // [d_model, d_ff]
+};
+
+struct Weights {
+  TensorView token_embd;           // [n_vocab, d_model]
+  TensorView output;               // [n_vocab, d_model]; the same view as token_embd when tied
+  std::vector<float> output_bias;  // [n_vocab]; empty when absent
+  std::vector<float> output_norm;  // [d_model]
+  std::vector<LayerWeights> layers;
+};
+
+// Binds every tensor the config needs, checking presence, shape and dtype
+// (each failure one og::Error naming the source, tensor and problem).
+// c.n_vocab: 0 = take it from the embedding rows, else it must match them.
+// c.tied_output: when false and the source has no output matrix, a GGUF
+// model falls back to the embedding (as llama.cpp does) and sets it true;
+// an HF model without lm_head.weight is an error.
+Weights bind_weights(ModelConfig& c, const TensorSource& src);
+
+// A 1-D (or any) tensor as f32 values, checking its element count.
+std::vector<float> tensor_to_f32(const TensorSource& src, const std::string& name, int64_t n);
+
+}  // namespace og

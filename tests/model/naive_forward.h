@@ -1,0 +1,150 @@
+// An independent, deliberately plain forward pass over one sequence, straight
+// from the math in MODEL-FORMATS.md §4-5 (double accumulation, attention over
+// explicit K/V lists), for f32 models held in a test::MemorySource with GGUF
+// tensor names. The model tests hold model/forward.cpp against it.
+#pragma once
+
+#include <cmath>
+#include <vector>
+
+#include "model/config.h"
+#include "model_test_util.h"
+
+namespace og::test {
+
+inline const float* tensor_f32(const TensorSource& src, const std::string& name) {
+  const TensorInfo* t = src.find(name);
+  if (t == nullptr) throw Error("naive forward: missing " + name);
+  return reinterpret_cast<const float*>(t->data);
+}
+
+inline std::vector<double> naive_rms(const std::vector<double>& x, const float* w, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  const double r = 1.0 / std::sqrt(ss / x.size() + eps);
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * r * w[i];
+  return y;
+}
+
+// y[o] = Σ_i W[o][i] x[i] (+ b[o]); W [n_out, n_in] row-major.
+inline std::vector<double> naive_linear(const float* w, const float* b, const std::vector<double>& x, int64_t n_out) {
+  std::vector<double> y(static_cast<size_t>(n_out));
+  for (int64_t o = 0; o < n_out; ++o) {
+    double s = b ? b[o] : 0.0;
+    for (size_t i = 0; i < x.size(); ++i) s += static_cast<double>(w[o * x.size() + i]) * x[i];
+    y[o] = s;
+  }
+  return y;
+}
+
+inline void naive_rope(double* x, const LayerConfig& L, int64_t pos) {
+  const int half = L.rope_n_rot / 2;
+  for (int i = 0; i < half; ++i) {
+    const double th = static_cast<double>(pos) * L.rope_inv_freq[i];
+    const int a = L.rope_interleaved ? 2 * i : i;
+    const int b = L.rope_interleaved ? 2 * i + 1 : i + half;
+    const double xa = x[a], xb = x[b];
+    x[a] = xa * std::cos(th) - xb * std::sin(th);
+    x[b] = xa * std::sin(th) + xb * std::cos(th);
+  }
+}
+
+// Logits [tokens.size(), n_vocab] for every position of one sequence.
+inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource& src,
+                                        const std::vector<int32_t>& tokens) {
+  const int64_t d = c.d_model, T = static_cast<int64_t>(tokens.size());
+  auto W = [&](const std::string& n) { return tensor_f32(src, n); };
+  auto opt = [&](const std::string& n) -> const float* {
+    const TensorInfo* t = src.find(n);
+    return t ? reinterpret_cast<const float*>(t->data) : nullptr;
+  };
+  std::vector<std::vector<double>> h(T);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < d; ++i) h[t].push_back(W("token_embd.weight")[tokens[t] * d + i] * c.embedding_scale);
+  // K/V per layer per position: [T][n_kv_heads * head_dim]
+  std::vector<std::vector<std::vector<double>>> K(c.n_layers()), V(c.n_layers());
+  for (int l = 0; l < c.n_layers(); ++l) {
+    const LayerConfig& L = c.layers[l];
+    const std::string b = "blk." + std::to_string(l) + ".";
+    const int hd = L.head_dim_k, hv = L.head_dim_v;
+    std::vector<std::vector<double>> att_out(T);
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> xn = naive_rms(h[t], W(b + "attn_norm.weight"), c.eps);
+      std::vector<double> q = naive_linear(W(b + "attn_q.weight"), opt(b + "attn_q.bias"), xn, L.n_heads * hd);
+      for (int hh = 0; hh < L.n_heads; ++hh) {
+        double* qh = &q[hh * hd];
+        if (L.has_q_norm) {
+          std::vector<double> tmp(qh, qh + hd);
+          tmp = naive_rms(tmp, W(b + "attn_q_norm.weight"), c.eps);
+          std::copy(tmp.begin(), tmp.end(), qh);
+        }
+        naive_rope(qh, L, t);
+      }
+      if (L.kv_donor < 0) {
+        std::vector<double> k = naive_linear(W(b + "attn_k.weight"), opt(b + "attn_k.bias"), xn, L.n_kv_heads * hd);
+        std::vector<double> v = naive_linear(W(b + "attn_v.weight"), opt(b + "attn_v.bias"), xn, L.n_kv_heads * hv);
+        for (int hh = 0; hh < L.n_kv_heads; ++hh) {
+          double* kh = &k[hh * hd];
+          if (L.has_k_norm) {
+            std::vector<double> tmp(kh, kh + hd);
+            tmp = naive_rms(tmp, W(b + "attn_k_norm.weight"), c.eps);
+            std::copy(tmp.begin(), tmp.end(), kh);
+          }
+          naive_rope(kh, L, t);
+        }
+        K[l].push_back(k);
+        V[l].push_back(v);
+      }
+      int src_l = l;
+      while (c.layers[src_l].kv_donor >= 0) src_l = c.layers[src_l].kv_donor;
+      const int group = L.n_heads / L.n_kv_heads;
+      std::vector<double> out(static_cast<size_t>(L.n_heads) * hv, 0.0);
+      for (int hh = 0; hh < L.n_heads; ++hh) {
+        const int kvh = hh / group;
+        std::vector<double> s;
+        const int64_t lo = L.window > 0 ? std::max<int64_t>(0, t - L.window + 1) : 0;
+        for (int64_t j = lo; j <= t; ++j) {
+          double dot = 0;
+          for (int e = 0; e < hd; ++e) dot += q[hh * hd + e] * K[src_l][j][kvh * hd + e];
+          s.push_back(dot * L.attn_scale);
+        }
+        double mx = s[0];
+        for (double x : s) mx = std::max(mx, x);
+        double sum = 0;
+        for (double& x : s) sum += (x = std::exp(x - mx));
+        for (int64_t j = lo; j <= t; ++j)
+          for (int e = 0; e < hv; ++e) out[hh * hv + e] += s[j - lo] / sum * V[src_l][j][kvh * hv + e];
+      }
+      att_out[t] = out;
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> o = naive_linear(W(b + "attn_output.weight"), opt(b + "attn_output.bias"), att_out[t], d);
+      if (L.has_post_attn_norm) o = naive_rms(o, W(b + "post_attention_norm.weight"), c.eps);
+      for (int64_t i = 0; i < d; ++i) h[t][i] += o[i];
+      std::vector<double> xn = naive_rms(h[t], W(b + "ffn_norm.weight"), c.eps);
+      std::vector<double> g = naive_linear(W(b + "ffn_gate.weight"), nullptr, xn, L.d_ff);
+      std::vector<double> u = naive_linear(W(b + "ffn_up.weight"), nullptr, xn, L.d_ff);
+      for (int64_t i = 0; i < L.d_ff; ++i) {
+        const double x = g[i];
+        const double a = L.activation == Activation::kSilu
+                             ? x / (1 + std::exp(-x))
+                             : 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+        g[i] = a * u[i];
+      }
+      std::vector<double> m = naive_linear(W(b + "ffn_down.weight"), nullptr, g, d);
+      if (L.has_post_ffn_norm) m = naive_rms(m, W(b + "post_ffw_norm.weight"), c.eps);
+      for (int64_t i = 0; i < d; ++i) h[t][i] += m[i];
+    }
+  }
+  const float* out_w = c.tied_output ? W("token_embd.weight") : W("output.weight");
+  std::vector<float> logits;
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<double> y = naive_linear(out_w, opt("output.bias"), naive_rms(h[t], W("output_norm.weight"), c.eps),
+                                         c.n_vocab);
+    for (double v : y) logits.push_back(static_cast<float>(v));
+  }
+  return logits;
+}
+
+}  // namespace og::test
