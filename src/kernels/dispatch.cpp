@@ -64,6 +64,8 @@ KernelTable make_ref_table() {
 KernelTable make_table(Isa isa) {
   KernelTable k = make_ref_table();
   k.isa = isa;
+  if (isa == Isa::kAvx2) register_avx2(k);
+  if (isa == Isa::kAvx512) register_avx512(k);
   return k;
 }
 

@@ -54,4 +54,9 @@ void matmul_with(const KernelTable& k, const TensorView& w, const float* x, int6
 float dot_row_with(const KernelTable& k, DType t, const void* w_row, const float* x, int64_t n);
 void dequantize_row_with(const KernelTable& k, DType t, const void* src, float* dst, int64_t n);
 
+// Fill in each instruction set's variants (x86/*_avx2.cpp, *_avx512.cpp);
+// dispatch.cpp calls them only when the CPU has that instruction set.
+void register_avx2(KernelTable& k);
+void register_avx512(KernelTable& k);
+
 }  // namespace og::kernels

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/test_util.h"
 
@@ -147,13 +148,13 @@ Weight make_weight(DType t, int64_t n_out, int64_t n_in, uint32_t seed) {
   return w;
 }
 
-TEST(Matmul, EqualsNaiveLoopOverDequantizedWeights) {
+TEST(Matmul, ReferenceEqualsNaiveLoopOverDequantizedWeights) {
   for (DType t : all_weight_dtypes()) {
     const int64_t n_in = 512, n_out = 37;
     Weight w = make_weight(t, n_out, n_in, 21);
     for (int64_t n_x : {1, 3}) {
       std::vector<float> x = random_normal(n_x * n_in, 22), y(static_cast<size_t>(n_x * n_out));
-      matmul(w.view, x.data(), n_x, y.data());
+      matmul_with(kernel_table(Isa::kScalar), w.view, x.data(), n_x, y.data());
       for (int64_t i = 0; i < n_x; ++i)
         for (int64_t r = 0; r < n_out; ++r) {
           double ref = 0, mag = 0;
@@ -164,6 +165,16 @@ TEST(Matmul, EqualsNaiveLoopOverDequantizedWeights) {
           ASSERT_NEAR(y[i * n_out + r], ref, 1e-5 * mag) << dtype_name(static_cast<uint32_t>(t));
         }
     }
+  }
+}
+
+TEST(Matmul, PublicEntryUsesTheActiveTable) {
+  for (DType t : all_weight_dtypes()) {
+    Weight w = make_weight(t, 9, 256, 23);
+    std::vector<float> x = random_normal(2 * 256, 24), y(18), ya(18);
+    matmul(w.view, x.data(), 2, y.data());
+    matmul_with(active_table(), w.view, x.data(), 2, ya.data());
+    EXPECT_EQ(y, ya) << dtype_name(static_cast<uint32_t>(t));
   }
 }
 

@@ -1,0 +1,90 @@
+// Matmul throughput per weight dtype, instruction set, batch size and thread
+// count: prints GB/s of weights streamed and GFLOP/s. ISAs run alternately in
+// the same minute so their ratio is meaningful on a noisy machine.
+// Usage: bench_kernels_bench [dtype ...]   (default: the hot dtypes)
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/kernel_table.h"
+#include "kernels/ops.h"
+
+using namespace og;
+using namespace og::kernels;
+
+namespace {
+
+std::vector<uint8_t> make_weight(DType t, int64_t n_out, int64_t n_in) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 0.5f);
+  std::vector<float> row(static_cast<size_t>(n_in));
+  const int64_t rb = dtype_row_bytes(t, n_in);
+  std::vector<uint8_t> w(static_cast<size_t>(n_out * rb));
+  for (int64_t r = 0; r < n_out; ++r) {
+    for (float& f : row) f = dist(rng);
+    quantize_row(t, row.data(), w.data() + r * rb, n_in);
+  }
+  return w;
+}
+
+double seconds_per_call(const KernelTable& k, const TensorView& w, const std::vector<float>& x, int64_t n_x,
+                        std::vector<float>& y) {
+  matmul_with(k, w, x.data(), n_x, y.data());  // warm up
+  int iters = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  double el = 0;
+  do {
+    matmul_with(k, w, x.data(), n_x, y.data());
+    ++iters;
+    el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } while (el < 0.25 && iters < 1000);
+  return el / iters;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<DType> dtypes;
+  for (int i = 1; i < argc; ++i) {
+    DType t;
+    if (!dtype_from_name(argv[i], &t) || !weight_dtype_supported(t)) {
+      std::fprintf(stderr, "unknown or unsupported dtype %s\n", argv[i]);
+      return 2;
+    }
+    dtypes.push_back(t);
+  }
+  if (dtypes.empty())
+    dtypes = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  const struct {
+    int64_t n_out, n_in;
+  } shapes[] = {{2048, 2048}, {8192, 2048}};
+  std::printf("%-5s %-11s %4s %2s %-7s %10s %8s %9s\n", "dtype", "shape", "n_x", "T", "isa", "us/call", "GB/s",
+              "GFLOP/s");
+  for (DType t : dtypes)
+    for (const auto& s : shapes) {
+      std::vector<uint8_t> wb = make_weight(t, s.n_out, s.n_in);
+      TensorView w{wb.data(), t, {s.n_out, s.n_in}, "bench"};
+      for (int64_t n_x : {1, 64}) {
+        std::vector<float> x(static_cast<size_t>(n_x * s.n_in), 0.25f), y(static_cast<size_t>(n_x * s.n_out));
+        for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+        for (int threads : {1, 2}) {
+          set_num_threads(threads);
+          for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+            if (!isa_available(isa)) continue;
+            if (isa == Isa::kScalar && n_x > 1 && s.n_out > 2048) continue;  // minutes, and says nothing new
+            double sec = seconds_per_call(kernel_table(isa), w, x, n_x, y);
+            double gbs = static_cast<double>(wb.size()) / sec / 1e9;
+            double gflops = 2.0 * s.n_out * s.n_in * n_x / sec / 1e9;
+            std::printf("%-5s %5ldx%-5ld %4ld %2d %-7s %10.1f %8.2f %9.2f\n", dtype_name(static_cast<uint32_t>(t)).c_str(),
+                        static_cast<long>(s.n_out), static_cast<long>(s.n_in), static_cast<long>(n_x), threads,
+                        isa_str(isa), sec * 1e6, gbs, gflops);
+            std::fflush(stdout);
+          }
+        }
+      }
+    }
+  return 0;
+}

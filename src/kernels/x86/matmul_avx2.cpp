@@ -1,0 +1,12 @@
+// AVX2 + FMA + F16C matmul kernels (16 ymm registers: 2×4 tiles).
+#define OG_X86_NS avx2
+#define OG_X86_VNNI 0
+#define OG_X86_FRT 2
+#define OG_X86_FXT 4
+#define OG_X86_QRT 2
+#define OG_X86_QXT 4
+#include "kernels/x86/matmul_x86.inc"
+
+namespace og::kernels {
+void register_avx2(KernelTable& k) { avx2::fill_matmul(k); }
+}  // namespace og::kernels

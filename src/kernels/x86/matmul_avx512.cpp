@@ -1,0 +1,13 @@
+// AVX-512 (VL + VNNI) matmul kernels: vpdpbusd int8 dot products, 32 ymm
+// registers so larger 4×4 tiles.
+#define OG_X86_NS avx512
+#define OG_X86_VNNI 1
+#define OG_X86_FRT 4
+#define OG_X86_FXT 4
+#define OG_X86_QRT 4
+#define OG_X86_QXT 4
+#include "kernels/x86/matmul_x86.inc"
+
+namespace og::kernels {
+void register_avx512(KernelTable& k) { avx512::fill_matmul(k); }
+}  // namespace og::kernels

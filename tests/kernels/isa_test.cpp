@@ -1,0 +1,113 @@
+// Every registered instruction set's matmul against the reference, odd sizes
+// included. Float weights must agree to rounding; quantized weights differ by
+// the 8-bit activation rounding of the fast kernels (budget derived below).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "base/thread_pool.h"
+#include "kernels/kernel_table.h"
+#include "kernels/ops.h"
+#include "kernels/test_util.h"
+
+namespace og::kernels {
+namespace {
+
+using testing::all_weight_dtypes;
+using testing::random_normal;
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> v;
+  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    if (isa_available(i)) v.push_back(i);
+  return v;
+}
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+// Tolerance of y[i, r] for one (weight row, activation row) pair.
+// Float weights: f32 accumulation in another order, |err| ≤ 1e-5·Σ|w·x|.
+// Quantized weights: each activation block of 32 is rounded to int8 with step
+// d = amax/127, an error uniform in ±d/2 (σ = d/√12) per element, independent
+// across elements; the dot error then has σ ≤ ‖w‖·amax/(127·√12). The budget
+// is 6σ (with amax the row's largest |x|), plus float rounding.
+double tolerance(DType t, const float* w, const float* x, int64_t n) {
+  double sabs = 0, w2 = 0, amax = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    sabs += std::fabs(static_cast<double>(w[k]) * x[k]);
+    w2 += static_cast<double>(w[k]) * w[k];
+    amax = std::max(amax, std::fabs(static_cast<double>(x[k])));
+  }
+  if (is_float(t)) return 1e-5 * sabs + 1e-6;
+  return 6.0 * std::sqrt(w2) * amax / (127.0 * std::sqrt(12.0)) + 1e-5 * sabs + 1e-6;
+}
+
+void check_matmul(Isa isa, DType t, int64_t n_out, int64_t n_in, int64_t n_x, uint32_t seed) {
+  const int64_t rb = dtype_row_bytes(t, n_in);
+  std::vector<float> src = random_normal(n_out * n_in, seed, 0.3f), deq(src.size());
+  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+  for (int64_t r = 0; r < n_out; ++r) {
+    quantize_row(t, src.data() + r * n_in, bytes.data() + r * rb, n_in);
+    dequantize_row(t, bytes.data() + r * rb, deq.data() + r * n_in, n_in);
+  }
+  TensorView w{bytes.data(), t, {n_out, n_in}, "w"};
+  std::vector<float> x = random_normal(n_x * n_in, seed + 1), y(static_cast<size_t>(n_x * n_out), NAN);
+  matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
+  for (int64_t i = 0; i < n_x; ++i)
+    for (int64_t r = 0; r < n_out; ++r) {
+      double ref = 0;
+      for (int64_t k = 0; k < n_in; ++k) ref += static_cast<double>(deq[r * n_in + k]) * x[i * n_in + k];
+      const double tol = tolerance(t, deq.data() + r * n_in, x.data() + i * n_in, n_in);
+      ASSERT_NEAR(y[i * n_out + r], ref, tol) << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(t))
+                                             << " n_out " << n_out << " n_in " << n_in << " n_x " << n_x
+                                             << " at [" << i << ", " << r << "]";
+    }
+}
+
+TEST(IsaMatmul, EveryIsaAgreesWithReferenceOnOddSizes) {
+  for (Isa isa : available_isas())
+    for (DType t : all_weight_dtypes()) {
+      const int64_t block = dtype_info(t).block;
+      const int64_t n_in = block == 1 ? 77 : block * 3;  // float rows with a tail that is not a multiple of 8
+      for (int64_t n_x : {1, 2, 3, 4, 5, 7, 8, 9, 13, 17}) check_matmul(isa, t, 13, n_in, n_x, 100 + n_x);
+      check_matmul(isa, t, 1, n_in, 1, 7);
+      check_matmul(isa, t, 6, block == 1 ? 8 : block, 5, 8);
+    }
+}
+
+TEST(IsaMatmul, LargeEnoughToUseTheThreadPool) {
+  set_num_threads(2);
+  for (Isa isa : available_isas())
+    for (DType t : {DType::F16, DType::Q4_K, DType::Q8_0, DType::Q6_K}) check_matmul(isa, t, 67, 1024, 6, 9);
+}
+
+TEST(IsaMatmul, ActivationOutliersAndZeros) {
+  for (Isa isa : available_isas())
+    for (DType t : all_weight_dtypes()) {
+      const int64_t n_in = 256;
+      std::vector<float> src = random_normal(5 * n_in, 3, 0.3f);
+      const int64_t rb = dtype_row_bytes(t, n_in);
+      std::vector<uint8_t> bytes(static_cast<size_t>(5 * rb));
+      for (int64_t r = 0; r < 5; ++r) quantize_row(t, src.data() + r * n_in, bytes.data() + r * rb, n_in);
+      TensorView w{bytes.data(), t, {5, n_in}, "w"};
+      std::vector<float> x(2 * n_in, 0.0f), y(10), yr(10);
+      x[n_in + 5] = 1e4f;  // row 0 all zeros, row 1 one huge value
+      x[n_in + 200] = -3.0f;
+      matmul_with(kernel_table(isa), w, x.data(), 2, y.data());
+      matmul_with(kernel_table(Isa::kScalar), w, x.data(), 2, yr.data());
+      for (int r = 0; r < 5; ++r) {
+        EXPECT_EQ(y[r], 0.0f) << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(t));
+        EXPECT_NEAR(y[5 + r], yr[5 + r], 1e-3 * std::fabs(yr[5 + r]) + 0.05f)
+            << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(t));
+      }
+    }
+}
+
+TEST(IsaMatmul, ThisMachineHasTheIsaItClaims) {
+  // The chosen table is the best one available unless OFFGRAPH_ISA says otherwise.
+  std::string n = isa_name();
+  EXPECT_TRUE(isa_available(n == "avx512" ? Isa::kAvx512 : n == "avx2" ? Isa::kAvx2 : Isa::kScalar));
+}
+
+}  // namespace
+}  // namespace og::kernels
