@@ -1,0 +1,284 @@
+// Synthetic model specs, the tensor plan of every family, and the
+// deterministic weight generator (splitmix64 + Box-Muller, one stream per
+// tensor name so tensors can be produced in any order, one at a time).
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+#include "base/error.h"
+#include "synth/synth_internal.h"
+
+#ifndef OG_TESTDATA_DIR
+#define OG_TESTDATA_DIR "../shared/testdata"
+#endif
+
+namespace og::synth {
+
+namespace {
+
+struct FamilyName {
+  Family f;
+  const char* name;
+};
+constexpr FamilyName kFamilies[] = {{Family::kLlama, "llama"},
+                                    {Family::kQwen2, "qwen2"},
+                                    {Family::kQwen3, "qwen3"},
+                                    {Family::kMistral, "mistral"},
+                                    {Family::kGemma3, "gemma3"}};
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// n standard normals from the stream (seed, name).
+std::vector<float> normals(uint64_t seed, const std::string& name, int64_t n) {
+  uint64_t state = seed * 0x9e3779b97f4a7c15ull ^ fnv1a(name);
+  std::vector<float> out(static_cast<size_t>(n));
+  constexpr double kTwoPi = 6.283185307179586;
+  for (int64_t k = 0; k < n; k += 2) {
+    // u1 in (0, 1], u2 in [0, 1): 53 random bits each.
+    double u1 = (static_cast<double>(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;
+    double u2 = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+    double r = std::sqrt(-2.0 * std::log(u1));
+    out[static_cast<size_t>(k)] = static_cast<float>(r * std::cos(kTwoPi * u2));
+    if (k + 1 < n) out[static_cast<size_t>(k + 1)] = static_cast<float>(r * std::sin(kTwoPi * u2));
+  }
+  return out;
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+const char* family_name(Family f) {
+  for (const auto& e : kFamilies)
+    if (e.f == f) return e.name;
+  return "?";
+}
+
+bool family_from_name(const std::string& s, Family* out) {
+  for (const auto& e : kFamilies)
+    if (s == e.name) {
+      *out = e.f;
+      return true;
+    }
+  return false;
+}
+
+SynthSpec tiny_spec(Family f) {
+  SynthSpec s;
+  s.family = f;
+  switch (f) {
+    case Family::kLlama:
+      s.tied = false;  // exercises output.weight / lm_head.weight
+      break;
+    case Family::kQwen2:
+      s.rope_base = 1e6;
+      s.rms_eps = 1e-6;
+      break;
+    case Family::kQwen3:
+      s.head_dim = 32;  // n_heads * head_dim = 128 != d_model = 64
+      s.rope_base = 1e6;
+      s.rms_eps = 1e-6;
+      break;
+    case Family::kMistral:
+      s.window = 8;
+      s.tied = false;
+      break;
+    case Family::kGemma3:
+      s.n_layers = 6;  // 5 local : 1 global
+      s.n_kv_heads = 1;
+      s.window = 8;
+      s.sliding_pattern = 6;
+      s.rope_base = 1e6;
+      s.rope_base_local = 10000.0;
+      s.rms_eps = 1e-6;
+      break;
+  }
+  return s;
+}
+
+SynthSpec llama32_1b_spec() {
+  SynthSpec s;
+  s.family = Family::kLlama;
+  s.d_model = 2048;
+  s.n_layers = 16;
+  s.n_heads = 32;
+  s.n_kv_heads = 8;
+  s.head_dim = 64;
+  s.d_ff = 8192;
+  s.n_ctx = 131072;
+  s.rope_base = 500000.0;
+  s.rms_eps = 1e-5;
+  s.tied = true;
+  s.weight_dtype = DType::Q4_K;  // a benchmark-sized GGUF; F32 (~6 GB) also works, streamed
+  s.tokenizer = "llama3";
+  return s;
+}
+
+std::string testdata_dir() {
+  if (const char* env = std::getenv("OFFGRAPH_TESTDATA")) {
+    if (*env) return env;
+  }
+  return OG_TESTDATA_DIR;
+}
+
+int64_t n_vocab(const SynthSpec& spec) {
+  if (spec.tokenizer == "stories") return 512;
+  if (spec.tokenizer == "llama3") return 128256;
+  fail("synthetic model: unknown tokenizer '", spec.tokenizer, "' (expected stories or llama3)");
+}
+
+void validate(const SynthSpec& s) {
+  auto positive = [](int64_t v, const char* what) {
+    OG_CHECK(v > 0 && v <= (int64_t{1} << 24), "synthetic model: ", what, " = ", v, " must be in 1..2^24");
+  };
+  positive(s.d_model, "d_model");
+  positive(s.n_layers, "n_layers");
+  positive(s.n_heads, "n_heads");
+  positive(s.n_kv_heads, "n_kv_heads");
+  positive(s.head_dim, "head_dim");
+  positive(s.d_ff, "d_ff");
+  positive(s.n_ctx, "n_ctx");
+  OG_CHECK(s.n_heads % s.n_kv_heads == 0, "synthetic model: n_heads ", s.n_heads, " is not a multiple of n_kv_heads ",
+           s.n_kv_heads);
+  OG_CHECK(s.head_dim % 2 == 0, "synthetic model: head_dim ", s.head_dim, " must be even (RoPE pairs)");
+  OG_CHECK(s.window >= 0 && s.window <= s.n_ctx, "synthetic model: window ", s.window, " must be in 0..n_ctx");
+  OG_CHECK(s.sliding_pattern > 0, "synthetic model: sliding_pattern must be positive");
+  OG_CHECK(s.rope_base > 1 && s.rope_base_local > 1, "synthetic model: rope bases must be > 1");
+  OG_CHECK(s.rms_eps > 0 && s.rms_eps < 1, "synthetic model: rms_eps must be in (0, 1)");
+  OG_CHECK(s.window == 0 || s.family == Family::kMistral || s.family == Family::kGemma3,
+           "synthetic model: a sliding window is only written for mistral and gemma3");
+  OG_CHECK(dtype_info(static_cast<uint32_t>(s.weight_dtype)), "synthetic model: unknown weight dtype");
+  n_vocab(s);
+}
+
+bool is_sliding_layer(const SynthSpec& s, int64_t layer) {
+  if (s.window == 0) return false;
+  if (s.family == Family::kMistral) return true;
+  if (s.family == Family::kGemma3) return (layer + 1) % s.sliding_pattern != 0;
+  return false;
+}
+
+std::vector<PlannedTensor> plan(const SynthSpec& s) {
+  validate(s);
+  const int64_t d = s.d_model, V = n_vocab(s), q_dim = s.n_heads * s.head_dim, kv_dim = s.n_kv_heads * s.head_dim;
+  const bool gemma = s.family == Family::kGemma3;
+  const bool permute = s.family == Family::kLlama || s.family == Family::kMistral;
+  std::vector<PlannedTensor> out;
+  auto add = [&](std::string hf, std::string gg, std::vector<int64_t> shape, Kind kind, int64_t fan_in = 1) {
+    PlannedTensor t;
+    t.hf_name = std::move(hf);
+    t.gguf_name = std::move(gg);
+    t.shape = std::move(shape);
+    t.kind = kind;
+    t.fan_in = fan_in;
+    t.gemma_norm = gemma && kind == Kind::kNorm;
+    out.push_back(std::move(t));
+    return &out.back();
+  };
+  add("model.embed_tokens.weight", "token_embd.weight", {V, d}, Kind::kEmbed, d);
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const std::string h = cat("model.layers.", l, "."), g = cat("blk.", l, ".");
+    add(h + "input_layernorm.weight", g + "attn_norm.weight", {d}, Kind::kNorm);
+    add(h + "self_attn.q_proj.weight", g + "attn_q.weight", {q_dim, d}, Kind::kLinear, d)->permute_heads =
+        permute ? s.n_heads : 0;
+    add(h + "self_attn.k_proj.weight", g + "attn_k.weight", {kv_dim, d}, Kind::kLinear, d)->permute_heads =
+        permute ? s.n_kv_heads : 0;
+    add(h + "self_attn.v_proj.weight", g + "attn_v.weight", {kv_dim, d}, Kind::kLinear, d);
+    if (s.family == Family::kQwen2) {
+      add(h + "self_attn.q_proj.bias", g + "attn_q.bias", {q_dim}, Kind::kBias);
+      add(h + "self_attn.k_proj.bias", g + "attn_k.bias", {kv_dim}, Kind::kBias);
+      add(h + "self_attn.v_proj.bias", g + "attn_v.bias", {kv_dim}, Kind::kBias);
+    }
+    if (s.family == Family::kQwen3 || gemma) {
+      add(h + "self_attn.q_norm.weight", g + "attn_q_norm.weight", {s.head_dim}, Kind::kNorm);
+      add(h + "self_attn.k_norm.weight", g + "attn_k_norm.weight", {s.head_dim}, Kind::kNorm);
+    }
+    add(h + "self_attn.o_proj.weight", g + "attn_output.weight", {d, q_dim}, Kind::kLinear, q_dim);
+    if (gemma) {
+      add(h + "post_attention_layernorm.weight", g + "post_attention_norm.weight", {d}, Kind::kNorm);
+      add(h + "pre_feedforward_layernorm.weight", g + "ffn_norm.weight", {d}, Kind::kNorm);
+      add(h + "post_feedforward_layernorm.weight", g + "post_ffw_norm.weight", {d}, Kind::kNorm);
+    } else {
+      add(h + "post_attention_layernorm.weight", g + "ffn_norm.weight", {d}, Kind::kNorm);
+    }
+    add(h + "mlp.gate_proj.weight", g + "ffn_gate.weight", {s.d_ff, d}, Kind::kLinear, d);
+    add(h + "mlp.up_proj.weight", g + "ffn_up.weight", {s.d_ff, d}, Kind::kLinear, d);
+    add(h + "mlp.down_proj.weight", g + "ffn_down.weight", {d, s.d_ff}, Kind::kLinear, s.d_ff);
+  }
+  add("model.norm.weight", "output_norm.weight", {d}, Kind::kNorm);
+  if (!s.tied) add("lm_head.weight", "output.weight", {V, d}, Kind::kLinear, d);
+  return out;
+}
+
+std::vector<float> hf_values(const SynthSpec& s, const PlannedTensor& t) {
+  std::vector<float> v = normals(s.seed, t.hf_name, numel(t.shape));
+  float scale = 1.0f, offset = 0.0f;
+  switch (t.kind) {
+    case Kind::kEmbed:
+    case Kind::kLinear:
+      scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(t.fan_in)));
+      break;
+    case Kind::kBias:
+      scale = 0.1f;
+      break;
+    case Kind::kNorm:  // multiplier near 1: HF gemma applies (1 + w), so w itself is near 0
+      scale = 0.1f;
+      offset = t.gemma_norm ? 0.0f : 1.0f;
+      break;
+  }
+  for (float& x : v) x = x * scale + offset;
+  return v;
+}
+
+std::vector<float> permute_rows_to_gguf(const std::vector<float>& x, int64_t n_heads, int64_t head_dim, int64_t cols) {
+  std::vector<float> out(x.size());
+  const int64_t half = head_dim / 2;
+  for (int64_t h = 0; h < n_heads; ++h)
+    for (int64_t i = 0; i < half; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t dst = h * head_dim + 2 * i + j, src = h * head_dim + j * half + i;
+        std::copy(x.begin() + src * cols, x.begin() + (src + 1) * cols, out.begin() + dst * cols);
+      }
+  return out;
+}
+
+std::vector<float> gguf_values(const SynthSpec& s, const PlannedTensor& t) {
+  std::vector<float> v = hf_values(s, t);
+  if (t.permute_heads > 0) {
+    const int64_t cols = t.shape.size() == 2 ? t.shape[1] : 1;
+    v = permute_rows_to_gguf(v, t.permute_heads, s.head_dim, cols);
+  }
+  if (t.gemma_norm)
+    for (float& x : v) x += 1.0f;
+  return v;
+}
+
+std::string join_path(const std::string& a, const std::string& b) {
+  if (a.empty() || a.back() == '/') return a + b;
+  return a + "/" + b;
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) fail(path, ": cannot create");
+  out << text;
+  out.close();
+  if (!out) fail(path, ": write failed");
+}
+
+}  // namespace og::synth

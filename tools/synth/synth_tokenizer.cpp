@@ -1,0 +1,131 @@
+// Tokenizer material for synthetic models, taken from ../shared/testdata:
+// "stories" (the 512-piece SentencePiece vocabulary of stories260K) and
+// "llama3" (the Llama 3.2 byte-level BPE tokenizer.json).
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "format/hf_config.h"
+#include "synth/synth_internal.h"
+
+namespace og::synth {
+
+namespace {
+
+std::string stories_gguf() { return join_path(testdata_dir(), "models/stories260K/stories260K.gguf"); }
+std::string stories_hf() { return join_path(testdata_dir(), "models/stories260K-hf"); }
+std::string llama3_json() { return join_path(testdata_dir(), "vocab/llama3.2-bpe/tokenizer.json"); }
+
+void require(const std::string& path) {
+  OG_CHECK(file_exists(path), path, ": missing (synthetic models take their tokenizer from the test data; set "
+           "OFFGRAPH_TESTDATA to its directory)");
+}
+
+// A Llama-3-style chat format: header tokens around the role, <|eot_id|> after each turn.
+constexpr const char* kLlama3Template =
+    "{{- bos_token }}"
+    "{%- for message in messages %}"
+    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + "
+    "'<|eot_id|>' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}";
+
+constexpr int64_t kLlama3Bos = 128000, kLlama3Eos = 128001, kLlama3Eot = 128009;
+
+}  // namespace
+
+TokenizerInfo tokenizer_info(const SynthSpec& spec) {
+  TokenizerInfo t;
+  if (spec.tokenizer == "llama3") {
+    t.bos = kLlama3Bos;
+    t.eos = kLlama3Eos;
+    t.eos_all = {kLlama3Eos, kLlama3Eot};
+    t.chat_template = kLlama3Template;
+  } else {
+    n_vocab(spec);  // validates the name
+    t.eos_all = {2};
+  }
+  return t;
+}
+
+void add_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w) {
+  if (spec.tokenizer == "stories") {
+    require(stories_gguf());
+    auto src = GgufFile::open(stories_gguf());
+    for (const auto& [key, value] : src->metadata())
+      if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+    return;
+  }
+  n_vocab(spec);
+  require(llama3_json());
+  nlohmann::json j = read_json_file(llama3_json());
+  const std::string file = llama3_json();
+  const int64_t V = n_vocab(spec);
+  std::vector<std::string> tokens(static_cast<size_t>(V));
+  std::vector<int32_t> types(static_cast<size_t>(V), 5);  // unused until filled
+  const nlohmann::json& vocab = j.at("model").at("vocab");
+  OG_CHECK(vocab.is_object(), file, ": model.vocab must be an object");
+  auto place = [&](int64_t id, const std::string& piece, int32_t type) {
+    OG_CHECK(id >= 0 && id < V, file, ": token id ", id, " is outside the vocabulary of ", V);
+    tokens[static_cast<size_t>(id)] = piece;
+    types[static_cast<size_t>(id)] = type;
+  };
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) place(it->get<int64_t>(), it.key(), 1);
+  for (const auto& a : j.at("added_tokens"))
+    place(a.at("id").get<int64_t>(), a.at("content").get<std::string>(), a.value("special", false) ? 3 : 4);
+  for (int64_t id = 0; id < V; ++id)
+    if (types[static_cast<size_t>(id)] == 5) tokens[static_cast<size_t>(id)] = cat("[PAD", id, "]");
+  std::vector<GgufValue> tok_v, type_v, merge_v;
+  tok_v.reserve(tokens.size());
+  for (auto& t : tokens) tok_v.push_back(GgufValue::make_string(std::move(t)));
+  for (int32_t t : types) type_v.push_back(GgufValue::make_i32(t));
+  for (const auto& m : j.at("model").at("merges")) {
+    if (m.is_string()) {
+      merge_v.push_back(GgufValue::make_string(m.get<std::string>()));
+    } else {
+      OG_CHECK(m.is_array() && m.size() == 2, file, ": a merge must be \"a b\" or [a, b]");
+      merge_v.push_back(GgufValue::make_string(m[0].get<std::string>() + " " + m[1].get<std::string>()));
+    }
+  }
+  w.set("tokenizer.ggml.model", GgufValue::make_string("gpt2"));
+  w.set("tokenizer.ggml.pre", GgufValue::make_string("llama-bpe"));
+  w.set("tokenizer.ggml.tokens", GgufValue::make_array(GgufType::STRING, std::move(tok_v)));
+  w.set("tokenizer.ggml.token_type", GgufValue::make_array(GgufType::I32, std::move(type_v)));
+  w.set("tokenizer.ggml.merges", GgufValue::make_array(GgufType::STRING, std::move(merge_v)));
+  w.set("tokenizer.ggml.bos_token_id", GgufValue::make_u32(kLlama3Bos));
+  w.set("tokenizer.ggml.eos_token_id", GgufValue::make_u32(kLlama3Eos));
+  w.set("tokenizer.ggml.eot_token_id", GgufValue::make_u32(kLlama3Eot));
+  w.set("tokenizer.ggml.add_bos_token", GgufValue::make_bool(true));
+  w.set("tokenizer.chat_template", GgufValue::make_string(kLlama3Template));
+}
+
+void write_hf_tokenizer(const SynthSpec& spec, const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (spec.tokenizer == "stories") {
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+      std::string src = join_path(stories_hf(), f);
+      require(src);
+      write_text_file(join_path(dir, f), read_text_file(src));
+    }
+    return;
+  }
+  n_vocab(spec);
+  require(llama3_json());
+  write_text_file(join_path(dir, "tokenizer.json"), read_text_file(llama3_json()));
+  nlohmann::ordered_json cfg = {
+      {"add_bos_token", true},
+      {"add_eos_token", false},
+      {"bos_token", "<|begin_of_text|>"},
+      {"eos_token", "<|eot_id|>"},
+      {"clean_up_tokenization_spaces", true},
+      {"model_max_length", spec.n_ctx},
+      {"tokenizer_class", "PreTrainedTokenizerFast"},
+      {"chat_template", kLlama3Template},
+  };
+  write_text_file(join_path(dir, "tokenizer_config.json"), cfg.dump(2) + "\n");
+}
+
+}  // namespace og::synth
