@@ -9,9 +9,9 @@ std::unique_ptr<KvCache> make_kv_cache(KvKind kind, const KvGeometry& geometry, 
     case KvKind::kReference: return kv::make_reference_cache(geometry, policy);
     case KvKind::kSequence: return kv::make_sequence_cache(geometry, policy, false);
     case KvKind::kBatchedSequence: return kv::make_sequence_cache(geometry, policy, true);
-    default: break;
+    case KvKind::kBatchedCell: return kv::make_cell_cache(geometry, policy);
   }
-  fail("kv cache: kind ", kv_kind_name(kind), " is not built yet");
+  fail("kv cache: unknown kind ", static_cast<int>(kind));
 }
 
 }  // namespace og

@@ -1,0 +1,344 @@
+// The `batched-cell` kind: per cache one pool of fixed-size blocks of
+// block_size positions ([n_kv_heads][block_size][row] each for K and V),
+// per-sequence block tables, and reference counts so that a fork shares its
+// prefix without copying; a shared block is copied before it is written
+// (copy-on-write). A ring cache keeps only the blocks holding the last
+// slots = window + max_write - 1 positions (the same history as the
+// `sequence` kind's ring, rounded out to whole blocks) and frees the rest.
+// Pool size: max_sequences * (blocks one sequence can need + 1), allocated
+// lazily in chunks; a step that needs more is refused (kPoolExhausted).
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "kv/kv_kinds.h"
+#include "kv/kv_store_base.h"
+
+namespace og::kv {
+namespace {
+
+class Pool {
+ public:
+  void init(const CacheLayout& l, int block, int64_t limit) {
+    bytes_k_ = l.n_kv_heads * block * l.row_bytes_k;
+    bytes_v_ = l.n_kv_heads * block * l.row_bytes_v;
+    limit_ = limit;
+    chunk_ = std::min<int64_t>(64, limit);
+  }
+  int64_t available() const { return int64_t(free_.size()) + (limit_ - int64_t(refs_.size())); }
+  int alloc() {
+    int b;
+    if (!free_.empty()) {
+      b = free_.back();
+      free_.pop_back();
+    } else {
+      b = int(refs_.size());
+      if (b % chunk_ == 0) {
+        chunks_k_.emplace_back(new uint8_t[chunk_ * bytes_k_]());
+        chunks_v_.emplace_back(new uint8_t[chunk_ * bytes_v_]());
+      }
+      refs_.push_back(0);
+    }
+    refs_[b] = 1;
+    return b;
+  }
+  void retain(int b) { ++refs_[b]; }
+  void release(int b) {
+    if (--refs_[b] == 0) free_.push_back(b);
+  }
+  int refs(int b) const { return refs_[b]; }
+  uint8_t* k(int b) const { return chunks_k_[b / chunk_].get() + (b % chunk_) * bytes_k_; }
+  uint8_t* v(int b) const { return chunks_v_[b / chunk_].get() + (b % chunk_) * bytes_v_; }
+  void copy(int dst, int src) {
+    std::memcpy(k(dst), k(src), bytes_k_);
+    std::memcpy(v(dst), v(src), bytes_v_);
+  }
+  // Frees trailing chunks whose blocks are all unused.
+  void trim() {
+    while (!chunks_k_.empty()) {
+      int64_t begin = int64_t(chunks_k_.size() - 1) * chunk_;
+      bool unused = true;
+      for (int64_t b = begin; b < int64_t(refs_.size()); ++b) unused &= refs_[b] == 0;
+      if (!unused) break;
+      refs_.resize(begin);
+      free_.erase(std::remove_if(free_.begin(), free_.end(), [&](int b) { return b >= begin; }), free_.end());
+      chunks_k_.pop_back();
+      chunks_v_.pop_back();
+    }
+  }
+  int64_t allocated_bytes() const { return int64_t(chunks_k_.size()) * chunk_ * (bytes_k_ + bytes_v_); }
+  int64_t used_bytes() const { return (int64_t(refs_.size()) - int64_t(free_.size())) * (bytes_k_ + bytes_v_); }
+
+ private:
+  int64_t bytes_k_ = 0, bytes_v_ = 0, limit_ = 0, chunk_ = 1;
+  std::vector<std::unique_ptr<uint8_t[]>> chunks_k_, chunks_v_;
+  std::vector<int> refs_;  // per created block
+  std::vector<int> free_;
+};
+
+// Logical blocks [first, first + ids.size()) of one sequence in one cache.
+struct Table {
+  int64_t first = 0;
+  std::vector<int> ids;
+};
+
+struct CellSeq {
+  int64_t length = 0;
+  std::vector<Table> tables;  // per cache
+};
+
+class CellCache final : public StoreCacheBase {
+ public:
+  CellCache(const KvGeometry& g, const KvPolicy& p) : StoreCacheBase(g, p, "batched-cell") {
+    const int64_t b = res_.policy.block_size;
+    pools_.resize(res_.caches.size());
+    for (size_t c = 0; c < res_.caches.size(); ++c) {
+      const CacheLayout& l = res_.caches[c];
+      int64_t per_seq = (res_.policy.max_capacity + b - 1) / b;
+      if (l.window > 0) per_seq = std::min(per_seq, (l.slots + b - 1) / b + 1);
+      pools_[c].init(l, int(b), res_.policy.max_sequences * (per_seq + 1));
+    }
+    add_sequence(0);
+  }
+
+  KvResult add_sequence(int seq) override {
+    check_no_step(step_, "add_sequence");
+    if (seq < 0 || seqs_.count(seq)) return refuse(KvStatus::kInvalid, cat("kv cache: cannot add sequence ", seq));
+    seqs_[seq].tables.resize(res_.caches.size());
+    return KvResult::success();
+  }
+
+  KvResult remove_sequence(int seq) override {
+    check_no_step(step_, "remove_sequence");
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end()) return unknown(seq);
+    drop_from(it->second, 0);
+    seqs_.erase(it);
+    return KvResult::success();
+  }
+
+  KvResult can_extend(int seq, int64_t n) const override {
+    KvResult r = check_capacity(seq, n);
+    if (!r.ok()) return r;
+    std::vector<SeqStep> plan = {{seq, length(seq), n}};
+    return plan_blocks(plan, nullptr);
+  }
+
+  KvResult rewind(int seq, int64_t n) override {
+    check_no_step(step_, "rewind");
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end()) return unknown(seq);
+    CellSeq& s = it->second;
+    if (n < 0 || n > s.length)
+      return refuse(KvStatus::kInvalid, cat("kv cache: cannot rewind sequence ", seq, " of length ", s.length,
+                                            " by ", n));
+    KvResult r = check_history(s, s.length - n, seq);
+    if (!r.ok()) return r;
+    s.length -= n;
+    drop_from(s, s.length);
+    return r;
+  }
+
+  KvResult clear(int seq) override {
+    check_no_step(step_, "clear");
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end()) return unknown(seq);
+    it->second.length = 0;
+    drop_from(it->second, 0);
+    return KvResult::success();
+  }
+
+  KvResult fork(int src, int dst, int64_t upto) override {
+    check_no_step(step_, "fork");
+    auto it = seqs_.find(src);
+    if (it == seqs_.end()) return unknown(src);
+    const CellSeq& s = it->second;
+    if (dst < 0 || dst == src || upto < 0 || upto > s.length)
+      return refuse(KvStatus::kInvalid, cat("kv cache: cannot fork sequence ", src, " (length ", s.length, ") into ",
+                                            dst, " up to ", upto));
+    KvResult r = check_history(s, upto, src);
+    if (!r.ok()) return r;
+    CellSeq d;
+    d.length = upto;
+    d.tables.resize(res_.caches.size());
+    const int64_t b = res_.policy.block_size;
+    for (size_t c = 0; c < res_.caches.size(); ++c) {
+      const Table& t = s.tables[c];
+      Table& u = d.tables[c];
+      u.first = t.first;
+      for (size_t i = 0; i < t.ids.size() && (t.first + int64_t(i)) * b < upto; ++i) {
+        u.ids.push_back(t.ids[i]);
+        pools_[c].retain(t.ids[i]);
+      }
+      if (u.ids.empty()) u.first = upto / b;
+    }
+    auto old = seqs_.find(dst);
+    if (old != seqs_.end()) drop_from(old->second, 0);
+    seqs_[dst] = std::move(d);
+    return r;
+  }
+
+  void release_unused() override {
+    check_no_step(step_, "release_unused");
+    for (Pool& p : pools_) p.trim();
+  }
+
+  int64_t length(int seq) const override {
+    auto it = seqs_.find(seq);
+    return it == seqs_.end() ? -1 : it->second.length;
+  }
+
+  KvMemory memory() const override {
+    KvMemory m;
+    for (size_t c = 0; c < pools_.size(); ++c) {
+      bool ring = res_.caches[c].window > 0;
+      (ring ? m.ring_allocated : m.flat_allocated) += pools_[c].allocated_bytes();
+      (ring ? m.ring_used : m.flat_used) += pools_[c].used_bytes();
+    }
+    return m;
+  }
+
+ protected:
+  KvResult reserve_step(const std::vector<SeqStep>& plan) override {
+    for (const SeqStep& st : plan) {
+      KvResult r = check_history(seqs_.at(st.seq), st.begin, st.seq);
+      if (!r.ok()) return r;
+    }
+    return plan_blocks(plan, this);
+  }
+
+  void commit_step(const std::vector<SeqStep>& plan) override {
+    for (const SeqStep& st : plan) seqs_.at(st.seq).length = st.begin + st.n;
+  }
+
+  RowSlot write_slot(int c, int seq, int64_t pos) override {
+    const CacheLayout& l = res_.caches[c];
+    const int64_t b = res_.policy.block_size;
+    const Table& t = seqs_.at(seq).tables[c];
+    const int id = t.ids.at(pos / b - t.first);
+    const int64_t r = pos % b;
+    return {pools_[c].k(id) + r * l.row_bytes_k, pools_[c].v(id) + r * l.row_bytes_v, b * l.row_bytes_k,
+            b * l.row_bytes_v};
+  }
+
+  void read_spans(int c, int seq, int64_t lo, int64_t hi, std::vector<KvSpan>* out, int64_t* ks,
+                  int64_t* vs) const override {
+    const CacheLayout& l = res_.caches[c];
+    const int64_t b = res_.policy.block_size;
+    const Table& t = seqs_.at(seq).tables[c];
+    *ks = b * l.row_bytes_k;
+    *vs = b * l.row_bytes_v;
+    OG_CHECK(lo / b >= t.first && hi / b < t.first + int64_t(t.ids.size()), "kv cache: internal error: cache ", c,
+             " of sequence ", seq, " lacks blocks for positions [", lo, ", ", hi, "]");
+    for (int64_t j = lo / b; j <= hi / b; ++j) {
+      const int id = t.ids[j - t.first];
+      const int64_t a = std::max(lo, j * b), e = std::min(hi, j * b + b - 1);
+      out->push_back({pools_[c].k(id) + (a - j * b) * l.row_bytes_k, pools_[c].v(id) + (a - j * b) * l.row_bytes_v,
+                      e - a + 1});
+    }
+  }
+
+ private:
+  // Counts, per cache, the blocks the plan needs (new blocks and copies of
+  // shared blocks it writes) against those free plus those a ring releases;
+  // refuses with kPoolExhausted, or (self != nullptr) applies the plan.
+  KvResult plan_blocks(const std::vector<SeqStep>& plan, CellCache* self) const {
+    const int64_t b = res_.policy.block_size;
+    for (size_t c = 0; c < res_.caches.size(); ++c) {
+      int64_t need = 0, returning = 0;
+      for (const SeqStep& st : plan) {
+        if (st.n == 0) continue;
+        const Table& t = seqs_.at(st.seq).tables[c];
+        const int64_t end = t.first + int64_t(t.ids.size());
+        for (int64_t j = st.begin / b; j <= (st.begin + st.n - 1) / b; ++j)
+          need += (j >= end || pools_[c].refs(t.ids[j - t.first]) > 1) ? 1 : 0;
+        for (int64_t j = t.first; j < ring_keep_from(int(c), st.begin + st.n) && j < end; ++j)
+          returning += pools_[c].refs(t.ids[j - t.first]) == 1 ? 1 : 0;
+      }
+      if (need > pools_[c].available() + returning)
+        return refuse(KvStatus::kPoolExhausted,
+                      cat("kv cache: block pool of cache ", c, " exhausted (needs ", need, " blocks, ",
+                          pools_[c].available() + returning, " free; raise max_sequences)"));
+    }
+    if (self != nullptr)
+      for (const SeqStep& st : plan)
+        if (st.n > 0) self->apply(st);
+    return KvResult::success();
+  }
+
+  // First logical block a ring cache keeps once the sequence reaches `end`.
+  int64_t ring_keep_from(int c, int64_t end) const {
+    const CacheLayout& l = res_.caches[c];
+    if (l.window == 0) return 0;
+    return std::max<int64_t>(0, end - l.slots) / res_.policy.block_size;
+  }
+
+  void apply(const SeqStep& st) {
+    const int64_t b = res_.policy.block_size;
+    CellSeq& s = seqs_.at(st.seq);
+    for (size_t c = 0; c < res_.caches.size(); ++c) {
+      Table& t = s.tables[c];
+      Pool& p = pools_[c];
+      const int64_t keep = ring_keep_from(int(c), st.begin + st.n);
+      while (!t.ids.empty() && t.first < keep) {
+        p.release(t.ids.front());
+        t.ids.erase(t.ids.begin());
+        ++t.first;
+      }
+      if (t.ids.empty()) t.first = st.begin / b;
+      for (int64_t j = st.begin / b; j <= (st.begin + st.n - 1) / b; ++j) {
+        const int64_t i = j - t.first;
+        if (i >= int64_t(t.ids.size())) {
+          t.ids.push_back(p.alloc());
+        } else if (p.refs(t.ids[i]) > 1) {  // copy-on-write
+          int fresh = p.alloc();
+          p.copy(fresh, t.ids[i]);
+          p.release(t.ids[i]);
+          t.ids[i] = fresh;
+        }
+      }
+    }
+  }
+
+  // Releases the blocks holding only positions >= len.
+  void drop_from(CellSeq& s, int64_t len) {
+    const int64_t b = res_.policy.block_size;
+    for (size_t c = 0; c < res_.caches.size(); ++c) {
+      Table& t = s.tables[c];
+      while (!t.ids.empty() && (t.first + int64_t(t.ids.size()) - 1) * b >= len) {
+        pools_[c].release(t.ids.back());
+        t.ids.pop_back();
+      }
+      if (t.ids.empty()) t.first = len / b;
+    }
+  }
+
+  KvResult check_history(const CellSeq& s, int64_t len, int seq) const {
+    const int64_t b = res_.policy.block_size;
+    for (size_t c = 0; c < res_.caches.size(); ++c) {
+      const CacheLayout& l = res_.caches[c];
+      if (l.window == 0 || len == 0) continue;
+      const Table& t = s.tables[c];
+      const int64_t need = std::max<int64_t>(0, len - l.window + 1);
+      if (need / b < t.first)
+        return refuse(KvStatus::kHistoryUnavailable,
+                      cat("kv cache: sequence ", seq, " at length ", len, " needs positions from ", need,
+                          " of ring cache ", c, " (window ", l.window, ") but they are held only from ",
+                          t.first * b),
+                      t.first * b);
+    }
+    return KvResult::success();
+  }
+
+  std::vector<Pool> pools_;
+  std::map<int, CellSeq> seqs_;
+};
+
+}  // namespace
+
+std::unique_ptr<KvCache> make_cell_cache(const KvGeometry& g, const KvPolicy& p) {
+  return std::make_unique<CellCache>(g, p);
+}
+
+}  // namespace og::kv
