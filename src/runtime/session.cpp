@@ -143,9 +143,21 @@ TurnResult Session::generate(std::span<const int32_t> prompt, Sampler& sampler, 
     throw;
   }
   stats_.prompt_tokens += res.prefilled;
-
+  if (opts.on_prefilled) opts.on_prefilled();
   if (after_text) decoder_.reset_continuation();
   else decoder_.reset();
+  try {
+    decode_loop(sampler, opts, on_text, turn_timer, &res);
+  } catch (...) {
+    restore(old_len, old_cached);
+    throw;
+  }
+  return res;
+}
+
+void Session::decode_loop(Sampler& sampler, const GenerateOptions& opts, const TextCallback& on_text,
+                          const Timer& turn_timer, TurnResult* out) {
+  TurnResult& res = *out;
   StopFilter filter(opts.stop_strings);
   auto emit = [&](const std::string& s) {
     if (s.empty()) return;
@@ -190,7 +202,6 @@ TurnResult Session::generate(std::span<const int32_t> prompt, Sampler& sampler, 
     emit(filter.push(decoder_.flush()));
     emit(filter.flush());
   }
-  return res;
 }
 
 }  // namespace og

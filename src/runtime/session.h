@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/timer.h"
 #include "kv/kv_cache.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
@@ -28,6 +29,7 @@ struct GenerateOptions {
   int64_t max_new_tokens = 256;           // excludes the prompt
   std::vector<int32_t> stop_ids;          // ids that end generation (kept in the history)
   std::vector<std::string> stop_strings;  // text that ends generation (never streamed)
+  std::function<void()> on_prefilled;     // called once the prompt is in the cache, before decoding
 };
 
 enum class StopReason { kNone, kStopToken, kStopString, kMaxTokens, kCapacity };
@@ -91,7 +93,10 @@ class Session {
   // Rewinds the cache to `length` positions, recomputing from history_ when a
   // ring lost the history (reported in *res when given).
   void rewind_cache(int64_t length, RewindResult* res);
-  void restore(int64_t length, int64_t cached_length);  // rollback after a failed step
+  void restore(int64_t length, int64_t cached_length);
+  // Samples until a stop rule fires, appending to *res.
+  void decode_loop(Sampler& sampler, const GenerateOptions& opts, const TextCallback& on_text,
+                   const Timer& turn_timer, TurnResult* res);  // rollback after a failed step
 
   Engine& engine_;
   std::unique_ptr<KvCache> cache_;

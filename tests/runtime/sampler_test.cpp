@@ -118,7 +118,7 @@ TEST(Sampler, RepeatPenaltyOnlyOverLastN) {
   Sampler s(c);
   const std::vector<float> logits = {2.0f, 1.5f};
   EXPECT_EQ(s.sample(logits, std::vector<int32_t>{0, 1, 1}), 0);  // 0 is outside the window
-  EXPECT_EQ(s.sample(logits, std::vector<int32_t>{1, 0}), 1);
+  EXPECT_EQ(s.sample(logits, std::vector<int32_t>{1, 0, 0}), 1);
 }
 
 TEST(Sampler, SameSeedSameTokens) {

@@ -1,0 +1,230 @@
+// `offgraph chat` (and `run --interactive`): multi-turn chat on stdin, a
+// terminal or a pipe. Each turn prefills only the tokens its chat-template
+// delta adds; replies stream to stdout, one line each; everything else
+// ([P/CAP tokens], notes, /stats) goes to stderr.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "base/thread_pool.h"
+#include "commands.h"
+#include "flags.h"
+#include "llm_common.h"
+#include "runtime/engine.h"
+
+namespace og::app {
+
+namespace {
+
+constexpr const char* kChatHelp =
+    "[commands: /reset  start over | /undo  back to the start of the last turn | /undo N  drop the last N "
+    "tokens | /stats  the report | /help  this text | /quit  leave]\n";
+
+// Where a turn began, so /undo can restore the conversation exactly.
+struct TurnMark {
+  int64_t start = 0;        // history length before the turn's tokens
+  int64_t reply_start = 0;  // history length before the reply
+  size_t n_messages = 0;    // messages before the turn
+  size_t n_done = 0;        // rendered messages before the turn
+  bool reply_closed = false;
+};
+
+class Chat {
+ public:
+  Chat(const LlmFlags& f, Loaded& l, Session& s) : f_(f), l_(l), s_(s), sampler_(sampler_config_of(f)) {
+    opts_ = generate_options_of(f, l);
+    if (!f.system.empty()) messages_.push_back({"system", f.system});
+    base_messages_ = messages_.size();
+    if (auto id = l.tok->find_piece(l.tmpl->turn_end()); id && !l.tmpl->turn_end().empty()) turn_end_id_ = *id;
+  }
+
+  // Returns false on /quit.
+  bool handle(const std::string& line) {
+    if (line.empty()) return true;
+    if (line[0] != '/') {
+      try {
+        turn(line);
+      } catch (const Error& e) {
+        // The session rolled back; the conversation goes on.
+        std::fprintf(stderr, "[error: %s]\n", e.what());
+      }
+      return true;
+    }
+    if (line == "/quit" || line == "/exit") return false;
+    if (line == "/help") std::fputs(kChatHelp, stderr);
+    else if (line == "/reset") reset();
+    else if (line == "/stats") print_report(f_, s_, nullptr);
+    else if (line == "/undo") undo_turn();
+    else if (line.rfind("/undo ", 0) == 0) undo_tokens(line.substr(6));
+    else std::fprintf(stderr, "[unknown command %s; /help lists the commands]\n", line.c_str());
+    return true;
+  }
+
+ private:
+  void fill_line() {
+    std::fprintf(stderr, "[%lld/%lld tokens]\n", static_cast<long long>(s_.position()),
+                 static_cast<long long>(s_.capacity()));
+  }
+
+  void turn(const std::string& text) {
+    std::vector<ChatMessage> next = messages_;
+    next.push_back({"user", text});
+    const std::string delta = l_.tmpl->render_delta(next, n_done_, reply_closed_);
+    const std::vector<int32_t> ids = encode_chat_text(*l_.tok, *l_.tmpl, delta, s_.position() == 0);
+    if (!s_.fits(static_cast<int64_t>(ids.size()))) {
+      std::fprintf(stderr, "[cache full: %lld/%lld tokens used, this turn needs %zu more and room to reply, use /reset]\n",
+                   static_cast<long long>(s_.position()), static_cast<long long>(s_.capacity()), ids.size());
+      return;
+    }
+    TurnMark mark{s_.position(), 0, messages_.size(), n_done_, reply_closed_};
+    const TurnResult r = s_.generate(ids, sampler_, opts_, [](std::string_view p) {
+      std::fwrite(p.data(), 1, p.size(), stdout);
+      std::fflush(stdout);
+    });
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    mark.reply_start = s_.position() - static_cast<int64_t>(r.tokens.size());
+    marks_.push_back(mark);
+    messages_ = std::move(next);
+    messages_.push_back({"assistant", r.text});
+    n_done_ = messages_.size();
+    reply_closed_ = r.reason == StopReason::kStopToken && turn_end_id_ >= 0 && r.stop_token == turn_end_id_;
+    if (r.reason == StopReason::kCapacity)
+      std::fprintf(stderr, "[reply cut: the cache is full at %lld/%lld tokens; /undo or /reset]\n",
+                   static_cast<long long>(s_.position()), static_cast<long long>(s_.capacity()));
+    fill_line();
+  }
+
+  void reset() {
+    s_.reset();
+    messages_.resize(base_messages_);
+    n_done_ = 0;
+    reply_closed_ = false;
+    marks_.clear();
+    std::fputs("[reset]\n", stderr);
+    fill_line();
+  }
+
+  void report_rewind(const RewindResult& rr) {
+    if (rr.recomputed)
+      std::fprintf(stderr,
+                   "[undo: a ring layer no longer holds positions before %lld; recomputed %lld tokens from the "
+                   "token history]\n",
+                   static_cast<long long>(rr.history_begin), static_cast<long long>(rr.recomputed_tokens));
+  }
+
+  void undo_turn() {
+    if (marks_.empty()) {
+      std::fputs("[nothing to undo]\n", stderr);
+      return;
+    }
+    const TurnMark m = marks_.back();
+    marks_.pop_back();
+    const RewindResult rr = s_.rewind_to(m.start);
+    messages_.resize(m.n_messages);
+    n_done_ = m.n_done;
+    reply_closed_ = m.reply_closed;
+    std::fprintf(stderr, "[undo: removed the last turn, %lld tokens]\n", static_cast<long long>(rr.removed));
+    report_rewind(rr);
+    fill_line();
+  }
+
+  void undo_tokens(const std::string& arg) {
+    int64_t n = 0;
+    size_t used = 0;
+    try {
+      n = std::stoll(arg, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != arg.size() || n < 1) {
+      std::fprintf(stderr, "[/undo N needs a whole number N >= 1, got '%s']\n", arg.c_str());
+      return;
+    }
+    if (n > s_.position()) {
+      std::fprintf(stderr, "[cannot undo %lld tokens: the history holds %lld]\n", static_cast<long long>(n),
+                   static_cast<long long>(s_.position()));
+      return;
+    }
+    const int64_t keep = s_.position() - n;
+    int64_t end = s_.position();  // where the last remaining turn ends
+    const RewindResult rr = s_.rewind_to(keep);
+    // Whole turns at or after the cut are forgotten; a turn cut inside keeps
+    // what is left of it as an unfinished reply.
+    while (!marks_.empty() && marks_.back().start >= keep) {
+      const TurnMark m = marks_.back();
+      marks_.pop_back();
+      messages_.resize(m.n_messages);
+      n_done_ = m.n_done;
+      reply_closed_ = m.reply_closed;
+      end = m.start;
+    }
+    if (!marks_.empty() && keep < end) {
+      const TurnMark& m = marks_.back();
+      std::string reply;
+      if (keep > m.reply_start) {
+        const auto& h = s_.history();
+        reply = l_.tok->decode(std::span<const int32_t>(h.data() + m.reply_start, keep - m.reply_start));
+      }
+      messages_.back().content = reply;
+      reply_closed_ = false;
+    }
+    std::fprintf(stderr, "[undo: removed %lld tokens]\n", static_cast<long long>(rr.removed));
+    report_rewind(rr);
+    fill_line();
+  }
+
+  const LlmFlags& f_;
+  Loaded& l_;
+  Session& s_;
+  Sampler sampler_;
+  GenerateOptions opts_;
+  std::vector<ChatMessage> messages_;
+  size_t base_messages_ = 0;
+  size_t n_done_ = 0;
+  bool reply_closed_ = false;
+  int32_t turn_end_id_ = -1;
+  std::vector<TurnMark> marks_;
+};
+
+}  // namespace
+
+int run_chat(const LlmFlags& f) {
+  if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
+  Loaded l = load_llm(f);
+  const KvPolicy policy = kv_policy_of(f, *l.model);
+  ModelEngine engine(*l.model);
+  Session session(engine, make_kv_cache(kv_kind_of(f), l.model->kv_geometry(), policy), *l.tok);
+  session.stats().load_s = l.load_s;
+  print_cache_describe(session.cache());
+  print_fill("after load", session);
+  std::fprintf(stderr, "[chat template: %s]\n", l.tmpl->name().c_str());
+  const bool tty = isatty(STDIN_FILENO);
+  if (tty) std::fputs(kChatHelp, stderr);
+  Chat chat(f, l, session);
+  std::string line;
+  while (true) {
+    if (tty) std::fputs("> ", stderr);
+    if (!std::getline(std::cin, line)) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!chat.handle(line)) break;
+  }
+  print_report(f, session, nullptr);
+  return 0;
+}
+
+int cmd_chat(const Args& args) {
+  LlmFlags f;
+  Flags fl("chat", "--model M [options]   (turns on stdin; /help inside lists the commands)");
+  add_llm_flags(fl, f, /*run=*/false);
+  if (!fl.parse(args)) {
+    std::fputs(fl.help().c_str(), stdout);
+    return 0;
+  }
+  check_llm_flags(fl, f, /*run=*/false);
+  return run_chat(f);
+}
+
+}  // namespace og::app

@@ -1,0 +1,77 @@
+// `offgraph run`: one prompt, one generation. The generated text streams to
+// stdout (the prompt is not echoed, as in llama.cpp); the cache description,
+// fill and memory lines and the report go to stderr.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "base/thread_pool.h"
+#include "commands.h"
+#include "flags.h"
+#include "llm_common.h"
+#include "runtime/engine.h"
+
+namespace og::app {
+
+int run_chat(const LlmFlags& f);  // cmd_chat.cpp
+
+namespace {
+
+void write_stdout(std::string_view piece) {
+  std::fwrite(piece.data(), 1, piece.size(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int cmd_run(const Args& args) {
+  LlmFlags f;
+  Flags fl("run", "--model M --prompt P [options]");
+  add_llm_flags(fl, f, /*run=*/true);
+  if (!fl.parse(args)) {
+    std::fputs(fl.help().c_str(), stdout);
+    return 0;
+  }
+  check_llm_flags(fl, f, /*run=*/true);
+  if (f.interactive) return run_chat(f);
+  if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
+
+  Loaded l = load_llm(f);
+  const KvPolicy policy = kv_policy_of(f, *l.model);
+  std::vector<ChatMessage> messages;
+  if (!f.system.empty()) messages.push_back({"system", f.system});
+  messages.push_back({"user", f.prompt});
+  const std::vector<int32_t> prompt = encode_chat_text(*l.tok, *l.tmpl, l.tmpl->render(messages, true), true);
+  if (static_cast<int64_t>(prompt.size()) + 1 > policy.max_capacity)
+    usage_fail("the prompt is " + std::to_string(prompt.size()) + " tokens but the cache holds " +
+               std::to_string(policy.max_capacity) +
+               " positions (prompt + at least one generated token must fit; raise --kv-max-capacity)");
+
+  ModelEngine engine(*l.model);
+  Session session(engine, make_kv_cache(kv_kind_of(f), l.model->kv_geometry(), policy), *l.tok);
+  print_cache_describe(session.cache());
+  print_fill("after load", session);
+  const SamplerConfig sc = sampler_config_of(f);
+  if (sc.temperature > 0 && f.seed < 0)
+    std::fprintf(stderr, "[sampler] seed %llu\n", static_cast<unsigned long long>(sc.seed));
+  GenerateOptions opts = generate_options_of(f, l);
+  if (f.warmup) {
+    Sampler warm(sc);
+    session.generate(prompt, warm, opts, nullptr);
+    session.reset();
+    session.stats() = Stats{};
+  }
+  session.stats().load_s = l.load_s;
+  opts.on_prefilled = [&] { print_fill("after prefill", session); };
+  Sampler sampler(sc);
+  const TurnResult r = session.generate(prompt, sampler, opts, write_stdout);
+  if (isatty(STDOUT_FILENO)) std::fputc('\n', stderr);
+  if (r.reason == StopReason::kCapacity)
+    std::fprintf(stderr, "[generation stopped: the cache is full at %lld/%lld positions; raise --kv-max-capacity]\n",
+                 static_cast<long long>(session.position()), static_cast<long long>(session.capacity()));
+  print_fill("after decode", session);
+  print_report(f, session, stop_reason_name(r.reason));
+  return 0;
+}
+
+}  // namespace og::app

@@ -1,0 +1,72 @@
+// What `offgraph run` and `offgraph chat` share: their flags, loading the
+// model / tokenizer / chat template, building the cache policy, and the
+// stderr reports ([cache], [mem], the stats report in text or JSON).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flags.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "runtime/stats.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace og::app {
+
+constexpr int64_t kDefaultMaxCapacity = 4096;  // cap on the default --kv-max-capacity
+
+struct LlmFlags {
+  std::string model, tokenizer, prompt, system;
+  std::string chat = "auto";
+  double temperature = 0, top_p = 1, min_p = 0, repeat_penalty = 1;
+  int64_t top_k = 0, repeat_last_n = 64, seed = -1;
+  int64_t max_new_tokens = 256;
+  std::vector<std::string> stop;
+  int64_t kv_max_capacity = 0;  // 0: min(model n_ctx, kDefaultMaxCapacity)
+  int64_t kv_initial_capacity = 512;
+  std::string kv_storage_dtype = "f32";
+  std::vector<int64_t> kv_windows;
+  std::string kv_cache = "sequence";
+  int64_t prefill_chunk_size = 512;
+  int64_t threads = 0;  // 0: all cores
+  bool warmup = false;
+  bool interactive = false;
+  std::string stats = "text";
+};
+
+// Registers the flags; `run` adds --prompt and --interactive.
+void add_llm_flags(Flags& flags, LlmFlags& f, bool run);
+// Checks what parse() cannot (paths exist, combinations); throws UsageError.
+void check_llm_flags(const Flags& flags, const LlmFlags& f, bool run);
+
+// Everything a run needs, loaded.
+struct Loaded {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tok;
+  std::unique_ptr<ChatTemplate> tmpl;
+  std::vector<int32_t> stop_ids;  // the model's end ids plus the template's turn end
+  double load_s = 0;
+};
+Loaded load_llm(const LlmFlags& f);
+
+KvKind kv_kind_of(const LlmFlags& f);
+KvPolicy kv_policy_of(const LlmFlags& f, const Model& model);
+SamplerConfig sampler_config_of(const LlmFlags& f);  // resolves seed -1 to a random one
+GenerateOptions generate_options_of(const LlmFlags& f, const Loaded& l);
+
+// Prints the cache's describe() lines to stderr.
+void print_cache_describe(const KvCache& cache);
+// "[cache] <when>: ..." and "[mem] <when>: ..." to stderr.
+void print_fill(const char* when, const Session& session);
+// The report: text lines or one JSON object (--stats json), to stderr.
+void print_report(const LlmFlags& f, const Session& session, const char* stop_reason);
+std::string report_json(const Session& session, const char* stop_reason);
+
+}  // namespace og::app
