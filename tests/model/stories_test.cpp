@@ -54,7 +54,7 @@ TEST_P(Stories, CaseASequenceCache) {
   EXPECT_EQ(run_case(kModels + GetParam(), prompt, kCaseA.size(), KvKind::kSequence), kCaseA);
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, Stories,
+INSTANTIATE_TEST_SUITE_P(Files, Stories,
                          ::testing::Values("stories260K/stories260K.gguf", "stories260K/stories260K-ggml-org.gguf",
                                            "stories260K-hf"),
                          [](const auto& info) {
