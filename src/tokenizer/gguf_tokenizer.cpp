@@ -1,0 +1,146 @@
+// Tokenizer::from_gguf: GGUF tokenizer.ggml.* metadata (`llama` SentencePiece
+// BPE by scores, `gpt2` byte-level BPE with merges) -> PipelineSpec.
+#include <memory>
+
+#include "base/error.h"
+#include "format/gguf.h"
+#include "tokenizer/bpe_presets.h"
+#include "tokenizer/pipeline.h"
+
+namespace og {
+
+namespace {
+
+using tok::PipelineSpec;
+
+// A special id key: absent -> fallback; 4294967295 / -1 -> none; otherwise in range.
+int32_t special_id(const GgufFile& g, const char* key, int32_t fallback, int32_t n) {
+  const auto v = g.get_int(key);
+  if (!v) return fallback < n ? fallback : -1;
+  if (*v == -1 || *v == 0xFFFFFFFFll) return -1;
+  OG_CHECK(*v >= 0 && *v < n, g.source_name(), ": ", key, " = ", *v, " is outside the vocabulary (", n, " tokens)");
+  return static_cast<int32_t>(*v);
+}
+
+void read_vocab(const GgufFile& g, PipelineSpec& spec) {
+  auto tokens = g.get_string_array("tokenizer.ggml.tokens");
+  OG_CHECK(tokens && !tokens->empty(), g.source_name(), ": vocabulary has no tokens (tokenizer.ggml.tokens missing or empty)");
+  OG_CHECK(tokens->size() < (1u << 31), g.source_name(), ": tokenizer.ggml.tokens is too large");
+  const size_t n = tokens->size();
+  auto& v = spec.vocab;
+  v.pieces = std::move(*tokens);
+  v.types.assign(n, TokenType::kNormal);
+  if (auto types = g.get_int_array("tokenizer.ggml.token_type")) {
+    OG_CHECK(types->size() == n, g.source_name(), ": tokenizer.ggml.token_type has ", types->size(),
+             " entries for ", n, " tokens");
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t t = (*types)[i];
+      v.types[i] = t >= 1 && t <= 6 ? static_cast<TokenType>(t) : TokenType::kNormal;
+    }
+  }
+  if (auto scores = g.get_float_array("tokenizer.ggml.scores")) {
+    OG_CHECK(scores->size() == n, g.source_name(), ": tokenizer.ggml.scores has ", scores->size(), " entries for ",
+             n, " tokens");
+    v.scores.assign(scores->begin(), scores->end());
+  }
+  v.reindex();
+}
+
+// Control and unknown pieces are matched in text only with parse_special;
+// user-defined pieces always (they are ordinary added words).
+void add_special_pieces(PipelineSpec& spec) {
+  const auto& v = spec.vocab;
+  for (int32_t id = 0; id < v.size(); ++id) {
+    const TokenType t = v.types[id];
+    if (v.pieces[id].empty()) continue;
+    if (t == TokenType::kControl || t == TokenType::kUnknown)
+      spec.added.push_back({v.pieces[id], id, true, false, false});
+    else if (t == TokenType::kUserDefined)
+      spec.added.push_back({v.pieces[id], id, false, false, false});
+  }
+}
+
+void read_merges(const GgufFile& g, PipelineSpec& spec) {
+  auto merges = g.get_string_array("tokenizer.ggml.merges");
+  OG_CHECK(merges && !merges->empty(), g.source_name(),
+           ": gpt2 (BPE) vocabulary without merges (tokenizer.ggml.merges missing or empty)");
+  spec.merges.reserve(merges->size());
+  for (const std::string& m : *merges) {
+    // "left right": split at the first space after the first character.
+    const size_t sp = m.find(' ', 1);
+    if (sp == std::string::npos) continue;
+    const int32_t l = spec.vocab.find(std::string_view(m).substr(0, sp));
+    const int32_t r = spec.vocab.find(std::string_view(m).substr(sp + 1));
+    spec.merges.emplace_back(l, r);
+  }
+}
+
+int32_t find_first(const tok::Vocab& v, std::initializer_list<const char*> texts) {
+  for (const char* t : texts) {
+    const int32_t id = v.find(t);
+    if (id >= 0) return id;
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& g) {
+  const auto model = g.get_string("tokenizer.ggml.model");
+  OG_CHECK(model.has_value(), g.source_name(), ": no tokenizer (tokenizer.ggml.model missing)");
+  PipelineSpec spec;
+  const bool spm = *model == "llama";
+  if (!spm && *model != "gpt2")
+    fail(g.source_name(), ": unsupported tokenizer.ggml.model '", *model, "' (supported: llama, gpt2)");
+  read_vocab(g, spec);
+  const int32_t n = spec.vocab.size();
+  const std::string pre = g.get_string("tokenizer.ggml.pre").value_or("");
+  bool add_bos = spm;
+  if (spm) {
+    spec.kind = "gguf llama (SentencePiece BPE)";
+    spec.model = tok::ModelKind::kSpmScores;
+    const bool prefix = g.get_bool("tokenizer.ggml.add_space_prefix").value_or(true);
+    spec.spm_add_space_prefix = prefix;
+    spec.spm_escape_spaces = true;
+    spec.dec_byte_fallback = true;
+    spec.dec_replace = {{"\xE2\x96\x81", " "}};
+    spec.dec_strip_leading_space = prefix;
+    for (int32_t id = 0; id < n; ++id)
+      if (tok::parse_byte_piece(spec.vocab.pieces[id]) >= 0 && spec.vocab.types[id] == TokenType::kNormal)
+        spec.vocab.types[id] = TokenType::kByte;
+  } else {
+    const tok::BpePreset preset = tok::bpe_preset(pre);
+    spec.kind = "gguf gpt2 (byte-level BPE, pre " + (pre.empty() ? std::string("default") : pre) + ")";
+    spec.model = tok::ModelKind::kBpe;
+    read_merges(g, spec);
+    spec.bpe.byte_level = true;
+    spec.bpe.ignore_merges = preset.ignore_merges;
+    for (const std::string& re : preset.regexes) {
+      tok::PreTokStep st;
+      st.regex = std::make_shared<tok::Regex>(re);
+      spec.pre.push_back(std::move(st));
+    }
+    spec.dec_byte_level = true;
+    add_bos = preset.add_bos;
+  }
+  add_special_pieces(spec);
+
+  SpecialTokens& s = spec.special;
+  s.bos = special_id(g, "tokenizer.ggml.bos_token_id", spm ? 1 : -1, n);
+  s.eos = special_id(g, "tokenizer.ggml.eos_token_id", spm ? 2 : -1, n);
+  s.unk = special_id(g, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1, n);
+  s.pad = special_id(g, "tokenizer.ggml.padding_token_id", -1, n);
+  s.eot = special_id(g, "tokenizer.ggml.eot_token_id",
+                     find_first(spec.vocab, {"<|eot_id|>", "<|im_end|>", "<end_of_turn>", "<|end|>", "<|end_of_turn|>"}), n);
+  s.eom = special_id(g, "tokenizer.ggml.eom_token_id", find_first(spec.vocab, {"<|eom_id|>"}), n);
+  spec.unk = s.unk;
+  s.add_bos = g.get_bool("tokenizer.ggml.add_bos_token").value_or(add_bos);
+  s.add_eos = g.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
+  OG_CHECK(!s.add_bos || s.bos >= 0, g.source_name(), ": add_bos_token is set but there is no BOS token");
+  OG_CHECK(!s.add_eos || s.eos >= 0, g.source_name(), ": add_eos_token is set but there is no EOS token");
+  if (s.add_bos) spec.prefix_ids = {s.bos};
+  if (s.add_eos) spec.suffix_ids = {s.eos};
+  return std::make_unique<tok::PipelineTokenizer>(std::move(spec));
+}
+
+}  // namespace og

@@ -1,0 +1,213 @@
+// Tokenizer::from_path and the other file-kind loaders: vocab.json + merges.txt,
+// SentencePiece tokenizer.model, and the HF config files beside a tokenizer.
+#include <nlohmann/json.hpp>
+#include <sentencepiece_processor.h>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "format/gguf.h"
+#include "tokenizer/bpe_presets.h"
+#include "tokenizer/loaders.h"
+
+namespace og {
+
+namespace tok {
+
+using nlohmann::json;
+
+namespace {
+
+json read_json(const std::string& path) {
+  try {
+    return json::parse(read_text_file(path));
+  } catch (const json::exception& e) {
+    fail(path, ": malformed JSON: ", e.what());
+  }
+}
+
+std::string join(const std::string& dir, const char* name) {
+  return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// "bos_token": "<s>" or {"content": "<s>", ...}
+std::string token_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  return {};
+}
+
+void collect_ids(const json& v, std::vector<int32_t>& out) {
+  if (v.is_number_integer()) out.push_back(v.get<int32_t>());
+  if (v.is_array())
+    for (const json& e : v)
+      if (e.is_number_integer()) out.push_back(e.get<int32_t>());
+}
+
+}  // namespace
+
+std::unique_ptr<PipelineTokenizer> load_vocab_merges(const std::string& vocab_json, const std::string& merges_txt,
+                                                     std::string_view pre) {
+  PipelineSpec spec;
+  const json v = read_json(vocab_json);
+  OG_CHECK(v.is_object() && !v.empty(), vocab_json, ": vocabulary is not a non-empty JSON object");
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    OG_CHECK(it.value().is_number_integer(), vocab_json, ": id of '", it.key(), "' is not an integer");
+    const int64_t id = it.value().get<int64_t>();
+    OG_CHECK(id >= 0 && id < (1 << 24), vocab_json, ": id ", id, " of '", it.key(), "' is out of range");
+    if (static_cast<size_t>(id) >= spec.vocab.pieces.size()) spec.vocab.pieces.resize(id + 1);
+    spec.vocab.pieces[id] = it.key();
+  }
+  spec.vocab.types.assign(spec.vocab.pieces.size(), TokenType::kNormal);
+  for (size_t i = 0; i < spec.vocab.pieces.size(); ++i)
+    if (spec.vocab.pieces[i].empty()) {
+      spec.vocab.pieces[i] = "[UNUSED_" + std::to_string(i) + "]";
+      spec.vocab.types[i] = TokenType::kUnused;
+    }
+  spec.vocab.reindex();
+  const std::string merges = read_text_file(merges_txt);
+  size_t line_no = 0;
+  for (size_t at = 0; at < merges.size();) {
+    size_t eol = merges.find('\n', at);
+    if (eol == std::string::npos) eol = merges.size();
+    std::string_view line(merges.data() + at, eol - at);
+    at = eol + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
+    const size_t sp = line.find(' ', 1);
+    OG_CHECK(sp != std::string_view::npos, merges_txt, ":", line_no, ": merge is not 'left right'");
+    spec.merges.emplace_back(spec.vocab.find(line.substr(0, sp)), spec.vocab.find(line.substr(sp + 1)));
+  }
+  OG_CHECK(!spec.merges.empty(), merges_txt, ": no merges");
+  const BpePreset preset = bpe_preset(pre);
+  spec.kind = "vocab.json + merges.txt (byte-level BPE, pre " + std::string(pre) + ")";
+  spec.model = ModelKind::kBpe;
+  spec.bpe.byte_level = true;
+  spec.bpe.ignore_merges = preset.ignore_merges;
+  for (const std::string& re : preset.regexes) {
+    PreTokStep st;
+    st.regex = std::make_shared<Regex>(re);
+    spec.pre.push_back(std::move(st));
+  }
+  spec.dec_byte_level = true;
+  for (const char* e : {"<|endoftext|>", "</s>"})
+    if (spec.special.eos < 0) spec.special.eos = spec.vocab.find(e);
+  return std::make_unique<PipelineTokenizer>(std::move(spec));
+}
+
+std::unique_ptr<PipelineTokenizer> load_sentencepiece(const std::string& model_path) {
+  OG_CHECK(file_exists(model_path), model_path, ": no such file");
+  auto sp = std::make_shared<sentencepiece::SentencePieceProcessor>();
+  const auto st = sp->Load(model_path);
+  OG_CHECK(st.ok(), model_path, ": cannot load SentencePiece model: ", st.ToString());
+  PipelineSpec spec;
+  const int n = sp->GetPieceSize();
+  OG_CHECK(n > 0, model_path, ": SentencePiece model has no pieces");
+  for (int id = 0; id < n; ++id) {
+    TokenType t = TokenType::kNormal;
+    if (sp->IsControl(id)) t = TokenType::kControl;
+    else if (sp->IsUnknown(id)) t = TokenType::kUnknown;
+    else if (sp->IsUnused(id)) t = TokenType::kUnused;
+    else if (sp->IsByte(id)) t = TokenType::kByte;
+    spec.vocab.pieces.push_back(sp->IdToPiece(id));
+    spec.vocab.types.push_back(t);
+    spec.vocab.scores.push_back(sp->GetScore(id));
+    if (t == TokenType::kControl && !spec.vocab.pieces.back().empty())
+      spec.added.push_back({spec.vocab.pieces.back(), id, true, false, false});
+  }
+  spec.vocab.reindex();
+  spec.kind = "SentencePiece tokenizer.model";
+  spec.model = ModelKind::kSentencePiece;
+  // The model's own normalizer adds the dummy prefix when "a" encodes as "▁a".
+  std::vector<std::string> probe;
+  const bool dummy_prefix = sp->Encode("a", &probe).ok() && !probe.empty() && probe[0].rfind("\xE2\x96\x81", 0) == 0;
+  spec.sp = std::move(sp);
+  spec.dec_byte_fallback = true;
+  spec.dec_replace = {{"\xE2\x96\x81", " "}};
+  spec.dec_strip_leading_space = dummy_prefix;
+  SpecialTokens& s = spec.special;
+  s.bos = spec.sp->bos_id();
+  s.eos = spec.sp->eos_id();
+  s.unk = spec.sp->unk_id();
+  s.pad = spec.sp->pad_id();
+  s.add_bos = s.bos >= 0;
+  if (s.add_bos) spec.prefix_ids = {s.bos};
+  return std::make_unique<PipelineTokenizer>(std::move(spec));
+}
+
+void apply_hf_configs(PipelineTokenizer& tok, const std::string& dir) {
+  SpecialTokens& s = tok.mutable_special();
+  std::vector<int32_t> extra_eos;
+  auto lookup = [&](const json& v, int32_t& id) {
+    const std::string text = token_text(v);
+    if (text.empty()) return;
+    if (auto found = tok.find_piece(text)) id = *found;
+  };
+  const std::string tc_path = join(dir, "tokenizer_config.json");
+  if (file_exists(tc_path)) {
+    const json tc = read_json(tc_path);
+    if (tc.is_object()) {
+      if (tc.contains("bos_token")) lookup(tc["bos_token"], s.bos);
+      if (tc.contains("eos_token")) lookup(tc["eos_token"], s.eos);
+      if (tc.contains("unk_token")) lookup(tc["unk_token"], s.unk);
+      if (tc.contains("pad_token")) lookup(tc["pad_token"], s.pad);
+      if (tc.contains("add_bos_token") && tc["add_bos_token"].is_boolean()) tok.set_add_bos(tc["add_bos_token"].get<bool>());
+      if (tc.contains("add_eos_token") && tc["add_eos_token"].is_boolean()) tok.set_add_eos(tc["add_eos_token"].get<bool>());
+    }
+  }
+  for (const char* name : {"generation_config.json", "config.json"}) {
+    const std::string p = join(dir, name);
+    if (!file_exists(p)) continue;
+    const json c = read_json(p);
+    if (!c.is_object()) continue;
+    if (c.contains("eos_token_id")) collect_ids(c["eos_token_id"], extra_eos);
+    if (s.pad < 0 && c.contains("pad_token_id") && c["pad_token_id"].is_number_integer())
+      s.pad = c["pad_token_id"].get<int32_t>();
+  }
+  for (int32_t id : extra_eos)
+    OG_CHECK(id >= 0 && id < tok.n_vocab(), dir, ": eos_token_id ", id, " is outside the vocabulary (", tok.n_vocab(), " tokens)");
+  if (s.eos < 0 && !extra_eos.empty()) s.eos = extra_eos.front();
+  tok.finish_stop_ids(extra_eos);
+}
+
+}  // namespace tok
+
+std::unique_ptr<Tokenizer> Tokenizer::from_path(const std::string& path) {
+  using tok::ends_with;
+  if (is_directory(path)) {
+    std::unique_ptr<tok::PipelineTokenizer> t;
+    const std::string tj = tok::join(path, "tokenizer.json");
+    if (file_exists(tj)) {
+      t = tok::load_tokenizer_json(tj);
+    } else if (file_exists(tok::join(path, "vocab.json")) && file_exists(tok::join(path, "merges.txt"))) {
+      t = tok::load_vocab_merges(tok::join(path, "vocab.json"), tok::join(path, "merges.txt"));
+    } else if (file_exists(tok::join(path, "tokenizer.model"))) {
+      t = tok::load_sentencepiece(tok::join(path, "tokenizer.model"));
+    } else {
+      fail(path, ": no tokenizer.json, vocab.json + merges.txt or tokenizer.model in this directory");
+    }
+    tok::apply_hf_configs(*t, path);
+    return t;
+  }
+  OG_CHECK(file_exists(path), path, ": no such file");
+  if (ends_with(path, ".gguf")) return from_gguf(*GgufFile::open(path));
+  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  if (dir.empty() && path.find('/') != std::string::npos) dir = "/";
+  if (dir.empty()) dir = ".";
+  std::unique_ptr<tok::PipelineTokenizer> t;
+  if (ends_with(path, ".json")) {
+    t = tok::load_tokenizer_json(path);
+  } else if (ends_with(path, ".model")) {
+    t = tok::load_sentencepiece(path);
+  } else {
+    fail(path, ": unknown tokenizer file kind (expected .gguf, tokenizer.json, tokenizer.model or a directory)");
+  }
+  tok::apply_hf_configs(*t, dir);
+  return t;
+}
+
+}  // namespace og
