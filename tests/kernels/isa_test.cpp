@@ -111,3 +111,74 @@ TEST(IsaMatmul, ThisMachineHasTheIsaItClaims) {
 
 }  // namespace
 }  // namespace og::kernels
+
+namespace og::kernels {
+namespace {
+
+// Elementwise ops: every ISA against the reference (double inside), sizes
+// with and without a vector tail, extreme inputs. The fast exp is accurate to
+// ~2e-7, but the f32 argument of exp (e.g. −2u of GELU, up to 88 in size)
+// carries a rounding error of |x|·2⁻²⁴ ≤ 5e-6 relative in the result: budget
+// 1e-5 relative (+1e-30 near zero).
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, const char* what, Isa isa, int64_t n) {
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_NEAR(a[i], b[i], 1e-5 * std::fabs(b[i]) + 1e-30) << what << " " << isa_str(isa) << " n " << n << " i " << i;
+}
+
+TEST(IsaElementwise, EveryIsaAgreesWithReference) {
+  const KernelTable& ref = kernel_table(Isa::kScalar);
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    if (!isa_available(isa)) continue;
+    const KernelTable& k = kernel_table(isa);
+    for (int64_t n : {1, 3, 7, 8, 9, 16, 17, 31, 37, 576, 1001}) {
+      std::vector<float> g = testing::random_normal(n, 40 + n, 4.0f), up = testing::random_normal(n, 41 + n);
+      if (n > 8) {
+        g[1] = 100.0f;
+        g[2] = -100.0f;
+        g[3] = 1e4f;
+        g[4] = -1e4f;
+        g[5] = 0.0f;
+      }
+      for (auto f : {&KernelTable::silu_mul, &KernelTable::gelu_tanh_mul}) {
+        std::vector<float> a = g, b = g;
+        (k.*f)(a.data(), up.data(), n);
+        (ref.*f)(b.data(), up.data(), n);
+        expect_close(a, b, f == &KernelTable::silu_mul ? "silu_mul" : "gelu_tanh_mul", isa, n);
+      }
+      std::vector<float> a = g, b = g;
+      k.softmax(a.data(), n);
+      ref.softmax(b.data(), n);
+      expect_close(a, b, "softmax", isa, n);
+      a = g;
+      b = g;
+      if (n > 8) a[6] = b[6] = -INFINITY;  // masked entry
+      k.softmax(a.data(), n);
+      ref.softmax(b.data(), n);
+      expect_close(a, b, "softmax(masked)", isa, n);
+      if (n > 8) {
+        EXPECT_EQ(a[6], 0.0f);
+      }
+      std::vector<float> ya(n), yb(n);
+      k.rms_norm(g.data(), up.data(), 1e-6f, n, ya.data());
+      ref.rms_norm(g.data(), up.data(), 1e-6f, n, yb.data());
+      expect_close(ya, yb, "rms_norm", isa, n);
+      k.rms_norm(g.data(), nullptr, 1e-6f, n, ya.data());
+      ref.rms_norm(g.data(), nullptr, 1e-6f, n, yb.data());
+      expect_close(ya, yb, "rms_norm(no weight)", isa, n);
+      a = g;
+      b = g;
+      k.add(a.data(), up.data(), n);
+      ref.add(b.data(), up.data(), n);
+      EXPECT_EQ(a, b);
+      k.scale(a.data(), -0.37f, n);
+      ref.scale(b.data(), -0.37f, n);
+      EXPECT_EQ(a, b);
+    }
+    std::vector<float> masked(19, -INFINITY);
+    k.softmax(masked.data(), 19);
+    for (float v : masked) EXPECT_EQ(v, 0.0f) << isa_str(isa);
+  }
+}
+
+}  // namespace
+}  // namespace og::kernels

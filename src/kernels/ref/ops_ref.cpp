@@ -139,11 +139,14 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
+// 0.5·g·(1 + tanh(u)) with u = √(2/π)·(g + 0.044715·g³), computed through the
+// identity 1 + tanh(u) = 2 / (1 + e^{−2u}), which does not cancel where tanh(u) ≈ −1.
 void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
   const double k = std::sqrt(2.0 / M_PI);
   for (int64_t i = 0; i < n; ++i) {
     double g = gate[i];
-    gate[i] = static_cast<float>(0.5 * g * (1.0 + std::tanh(k * (g + 0.044715 * g * g * g))) * up[i]);
+    double u = k * (g + 0.044715 * g * g * g);
+    gate[i] = static_cast<float>(g / (1.0 + std::exp(-2.0 * u)) * up[i]);
   }
 }
 

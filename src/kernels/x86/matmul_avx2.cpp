@@ -8,5 +8,12 @@
 #include "kernels/x86/matmul_x86.inc"
 
 namespace og::kernels {
-void register_avx2(KernelTable& k) { avx2::fill_matmul(k); }
+namespace avx2 {
+void fill_elementwise(KernelTable& k);  // elementwise_avx2.cpp
+}  // namespace avx2
+
+void register_avx2(KernelTable& k) {
+  avx2::fill_matmul(k);
+  avx2::fill_elementwise(k);
+}
 }  // namespace og::kernels

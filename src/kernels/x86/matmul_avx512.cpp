@@ -9,5 +9,12 @@
 #include "kernels/x86/matmul_x86.inc"
 
 namespace og::kernels {
-void register_avx512(KernelTable& k) { avx512::fill_matmul(k); }
+namespace avx512 {
+void fill_elementwise(KernelTable& k);  // elementwise_avx512.cpp
+}  // namespace avx512
+
+void register_avx512(KernelTable& k) {
+  avx512::fill_matmul(k);
+  avx512::fill_elementwise(k);
+}
 }  // namespace og::kernels
