@@ -35,8 +35,8 @@ class Pool {
     } else {
       b = int(refs_.size());
       if (b % chunk_ == 0) {
-        chunks_k_.emplace_back(new uint8_t[chunk_ * bytes_k_]());
-        chunks_v_.emplace_back(new uint8_t[chunk_ * bytes_v_]());
+        chunks_k_.emplace_back(new uint8_t[chunk_ * bytes_k_]);
+        chunks_v_.emplace_back(new uint8_t[chunk_ * bytes_v_]);
       }
       refs_.push_back(0);
     }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 
 #include "kv/kv_kinds.h"
 #include "kv/kv_store_base.h"
@@ -14,8 +15,29 @@
 namespace og::kv {
 namespace {
 
+// Storage left uninitialised (pages are touched only when rows are written;
+// only written rows are ever read).
+struct Bytes {
+  std::unique_ptr<uint8_t[]> p;
+  size_t n = 0;
+  void assign(size_t size) { p.reset(new uint8_t[size]), n = size; }
+  uint8_t* data() const { return p.get(); }
+  size_t size() const { return n; }
+  Bytes() = default;
+  Bytes(const Bytes& o) { *this = o; }
+  Bytes(Bytes&&) = default;
+  Bytes& operator=(Bytes&&) = default;
+  Bytes& operator=(const Bytes& o) {
+    if (this != &o) {
+      assign(o.n);
+      if (n) std::memcpy(p.get(), o.p.get(), n);
+    }
+    return *this;
+  }
+};
+
 struct CacheStore {
-  std::vector<uint8_t> k, v;      // [n_kv_heads][cap][row_bytes]
+  Bytes k, v;                     // [n_kv_heads][cap][row_bytes]
   int64_t cap = 0;                // rows per head
   std::vector<int64_t> slot_pos;  // ring: position held by each slot, -1 = none
 };
@@ -219,16 +241,16 @@ class SequenceCache final : public StoreCacheBase {
 
   static void alloc_ring(const CacheLayout& l, CacheStore* cs) {
     cs->cap = l.slots;
-    cs->k.assign(l.n_kv_heads * l.slots * l.row_bytes_k, 0);
-    cs->v.assign(l.n_kv_heads * l.slots * l.row_bytes_v, 0);
+    cs->k.assign(l.n_kv_heads * l.slots * l.row_bytes_k);
+    cs->v.assign(l.n_kv_heads * l.slots * l.row_bytes_v);
     cs->slot_pos.assign(l.slots, -1);
   }
 
   // out = a flat store of `cap` rows per head holding the first `keep` rows of `from`.
   static void resize_flat(const CacheLayout& l, const CacheStore& from, int64_t keep, int64_t cap, CacheStore* out) {
     out->cap = cap;
-    out->k.assign(l.n_kv_heads * cap * l.row_bytes_k, 0);
-    out->v.assign(l.n_kv_heads * cap * l.row_bytes_v, 0);
+    out->k.assign(l.n_kv_heads * cap * l.row_bytes_k);
+    out->v.assign(l.n_kv_heads * cap * l.row_bytes_v);
     out->slot_pos.clear();
     if (keep == 0) return;
     for (int h = 0; h < l.n_kv_heads; ++h) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "base/error.h"
 #include "kv/kv_cache.h"
@@ -124,6 +125,43 @@ TEST(KvReference, RefusalsChangeNothing) {
   EXPECT_EQ(c->rewind(0, 4).status, KvStatus::kInvalid);
   EXPECT_TRUE(c->rewind(0, 1).ok());
   EXPECT_EQ(c->length(0), 2);
+}
+
+}  // namespace
+}  // namespace og
+
+namespace og {
+namespace {
+
+// Storage rounding against exact f32 storage: the budget each dtype is held to
+// (values in [-1, 1], 64 positions, head dims 40 and 70 (q8_0 padded blocks)).
+TEST(KvReference, StorageDtypeBudget) {
+  const std::pair<KvDType, float> budgets[] = {
+      {KvDType::F16, 2e-3f}, {KvDType::BF16, 1.5e-2f}, {KvDType::Q8_0, 2e-2f}};
+  KvGeometry g = simple_geometry(1, {0}, 1, 40, 70);
+  std::mt19937 rng(5);
+  auto q = kvtest::random_vec(rng, 64 * 2 * 40), k = kvtest::random_vec(rng, 64 * 40),
+       v = kvtest::random_vec(rng, 64 * 70);
+  std::vector<KvRow> rows;
+  for (int i = 0; i < 64; ++i) rows.push_back({0, i});
+  KvPolicy p;
+  auto exact = make_kv_cache(KvKind::kReference, g, p);
+  std::vector<float> want(64 * 2 * 70), got(want.size());
+  ASSERT_TRUE(exact->begin_step(rows).ok());
+  exact->update_and_attend(0, rows, q.data(), 2, k.data(), v.data(), 0.5f, want.data());
+  exact->end_step();
+  for (auto [dt, budget] : budgets) {
+    p.dtype = dt;
+    auto c = make_kv_cache(KvKind::kSequence, g, p);
+    ASSERT_TRUE(c->begin_step(rows).ok());
+    c->update_and_attend(0, rows, q.data(), 2, k.data(), v.data(), 0.5f, got.data());
+    c->end_step();
+    float err = 0;
+    for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::fabs(got[i] - want[i]));
+    std::printf("[ kv ] %s storage: max |err| vs f32 %.2g (budget %.2g)\n", kv_dtype_name(dt), err, budget);
+    EXPECT_LE(err, budget);
+    EXPECT_GT(err, 0.f);  // the storage really is rounded
+  }
 }
 
 }  // namespace
