@@ -1,0 +1,92 @@
+// Runs the built offgraph binary (OG_BINARY_DIR/offgraph) with arguments and
+// optional stdin text, capturing stdout, stderr and the exit code.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace og::e2e {
+
+struct Proc {
+  int code = -1;
+  std::string out, err;
+};
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::string scratch_dir() {
+  static const std::string dir = [] {
+    auto d = std::filesystem::temp_directory_path() / ("og_e2e_" + std::to_string(getpid()));
+    std::filesystem::create_directories(d);
+    return d.string();
+  }();
+  return dir;
+}
+
+// Runs `offgraph args...` with stdin from `input`.
+inline Proc offgraph(const std::vector<std::string>& args, const std::string& input = "") {
+  static int counter = 0;
+  const std::string base = scratch_dir() + "/p" + std::to_string(counter++);
+  const std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
+  {
+    std::ofstream in(in_path, std::ios::binary);
+    in << input;
+  }
+  const std::string exe = std::string(OG_BINARY_DIR) + "/offgraph";
+  std::vector<std::string> argv_s = {exe};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  Proc p;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fi = open(in_path.c_str(), O_RDONLY);
+    const int fo = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fe = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fi < 0 || fo < 0 || fe < 0) _exit(125);
+    dup2(fi, 0);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    execv(exe.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  p.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  p.out = slurp(out_path);
+  p.err = slurp(err_path);
+  std::filesystem::remove(in_path);
+  std::filesystem::remove(out_path);
+  std::filesystem::remove(err_path);
+  return p;
+}
+
+inline std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream is(s);
+  std::string l;
+  while (std::getline(is, l)) v.push_back(l);
+  return v;
+}
+
+inline size_t count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace og::e2e

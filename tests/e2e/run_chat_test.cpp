@@ -1,0 +1,360 @@
+// `offgraph run` and `offgraph chat` end to end on the built binary: the
+// stories260K reference continuation from GGUF and HF, the reports, scripted
+// chats through a pipe (undo, reset, ring recompute, overflow, quit), and every
+// bad flag giving its message and exit code 2.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "e2e_util.h"
+#include "synth/synth.h"
+
+namespace og::e2e {
+namespace {
+
+const std::string kModels = std::string(OG_TESTDATA_DIR) + "/models";
+const std::string kGguf = kModels + "/stories260K/stories260K.gguf";
+const std::string kHf = kModels + "/stories260K-hf";
+
+// REFERENCE_OUTPUTS.md case A (llama2.c run.c -n 64: 5 prompt positions + 60
+// generated tokens), minus the prompt: `run` does not echo the prompt.
+const std::string kContinuation =
+    ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red "
+    "ball. She wanted to play with it, but it was too high.\nLily";
+
+std::vector<std::string> run_args(const std::string& model, std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = {"run", "--model", model, "--prompt", "Once upon a time", "--max-new-tokens", "60",
+                                "--chat", "0"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+void expect_data() {
+  ASSERT_TRUE(std::filesystem::exists(kGguf)) << "missing test data " << kGguf;
+  ASSERT_TRUE(std::filesystem::exists(kHf)) << "missing test data " << kHf;
+}
+
+TEST(Run, ReferenceContinuationFromGguf) {
+  expect_data();
+  Proc p = offgraph(run_args(kGguf));
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(p.out, kContinuation);
+  // Everything else is on stderr.
+  EXPECT_NE(p.err.find("[cache] off-graph sequence | capacity="), std::string::npos) << p.err;
+  for (const char* when : {"after load", "after prefill", "after decode"}) {
+    EXPECT_NE(p.err.find(std::string("[cache] ") + when), std::string::npos) << when;
+    EXPECT_NE(p.err.find(std::string("[mem] ") + when), std::string::npos) << when;
+  }
+  for (const char* field : {"prompt tokens: 5", "generated tokens: 60", "load:", "time to first token:",
+                            "prefill:", "decode:", "tok/s", "sampling:", "peak rss:"})
+    EXPECT_NE(p.err.find(field), std::string::npos) << field << "\n" << p.err;
+}
+
+TEST(Run, ReferenceContinuationFromHf) {
+  expect_data();
+  Proc p = offgraph(run_args(kHf));
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(p.out, kContinuation);
+}
+
+TEST(Run, SameOutputWithOtherCachePoliciesAndChunks) {
+  expect_data();
+  for (std::vector<std::string> extra : std::vector<std::vector<std::string>>{
+           {"--kv-cache", "reference"},
+           {"--prefill-chunk-size", "2"},
+           {"--kv-initial-capacity", "8"},  // grows by doubling during decode
+           {"--threads", "1"},
+           {"--warmup"},
+           {"--kv-windows", "0"}}) {
+    Proc p = offgraph(run_args(kGguf, extra));
+    ASSERT_EQ(p.code, 0) << extra[0] << "\n" << p.err;
+    EXPECT_EQ(p.out, kContinuation) << extra[0];
+  }
+}
+
+TEST(Run, StatsJsonHoldsEveryField) {
+  expect_data();
+  Proc p = offgraph(run_args(kGguf, {"--stats", "json", "--warmup"}));
+  ASSERT_EQ(p.code, 0) << p.err;
+  const auto ls = lines(p.err);
+  ASSERT_FALSE(ls.empty());
+  const nlohmann::json j = nlohmann::json::parse(ls.back());
+  EXPECT_EQ(j.at("prompt_tokens").get<int>(), 5);
+  EXPECT_EQ(j.at("generated_tokens").get<int>(), 60);  // the warmup run is not counted
+  EXPECT_EQ(j.at("stop_reason").get<std::string>(), "max_new_tokens");
+  for (const char* k : {"load_ms", "ttft_ms", "prefill_ms", "prefill_tok_s", "decode_ms", "decode_tok_s",
+                        "sampling_ms"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_GE(j.at(k).get<double>(), 0.0) << k;
+  }
+  EXPECT_GT(j.at("decode_tok_s").get<double>(), 0.0);
+  EXPECT_GT(j.at("prefill_tok_s").get<double>(), 0.0);
+  EXPECT_GT(j.at("peak_rss_bytes").get<int64_t>(), 1 << 20);
+  EXPECT_EQ(j.at("cache_capacity").get<int>(), 512);  // min(n_ctx 512, 4096)
+  EXPECT_EQ(j.at("recomputed_tokens").get<int>(), 0);
+}
+
+TEST(Run, StopStringEndsAndIsNotPrinted) {
+  expect_data();
+  Proc p = offgraph(run_args(kGguf, {"--stop", "park", "--stop", "never-there", "--stats", "json"}));
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(p.out, ", there was a little girl named Lily. She loved to play outside in the ");
+  EXPECT_NE(p.err.find("\"stop_reason\":\"stop_string\""), std::string::npos) << p.err;
+}
+
+TEST(Run, SeedMakesSamplingRepeatable) {
+  expect_data();
+  auto sample = [](const std::string& seed) {
+    Proc p = offgraph(run_args(kGguf, {"--temperature", "1.5", "--top-k", "40", "--top-p", "0.95", "--min-p",
+                                       "0.01", "--repeat-penalty", "1.1", "--seed", seed}));
+    EXPECT_EQ(p.code, 0) << p.err;
+    return p.out;
+  };
+  const std::string a = sample("42");
+  EXPECT_EQ(a, sample("42"));
+  EXPECT_NE(a, sample("43"));
+  EXPECT_NE(a, kContinuation);
+}
+
+TEST(Run, AliasesAndEqualsForm) {
+  expect_data();
+  Proc p = offgraph({"run", "--model=" + kGguf, "--prompt=Once upon a time", "--max_new_tokens", "60", "--chat=0",
+                     "--prefill_chunk_size=3"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(p.out, kContinuation);
+}
+
+TEST(Run, CapacityCapsTheGeneration) {
+  expect_data();
+  Proc p = offgraph(run_args(kGguf, {"--kv-max-capacity", "12", "--stats", "json"}));
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(p.out, kContinuation.substr(0, p.out.size()));
+  EXPECT_NE(p.err.find("[generation stopped: the cache is full at 12/12"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("\"generated_tokens\":7"), std::string::npos) << p.err;
+}
+
+TEST(Run, PromptLongerThanTheCapacityIsAnError) {
+  expect_data();
+  Proc p = offgraph(run_args(kGguf, {"--kv-max-capacity", "5"}));
+  EXPECT_EQ(p.code, 2);
+  EXPECT_TRUE(p.out.empty());
+  EXPECT_NE(p.err.find("the prompt is 5 tokens but the cache holds 5 positions"), std::string::npos) << p.err;
+  EXPECT_EQ(p.err.find("[cache] after prefill"), std::string::npos);
+}
+
+TEST(Run, HelpListsEveryFlagWithItsDefault) {
+  Proc p = offgraph({"run", "--help"});
+  ASSERT_EQ(p.code, 0);
+  for (const char* flag :
+       {"--model", "--tokenizer", "--prompt", "--interactive", "--system", "--chat", "--temperature", "--top-k",
+        "--top-p", "--min-p", "--repeat-penalty", "--seed", "--max-new-tokens", "--stop", "--kv-max-capacity",
+        "--kv-initial-capacity", "--kv-storage-dtype", "--kv-windows", "--kv-cache", "--prefill-chunk-size",
+        "--threads", "--warmup", "--stats"}) {
+    const size_t at = p.out.find(std::string("  ") + flag + " ");
+    ASSERT_NE(at, std::string::npos) << flag << "\n" << p.out;
+    const size_t eol = p.out.find('\n', at);
+    EXPECT_NE(p.out.substr(at, eol - at).find("(default: "), std::string::npos) << flag;
+  }
+  EXPECT_NE(p.out.find("--prefill-chunk-size N"), std::string::npos);
+  EXPECT_NE(p.out.find("(default: 512)"), std::string::npos);
+  Proc c = offgraph({"chat", "--help"});
+  EXPECT_EQ(c.code, 0);
+  EXPECT_NE(c.out.find("--kv-cache"), std::string::npos);
+}
+
+// ---- chat ----
+
+std::vector<std::string> chat_args(const std::string& model, std::vector<std::string> extra = {},
+                                   const std::string& max_new_tokens = "20") {
+  std::vector<std::string> a = {"chat", "--model", model, "--max-new-tokens", max_new_tokens, "--chat", "0"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+TEST(Chat, UndoThenSameTurnReproducesAndResetStartsOver) {
+  expect_data();
+  Proc p = offgraph(chat_args(kGguf), "Once upon a time\n/undo\nOnce upon a time\nLily\n/reset\nOnce upon a time\n"
+                                      "/quit\nnot read\n");
+  ASSERT_EQ(p.code, 0) << p.err;
+  const auto out = lines(p.out);
+  ASSERT_EQ(out.size(), 4u) << p.out;
+  EXPECT_EQ(out[0], kContinuation.substr(0, out[0].size()));
+  EXPECT_FALSE(out[0].empty());
+  EXPECT_EQ(out[1], out[0]);  // after /undo the same turn gives the same tokens
+  EXPECT_NE(out[2], out[0]);  // a second turn continues the story
+  EXPECT_EQ(out[3], out[0]);  // after /reset, as new
+  EXPECT_NE(p.err.find("[undo: removed the last turn, 25 tokens]"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("[reset]"), std::string::npos);
+  EXPECT_NE(p.err.find("[25/512 tokens]"), std::string::npos) << p.err;
+  EXPECT_EQ(count(p.err, "[0/512 tokens]"), 2u) << p.err;
+}
+
+TEST(Chat, RunInteractiveIsChat) {
+  expect_data();
+  Proc p = offgraph({"run", "--interactive", "--model", kGguf, "--max-new-tokens", "20", "--chat", "0"},
+                    "Once upon a time\n");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(lines(p.out).size(), 1u);
+  EXPECT_EQ(p.out, kContinuation.substr(0, p.out.size() - 1) + "\n");
+}
+
+TEST(Chat, UndoTokensAndCommands) {
+  expect_data();
+  Proc p = offgraph(chat_args(kGguf), "Once upon a time\n/undo 3\n/undo 999\n/undo x\n/stats\n/help\n/bogus\n"
+                                      "/undo\n/undo\n");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.err.find("[undo: removed 3 tokens]"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("[22/512 tokens]"), std::string::npos);
+  EXPECT_NE(p.err.find("[cannot undo 999 tokens: the history holds 22]"), std::string::npos);
+  EXPECT_NE(p.err.find("[/undo N needs a whole number N >= 1, got 'x']"), std::string::npos);
+  EXPECT_NE(p.err.find("[stats] prompt tokens: 5, generated tokens: 20"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("/undo N  drop the last N tokens"), std::string::npos);
+  EXPECT_NE(p.err.find("[unknown command /bogus"), std::string::npos);
+  EXPECT_NE(p.err.find("[nothing to undo]"), std::string::npos);
+}
+
+TEST(Chat, OverflowChangesNothing) {
+  expect_data();
+  // Capacity 30: the first turn uses 25; the second cannot fit and changes
+  // nothing; the third (short) still continues from the first.
+  Proc ref = offgraph(chat_args(kGguf, {"--kv-max-capacity", "30"}, "3"),
+                      "Once upon a time\nLily\n");
+  Proc p = offgraph(chat_args(kGguf, {"--kv-max-capacity", "30"}, "3"),
+                    "Once upon a time\nthe little girl named Lily went to the park to play with her big red ball and her "
+                    "friend Tom\nLily\n");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.err.find("[cache full: 8/30 tokens used, this turn needs"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("use /reset]"), std::string::npos);
+  EXPECT_EQ(p.out, ref.out);
+  // A reply capped by the capacity says so.
+  Proc q = offgraph(chat_args(kGguf, {"--kv-max-capacity", "12"}), "Once upon a time\n");
+  EXPECT_NE(q.err.find("[reply cut: the cache is full at 12/12 tokens"), std::string::npos) << q.err;
+  EXPECT_NE(q.err.find("[12/12 tokens]"), std::string::npos);
+}
+
+// /undo N across a wrapped ring must recompute and give exactly what the
+// reference cache (which keeps everything) gives.
+TEST(Chat, UndoPastAWrappedRingRecomputes) {
+  for (auto fam : {synth::Family::kMistral, synth::Family::kGemma3}) {
+    synth::SynthSpec spec = synth::tiny_spec(fam);
+    ASSERT_GT(spec.window, 0);
+    ASSERT_LE(spec.window, 8);
+    const std::string path = scratch_dir() + "/" + synth::family_name(fam) + ".gguf";
+    synth::write_gguf(spec, path);
+    const std::string script =
+        "Once upon a time there was a cat\nthe cat sat on the mat\n/undo 15\nthe dog\n/undo\nthe dog\n"
+        "/undo 30\nthe bird flew\n/quit\n";
+    auto chat = [&](const std::string& kind) {
+      return offgraph({"chat", "--model", path, "--chat", "0", "--max-new-tokens", "12", "--kv-cache", kind,
+                       "--prefill-chunk-size", "4"},
+                      script);
+    };
+    Proc seq = chat("sequence"), ref = chat("reference");
+    ASSERT_EQ(seq.code, 0) << seq.err;
+    ASSERT_EQ(ref.code, 0) << ref.err;
+    EXPECT_NE(seq.err.find("ring("), std::string::npos) << seq.err;
+    EXPECT_NE(seq.err.find("recomputed"), std::string::npos) << seq.err;
+    EXPECT_EQ(ref.err.find("recomputed"), std::string::npos);
+    EXPECT_EQ(lines(seq.out).size(), 5u);
+    EXPECT_EQ(seq.out, ref.out) << synth::family_name(fam);
+    const auto o = lines(seq.out);
+    EXPECT_EQ(o[2], o[3]);  // /undo then the same turn
+  }
+}
+
+TEST(Chat, RingWithWindowOverrideMatchesReference) {
+  expect_data();
+  const std::string script = "Once upon a time\nLily\n/undo 20\nLily\n";
+  auto chat = [&](const std::string& kind) {
+    return offgraph(chat_args(kGguf, {"--kv-windows", "6", "--kv-cache", kind, "--prefill-chunk-size", "3"}),
+                    script);
+  };
+  Proc seq = chat("sequence"), ref = chat("reference");
+  ASSERT_EQ(seq.code, 0) << seq.err;
+  EXPECT_NE(seq.err.find("5 layers: 0 flat + 5 ring(window 6)"), std::string::npos) << seq.err;
+  EXPECT_NE(seq.err.find("recomputed"), std::string::npos) << seq.err;
+  EXPECT_EQ(seq.out, ref.out);
+}
+
+// ---- bad flags: one message each, exit code 2 ----
+
+struct BadCase {
+  std::vector<std::string> args;
+  std::string message;
+};
+
+TEST(Flags, EveryBadFlagAndValueExitsWithTwo) {
+  expect_data();
+  const std::string m = kGguf;
+  const std::vector<BadCase> cases = {
+      {{"run"}, "--model is required"},
+      {{"run", "--model", "/nonexistent/x.gguf", "--prompt", "hi"}, "--model: no such file or directory"},
+      {{"run", "--model", m, "--tokenizer", "/nonexistent/tok"}, "--tokenizer: no such file or directory"},
+      {{"run", "--model", m}, "--prompt is required"},
+      {{"run", "--model", m, "--prompt", "a", "--interactive"}, "--prompt cannot be combined with --interactive"},
+      {{"run", "--model", m, "--prompt", "a", "--max-new-tokens", "abc"}, "--max-new-tokens expects an integer"},
+      {{"run", "--model", m, "--prompt", "a", "--max-new-tokens", "12x"}, "--max-new-tokens expects an integer"},
+      {{"run", "--model", m, "--prompt", "a", "--max-new-tokens", "-1"}, "--max-new-tokens must be in [0,"},
+      {{"run", "--model", m, "--prompt", "a", "--max-new-tokens"}, "--max-new-tokens needs a value"},
+      {{"run", "--model", m, "--prompt", "a", "--max-new-tokens="}, "--max-new-tokens needs a value"},
+      {{"run", "--model", m, "--prompt", "a", "--temperature", "-0.5"}, "--temperature must be in [0, 100]"},
+      {{"run", "--model", m, "--prompt", "a", "--temperature", "nan"}, "--temperature expects a number"},
+      {{"run", "--model", m, "--prompt", "a", "--temperature", "1", "--top-p", "0"}, "--top-p must be in (0, 1]"},
+      {{"run", "--model", m, "--prompt", "a", "--temperature", "1", "--top-p", "1.5"}, "--top-p must be in (0, 1]"},
+      {{"run", "--model", m, "--prompt", "a", "--temperature", "1", "--min-p", "2"}, "--min-p must be in [0, 1]"},
+      {{"run", "--model", m, "--prompt", "a", "--temperature", "1", "--top-k", "-3"}, "--top-k must be in [0,"},
+      {{"run", "--model", m, "--prompt", "a", "--top-k", "5"}, "need --temperature > 0"},
+      {{"run", "--model", m, "--prompt", "a", "--repeat-penalty", "0"}, "--repeat-penalty must be in (0, 100]"},
+      {{"run", "--model", m, "--prompt", "a", "--repeat-last-n", "-1"}, "--repeat-last-n must be in [0,"},
+      {{"run", "--model", m, "--prompt", "a", "--seed", "x"}, "--seed expects an integer"},
+      {{"run", "--model", m, "--prompt", "a", "--seed", "-2"}, "--seed must be in [-1,"},
+      {{"run", "--model", m, "--prompt", "a", "--chat", "foo"}, "--chat must be one of auto|"},
+      {{"run", "--model", m, "--prompt", "a", "--kv-storage-dtype", "f8"},
+       "--kv-storage-dtype must be one of f32|f16|bf16|q8_0"},
+      {{"run", "--model", m, "--prompt", "a", "--kv-cache", "paged"}, "--kv-cache must be one of sequence|reference"},
+      {{"run", "--model", m, "--prompt", "a", "--kv-windows", "512,x"}, "--kv-windows expects comma-separated"},
+      {{"run", "--model", m, "--prompt", "a", "--kv-windows", "512,-1"}, "--kv-windows values must be in [0,"},
+      {{"run", "--model", m, "--prompt", "a", "--kv-windows", ""}, "--kv-windows expects comma-separated"},
+      {{"run", "--model", m, "--prompt", "a", "--kv-max-capacity", "-5"}, "--kv-max-capacity must be in [0,"},
+      {{"run", "--model", m, "--prompt", "a", "--kv-initial-capacity", "0"}, "--kv-initial-capacity must be in [1,"},
+      {{"run", "--model", m, "--prompt", "a", "--kv-initial-capacity", "1024", "--kv-max-capacity", "512"},
+       "--kv-initial-capacity 1024 exceeds --kv-max-capacity 512"},
+      {{"run", "--model", m, "--prompt", "a", "--prefill-chunk-size", "0"}, "--prefill-chunk-size must be in [1,"},
+      {{"run", "--model", m, "--prompt", "a", "--threads", "-2"}, "--threads must be in [0, 1024]"},
+      {{"run", "--model", m, "--prompt", "a", "--threads", "5000"}, "--threads must be in [0, 1024]"},
+      {{"run", "--model", m, "--prompt", "a", "--stats", "xml"}, "--stats must be one of text|json"},
+      {{"run", "--model", m, "--prompt", "a", "--warmup=maybe"}, "--warmup takes no value or true|false"},
+      {{"run", "--model", m, "--prompt", "a", "--stop", ""}, "--stop must not be empty"},
+      {{"run", "--model", m, "--prompt", "a", "--max-new-token", "5"},
+       "unknown flag --max-new-token (did you mean --max-new-tokens?)"},
+      {{"run", "--model", m, "--prompt", "a", "--temprature", "1"},
+       "unknown flag --temprature (did you mean --temperature?)"},
+      {{"run", "--model", m, "--prompt", "a", "--bogus"}, "unknown flag --bogus"},
+      {{"run", "--model", m, "--prompt", "a", "-x"}, "unknown flag '-x'"},
+      {{"run", "--model", m, "--prompt", "a", "extra"}, "unexpected argument 'extra'"},
+      {{"run", "--model", m, "--prompt", "a", "--temperature", "1", "--temperature", "2"},
+       "--temperature given more than once"},
+      {{"chat", "--model", m, "--prompt", "a"}, "unknown flag --prompt"},
+      {{"chat"}, "--model is required"},
+      {{"chat", "--model", m, "--kv-cache", "x"}, "--kv-cache must be one of"},
+  };
+  for (const auto& c : cases) {
+    Proc p = offgraph(c.args);
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    EXPECT_EQ(p.code, 2) << joined << "\n" << p.err;
+    EXPECT_NE(p.err.find(c.message), std::string::npos) << joined << "\nwanted: " << c.message << "\ngot: " << p.err;
+    EXPECT_EQ(lines(p.err).size(), 1u) << joined << "\n" << p.err;  // one clear line
+    EXPECT_TRUE(p.out.empty()) << joined;
+  }
+}
+
+TEST(Flags, UnknownCommand) {
+  Proc p = offgraph({"runn"});
+  EXPECT_EQ(p.code, 2);
+  EXPECT_NE(p.err.find("unknown command 'runn'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace og::e2e
