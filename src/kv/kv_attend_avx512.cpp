@@ -1,8 +1,206 @@
-// AVX-512 attention kernels (filled in below); compiled with -mavx512*.
+// AVX-512 attention kernels for the storage dtypes (compiled with -mavx512*,
+// chosen at run time by kv_attend.cpp). Same contract as the scalar kernels:
+// K/V rows are read in their storage dtype, q8_0 block by block.
+// GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(),
+// which -Wuninitialized reports at every use: a false positive.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <cstring>
+
 #include "kv/kv_attend.h"
+#include "kv/kv_common.h"
 
 namespace og::kv {
+namespace {
 
-const AttendKernels* attend_kernels_avx512(KvDType) { return nullptr; }
+inline __mmask16 tail_mask(int left) { return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1); }
+
+struct F32 {
+  static __m512 load(const uint8_t* row, int e, __mmask16 m) {
+    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + e);
+  }
+};
+struct F16 {
+  static __m512 load(const uint8_t* row, int e, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * e));
+  }
+};
+struct BF16 {
+  static __m512 load(const uint8_t* row, int e, __mmask16 m) {
+    __m512i x = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * e));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+  }
+};
+// q8_0: element e of a row (16 of them, within one block) without the scale.
+struct Q8 {
+  static __m512 load(const uint8_t* row, int e, __mmask16 m) {
+    const uint8_t* blk = row + (e / kQ8Block) * kQ8BlockBytes + 2 + (e % kQ8Block);
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, blk)));
+  }
+  static float scale(const uint8_t* row, int e) {
+    uint16_t h;
+    std::memcpy(&h, row + (e / kQ8Block) * kQ8BlockBytes, 2);
+    return _cvtsh_ss(h);
+  }
+};
+
+// R rows x G heads of scores at once (R*G independent accumulators).
+template <class L, int R, int G>
+inline void scores_tile(const float* q, int dk, const uint8_t* k, int64_t rbk, float scale, float* s,
+                        int64_t s_stride) {
+  __m512 acc[R][G];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < G; ++j) acc[r][j] = _mm512_setzero_ps();
+  for (int e = 0; e < dk; e += 16) {
+    const __mmask16 m = tail_mask(dk - e);
+    __m512 qv[G];
+    for (int j = 0; j < G; ++j) qv[j] = _mm512_maskz_loadu_ps(m, q + int64_t{j} * dk + e);
+    for (int r = 0; r < R; ++r) {
+      __m512 kv = L::load(k + r * rbk, e, m);
+      for (int j = 0; j < G; ++j) acc[r][j] = _mm512_fmadd_ps(qv[j], kv, acc[r][j]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < G; ++j) s[j * s_stride + r] = _mm512_reduce_add_ps(acc[r][j]) * scale;
+}
+
+template <int R, int G>
+inline void scores_tile_q8(const float* q, int dk, const uint8_t* k, int64_t rbk, float scale, float* s,
+                           int64_t s_stride) {
+  __m512 acc[R][G];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < G; ++j) acc[r][j] = _mm512_setzero_ps();
+  for (int b0 = 0; b0 < dk; b0 += kQ8Block) {
+    const __mmask16 m0 = tail_mask(dk - b0), m1 = dk - b0 > 16 ? tail_mask(dk - b0 - 16) : 0;
+    __m512 q0[G], q1[G];
+    for (int j = 0; j < G; ++j) {
+      q0[j] = _mm512_maskz_loadu_ps(m0, q + int64_t{j} * dk + b0);
+      q1[j] = _mm512_maskz_loadu_ps(m1, q + int64_t{j} * dk + b0 + 16);
+    }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* row = k + r * rbk;
+      __m512 k0 = Q8::load(row, b0, m0), k1 = Q8::load(row, b0 + 16, m1);
+      __m512 d = _mm512_set1_ps(Q8::scale(row, b0));
+      for (int j = 0; j < G; ++j)
+        acc[r][j] = _mm512_fmadd_ps(d, _mm512_fmadd_ps(q1[j], k1, _mm512_mul_ps(q0[j], k0)), acc[r][j]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < G; ++j) s[j * s_stride + r] = _mm512_reduce_add_ps(acc[r][j]) * scale;
+}
+
+template <int R, int G, class L>
+inline void tile_dispatch(const float* q, int dk, const uint8_t* k, int64_t rbk, float scale, float* s,
+                          int64_t ss) {
+  if constexpr (std::is_same_v<L, Q8>) scores_tile_q8<R, G>(q, dk, k, rbk, scale, s, ss);
+  else scores_tile<L, R, G>(q, dk, k, rbk, scale, s, ss);
+}
+
+// Rows in groups of R (4 for one head, 2 for 2-4 heads, 1 for 8), heads in groups of 8/4/2/1.
+template <class L, int G>
+void scores_heads(const float* q, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
+                  int64_t ss) {
+  constexpr int R = G == 1 ? 4 : (G <= 4 ? 2 : 1);
+  int64_t i = 0;
+  for (; i + R <= n; i += R) tile_dispatch<R, G, L>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
+  for (; i < n; ++i) tile_dispatch<1, G, L>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
+}
+
+template <class L>
+void scores(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
+            int64_t ss) {
+  int j = 0;
+  for (; j + 8 <= g; j += 8) scores_heads<L, 8>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
+  for (; j + 4 <= g; j += 4) scores_heads<L, 4>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
+  for (; j + 2 <= g; j += 2) scores_heads<L, 2>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
+  for (; j < g; ++j) scores_heads<L, 1>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
+}
+
+// out_j += Σ_i w_ji v_i: rows in blocks of kRowBlock (re-read from L1 for each
+// head and each 128-dim tile), 8 accumulators of 16 dims per tile.
+constexpr int64_t kRowBlock = 64;
+
+template <class L>
+void accum(const float* w, int64_t ws, int g, const uint8_t* v, int64_t rbv, int64_t n, int dv, float* out) {
+  __mmask16 masks[8];
+  for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
+    const int64_t i1 = std::min(n, i0 + kRowBlock);
+    for (int d0 = 0; d0 < dv; d0 += 128) {
+      for (int c = 0; c < 8; ++c) masks[c] = d0 + 16 * c < dv ? tail_mask(dv - d0 - 16 * c) : 0;
+      for (int j = 0; j < g; ++j) {
+        float* o = out + int64_t{j} * dv + d0;
+        const float* wj = w + j * ws;
+        __m512 acc[8];
+        for (int c = 0; c < 8; ++c) acc[c] = _mm512_maskz_loadu_ps(masks[c], o + 16 * c);
+        for (int64_t i = i0; i < i1; ++i) {
+          const uint8_t* row = v + i * rbv;
+          if constexpr (std::is_same_v<L, Q8>) {
+            for (int c = 0; c < 8; c += 2) {
+              if (masks[c] == 0) break;
+              __m512 wd = _mm512_set1_ps(wj[i] * Q8::scale(row, d0 + 16 * c));
+              acc[c] = _mm512_fmadd_ps(wd, Q8::load(row, d0 + 16 * c, masks[c]), acc[c]);
+              acc[c + 1] = _mm512_fmadd_ps(wd, Q8::load(row, d0 + 16 * c + 16, masks[c + 1]), acc[c + 1]);
+            }
+          } else {
+            __m512 wv = _mm512_set1_ps(wj[i]);
+            for (int c = 0; c < 8; ++c) {
+              if (masks[c] == 0) break;
+              acc[c] = _mm512_fmadd_ps(wv, L::load(row, d0 + 16 * c, masks[c]), acc[c]);
+            }
+          }
+        }
+        for (int c = 0; c < 8; ++c) _mm512_mask_storeu_ps(o + 16 * c, masks[c], acc[c]);
+      }
+    }
+  }
+}
+
+// exp(x - mx) for x <= mx: 2^k * p(r), r = y - k ln2 in [-ln2/2, ln2/2], degree-6 Taylor.
+inline __m512 exp512(__m512 y) {
+  y = _mm512_max_ps(y, _mm512_set1_ps(-87.f));
+  __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(y, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693145752f), y);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.42860677e-6f), r);
+  __m512 p = _mm512_set1_ps(1.f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+  return _mm512_scalef_ps(p, k);
+}
+
+float exp_sum(float* x, int64_t n, float mx) {
+  __m512 sum = _mm512_setzero_ps(), vmx = _mm512_set1_ps(mx);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = tail_mask(int(std::min<int64_t>(16, n - i)));
+    __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vmx));
+    _mm512_mask_storeu_ps(x + i, m, e);
+    sum = _mm512_mask_add_ps(sum, m, sum, e);
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
+const AttendKernels kF32{scores<F32>, accum<F32>, exp_sum};
+const AttendKernels kF16{scores<F16>, accum<F16>, exp_sum};
+const AttendKernels kBF16{scores<BF16>, accum<BF16>, exp_sum};
+const AttendKernels kQ8{scores<Q8>, accum<Q8>, exp_sum};
+
+}  // namespace
+
+const AttendKernels* attend_kernels_avx512(KvDType t) {
+  switch (t) {
+    case KvDType::F32: return &kF32;
+    case KvDType::F16: return &kF16;
+    case KvDType::BF16: return &kBF16;
+    case KvDType::Q8_0: return &kQ8;
+  }
+  return nullptr;
+}
 
 }  // namespace og::kv
