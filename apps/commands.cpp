@@ -6,8 +6,11 @@ namespace og::app {
 int cmd_run(const Args& args);   // cmd_run.cpp
 int cmd_chat(const Args& args);  // cmd_chat.cpp
 
+int cmd_inspect(const Args& args);  // cmd_inspect.cpp
+
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
+      {"inspect", "what a model file holds: architecture, shapes, tensors, tokenizer, KV geometry", cmd_inspect},
       {"run", "generate from one prompt (streams to stdout)", cmd_run},
       {"chat", "multi-turn chat on stdin (/help lists the commands)", cmd_chat},
   };
