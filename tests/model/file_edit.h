@@ -50,6 +50,8 @@ inline std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
 struct HfEdit {
   std::function<void(nlohmann::json&)> config;  // edits config.json
   std::set<std::string> drop_tensors;
+  std::function<std::string(const std::string&)> rename;  // tensor name -> new name
+  std::vector<SafetensorsTensor> add;                     // extra tensors
 };
 
 // Copies an HF checkpoint directory (config.json edited, model.safetensors
@@ -71,12 +73,13 @@ inline void rewrite_hf(const std::string& src, const std::string& dst, const HfE
     if (e.drop_tensors.count(t.name)) continue;
     const char* dt = t.type_id == 0 ? "F32" : t.type_id == 1 ? "F16" : "BF16";
     SafetensorsTensor o;
-    o.name = t.name;
+    o.name = e.rename ? e.rename(t.name) : t.name;
     o.dtype = dt;
     o.shape = t.shape;
     o.bytes.assign(t.data, t.data + t.nbytes);
     out.push_back(std::move(o));
   }
+  for (const SafetensorsTensor& t : e.add) out.push_back(t);
   write_safetensors(dst + "/model.safetensors", out);
 }
 
