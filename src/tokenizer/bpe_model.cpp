@@ -46,15 +46,22 @@ BpeModel::BpeModel(const Vocab& vocab, const std::vector<std::pair<int32_t, int3
     : vocab_(vocab), opt_(opt) {
   byte_ids_.fill(-1);
   if (opt_.byte_level) {
+    // Added (control / user-defined) pieces hold raw text, not byte images:
+    // they never stand for a byte or a pre-tokenized word.
+    auto model_piece = [&](int32_t id) {
+      const TokenType t = vocab.types[id];
+      return id >= 0 && t != TokenType::kControl && t != TokenType::kUserDefined;
+    };
     for (int b = 0; b < 256; ++b) {
       std::string p;
       utf8_append(p, byte_to_unicode(static_cast<uint8_t>(b)));
-      byte_ids_[b] = vocab.find(p);
+      const int32_t id = vocab.find(p);
+      byte_ids_[b] = model_piece(id) ? id : -1;
     }
     std::string raw;
     for (int32_t id = 0; id < vocab.size(); ++id) {
       raw.clear();
-      if (byte_level_decode(vocab.pieces[id], raw)) raw_index_.emplace(raw, id);
+      if (model_piece(id) && byte_level_decode(vocab.pieces[id], raw)) raw_index_.emplace(raw, id);
     }
   } else {
     for (int32_t id = 0; id < vocab.size(); ++id) {
