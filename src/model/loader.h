@@ -18,8 +18,7 @@ std::unique_ptr<Model> make_model(ModelConfig config, std::shared_ptr<const Tens
                                   const GgufFile* gguf = nullptr);
 
 // The generic forward pass (forward.cpp): see Model::forward. Allocates its
-// scratch per call, so one Model may serve several caches from several
-// threads (the kernels share the process thread pool).
+// scratch per call; no state is kept between calls.
 KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geometry, const Batch& batch,
                       KvCache& cache, std::vector<float>& logits);
 

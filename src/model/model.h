@@ -32,7 +32,10 @@ struct Batch {
 };
 
 struct LoadOptions {
-  bool mmap_only = false;  // keep weights in the mapped file (no copies), for memory-tight runs
+  // Keep weights in the mapped file (no copies), for memory-tight runs. The
+  // reference loader always does this for matrices (only norm and bias
+  // vectors are copied to f32), so the flag changes nothing yet.
+  bool mmap_only = false;
 };
 
 class Model {
@@ -53,7 +56,11 @@ class Model {
 
   // Runs the batch through every layer, calling cache.begin_step / update_and_attend /
   // end_step. logits receives [n_rows_wanting_logits, n_vocab] in row order.
-  // Returns the cache's refusal (nothing changed) when begin_step refuses; throws on bad tokens.
+  // Returns the cache's refusal (nothing changed) when begin_step refuses; throws on bad tokens
+  // (before touching the cache) and calls cache.abort_step() if anything throws mid-step.
+  // The Model keeps no per-call state (scratch is allocated per call), but the kernels'
+  // process thread pool runs one parallel_for at a time: callers run forwards from one
+  // thread (or serialise them).
   virtual KvResult forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) const = 0;
 };
 

@@ -208,5 +208,12 @@ TEST(Qwen2, UseSlidingWindowFollowsMaxWindowLayers) {
   for (const LayerConfig& L : Model::load(test::synth_hf(Family::kQwen2))->config().layers) EXPECT_EQ(L.window, 0);
 }
 
+TEST(Describe, GroupsLayerKinds) {
+  const std::string d = describe_config(Model::load(test::synth_gguf(Family::kGemma3))->config());
+  EXPECT_NE(d.find("gemma3: d_model=64 n_layers=6"), std::string::npos) << d;
+  EXPECT_NE(d.find("5 layer(s) [0,1,2,3,4]: heads 4/1 hd 16/16 ff 128 window 8 rope 10000"), std::string::npos) << d;
+  EXPECT_NE(d.find("1 layer(s) [5]: heads 4/1 hd 16/16 ff 128 window 0 rope 1e+06"), std::string::npos) << d;
+}
+
 }  // namespace
 }  // namespace og
