@@ -48,6 +48,30 @@ struct Q8 {
   }
 };
 
+// Sums of the 16 lanes of a, b, c, d, in that order.
+inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  __m512 t0 = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  __m512 t1 = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  __m512 s = _mm512_add_ps(_mm512_shuffle_ps(t0, t1, _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 2, 3, 2)));
+  __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// s[j * s_stride + r] = scale * Σ acc[r][j], four reductions at a time.
+template <int R, int G>
+inline void store_scores(__m512 (&acc)[R][G], float scale, float* s, int64_t s_stride) {
+  constexpr int N = R * G;
+  __m512* a = &acc[0][0];
+  int i = 0;
+  for (; i + 4 <= N; i += 4) {
+    alignas(16) float r4[4];
+    _mm_store_ps(r4, _mm_mul_ps(hsum4(a[i], a[i + 1], a[i + 2], a[i + 3]), _mm_set1_ps(scale)));
+    for (int t = 0; t < 4; ++t) s[((i + t) % G) * s_stride + (i + t) / G] = r4[t];
+  }
+  for (; i < N; ++i) s[(i % G) * s_stride + i / G] = _mm512_reduce_add_ps(a[i]) * scale;
+}
+
 // R rows x G heads of scores at once (R*G independent accumulators).
 template <class L, int R, int G>
 inline void scores_tile(const float* q, int dk, const uint8_t* k, int64_t rbk, float scale, float* s,
@@ -64,8 +88,7 @@ inline void scores_tile(const float* q, int dk, const uint8_t* k, int64_t rbk, f
       for (int j = 0; j < G; ++j) acc[r][j] = _mm512_fmadd_ps(qv[j], kv, acc[r][j]);
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int j = 0; j < G; ++j) s[j * s_stride + r] = _mm512_reduce_add_ps(acc[r][j]) * scale;
+  store_scores<R, G>(acc, scale, s, s_stride);
 }
 
 template <int R, int G>
@@ -89,8 +112,7 @@ inline void scores_tile_q8(const float* q, int dk, const uint8_t* k, int64_t rbk
         acc[r][j] = _mm512_fmadd_ps(d, _mm512_fmadd_ps(q1[j], k1, _mm512_mul_ps(q0[j], k0)), acc[r][j]);
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int j = 0; j < G; ++j) s[j * s_stride + r] = _mm512_reduce_add_ps(acc[r][j]) * scale;
+  store_scores<R, G>(acc, scale, s, s_stride);
 }
 
 template <int R, int G, class L>
@@ -121,41 +143,49 @@ void scores(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_
 }
 
 // out_j += Σ_i w_ji v_i: rows in blocks of kRowBlock (re-read from L1 for each
-// head and each 128-dim tile), 8 accumulators of 16 dims per tile.
+// tile), tiles of G heads x C chunks of 16 dims; each V chunk is loaded and
+// converted once per tile and used by its G heads.
 constexpr int64_t kRowBlock = 64;
 
 template <class L>
+inline __m512 load_v(const uint8_t* row, int e, __mmask16 m) {
+  if constexpr (std::is_same_v<L, Q8>) return _mm512_mul_ps(_mm512_set1_ps(Q8::scale(row, e)), Q8::load(row, e, m));
+  else return L::load(row, e, m);
+}
+
+template <class L, int G, int C>
+void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64_t i0, int64_t i1, int dv, int d0,
+                float* out) {
+  __mmask16 masks[C];
+  for (int c = 0; c < C; ++c) masks[c] = d0 + 16 * c < dv ? tail_mask(dv - d0 - 16 * c) : 0;
+  __m512 acc[G][C];
+  for (int j = 0; j < G; ++j)
+    for (int c = 0; c < C; ++c) acc[j][c] = _mm512_maskz_loadu_ps(masks[c], out + int64_t{j} * dv + d0 + 16 * c);
+  for (int64_t i = i0; i < i1; ++i) {
+    const uint8_t* row = v + i * rbv;
+    __m512 wv[G];
+    for (int j = 0; j < G; ++j) wv[j] = _mm512_set1_ps(w[j * ws + i]);
+    for (int c = 0; c < C; ++c) {
+      if (masks[c] == 0) break;
+      __m512 x = load_v<L>(row, d0 + 16 * c, masks[c]);
+      for (int j = 0; j < G; ++j) acc[j][c] = _mm512_fmadd_ps(wv[j], x, acc[j][c]);
+    }
+  }
+  for (int j = 0; j < G; ++j)
+    for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(out + int64_t{j} * dv + d0 + 16 * c, masks[c], acc[j][c]);
+}
+
+template <class L>
 void accum(const float* w, int64_t ws, int g, const uint8_t* v, int64_t rbv, int64_t n, int dv, float* out) {
-  __mmask16 masks[8];
   for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
     const int64_t i1 = std::min(n, i0 + kRowBlock);
-    for (int d0 = 0; d0 < dv; d0 += 128) {
-      for (int c = 0; c < 8; ++c) masks[c] = d0 + 16 * c < dv ? tail_mask(dv - d0 - 16 * c) : 0;
-      for (int j = 0; j < g; ++j) {
-        float* o = out + int64_t{j} * dv + d0;
-        const float* wj = w + j * ws;
-        __m512 acc[8];
-        for (int c = 0; c < 8; ++c) acc[c] = _mm512_maskz_loadu_ps(masks[c], o + 16 * c);
-        for (int64_t i = i0; i < i1; ++i) {
-          const uint8_t* row = v + i * rbv;
-          if constexpr (std::is_same_v<L, Q8>) {
-            for (int c = 0; c < 8; c += 2) {
-              if (masks[c] == 0) break;
-              __m512 wd = _mm512_set1_ps(wj[i] * Q8::scale(row, d0 + 16 * c));
-              acc[c] = _mm512_fmadd_ps(wd, Q8::load(row, d0 + 16 * c, masks[c]), acc[c]);
-              acc[c + 1] = _mm512_fmadd_ps(wd, Q8::load(row, d0 + 16 * c + 16, masks[c + 1]), acc[c + 1]);
-            }
-          } else {
-            __m512 wv = _mm512_set1_ps(wj[i]);
-            for (int c = 0; c < 8; ++c) {
-              if (masks[c] == 0) break;
-              acc[c] = _mm512_fmadd_ps(wv, L::load(row, d0 + 16 * c, masks[c]), acc[c]);
-            }
-          }
-        }
-        for (int c = 0; c < 8; ++c) _mm512_mask_storeu_ps(o + 16 * c, masks[c], acc[c]);
-      }
-    }
+    int j = 0;
+    for (; j + 4 <= g; j += 4)
+      for (int d0 = 0; d0 < dv; d0 += 64) accum_tile<L, 4, 4>(w + j * ws, ws, v, rbv, i0, i1, dv, d0, out + int64_t{j} * dv);
+    for (; j + 2 <= g; j += 2)
+      for (int d0 = 0; d0 < dv; d0 += 128) accum_tile<L, 2, 8>(w + j * ws, ws, v, rbv, i0, i1, dv, d0, out + int64_t{j} * dv);
+    for (; j < g; ++j)
+      for (int d0 = 0; d0 < dv; d0 += 128) accum_tile<L, 1, 8>(w + j * ws, ws, v, rbv, i0, i1, dv, d0, out + int64_t{j} * dv);
   }
 }
 
