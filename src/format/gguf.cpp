@@ -4,6 +4,7 @@
 #include "format/gguf.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -227,8 +228,11 @@ bool GgufValue::is_float() const { return type == GgufType::F32 || type == GgufT
 bool GgufValue::operator==(const GgufValue& o) const {
   if (type != o.type) return false;
   if (is_integer()) return u == o.u && i == o.i;
-  if (type == GgufType::F32) return static_cast<float>(f) == static_cast<float>(o.f);
-  if (type == GgufType::F64) return f == o.f;
+  if (is_float()) {  // NaN equals NaN here: "same value as written"
+    const double a = type == GgufType::F32 ? static_cast<float>(f) : f;
+    const double c = type == GgufType::F32 ? static_cast<float>(o.f) : o.f;
+    return a == c || (std::isnan(a) && std::isnan(c));
+  }
   if (type == GgufType::BOOL) return b == o.b;
   if (type == GgufType::STRING) return s == o.s;
   return arr_type == o.arr_type && arr == o.arr;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -125,6 +126,13 @@ TEST(Gguf, RoundTripsEveryValueType) {
   // Every value compares equal to what was written.
   auto again = GgufFile::parse(bytes.data(), bytes.size(), "rt.gguf");
   for (size_t k = 0; k < g->metadata().size(); ++k) EXPECT_TRUE(g->metadata()[k].second == again->metadata()[k].second);
+}
+
+TEST(Gguf, ValueEqualityTreatsNaNAsItself) {
+  GgufValue n = GgufValue::make_f32(std::nanf(""));
+  EXPECT_TRUE(n == n);
+  EXPECT_FALSE(n == GgufValue::make_f32(0));
+  EXPECT_FALSE(GgufValue::make_u32(1) == GgufValue::make_i32(1));  // type matters
 }
 
 TEST(Gguf, TypedGettersNameTheKeyOnWrongType) {
