@@ -165,8 +165,8 @@ void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64
     const uint8_t* row = v + i * rbv;
     __m512 wv[G];
     for (int j = 0; j < G; ++j) wv[j] = _mm512_set1_ps(w[j * ws + i]);
-    for (int c = 0; c < C; ++c) {
-      if (masks[c] == 0) break;
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {  // chunks past dv have mask 0: they load and add zeros
       __m512 x = load_v<L>(row, d0 + 16 * c, masks[c]);
       for (int j = 0; j < G; ++j) acc[j][c] = _mm512_fmadd_ps(wv[j], x, acc[j][c]);
     }
