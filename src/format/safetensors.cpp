@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -111,12 +112,13 @@ std::unique_ptr<SafetensorsSource> SafetensorsSource::open_dir(const std::string
     s->add_file(s->files_.back().data(), s->files_.back().size(), path);
     owner.resize(s->tensors_.size(), shard);
   }
+  std::map<std::string_view, const std::string*> shard_of;  // tensor name -> shard holding it
+  for (size_t k = 0; k < s->tensors_.size(); ++k) shard_of[s->tensors_[k].name] = &owner[k];
   for (auto it = wm->begin(); it != wm->end(); ++it) {
     const std::string& shard = it->get_ref<const std::string&>();
-    bool found = false;
-    for (size_t k = 0; k < s->tensors_.size(); ++k)
-      if (s->tensors_[k].name == it.key() && owner[k] == shard) found = true;
-    if (!found) fail(index_path, ": tensor ", it.key(), " is not in its shard ", shard);
+    auto found = shard_of.find(it.key());
+    if (found == shard_of.end() || *found->second != shard)
+      fail(index_path, ": tensor ", it.key(), " is not in its shard ", shard);
   }
   return s;
 }
@@ -182,8 +184,7 @@ void SafetensorsSource::add_file(const uint8_t* data, size_t size, const std::st
     if (en - b != need)
       fail(name, ": tensor ", key, ": data_offsets span ", en - b, " bytes but shape ", shape_str(t.shape), " of ",
            d->name, " needs ", need);
-    for (const auto& existing : tensors_)
-      if (existing.name == key) fail(name, ": tensor ", key, " appears in more than one shard");
+    if (!names_.insert(key).second) fail(name, ": tensor ", key, " appears in more than one shard");
     t.type_id = d->type_id;
     t.type_name = d->name;
     t.known_type = d->usable;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ class SafetensorsSource : public TensorSource {
   std::string name_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, std::string> metadata_;
+  std::set<std::string> names_;  // every tensor name so far (duplicates across shards are an error)
 };
 
 // Writes one safetensors file (tests and tools). dtype is any safetensors dtype
