@@ -140,7 +140,10 @@ void Flags::add_repeated(const std::string& name, std::vector<std::string>* out,
 void Flags::add_int_list(const std::string& name, std::vector<int64_t>* out, int64_t min, int64_t max,
                          const std::string& help) {
   std::string def;
-  for (int64_t x : *out) def += (def.empty() ? "" : ",") + std::to_string(x);
+  for (int64_t x : *out) {
+    if (!def.empty()) def += ',';
+    def += std::to_string(x);
+  }
   Flag& f = add(name, "N,N,...", help, def.empty() ? "none" : def);
   const std::string flag = "--" + f.name;
   f.set = [out, min, max, flag](const std::string& v) {

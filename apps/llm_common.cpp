@@ -112,6 +112,9 @@ KvPolicy kv_policy_of(const LlmFlags& f, const Model& model) {
   const int64_t n_ctx = model.config().n_ctx;
   p.max_capacity = f.kv_max_capacity > 0 ? f.kv_max_capacity
                                          : (n_ctx > 0 ? std::min(n_ctx, kDefaultMaxCapacity) : kDefaultMaxCapacity);
+  if (n_ctx > 0 && p.max_capacity > n_ctx)
+    std::fprintf(stderr, "[warning] --kv-max-capacity %lld exceeds the model's trained context length %lld\n",
+                 static_cast<long long>(p.max_capacity), static_cast<long long>(n_ctx));
   p.initial_capacity = std::min(f.kv_initial_capacity, p.max_capacity);
   OG_CHECK(kv_dtype_from_name(f.kv_storage_dtype, &p.dtype), "--kv-storage-dtype: unknown ", f.kv_storage_dtype);
   for (int64_t w : f.kv_windows) p.windows.push_back(static_cast<int>(w));
