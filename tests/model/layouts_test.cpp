@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "model/config.h"
+#include "format/gguf.h"
+#include "naive_forward.h"
 #include "synth_fixture.h"
 
 namespace og {
@@ -24,6 +26,15 @@ TEST_P(Layouts, GgufAndHfGiveTheSameLogits) {
   const std::vector<float> lh = test::all_logits(*h, *ch, toks, 20);
   ASSERT_EQ(lg.size(), lh.size());
   EXPECT_LE(test::max_rel_err(lh, lg), 1e-5);
+}
+
+TEST_P(Layouts, ForwardMatchesTheNaiveModel) {
+  const std::string path = test::synth_gguf(GetParam());
+  std::unique_ptr<Model> m = Model::load(path);
+  std::unique_ptr<GgufFile> f = GgufFile::open(path);  // F32 tensors with GGUF names
+  const std::vector<int32_t> toks = test::test_tokens(18, m->n_vocab(), 2);
+  auto c = make_kv_cache(KvKind::kReference, m->kv_geometry(), KvPolicy{});
+  EXPECT_LE(test::max_rel_err(test::all_logits(*m, *c, toks, 5), test::naive_forward(m->config(), *f, toks)), 1e-5);
 }
 
 TEST_P(Layouts, ConfigsAgree) {

@@ -87,5 +87,27 @@ TEST(StoriesConfig, ReadsTheHyperParameters) {
   }
 }
 
+// A real converted F16 file (random weights, the Llama 2 vocabulary): loads,
+// reads its hyper-parameters and gives finite logits that depend on the input.
+TEST(LlamaTinyRandom, LoadsAndRuns) {
+  std::unique_ptr<Model> m = Model::load(kModels + "llama-2-tiny-random-gguf/llama-2-tiny-random.gguf");
+  const ModelConfig& c = m->config();
+  EXPECT_EQ(m->n_vocab(), 32000);
+  EXPECT_EQ(c.d_model, 8);
+  EXPECT_EQ(c.n_layers(), 1);
+  EXPECT_EQ(c.layers[0].n_heads, 2);
+  EXPECT_EQ(c.layers[0].head_dim_k, 4);
+  EXPECT_EQ(c.layers[0].d_ff, 32);
+  EXPECT_FALSE(c.tied_output);
+  auto cache = make_kv_cache(KvKind::kReference, m->kv_geometry(), KvPolicy{});
+  std::vector<float> a, b;
+  Batch batch;
+  batch.rows = {{1, 0, 0, true}, {15043, 0, 1, true}};
+  ASSERT_TRUE(m->forward(batch, *cache, a).ok());
+  ASSERT_EQ(a.size(), 64000u);
+  for (float x : a) ASSERT_TRUE(std::isfinite(x));
+  EXPECT_GT(test::max_rel_err({a.begin(), a.begin() + 32000}, {a.begin() + 32000, a.end()}), 1e-3);
+}
+
 }  // namespace
 }  // namespace og
