@@ -6,6 +6,9 @@ namespace og::app {
 int cmd_run(const Args& args);   // cmd_run.cpp
 int cmd_chat(const Args& args);  // cmd_chat.cpp
 
+int cmd_tokenize(const Args& args);    // cmd_tokenize.cpp
+int cmd_detokenize(const Args& args);  // cmd_tokenize.cpp
+
 int cmd_inspect(const Args& args);  // cmd_inspect.cpp
 
 const std::vector<Command>& commands() {
@@ -13,6 +16,8 @@ const std::vector<Command>& commands() {
       {"inspect", "what a model file holds: architecture, shapes, tensors, tokenizer, KV geometry", cmd_inspect},
       {"run", "generate from one prompt (streams to stdout)", cmd_run},
       {"chat", "multi-turn chat on stdin (/help lists the commands)", cmd_chat},
+      {"tokenize", "text -> token ids with a model's tokenizer", cmd_tokenize},
+      {"detokenize", "token ids -> text with a model's tokenizer", cmd_detokenize},
   };
   return kCommands;
 }

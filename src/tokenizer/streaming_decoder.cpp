@@ -4,6 +4,7 @@
 #include "tokenizer/streaming_decoder.h"
 
 #include "base/error.h"
+
 namespace og {
 namespace {
 
@@ -56,29 +57,6 @@ size_t utf8_complete_prefix(std::string_view s) {
   return i;
 }
 
-// s with each maximal ill-formed subpart (and a sequence cut short by the end)
-// replaced by U+FFFD, as decode() does.
-std::string utf8_repair(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  bool valid = false;
-  while (i < s.size()) {
-    size_t n = utf8_sequence(s, i, &valid);
-    if (n == 0) {  // cut short: one replacement for the rest
-      out += "\xEF\xBF\xBD";
-      break;
-    }
-    if (valid) {
-      out.append(s.substr(i, n));
-    } else {
-      out += "\xEF\xBF\xBD";
-    }
-    i += n;
-  }
-  return out;
-}
-
 }  // namespace
 
 StreamingDecoder::StreamingDecoder(const Tokenizer& tok, bool skip_special)
@@ -87,7 +65,7 @@ StreamingDecoder::StreamingDecoder(const Tokenizer& tok, bool skip_special)
 std::string StreamingDecoder::push(int32_t id) {
   OG_CHECK(id >= 0 && id < tok_.n_vocab(), "streaming decode: token id ", id, " is out of range [0, ",
            tok_.n_vocab(), ")");
-  if (skip_special_ && tok_.token_type(id) == TokenType::kControl) return {};
+  if (skipped(id)) return {};
   std::string bytes = tok_.token_bytes(id);
   if (bytes.empty()) return {};
   if (at_start_) {
@@ -98,16 +76,31 @@ std::string StreamingDecoder::push(int32_t id) {
   return take_complete();
 }
 
+// decode() passes bytes through as they are (ill-formed UTF-8 included), so
+// only a possibly-unfinished character at the end is held back.
+// Whether decode() leaves token `id` out (control tokens, and whatever else the
+// tokenizer's decode drops): a kept token contributes its bytes to decode([id, id])
+// (at most one leading space is stripped there), a skipped one nothing. Cached per id.
+bool StreamingDecoder::skipped(int32_t id) {
+  if (skip_cache_.empty()) skip_cache_.assign(static_cast<size_t>(tok_.n_vocab()), -1);
+  int8_t& c = skip_cache_[static_cast<size_t>(id)];
+  if (c < 0) {
+    const int32_t pair[2] = {id, id};
+    c = !tok_.token_bytes(id).empty() && tok_.decode(pair, skip_special_).empty() ? 1 : 0;
+  }
+  return c == 1;
+}
+
 std::string StreamingDecoder::take_complete() {
   size_t done = utf8_complete_prefix(held_);
-  std::string out = utf8_repair(std::string_view(held_).substr(0, done));
+  std::string out = held_.substr(0, done);
   held_.erase(0, done);
   return out;
 }
 
 std::string StreamingDecoder::flush() {
-  std::string out = utf8_repair(held_);
-  held_.clear();
+  std::string out;
+  out.swap(held_);
   at_start_ = true;
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tokenizer/tokenizer.h"
 
@@ -41,11 +42,13 @@ class StreamingDecoder {
 
  private:
   std::string take_complete();
+  bool skipped(int32_t id);
 
   const Tokenizer& tok_;
   bool skip_special_;
   bool at_start_ = true;  // no text piece emitted yet in this stream
   std::string held_;      // bytes of an incomplete UTF-8 sequence
+  std::vector<int8_t> skip_cache_;  // [n_vocab] -1 unknown, 0 kept, 1 left out by decode()
 };
 
 }  // namespace og
