@@ -38,6 +38,19 @@ int checked_dim(int64_t v, const std::string& where, const std::string& key) {
   return static_cast<int>(v);
 }
 
+// Keys that, when set, describe something the engine does not implement.
+void refuse_gguf_unsupported(const GgufFile& f, const std::string& p) {
+  const std::string src = f.source_name();
+  if (auto e = f.get_int(p + "expert_count"); e && *e > 0)
+    fail(src, ": ", p, "expert_count = ", *e, ": mixture-of-experts models are not supported");
+  if (auto s = f.get_float(p + "attn_logit_softcapping"); s && *s != 0)
+    fail(src, ": ", p, "attn_logit_softcapping = ", *s, ": attention logit soft-capping is not supported");
+  if (auto s = f.get_float(p + "final_logit_softcapping"); s && *s != 0)
+    fail(src, ": ", p, "final_logit_softcapping = ", *s, ": final logit soft-capping is not supported");
+  if (auto s = f.get_int(p + "attention.chunk_size"); s && *s != 0)
+    fail(src, ": ", p, "attention.chunk_size = ", *s, ": chunked attention is not supported");
+}
+
 }  // namespace
 
 std::vector<float> make_inv_freq(double base, int n_rot, const RopeScaling& s, const std::vector<float>& ff) {
@@ -105,14 +118,7 @@ void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c
   OG_CHECK(window >= 0 && window <= INT32_MAX, src, ": ", p, "attention.sliding_window = ", window,
            " is out of range");
 
-  if (auto e = f.get_int(p + "expert_count"); e && *e > 0)
-    fail(src, ": ", p, "expert_count = ", *e, ": mixture-of-experts models are not supported");
-  if (auto s = f.get_float(p + "attn_logit_softcapping"); s && *s != 0)
-    fail(src, ": ", p, "attn_logit_softcapping = ", *s, ": attention logit soft-capping is not supported");
-  if (auto s = f.get_float(p + "final_logit_softcapping"); s && *s != 0)
-    fail(src, ": ", p, "final_logit_softcapping = ", *s, ": final logit soft-capping is not supported");
-  if (auto s = f.get_int(p + "attention.chunk_size"); s && *s != 0)
-    fail(src, ": ", p, "attention.chunk_size = ", *s, ": chunked attention is not supported");
+  refuse_gguf_unsupported(f, p);
 
   std::vector<float> freq_factors;  // llama 3.1+: rope_freqs.weight [n_rot / 2]
   c.layers.assign(static_cast<size_t>(n), LayerConfig{});
