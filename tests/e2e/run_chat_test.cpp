@@ -30,6 +30,16 @@ std::vector<std::string> run_args(const std::string& model, std::vector<std::str
   return a;
 }
 
+// Removes the scratch directory (synthetic models, process files) at the end.
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_dir(), ec);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
+
 void expect_data() {
   ASSERT_TRUE(std::filesystem::exists(kGguf)) << "missing test data " << kGguf;
   ASSERT_TRUE(std::filesystem::exists(kHf)) << "missing test data " << kHf;
@@ -70,6 +80,17 @@ TEST(Run, SameOutputWithOtherCachePoliciesAndChunks) {
     Proc p = offgraph(run_args(kGguf, extra));
     ASSERT_EQ(p.code, 0) << extra[0] << "\n" << p.err;
     EXPECT_EQ(p.out, kContinuation) << extra[0];
+  }
+}
+
+TEST(Run, EveryStorageDtype) {
+  expect_data();
+  for (const char* dt : {"f32", "f16", "bf16", "q8_0"}) {
+    Proc p = offgraph({"run", "--model", kGguf, "--prompt", "Once upon a time", "--max-new-tokens", "20",
+                       "--kv-storage-dtype", dt});
+    ASSERT_EQ(p.code, 0) << dt << "\n" << p.err;
+    EXPECT_NE(p.err.find(std::string("kv_dtype=") + dt), std::string::npos) << p.err;
+    EXPECT_FALSE(p.out.empty());
   }
 }
 
@@ -275,6 +296,37 @@ TEST(Chat, RingWithWindowOverrideMatchesReference) {
   EXPECT_NE(seq.err.find("5 layers: 0 flat + 5 ring(window 6)"), std::string::npos) << seq.err;
   EXPECT_NE(seq.err.find("recomputed"), std::string::npos) << seq.err;
   EXPECT_EQ(seq.out, ref.out);
+}
+
+// A real chat template (llama3) over the Llama 3 vocabulary: each turn is the
+// template's delta; /undo and the same turn again reproduce the reply.
+TEST(Chat, Llama3TemplateUndoReproduces) {
+  synth::SynthSpec spec = synth::tiny_spec(synth::Family::kQwen2);
+  spec.tokenizer = "llama3";
+  const std::string path = scratch_dir() + "/qwen2_llama3.gguf";
+  synth::write_gguf(spec, path);
+  auto chat = [&](const std::string& script) {
+    Proc p = offgraph({"chat", "--model", path, "--chat", "llama3", "--system", "Be brief.", "--max-new-tokens", "6",
+                       "--stats", "json"},
+                      script);
+    EXPECT_EQ(p.code, 0) << p.err;
+    return p;
+  };
+  Proc one = chat("Hello there\n");
+  Proc two = chat("Hello there\nHow are you?\n");
+  Proc undo = chat("Hello there\nHow are you?\n/undo\nHow are you?\n");
+  EXPECT_NE(one.err.find("[chat template: llama3]"), std::string::npos) << one.err;
+  ASSERT_GT(two.out.size(), one.out.size());
+  EXPECT_EQ(two.out.substr(0, one.out.size()), one.out);
+  const std::string second = two.out.substr(one.out.size());
+  EXPECT_EQ(undo.out, two.out + second);
+  // The second turn prefills only its delta (plus the first reply's pending last token).
+  const auto j1 = nlohmann::json::parse(lines(one.err).back());
+  const auto j2 = nlohmann::json::parse(lines(two.err).back());
+  const int p1 = j1.at("prompt_tokens").get<int>(), p2 = j2.at("prompt_tokens").get<int>();
+  EXPECT_GT(p1, 10);  // system, user and the headers
+  EXPECT_LT(p2 - p1, p1);
+  EXPECT_GT(p2 - p1, 5);
 }
 
 // ---- bad flags: one message each, exit code 2 ----
