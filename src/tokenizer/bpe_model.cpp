@@ -29,8 +29,6 @@ void Vocab::reindex() {
 
 namespace {
 
-constexpr size_t kCacheMaxWordBytes = 64;
-constexpr size_t kCacheMaxIds = 1u << 22;
 constexpr size_t kSmallWord = 24;
 
 uint64_t mix(uint64_t k) {
@@ -209,29 +207,14 @@ void BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& out)
 
 void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
-  if (word.size() > kCacheMaxWordBytes) {
+  if (word.size() > WordCache::kMaxWordBytes) {
     encode_uncached(word, out);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    auto it = cache_.find(word);
-    if (it != cache_.end()) {
-      const int32_t* p = cache_ids_.data() + it->second.offset;
-      out.insert(out.end(), p, p + it->second.count);
-      return;
-    }
-  }
+  if (cache_.lookup(word, out)) return;
   const size_t at = out.size();
   encode_uncached(word, out);
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  if (cache_ids_.size() > kCacheMaxIds) {
-    cache_.clear();
-    cache_ids_.clear();
-  }
-  const CacheEntry e{static_cast<uint32_t>(cache_ids_.size()), static_cast<uint32_t>(out.size() - at)};
-  cache_ids_.insert(cache_ids_.end(), out.begin() + static_cast<std::ptrdiff_t>(at), out.end());
-  cache_.emplace(std::string(word), e);
+  cache_.insert(word, out.data() + at, out.size() - at);
 }
 
 }  // namespace og::tok

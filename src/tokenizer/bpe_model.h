@@ -4,12 +4,12 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "tokenizer/vocab.h"
+#include "tokenizer/word_cache.h"
 
 namespace og::tok {
 
@@ -50,13 +50,7 @@ class BpeModel {
   std::vector<MergeSlot> table_;         // open addressing, power-of-two size
   uint64_t mask_ = 0;
 
-  // Word cache: raw word -> [offset, count) in cache_ids_.
-  struct CacheEntry {
-    uint32_t offset, count;
-  };
-  mutable std::mutex cache_mu_;
-  mutable std::unordered_map<std::string, CacheEntry, StringHash, std::equal_to<>> cache_;
-  mutable std::vector<int32_t> cache_ids_;
+  WordCache cache_;
 };
 
 }  // namespace og::tok

@@ -35,6 +35,18 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
   s.swap(out);
 }
 
+constexpr std::string_view kMeta = "\xE2\x96\x81";
+
+// True when some piece has U+2581 right after a character that is not U+2581.
+bool has_inner_metaspace(const Vocab& v) {
+  for (const std::string& p : v.pieces) {
+    for (size_t at = p.find(kMeta, 1); at != std::string::npos; at = p.find(kMeta, at + 1)) {
+      if (at < kMeta.size() || std::string_view(p).substr(at - kMeta.size(), kMeta.size()) != kMeta) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 PipelineTokenizer::PipelineTokenizer(PipelineSpec spec) : spec_(std::move(spec)) {
@@ -50,6 +62,9 @@ PipelineTokenizer::PipelineTokenizer(PipelineSpec spec) : spec_(std::move(spec))
   }
   spec_.merges.clear();
   spec_.merges.shrink_to_fit();
+  const bool whole_fragments = spec_.model == ModelKind::kSpmScores ||
+                               (spec_.model == ModelKind::kBpe && !spec_.bpe.byte_level && spec_.pre.empty());
+  split_at_metaspace_ = whole_fragments && !has_inner_metaspace(spec_.vocab);
   build_added_index();
   build_decode_table();
   finish_stop_ids();
@@ -258,6 +273,17 @@ void PipelineTokenizer::encode_fragment(std::string_view text, bool first, bool 
   if (spec_.spm_add_space_prefix) buf.insert(0, 1, ' ');
   if (spec_.spm_escape_spaces) replace_all(buf, " ", "\xE2\x96\x81");
   if (buf.empty()) return;
+  if (split_at_metaspace_) {
+    const std::string_view b(buf);
+    size_t start = 0;
+    for (size_t at = b.find(kMeta, 1); at != std::string_view::npos; at = b.find(kMeta, at + kMeta.size())) {
+      if (at - start >= kMeta.size() && b.substr(at - kMeta.size(), kMeta.size()) == kMeta) continue;
+      if (at > start) encode_word(b.substr(start, at - start), out);
+      start = at;
+    }
+    encode_word(b.substr(start), out);
+    return;
+  }
   switch (spec_.model) {
     case ModelKind::kSpmScores: spm_->encode(buf, out); return;
     case ModelKind::kSentencePiece: {
@@ -274,6 +300,14 @@ void PipelineTokenizer::encode_fragment(std::string_view text, bool first, bool 
   words.push_back({0, static_cast<uint32_t>(buf.size())});
   if (!spec_.pre.empty()) pre_tokenize(buf, words, first);
   for (const Span& w : words) bpe_->encode_word(std::string_view(buf).substr(w.begin, w.end - w.begin), out);
+}
+
+void PipelineTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  if (spm_) {
+    spm_->encode_word(word, out);
+  } else {
+    bpe_->encode_word(word, out);
+  }
 }
 
 std::string PipelineTokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {

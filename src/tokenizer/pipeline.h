@@ -106,6 +106,7 @@ class PipelineTokenizer final : public Tokenizer {
 
  private:
   void encode_fragment(std::string_view text, bool first, bool after_token, std::vector<int32_t>& out) const;
+  void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   std::string normalize(std::string_view text) const;
   void pre_tokenize(std::string& buf, std::vector<Span>& words, bool first) const;
   void build_added_index();
@@ -114,6 +115,10 @@ class PipelineTokenizer final : public Tokenizer {
   const AddedToken* match_added(std::string_view text, size_t pos, bool parse_special) const;
 
   PipelineSpec spec_;
+  // SentencePiece-style models see whole fragments; when no piece holds U+2581
+  // after another character, a fragment splits exactly before each U+2581
+  // that follows a non-U+2581 character, so words can be cached.
+  bool split_at_metaspace_ = false;
   std::unique_ptr<BpeModel> bpe_;
   std::unique_ptr<SpmModel> spm_;
   std::vector<std::string> token_bytes_;                // [n_vocab]

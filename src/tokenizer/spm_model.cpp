@@ -35,8 +35,8 @@ void SpmModel::encode(std::string_view text, std::vector<int32_t>& out) const {
     uint32_t len;  // total length when pushed; stale when the symbols changed
     bool operator<(const Cand& o) const { return score != o.score ? score < o.score : left > o.left; }
   };
-  std::vector<Sym> syms;
-  syms.reserve(text.size());
+  thread_local std::vector<Sym> syms;
+  syms.clear();
   for (size_t i = 0; i < text.size();) {
     const size_t n = utf8_unit_len(text, i);
     const auto idx = static_cast<int32_t>(syms.size());
@@ -85,6 +85,17 @@ void SpmModel::encode(std::string_view text, std::vector<int32_t>& out) const {
       out.push_back(unk_);
     }
   }
+}
+
+void SpmModel::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.size() > WordCache::kMaxWordBytes) {
+    encode(word, out);
+    return;
+  }
+  if (cache_.lookup(word, out)) return;
+  const size_t at = out.size();
+  encode(word, out);
+  cache_.insert(word, out.data() + at, out.size() - at);
 }
 
 }  // namespace og::tok

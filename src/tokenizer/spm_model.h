@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tokenizer/vocab.h"
+#include "tokenizer/word_cache.h"
 
 namespace og::tok {
 
@@ -17,8 +18,11 @@ class SpmModel {
   SpmModel(const Vocab& vocab, int32_t unk);
   // Encodes already escaped text (spaces as U+2581) as one word.
   void encode(std::string_view text, std::vector<int32_t>& out) const;
+  // The same through the word cache (for short words).
+  void encode_word(std::string_view word, std::vector<int32_t>& out) const;
 
  private:
+  WordCache cache_;
   int32_t find_usable(std::string_view piece) const;
   const Vocab& vocab_;
   int32_t unk_;

@@ -42,10 +42,15 @@ class Tokenizer {
   // parse_special: recognise special/control token texts inside `text`;
   // when false a user's text cannot produce control tokens.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const = 0;
-  // Whole-sequence decode (what streaming must reproduce). skip_special drops control tokens.
+  // Whole-sequence decode (what streaming must reproduce). skip_special drops
+  // control (and unknown) tokens. The result is the raw bytes the ids spell:
+  // byte-level and byte-fallback ids can spell invalid UTF-8, which is kept as
+  // it is (so decode(encode(x)) == x even then); display code sanitizes.
+  // An id outside [0, n_vocab) is an og::Error naming it.
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special = true) const = 0;
   // The bytes token `id` contributes in the middle of a decode (byte-fallback
-  // pieces give their single raw byte; SentencePiece ▁ gives a space).
+  // pieces give their single raw byte; SentencePiece ▁ gives a space; control
+  // and added tokens give their text, which decode drops when skip_special).
   virtual std::string token_bytes(int32_t id) const = 0;
   // True when the decoder strips one leading space from the first text piece
   // (SentencePiece add-dummy-prefix vocabularies).
