@@ -69,8 +69,13 @@ void Sampler::apply_repeat_penalty(std::vector<float>& logits, std::span<const i
   }
 }
 
-std::vector<std::pair<int32_t, double>> Sampler::distribution(std::span<const float> logits_in,
+std::vector<std::pair<int32_t, double>> Sampler::distribution(std::span<const float> logits,
                                                               std::span<const int32_t> recent) const {
+  return candidates(logits, recent, /*sorted=*/true);
+}
+
+std::vector<std::pair<int32_t, double>> Sampler::candidates(std::span<const float> logits_in,
+                                                            std::span<const int32_t> recent, bool sorted) const {
   OG_CHECK(!logits_in.empty(), "sampler: empty logits");
   std::vector<float> logits(logits_in.begin(), logits_in.end());
   apply_repeat_penalty(logits, recent);
@@ -84,14 +89,17 @@ std::vector<std::pair<int32_t, double>> Sampler::distribution(std::span<const fl
   }
   if (cand.empty()) return {{argmax(logits), 1.0}};
   auto by_value = [](const auto& a, const auto& b) { return a.second > b.second || (a.second == b.second && a.first < b.first); };
+  bool is_sorted = false;
   if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < cand.size()) {
-    std::partial_sort(cand.begin(), cand.begin() + config_.top_k, cand.end(), by_value);
+    std::nth_element(cand.begin(), cand.begin() + config_.top_k - 1, cand.end(), by_value);
     cand.resize(config_.top_k);
-  } else {
-    std::sort(cand.begin(), cand.end(), by_value);
   }
-  // Softmax over the survivors (cand is sorted, so cand[0] holds the max).
-  const double mx = cand[0].second;
+  if (config_.top_p < 1.0) {  // the cumulative cut needs the order
+    std::sort(cand.begin(), cand.end(), by_value);
+    is_sorted = true;
+  }
+  double mx = cand[0].second;
+  for (const auto& c : cand) mx = std::max(mx, c.second);
   double sum = 0;
   for (auto& c : cand) sum += (c.second = std::exp(c.second - mx));
   for (auto& c : cand) c.second /= sum;
@@ -105,19 +113,26 @@ std::vector<std::pair<int32_t, double>> Sampler::distribution(std::span<const fl
     cand.resize(keep);
   }
   if (config_.min_p > 0) {
-    const double floor_p = config_.min_p * cand[0].second;
-    size_t keep = 1;
-    while (keep < cand.size() && cand[keep].second >= floor_p) ++keep;
-    cand.resize(keep);
+    double p_max = 0;
+    for (const auto& c : cand) p_max = std::max(p_max, c.second);
+    const double floor_p = config_.min_p * p_max;
+    cand.erase(std::remove_if(cand.begin(), cand.end(), [&](const auto& c) { return c.second < floor_p; }),
+               cand.end());
   }
   sum = 0;
   for (auto& c : cand) sum += c.second;
   for (auto& c : cand) c.second /= sum;
+  if (sorted && !is_sorted) std::sort(cand.begin(), cand.end(), by_value);
   return cand;
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent) {
-  const auto cand = distribution(logits, recent);
+  const bool penalty = config_.repeat_penalty != 1.0 && config_.repeat_last_n > 0 && !recent.empty();
+  if (config_.temperature == 0.0 && !penalty) {  // plain greedy: no copy
+    OG_CHECK(!logits.empty(), "sampler: empty logits");
+    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  }
+  const auto cand = candidates(logits, recent, /*sorted=*/false);
   if (cand.size() == 1) return cand[0].first;
   const double u = rng_.next_double();
   double acc = 0;

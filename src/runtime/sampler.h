@@ -51,6 +51,9 @@ class Sampler {
 
  private:
   void apply_repeat_penalty(std::vector<float>& logits, std::span<const int32_t> recent) const;
+  // The candidate set; sorted by probability only when `sorted` (or top-p needed it).
+  std::vector<std::pair<int32_t, double>> candidates(std::span<const float> logits, std::span<const int32_t> recent,
+                                                     bool sorted) const;
   SamplerConfig config_;
   Rng rng_;
 };
