@@ -83,6 +83,29 @@ int32_t find_first(const tok::Vocab& v, std::initializer_list<const char*> texts
   return -1;
 }
 
+// BERT WordPiece: [CLS] text [SEP]; word-initial pieces carry U+2581.
+std::unique_ptr<Tokenizer> bert_from_gguf(const GgufFile& g) {
+  PipelineSpec spec;
+  read_vocab(g, spec);
+  const int32_t n = spec.vocab.size();
+  spec.kind = "gguf bert (WordPiece)";
+  spec.model = tok::ModelKind::kWordPiece;
+  add_special_pieces(spec);
+  SpecialTokens& s = spec.special;
+  s.unk = special_id(g, "tokenizer.ggml.unknown_token_id", 100, n);
+  s.bos = special_id(g, "tokenizer.ggml.cls_token_id", special_id(g, "tokenizer.ggml.bos_token_id", 101, n), n);
+  s.eos = special_id(g, "tokenizer.ggml.seperator_token_id", special_id(g, "tokenizer.ggml.eos_token_id", 102, n), n);
+  s.pad = special_id(g, "tokenizer.ggml.padding_token_id", 0, n);
+  spec.unk = s.unk;
+  s.add_bos = g.get_bool("tokenizer.ggml.add_bos_token").value_or(true) && s.bos >= 0;
+  s.add_eos = g.get_bool("tokenizer.ggml.add_eos_token").value_or(true) && s.eos >= 0;
+  if (s.add_bos) spec.prefix_ids = {s.bos};
+  if (s.add_eos) spec.suffix_ids = {s.eos};
+  spec.dec_replace = {{"\xE2\x96\x81", " "}};
+  spec.dec_strip_leading_space = true;
+  return std::make_unique<tok::PipelineTokenizer>(std::move(spec));
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& g) {
@@ -90,8 +113,9 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& g) {
   OG_CHECK(model.has_value(), g.source_name(), ": no tokenizer (tokenizer.ggml.model missing)");
   PipelineSpec spec;
   const bool spm = *model == "llama";
+  if (*model == "bert") return bert_from_gguf(g);
   if (!spm && *model != "gpt2")
-    fail(g.source_name(), ": unsupported tokenizer.ggml.model '", *model, "' (supported: llama, gpt2)");
+    fail(g.source_name(), ": unsupported tokenizer.ggml.model '", *model, "' (supported: llama, gpt2, bert)");
   read_vocab(g, spec);
   const int32_t n = spec.vocab.size();
   const std::string pre = g.get_string("tokenizer.ggml.pre").value_or("");

@@ -59,6 +59,9 @@ PipelineTokenizer::PipelineTokenizer(PipelineSpec spec) : spec_(std::move(spec))
     case ModelKind::kBpe: bpe_ = std::make_unique<BpeModel>(spec_.vocab, spec_.merges, spec_.bpe); break;
     case ModelKind::kSpmScores: spm_ = std::make_unique<SpmModel>(spec_.vocab, spec_.unk); break;
     case ModelKind::kSentencePiece: OG_CHECK(spec_.sp != nullptr, "tokenizer: SentencePiece model missing"); break;
+    case ModelKind::kWordPiece:
+      wpm_ = std::make_unique<WpmModel>(spec_.vocab, spec_.unk, spec_.wpm_lowercase, spec_.wpm_strip_accents);
+      break;
   }
   spec_.merges.clear();
   spec_.merges.shrink_to_fit();
@@ -285,6 +288,7 @@ void PipelineTokenizer::encode_fragment(std::string_view text, bool first, bool 
     return;
   }
   switch (spec_.model) {
+    case ModelKind::kWordPiece: wpm_->encode(buf, out); return;
     case ModelKind::kSpmScores: spm_->encode(buf, out); return;
     case ModelKind::kSentencePiece: {
       std::vector<int> ids;

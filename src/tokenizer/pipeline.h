@@ -14,6 +14,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode_text.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer/wpm_model.h"
 
 namespace sentencepiece {
 class SentencePieceProcessor;
@@ -53,7 +54,7 @@ struct PreTokStep {
   bool split = true;  // Metaspace: each replacement char starts a word
 };
 
-enum class ModelKind { kBpe, kSpmScores, kSentencePiece };
+enum class ModelKind { kBpe, kSpmScores, kSentencePiece, kWordPiece };
 
 struct PipelineSpec {
   std::string kind;  // for Tokenizer::kind()
@@ -61,7 +62,8 @@ struct PipelineSpec {
   ModelKind model = ModelKind::kBpe;
   BpeOptions bpe;
   std::vector<std::pair<int32_t, int32_t>> merges;  // BPE, priority order
-  int32_t unk = -1;                                 // SPM scores model
+  int32_t unk = -1;                                 // SPM scores / WordPiece model
+  bool wpm_lowercase = true, wpm_strip_accents = true;  // WordPiece (BERT) normalizer
   std::shared_ptr<sentencepiece::SentencePieceProcessor> sp;
   std::vector<AddedToken> added;
   std::vector<NormalizerStep> normalizers;
@@ -121,6 +123,7 @@ class PipelineTokenizer final : public Tokenizer {
   bool split_at_metaspace_ = false;
   std::unique_ptr<BpeModel> bpe_;
   std::unique_ptr<SpmModel> spm_;
+  std::unique_ptr<WpmModel> wpm_;
   std::vector<std::string> token_bytes_;                // [n_vocab]
   std::array<std::vector<uint32_t>, 256> added_by_byte_;  // first byte -> added[] indices, longest first
 };

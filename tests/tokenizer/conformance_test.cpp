@@ -84,6 +84,7 @@ void check_gguf(const std::string& name) {
   check(*tok, "ggml-vocab-" + name + ".gguf");
 }
 
+TEST(Conformance, GgufBertBge) { check_gguf("bert-bge"); }
 TEST(Conformance, GgufDeepseekCoder) { check_gguf("deepseek-coder"); }
 TEST(Conformance, GgufDeepseekLlm) { check_gguf("deepseek-llm"); }
 TEST(Conformance, GgufFalcon) { check_gguf("falcon"); }
