@@ -149,7 +149,11 @@ constexpr int64_t kRowBlock = 64;
 
 template <class L>
 inline __m512 load_v(const uint8_t* row, int e, __mmask16 m) {
-  if constexpr (std::is_same_v<L, Q8>) return _mm512_mul_ps(_mm512_set1_ps(Q8::scale(row, e)), Q8::load(row, e, m));
+  // A chunk past the head dim (mask 0) may lie past the row's last block: its scale must not be read.
+  if constexpr (std::is_same_v<L, Q8>) {
+    if (m == 0) return _mm512_setzero_ps();
+    return _mm512_mul_ps(_mm512_set1_ps(Q8::scale(row, e)), Q8::load(row, e, m));
+  }
   else return L::load(row, e, m);
 }
 

@@ -47,8 +47,9 @@ BpeModel::BpeModel(const Vocab& vocab, const std::vector<std::pair<int32_t, int3
     // Added (control / user-defined) pieces hold raw text, not byte images:
     // they never stand for a byte or a pre-tokenized word.
     auto model_piece = [&](int32_t id) {
+      if (id < 0) return false;
       const TokenType t = vocab.types[id];
-      return id >= 0 && t != TokenType::kControl && t != TokenType::kUserDefined;
+      return t != TokenType::kControl && t != TokenType::kUserDefined;
     };
     for (int b = 0; b < 256; ++b) {
       std::string p;

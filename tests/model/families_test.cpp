@@ -177,7 +177,8 @@ TEST(Mistral, SlidingWindowFieldForms) {
     he.config = edit;
     test::rewrite_hf(test::synth_hf(Family::kMistral), dir.path(name), he);
     std::vector<int> w;
-    for (const LayerConfig& L : Model::load(dir.path(name))->config().layers) w.push_back(L.window);
+    const std::unique_ptr<Model> m = Model::load(dir.path(name));
+    for (const LayerConfig& L : m->config().layers) w.push_back(L.window);
     return w;
   };
   EXPECT_EQ(windows([](nlohmann::json&) {}, "as-written"), (std::vector<int>{8, 8}));
@@ -205,7 +206,8 @@ TEST(Qwen2, UseSlidingWindowFollowsMaxWindowLayers) {
   EXPECT_EQ(m->config().layers[0].window, 0);
   EXPECT_EQ(m->config().layers[1].window, 6);
   // As released (use_sliding_window false): full attention everywhere.
-  for (const LayerConfig& L : Model::load(test::synth_hf(Family::kQwen2))->config().layers) EXPECT_EQ(L.window, 0);
+  const std::unique_ptr<Model> released = Model::load(test::synth_hf(Family::kQwen2));
+  for (const LayerConfig& L : released->config().layers) EXPECT_EQ(L.window, 0);
 }
 
 TEST(Describe, GroupsLayerKinds) {
