@@ -113,6 +113,32 @@ std::string render_mistral(Msgs m, bool /*gen*/) {
   return out;
 }
 
+// Llama 2 chat: [INST] <<SYS>>\nSYSTEM\n<</SYS>>\n\nUSER [/INST]REPLY</s><s>[INST] ...
+// The BOS text "<s>" opens every user turn after the first (the first one's BOS
+// comes from encode_chat_text). Replies are verbatim and end with "</s>", the
+// token generation stops on (the model's own template writes " REPLY </s>").
+std::string render_llama2(Msgs m, bool /*gen*/) {
+  check_roles(m, "llama2", true);
+  std::string out, prefix;
+  size_t start = 0;
+  if (!m.empty() && m[0].role == "system") {
+    prefix = "<<SYS>>\n" + trim(m[0].content) + "\n<</SYS>>\n\n";
+    start = 1;
+    if (m.size() == 1) out += "[INST] " + prefix + " [/INST]";
+  }
+  bool first_user = true;
+  for (size_t i = start; i < m.size(); ++i) {
+    if (m[i].role == "user") {
+      out += std::string(first_user ? "" : "<s>") + "[INST] " + prefix + trim(m[i].content) + " [/INST]";
+      prefix.clear();
+      first_user = false;
+    } else {
+      out += m[i].content + "</s>";
+    }
+  }
+  return out;
+}
+
 // Phi-3: <|ROLE|>\nCONTENT<|end|>\n.
 std::string render_phi3(Msgs m, bool gen) {
   check_roles(m, "phi3", false);
@@ -152,6 +178,7 @@ const std::vector<Builtin>& builtins() {
       {"gemma4", render_gemma4, {"<turn|>", "<eos>"}},
       {"chatml", render_chatml, {"<|im_end|>", "<|endoftext|>"}},
       {"mistral", render_mistral, {"</s>"}},
+      {"llama2", render_llama2, {"</s>"}},
       {"phi3", render_phi3, {"<|end|>", "<|endoftext|>"}},
       {"zephyr", render_zephyr, {"</s>"}},
       {"0", render_raw, {}},
@@ -214,8 +241,8 @@ std::optional<std::string> detect_chat_template(std::string_view t) {
   if (has(t, "<|im_start|>")) return "chatml";
   if (has(t, "<|user|>") && has(t, "<|end|>")) return "phi3";
   if (has(t, "<|user|>") && has(t, "<|assistant|>")) return "zephyr";
-  // Llama 2's [INST] <<SYS>> layout differs from Mistral's; no built-in for it.
-  if (has(t, "[INST]") && !has(t, "<<SYS>>")) return "mistral";
+  if (has(t, "[INST]") && has(t, "<<SYS>>")) return "llama2";
+  if (has(t, "[INST]")) return "mistral";
   return std::nullopt;
 }
 

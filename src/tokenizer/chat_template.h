@@ -1,9 +1,10 @@
 // Chat templates: built-in renderers of the chat formats the engine supports
-// (llama3, gemma, gemma4, chatml, mistral, phi3, and `0` = raw text), recognition
+// (llama3, gemma, gemma4, chatml, mistral, llama2, phi3, zephyr, and `0` = raw text), recognition
 // of a model's stored Jinja template (`--chat auto`), and incremental rendering
 // so that each new turn prefills only the tokens it adds.
 //
-// BOS rule: rendered text NEVER contains the BOS token's text. The first render
+// BOS rule: rendered text never starts with the BOS token's text (only llama2
+// has it inside, opening each later user turn, as that format wants). The first render
 // of a conversation is encoded with encode_chat_text(tok, text, true), which
 // prepends BOS when the vocabulary says so (special().add_bos); deltas are
 // encoded with first = false. So BOS is never doubled nor missing.
@@ -66,7 +67,7 @@ class ChatTemplate {
 };
 
 // Names accepted by make_chat_template besides "auto": llama3 gemma gemma4 chatml
-// mistral phi3 zephyr 0 (aliases: qwen, smollm -> chatml; gemma2, gemma3 -> gemma;
+// mistral llama2 phi3 zephyr 0 (aliases: qwen, smollm -> chatml; gemma2, gemma3 -> gemma;
 // raw, none -> 0).
 std::vector<std::string> chat_template_names();
 

@@ -44,6 +44,9 @@ const std::map<std::string, std::string>& expected_renders() {
        "<|im_start|>user\nTell me a joke.<|im_end|>\n"
        "<|im_start|>assistant\n"},
       {"mistral", "[INST] You are terse.\n\nHi there [/INST]Hello! How can I help?</s>[INST] Tell me a joke. [/INST]"},
+      {"llama2",
+       "[INST] <<SYS>>\nYou are terse.\n<</SYS>>\n\nHi there [/INST]Hello! How can I help?</s>"
+       "<s>[INST] Tell me a joke. [/INST]"},
       {"phi3",
        "<|system|>\nYou are terse.<|end|>\n"
        "<|user|>\nHi there<|end|>\n"
@@ -93,7 +96,14 @@ TEST(ChatTemplate, TrimsUserTextWhereTheModelTemplateDoes) {
 TEST(ChatTemplate, NoTemplateTextContainsBos) {
   for (const auto& n : chat_template_names()) {
     std::string r = make_chat_template(n, std::nullopt)->render(conversation());
-    for (const char* bos : {"<s>", "<bos>", "<|begin_of_text|>"}) EXPECT_EQ(r.find(bos), std::string::npos) << n;
+    for (const char* bos : {"<s>", "<bos>", "<|begin_of_text|>"}) {
+      // llama2 alone opens later user turns with <s>, never the text itself.
+      if (n == "llama2" && std::string(bos) == "<s>") {
+        EXPECT_NE(r.rfind("<s>", 0), 0u);
+      } else {
+        EXPECT_EQ(r.find(bos), std::string::npos) << n;
+      }
+    }
   }
 }
 
@@ -143,6 +153,7 @@ TEST(ChatTemplate, TruncatedReplyDeltaStartsWithTheClosingMarker) {
                         Case{"gemma4", "\n<|turn>user", "<turn|>\n<|turn>user"},
                         Case{"chatml", "\n<|im_start|>user", "<|im_end|>\n<|im_start|>user"},
                         Case{"mistral", "[INST] Tell", "</s>[INST] Tell"},
+                        Case{"llama2", "<s>[INST] Tell", "</s><s>[INST] Tell"},
                         Case{"phi3", "\n<|user|>", "<|end|>\n<|user|>"}}) {
     auto t = make_chat_template(c.name, std::nullopt);
     EXPECT_EQ(t->render_delta(conv, 3, true).rfind(c.closed_delta_start, 0), 0u) << c.name;
@@ -209,6 +220,14 @@ const std::map<std::string, std::string>& model_templates() {
        "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + "
        "message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + "
        "eos_token}}{% endif %}{% endfor %}"},
+      {"llama2",
+       "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = "
+       "messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% "
+       "endif %}{% for message in loop_messages %}{% if loop.index0 == 0 and system_message != false %}{% set "
+       "content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set "
+       "content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + "
+       "content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' "
+       "+ eos_token }}{% endif %}{% endfor %}"},
       {"phi3",
        "{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\n' + message['content'] "
        "+ '<|end|>\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + "
@@ -237,11 +256,16 @@ TEST(ChatTemplate, AutoWithoutModelTemplateIsRawText) {
 }
 
 TEST(ChatTemplate, UnrecognisedTemplateIsAnErrorSuggestingChat) {
-  std::string llama2 =
-      "{% for message in messages %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + "
-      "message['content'] + ' [/INST]' }}{% elif message['role'] == 'system' %}{{ '<<SYS>>\\n' + "
-      "message['content'] + '\\n<</SYS>>\\n\\n' }}{% endif %}{% endfor %}";
-  for (const std::string& t : {llama2, std::string("{{ messages | tojson }}")}) {
+  // Vicuna-style plain-text roles and DeepSeek-V3's markers have no built-in.
+  std::string vicuna =
+      "{% for message in messages %}{% if message['role'] == 'user' %}{{ 'USER: ' + message['content'] + '\\n' "
+      "}}{% elif message['role'] == 'assistant' %}{{ 'ASSISTANT: ' + message['content'] + eos_token + '\\n' }}{% "
+      "endif %}{% endfor %}{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}";
+  std::string deepseek =
+      "{% for message in messages %}{% if message['role'] == 'user' %}{{'<\xEF\xBD\x9CUser\xEF\xBD\x9C>' + "
+      "message['content']}}{% endif %}{% endfor %}{% if add_generation_prompt "
+      "%}{{'<\xEF\xBD\x9CAssistant\xEF\xBD\x9C>'}}{% endif %}";
+  for (const std::string& t : {vicuna, deepseek, std::string("{{ messages | tojson }}")}) {
     EXPECT_FALSE(detect_chat_template(t).has_value());
     try {
       make_chat_template("auto", t);

@@ -86,6 +86,19 @@ TEST(ChatTemplateTokens, Phi3OnPhi3Vocabulary) {
   check_token_incremental(*tok, *t);
 }
 
+TEST(ChatTemplateTokens, Llama2AndMistralOnLlamaSpmVocabulary) {
+  auto tok = Tokenizer::from_path(kVocab + "/ggml-vocab-llama-spm.gguf");
+  auto llama2 = make_chat_template("llama2", std::nullopt);
+  std::vector<ChatMessage> msgs = {{"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}};
+  std::vector<int32_t> ids = encode_chat_text(*tok, *llama2, llama2->render(msgs), true);
+  // BOS opens the first turn (from the encoder) and the second (from the text); EOS closes the reply.
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), tok->special().bos), 2);
+  EXPECT_EQ(ids[0], tok->special().bos);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), tok->special().eos), 1);
+  check_token_incremental(*tok, *llama2);
+  check_token_incremental(*tok, *make_chat_template("mistral", std::nullopt));
+}
+
 TEST(ChatTemplateTokens, RawTextDoesNotParseSpecialTokens) {
   auto tok = Tokenizer::from_path(std::string(OG_TESTDATA_DIR) + "/models/stories260K/stories260K.gguf");
   auto t = make_chat_template("auto", std::nullopt);  // stories260K has no chat template
