@@ -3,6 +3,9 @@
 // it byte-exact).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "tokenizer/tokenizer.h"
 
 namespace og {
@@ -102,6 +105,34 @@ TEST(TokenizerRoundTrip, SentencePieceCollapsingWhitespaceDoesNotCrash) {
   for (const std::string& x : corpus()) EXPECT_FALSE(tok->encode(x, true, true).empty() && !x.empty()) << x;
   for (const std::string& x : kInvalidUtf8) (void)tok->decode(tok->encode(x, true, true));
   EXPECT_EQ(tok->decode(tok->encode("a  b", false, false)), "a b");
+}
+
+}  // namespace
+}  // namespace og
+
+namespace og {
+namespace {
+
+// encode is const and shared by server threads: concurrent encodes (sharing
+// the word cache and regex scratch) give the single-threaded ids.
+TEST(TokenizerRoundTrip, ConcurrentEncodeMatchesSerial) {
+  auto tok = Tokenizer::from_path(kVocab + "ggml-vocab-gpt-2.gguf");
+  const auto texts = corpus();
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& t : texts) want.push_back(tok->encode(t, true, true));
+  auto fresh = Tokenizer::from_path(kVocab + "ggml-vocab-gpt-2.gguf");  // cold cache
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 20; ++rep)
+        for (size_t i = 0; i < texts.size(); ++i) {
+          const size_t k = (i + static_cast<size_t>(t) * 3) % texts.size();
+          if (fresh->encode(texts[k], true, true) != want[k]) ++bad;
+        }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
 }
 
 }  // namespace
