@@ -94,7 +94,9 @@ void check_every_prefix(const Tokenizer& tok, const std::vector<int32_t>& ids, b
   bool all_valid = is_valid_utf8(tok.decode(ids, skip_special));
   for (size_t n = 0; n < ids.size(); ++n) {
     std::string piece = dec.push(ids[n]);
-    if (all_valid) EXPECT_TRUE(is_valid_utf8(piece)) << "token " << n << " id " << ids[n];
+    if (all_valid) {
+      EXPECT_TRUE(is_valid_utf8(piece)) << "token " << n << " id " << ids[n];
+    }
     streamed += piece;
     StreamingDecoder end = dec;  // finish this prefix on a copy
     std::span<const int32_t> prefix(ids.data(), n + 1);
@@ -217,6 +219,11 @@ TEST(StreamingDecoder, Llama32ByteLevelBpe) {
   for (const char* text : kTexts)
     for (int32_t id : tok->encode(text, false, false)) partial |= !is_valid_utf8(tok->token_bytes(id));
   EXPECT_TRUE(partial);
+}
+
+TEST(StreamingDecoder, Stories260kOtherSources) {
+  check_real(std::string(OG_TESTDATA_DIR) + "/models/stories260K/tok512.model");  // libsentencepiece
+  check_real(std::string(OG_TESTDATA_DIR) + "/models/stories260K-hf");           // tokenizer.json
 }
 
 TEST(StreamingDecoder, LlamaSpmVocabulary) {
