@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libpcre2-dev libsentencepiece-dev
+      nlohmann-json3-dev libpcre2-dev libsentencepiece-dev libicu-dev
       clang libclang-rt-14-dev python3)
 
 missing=()
