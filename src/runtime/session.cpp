@@ -3,6 +3,7 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 #include "base/timer.h"
@@ -41,6 +42,10 @@ void Session::forward_checked(const Batch& batch) {
     OG_CHECK(logits_.size() >= static_cast<size_t>(engine_.n_vocab()), "session: the forward pass returned ",
              logits_.size(), " logits, expected ", engine_.n_vocab());
     logits_.resize(engine_.n_vocab());
+    // Corrupt weights (or an overflow) would otherwise be sampled as silent garbage.
+    for (float x : logits_)
+      OG_CHECK(std::isfinite(x), "the model produced a non-finite logit (NaN or inf) at position ",
+               batch.rows.back().pos, ": its weights may be corrupt or overflow in f32");
   }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -157,6 +158,7 @@ class FakeEngine : public Engine {
       std::vector<int32_t> ctx(tokens_.begin(), tokens_.begin() + r.pos + 1);
       std::vector<float> row(kVocab, 0.0f);
       row[next_(ctx)] = 10.0f;
+      if (nan_at_call == calls - 1) row[kY] = std::numeric_limits<float>::quiet_NaN();
       logits.insert(logits.end(), row.begin(), row.end());
     }
     cache.end_step();
@@ -164,6 +166,7 @@ class FakeEngine : public Engine {
   }
 
   int calls = 0, logit_rows = 0, throw_at_call = -1;
+  int nan_at_call = -1;  // that call's logits hold a NaN (as corrupt weights give)
   std::vector<int> batch_sizes;
 
  private:

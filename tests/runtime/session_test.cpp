@@ -237,6 +237,27 @@ TEST(Session, FailedForwardLeavesTheSessionUnchanged) {
   EXPECT_EQ(f.session->cached(), cached);
 }
 
+// Corrupt weights give NaN logits: an error naming the position, never tokens
+// sampled from garbage, and the session keeps its history.
+TEST(Session, NonFiniteLogitsAreAnError) {
+  Fixture f(after_prompt(2, {kX, kY, kZ, kEos}));
+  f.gen({kBos, kA});
+  const auto hist = f.session->history();
+  const int64_t cached = f.session->cached();
+  f.engine.nan_at_call = f.engine.calls;  // the next turn's prefill
+  try {
+    f.gen({kA, kB});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("non-finite logit (NaN or inf) at position 7"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(f.session->history(), hist);
+  EXPECT_EQ(f.session->cached(), cached);
+  f.engine.nan_at_call = -1;
+  EXPECT_EQ(f.gen({kA, kB}).reason, StopReason::kStopToken);  // and it still works
+}
+
 TEST(Session, NothingToGenerateFrom) {
   Fixture f(after_prompt(0, {kX}));
   EXPECT_THROW(f.gen({}), Error);
