@@ -71,8 +71,8 @@ class Chat {
   void turn(const std::string& text) {
     std::vector<ChatMessage> next = messages_;
     next.push_back({"user", text});
-    const std::string delta = l_.tmpl->render_delta(next, n_done_, reply_closed_);
-    const std::vector<int32_t> ids = encode_chat_text(*l_.tok, *l_.tmpl, delta, s_.position() == 0);
+    const ChatSegments delta = l_.tmpl->render_delta_segments(next, n_done_, reply_closed_);
+    const std::vector<int32_t> ids = encode_chat(*l_.tok, delta, s_.position() == 0);
     if (!s_.fits(static_cast<int64_t>(ids.size()))) {
       std::fprintf(stderr, "[cache full: %lld/%lld tokens used, this turn needs %zu more and room to reply, use /reset]\n",
                    static_cast<long long>(s_.position()), static_cast<long long>(s_.capacity()), ids.size());

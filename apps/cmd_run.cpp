@@ -41,7 +41,7 @@ int cmd_run(const Args& args) {
   std::vector<ChatMessage> messages;
   if (!f.system.empty()) messages.push_back({"system", f.system});
   messages.push_back({"user", f.prompt});
-  const std::vector<int32_t> prompt = encode_chat_text(*l.tok, *l.tmpl, l.tmpl->render(messages, true), true);
+  const std::vector<int32_t> prompt = encode_chat(*l.tok, l.tmpl->render_segments(messages, true), true);
   if (static_cast<int64_t>(prompt.size()) + 1 > policy.max_capacity)
     usage_fail("the prompt is " + std::to_string(prompt.size()) + " tokens but the cache holds " +
                std::to_string(policy.max_capacity) +

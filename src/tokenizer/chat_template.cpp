@@ -10,7 +10,7 @@ namespace og {
 namespace {
 
 using Msgs = std::span<const ChatMessage>;
-using RenderFn = std::string (*)(Msgs, bool);
+using RenderFn = ChatSegments (*)(Msgs, bool);
 
 std::string trim(std::string_view s) {
   const char* ws = " \t\n\r\f\v";
@@ -19,6 +19,30 @@ std::string trim(std::string_view s) {
   size_t e = s.find_last_not_of(ws);
   return std::string(s.substr(b, e - b + 1));
 }
+
+// Appends keeping ChatSegments' invariant: no empty segment, adjacent ones differ in kind.
+void append_segment(ChatSegments& segs, std::string_view text, bool is_template) {
+  if (text.empty()) return;
+  if (!segs.empty() && segs.back().is_template == is_template) segs.back().text += text;
+  else segs.push_back({std::string(text), is_template});
+}
+
+// Builds a render: t() the template's own text, c() a message's content.
+class Out {
+ public:
+  Out& t(std::string_view s) {
+    append_segment(segs_, s, true);
+    return *this;
+  }
+  Out& c(std::string_view s) {
+    append_segment(segs_, s, false);
+    return *this;
+  }
+  ChatSegments take() { return std::move(segs_); }
+
+ private:
+  ChatSegments segs_;
+};
 
 void check_roles(Msgs m, const char* tmpl, bool system_only_first) {
   for (size_t i = 0; i < m.size(); ++i) {
@@ -32,137 +56,143 @@ void check_roles(Msgs m, const char* tmpl, bool system_only_first) {
 
 // <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|> (Llama 3.x; the
 // model's template trims contents; assistant replies are kept verbatim).
-std::string render_llama3(Msgs m, bool gen) {
+ChatSegments render_llama3(Msgs m, bool gen) {
   check_roles(m, "llama3", false);
-  std::string out;
+  Out out;
   for (const auto& msg : m) {
-    out += "<|start_header_id|>" + msg.role + "<|end_header_id|>\n\n";
-    out += msg.role == "assistant" ? msg.content : trim(msg.content);
-    out += "<|eot_id|>";
+    out.t("<|start_header_id|>" + msg.role + "<|end_header_id|>\n\n");
+    out.c(msg.role == "assistant" ? msg.content : trim(msg.content));
+    out.t("<|eot_id|>");
   }
-  if (gen) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-  return out;
+  if (gen) out.t("<|start_header_id|>assistant<|end_header_id|>\n\n");
+  return out.take();
 }
 
 // <|im_start|>ROLE\nCONTENT<|im_end|>\n (ChatML: Qwen 2/2.5/3, SmolLM); no trimming.
-std::string render_chatml(Msgs m, bool gen) {
+ChatSegments render_chatml(Msgs m, bool gen) {
   check_roles(m, "chatml", false);
-  std::string out;
-  for (const auto& msg : m) out += "<|im_start|>" + msg.role + "\n" + msg.content + "<|im_end|>\n";
-  if (gen) out += "<|im_start|>assistant\n";
-  return out;
+  Out out;
+  for (const auto& msg : m) out.t("<|im_start|>" + msg.role + "\n").c(msg.content).t("<|im_end|>\n");
+  if (gen) out.t("<|im_start|>assistant\n");
+  return out.take();
 }
 
 // Gemma 2/3: roles user and model only; a first system message is folded into
 // the first turn as "SYSTEM\n\n" before its text; user text is trimmed.
-std::string render_gemma(Msgs m, bool gen) {
+ChatSegments render_gemma(Msgs m, bool gen) {
   check_roles(m, "gemma", true);
-  std::string out, prefix;
+  Out out;
   size_t start = 0;
-  if (!m.empty() && m[0].role == "system") {
-    prefix = m[0].content + "\n\n";
+  const bool system = !m.empty() && m[0].role == "system";
+  if (system) {
     start = 1;
-    if (m.size() == 1) out += "<start_of_turn>user\n" + m[0].content + "<end_of_turn>\n";
+    if (m.size() == 1) out.t("<start_of_turn>user\n").c(m[0].content).t("<end_of_turn>\n");
   }
   for (size_t i = start; i < m.size(); ++i) {
     bool model = m[i].role == "assistant";
-    out += std::string("<start_of_turn>") + (model ? "model" : "user") + "\n";
-    if (i == start) out += prefix;
-    out += model ? m[i].content : trim(m[i].content);
-    out += "<end_of_turn>\n";
+    out.t(std::string("<start_of_turn>") + (model ? "model" : "user") + "\n");
+    if (i == 1 && system) out.c(m[0].content).t("\n\n");
+    out.c(model ? m[i].content : trim(m[i].content));
+    out.t("<end_of_turn>\n");
   }
-  if (gen) out += "<start_of_turn>model\n";
-  return out;
+  if (gen) out.t("<start_of_turn>model\n");
+  return out.take();
 }
 
 // Gemma 4: <|turn>ROLE\nCONTENT<turn|>\n with roles system, user, model (the
 // thinking-off form without a pre-filled thought channel); text is trimmed.
-std::string render_gemma4(Msgs m, bool gen) {
+ChatSegments render_gemma4(Msgs m, bool gen) {
   check_roles(m, "gemma4", false);
-  std::string out;
+  Out out;
   for (const auto& msg : m) {
     bool model = msg.role == "assistant";
-    out += "<|turn>" + (model ? std::string("model") : msg.role) + "\n";
-    out += model ? msg.content : trim(msg.content);
-    out += "<turn|>\n";
+    out.t("<|turn>" + (model ? std::string("model") : msg.role) + "\n");
+    out.c(model ? msg.content : trim(msg.content));
+    out.t("<turn|>\n");
   }
-  if (gen) out += "<|turn>model\n";
-  return out;
+  if (gen) out.t("<|turn>model\n");
+  return out.take();
 }
 
 // Mistral (Instruct v0.1/v0.2 layout): [INST] USER [/INST]REPLY</s>; a first
 // system message goes before the first user text as "SYSTEM\n\n". The
 // generation "header" is the closing [/INST] itself.
-std::string render_mistral(Msgs m, bool /*gen*/) {
+ChatSegments render_mistral(Msgs m, bool /*gen*/) {
   check_roles(m, "mistral", true);
-  std::string out, prefix;
+  Out out;
   size_t start = 0;
+  const std::string* system = nullptr;
   if (!m.empty() && m[0].role == "system") {
-    prefix = m[0].content + "\n\n";
+    system = &m[0].content;
     start = 1;
   }
   for (size_t i = start; i < m.size(); ++i) {
     if (m[i].role == "user") {
-      out += "[INST] " + prefix + m[i].content + " [/INST]";
-      prefix.clear();
+      out.t("[INST] ");
+      if (system) out.c(*system).t("\n\n");
+      out.c(m[i].content).t(" [/INST]");
+      system = nullptr;
     } else {
-      out += m[i].content + "</s>";
+      out.c(m[i].content).t("</s>");
     }
   }
-  if (m.size() == 1 && start == 1) out += "[INST] " + m[0].content + " [/INST]";  // a lone system message
-  return out;
+  if (m.size() == 1 && start == 1) out.t("[INST] ").c(m[0].content).t(" [/INST]");  // a lone system message
+  return out.take();
 }
 
 // Llama 2 chat: [INST] <<SYS>>\nSYSTEM\n<</SYS>>\n\nUSER [/INST]REPLY</s><s>[INST] ...
 // The BOS text "<s>" opens every user turn after the first (the first one's BOS
-// comes from encode_chat_text). Replies are verbatim and end with "</s>", the
+// comes from encode_chat). Replies are verbatim and end with "</s>", the
 // token generation stops on (the model's own template writes " REPLY </s>").
-std::string render_llama2(Msgs m, bool /*gen*/) {
+ChatSegments render_llama2(Msgs m, bool /*gen*/) {
   check_roles(m, "llama2", true);
-  std::string out, prefix;
+  Out out;
   size_t start = 0;
+  const std::string* system = nullptr;
   if (!m.empty() && m[0].role == "system") {
-    prefix = "<<SYS>>\n" + trim(m[0].content) + "\n<</SYS>>\n\n";
+    system = &m[0].content;
     start = 1;
-    if (m.size() == 1) out += "[INST] " + prefix + " [/INST]";
+    if (m.size() == 1) out.t("[INST] <<SYS>>\n").c(trim(*system)).t("\n<</SYS>>\n\n [/INST]");
   }
   bool first_user = true;
   for (size_t i = start; i < m.size(); ++i) {
     if (m[i].role == "user") {
-      out += std::string(first_user ? "" : "<s>") + "[INST] " + prefix + trim(m[i].content) + " [/INST]";
-      prefix.clear();
+      out.t(first_user ? "[INST] " : "<s>[INST] ");
+      if (system) out.t("<<SYS>>\n").c(trim(*system)).t("\n<</SYS>>\n\n");
+      out.c(trim(m[i].content)).t(" [/INST]");
+      system = nullptr;
       first_user = false;
     } else {
-      out += m[i].content + "</s>";
+      out.c(m[i].content).t("</s>");
     }
   }
-  return out;
+  return out.take();
 }
 
 // Phi-3: <|ROLE|>\nCONTENT<|end|>\n.
-std::string render_phi3(Msgs m, bool gen) {
+ChatSegments render_phi3(Msgs m, bool gen) {
   check_roles(m, "phi3", false);
-  std::string out;
-  for (const auto& msg : m) out += "<|" + msg.role + "|>\n" + msg.content + "<|end|>\n";
-  if (gen) out += "<|assistant|>\n";
-  return out;
+  Out out;
+  for (const auto& msg : m) out.t("<|" + msg.role + "|>\n").c(msg.content).t("<|end|>\n");
+  if (gen) out.t("<|assistant|>\n");
+  return out.take();
 }
 
 // Zephyr (TinyLlama-Chat): <|ROLE|>\nCONTENT</s>\n.
-std::string render_zephyr(Msgs m, bool gen) {
+ChatSegments render_zephyr(Msgs m, bool gen) {
   check_roles(m, "zephyr", false);
-  std::string out;
-  for (const auto& msg : m) out += "<|" + msg.role + "|>\n" + msg.content + "</s>\n";
-  if (gen) out += "<|assistant|>\n";
-  return out;
+  Out out;
+  for (const auto& msg : m) out.t("<|" + msg.role + "|>\n").c(msg.content).t("</s>\n");
+  if (gen) out.t("<|assistant|>\n");
+  return out.take();
 }
 
-// Raw text: the contents one after another, no markers.
-std::string render_raw(Msgs m, bool /*gen*/) {
+// Raw text: the contents one after another, no markers (so nothing in it is special).
+ChatSegments render_raw(Msgs m, bool /*gen*/) {
   check_roles(m, "0", false);
-  std::string out;
-  for (const auto& msg : m) out += msg.content;
-  return out;
+  Out out;
+  for (const auto& msg : m) out.c(msg.content);
+  return out.take();
 }
 
 struct Builtin {
@@ -190,7 +220,7 @@ class BuiltinTemplate : public ChatTemplate {
  public:
   explicit BuiltinTemplate(const Builtin& b) : b_(b) {}
   std::string name() const override { return b_.name; }
-  std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt) const override {
+  ChatSegments render_segments(std::span<const ChatMessage> messages, bool add_generation_prompt) const override {
     return b_.render(messages, add_generation_prompt);
   }
   std::string turn_end() const override { return b_.stops.empty() ? std::string() : b_.stops[0]; }
@@ -210,22 +240,51 @@ bool has(std::string_view s, std::string_view needle) { return s.find(needle) !=
 
 }  // namespace
 
-std::string ChatTemplate::render_delta(std::span<const ChatMessage> messages, size_t n_done,
-                                       bool reply_closed) const {
+std::string chat_text(std::span<const ChatSegment> segments) {
+  std::string s;
+  for (const ChatSegment& seg : segments) s += seg.text;
+  return s;
+}
+
+std::string ChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
+  return chat_text(render_segments(messages, add_generation_prompt));
+}
+
+ChatSegments ChatTemplate::render_delta_segments(std::span<const ChatMessage> messages, size_t n_done,
+                                                 bool reply_closed) const {
   OG_CHECK(n_done <= messages.size(), "chat template ", name(), ": ", n_done,
            " messages already rendered but the conversation has ", messages.size());
-  if (n_done == 0) return render(messages, true);
+  if (n_done == 0) return render_segments(messages, true);
   const ChatMessage& reply = messages[n_done - 1];
   OG_CHECK(reply.role == "assistant", "chat template ", name(),
            ": incremental render needs the last rendered message to be the assistant's reply, not '",
            reply.role, "'");
-  std::string history = render(messages.first(n_done - 1), true) + reply.content;
-  if (reply_closed) history += turn_end();
-  std::string full = render(messages, true);
-  OG_CHECK(full.compare(0, history.size(), history) == 0, "chat template ", name(),
+  ChatSegments history = render_segments(messages.first(n_done - 1), true);
+  append_segment(history, reply.content, false);
+  if (reply_closed) append_segment(history, turn_end(), true);
+  ChatSegments full = render_segments(messages, true);
+  // The history must be a prefix of the full render, kinds included; its last
+  // segment may end inside the full render's matching segment.
+  bool prefix = history.size() <= full.size();
+  for (size_t i = 0; prefix && i < history.size(); ++i) {
+    const ChatSegment &h = history[i], &f = full[i];
+    prefix = h.is_template == f.is_template &&
+             (i + 1 < history.size() ? h.text == f.text : f.text.compare(0, h.text.size(), h.text) == 0);
+  }
+  OG_CHECK(prefix, "chat template ", name(),
            ": earlier turns render differently once a turn is added; this conversation cannot be "
            "extended incrementally");
-  return full.substr(history.size());
+  if (history.empty()) return full;
+  ChatSegments delta;
+  const size_t k = history.size() - 1;
+  append_segment(delta, std::string_view(full[k].text).substr(history[k].text.size()), full[k].is_template);
+  for (size_t i = k + 1; i < full.size(); ++i) append_segment(delta, full[i].text, full[i].is_template);
+  return delta;
+}
+
+std::string ChatTemplate::render_delta(std::span<const ChatMessage> messages, size_t n_done,
+                                       bool reply_closed) const {
+  return chat_text(render_delta_segments(messages, n_done, reply_closed));
 }
 
 std::vector<std::string> chat_template_names() {
@@ -281,10 +340,11 @@ std::vector<int32_t> chat_stop_ids(const ChatTemplate& tmpl, const Tokenizer& to
   return ids;
 }
 
-std::vector<int32_t> encode_chat_text(const Tokenizer& tok, const ChatTemplate& tmpl, std::string_view text,
-                                      bool first) {
-  // Raw text has no markers: a user's text must not become control tokens there.
-  std::vector<int32_t> ids = tok.encode(text, /*add_special=*/false, /*parse_special=*/tmpl.name() != "0");
+std::vector<int32_t> encode_chat(const Tokenizer& tok, std::span<const ChatSegment> segments, bool first) {
+  std::vector<TextPart> parts;
+  parts.reserve(segments.size());
+  for (const ChatSegment& seg : segments) parts.push_back({seg.text, seg.is_template});
+  std::vector<int32_t> ids = tok.encode_parts(parts, /*add_special=*/false);
   const SpecialTokens& sp = tok.special();
   if (first && sp.add_bos && sp.bos >= 0 && (ids.empty() || ids[0] != sp.bos)) ids.insert(ids.begin(), sp.bos);
   return ids;

@@ -3,9 +3,16 @@
 // of a model's stored Jinja template (`--chat auto`), and incremental rendering
 // so that each new turn prefills only the tokens it adds.
 //
+// Rendering gives segments: the template's own text (markers, role names,
+// separators), whose special-token texts become control tokens, and message
+// contents, which are encoded as plain text so that no message (system, user,
+// or assistant history) can inject control tokens. encode_chat() encodes them
+// as one text (ids equal encoding the rendered string with special tokens
+// honoured, whenever the contents hold no special-token text).
+//
 // BOS rule: rendered text never starts with the BOS token's text (only llama2
 // has it inside, opening each later user turn, as that format wants). The first render
-// of a conversation is encoded with encode_chat_text(tok, text, true), which
+// of a conversation is encoded with encode_chat(tok, segments, true), which
 // prepends BOS when the vocabulary says so (special().add_bos); deltas are
 // encoded with first = false. So BOS is never doubled nor missing.
 #pragma once
@@ -30,6 +37,18 @@ struct ChatMessage {
   std::string content;
 };
 
+// A piece of rendered chat: the template's own text (is_template) or a message's content.
+struct ChatSegment {
+  std::string text;
+  bool is_template = false;
+  bool operator==(const ChatSegment&) const = default;
+};
+// Adjacent segments never share is_template and none is empty.
+using ChatSegments = std::vector<ChatSegment>;
+
+// The segments' text one after another.
+std::string chat_text(std::span<const ChatSegment> segments);
+
 class ChatTemplate {
  public:
   virtual ~ChatTemplate() = default;
@@ -37,11 +56,15 @@ class ChatTemplate {
   // The built-in's name as accepted by --chat ("llama3", "gemma", "0", ...).
   virtual std::string name() const = 0;
 
-  // The whole conversation as prompt text (no BOS text, see above). With
+  // The whole conversation as prompt segments (no BOS text, see above). With
   // add_generation_prompt the assistant header comes last, ready for generation.
   // Assistant contents are rendered verbatim (they are the generated tokens);
   // system/user contents are trimmed where the model's own template trims them.
-  virtual std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt = true) const = 0;
+  virtual ChatSegments render_segments(std::span<const ChatMessage> messages,
+                                       bool add_generation_prompt = true) const = 0;
+  // chat_text(render_segments(...)), for display and tests. Never encode this
+  // string with special tokens honoured: use encode_chat on the segments.
+  std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt = true) const;
 
   // The text that closes an assistant turn and on which generation stops
   // ("<|eot_id|>", "<end_of_turn>", "<|im_end|>", "</s>", ...); "" for raw text.
@@ -59,10 +82,12 @@ class ChatTemplate {
   // reply_closed is true when generation stopped on the turn_end() token and that
   // token is kept in the history (false when it was cut by a token budget or
   // stopped on another stop id that the caller did not keep). Returns exactly the
-  // text to append so that history + result == render(messages, true): the
+  // segments to append so that history + result == render(messages, true): the
   // closing marker when needed, the new turns, and the assistant header last.
-  // n_done == 0 gives render(messages, true). An og::Error when the layout
+  // n_done == 0 gives render_segments(messages, true). An og::Error when the layout
   // above does not hold (n_done out of range, last done message not assistant).
+  ChatSegments render_delta_segments(std::span<const ChatMessage> messages, size_t n_done, bool reply_closed) const;
+  // chat_text(render_delta_segments(...)).
   std::string render_delta(std::span<const ChatMessage> messages, size_t n_done, bool reply_closed) const;
 };
 
@@ -94,11 +119,10 @@ std::optional<std::string> read_chat_template(const GgufFile& gguf);
 // each of tmpl.stop_markers() that is a single token of the vocabulary. Sorted, unique.
 std::vector<int32_t> chat_stop_ids(const ChatTemplate& tmpl, const Tokenizer& tok);
 
-// Encodes rendered chat text (a render() or a render_delta()): special tokens in
-// the text are honoured (parse_special; not for the raw template "0", where the
-// text is the user's own), no EOS is added, and BOS is prepended only when
-// `first` and the vocabulary adds BOS (see the BOS rule above).
-std::vector<int32_t> encode_chat_text(const Tokenizer& tok, const ChatTemplate& tmpl, std::string_view text,
-                                      bool first);
+// Encodes rendered chat (a render_segments() or a render_delta_segments()):
+// special-token texts become special tokens only inside the template's own
+// segments, never inside contents; no EOS is added, and BOS is prepended only
+// when `first` and the vocabulary adds BOS (see the BOS rule above).
+std::vector<int32_t> encode_chat(const Tokenizer& tok, std::span<const ChatSegment> segments, bool first);
 
 }  // namespace og

@@ -150,25 +150,48 @@ void PipelineTokenizer::set_add_eos(bool on) {
   spec_.special.add_eos = on;
 }
 
-const AddedToken* PipelineTokenizer::match_added(std::string_view text, size_t pos, bool parse_special) const {
+const AddedToken* PipelineTokenizer::match_added(std::string_view text, size_t pos, size_t special_end) const {
   for (uint32_t i : added_by_byte_[static_cast<uint8_t>(text[pos])]) {
     const AddedToken& a = spec_.added[i];
-    if (a.special && !parse_special) continue;
+    if (a.special && pos + a.content.size() > special_end) continue;
     if (text.compare(pos, a.content.size(), a.content) == 0) return &a;
   }
   return nullptr;
 }
 
 std::vector<int32_t> PipelineTokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  SpecialRanges ranges;
+  if (parse_special) ranges.emplace_back(0, text.size());
+  return encode_ranges(text, add_special, ranges);
+}
+
+std::vector<int32_t> PipelineTokenizer::encode_parts(std::span<const TextPart> parts, bool add_special) const {
+  std::string text;
+  SpecialRanges ranges;
+  for (const TextPart& p : parts) {
+    if (p.parse_special && !p.text.empty()) ranges.emplace_back(text.size(), text.size() + p.text.size());
+    text += p.text;
+  }
+  return encode_ranges(text, add_special, ranges);
+}
+
+std::vector<int32_t> PipelineTokenizer::encode_ranges(std::string_view text, bool add_special,
+                                                      const SpecialRanges& ranges) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
   if (add_special) out = spec_.prefix_ids;
-  size_t frag = 0;
+  size_t frag = 0, range = 0;
   bool after_token = false;
   if (!spec_.added.empty()) {
     for (size_t pos = 0; pos < text.size();) {
-      const AddedToken* a =
-          added_by_byte_[static_cast<uint8_t>(text[pos])].empty() ? nullptr : match_added(text, pos, parse_special);
+      if (added_by_byte_[static_cast<uint8_t>(text[pos])].empty()) {
+        ++pos;
+        continue;
+      }
+      while (range < ranges.size() && ranges[range].second <= pos) ++range;
+      // Where a special token starting here must end (0: none may start here).
+      const size_t special_end = range < ranges.size() && ranges[range].first <= pos ? ranges[range].second : 0;
+      const AddedToken* a = match_added(text, pos, special_end);
       if (!a) {
         ++pos;
         continue;

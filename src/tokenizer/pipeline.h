@@ -89,6 +89,7 @@ class PipelineTokenizer final : public Tokenizer {
   ~PipelineTokenizer() override;
 
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const override;
+  std::vector<int32_t> encode_parts(std::span<const TextPart> parts, bool add_special) const override;
   std::string decode(std::span<const int32_t> ids, bool skip_special = true) const override;
   std::string token_bytes(int32_t id) const override;
   bool strips_leading_space() const override { return spec_.dec_strip_leading_space; }
@@ -107,6 +108,10 @@ class PipelineTokenizer final : public Tokenizer {
   void finish_stop_ids(const std::vector<int32_t>& extra = {});
 
  private:
+  // Byte ranges [first, second) of the text inside which special tokens may
+  // match (sorted, disjoint).
+  using SpecialRanges = std::vector<std::pair<size_t, size_t>>;
+  std::vector<int32_t> encode_ranges(std::string_view text, bool add_special, const SpecialRanges& ranges) const;
   void encode_fragment(std::string_view text, bool first, bool after_token, std::vector<int32_t>& out) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   std::string normalize(std::string_view text) const;
@@ -114,7 +119,8 @@ class PipelineTokenizer final : public Tokenizer {
   void build_added_index();
   void build_decode_table();
   // Longest added token starting at text[pos] that may match; nullptr if none.
-  const AddedToken* match_added(std::string_view text, size_t pos, bool parse_special) const;
+  // Special ones only when they end at or before `special_end`.
+  const AddedToken* match_added(std::string_view text, size_t pos, size_t special_end) const;
 
   PipelineSpec spec_;
   // SentencePiece-style models see whole fragments; when no piece holds U+2581

@@ -210,4 +210,16 @@ std::unique_ptr<Tokenizer> Tokenizer::from_path(const std::string& path) {
   return t;
 }
 
+std::vector<int32_t> Tokenizer::encode_parts(std::span<const TextPart> parts, bool add_special) const {
+  std::vector<int32_t> out;
+  const SpecialTokens& sp = special();
+  if (add_special && sp.add_bos && sp.bos >= 0) out.push_back(sp.bos);
+  for (const TextPart& p : parts) {
+    std::vector<int32_t> ids = encode(p.text, /*add_special=*/false, p.parse_special);
+    out.insert(out.end(), ids.begin(), ids.end());
+  }
+  if (add_special && sp.add_eos && sp.eos >= 0) out.push_back(sp.eos);
+  return out;
+}
+
 }  // namespace og

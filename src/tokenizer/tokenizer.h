@@ -15,6 +15,13 @@ namespace og {
 
 class GgufFile;
 
+// One piece of a text given to Tokenizer::encode_parts, and whether special
+// token texts inside it may become special tokens.
+struct TextPart {
+  std::string_view text;
+  bool parse_special = false;
+};
+
 enum class TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 struct SpecialTokens {
@@ -42,6 +49,14 @@ class Tokenizer {
   // parse_special: recognise special/control token texts inside `text`;
   // when false a user's text cannot produce control tokens.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const = 0;
+  // Encodes the concatenation of `parts` as one text: fragments run across
+  // part boundaries, so ids equal encode(concatenation, add_special, true)
+  // whenever no part without parse_special contains a special token's text;
+  // a special token is recognised only where its whole text lies inside one
+  // part with parse_special (so chat contents cannot inject control tokens
+  // while the template's own markers still become them). The default encodes
+  // each part on its own; tokenizers that split text into fragments override it.
+  virtual std::vector<int32_t> encode_parts(std::span<const TextPart> parts, bool add_special) const;
   // Whole-sequence decode (what streaming must reproduce). skip_special drops
   // control (and unknown) tokens. The result is the raw bytes the ids spell:
   // byte-level and byte-fallback ids can spell invalid UTF-8, which is kept as

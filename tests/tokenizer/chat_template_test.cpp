@@ -264,7 +264,7 @@ TEST(ChatTemplate, UnrecognisedTemplateIsAnErrorSuggestingChat) {
   std::string deepseek =
       "{% for message in messages %}{% if message['role'] == 'user' %}{{'<\xEF\xBD\x9CUser\xEF\xBD\x9C>' + "
       "message['content']}}{% endif %}{% endfor %}{% if add_generation_prompt "
-      "%}{{'<\xEF\xBD\x9CAssistant\xEF\xBD\x9C>'}}{% endif %}";
+      "%}{{'<\xEF\xBD\x9C" "Assistant\xEF\xBD\x9C>'}}{% endif %}";
   for (const std::string& t : {vicuna, deepseek, std::string("{{ messages | tojson }}")}) {
     EXPECT_FALSE(detect_chat_template(t).has_value());
     try {
@@ -290,6 +290,63 @@ TEST(ChatTemplate, NamesAndAliases) {
     EXPECT_NE(std::string(e.what()).find("llama9"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("chatml"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace og
+
+namespace og {
+namespace {
+
+void expect_well_formed(const ChatSegments& segs, const std::string& what) {
+  for (size_t i = 0; i < segs.size(); ++i) {
+    EXPECT_FALSE(segs[i].text.empty()) << what << " segment " << i;
+    if (i > 0) {
+      EXPECT_NE(segs[i].is_template, segs[i - 1].is_template) << what << " segment " << i;
+    }
+  }
+}
+
+// Contents land in content segments only, never in the template's own text.
+TEST(ChatTemplate, SegmentsSeparateContentsFromTemplateText) {
+  std::vector<ChatMessage> conv = {{"system", "SYSWORD"}, {"user", "USERWORD"}, {"assistant", "REPLYWORD"},
+                                   {"user", "NEXTWORD"}};
+  for (const auto& n : chat_template_names()) {
+    auto t = make_chat_template(n, std::nullopt);
+    ChatSegments segs = t->render_segments(conv);
+    expect_well_formed(segs, n);
+    EXPECT_EQ(chat_text(segs), t->render(conv)) << n;
+    std::string contents;
+    for (const ChatSegment& s : segs) {
+      if (!s.is_template) contents += s.text + "|";
+      for (const char* w : {"SYSWORD", "USERWORD", "REPLYWORD", "NEXTWORD"})
+        if (s.is_template) {
+          EXPECT_EQ(s.text.find(w), std::string::npos) << n << ": " << s.text;
+        }
+    }
+    for (const char* w : {"SYSWORD", "USERWORD", "REPLYWORD", "NEXTWORD"})
+      EXPECT_NE(contents.find(w), std::string::npos) << n << " " << w;
+    if (n == "0") {
+      EXPECT_EQ(segs.size(), 1u);
+    }
+    ChatSegments delta = t->render_delta_segments(conv, 3, false);
+    expect_well_formed(delta, n + " delta");
+    EXPECT_EQ(chat_text(delta), t->render_delta(conv, 3, false)) << n;
+  }
+}
+
+// A reply whose text equals the turn end is still content; the history/delta split keeps kinds.
+TEST(ChatTemplate, DeltaSplitsInsideTheClosingTemplateSegment) {
+  auto t = make_chat_template("chatml", std::nullopt);
+  std::vector<ChatMessage> conv = {{"user", "a"}, {"assistant", "b"}, {"user", "c"}};
+  ChatSegments closed = t->render_delta_segments(conv, 2, true);
+  ASSERT_EQ(closed.size(), 3u);
+  EXPECT_EQ(closed[0], (ChatSegment{"\n<|im_start|>user\n", true}));
+  EXPECT_EQ(closed[1], (ChatSegment{"c", false}));
+  EXPECT_EQ(closed[2], (ChatSegment{"<|im_end|>\n<|im_start|>assistant\n", true}));
+  ChatSegments open = t->render_delta_segments(conv, 2, false);
+  ASSERT_FALSE(open.empty());
+  EXPECT_EQ(open[0], (ChatSegment{"<|im_end|>\n<|im_start|>user\n", true}));
 }
 
 }  // namespace
