@@ -54,6 +54,8 @@ std::unique_ptr<Model> load_gguf(const std::string& path) {
   std::shared_ptr<GgufFile> f = GgufFile::open(path);
   const std::optional<std::string> arch = f->get_string("general.architecture");
   OG_CHECK(arch.has_value(), path, ": missing required key general.architecture");
+  // Vocabulary-only files (tokenizer tests, ggml-vocab-*.gguf) hold no tensors.
+  OG_CHECK(!f->tensors().empty(), path, ": holds no tensors (a vocabulary-only file?), so it cannot be run");
   const FamilySpec* family = family_for_gguf_arch(*arch);
   OG_CHECK(family != nullptr, path, ": general.architecture '", *arch, "' is not supported (supported: ",
            supported_gguf_archs(), ")");

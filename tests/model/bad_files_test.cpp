@@ -144,6 +144,17 @@ TEST(BadGguf, NotAModelFile) {
   EXPECT_ERROR_HAS(load_error(dir.path("nothing-here.gguf")), "no such file or directory");
 }
 
+// A vocabulary-only GGUF (as tokenizer tests use) says so instead of naming the
+// first tensor it lacks.
+TEST(BadGguf, VocabularyOnlyFile) {
+  test::GgufEdit e;
+  std::unique_ptr<GgufFile> f = GgufFile::open(kGguf);
+  for (const TensorInfo& t : f->tensors()) e.drop_tensors.insert(t.name);
+  EXPECT_ERROR_HAS(gguf_error(e), "holds no tensors (a vocabulary-only file?)");
+  const std::string real = std::string(OG_TESTDATA_DIR) + "/vocab/ggml-vocab-llama-spm.gguf";
+  EXPECT_ERROR_HAS(load_error(real), "holds no tensors (a vocabulary-only file?)");
+}
+
 TEST(BadHf, UnchangedCopyLoads) { EXPECT_EQ(hf_error({}), ""); }
 
 TEST(BadHf, UnsupportedRopeScaling) {
