@@ -309,7 +309,7 @@ std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name,
                                                  const std::optional<std::string>& model_template) {
   std::string n(name);
   if (n == "auto") {
-    if (!model_template || trim(*model_template).empty()) n = "0";
+    if (!model_template || trim(*model_template).empty()) n.assign(1, '0');  // (assigning "0" trips a GCC 12 -Wrestrict false positive)
     else {
       auto found = detect_chat_template(*model_template);
       if (!found) {
