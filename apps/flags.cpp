@@ -38,6 +38,14 @@ bool parse_double(const std::string& s, double* out) {
   return end == s.c_str() + s.size() && std::isfinite(*out);
 }
 
+// A user's value as quoted in an error: whole when short, else its head and size,
+// so that a pasted file never floods the one-line message.
+std::string quoted(const std::string& v) {
+  constexpr size_t kMax = 60;
+  if (v.size() <= kMax) return "'" + v + "'";
+  return "'" + v.substr(0, kMax) + "...' (" + std::to_string(v.size()) + " bytes)";
+}
+
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -84,7 +92,7 @@ void Flags::add_choice(const std::string& name, std::string* out, std::vector<st
   const std::string flag = "--" + f.name;
   f.set = [out, choices, joined, flag](const std::string& v) {
     if (std::find(choices.begin(), choices.end(), v) == choices.end())
-      throw UsageError(flag + " must be one of " + joined + ", got '" + v + "'");
+      throw UsageError(flag + " must be one of " + joined + ", got " + quoted(v));
     *out = v;
   };
 }
@@ -94,7 +102,7 @@ void Flags::add_int(const std::string& name, int64_t* out, int64_t min, int64_t 
   const std::string flag = "--" + f.name;
   f.set = [out, min, max, flag](const std::string& v) {
     int64_t x = 0;
-    if (!parse_int(v, &x)) throw UsageError(flag + " expects an integer, got '" + v + "'");
+    if (!parse_int(v, &x)) throw UsageError(flag + " expects an integer, got " + quoted(v));
     if (x < min || x > max)
       throw UsageError(flag + " must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + v);
     *out = x;
@@ -107,7 +115,7 @@ void Flags::add_float(const std::string& name, double* out, double min, double m
   const std::string flag = "--" + f.name;
   f.set = [out, min, max, lo_open, flag](const std::string& v) {
     double x = 0;
-    if (!parse_double(v, &x)) throw UsageError(flag + " expects a number, got '" + v + "'");
+    if (!parse_double(v, &x)) throw UsageError(flag + " expects a number, got " + quoted(v));
     if (x < min || x > max || (lo_open && x == min))
       throw UsageError(flag + " must be in " + (lo_open ? "(" : "[") + format_double(min) + ", " +
                        format_double(max) + "], got " + v);
@@ -122,7 +130,7 @@ void Flags::add_bool(const std::string& name, bool* out, const std::string& help
   f.set = [out, flag](const std::string& v) {
     if (v == "" || v == "true" || v == "1" || v == "yes" || v == "on") *out = true;
     else if (v == "false" || v == "0" || v == "no" || v == "off") *out = false;
-    else throw UsageError(flag + " takes no value or true|false, got '" + v + "'");
+    else throw UsageError(flag + " takes no value or true|false, got " + quoted(v));
   };
 }
 
@@ -138,13 +146,13 @@ void Flags::add_repeated(const std::string& name, std::vector<std::string>* out,
 }
 
 void Flags::add_int_list(const std::string& name, std::vector<int64_t>* out, int64_t min, int64_t max,
-                         const std::string& help) {
+                         const std::string& help, const std::string& empty_default) {
   std::string def;
   for (int64_t x : *out) {
     if (!def.empty()) def += ',';
     def += std::to_string(x);
   }
-  Flag& f = add(name, "N,N,...", help, def.empty() ? "none" : def);
+  Flag& f = add(name, "N,N,...", help, def.empty() ? empty_default : def);
   const std::string flag = "--" + f.name;
   f.set = [out, min, max, flag](const std::string& v) {
     std::vector<int64_t> list;
@@ -154,7 +162,7 @@ void Flags::add_int_list(const std::string& name, std::vector<int64_t>* out, int
       const std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       int64_t x = 0;
       if (!parse_int(item, &x))
-        throw UsageError(flag + " expects comma-separated integers, got '" + v + "'");
+        throw UsageError(flag + " expects comma-separated integers, got " + quoted(v));
       if (x < min || x > max)
         throw UsageError(flag + " values must be in [" + std::to_string(min) + ", " + std::to_string(max) +
                          "], got " + item);
@@ -198,7 +206,7 @@ bool Flags::parse(const Args& args, std::vector<std::string>* positional) {
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (only_positional || a.size() < 2 || a[0] != '-') {
-      if (!positional) bad("unexpected argument '" + a + "'");
+      if (!positional) bad("unexpected argument " + quoted(a));
       positional->push_back(a);
       continue;
     }
@@ -207,7 +215,7 @@ bool Flags::parse(const Args& args, std::vector<std::string>* positional) {
       continue;
     }
     if (a == "-h" || a == "--help") return false;
-    if (a.rfind("--", 0) != 0) bad("unknown flag '" + a + "'" + suggestion(a.substr(1)));
+    if (a.rfind("--", 0) != 0) bad("unknown flag " + quoted(a) + suggestion(a.substr(1)));
     const size_t eq = a.find('=');
     const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     Flag* f = find(name);
@@ -230,14 +238,23 @@ bool Flags::parse(const Args& args, std::vector<std::string>* positional) {
 std::string Flags::help() const {
   std::ostringstream os;
   os << "usage: offgraph " << command_ << " " << synopsis_ << "\n\noptions:\n";
-  size_t width = 0;
-  for (const auto& f : flags_) width = std::max(width, f.name.size() + f.metavar.size() + 3);
+  // Descriptions start in one column; a flag too long for it (a long list of
+  // choices) puts its description on the next line instead.
+  constexpr size_t kMaxWidth = 30;
+  size_t width = 6;  // "--help"
   for (const auto& f : flags_) {
-    std::string left = "--" + f.name + (f.metavar.empty() ? "" : " " + f.metavar);
-    os << "  " << left << std::string(width + 2 - left.size(), ' ') << f.help << " (default: " << f.default_text
-       << ")\n";
+    const size_t w = f.name.size() + f.metavar.size() + 3;
+    if (w <= kMaxWidth) width = std::max(width, w);
   }
-  os << "  --help" << std::string(width - 4, ' ') << "this text\n";
+  auto line = [&](const std::string& left, const std::string& text) {
+    os << "  " << left;
+    if (left.size() > width) os << "\n  " << std::string(width, ' ');
+    else os << std::string(width - left.size(), ' ');
+    os << "  " << text << "\n";
+  };
+  for (const auto& f : flags_)
+    line("--" + f.name + (f.metavar.empty() ? "" : " " + f.metavar), f.help + " (default: " + f.default_text + ")");
+  line("--help", "this text");
   os << "\nFlags may be written --flag value or --flag=value; '_' may replace '-' in names.\n";
   return os.str();
 }

@@ -39,9 +39,10 @@ class Flags {
   void add_bool(const std::string& name, bool* out, const std::string& help);  // --x, --x=true|false
   void add_repeated(const std::string& name, std::vector<std::string>* out, const std::string& help,
                     const std::string& metavar = "TEXT");  // each use appends
-  // A comma-separated list of integers in [min, max] ("512,0,256").
+  // A comma-separated list of integers in [min, max] ("512,0,256"); empty_default:
+  // what --help says the default is when *out is empty.
   void add_int_list(const std::string& name, std::vector<int64_t>* out, int64_t min, int64_t max,
-                    const std::string& help);
+                    const std::string& help, const std::string& empty_default = "none");
 
   // Parses args (args[0] is the command name). Returns false when --help / -h
   // was given (the caller prints help() and exits 0). Positional arguments go to

@@ -53,7 +53,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run) {
              "positions allocated at start for flat layers (grows by doubling, clamped to the max)");
   fl.add_choice("kv-storage-dtype", &f.kv_storage_dtype, {"f32", "f16", "bf16", "q8_0"}, "cache storage type");
   fl.add_int_list("kv-windows", &f.kv_windows, 0, kIntMax,
-                  "window override repeated over the model's caches; 0 = flat (default: the model's windows)");
+                  "window override repeated over the model's caches; 0 = flat", "the model's windows");
   fl.add_choice("kv-cache", &f.kv_cache, {"sequence", "reference"},
                 "cache kind: sequence (rings for windowed layers) or reference (keeps everything)");
   fl.add_int("prefill-chunk-size", &f.prefill_chunk_size, 1, kIntMax,
