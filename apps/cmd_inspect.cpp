@@ -17,6 +17,7 @@
 #include "kv/kv_types.h"
 #include "model/config.h"
 #include "model/model.h"
+#include "tensor/dtype.h"
 
 namespace og::app {
 
@@ -42,7 +43,8 @@ Json tensor_summary(const TensorSource& src) {
   std::map<std::string, std::pair<int64_t, uint64_t>> by;  // dtype -> (count, bytes)
   uint64_t total = 0;
   for (const TensorInfo& t : src.tensors()) {
-    auto& e = by[t.type_name];
+    // The engine's dtype names ("f32", "q4_k") for both layouts; the file's own for others.
+    auto& e = by[t.known_type ? dtype_name(t.type_id) : t.type_name];
     e.first += 1;
     e.second += t.nbytes;
     total += t.nbytes;

@@ -3,63 +3,66 @@
 // exit 1) and bad usage (exit 2). Needs the offgraph binary (OG_BINARY_DIR).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "e2e_util.h"
 #include "synth/synth.h"
 
+namespace og::e2e {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
 const std::string kData = OG_TESTDATA_DIR;
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// `offgraph inspect args...`.
+Proc inspect(std::vector<std::string> args) {
+  args.insert(args.begin(), "inspect");
+  return offgraph(args);
 }
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+int count_lines(const std::string& s) { return static_cast<int>(count(s, "\n")); }
 
-Result inspect(const std::string& args) {
-  const std::string bin = std::string(OG_BINARY_DIR) + "/offgraph";
-  EXPECT_TRUE(fs::exists(bin)) << bin << " is missing: build the offgraph target first";
-  const std::string out = testing::TempDir() + "/og_inspect_out", err = testing::TempDir() + "/og_inspect_err";
-  std::string cmd = quote(bin) + " inspect " + args + " >" + quote(out) + " 2>" + quote(err);
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
+// Every field issue 2 lists, with its type: architecture, hyper-parameters,
+// tensor count and bytes by dtype, tokenizer kind and size, chat template
+// presence, and (when the model can be loaded) the KV geometry.
+void expect_all_fields(const nlohmann::json& j, const std::string& m) {
+  EXPECT_TRUE(j["architecture"].is_string()) << m;
+  ASSERT_TRUE(j["hparams"].is_object()) << m;
+  for (const char* k : {"d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "d_ff", "n_vocab"})
+    EXPECT_TRUE(j["hparams"][k].is_number_integer()) << m << " hparams." << k;
+  EXPECT_TRUE(j["tensors"]["count"].is_number_integer()) << m;
+  EXPECT_TRUE(j["tensors"]["bytes"].is_number_integer()) << m;
+  uint64_t bytes = 0;
+  for (const auto& [dtype, e] : j["tensors"]["by_dtype"].items()) {
+    EXPECT_EQ(dtype, lower(dtype)) << m << ": dtype names are lower case, as GGUF's";
+    bytes += e["bytes"].get<uint64_t>();
+  }
+  EXPECT_EQ(bytes, j["tensors"]["bytes"].get<uint64_t>()) << m;
+  EXPECT_TRUE(j["tokenizer"]["kind"].is_string()) << m;
+  EXPECT_GT(j["tokenizer"]["size"].get<int>(), 0) << m;
+  EXPECT_TRUE(j["chat_template"].is_boolean()) << m;
+  ASSERT_TRUE(j["kv"].is_object()) << m << ": " << j.value("kv_unavailable", "");
+  ASSERT_FALSE(j["kv"]["caches"].empty()) << m;
+  for (const auto& c : j["kv"]["caches"]) {
+    for (const char* k : {"kv_heads", "head_dim_k", "head_dim_v", "window"})
+      EXPECT_TRUE(c[k].is_number_integer()) << m << " kv cache field " << k;
+    EXPECT_TRUE(c["layers"].is_array()) << m;
+  }
 }
 
 nlohmann::json inspect_json(const std::string& model) {
-  Result r = inspect(quote(model) + " --json");
-  EXPECT_EQ(r.rc, 0) << model << ": " << r.err;
+  Proc r = inspect({model, "--json"});
+  EXPECT_EQ(r.code, 0) << model << ": " << r.err;
   EXPECT_EQ(count_lines(r.out), 1) << r.out;
   return nlohmann::json::parse(r.out);
 }
@@ -67,11 +70,12 @@ nlohmann::json inspect_json(const std::string& model) {
 TEST(Inspect, RealModels) {
   for (const char* m : {"models/stories260K/stories260K.gguf", "models/stories260K/stories260K-ggml-org.gguf",
                         "models/llama-2-tiny-random-gguf/llama-2-tiny-random.gguf", "models/stories260K-hf"}) {
-    Result r = inspect(quote(kData + "/" + m));
-    ASSERT_EQ(r.rc, 0) << m << ": " << r.err;
+    Proc r = inspect({kData + "/" + m});
+    ASSERT_EQ(r.code, 0) << m << ": " << r.err;
     EXPECT_NE(r.out.find("hyper-parameters:"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("kv:"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("chat template: no"), std::string::npos) << r.out;
+    expect_all_fields(inspect_json(kData + "/" + m), m);
   }
   nlohmann::json j = inspect_json(kData + "/models/stories260K/stories260K.gguf");
   EXPECT_EQ(j["architecture"], "llama");
@@ -93,7 +97,7 @@ TEST(Inspect, RealModels) {
   nlohmann::json h = inspect_json(kData + "/models/stories260K-hf");
   EXPECT_EQ(h["architecture"], "LlamaForCausalLM");
   EXPECT_EQ(h["hparams"]["n_layers"], 5);
-  EXPECT_EQ(h["tensors"]["by_dtype"]["F32"]["count"], 47);
+  EXPECT_EQ(h["tensors"]["by_dtype"]["f32"]["count"], 47);
   EXPECT_EQ(h["tokenizer"]["size"], 512);
 }
 
@@ -109,8 +113,8 @@ TEST(Inspect, VocabOnlyGgufs) {
     EXPECT_GT(j["tokenizer"]["size"].get<int>(), 0) << e.path();
   }
   EXPECT_GE(n, 10);
-  Result r = inspect(quote(kData + "/vocab/ggml-vocab-llama-spm.gguf"));
-  EXPECT_EQ(r.rc, 0);
+  Proc r = inspect({kData + "/vocab/ggml-vocab-llama-spm.gguf"});
+  EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("kv:            unavailable"), std::string::npos) << r.out;
 }
 
@@ -124,6 +128,7 @@ TEST(Inspect, SyntheticFamiliesBothLayouts) {
     og::synth::write_hf(spec, base + "-hf");
     for (const std::string& m : {base + ".gguf", base + "-hf"}) {
       nlohmann::json j = inspect_json(m);
+      expect_all_fields(j, m);
       EXPECT_EQ(j["hparams"]["d_model"], spec.d_model) << m;
       EXPECT_EQ(j["hparams"]["n_kv_heads"], spec.n_kv_heads) << m;
       EXPECT_EQ(j["hparams"]["head_dim"], spec.head_dim) << m;
@@ -152,8 +157,8 @@ TEST(Inspect, BadInputsAreOneLineAndExitOne) {
   };
   for (const Case& c : {Case{"/nonexistent/model.gguf", "no such file"}, Case{empty_dir, "no config.json"},
                         Case{garbage, "not a GGUF file"}, Case{bad_config, "not valid JSON"}}) {
-    Result r = inspect(quote(c.model));
-    EXPECT_EQ(r.rc, 1) << c.model;
+    Proc r = inspect({c.model});
+    EXPECT_EQ(r.code, 1) << c.model;
     EXPECT_EQ(count_lines(r.err), 1) << r.err;
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
@@ -161,17 +166,18 @@ TEST(Inspect, BadInputsAreOneLineAndExitOne) {
 }
 
 TEST(Inspect, Usage) {
-  Result help = inspect("--help");
-  EXPECT_EQ(help.rc, 0);
+  Proc help = inspect({"--help"});
+  EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("usage: offgraph inspect"), std::string::npos);
-  Result none = inspect("");
-  EXPECT_EQ(none.rc, 2);
+  Proc none = inspect({});
+  EXPECT_EQ(none.code, 2);
   EXPECT_EQ(count_lines(none.err), 1) << none.err;
-  Result flag = inspect(quote(kData + "/models/stories260K-hf") + " --frobnicate");
-  EXPECT_EQ(flag.rc, 2);
+  Proc flag = inspect({kData + "/models/stories260K-hf", "--frobnicate"});
+  EXPECT_EQ(flag.code, 2);
   EXPECT_NE(flag.err.find("unknown option '--frobnicate'"), std::string::npos) << flag.err;
-  Result two = inspect("a.gguf b.gguf");
-  EXPECT_EQ(two.rc, 2);
+  Proc two = inspect({"a.gguf", "b.gguf"});
+  EXPECT_EQ(two.code, 2);
 }
 
 }  // namespace
+}  // namespace og::e2e
