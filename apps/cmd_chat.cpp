@@ -196,7 +196,7 @@ int run_chat(const LlmFlags& f) {
   Loaded l = load_llm(f);
   const KvPolicy policy = kv_policy_of(f, *l.model);
   ModelEngine engine(*l.model);
-  Session session(engine, make_kv_cache(kv_kind_of(f), l.model->kv_geometry(), policy), *l.tok);
+  Session session(engine, make_cache_of(f, *l.model, policy), *l.tok);
   session.stats().load_s = l.load_s;
   print_cache_describe(session.cache());
   print_fill("after load", session);

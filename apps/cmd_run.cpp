@@ -48,7 +48,7 @@ int cmd_run(const Args& args) {
                " positions (prompt + at least one generated token must fit; raise --kv-max-capacity)");
 
   ModelEngine engine(*l.model);
-  Session session(engine, make_kv_cache(kv_kind_of(f), l.model->kv_geometry(), policy), *l.tok);
+  Session session(engine, make_cache_of(f, *l.model, policy), *l.tok);
   print_cache_describe(session.cache());
   print_fill("after load", session);
   const SamplerConfig sc = sampler_config_of(f);

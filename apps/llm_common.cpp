@@ -122,6 +122,16 @@ KvPolicy kv_policy_of(const LlmFlags& f, const Model& model) {
   return p;
 }
 
+std::unique_ptr<KvCache> make_cache_of(const LlmFlags& f, const Model& model, const KvPolicy& policy) {
+  try {
+    return make_kv_cache(kv_kind_of(f), model.kv_geometry(), policy);
+  } catch (const std::bad_alloc&) {
+    fail("out of memory allocating the KV cache (--kv-cache ", f.kv_cache, ", capacity ", policy.max_capacity,
+         ", initial ", policy.initial_capacity, ", max write ", policy.max_write,
+         "): lower --kv-max-capacity, --kv-initial-capacity, --kv-windows or --prefill-chunk-size");
+  }
+}
+
 SamplerConfig sampler_config_of(const LlmFlags& f) {
   SamplerConfig c;
   c.temperature = f.temperature;

@@ -58,6 +58,9 @@ Loaded load_llm(const LlmFlags& f);
 
 KvKind kv_kind_of(const LlmFlags& f);
 KvPolicy kv_policy_of(const LlmFlags& f, const Model& model);
+// The cache the flags ask for; running out of memory building it is an error
+// naming the flags that size it.
+std::unique_ptr<KvCache> make_cache_of(const LlmFlags& f, const Model& model, const KvPolicy& policy);
 SamplerConfig sampler_config_of(const LlmFlags& f);  // resolves seed -1 to a random one
 GenerateOptions generate_options_of(const LlmFlags& f, const Loaded& l);
 
