@@ -51,7 +51,8 @@ void validate_config(const ModelConfig& c, const std::string& what) {
   OG_CHECK(c.d_model > 0, what, ": hidden size (embedding_length) must be positive, got ", c.d_model);
   OG_CHECK(c.n_vocab >= 0, what, ": vocabulary size must be positive, got ", c.n_vocab);  // 0: from the embedding
   OG_CHECK(c.n_layers() > 0, what, ": the model has no layers");
-  OG_CHECK(std::isfinite(c.eps) && c.eps > 0, what, ": RMSNorm epsilon must be positive, got ", c.eps);
+  // Real models use 1e-5 .. 1e-6; an epsilon of 1 or more swamps the mean square (a misread field).
+  OG_CHECK(std::isfinite(c.eps) && c.eps > 0 && c.eps < 1, what, ": RMSNorm epsilon must be in (0, 1), got ", c.eps);
   OG_CHECK(c.final_logit_softcap == 0, what, ": final logit soft-capping (", c.final_logit_softcap,
            ") is not supported");
   for (int l = 0; l < c.n_layers(); ++l) {

@@ -198,6 +198,10 @@ TEST(BadHf, ContradictingHyperParameters) {
   EXPECT_ERROR_HAS(hf_error(e), "model.layers.0.mlp.gate_proj.weight has shape [172, 64], expected [100, 64]");
   e.config = [](nlohmann::json& c) { c.erase("hidden_size"); };
   EXPECT_ERROR_HAS(hf_error(e), "missing required field hidden_size");
+  e.config = [](nlohmann::json& c) { c["rms_norm_eps"] = 1e30; };
+  EXPECT_ERROR_HAS(hf_error(e), "RMSNorm epsilon must be in (0, 1), got 1e+30");
+  e.config = [](nlohmann::json& c) { c["rms_norm_eps"] = -1e-5; };
+  EXPECT_ERROR_HAS(hf_error(e), "RMSNorm epsilon must be in (0, 1)");
 }
 
 TEST(BadHf, UnsupportedFieldsAreNamed) {
