@@ -76,6 +76,14 @@ TEST(BadGguf, VocabSizeContradictsEmbedding) {
   EXPECT_ERROR_HAS(gguf_error(e), "vocabulary size 600 contradicts the embedding rows of token_embd.weight");
 }
 
+TEST(BadGguf, RopeDimensionCountIsReportedAsWritten) {
+  test::GgufEdit e;
+  e.set_keys = {{"llama.rope.dimension_count", GgufValue::make_u32(4000000000u)}};
+  EXPECT_ERROR_HAS(gguf_error(e), "llama.rope.dimension_count 4000000000 must be even and at most the key length 8");
+  e.set_keys = {{"llama.rope.dimension_count", GgufValue::make_u32(5)}};
+  EXPECT_ERROR_HAS(gguf_error(e), "llama.rope.dimension_count 5 must be even");
+}
+
 TEST(BadGguf, PerLayerArrayOfTheWrongLength) {
   test::GgufEdit e;
   std::vector<GgufValue> ff(3, GgufValue::make_u32(172));

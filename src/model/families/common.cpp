@@ -137,9 +137,10 @@ void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c
     OG_CHECK(L.n_heads % L.n_kv_heads == 0, src, ": ", p, "attention.head_count_kv ", L.n_kv_heads,
              " does not divide ", p, "attention.head_count ", L.n_heads);
     L.d_ff = checked_dim((*ff)[l], src, lay + p + "feed_forward_length");
-    L.rope_n_rot = n_rot ? static_cast<int>(std::min<int64_t>(*n_rot, kMaxDim)) : L.head_dim_k;
-    OG_CHECK(L.rope_n_rot > 0 && L.rope_n_rot <= L.head_dim_k && L.rope_n_rot % 2 == 0, src, ": ", p,
-             "rope.dimension_count ", L.rope_n_rot, " must be even and at most the key length ", L.head_dim_k);
+    const int64_t rot = n_rot.value_or(L.head_dim_k);
+    OG_CHECK(rot > 0 && rot <= L.head_dim_k && rot % 2 == 0, src, ": ", p, "rope.dimension_count ", rot,
+             " must be even and at most the key length ", L.head_dim_k);
+    L.rope_n_rot = static_cast<int>(rot);
     if (l == 0 && f.find("rope_freqs.weight") != nullptr)
       freq_factors = tensor_to_f32(f, "rope_freqs.weight", L.rope_n_rot / 2);
     L.rope_base = base;
