@@ -4,7 +4,9 @@
 // tensor names. The model tests hold model/forward.cpp against it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "model/config.h"
@@ -50,6 +52,61 @@ inline void naive_rope(double* x, const LayerConfig& L, int64_t pos) {
   }
 }
 
+// Optional per-head RMSNorm (norm_w set) then RoPE of x [n_heads, head_dim] at pos.
+inline void naive_heads_norm_rope(double* x, int n_heads, int hd, const float* norm_w, float eps,
+                                  const LayerConfig& L, int64_t pos) {
+  for (int hh = 0; hh < n_heads; ++hh) {
+    double* head = &x[hh * hd];
+    if (norm_w) {
+      std::vector<double> tmp = naive_rms(std::vector<double>(head, head + hd), norm_w, eps);
+      std::copy(tmp.begin(), tmp.end(), head);
+    }
+    naive_rope(head, L, pos);
+  }
+}
+
+// Softmax attention of q [n_heads * head_dim_k] at position t over K/V
+// ([positions][n_kv_heads * head_dim]), causal and windowed; [n_heads * head_dim_v].
+inline std::vector<double> naive_attend(const LayerConfig& L, const std::vector<double>& q, int64_t t,
+                                        const std::vector<std::vector<double>>& K,
+                                        const std::vector<std::vector<double>>& V) {
+  const int hd = L.head_dim_k, hv = L.head_dim_v, group = L.n_heads / L.n_kv_heads;
+  std::vector<double> out(static_cast<size_t>(L.n_heads) * hv, 0.0);
+  const int64_t lo = L.window > 0 ? std::max<int64_t>(0, t - L.window + 1) : 0;
+  for (int hh = 0; hh < L.n_heads; ++hh) {
+    const int kvh = hh / group;
+    std::vector<double> s;
+    for (int64_t j = lo; j <= t; ++j) {
+      double dot = 0;
+      for (int e = 0; e < hd; ++e) dot += q[hh * hd + e] * K[j][kvh * hd + e];
+      s.push_back(dot * L.attn_scale);
+    }
+    double mx = s[0];
+    for (double x : s) mx = std::max(mx, x);
+    double sum = 0;
+    for (double& x : s) sum += (x = std::exp(x - mx));
+    for (int64_t j = lo; j <= t; ++j)
+      for (int e = 0; e < hv; ++e) out[hh * hv + e] += s[j - lo] / sum * V[j][kvh * hv + e];
+  }
+  return out;
+}
+
+// The gated MLP of one row xn [d_model] -> [d_model] (weights of layer prefix b).
+template <typename Wf>
+std::vector<double> naive_mlp(const LayerConfig& L, const Wf& W, const std::string& b, const std::vector<double>& xn,
+                              int64_t d) {
+  std::vector<double> g = naive_linear(W(b + "ffn_gate.weight"), nullptr, xn, L.d_ff);
+  std::vector<double> u = naive_linear(W(b + "ffn_up.weight"), nullptr, xn, L.d_ff);
+  for (int64_t i = 0; i < L.d_ff; ++i) {
+    const double x = g[i];
+    const double a = L.activation == Activation::kSilu
+                         ? x / (1 + std::exp(-x))
+                         : 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    g[i] = a * u[i];
+  }
+  return naive_linear(W(b + "ffn_down.weight"), nullptr, g, d);
+}
+
 // Logits [tokens.size(), n_vocab] for every position of one sequence.
 inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource& src,
                                         const std::vector<int32_t>& tokens) {
@@ -68,71 +125,29 @@ inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource
     const LayerConfig& L = c.layers[l];
     const std::string b = "blk." + std::to_string(l) + ".";
     const int hd = L.head_dim_k, hv = L.head_dim_v;
+    int src_l = l;  // the layer whose K/V this one reads (donors share theirs)
+    while (c.layers[src_l].kv_donor >= 0) src_l = c.layers[src_l].kv_donor;
     std::vector<std::vector<double>> att_out(T);
     for (int64_t t = 0; t < T; ++t) {
       std::vector<double> xn = naive_rms(h[t], W(b + "attn_norm.weight"), c.eps);
       std::vector<double> q = naive_linear(W(b + "attn_q.weight"), opt(b + "attn_q.bias"), xn, L.n_heads * hd);
-      for (int hh = 0; hh < L.n_heads; ++hh) {
-        double* qh = &q[hh * hd];
-        if (L.has_q_norm) {
-          std::vector<double> tmp(qh, qh + hd);
-          tmp = naive_rms(tmp, W(b + "attn_q_norm.weight"), c.eps);
-          std::copy(tmp.begin(), tmp.end(), qh);
-        }
-        naive_rope(qh, L, t);
-      }
+      naive_heads_norm_rope(q.data(), L.n_heads, hd, L.has_q_norm ? W(b + "attn_q_norm.weight") : nullptr, c.eps,
+                            L, t);
       if (L.kv_donor < 0) {
         std::vector<double> k = naive_linear(W(b + "attn_k.weight"), opt(b + "attn_k.bias"), xn, L.n_kv_heads * hd);
         std::vector<double> v = naive_linear(W(b + "attn_v.weight"), opt(b + "attn_v.bias"), xn, L.n_kv_heads * hv);
-        for (int hh = 0; hh < L.n_kv_heads; ++hh) {
-          double* kh = &k[hh * hd];
-          if (L.has_k_norm) {
-            std::vector<double> tmp(kh, kh + hd);
-            tmp = naive_rms(tmp, W(b + "attn_k_norm.weight"), c.eps);
-            std::copy(tmp.begin(), tmp.end(), kh);
-          }
-          naive_rope(kh, L, t);
-        }
+        naive_heads_norm_rope(k.data(), L.n_kv_heads, hd, L.has_k_norm ? W(b + "attn_k_norm.weight") : nullptr,
+                              c.eps, L, t);
         K[l].push_back(k);
         V[l].push_back(v);
       }
-      int src_l = l;
-      while (c.layers[src_l].kv_donor >= 0) src_l = c.layers[src_l].kv_donor;
-      const int group = L.n_heads / L.n_kv_heads;
-      std::vector<double> out(static_cast<size_t>(L.n_heads) * hv, 0.0);
-      for (int hh = 0; hh < L.n_heads; ++hh) {
-        const int kvh = hh / group;
-        std::vector<double> s;
-        const int64_t lo = L.window > 0 ? std::max<int64_t>(0, t - L.window + 1) : 0;
-        for (int64_t j = lo; j <= t; ++j) {
-          double dot = 0;
-          for (int e = 0; e < hd; ++e) dot += q[hh * hd + e] * K[src_l][j][kvh * hd + e];
-          s.push_back(dot * L.attn_scale);
-        }
-        double mx = s[0];
-        for (double x : s) mx = std::max(mx, x);
-        double sum = 0;
-        for (double& x : s) sum += (x = std::exp(x - mx));
-        for (int64_t j = lo; j <= t; ++j)
-          for (int e = 0; e < hv; ++e) out[hh * hv + e] += s[j - lo] / sum * V[src_l][j][kvh * hv + e];
-      }
-      att_out[t] = out;
+      att_out[t] = naive_attend(L, q, t, K[src_l], V[src_l]);
     }
     for (int64_t t = 0; t < T; ++t) {
       std::vector<double> o = naive_linear(W(b + "attn_output.weight"), opt(b + "attn_output.bias"), att_out[t], d);
       if (L.has_post_attn_norm) o = naive_rms(o, W(b + "post_attention_norm.weight"), c.eps);
       for (int64_t i = 0; i < d; ++i) h[t][i] += o[i];
-      std::vector<double> xn = naive_rms(h[t], W(b + "ffn_norm.weight"), c.eps);
-      std::vector<double> g = naive_linear(W(b + "ffn_gate.weight"), nullptr, xn, L.d_ff);
-      std::vector<double> u = naive_linear(W(b + "ffn_up.weight"), nullptr, xn, L.d_ff);
-      for (int64_t i = 0; i < L.d_ff; ++i) {
-        const double x = g[i];
-        const double a = L.activation == Activation::kSilu
-                             ? x / (1 + std::exp(-x))
-                             : 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-        g[i] = a * u[i];
-      }
-      std::vector<double> m = naive_linear(W(b + "ffn_down.weight"), nullptr, g, d);
+      std::vector<double> m = naive_mlp(L, W, b, naive_rms(h[t], W(b + "ffn_norm.weight"), c.eps), d);
       if (L.has_post_ffn_norm) m = naive_rms(m, W(b + "post_ffw_norm.weight"), c.eps);
       for (int64_t i = 0; i < d; ++i) h[t][i] += m[i];
     }
