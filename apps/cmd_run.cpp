@@ -3,8 +3,11 @@
 // fill and memory lines and the report go to stderr.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
+#include "base/error.h"
 #include "base/thread_pool.h"
 #include "commands.h"
 #include "flags.h"
@@ -17,9 +20,10 @@ int run_chat(const LlmFlags& f);  // cmd_chat.cpp
 
 namespace {
 
+// Streams a piece; a failed write ends the generation with an error.
 void write_stdout(std::string_view piece) {
-  std::fwrite(piece.data(), 1, piece.size(), stdout);
-  std::fflush(stdout);
+  if (std::fwrite(piece.data(), 1, piece.size(), stdout) != piece.size() || std::fflush(stdout) != 0)
+    fail("cannot write the output to stdout: ", std::strerror(errno));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // offgraph: dispatch to a subcommand. Errors from any layer arrive here as
 // og::Error and become one line on stderr with exit code 1; bad usage
 // (og::app::UsageError) exits with code 2.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -33,7 +34,11 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[1], c.name) != 0) continue;
     og::app::Args args(argv + 1, argv + argc);
     try {
-      return c.run(args);
+      const int rc = c.run(args);
+      // Output that could not be written (a full disk, a closed pipe) is an error, not a silent success.
+      if (std::fflush(stdout) != 0 || std::ferror(stdout))
+        og::fail("cannot write the output to stdout: ", std::strerror(errno));
+      return rc;
     } catch (const og::app::UsageError& e) {
       std::fprintf(stderr, "offgraph %s: error: %s (see offgraph %s --help)\n", c.name, e.what(), c.name);
       return 2;

@@ -182,5 +182,19 @@ TEST(BadInputs, LongAndInvalidPrompts) {
   EXPECT_FALSE(p.out.empty());
 }
 
+// Output that cannot be written (a full disk) is an error, not a silent success.
+TEST(BadInputs, UnwritableStdoutIsAnError) {
+  ASSERT_TRUE(fs::exists("/dev/full"));
+  for (const auto& [args, input] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"run", "--model", kGguf, "--prompt", "Once upon a time", "--max-new-tokens", "8"}, ""},
+           {{"chat", "--model", kGguf, "--max-new-tokens", "8"}, "Once upon a time\n"},
+           {{"inspect", kGguf, "--json"}, ""},
+           {{"run", "--help"}, ""}}) {
+    const Proc p = offgraph(args, input, "/dev/full");
+    EXPECT_EQ(p.code, 1) << args[0] << "\n" << p.err;
+    EXPECT_NE(lines(p.err).back().find("cannot write the output to stdout"), std::string::npos) << p.err;
+  }
+}
+
 }  // namespace
 }  // namespace og::e2e

@@ -36,8 +36,10 @@ inline std::string scratch_dir() {
   return dir;
 }
 
-// Runs `offgraph args...` with stdin from `input`.
-inline Proc offgraph(const std::vector<std::string>& args, const std::string& input = "") {
+// Runs `offgraph args...` with stdin from `input`; stdout goes to `stdout_to`
+// when given (e.g. /dev/full), else it is captured.
+inline Proc offgraph(const std::vector<std::string>& args, const std::string& input = "",
+                     const std::string& stdout_to = "") {
   static int counter = 0;
   const std::string base = scratch_dir() + "/p" + std::to_string(counter++);
   const std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
@@ -55,7 +57,8 @@ inline Proc offgraph(const std::vector<std::string>& args, const std::string& in
   const pid_t pid = fork();
   if (pid == 0) {
     const int fi = open(in_path.c_str(), O_RDONLY);
-    const int fo = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fo = stdout_to.empty() ? open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)
+                                     : open(stdout_to.c_str(), O_WRONLY);
     const int fe = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fi < 0 || fo < 0 || fe < 0) _exit(125);
     dup2(fi, 0);
