@@ -59,7 +59,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run) {
   fl.add_int("prefill-chunk-size", &f.prefill_chunk_size, 1, kIntMax,
              "prefill runs in chunks of this many tokens; bounds ring layers");
   fl.add_int("threads", &f.threads, 0, 1024, "worker threads; 0 = all cores");
-  fl.add_bool("warmup", &f.warmup, "one unmeasured run first");
+  if (run) fl.add_bool("warmup", &f.warmup, "one unmeasured run first (not with --interactive)");
   fl.add_choice("stats", &f.stats, {"text", "json"}, "report format on stderr");
 }
 
@@ -72,6 +72,7 @@ void check_llm_flags(const Flags& fl, const LlmFlags& f, bool run) {
   if (run && !f.interactive && !fl.given("prompt")) usage_fail("--prompt is required (or use --interactive)");
   if (run && f.interactive && fl.given("prompt"))
     usage_fail("--prompt cannot be combined with --interactive (type the turns on stdin)");
+  if (run && f.interactive && f.warmup) usage_fail("--warmup cannot be combined with --interactive");
   if (f.kv_max_capacity > 0 && fl.given("kv-initial-capacity") && f.kv_initial_capacity > f.kv_max_capacity)
     usage_fail("--kv-initial-capacity " + std::to_string(f.kv_initial_capacity) + " exceeds --kv-max-capacity " +
                std::to_string(f.kv_max_capacity));

@@ -392,6 +392,8 @@ TEST(Flags, EveryBadFlagAndValueExitsWithTwo) {
       {{"chat", "--model", m, "--prompt", "a"}, "unknown flag --prompt"},
       {{"chat"}, "--model is required"},
       {{"chat", "--model", m, "--kv-cache", "x"}, "--kv-cache must be one of"},
+      {{"chat", "--model", m, "--warmup"}, "unknown flag --warmup"},
+      {{"run", "--model", m, "--interactive", "--warmup"}, "--warmup cannot be combined with --interactive"},
   };
   for (const auto& c : cases) {
     Proc p = offgraph(c.args);
