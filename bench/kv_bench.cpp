@@ -1,15 +1,19 @@
 // KV cache benchmarks: decode attention over 4k and 32k positions for f16,
-// bf16 and q8_0 storage as GB/s of K/V read against this machine's measured
-// single-thread read bandwidth; and a batch of 8 sequences sharing a 1k-token
+// bf16 and q8_0 storage as GB/s of K/V read against this machine's read
+// bandwidth measured in the same round on as many threads (one thread for the
+// kernels alone, the pool for the split decode); and a batch of 8 sequences sharing a 1k-token
 // prefix in batched-cell against batched-sequence (memory and decode speed).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "kv/kv_attend.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_common.h"
@@ -19,27 +23,48 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Best of several passes summing a 512 MiB buffer (one thread), in GB/s.
-double read_bandwidth() {
-  const size_t n = (size_t(512) << 20) / 8;
-  std::vector<uint64_t> buf(n);
-  for (size_t i = 0; i < n; ++i) buf[i] = i;
-  double best = 0;
+// GB/s of one pass summing `buf` on `threads` threads (each its own contiguous share).
+double read_pass(const std::vector<uint64_t>& buf, int threads) {
+  const int64_t n = int64_t(buf.size());
+  std::vector<uint64_t> sums(threads);
+  auto t0 = Clock::now();
+  auto body = [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t b = n * p / threads / 4 * 4, e = n * (p + 1) / threads / 4 * 4;
+      uint64_t a = 0, c = 0, d = 0, f = 0;
+      for (int64_t i = b; i < e; i += 4) a += buf[i], c += buf[i + 1], d += buf[i + 2], f += buf[i + 3];
+      sums[p] = a + c + d + f;
+    }
+  };
+  if (threads == 1) body(0, 1);
+  else og::thread_pool().parallel_for(threads, body);
+  const double t = seconds_since(t0);
   volatile uint64_t sink = 0;
-  for (int pass = 0; pass < 5; ++pass) {
-    auto t0 = Clock::now();
-    uint64_t a = 0, b = 0, c = 0, d = 0;
-    for (size_t i = 0; i < n; i += 4) a += buf[i], b += buf[i + 1], c += buf[i + 2], d += buf[i + 3];
-    sink = sink + a + b + c + d;
-    best = std::max(best, n * 8.0 / seconds_since(t0) / 1e9);
-  }
+  for (uint64_t x : sums) sink = sink + x;
+  return double(n) * 8 / t / 1e9;
+}
+
+// Read bandwidth on `threads` threads: best of 3 passes over a 512 MiB buffer.
+double read_bandwidth(const std::vector<uint64_t>& buf, int threads) {
+  double best = 0;
+  for (int pass = 0; pass < 3; ++pass) best = std::max(best, read_pass(buf, threads));
   return best;
 }
 
-// Decode attention of one token over n_pos stored positions, through the
-// kernels the caches use (kv::attend over one span per KV head), one thread.
-void bench_decode(og::KvDType dt, int64_t n_pos, double bw) {
-  const int nkv = 8, group = 4, dk = 128, dv = 128;
+struct DecodeCase {
+  int nkv, group, d;
+  bool all_threads;  // false: the kernels on one thread; true: the pool, long histories split by position
+};
+
+// Decode attention of one token (nkv KV heads x group query heads) over n_pos
+// stored positions of storage dtype dt. Each round measures the read
+// bandwidth (on as many threads as the attention uses), then times the
+// attention for ~0.25 s; reports the best GB/s of K/V read against the best
+// bandwidth, and the median against the median.
+void bench_decode(og::KvDType dt, int64_t n_pos, const DecodeCase& dc, const std::vector<uint64_t>& bwbuf,
+                  int rounds) {
+  const int nkv = dc.nkv, group = dc.group, dk = dc.d, dv = dc.d;
+  const int threads = dc.all_threads ? og::thread_pool().size() : 1;
   const int64_t rbk = og::kv::row_bytes(dt, dk), rbv = og::kv::row_bytes(dt, dv);
   std::vector<uint8_t> k(nkv * n_pos * rbk), v(nkv * n_pos * rbv);
   std::mt19937 rng(1);
@@ -50,23 +75,64 @@ void bench_decode(og::KvDType dt, int64_t n_pos, double bw) {
     og::kv::encode_row(dt, row.data(), dk, k.data() + i * rbk);
     og::kv::encode_row(dt, row.data(), dv, v.data() + i * rbv);
   }
-  std::vector<float> q(nkv * group * dk), out(nkv * group * dv), scratch;
+  std::vector<float> q(nkv * group * dk), out(nkv * group * dv);
   for (float& x : q) x = u(rng);
-  auto step = [&] {
-    for (int h = 0; h < nkv; ++h) {
-      og::kv::KvSpan span{k.data() + h * n_pos * rbk, v.data() + h * n_pos * rbv, n_pos};
-      og::kv::attend(dt, q.data() + h * group * dk, group, dk, dv, {&span, 1}, rbk, rbv, 0.088f, scratch,
-                     out.data() + h * group * dv);
+  const og::kv::AttendKernels& kr = og::kv::attend_kernels(dt, og::kv::kv_isa());
+  // The same plan, pieces and merge as StoreCacheBase::update_and_attend.
+  std::vector<int64_t> task_rows(nkv, n_pos);
+  std::vector<og::kv::AttendPart> parts;
+  const int64_t n_slots = og::kv::plan_attend_parts(task_rows, threads, &parts);
+  const int64_t state_n = og::kv::attend_state_floats(group, dv);
+  std::vector<float> partials(n_slots * state_n);
+  auto run = [&](int64_t i0, int64_t i1) {
+    thread_local std::vector<float> scratch, state;
+    state.resize(state_n);
+    for (int64_t i = i0; i < i1; ++i) {
+      const og::kv::AttendPart& pt = parts[i];
+      const int64_t h = pt.task;
+      og::kv::KvSpan span{k.data() + (h * n_pos + pt.begin) * rbk, v.data() + (h * n_pos + pt.begin) * rbv, pt.n};
+      float* st = pt.slot >= 0 ? partials.data() + pt.slot * state_n : state.data();
+      og::kv::attend_state_reset(st, group, dv);
+      og::kv::attend_fold(kr, q.data() + h * group * dk, group, dk, dv, {&span, 1}, rbk, rbv, 0.088f, scratch, st);
+      if (pt.slot < 0) og::kv::attend_state_finish(st, group, dv, out.data() + h * group * dv);
     }
   };
-  step();
-  int iters = 0;
-  auto t0 = Clock::now();
-  while (seconds_since(t0) < 1.0 || iters < 3) step(), ++iters;
-  double t = seconds_since(t0) / iters;
-  double gbs = double(k.size() + v.size()) / t / 1e9;
-  std::printf("decode attention %-4s %6lld positions (8 KV heads x 128, GQA 4): %8.3f ms/token  %6.1f GB/s  = %5.1f%% of %.1f GB/s\n",
-              og::kv_dtype_name(dt), (long long)n_pos, t * 1e3, gbs, 100 * gbs / bw, bw);
+  auto step = [&] {
+    if (threads > 1) og::thread_pool().parallel_for(int64_t(parts.size()), run);
+    else run(0, int64_t(parts.size()));
+    for (size_t i = 0; i < parts.size();) {
+      size_t e = i + 1;
+      if (parts[i].slot >= 0) {
+        float* first = partials.data() + parts[i].slot * state_n;
+        for (; e < parts.size() && parts[e].task == parts[i].task; ++e)
+          og::kv::attend_state_merge(first, partials.data() + parts[e].slot * state_n, group, dv);
+        og::kv::attend_state_finish(first, group, dv, out.data() + parts[i].task * group * dv);
+      }
+      i = e;
+    }
+  };
+  std::vector<double> gbs, bws;
+  for (int r = 0; r < rounds; ++r) {
+    const double bw = read_bandwidth(bwbuf, threads);
+    step();
+    int iters = 0;
+    auto t0 = Clock::now();
+    while (seconds_since(t0) < 0.25 || iters < 3) step(), ++iters;
+    const double g = double(k.size() + v.size()) / (seconds_since(t0) / iters) / 1e9;
+    gbs.push_back(g), bws.push_back(bw);
+  }
+  auto best_median = [](std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    return std::make_pair(x.back(), x[x.size() / 2]);
+  };
+  auto [g_best, g_med] = best_median(gbs);
+  auto [b_best, b_med] = best_median(bws);
+  std::printf("decode %-4s %6lld pos, %d KV x %3d, GQA %d, %dT (%2zu pieces): best %7.3f ms/token %5.1f GB/s = %5.1f%% of best "
+              "bandwidth %.1f; median %5.1f GB/s = %5.1f%% of median bandwidth %.1f\n",
+              og::kv_dtype_name(dt), (long long)n_pos, nkv, dc.d, group, threads, parts.size(),
+              double(k.size() + v.size()) / g_best / 1e6, g_best, 100 * g_best / b_best, b_best, g_med,
+              100 * g_med / b_med, b_med);
+  std::fflush(stdout);
 }
 
 // 8 sequences sharing a 1024-token prefix, then 64 decode steps of all 8.
@@ -113,13 +179,29 @@ void bench_shared_prefix(og::KvKind kind) {
 
 }  // namespace
 
-int main() {
-  std::printf("kv attention kernels: %s\n", og::kv::kv_isa_name(og::kv::kv_isa()));
-  double bw = read_bandwidth();
-  std::printf("measured read bandwidth (1 thread, 512 MiB): %.1f GB/s\n", bw);
-  for (int64_t n : {4096, 32768})
-    for (og::KvDType dt : {og::KvDType::F16, og::KvDType::BF16, og::KvDType::Q8_0}) bench_decode(dt, n, bw);
-  bench_shared_prefix(og::KvKind::kBatchedCell);
-  bench_shared_prefix(og::KvKind::kBatchedSequence);
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  std::printf("kv attention kernels: %s, %d threads, %d rounds per case (best and median)\n",
+              og::kv::kv_isa_name(og::kv::kv_isa()), og::thread_pool().size(), rounds);
+  std::vector<uint64_t> bwbuf((size_t(512) << 20) / 8);
+  for (size_t i = 0; i < bwbuf.size(); ++i) bwbuf[i] = i;
+  std::printf("read bandwidth (512 MiB): 1 thread %.1f GB/s, %d threads %.1f GB/s\n", read_bandwidth(bwbuf, 1),
+              og::thread_pool().size(), read_bandwidth(bwbuf, og::thread_pool().size()));
+  // argv[2] (optional) runs only the cases whose label "<dtype>/<positions>/<KV heads>x<dim>/<threads>T"
+  // contains it, e.g. "f16/32768" or "/1T"; "prefix" runs only the shared-prefix comparison.
+  const std::string only = argc > 2 ? argv[2] : "";
+  const DecodeCase cases[] = {{8, 4, 128, false}, {8, 4, 128, true}, {1, 4, 256, true}};
+  for (const DecodeCase& dc : cases)
+    for (int64_t n : {4096, 32768})
+      for (og::KvDType dt : {og::KvDType::F16, og::KvDType::BF16, og::KvDType::Q8_0}) {
+        const std::string label = std::string(og::kv_dtype_name(dt)) + "/" + std::to_string(n) + "/" +
+                                  std::to_string(dc.nkv) + "x" + std::to_string(dc.d) + "/" +
+                                  (dc.all_threads ? std::to_string(og::thread_pool().size()) : "1") + "T";
+        if (label.find(only) != std::string::npos) bench_decode(dt, n, dc, bwbuf, rounds);
+      }
+  if (only.empty() || only == "prefix") {
+    bench_shared_prefix(og::KvKind::kBatchedCell);
+    bench_shared_prefix(og::KvKind::kBatchedSequence);
+  }
   return 0;
 }

@@ -1,8 +1,11 @@
 // Attention over stored K/V rows, read directly in the storage dtype (no
 // dequantised copy of the history). A query group (the g query heads sharing
-// one KV head) attends over a list of spans of consecutive stored rows. The
-// scalar kernels are the reference; kv_attend_avx512.cpp holds the fast ones,
-// chosen at run time.
+// one KV head) attends over a list of spans of consecutive stored rows in one
+// pass (online softmax, flash-decoding style): blocks of rows are scored, the
+// running max/sum/accumulator are rescaled and V is accumulated while the
+// block is still in L1. Partial states over disjoint position ranges merge,
+// so one long history can be split across threads. The scalar kernels are the
+// reference; kv_attend_avx512.cpp holds the fast ones, chosen at run time.
 #pragma once
 
 #include <cstdint>
@@ -41,9 +44,46 @@ void set_kv_isa(KvIsa isa);  // throws og::Error if not available
 const AttendKernels& attend_kernels(KvDType t, KvIsa isa);
 const AttendKernels* attend_kernels_avx512(KvDType t);  // kv_attend_avx512.cpp
 
-// out[g, dv] = softmax(scale * q kᵀ) v over the spans, for q [g, dk].
-// scratch is resized to hold g * (total rows) scores.
+// Rows scored per block of the one-pass attention (scores of a block: g * kAttendBlock floats).
+constexpr int64_t kAttendBlock = 64;
+
+// Online-softmax state of g query heads over the rows folded so far, in
+// attend_state_floats(g, dv) floats: m[g] (max score, -inf when empty),
+// l[g] (Σ exp(s - m)), acc[g, dv] (Σ exp(s - m) v).
+inline int64_t attend_state_floats(int g, int dv) { return int64_t{g} * (dv + 2); }
+void attend_state_reset(float* state, int g, int dv);
+// Folds the rows of `spans` into `state`. scratch is resized to g * kAttendBlock floats.
+void attend_fold(const AttendKernels& kr, const float* q, int g, int dk, int dv, std::span<const KvSpan> spans,
+                 int64_t rbk, int64_t rbv, float scale, std::vector<float>& scratch, float* state);
+// into = the state over the union of both states' (disjoint) rows.
+void attend_state_merge(float* into, const float* part, int g, int dv);
+// out[g, dv] = acc / l (zeros for an empty state).
+void attend_state_finish(const float* state, int g, int dv, float* out);
+
+// out[g, dv] = softmax(scale * q kᵀ) v over the spans, for q [g, dk], with the
+// kernels in use (kv_isa()).
 void attend(KvDType t, const float* q, int g, int dk, int dv, std::span<const KvSpan> spans, int64_t rbk,
             int64_t rbv, float scale, std::vector<float>& scratch, float* out);
+
+// How update_and_attend splits one query group's history across threads when
+// there are fewer (row, KV head) tasks than the pool can keep busy: into at most
+// `max_parts` position ranges of at least `min_rows` rows each. Tests lower
+// min_rows to exercise the split and merge on short histories.
+struct AttendSplit {
+  int64_t min_rows = 1024;
+  int tasks_per_thread = 4;  // split while tasks < threads * tasks_per_thread
+};
+AttendSplit attend_split();
+void set_attend_split(const AttendSplit& s);
+
+// One piece of attention work: rows [begin, begin + n) of task `task`'s
+// history; slot >= 0 when the task is split (the piece's partial state goes to
+// partial slot `slot`; a task's pieces are consecutive, in row order), -1 when whole.
+struct AttendPart {
+  int64_t task, begin, n, slot;
+};
+// Plans the pieces for tasks with histories of task_rows[t] rows on `threads`
+// threads, following attend_split(); returns the number of partial slots.
+int64_t plan_attend_parts(std::span<const int64_t> task_rows, int threads, std::vector<AttendPart>* out);
 
 }  // namespace og::kv

@@ -54,34 +54,69 @@ void StoreCacheBase::update_and_attend(int cache_id, std::span<const KvRow> rows
     }
     step_.written[cache_id] = 1;
   }
+  attend_rows(cache_id, rows, q, n_heads, scale, out);
+}
+
+void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, const float* q, int n_heads, float scale,
+                                 float* out) const {
+  const CacheLayout& l = res_.caches[cache_id];
+  const int nkv = l.n_kv_heads, dk = l.head_dim_k, dv = l.head_dim_v;
   const int group = n_heads / nkv;
-  const int64_t n_tasks = int64_t(rows.size()) * nkv;
+  auto first_pos = [&](const KvRow& r) { return l.window > 0 ? std::max<int64_t>(0, r.pos - l.window + 1) : 0; };
+  // Tasks: (row, KV head), row-major; too few of them to keep the pool busy
+  // and long histories are split into position ranges.
+  std::vector<int64_t> task_rows;
+  task_rows.reserve(rows.size() * nkv);
   int64_t work = 0;
-  for (const KvRow& r : rows) work += (l.window > 0 ? std::min<int64_t>(r.pos + 1, l.window) : r.pos + 1);
+  for (const KvRow& r : rows) {
+    work += r.pos + 1 - first_pos(r);
+    for (int h = 0; h < nkv; ++h) task_rows.push_back(r.pos + 1 - first_pos(r));
+  }
   work *= int64_t{n_heads} * (dk + dv);
-  auto run = [&](int64_t t0, int64_t t1) {
-    thread_local std::vector<float> scratch;
+  std::vector<AttendPart> parts;
+  const int64_t n_slots = plan_attend_parts(task_rows, thread_pool().size(), &parts);
+  const int64_t state_n = attend_state_floats(group, dv);
+  std::vector<float> partials(size_t(n_slots * state_n));
+  const AttendKernels& kr = attend_kernels(res_.policy.dtype, kv_isa());
+  auto run = [&](int64_t i0, int64_t i1) {
+    thread_local std::vector<float> scratch, state;
     thread_local std::vector<KvSpan> spans, head_spans;
-    int64_t cur_row = -1, ks = 0, vs = 0;
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t i = t / nkv;
-      const int h = int(t % nkv);
-      const KvRow& r = rows[i];
-      if (i != cur_row) {
-        int64_t lo = l.window > 0 ? std::max<int64_t>(0, r.pos - l.window + 1) : 0;
+    state.resize(size_t(state_n));
+    int64_t cur_row = -1, cur_lo = -1, ks = 0, vs = 0;
+    for (int64_t i = i0; i < i1; ++i) {
+      const AttendPart& pt = parts[size_t(i)];
+      const int64_t row = pt.task / nkv;
+      const int h = int(pt.task % nkv);
+      const int64_t lo = first_pos(rows[size_t(row)]) + pt.begin;
+      if (row != cur_row || lo != cur_lo) {
         spans.clear();
-        read_spans(cache_id, r.seq, lo, r.pos, &spans, &ks, &vs);
-        cur_row = i;
+        read_spans(cache_id, rows[size_t(row)].seq, lo, lo + pt.n - 1, &spans, &ks, &vs);
+        cur_row = row, cur_lo = lo;
       }
       head_spans.assign(spans.begin(), spans.end());
-      for (KvSpan& s : head_spans) s.k += h * ks, s.v += h * vs;
-      const int64_t qh = i * n_heads + int64_t{h} * group;
-      attend(dt, q + qh * dk, group, dk, dv, head_spans, l.row_bytes_k, l.row_bytes_v, scale, scratch,
-             out + qh * dv);
+      for (KvSpan& sp : head_spans) sp.k += h * ks, sp.v += h * vs;
+      const int64_t qh = row * n_heads + int64_t{h} * group;
+      float* st = pt.slot >= 0 ? partials.data() + pt.slot * state_n : state.data();
+      attend_state_reset(st, group, dv);
+      attend_fold(kr, q + qh * dk, group, dk, dv, head_spans, l.row_bytes_k, l.row_bytes_v, scale, scratch, st);
+      if (pt.slot < 0) attend_state_finish(st, group, dv, out + qh * dv);
     }
   };
-  if (n_tasks >= 2 && work >= (int64_t{1} << 18)) thread_pool().parallel_for(n_tasks, run);
-  else run(0, n_tasks);
+  const int64_t n_parts = int64_t(parts.size());
+  if (n_parts >= 2 && work >= (int64_t{1} << 18)) thread_pool().parallel_for(n_parts, run);
+  else run(0, n_parts);
+  // Merge the pieces of each split task, in position order (never inside the parallel_for).
+  for (size_t i = 0; i < parts.size();) {
+    size_t e = i + 1;
+    if (parts[i].slot >= 0) {
+      float* first = partials.data() + parts[i].slot * state_n;
+      for (; e < parts.size() && parts[e].task == parts[i].task; ++e)
+        attend_state_merge(first, partials.data() + parts[e].slot * state_n, group, dv);
+      const int64_t t = parts[i].task, qh = (t / nkv) * n_heads + (t % nkv) * group;
+      attend_state_finish(first, group, dv, out + qh * dv);
+    }
+    i = e;
+  }
 }
 
 }  // namespace og::kv

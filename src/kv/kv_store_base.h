@@ -1,7 +1,8 @@
 // StoreCacheBase: what the storing kinds (sequence, batched-sequence,
 // batched-cell) share: the step protocol and the update_and_attend driver
 // (write rows, then attend each (row, KV head) over spans of stored rows,
-// in parallel on the thread pool when the work is large).
+// in parallel on the thread pool when the work is large, long histories split
+// into position ranges whose partial softmax states are merged).
 #pragma once
 
 #include <vector>
@@ -42,6 +43,11 @@ class StoreCacheBase : public KvCache {
   // Head-0 spans covering positions [lo, hi] (any order), and the head strides.
   virtual void read_spans(int c, int seq, int64_t lo, int64_t hi, std::vector<KvSpan>* out, int64_t* k_head_stride,
                           int64_t* v_head_stride) const = 0;
+
+  // Attends each (row, KV head) over the stored history (after the write),
+  // split into position ranges across the pool when there are few tasks.
+  void attend_rows(int cache_id, std::span<const KvRow> rows, const float* q, int n_heads, float scale,
+                   float* out) const;
 
   static KvResult unknown(int seq) {
     return refuse(KvStatus::kUnknownSequence, cat("kv cache: unknown sequence ", seq));
