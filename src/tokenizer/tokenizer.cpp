@@ -1,6 +1,9 @@
 // Tokenizer::from_path and the other file-kind loaders: vocab.json + merges.txt,
 // SentencePiece tokenizer.model, and the HF config files beside a tokenizer.
 #include <nlohmann/json.hpp>
+
+#include <climits>
+#include <optional>
 #include <sentencepiece_processor.h>
 
 #include "base/error.h"
@@ -40,11 +43,21 @@ std::string token_text(const json& v) {
   return {};
 }
 
-void collect_ids(const json& v, std::vector<int32_t>& out) {
-  if (v.is_number_integer()) out.push_back(v.get<int32_t>());
-  if (v.is_array())
-    for (const json& e : v)
-      if (e.is_number_integer()) out.push_back(e.get<int32_t>());
+// One token id from a config: an integer in int32 range; anything else is an error naming the file and key.
+int32_t config_id(const json& v, const std::string& file, const char* key) {
+  OG_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= INT32_MAX, file, ": ", key,
+           " must be a token id (a non-negative integer) or a list of them, got ", v.dump().substr(0, 60));
+  return static_cast<int32_t>(v.get<int64_t>());
+}
+
+// "eos_token_id": 2 | [1, 106] | null
+void collect_ids(const json& v, std::vector<int32_t>& out, const std::string& file, const char* key) {
+  if (v.is_null()) return;
+  if (v.is_array()) {
+    for (const json& e : v) out.push_back(config_id(e, file, key));
+    return;
+  }
+  out.push_back(config_id(v, file, key));
 }
 
 }  // namespace
@@ -155,8 +168,13 @@ void apply_hf_configs(PipelineTokenizer& tok, const std::string& dir) {
       if (tc.contains("eos_token")) lookup(tc["eos_token"], s.eos);
       if (tc.contains("unk_token")) lookup(tc["unk_token"], s.unk);
       if (tc.contains("pad_token")) lookup(tc["pad_token"], s.pad);
-      if (tc.contains("add_bos_token") && tc["add_bos_token"].is_boolean()) tok.set_add_bos(tc["add_bos_token"].get<bool>());
-      if (tc.contains("add_eos_token") && tc["add_eos_token"].is_boolean()) tok.set_add_eos(tc["add_eos_token"].get<bool>());
+      auto flag = [&](const char* key) -> std::optional<bool> {
+        if (!tc.contains(key) || tc[key].is_null()) return std::nullopt;
+        OG_CHECK(tc[key].is_boolean(), tc_path, ": ", key, " must be true or false, got ", tc[key].dump().substr(0, 60));
+        return tc[key].get<bool>();
+      };
+      if (const auto b = flag("add_bos_token")) tok.set_add_bos(*b);
+      if (const auto e = flag("add_eos_token")) tok.set_add_eos(*e);
     }
   }
   for (const char* name : {"generation_config.json", "config.json"}) {
@@ -164,9 +182,11 @@ void apply_hf_configs(PipelineTokenizer& tok, const std::string& dir) {
     if (!file_exists(p)) continue;
     const json c = read_json(p);
     if (!c.is_object()) continue;
-    if (c.contains("eos_token_id")) collect_ids(c["eos_token_id"], extra_eos);
-    if (s.pad < 0 && c.contains("pad_token_id") && c["pad_token_id"].is_number_integer())
-      s.pad = c["pad_token_id"].get<int32_t>();
+    if (c.contains("eos_token_id")) collect_ids(c["eos_token_id"], extra_eos, p, "eos_token_id");
+    if (c.contains("pad_token_id") && !c["pad_token_id"].is_null()) {
+      const int32_t pad = config_id(c["pad_token_id"], p, "pad_token_id");
+      if (s.pad < 0) s.pad = pad;
+    }
   }
   for (int32_t id : extra_eos)
     OG_CHECK(id >= 0 && id < tok.n_vocab(), dir, ": eos_token_id ", id, " is outside the vocabulary (", tok.n_vocab(), " tokens)");

@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "format/gguf.h"
@@ -161,6 +164,45 @@ TEST(TokenizerErrors, BadPathsAndIds) {
   const std::vector<int32_t> bad = {1, 512};
   EXPECT_NE(error_of([&] { tok->decode(bad); }).find("token id 512 out of range"), std::string::npos);
   EXPECT_NE(error_of([&] { tok->token_bytes(-1); }).find("token id -1 out of range"), std::string::npos);
+}
+
+
+// Ill-typed special-id fields beside a tokenizer are errors naming file and key, never silently ignored.
+TEST(TokenizerErrors, IllTypedHfConfigFields) {
+  const std::string dir = ::testing::TempDir() + "og_tok_cfg";
+  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
+  const std::string tj = read_text_file(kModels + "stories260K-hf/tokenizer.json");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::FILE* f = std::fopen((dir + "/" + name).c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  };
+  write("tokenizer.json", tj);
+  struct Case {
+    const char* file;
+    const char* text;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"generation_config.json", R"({"eos_token_id": "x"})", "generation_config.json: eos_token_id must be a token id"},
+      {"generation_config.json", R"({"eos_token_id": [2, 1.5]})", "eos_token_id must be a token id"},
+      {"generation_config.json", R"({"eos_token_id": 99999999999})", "eos_token_id must be a token id"},
+      {"generation_config.json", R"({"pad_token_id": "p"})", "pad_token_id must be a token id"},
+      {"config.json", R"({"eos_token_id": 100000})", "outside the vocabulary"},
+      {"tokenizer_config.json", R"({"add_bos_token": "yes"})", "add_bos_token must be true or false"},
+  };
+  for (const Case& c : cases) {
+    for (const char* f : {"generation_config.json", "config.json", "tokenizer_config.json"}) std::remove((dir + "/" + f).c_str());
+    write(c.file, c.text);
+    EXPECT_NE(error_of([&] { Tokenizer::from_path(dir); }).find(c.expect), std::string::npos) << c.text;
+  }
+  // null and lists are fine.
+  for (const char* f : {"generation_config.json", "config.json", "tokenizer_config.json"}) std::remove((dir + "/" + f).c_str());
+  write("generation_config.json", R"({"eos_token_id": [2, 1], "pad_token_id": null})");
+  write("tokenizer_config.json", R"({"add_bos_token": null})");
+  const auto tok = Tokenizer::from_path(dir);
+  EXPECT_EQ(tok->special().eos, 2);
 }
 
 }  // namespace
