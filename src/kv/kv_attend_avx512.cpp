@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <cstdint>
 #include <cstring>
 
 #include "kv/kv_attend.h"
@@ -140,11 +141,11 @@ inline void tile_dispatch(const float* q, int dk, const uint8_t* k, int64_t rbk,
 }
 
 // Rows in groups of R (8 for one head, 4 for 2-4 heads, 2 for 8), heads in groups of 8/4/2/1.
-// Asks for n rows of rb bytes at p ahead of use (a prefetch never faults, so
-// rows past the span are harmless). Measured: ~3-5% on 32k-position decode.
-inline void prefetch_rows(const uint8_t* p, int64_t rb, int n) {
-  const char* b = reinterpret_cast<const char*>(p);
-  for (int64_t o = 0; o < n * rb; o += 64) _mm_prefetch(b + o, _MM_HINT_T0);
+// Asks for n rows of rb bytes at address p ahead of use (a prefetch never
+// faults, so rows past the span are harmless; the address is computed as an
+// integer so that no pointer leaves its object). Measured: ~3-5% on 32k-position decode.
+inline void prefetch_rows(uintptr_t p, int64_t rb, int n) {
+  for (int64_t o = 0; o < n * rb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + uintptr_t(o)), _MM_HINT_T0);
 }
 constexpr int kPrefetchRows = 24;  // how far ahead of use K and V rows are prefetched
 
@@ -154,7 +155,7 @@ void scores_heads(const float* q, int dk, const uint8_t* k, int64_t rbk, int64_t
   constexpr int R = G == 1 ? (std::is_same_v<L, Q8> ? 4 : 8) : (G <= 4 ? 4 : 2);
   int64_t i = 0;
   for (; i + R <= n; i += R) {
-    prefetch_rows(k + (i + kPrefetchRows) * rbk, rbk, R);
+    prefetch_rows(reinterpret_cast<uintptr_t>(k) + uintptr_t((i + kPrefetchRows) * rbk), rbk, R);
     tile_dispatch<R, G, L>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
   }
   for (; i < n; ++i) tile_dispatch<1, G, L>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
@@ -186,7 +187,7 @@ void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64
     for (int c = 0; c < C; ++c) acc[j][c] = _mm512_maskz_loadu_ps(masks[c], out + int64_t{j} * dv + d0 + 16 * c);
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t* row = v + i * rbv;
-    if (d0 == 0) prefetch_rows(row + kPrefetchRows * rbv, rbv, 1);
+    if (d0 == 0) prefetch_rows(reinterpret_cast<uintptr_t>(row) + uintptr_t(kPrefetchRows * rbv), rbv, 1);
     __m512 wv[G];
 #pragma GCC unroll 8
     for (int j = 0; j < G; ++j) wv[j] = _mm512_set1_ps(w[j * ws + i]);
