@@ -19,6 +19,18 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+namespace {
+// True on a thread while it runs a chunk of a parallel_for job: a nested
+// parallel_for from there runs inline instead of waiting on busy workers.
+thread_local bool t_in_job = false;
+
+struct InJob {
+  bool saved = t_in_job;
+  InJob() { t_in_job = true; }
+  ~InJob() { t_in_job = saved; }
+};
+}  // namespace
+
 static void run_chunk(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int idx, int parts) {
   int64_t begin = n * idx / parts, end = n * (idx + 1) / parts;
   if (begin < end) fn(begin, end);
@@ -26,10 +38,13 @@ static void run_chunk(const std::function<void(int64_t, int64_t)>& fn, int64_t n
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  if (n_threads_ == 1 || n == 1) {
+  if (n_threads_ == 1 || n == 1 || t_in_job) {
+    InJob in_job;
     fn(0, n);
     return;
   }
+  // One job at a time: concurrent callers from different threads take turns.
+  std::lock_guard<std::mutex> call_lock(call_mu_);
   {
     std::lock_guard<std::mutex> lk(mu_);
     job_ = &fn;
@@ -41,6 +56,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   cv_start_.notify_all();
   std::exception_ptr mine;
   try {
+    InJob in_job;
     run_chunk(fn, n, 0, n_threads_);
   } catch (...) {
     mine = std::current_exception();
@@ -67,6 +83,7 @@ void ThreadPool::worker(int idx) {
     }
     std::exception_ptr err;
     try {
+      InJob in_job;
       run_chunk(*job, n, idx, n_threads_);
     } catch (...) {
       err = std::current_exception();

@@ -22,12 +22,15 @@ class ThreadPool {
   int size() const { return n_threads_; }
   // Calls fn(begin, end) on disjoint chunks covering [0, n); returns when all
   // are done. An exception thrown by fn is rethrown here (the first one).
+  // Safe to call from several threads (jobs take turns) and from inside a job
+  // (the nested call runs inline on the calling thread).
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
   void worker(int idx);
   int n_threads_;
   std::vector<std::thread> workers_;
+  std::mutex call_mu_;  // held by the thread whose job is running
   std::mutex mu_;
   std::condition_variable cv_start_, cv_done_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -29,6 +30,28 @@ TEST(ThreadPool, RethrowsWorkerError) {
   std::atomic<int> sum{0};
   pool.parallel_for(10, [&](int64_t b, int64_t e) { sum += static_cast<int>(e - b); });
   EXPECT_EQ(sum.load(), 10);
+}
+
+TEST(ThreadPool, NestedCallRunsInline) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> sum{0};
+  pool.parallel_for(4, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      pool.parallel_for(10, [&](int64_t b2, int64_t e2) { sum += e2 - b2; });
+  });
+  EXPECT_EQ(sum.load(), 40);
+}
+
+TEST(ThreadPool, ConcurrentCallersTakeTurns) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> sum{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      for (int r = 0; r < 200; ++r) pool.parallel_for(7, [&](int64_t b, int64_t e) { sum += e - b; });
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(sum.load(), 4 * 200 * 7);
 }
 
 }  // namespace og
