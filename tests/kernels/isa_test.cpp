@@ -27,9 +27,9 @@ bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType
 
 // Tolerance of y[i, r] for one (weight row, activation row) pair.
 // Float weights: f32 accumulation in another order, |err| ≤ 1e-5·Σ|w·x|.
-// Quantized weights: each activation block of 32 is rounded to int8 with step
-// d = amax/127, an error uniform in ±d/2 (σ = d/√12) per element, independent
-// across elements; the dot error then has σ ≤ ‖w‖·amax/(127·√12). The budget
+// Quantized weights: each activation block (32, or 256 for the K-quants) is
+// rounded to int8 with step d = amax/127 ≤ row amax/127, an error uniform in
+// ±d/2 (σ = d/√12) per element, independent across elements; the dot error then has σ ≤ ‖w‖·amax/(127·√12). The budget
 // is 6σ (with amax the row's largest |x|), plus float rounding.
 double tolerance(DType t, const float* w, const float* x, int64_t n) {
   double sabs = 0, w2 = 0, amax = 0;
@@ -40,6 +40,26 @@ double tolerance(DType t, const float* w, const float* x, int64_t n) {
   }
   if (is_float(t)) return 1e-5 * sabs + 1e-6;
   return 6.0 * std::sqrt(w2) * amax / (127.0 * std::sqrt(12.0)) + 1e-5 * sabs + 1e-6;
+}
+
+// Worst case of the fast kernels' activation rounding: each activation block
+// (256 for the K-quants, Q8_K style; 32 for the other quantized dtypes) is
+// rounded to int8 with step amax/127, so |err| ≤ Σ_blocks amax/254 · Σ|w|.
+// Per-256 blocks let one outlier zero out small values up to 255 positions
+// away (ActivationOutliersAndZeros: 1e4 at [5] rounds −3 at [200] to 0).
+double worst_activation_rounding(DType t, const float* w, const float* x, int64_t n) {
+  if (is_float(t)) return 0.0;
+  const int64_t blk = dtype_info(t).block == 256 ? 256 : 32;
+  double total = 0;
+  for (int64_t b = 0; b < n; b += blk) {
+    double amax = 0, wabs = 0;
+    for (int64_t k = b; k < b + blk; ++k) {
+      amax = std::max(amax, std::fabs(static_cast<double>(x[k])));
+      wabs += std::fabs(static_cast<double>(w[k]));
+    }
+    total += amax / 254.0 * wabs;
+  }
+  return total;
 }
 
 void check_matmul(Isa isa, DType t, int64_t n_out, int64_t n_in, int64_t n_x, uint32_t seed) {
@@ -81,6 +101,13 @@ TEST(IsaMatmul, LargeEnoughToUseTheThreadPool) {
     for (DType t : {DType::F16, DType::Q4_K, DType::Q8_0, DType::Q6_K}) check_matmul(isa, t, 67, 1024, 6, 9);
 }
 
+TEST(IsaMatmul, LongRowsSplitActivationsIntoChunks) {
+  // The K-quant kernels walk activation rows in L2-sized chunks (256 KiB of
+  // int8: 16 rows of 16384) and tile each chunk: 17 rows cross a chunk edge.
+  for (Isa isa : available_isas())
+    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) check_matmul(isa, t, 5, 16384, 17, 11);
+}
+
 TEST(IsaMatmul, ActivationOutliersAndZeros) {
   for (Isa isa : available_isas())
     for (DType t : all_weight_dtypes()) {
@@ -95,9 +122,12 @@ TEST(IsaMatmul, ActivationOutliersAndZeros) {
       x[n_in + 200] = -3.0f;
       matmul_with(kernel_table(isa), w, x.data(), 2, y.data());
       matmul_with(kernel_table(Isa::kScalar), w, x.data(), 2, yr.data());
+      std::vector<float> deq(static_cast<size_t>(n_in));
       for (int r = 0; r < 5; ++r) {
         EXPECT_EQ(y[r], 0.0f) << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(t));
-        EXPECT_NEAR(y[5 + r], yr[5 + r], 1e-3 * std::fabs(yr[5 + r]) + 0.05f)
+        dequantize_row(t, bytes.data() + r * rb, deq.data(), n_in);
+        const double bound = worst_activation_rounding(t, deq.data(), x.data() + n_in, n_in);
+        EXPECT_NEAR(y[5 + r], yr[5 + r], bound + 1e-4 * std::fabs(yr[5 + r]) + 1e-3)
             << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(t));
       }
     }

@@ -5,6 +5,9 @@
 #define OG_X86_FXT 4
 #define OG_X86_QRT 2
 #define OG_X86_QXT 4
+#define OG_X86_KRT 1
+#define OG_X86_KXT 4
+#define OG_X86_KRD 2
 #include "kernels/x86/matmul_x86.inc"
 
 namespace og::kernels {

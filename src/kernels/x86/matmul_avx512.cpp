@@ -6,6 +6,9 @@
 #define OG_X86_FXT 4
 #define OG_X86_QRT 4
 #define OG_X86_QXT 4
+#define OG_X86_KRT 2
+#define OG_X86_KXT 6
+#define OG_X86_KRD 4
 #include "kernels/x86/matmul_x86.inc"
 
 namespace og::kernels {
