@@ -59,6 +59,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run) {
   fl.add_int("prefill-chunk-size", &f.prefill_chunk_size, 1, kIntMax,
              "prefill runs in chunks of this many tokens; bounds ring layers");
   fl.add_int("threads", &f.threads, 0, 1024, "worker threads; 0 = all cores");
+  fl.add_bool("mmap", &f.mmap, "keep weights in the mapped file: less memory, slower decode (default: huge-page copy)");
   if (run) fl.add_bool("warmup", &f.warmup, "one unmeasured run first (not with --interactive)");
   fl.add_choice("stats", &f.stats, {"text", "json"}, "report format on stderr");
 }
@@ -83,7 +84,9 @@ void check_llm_flags(const Flags& fl, const LlmFlags& f, bool run) {
 Loaded load_llm(const LlmFlags& f) {
   Loaded l;
   Timer t;
-  l.model = Model::load(f.model);
+  LoadOptions opts;
+  opts.mmap_only = f.mmap;
+  l.model = Model::load(f.model, opts);
   std::optional<std::string> model_template;
   if (!f.tokenizer.empty()) {
     l.tok = Tokenizer::from_path(f.tokenizer);

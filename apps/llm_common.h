@@ -37,6 +37,7 @@ struct LlmFlags {
   int64_t prefill_chunk_size = 512;
   int64_t threads = 0;  // 0: all cores
   bool warmup = false;
+  bool mmap = false;  // weights stay in the mapped file (no huge-page copy)
   bool interactive = false;
   std::string stats = "text";
 };

@@ -14,8 +14,12 @@ namespace og {
 // Validates `config`, binds its tensors from `source` (named by
 // config.layout / hf_prefix) and returns the model, which keeps `source`
 // alive. `gguf` is the same object as `source` when it is a GGUF file.
+// Unless opts.mmap_only, the matrices are copied into huge pages
+// (place_weights_in_huge_pages); source_is_mapped: the source's tensor bytes
+// are a read-only file mapping whose copied pages may be dropped.
 std::unique_ptr<Model> make_model(ModelConfig config, std::shared_ptr<const TensorSource> source,
-                                  const GgufFile* gguf = nullptr);
+                                  const GgufFile* gguf = nullptr, const LoadOptions& opts = {},
+                                  bool source_is_mapped = false);
 
 // The generic forward pass (forward.cpp): see Model::forward. Allocates its
 // scratch per call; no state is kept between calls.

@@ -26,10 +26,12 @@ namespace {
 
 class LoadedModel : public Model {
  public:
-  LoadedModel(ModelConfig c, std::shared_ptr<const TensorSource> src, const GgufFile* gguf)
+  LoadedModel(ModelConfig c, std::shared_ptr<const TensorSource> src, const GgufFile* gguf, const LoadOptions& opts,
+              bool source_is_mapped)
       : config_(std::move(c)), source_(std::move(src)), gguf_(gguf) {
     validate_config(config_, source_->source_name());
     weights_ = bind_weights(config_, *source_);
+    if (!opts.mmap_only) weight_copy_ = place_weights_in_huge_pages(weights_, source_is_mapped);
     geometry_ = kv_geometry_from_config(config_);
   }
   const ModelConfig& config() const override { return config_; }
@@ -47,10 +49,11 @@ class LoadedModel : public Model {
   std::shared_ptr<const TensorSource> source_;
   const GgufFile* gguf_;
   Weights weights_;
+  HugePageBuffer weight_copy_;  // the matrices unless mmap_only (weights_ points here)
   KvGeometry geometry_;
 };
 
-std::unique_ptr<Model> load_gguf(const std::string& path) {
+std::unique_ptr<Model> load_gguf(const std::string& path, const LoadOptions& opts) {
   std::shared_ptr<GgufFile> f = GgufFile::open(path);
   const std::optional<std::string> arch = f->get_string("general.architecture");
   OG_CHECK(arch.has_value(), path, ": missing required key general.architecture");
@@ -64,7 +67,7 @@ std::unique_ptr<Model> load_gguf(const std::string& path) {
   c.layout = WeightLayout::kGguf;
   family->from_gguf(*f, *arch, c);
   const GgufFile* g = f.get();
-  return make_model(std::move(c), std::move(f), g);
+  return make_model(std::move(c), std::move(f), g, opts, true);
 }
 
 // The decoder tensors' prefix: text-only checkpoints use "model.", multimodal
@@ -75,7 +78,7 @@ std::string hf_prefix(const TensorSource& w) {
   fail(w.source_name(), ": missing tensor model.embed_tokens.weight");
 }
 
-std::unique_ptr<Model> load_hf(const std::string& dir) {
+std::unique_ptr<Model> load_hf(const std::string& dir, const LoadOptions& opts) {
   HfCheckpoint ck = HfCheckpoint::open(dir);
   const std::string file = dir + "/config.json";
   const nlohmann::json& cfg = ck.config;
@@ -95,22 +98,22 @@ std::unique_ptr<Model> load_hf(const std::string& dir) {
   c.layout = WeightLayout::kHf;
   c.hf_prefix = hf_prefix(*weights);
   family->from_hf(HfInput{nested ? cfg["text_config"] : cfg, file, *weights}, c);
-  return make_model(std::move(c), std::move(weights), nullptr);
+  return make_model(std::move(c), std::move(weights), nullptr, opts, true);
 }
 
 }  // namespace
 
 std::unique_ptr<Model> make_model(ModelConfig config, std::shared_ptr<const TensorSource> source,
-                                  const GgufFile* gguf) {
+                                  const GgufFile* gguf, const LoadOptions& opts, bool source_is_mapped) {
   OG_CHECK(source != nullptr, "make_model: no tensor source");
-  return std::make_unique<LoadedModel>(std::move(config), std::move(source), gguf);
+  return std::make_unique<LoadedModel>(std::move(config), std::move(source), gguf, opts, source_is_mapped);
 }
 
-std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions&) {
+std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
   std::error_code ec;
   OG_CHECK(std::filesystem::exists(path, ec), path, ": no such file or directory");
-  if (std::filesystem::is_directory(path, ec)) return load_hf(path);
-  return load_gguf(path);
+  if (std::filesystem::is_directory(path, ec)) return load_hf(path, opts);
+  return load_gguf(path, opts);
 }
 
 }  // namespace og

@@ -32,9 +32,9 @@ struct Batch {
 };
 
 struct LoadOptions {
-  // Keep weights in the mapped file (no copies), for memory-tight runs. The
-  // reference loader always does this for matrices (only norm and bias
-  // vectors are copied to f32), so the flag changes nothing yet.
+  // Keep the weight matrices in the mapped file (no copies, pages shared with
+  // the page cache), for memory-tight runs. Default: they are copied into
+  // huge-page memory (faster decode) and the file's pages are dropped.
   bool mmap_only = false;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "format/tensor_source.h"
 #include "model/config.h"
 #include "tensor/tensor_view.h"
@@ -55,6 +56,14 @@ struct Weights {
 // model falls back to the embedding (as llama.cpp does) and sets it true;
 // an HF model without lm_head.weight is an error.
 Weights bind_weights(ModelConfig& c, const TensorSource& src);
+
+// Copies the matrices read in full every token (all layer matrices, and the
+// output matrix, with the embedding when tied) into one huge-page buffer and
+// repoints the views at it; the caller keeps the buffer alive as long as w.
+// release_source: the views pointed into a read-only file mapping, whose
+// pages are then dropped from this process as each is copied (RSS stays near
+// one copy). Never for in-memory sources (it would zero them).
+HugePageBuffer place_weights_in_huge_pages(Weights& w, bool release_source);
 
 // A 1-D (or any) tensor as f32 values, checking its element count.
 std::vector<float> tensor_to_f32(const TensorSource& src, const std::string& name, int64_t n);

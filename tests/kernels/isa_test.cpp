@@ -29,7 +29,8 @@ bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType
 // Float weights: f32 accumulation in another order, |err| ≤ 1e-5·Σ|w·x|.
 // Quantized weights: each activation block (32, or 256 for the K-quants) is
 // rounded to int8 with step d = amax/127 ≤ row amax/127, an error uniform in
-// ±d/2 (σ = d/√12) per element, independent across elements; the dot error then has σ ≤ ‖w‖·amax/(127·√12). The budget
+// ±d/2 (σ = d/√12) per element, independent across elements; the dot error
+// then has σ ≤ ‖w‖·amax/(127·√12). The budget
 // is 6σ (with amax the row's largest |x|), plus float rounding.
 double tolerance(DType t, const float* w, const float* x, int64_t n) {
   double sabs = 0, w2 = 0, amax = 0;

@@ -1,0 +1,35 @@
+// place_weights_in_huge_pages: the weight matrices copied out of the source
+// (a mapped file) into one huge-page buffer, the views repointed.
+#include <cstring>
+#include <vector>
+
+#include "base/huge_pages.h"
+#include "model/weights.h"
+
+namespace og {
+
+HugePageBuffer place_weights_in_huge_pages(Weights& w, bool release_source) {
+  // Every matrix read in full per token. An untied embedding is only read a
+  // few rows per token, so it stays where it is (no copy, no resident bytes).
+  const bool tied = w.output.data == w.token_embd.data;
+  std::vector<TensorView*> views = {&w.output};
+  for (LayerWeights& L : w.layers)
+    for (TensorView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      if (v->data) views.push_back(v);
+  size_t total = 0;
+  for (const TensorView* v : views) total += (static_cast<size_t>(v->nbytes()) + 63) / 64 * 64;
+  HugePageBuffer buf(total);
+  size_t off = 0;
+  for (TensorView* v : views) {
+    const size_t n = static_cast<size_t>(v->nbytes());
+    std::memcpy(buf.data() + off, v->data, n);
+    // One tensor at a time, so peak memory stays near one copy of the weights.
+    if (release_source) release_file_pages(v->data, n);
+    v->data = buf.data() + off;
+    off += (n + 63) / 64 * 64;
+  }
+  if (tied) w.token_embd.data = w.output.data;
+  return buf;
+}
+
+}  // namespace og
