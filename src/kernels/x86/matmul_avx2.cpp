@@ -7,6 +7,7 @@
 #define OG_X86_QXT 4
 #define OG_X86_KRT 1
 #define OG_X86_KXT 4
+#define OG_X86_KXT6 4
 #define OG_X86_KRD 2
 #include "kernels/x86/matmul_x86.inc"
 

@@ -8,6 +8,7 @@
 #define OG_X86_QXT 4
 #define OG_X86_KRT 2
 #define OG_X86_KXT 6
+#define OG_X86_KXT6 8
 #define OG_X86_KRD 4
 #include "kernels/x86/matmul_x86.inc"
 
