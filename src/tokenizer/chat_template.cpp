@@ -340,10 +340,25 @@ std::vector<int32_t> chat_stop_ids(const ChatTemplate& tmpl, const Tokenizer& to
   return ids;
 }
 
-std::vector<int32_t> encode_chat(const Tokenizer& tok, std::span<const ChatSegment> segments, bool first) {
+namespace {
+bool is_ascii_whitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+}  // namespace
+
+std::vector<int32_t> encode_chat(const Tokenizer& tok, std::span<const ChatSegment> segments, bool first,
+                                 int32_t after_id) {
   std::vector<TextPart> parts;
   parts.reserve(segments.size());
-  for (const ChatSegment& seg : segments) parts.push_back({seg.text, seg.is_template});
+  bool strip = after_id >= 0 && tok.strips_space_after(after_id);
+  for (const ChatSegment& seg : segments) {
+    std::string_view text = seg.text;
+    if (strip) {
+      size_t n = 0;
+      while (n < text.size() && is_ascii_whitespace(text[n])) ++n;
+      text.remove_prefix(n);
+      strip = text.empty();  // all whitespace: keep stripping into the next segment
+    }
+    parts.push_back({text, seg.is_template});
+  }
   std::vector<int32_t> ids = tok.encode_parts(parts, /*add_special=*/false);
   const SpecialTokens& sp = tok.special();
   if (first && sp.add_bos && sp.bos >= 0 && (ids.empty() || ids[0] != sp.bos)) ids.insert(ids.begin(), sp.bos);

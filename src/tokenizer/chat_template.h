@@ -123,6 +123,11 @@ std::vector<int32_t> chat_stop_ids(const ChatTemplate& tmpl, const Tokenizer& to
 // special-token texts become special tokens only inside the template's own
 // segments, never inside contents; no EOS is added, and BOS is prepended only
 // when `first` and the vocabulary adds BOS (see the BOS rule above).
-std::vector<int32_t> encode_chat(const Tokenizer& tok, std::span<const ChatSegment> segments, bool first);
+// after_id: the token the segments continue (a delta's: the last token already
+// in the cache; -1 = none). When it swallows the whitespace on its right
+// (tok.strips_space_after, e.g. Phi-3's <|end|>), the leading whitespace of the
+// segments is dropped, so incremental chat gives the ids of the whole render.
+std::vector<int32_t> encode_chat(const Tokenizer& tok, std::span<const ChatSegment> segments, bool first,
+                                 int32_t after_id = -1);
 
 }  // namespace og

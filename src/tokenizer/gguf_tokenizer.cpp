@@ -1,5 +1,6 @@
 // Tokenizer::from_gguf: GGUF tokenizer.ggml.* metadata (`llama` SentencePiece
 // BPE by scores, `gpt2` byte-level BPE with merges) -> PipelineSpec.
+#include <cctype>
 #include <memory>
 
 #include "base/error.h"
@@ -60,6 +61,39 @@ void add_special_pieces(PipelineSpec& spec) {
   }
 }
 
+bool contains_any(const std::string& s, std::initializer_list<const char*> subs) {
+  for (const char* sub : subs)
+    if (s.find(sub) != std::string::npos) return true;
+  return false;
+}
+
+void set_strip(PipelineSpec& spec, const char* piece, bool lstrip, bool value) {
+  for (tok::AddedToken& a : spec.added)
+    if (a.content == piece) (lstrip ? a.lstrip : a.rstrip) = value;
+}
+
+// GGUF has no lstrip/rstrip flags; llama.cpp sets them by model name the way
+// the HF tokenizers of those models do. Phi-3 (general.name containing "phi-3"
+// or "phi3", case-insensitive): every special piece swallows the whitespace on
+// its right except <unk>, <s> and <|endoftext|>, so "<|user|>\nHi" is
+// <|user|> ▁Hi. Jina v2 / nomic-bert-moe / jina-bert-v3 "<mask>" and
+// modern-bert "[MASK]" swallow the whitespace on their left.
+void apply_name_strip_rules(const GgufFile& g, PipelineSpec& spec) {
+  std::string name = g.get_string("general.name").value_or("");
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string pre = g.get_string("tokenizer.ggml.pre").value_or("");
+  const std::string arch = g.get_string("general.architecture").value_or("");
+  if (contains_any(pre, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) ||
+      contains_any(arch, {"nomic-bert-moe", "jina-bert-v3"})) {
+    set_strip(spec, "<mask>", true, true);
+  } else if (contains_any(name, {"phi-3", "phi3"})) {
+    for (tok::AddedToken& a : spec.added) a.rstrip = true;
+    for (const char* p : {"<unk>", "<s>", "<|endoftext|>"}) set_strip(spec, p, false, false);
+  } else if (contains_any(name, {"modern-bert"})) {
+    set_strip(spec, "[MASK]", true, true);
+  }
+}
+
 void read_merges(const GgufFile& g, PipelineSpec& spec) {
   auto merges = g.get_string_array("tokenizer.ggml.merges");
   OG_CHECK(merges && !merges->empty(), g.source_name(),
@@ -91,6 +125,7 @@ std::unique_ptr<Tokenizer> bert_from_gguf(const GgufFile& g) {
   spec.kind = "gguf bert (WordPiece)";
   spec.model = tok::ModelKind::kWordPiece;
   add_special_pieces(spec);
+  apply_name_strip_rules(g, spec);
   SpecialTokens& s = spec.special;
   s.unk = special_id(g, "tokenizer.ggml.unknown_token_id", 100, n);
   s.bos = special_id(g, "tokenizer.ggml.cls_token_id", special_id(g, "tokenizer.ggml.bos_token_id", 101, n), n);
@@ -148,6 +183,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& g) {
     add_bos = preset.add_bos;
   }
   add_special_pieces(spec);
+  apply_name_strip_rules(g, spec);
 
   SpecialTokens& s = spec.special;
   s.bos = special_id(g, "tokenizer.ggml.bos_token_id", spm ? 1 : -1, n);

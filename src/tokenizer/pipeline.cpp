@@ -212,6 +212,12 @@ std::vector<int32_t> PipelineTokenizer::encode_ranges(std::string_view text, boo
   return out;
 }
 
+bool PipelineTokenizer::strips_space_after(int32_t id) const {
+  for (const AddedToken& a : spec_.added)
+    if (a.id == id && a.rstrip) return true;
+  return false;
+}
+
 std::string PipelineTokenizer::normalize(std::string_view text) const {
   std::string s(text);
   for (const NormalizerStep& n : spec_.normalizers) {

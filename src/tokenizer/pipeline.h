@@ -93,6 +93,7 @@ class PipelineTokenizer final : public Tokenizer {
   std::string decode(std::span<const int32_t> ids, bool skip_special = true) const override;
   std::string token_bytes(int32_t id) const override;
   bool strips_leading_space() const override { return spec_.dec_strip_leading_space; }
+  bool strips_space_after(int32_t id) const override;
   int32_t n_vocab() const override { return spec_.vocab.size(); }
   const std::string& piece(int32_t id) const override;
   TokenType token_type(int32_t id) const override;

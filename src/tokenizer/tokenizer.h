@@ -70,6 +70,13 @@ class Tokenizer {
   // True when the decoder strips one leading space from the first text piece
   // (SentencePiece add-dummy-prefix vocabularies).
   virtual bool strips_leading_space() const = 0;
+  // True when `id` is a special/added token that swallows the whitespace on its
+  // right (HF `rstrip`; GGUF Phi-3 special pieces). Text encoded in a later call
+  // that continues after it (a chat delta) drops its leading whitespace: see encode_chat.
+  virtual bool strips_space_after(int32_t id) const {
+    (void)id;
+    return false;
+  }
 
   virtual int32_t n_vocab() const = 0;
   virtual const std::string& piece(int32_t id) const = 0;  // the vocabulary entry as stored
