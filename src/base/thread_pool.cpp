@@ -1,25 +1,29 @@
-// ThreadPool: one job at a time, static chunking, caller participates.
+// ThreadPool: one job at a time, chunks handed out from an atomic counter,
+// caller participates; workers join a job through one atomic word so the
+// caller waits only for workers that actually took part.
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define OG_CPU_RELAX() _mm_pause()
+#else
+#define OG_CPU_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
+#endif
 
 namespace og {
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
-}
-
-ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
-  }
-  cv_start_.notify_all();
-  for (auto& t : workers_) t.join();
-}
-
 namespace {
+// Chunks per thread: enough for balance when a core is busy elsewhere, few
+// enough that each chunk is a long contiguous run.
+constexpr int64_t kChunksPerThread = 4;
+using Clock = std::chrono::steady_clock;
+// Busy-wait rounds (pause, ~20-60 ns each) before a waiting thread yields.
+constexpr int kPauseSpins = 512;
+
 // True on a thread while it runs a chunk of a parallel_for job: a nested
 // parallel_for from there runs inline instead of waiting on busy workers.
 thread_local bool t_in_job = false;
@@ -31,9 +35,33 @@ struct InJob {
 };
 }  // namespace
 
-static void run_chunk(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int idx, int parts) {
-  int64_t begin = n * idx / parts, end = n * (idx + 1) / parts;
-  if (begin < end) fn(begin, end);
+ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker(); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true, std::memory_order_seq_cst);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+  }
+  cv_start_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+// Takes chunks until none are left; the first exception is kept in error_.
+void ThreadPool::run_chunks() {
+  InJob in_job;
+  for (;;) {
+    const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
+    if (c >= job_chunks_) return;
+    const int64_t b = c * job_grain_, e = std::min(job_n_, b + job_grain_);
+    try {
+      (*job_)(b, e);
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
@@ -45,54 +73,88 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
   // One job at a time: concurrent callers from different threads take turns.
   std::lock_guard<std::mutex> call_lock(call_mu_);
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    pending_ = n_threads_ - 1;
-    error_ = nullptr;
-    ++generation_;
+  job_ = &fn;
+  job_n_ = n;
+  job_grain_ = std::max<int64_t>(1, n / (n_threads_ * kChunksPerThread));
+  job_chunks_ = (n + job_grain_ - 1) / job_grain_;
+  next_.store(0, std::memory_order_relaxed);
+  left_.store(0, std::memory_order_relaxed);
+  error_ = nullptr;
+  // Publish: a new generation, open, nobody joined.
+  const uint64_t gen = (join_.load(std::memory_order_relaxed) >> 32) + 1;
+  join_.store(gen << 32, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lk(mu_); }
+    cv_start_.notify_all();
   }
-  cv_start_.notify_all();
-  std::exception_ptr mine;
-  try {
-    InJob in_job;
-    run_chunk(fn, n, 0, n_threads_);
-  } catch (...) {
-    mine = std::current_exception();
+  run_chunks();
+  // Close the job to late joiners, then wait for those that joined.
+  const uint64_t joined = join_.fetch_or(kClosed, std::memory_order_acq_rel) & (kClosed - 1);
+  for (int spins = 0; left_.load(std::memory_order_acquire) != static_cast<int64_t>(joined); ++spins) {
+    if (spins < kPauseSpins) OG_CPU_RELAX();
+    else std::this_thread::yield();
   }
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_done_.wait(lk, [this] { return pending_ == 0; });
   job_ = nullptr;
-  if (mine) std::rethrow_exception(mine);
-  if (error_) std::rethrow_exception(error_);
+  if (error_) {
+    std::exception_ptr e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
 }
 
-void ThreadPool::worker(int idx) {
+// Joins the job of a generation newer than *seen if it is still open.
+bool ThreadPool::try_join(uint64_t* seen) {
+  uint64_t j = join_.load(std::memory_order_acquire);
+  while ((j >> 32) != *seen) {
+    if (j & kClosed) {
+      *seen = j >> 32;
+      return false;
+    }
+    if (join_.compare_exchange_weak(j, j + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      *seen = j >> 32;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Returns once join_ shows a generation other than `seen` (or stop_):
+// spinning, then yielding, then asleep on the condition variable.
+void ThreadPool::wait_for_job(uint64_t seen) {
+  auto changed = [&] { return stop_.load(std::memory_order_acquire) || (join_.load(std::memory_order_acquire) >> 32) != seen; };
+  const int64_t spin_us = spin_us_.load(std::memory_order_relaxed);
+  if (spin_us > 0) {
+    const Clock::time_point until = Clock::now() + std::chrono::microseconds(spin_us);
+    // A few pauses cover back-to-back jobs; then yield, so that on a
+    // machine with more runnable threads than cores the spinning worker
+    // gives its core to them (the caller among them).
+    for (int i = 0;; ++i) {
+      if (changed()) return;
+      if (i < kPauseSpins) {
+        OG_CPU_RELAX();
+        continue;
+      }
+      if ((i & 15) == 0 && Clock::now() >= until) break;
+      std::this_thread::yield();
+    }
+  }
+  std::unique_lock<std::mutex> lk(mu_);
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  if (!changed()) {
+    sleeps_.fetch_add(1, std::memory_order_relaxed);
+    cv_start_.wait(lk, changed);
+  }
+  sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void ThreadPool::worker() {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t n;
-    {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_start_.wait(lk, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-    }
-    std::exception_ptr err;
-    try {
-      InJob in_job;
-      run_chunk(*job, n, idx, n_threads_);
-    } catch (...) {
-      err = std::current_exception();
-    }
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (err && !error_) error_ = err;
-      if (--pending_ == 0) cv_done_.notify_one();
-    }
+    wait_for_job(seen);
+    if (stop_.load(std::memory_order_acquire)) return;
+    if (!try_join(&seen)) continue;
+    run_chunks();
+    left_.fetch_add(1, std::memory_order_release);
   }
 }
 
