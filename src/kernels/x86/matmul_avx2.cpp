@@ -9,6 +9,7 @@
 #define OG_X86_KXT 4
 #define OG_X86_KXT6 4
 #define OG_X86_KRD 2
+#define OG_X86_KRD6 2
 #include "kernels/x86/matmul_x86.inc"
 
 namespace og::kernels {

@@ -10,6 +10,7 @@
 #define OG_X86_KXT 6
 #define OG_X86_KXT6 8
 #define OG_X86_KRD 4
+#define OG_X86_KRD6 2  // Q6_K decode: 2-row tiles stream DRAM faster
 #include "kernels/x86/matmul_x86.inc"
 
 namespace og::kernels {
