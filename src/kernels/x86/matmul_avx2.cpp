@@ -4,6 +4,7 @@
 #define OG_X86_FRT 2
 #define OG_X86_FXT 4
 #define OG_X86_QRT 2
+#define OG_X86_QRD 2
 #define OG_X86_QXT 4
 #define OG_X86_KRT 1
 #define OG_X86_KXT 4

@@ -5,6 +5,7 @@
 #define OG_X86_FRT 4
 #define OG_X86_FXT 4
 #define OG_X86_QRT 4
+#define OG_X86_QRD 2
 #define OG_X86_QXT 4
 #define OG_X86_KRT 2
 #define OG_X86_KXT 6
