@@ -102,6 +102,42 @@ TEST(IsaMatmul, LargeEnoughToUseTheThreadPool) {
     for (DType t : {DType::F16, DType::Q4_K, DType::Q8_0, DType::Q6_K}) check_matmul(isa, t, 67, 1024, 6, 9);
 }
 
+// Q8_0 quants over the whole int8 range, −128 included (the quantizer never
+// writes it, files may): the VNNI path dots w + 128 as u8, which must stay
+// exact at both ends.
+TEST(IsaMatmul, Q8_0RawBytesFullRange) {
+  const int64_t n_out = 7, n_in = 96, rb = dtype_row_bytes(DType::Q8_0, n_in);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+  uint32_t state = 12345;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    bytes[i] = static_cast<uint8_t>(state >> 24);
+  }
+  for (int64_t r = 0; r < n_out; ++r)
+    for (int64_t b = 0; b < n_in / 32; ++b) {
+      uint8_t* blk = bytes.data() + r * rb + b * 34;
+      blk[0] = 0x00, blk[1] = 0x20;  // f16 2^-7
+      if (b == 0) blk[2] = 0x80, blk[3] = 0x7F, blk[4] = 0x80;  // −128, 127, −128
+    }
+  std::vector<float> deq(static_cast<size_t>(n_out * n_in));
+  for (int64_t r = 0; r < n_out; ++r) dequantize_row(DType::Q8_0, bytes.data() + r * rb, deq.data() + r * n_in, n_in);
+  ASSERT_EQ(deq[0], -1.0f);
+  TensorView w{bytes.data(), DType::Q8_0, {n_out, n_in}, "w"};
+  for (int64_t n_x : {1, 5}) {
+    std::vector<float> x = random_normal(n_x * n_in, 31 + static_cast<uint32_t>(n_x)), y(static_cast<size_t>(n_x * n_out));
+    for (Isa isa : available_isas()) {
+      matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
+      for (int64_t i = 0; i < n_x; ++i)
+        for (int64_t r = 0; r < n_out; ++r) {
+          double ref = 0;
+          for (int64_t k = 0; k < n_in; ++k) ref += static_cast<double>(deq[r * n_in + k]) * x[i * n_in + k];
+          const double tol = tolerance(DType::Q8_0, deq.data() + r * n_in, x.data() + i * n_in, n_in);
+          ASSERT_NEAR(y[i * n_out + r], ref, tol) << isa_str(isa) << " n_x " << n_x << " at [" << i << ", " << r << "]";
+        }
+    }
+  }
+}
+
 TEST(IsaMatmul, LongRowsSplitActivationsIntoChunks) {
   // The K-quant kernels walk activation rows in L2-sized chunks (256 KiB of
   // int8: 16 rows of 16384) and tile each chunk: 17 rows cross a chunk edge.
