@@ -72,7 +72,10 @@ class Chat {
     std::vector<ChatMessage> next = messages_;
     next.push_back({"user", text});
     const ChatSegments delta = l_.tmpl->render_delta_segments(next, n_done_, reply_closed_);
-    const std::vector<int32_t> ids = encode_chat(*l_.tok, delta, s_.position() == 0);
+    // The delta continues the last token in the history (e.g. a closing <|end|> that
+    // swallows the whitespace after it), so it encodes as the whole render would.
+    const int32_t after_id = s_.history().empty() ? -1 : s_.history().back();
+    const std::vector<int32_t> ids = encode_chat(*l_.tok, delta, s_.position() == 0, after_id);
     if (!s_.fits(static_cast<int64_t>(ids.size()))) {
       std::fprintf(stderr, "[cache full: %lld/%lld tokens used, this turn needs %zu more and room to reply, use /reset]\n",
                    static_cast<long long>(s_.position()), static_cast<long long>(s_.capacity()), ids.size());

@@ -103,7 +103,10 @@ int run_tokenize(const Args& args) {
   } else if (o.pieces) {
     for (int32_t id : ids) out += std::to_string(id) + "\t" + printable(tok->piece(id)) + "\n";
   } else {
-    for (size_t i = 0; i < ids.size(); ++i) out += (i ? " " : "") + std::to_string(ids[i]);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) out += ' ';
+      out += std::to_string(ids[i]);
+    }
     out += "\n";
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
