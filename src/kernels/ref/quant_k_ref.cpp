@@ -13,15 +13,6 @@ namespace {
 
 constexpr int kQK = 256;
 
-float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
-void store_f16(uint8_t* p, float f) {
-  uint16_t h = f32_to_f16(f);
-  std::memcpy(p, &h, 2);
-}
 float round_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
 
 // Σ (x - (scale·q - min))² of one sub-block for quantized levels 0..nmax.

@@ -13,15 +13,6 @@ namespace {
 
 constexpr int kQK = 32;
 
-float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
-void store_f16(uint8_t* p, float f) {
-  uint16_t h = f32_to_f16(f);
-  std::memcpy(p, &h, 2);
-}
 uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);

@@ -4,10 +4,22 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "tensor/dtype.h"
 
 namespace og::kernels::ref {
+
+// An f16 field of a quant block (blocks are packed, so fields are unaligned).
+inline float load_f16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return f16_to_f32(h);
+}
+inline void store_f16(uint8_t* p, float f) {
+  const uint16_t h = f32_to_f16(f);
+  std::memcpy(p, &h, 2);
+}
 
 // Block formats: one row of n elements (n a multiple of the block).
 void dequantize_row(DType t, const void* src, float* dst, int64_t n);
