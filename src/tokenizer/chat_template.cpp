@@ -68,14 +68,19 @@ ChatSegments render_llama3(Msgs m, bool gen) {
   return out.take();
 }
 
-// <|im_start|>ROLE\nCONTENT<|im_end|>\n (ChatML: Qwen 2/2.5/3, SmolLM); no trimming.
-ChatSegments render_chatml(Msgs m, bool gen) {
-  check_roles(m, "chatml", false);
+// The formats that wrap every message the same way: OPEN ROLE HEAD CONTENT CLOSE,
+// untrimmed, with "OPEN assistant HEAD" as the generation header.
+ChatSegments render_wrapped(Msgs m, bool gen, const char* name, const std::string& open, const std::string& head,
+                            const std::string& close) {
+  check_roles(m, name, false);
   Out out;
-  for (const auto& msg : m) out.t("<|im_start|>" + msg.role + "\n").c(msg.content).t("<|im_end|>\n");
-  if (gen) out.t("<|im_start|>assistant\n");
+  for (const auto& msg : m) out.t(open + msg.role + head).c(msg.content).t(close);
+  if (gen) out.t(open + "assistant" + head);
   return out.take();
 }
+
+// <|im_start|>ROLE\nCONTENT<|im_end|>\n (ChatML: Qwen 2/2.5/3, SmolLM); no trimming.
+ChatSegments render_chatml(Msgs m, bool gen) { return render_wrapped(m, gen, "chatml", "<|im_start|>", "\n", "<|im_end|>\n"); }
 
 // Gemma 2/3: roles user and model only; a first system message is folded into
 // the first turn as "SYSTEM\n\n" before its text; user text is trimmed.
@@ -170,22 +175,10 @@ ChatSegments render_llama2(Msgs m, bool /*gen*/) {
 }
 
 // Phi-3: <|ROLE|>\nCONTENT<|end|>\n.
-ChatSegments render_phi3(Msgs m, bool gen) {
-  check_roles(m, "phi3", false);
-  Out out;
-  for (const auto& msg : m) out.t("<|" + msg.role + "|>\n").c(msg.content).t("<|end|>\n");
-  if (gen) out.t("<|assistant|>\n");
-  return out.take();
-}
+ChatSegments render_phi3(Msgs m, bool gen) { return render_wrapped(m, gen, "phi3", "<|", "|>\n", "<|end|>\n"); }
 
 // Zephyr (TinyLlama-Chat): <|ROLE|>\nCONTENT</s>\n.
-ChatSegments render_zephyr(Msgs m, bool gen) {
-  check_roles(m, "zephyr", false);
-  Out out;
-  for (const auto& msg : m) out.t("<|" + msg.role + "|>\n").c(msg.content).t("</s>\n");
-  if (gen) out.t("<|assistant|>\n");
-  return out.take();
-}
+ChatSegments render_zephyr(Msgs m, bool gen) { return render_wrapped(m, gen, "zephyr", "<|", "|>\n", "</s>\n"); }
 
 // Raw text: the contents one after another, no markers (so nothing in it is special).
 ChatSegments render_raw(Msgs m, bool /*gen*/) {
