@@ -59,7 +59,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run) {
   fl.add_int("prefill-chunk-size", &f.prefill_chunk_size, 1, kIntMax,
              "prefill runs in chunks of this many tokens; bounds ring layers");
   fl.add_int("threads", &f.threads, 0, 1024, "worker threads; 0 = all cores");
-  fl.add_bool("mmap", &f.mmap, "keep weights in the mapped file: less memory, slower decode (default: huge-page copy)");
+  fl.add_bool("mmap", &f.mmap, "keep weights in the mapped file instead of copying them into huge pages at load (faster load, fewer resident pages)");
   if (run) fl.add_bool("warmup", &f.warmup, "one unmeasured run first (not with --interactive)");
   fl.add_choice("stats", &f.stats, {"text", "json"}, "report format on stderr");
 }
