@@ -1,0 +1,152 @@
+// Scheduler: continuous batching of many independent requests over one shared
+// KV cache. Each step is ONE forward over the decode rows of every running
+// session plus prefill chunks of waiting ones, under a per-step token budget
+// (decode rows first), so each weight matrix is read once per step for all rows.
+// Requests join and leave between steps; a shared prefix cache lets a new
+// request start from the cached KV of an earlier prompt's longest common prefix.
+//
+// Guarantees (the contract the server and `offgraph batch` rely on):
+// - submit() and cancel() are thread-safe and never block on a running step
+//   for longer than it takes to take a mutex.
+// - Every submitted request gets exactly one on_finish, whatever happens
+//   (finished, cancelled, refused, failed, scheduler destroyed).
+// - Callbacks run on the thread that runs step() (the scheduler's own thread
+//   after start()), never concurrently with each other; they must not block for
+//   long and must not call step(). They may call cancel() and submit().
+// - Text reaches on_text in order, never split inside a UTF-8 character, and
+//   never contains a stop string or anything after it.
+// - An admitted request is never cut short by another's arrival; a request
+//   that can never fit (prompt + max_new_tokens > max_session_tokens) is
+//   refused at once with a reason; one that fits but finds no room waits (FIFO).
+// - cancel() takes effect within one step and frees the request's cache.
+// - With greedy sampling and f32 storage, a request's tokens do not depend on
+//   what else is batched with it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "runtime/engine.h"
+#include "runtime/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace og {
+
+struct RequestOptions {
+  std::vector<int32_t> prompt;            // token ids (chat template already applied); not empty
+  int64_t max_new_tokens = 256;           // excludes the prompt
+  SamplerConfig sampler;
+  std::vector<int32_t> stop_ids;          // ids that end generation (not streamed as text)
+  std::vector<std::string> stop_strings;  // text that ends generation (never streamed)
+  int top_logprobs = 0;                   // > 0: TokenEvent.top holds that many alternatives
+  bool logprobs = false;                  // TokenEvent.logprob filled in
+  bool use_prefix_cache = true;           // may start from (and feed) the shared prefix cache
+};
+
+enum class FinishReason { kStop, kLength, kCancelled, kRefused, kFailed };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "refused", "failed"
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;  // natural log of the probability under the sampling distribution's logits
+};
+
+// One sampled token.
+struct TokenEvent {
+  int32_t id = 0;
+  float logprob = 0;               // when RequestOptions.logprobs
+  std::vector<TokenLogprob> top;   // top_logprobs alternatives, most likely first
+};
+
+struct RequestReport {
+  uint64_t id = 0;
+  FinishReason reason = FinishReason::kStop;
+  std::string message;             // refused / failed: one line saying why
+  std::string stop_string;         // kStop by a stop string: which one
+  int32_t stop_token = -1;         // kStop by a stop id: the id
+  int64_t prompt_tokens = 0;       // tokens of the prompt
+  int64_t cached_tokens = 0;       // prompt tokens taken from the prefix cache (not forwarded)
+  int64_t generated_tokens = 0;    // tokens sampled (a stop id included)
+  std::vector<int32_t> tokens;     // the sampled ids
+  double queue_s = 0;              // submit -> admitted
+  double prefill_s = 0;            // admitted -> prompt fully in the cache (wall, shared steps)
+  double ttft_s = 0;               // submit -> first token sampled
+  double decode_s = 0;             // first token -> finish (wall, shared steps)
+  double total_s = 0;              // submit -> finish
+};
+
+struct RequestCallbacks {
+  std::function<void(std::string_view text)> on_text;     // optional: streamed text
+  std::function<void(const TokenEvent& ev)> on_token;     // optional: each sampled token
+  std::function<void(const RequestReport& r)> on_finish;  // exactly once per request
+};
+
+struct SchedulerOptions {
+  int64_t max_session_tokens = 4096;  // prompt + max_new_tokens of one request must fit
+  int max_decode_sequences = 8;       // sessions running at once
+  int64_t step_tokens = 512;          // rows per step (decode rows + prefill chunks)
+  int max_queue = 0;                  // waiting requests beyond which submit refuses; 0 = unbounded
+  int prefix_cache_entries = 0;       // 0 disables the prefix cache
+  int64_t prefix_cache_bytes = 0;     // 0 = no byte bound beyond the cache's own
+};
+
+// A consistent snapshot for metrics and admission decisions (thread-safe).
+struct SchedulerSnapshot {
+  int waiting = 0;                 // submitted, not admitted
+  int running = 0;                 // admitted, not finished
+  double kv_cache_usage = 0;       // 0..1: fraction of the shared cache's capacity in use
+  int64_t steps = 0, steps_decode_only = 0, steps_mixed = 0, steps_prefill_only = 0;
+  int64_t rows = 0;                // rows forwarded over all steps
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  int64_t prefix_lookups = 0, prefix_hits = 0, prefix_hit_tokens = 0, prefix_evictions = 0;
+  int prefix_entries = 0;
+  int64_t prefix_bytes = 0;
+  int peak_running = 0;
+  int64_t cache_bytes_allocated = 0, peak_cache_bytes = 0;
+  uint64_t finished = 0, cancelled = 0, refused = 0, failed = 0;
+};
+
+class Scheduler {
+ public:
+  // `engine` and `tok` must outlive the scheduler. `cache` is a batched kind
+  // (batched-sequence or batched-cell) whose policy's max_capacity is at least
+  // options.max_session_tokens; the scheduler owns it.
+  Scheduler(Engine& engine, const Tokenizer& tok, std::unique_ptr<KvCache> cache, const SchedulerOptions& opts);
+  ~Scheduler();  // stops the thread; every unfinished request finishes as cancelled
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Thread-safe. Returns the request's id (> 0). A request that can never run
+  // (empty prompt, too long, queue full) gets on_finish(kRefused) before or
+  // during the next step, never an exception.
+  uint64_t submit(RequestOptions req, RequestCallbacks cb);
+  // Thread-safe; unknown or finished ids are ignored.
+  void cancel(uint64_t id);
+
+  // Runs one step on the calling thread (admission, one forward, sampling,
+  // callbacks). Returns false when there was nothing to do.
+  bool step();
+  // Steps until no request is waiting or running.
+  void run_until_idle();
+
+  // A background thread that steps while there is work and sleeps otherwise.
+  void start();
+  // Stops accepting work (later submits are refused), lets running requests
+  // finish for up to grace_s seconds, cancels what is left, joins the thread.
+  void shutdown(double grace_s);
+
+  SchedulerSnapshot snapshot() const;
+  const KvCache& cache() const;
+  std::string describe() const;  // the cache's describe() lines
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace og
