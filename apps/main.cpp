@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "commands.h"
 #include "flags.h"
+#include "kernels/ops.h"
 
 namespace {
 
@@ -33,6 +34,14 @@ int main(int argc, char** argv) {
   for (const auto& c : og::app::commands()) {
     if (std::strcmp(argv[1], c.name) != 0) continue;
     og::app::Args args(argv + 1, argv + argc);
+    try {
+      // OFFGRAPH_ISA is read once for every kernel; a bad value is bad usage,
+      // reported before any work starts.
+      og::kernels::isa_name();
+    } catch (const og::Error& e) {
+      std::fprintf(stderr, "offgraph %s: error: %s\n", c.name, e.what());
+      return 2;
+    }
     try {
       const int rc = c.run(args);
       // Output that could not be written (a full disk, a closed pipe) is an error, not a silent success.

@@ -77,7 +77,7 @@ void bench_decode(og::KvDType dt, int64_t n_pos, const DecodeCase& dc, const std
   }
   std::vector<float> q(nkv * group * dk), out(nkv * group * dv);
   for (float& x : q) x = u(rng);
-  const og::kv::AttendKernels& kr = og::kv::attend_kernels(dt, og::kv::kv_isa());
+  const og::kv::AttendKernels& kr = og::kv::attend_kernels(dt);
   // The same plan, pieces and merge as StoreCacheBase::update_and_attend.
   std::vector<int64_t> task_rows(nkv, n_pos);
   std::vector<og::kv::AttendPart> parts;
@@ -182,7 +182,7 @@ void bench_shared_prefix(og::KvKind kind) {
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   std::printf("kv attention kernels: %s, %d threads, %d rounds per case (best and median)\n",
-              og::kv::kv_isa_name(og::kv::kv_isa()), og::thread_pool().size(), rounds);
+              og::kernels::isa_name(), og::thread_pool().size(), rounds);
   std::vector<uint64_t> bwbuf((size_t(512) << 20) / 8);
   for (size_t i = 0; i < bwbuf.size(); ++i) bwbuf[i] = i;
   std::printf("read bandwidth (512 MiB): 1 thread %.1f GB/s, %d threads %.1f GB/s\n", read_bandwidth(bwbuf, 1),

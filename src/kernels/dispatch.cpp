@@ -1,7 +1,9 @@
 // The public kernel API (ops.h): argument checks, the choice of instruction
-// set at run time (OFFGRAPH_ISA=scalar|avx2|avx512 overrides), and the
-// threaded matmul driver. The only file that knows which ISAs exist.
+// set at run time (OFFGRAPH_ISA=scalar|avx2|avx512 overrides it for every
+// kernel, attention over the cache included), and the threaded matmul driver.
+// The only file that knows which ISAs exist.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -22,6 +24,8 @@ namespace {
 constexpr DType kWeightDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                                    DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                    DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+constexpr DType kAttendDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
 
 int id_of(DType t) { return static_cast<int>(t); }
 
@@ -58,6 +62,7 @@ KernelTable make_ref_table() {
   k.gelu_tanh_mul = &ref::gelu_tanh_mul;
   k.add = &ref::add;
   k.scale = &ref::scale;
+  for (DType t : kAttendDTypes) k.attend[id_of(t)] = *ref::attend_kernels(t);
   return k;
 }
 
@@ -136,10 +141,51 @@ const KernelTable& kernel_table(Isa isa) {
   return *tables[i];
 }
 
+namespace {
+// The table every op uses: chosen once from the CPU and OFFGRAPH_ISA, switched
+// only by set_active_isa (tests and benches).
+std::atomic<const KernelTable*> g_active{nullptr};
+std::once_flag g_active_once;
+}  // namespace
+
 const KernelTable& active_table() {
-  static const KernelTable& k = kernel_table(chosen_isa());
-  return k;
+  const KernelTable* k = g_active.load(std::memory_order_acquire);
+  if (k) return *k;
+  std::call_once(g_active_once, [] {
+    const KernelTable* t = &kernel_table(chosen_isa());
+    const KernelTable* none = nullptr;
+    g_active.compare_exchange_strong(none, t, std::memory_order_acq_rel);
+  });
+  return *g_active.load(std::memory_order_acquire);
 }
+
+Isa set_active_isa(Isa isa) {
+  const KernelTable& next = kernel_table(isa);
+  const Isa previous = active_table().isa;
+  g_active.store(&next, std::memory_order_release);
+  return previous;
+}
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> v;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    if (isa_available(isa)) v.push_back(isa);
+  return v;
+}
+
+bool attend_dtype_supported(DType t) {
+  for (DType d : kAttendDTypes)
+    if (d == t) return true;
+  return false;
+}
+
+const AttendKernels& attend_kernels_with(const KernelTable& k, DType t) {
+  OG_CHECK(attend_dtype_supported(t), "attention: no kernels for K/V stored as ",
+           dtype_name(static_cast<uint32_t>(t)));
+  return k.attend[id_of(t)];
+}
+
+const AttendKernels& attend_kernels(DType t) { return attend_kernels_with(active_table(), t); }
 
 bool weight_dtype_supported(DType t) {
   for (DType d : kWeightDTypes)

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "kernels/ops.h"
 #include "tensor/dtype.h"
 #include "tensor/tensor_view.h"
 
@@ -40,6 +42,7 @@ struct KernelTable {
   void (*gelu_tanh_mul)(float* gate, const float* up, int64_t n) = nullptr;
   void (*add)(float* y, const float* x, int64_t n) = nullptr;
   void (*scale)(float* y, float s, int64_t n) = nullptr;
+  AttendKernels attend[kNumDTypeIds];  // K/V storage dtypes only (attend_dtype_supported)
 };
 
 const char* isa_str(Isa isa);
@@ -48,9 +51,16 @@ bool isa_available(Isa isa);
 // The table of `isa` (must be available); the chosen one is active_table().
 const KernelTable& kernel_table(Isa isa);
 const KernelTable& active_table();
+// The instruction sets this CPU can run, scalar first (tests loop over them).
+std::vector<Isa> available_isas();
+// Makes `isa` (must be available) the one every op in ops.h uses, attention
+// included, as OFFGRAPH_ISA does at start-up; returns the previous one. For
+// tests and benchmarks that compare ISAs end to end: call it while no op runs.
+Isa set_active_isa(Isa isa);
 
 // matmul / dot_row / dequantize_row through a given table (tests compare ISAs).
 void matmul_with(const KernelTable& k, const TensorView& w, const float* x, int64_t n_x, float* y);
+const AttendKernels& attend_kernels_with(const KernelTable& k, DType t);
 float dot_row_with(const KernelTable& k, DType t, const void* w_row, const float* x, int64_t n);
 void dequantize_row_with(const KernelTable& k, DType t, const void* src, float* dst, int64_t n);
 

@@ -40,6 +40,26 @@ void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 void add(float* y, const float* x, int64_t n);          // y += x
 void scale(float* y, float s, int64_t n);                 // y *= s
 
+// ---- attention over stored K/V rows ----
+// The inner kernels of attention over a KV cache (kv/ drives them: blocks,
+// online softmax, splits). A row holds one KV head's d values in its storage
+// dtype: F32, F16, BF16, or Q8_0 as ceil(d / 32) blocks of an f16 scale and
+// 32 int8, the last block zero-padded (so d need not be a multiple of 32).
+struct AttendKernels {
+  // s[j * s_stride + i] = scale * (q_j · k_i)   q [g, dk], k: n rows of rbk bytes
+  void (*scores)(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
+                 int64_t s_stride) = nullptr;
+  // out_j[dv] += Σ_i w[j * w_stride + i] * v_i   v: n rows of rbv bytes
+  void (*accum)(const float* w, int64_t w_stride, int g, const uint8_t* v, int64_t rbv, int64_t n, int dv,
+                float* out) = nullptr;
+  // x[n] = exp(x - mx), returns the sum
+  float (*exp_sum)(float* x, int64_t n, float mx) = nullptr;
+};
+// Storage dtypes with attention kernels: F32, F16, BF16, Q8_0.
+bool attend_dtype_supported(DType t);
+// The kernels of the instruction set in use; throws og::Error for another dtype.
+const AttendKernels& attend_kernels(DType t);
+
 // ---- info ----
 const char* isa_name();  // the instruction set chosen at run time: "avx512", "avx2", "scalar"
 

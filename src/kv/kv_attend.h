@@ -4,14 +4,16 @@
 // pass (online softmax, flash-decoding style): blocks of rows are scored, the
 // running max/sum/accumulator are rescaled and V is accumulated while the
 // block is still in L1. Partial states over disjoint position ranges merge,
-// so one long history can be split across threads. The scalar kernels are the
-// reference; kv_attend_avx512.cpp holds the fast ones, chosen at run time.
+// so one long history can be split across threads. The inner kernels (scores,
+// weighted V sums, exp) come from kernels/ (ops.h attend_kernels), chosen
+// with every other kernel's instruction set.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "kernels/ops.h"
 #include "kv/kv_types.h"
 
 namespace og::kv {
@@ -23,26 +25,10 @@ struct KvSpan {
   int64_t n = 0;
 };
 
-struct AttendKernels {
-  // s[j * s_stride + i] = scale * (q_j · k_i)   q [g, dk], k: n rows of rbk bytes
-  void (*scores)(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
-                 int64_t s_stride);
-  // out_j[dv] += Σ_i w[j * w_stride + i] * v_i   v: n rows of rbv bytes
-  void (*accum)(const float* w, int64_t w_stride, int g, const uint8_t* v, int64_t rbv, int64_t n, int dv,
-                float* out);
-  // x[n] = exp(x - mx), returns the sum
-  float (*exp_sum)(float* x, int64_t n, float mx);
-};
+using kernels::AttendKernels;
 
-enum class KvIsa { kScalar, kAvx512 };
-const char* kv_isa_name(KvIsa isa);
-bool kv_isa_available(KvIsa isa);
-// The kernels in use: the best available unless set_kv_isa chose another
-// (tests compare every available ISA with the scalar kernels).
-KvIsa kv_isa();
-void set_kv_isa(KvIsa isa);  // throws og::Error if not available
-const AttendKernels& attend_kernels(KvDType t, KvIsa isa);
-const AttendKernels* attend_kernels_avx512(KvDType t);  // kv_attend_avx512.cpp
+// The kernels the instruction set in use has for K/V stored as t.
+const AttendKernels& attend_kernels(KvDType t);
 
 // Rows scored per block of the one-pass attention (scores of a block: g * kAttendBlock floats).
 constexpr int64_t kAttendBlock = 64;
@@ -61,7 +47,7 @@ void attend_state_merge(float* into, const float* part, int g, int dv);
 void attend_state_finish(const float* state, int g, int dv, float* out);
 
 // out[g, dv] = softmax(scale * q kᵀ) v over the spans, for q [g, dk], with the
-// kernels in use (kv_isa()).
+// kernels in use (attend_kernels(t)).
 void attend(KvDType t, const float* q, int g, int dk, int dv, std::span<const KvSpan> spans, int64_t rbk,
             int64_t rbv, float scale, std::vector<float>& scratch, float* out);
 

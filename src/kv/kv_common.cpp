@@ -58,6 +58,16 @@ bool kv_kind_from_name(const std::string& s, KvKind* out) {
 
 namespace og::kv {
 
+DType storage_dtype(KvDType t) {
+  switch (t) {
+    case KvDType::F32: return DType::F32;
+    case KvDType::F16: return DType::F16;
+    case KvDType::BF16: return DType::BF16;
+    case KvDType::Q8_0: return DType::Q8_0;
+  }
+  return DType::F32;
+}
+
 int64_t row_bytes(KvDType t, int dim) {
   switch (t) {
     case KvDType::F32: return 4 * int64_t{dim};

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kv/kv_types.h"
+#include "tensor/dtype.h"
 
 namespace og::kv {
 
@@ -20,6 +21,9 @@ namespace og::kv {
 constexpr int kQ8Block = 32;
 constexpr int kQ8BlockBytes = 2 + kQ8Block;
 
+// The tensor dtype whose kernels read rows stored as t (kernels/ops.h
+// attend_kernels): the same name, q8_0 rows ending in a zero-padded block.
+DType storage_dtype(KvDType t);
 // Bytes of one head's row of `dim` values stored as `t`.
 int64_t row_bytes(KvDType t, int dim);
 // x[dim] -> dst[row_bytes(t, dim)]

@@ -77,7 +77,7 @@ void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, cons
   const int64_t n_slots = plan_attend_parts(task_rows, thread_pool().size(), &parts);
   const int64_t state_n = attend_state_floats(group, dv);
   std::vector<float> partials(size_t(n_slots * state_n));
-  const AttendKernels& kr = attend_kernels(res_.policy.dtype, kv_isa());
+  const AttendKernels& kr = attend_kernels(res_.policy.dtype);
   auto run = [&](int64_t i0, int64_t i1) {
     thread_local std::vector<float> scratch, state;
     thread_local std::vector<KvSpan> spans, head_spans;

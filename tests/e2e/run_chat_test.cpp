@@ -4,10 +4,13 @@
 // bad flag giving its message and exit code 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "e2e_util.h"
+#include "kernels/kernel_table.h"
 #include "synth/synth.h"
 
 namespace og::e2e {
@@ -66,6 +69,27 @@ TEST(Run, ReferenceContinuationFromHf) {
   Proc p = offgraph(run_args(kHf));
   ASSERT_EQ(p.code, 0) << p.err;
   EXPECT_EQ(p.out, kContinuation);
+}
+
+// OFFGRAPH_ISA picks the instruction set of every kernel, attention over the
+// cache included: each one this CPU has gives the reference text (f32 and f16
+// caches), and an unknown name is one line and exit code 2.
+TEST(Run, ReferenceContinuationOnEveryIsa) {
+  expect_data();
+  for (kernels::Isa isa : kernels::available_isas()) {
+    ASSERT_EQ(setenv("OFFGRAPH_ISA", kernels::isa_str(isa), 1), 0);
+    for (const char* dtype : {"f32", "f16"}) {
+      Proc p = offgraph(run_args(kGguf, {"--kv-storage-dtype", dtype}));
+      EXPECT_EQ(p.code, 0) << kernels::isa_str(isa) << " " << dtype << "\n" << p.err;
+      EXPECT_EQ(p.out, kContinuation) << kernels::isa_str(isa) << " " << dtype;
+    }
+  }
+  ASSERT_EQ(setenv("OFFGRAPH_ISA", "avx9000", 1), 0);
+  Proc bad = offgraph(run_args(kGguf));
+  unsetenv("OFFGRAPH_ISA");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("OFFGRAPH_ISA=avx9000"), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 }
 
 TEST(Run, SameOutputWithOtherCachePoliciesAndChunks) {

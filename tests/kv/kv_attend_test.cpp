@@ -1,4 +1,4 @@
-// The fast attention kernels against the scalar ones, per storage dtype, over
+// Every instruction set's attention kernels against the scalar ones, per storage dtype, over
 // odd head dims (q8_0 padded blocks), GQA group sizes and span lengths; the
 // one-pass driver (online softmax over blocks, spans of any length, states
 // split at any row and merged) against a plain softmax in double.
@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "kernels/kernel_table.h"
 #include "kv/kv_attend.h"
 #include "kv/kv_common.h"
 #include "kv_test_util.h"
@@ -16,50 +17,82 @@
 namespace og {
 namespace {
 
-using kv::KvIsa;
+using kernels::Isa;
 
-TEST(KvAttend, FastKernelsMatchScalar) {
-  if (!kv::kv_isa_available(KvIsa::kAvx512)) {
-    std::printf("[ kv ] no AVX-512 here: only the scalar kernels exist, nothing to compare\n");
-    EXPECT_EQ(kv::kv_isa(), KvIsa::kScalar);
-    return;
-  }
-  std::mt19937 rng(11);
+// 40 random cases of one dtype: `fast` against the scalar kernels `slow`
+// (scores, weighted V sums, exp) over odd head dims, group sizes and lengths.
+int compare_with_scalar(const kv::AttendKernels& fast, const kv::AttendKernels& slow, KvDType dt, uint32_t seed) {
+  std::mt19937 rng(seed);
   const int dims[] = {1, 7, 16, 31, 32, 33, 64, 70, 128, 160, 256};
   const int groups[] = {1, 2, 3, 4, 5, 8, 9};
   int cases = 0;
-  for (KvDType dt : {KvDType::F32, KvDType::F16, KvDType::BF16, KvDType::Q8_0}) {
-    const kv::AttendKernels& fast = kv::attend_kernels(dt, KvIsa::kAvx512);
-    const kv::AttendKernels& slow = kv::attend_kernels(dt, KvIsa::kScalar);
-    ASSERT_NE(&fast, &slow);
-    for (int trial = 0; trial < 40; ++trial) {
-      const int dk = dims[rng() % 11], dv = dims[rng() % 11], g = groups[rng() % 7];
-      const int64_t n = 1 + rng() % 150;
-      const int64_t rbk = kv::row_bytes(dt, dk), rbv = kv::row_bytes(dt, dv);
-      std::vector<uint8_t> k(n * rbk), v(n * rbv);
-      for (int64_t i = 0; i < n; ++i) {
-        auto kr = kvtest::random_vec(rng, dk), vr = kvtest::random_vec(rng, dv);
-        kv::encode_row(dt, kr.data(), dk, k.data() + i * rbk);
-        kv::encode_row(dt, vr.data(), dv, v.data() + i * rbv);
-      }
-      auto q = kvtest::random_vec(rng, size_t(g) * dk);
-      std::vector<float> s1(g * n), s2(g * n);
-      fast.scores(q.data(), g, dk, k.data(), rbk, n, 0.7f, s1.data(), n);
-      slow.scores(q.data(), g, dk, k.data(), rbk, n, 0.7f, s2.data(), n);
-      for (size_t i = 0; i < s1.size(); ++i) ASSERT_NEAR(s1[i], s2[i], 1e-5f * (1 + std::fabs(s2[i]))) << dk;
-      auto w = kvtest::random_vec(rng, g * n, 0.f, 1.f);
-      std::vector<float> o1(g * dv, 0.5f), o2(g * dv, 0.5f);
-      fast.accum(w.data(), n, g, v.data(), rbv, n, dv, o1.data());
-      slow.accum(w.data(), n, g, v.data(), rbv, n, dv, o2.data());
-      for (size_t i = 0; i < o1.size(); ++i) ASSERT_NEAR(o1[i], o2[i], 1e-5f * (1 + std::fabs(o2[i]))) << dv;
-      auto x1 = kvtest::random_vec(rng, n, -30.f, 0.f), x2 = x1;
-      float e1 = fast.exp_sum(x1.data(), n, 0.f), e2 = slow.exp_sum(x2.data(), n, 0.f);
-      EXPECT_NEAR(e1, e2, 1e-5f * e2);
-      for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(x1[i], x2[i], 2e-6f * x2[i] + 1e-30f);
-      ++cases;
+  for (int trial = 0; trial < 40; ++trial) {
+    const int dk = dims[rng() % 11], dv = dims[rng() % 11], g = groups[rng() % 7];
+    const int64_t n = 1 + rng() % 150;
+    const int64_t rbk = kv::row_bytes(dt, dk), rbv = kv::row_bytes(dt, dv);
+    std::vector<uint8_t> k(n * rbk), v(n * rbv);
+    for (int64_t i = 0; i < n; ++i) {
+      auto kr = kvtest::random_vec(rng, dk), vr = kvtest::random_vec(rng, dv);
+      kv::encode_row(dt, kr.data(), dk, k.data() + i * rbk);
+      kv::encode_row(dt, vr.data(), dv, v.data() + i * rbv);
+    }
+    auto q = kvtest::random_vec(rng, size_t(g) * dk);
+    std::vector<float> s1(g * n), s2(g * n);
+    fast.scores(q.data(), g, dk, k.data(), rbk, n, 0.7f, s1.data(), n);
+    slow.scores(q.data(), g, dk, k.data(), rbk, n, 0.7f, s2.data(), n);
+    for (size_t i = 0; i < s1.size(); ++i) EXPECT_NEAR(s1[i], s2[i], 1e-5f * (1 + std::fabs(s2[i]))) << dk;
+    auto w = kvtest::random_vec(rng, g * n, 0.f, 1.f);
+    std::vector<float> o1(g * dv, 0.5f), o2(g * dv, 0.5f);
+    fast.accum(w.data(), n, g, v.data(), rbv, n, dv, o1.data());
+    slow.accum(w.data(), n, g, v.data(), rbv, n, dv, o2.data());
+    for (size_t i = 0; i < o1.size(); ++i) EXPECT_NEAR(o1[i], o2[i], 1e-5f * (1 + std::fabs(o2[i]))) << dv;
+    auto x1 = kvtest::random_vec(rng, n, -30.f, 0.f), x2 = x1;
+    float e1 = fast.exp_sum(x1.data(), n, 0.f), e2 = slow.exp_sum(x2.data(), n, 0.f);
+    EXPECT_NEAR(e1, e2, 1e-5f * e2);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(x1[i], x2[i], 2e-6f * x2[i] + 1e-30f);
+    ++cases;
+  }
+  return cases;
+}
+
+// Every instruction set this CPU runs has attention kernels for every storage
+// dtype (its own or the reference), and they agree with the scalar reference.
+TEST(KvAttend, EveryIsaKernelsMatchScalar) {
+  const kernels::KernelTable& ref = kernels::kernel_table(Isa::kScalar);
+  const std::vector<Isa> isas = kernels::available_isas();
+  int cases = 0, own = 0;
+  for (Isa isa : isas) {
+    const kernels::KernelTable& table = kernels::kernel_table(isa);
+    bool differs = false;
+    for (KvDType dt : {KvDType::F32, KvDType::F16, KvDType::BF16, KvDType::Q8_0}) {
+      const kv::AttendKernels& fast = kernels::attend_kernels_with(table, kv::storage_dtype(dt));
+      ASSERT_TRUE(fast.scores && fast.accum && fast.exp_sum) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
+      const kv::AttendKernels& slow = kernels::attend_kernels_with(ref, kv::storage_dtype(dt));
+      differs |= fast.scores != slow.scores || fast.accum != slow.accum || fast.exp_sum != slow.exp_sum;
+      SCOPED_TRACE(::testing::Message() << kernels::isa_str(isa) << " " << kv_dtype_name(dt));
+      cases += compare_with_scalar(fast, slow, dt, 11 + static_cast<uint32_t>(dt));
+    }
+    own += differs;
+  }
+  EXPECT_EQ(cases, 160 * int(isas.size()));
+  std::printf("[ kv ] %zu instruction sets, %d with attention kernels of their own\n", isas.size(), own);
+}
+
+// The instruction set chosen for the process (OFFGRAPH_ISA, or set_active_isa)
+// is the one attention over the cache runs with.
+TEST(KvAttend, ActiveIsaReachesAttention) {
+  const Isa saved = kernels::active_table().isa;
+  for (Isa isa : kernels::available_isas()) {
+    kernels::set_active_isa(isa);
+    for (KvDType dt : {KvDType::F32, KvDType::F16, KvDType::BF16, KvDType::Q8_0}) {
+      const kv::AttendKernels& want = kernels::attend_kernels_with(kernels::kernel_table(isa), kv::storage_dtype(dt));
+      const kv::AttendKernels& got = kv::attend_kernels(dt);
+      EXPECT_EQ(got.scores, want.scores) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
+      EXPECT_EQ(got.accum, want.accum) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
     }
   }
-  EXPECT_EQ(cases, 160);
+  kernels::set_active_isa(saved);
+  EXPECT_THROW(kernels::attend_kernels(DType::Q4_K), Error);
 }
 
 // softmax(scale q kᵀ) v in double over the decoded rows: the plain twin of attend().
@@ -92,12 +125,11 @@ TEST(KvAttend, OnePassSplitAndMergedMatchesPlainSoftmax) {
   std::mt19937 rng(23);
   const int dims[] = {1, 7, 16, 33, 64, 70, 128, 256};
   const int groups[] = {1, 2, 3, 4, 5, 8, 9};
-  std::vector<KvIsa> isas{KvIsa::kScalar};
-  if (kv::kv_isa_available(KvIsa::kAvx512)) isas.push_back(KvIsa::kAvx512);
+  const std::vector<Isa> isas = kernels::available_isas();
   int cases = 0;
-  for (KvIsa isa : isas)
+  for (Isa isa : isas)
     for (KvDType dt : {KvDType::F32, KvDType::F16, KvDType::BF16, KvDType::Q8_0}) {
-      const kv::AttendKernels& kr = kv::attend_kernels(dt, isa);
+      const kv::AttendKernels& kr = kernels::attend_kernels_with(kernels::kernel_table(isa), kv::storage_dtype(dt));
       for (int trial = 0; trial < 12; ++trial) {
         const int dk = dims[rng() % 8], dv = dims[rng() % 8], g = groups[rng() % 7];
         const int64_t n = 1 + rng() % 300;  // tails of blocks, several blocks
@@ -136,7 +168,7 @@ TEST(KvAttend, OnePassSplitAndMergedMatchesPlainSoftmax) {
         kv::attend_state_finish(merged.data(), g, dv, out.data());
         for (size_t i = 0; i < out.size(); ++i)
           ASSERT_NEAR(out[i], want[i], 2e-5 * (1 + std::fabs(want[i])))
-              << kv::kv_isa_name(isa) << " " << kv_dtype_name(dt) << " dk " << dk << " dv " << dv << " g " << g
+              << kernels::isa_str(isa) << " " << kv_dtype_name(dt) << " dk " << dk << " dv " << dv << " g " << g
               << " n " << n << " at " << i;
         ++cases;
       }

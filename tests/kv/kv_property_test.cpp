@@ -2,7 +2,8 @@
 // chunked prefill, decode, rewind, fork, remove and clear over random
 // geometries (windows shorter and longer than the sequences, GQA ratios
 // 1/2/4/8, different K/V head dims, shared-KV layers), for every storage dtype
-// and every available attention ISA. Every output and every refusal is compared.
+// and every instruction set (kernels::set_active_isa, the one dispatch that
+// attention uses too). Every output and every refusal is compared.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <map>
 #include <tuple>
 
+#include "kernels/kernel_table.h"
 #include "kv/kv_attend.h"
 #include "kv/kv_cache.h"
 #include "kv_test_util.h"
@@ -258,19 +260,19 @@ class Program {
   std::map<int, int64_t> max_end_;  // furthest position written since creation or clear
 };
 
-using Param = std::tuple<KvKind, KvDType, kv::KvIsa>;
+using Param = std::tuple<KvKind, KvDType, kernels::Isa>;
 
 class KvProperty : public ::testing::TestWithParam<Param> {};
 
 TEST_P(KvProperty, MatchesReference) {
   auto [kind, dtype, isa] = GetParam();
-  if (!kv::kv_isa_available(isa)) {
-    // Not available here: the scalar run of the same parameters covers the kinds.
-    EXPECT_EQ(isa, kv::KvIsa::kAvx512);
+  if (!kernels::isa_available(isa)) {
+    // Not available on this CPU: the scalar run of the same parameters covers the kinds.
+    EXPECT_NE(isa, kernels::Isa::kScalar);
+    std::printf("[ kv ] %s is not available on this CPU\n", kernels::isa_str(isa));
     return;
   }
-  kv::KvIsa saved = kv::kv_isa();
-  kv::set_kv_isa(isa);
+  const kernels::Isa saved = kernels::set_active_isa(isa);
   int steps = 0, refusals = 0;
   float max_err = 0;
   for (uint32_t seed = 1; seed <= 12 && !HasFatalFailure(); ++seed) {
@@ -288,20 +290,20 @@ TEST_P(KvProperty, MatchesReference) {
     refusals += prog.history_refusals;
     max_err = std::max(max_err, prog.max_err);
   }
-  kv::set_kv_isa(saved);
+  kernels::set_active_isa(saved);
   EXPECT_GT(steps, 200);
   std::printf("[ kv ] %s %s %s: %d steps, %d history refusals, max |err| %.2g\n", kv_kind_name(kind),
-              kv_dtype_name(dtype), kv::kv_isa_name(isa), steps, refusals, max_err);
+              kv_dtype_name(dtype), kernels::isa_str(isa), steps, refusals, max_err);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllKinds, KvProperty,
     ::testing::Combine(::testing::Values(KvKind::kSequence, KvKind::kBatchedSequence, KvKind::kBatchedCell),
                        ::testing::Values(KvDType::F32, KvDType::F16, KvDType::BF16, KvDType::Q8_0),
-                       ::testing::Values(kv::KvIsa::kScalar, kv::KvIsa::kAvx512)),
+                       ::testing::Values(kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512)),
     [](const ::testing::TestParamInfo<Param>& info) {
       std::string s = std::string(kv_kind_name(std::get<0>(info.param))) + "_" +
-                      kv_dtype_name(std::get<1>(info.param)) + "_" + kv::kv_isa_name(std::get<2>(info.param));
+                      kv_dtype_name(std::get<1>(info.param)) + "_" + kernels::isa_str(std::get<2>(info.param));
       std::replace(s.begin(), s.end(), '-', '_');
       return s;
     });

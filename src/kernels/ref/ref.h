@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/ops.h"
 #include "tensor/dtype.h"
 
 namespace og::kernels::ref {
@@ -37,6 +38,9 @@ void silu_mul(float* gate, const float* up, int64_t n);
 void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 void add(float* y, const float* x, int64_t n);
 void scale(float* y, float s, int64_t n);
+// Attention kernels over K/V rows stored as t (ops.h's AttendKernels); nullptr
+// for a dtype other than F32, F16, BF16, Q8_0.
+const AttendKernels* attend_kernels(DType t);
 
 // Per-format row codecs (n a multiple of the format's block).
 void dequant_q4_0(const void* src, float* dst, int64_t n);

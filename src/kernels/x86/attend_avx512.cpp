@@ -1,6 +1,7 @@
-// AVX-512 attention kernels for the storage dtypes (compiled with -mavx512*,
-// chosen at run time by kv_attend.cpp). Same contract as the scalar kernels:
-// K/V rows are read in their storage dtype, q8_0 block by block.
+// AVX-512 attention kernels for the K/V storage dtypes (compiled with
+// -mavx512*, registered in the AVX-512 kernel table). Same contract as the
+// scalar kernels in ref/attend_ref.cpp: K/V rows are read in their storage
+// dtype, q8_0 block by block (the last block of a row zero-padded).
 // GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(),
 // which -Wuninitialized reports at every use: a false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -12,11 +13,17 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kv/kv_attend.h"
-#include "kv/kv_common.h"
+#include "kernels/kernel_table.h"
+#include "kernels/ops.h"
 
-namespace og::kv {
+namespace og::kernels::avx512 {
 namespace {
+
+constexpr int kQ8Block = 32;                 // values per q8_0 block
+constexpr int kQ8BlockBytes = 2 + kQ8Block;  // f16 scale + int8 values
+// Rows accum() keeps one set of accumulators over before storing them (the
+// driver in kv/ folds blocks of this many rows, still in L1).
+constexpr int64_t kAccumRows = 64;
 
 inline __mmask16 tail_mask(int left) { return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1); }
 
@@ -171,7 +178,7 @@ void scores(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_
   for (; j < g; ++j) scores_heads<L, 1>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
 }
 
-// out_j += Σ_i w_ji v_i over the rows of one block (at most kAttendBlock, still
+// out_j += Σ_i w_ji v_i over the rows of one block (at most kAccumRows, still
 // in L1), in tiles of G heads x C chunks of 16 dims: each V chunk is loaded and
 // converted once per tile and used by its G heads; the G*C accumulators stay
 // in registers over the rows.
@@ -215,8 +222,8 @@ void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64
 
 template <class L>
 void accum(const float* w, int64_t ws, int g, const uint8_t* v, int64_t rbv, int64_t n, int dv, float* out) {
-  for (int64_t i0 = 0; i0 < n; i0 += kAttendBlock) {
-    const int64_t nb = std::min(n - i0, kAttendBlock);
+  for (int64_t i0 = 0; i0 < n; i0 += kAccumRows) {
+    const int64_t nb = std::min(n - i0, kAccumRows);
     const float* wb = w + i0;
     const uint8_t* vb = v + i0 * rbv;
     int j = 0;
@@ -265,14 +272,11 @@ const AttendKernels kQ8{scores<Q8>, accum<Q8>, exp_sum};
 
 }  // namespace
 
-const AttendKernels* attend_kernels_avx512(KvDType t) {
-  switch (t) {
-    case KvDType::F32: return &kF32;
-    case KvDType::F16: return &kF16;
-    case KvDType::BF16: return &kBF16;
-    case KvDType::Q8_0: return &kQ8;
-  }
-  return nullptr;
+void fill_attend(KernelTable& k) {
+  k.attend[static_cast<int>(DType::F32)] = kF32;
+  k.attend[static_cast<int>(DType::F16)] = kF16;
+  k.attend[static_cast<int>(DType::BF16)] = kBF16;
+  k.attend[static_cast<int>(DType::Q8_0)] = kQ8;
 }
 
-}  // namespace og::kv
+}  // namespace og::kernels::avx512
