@@ -17,6 +17,15 @@ const char* activation_name(Activation a);
 // How the tensor names of the source map to roles (see weights.h).
 enum class WeightLayout { kGguf, kHf };
 
+// A layer's RoPE scaling as the source declared it (kept so that a loaded
+// model can be written back; the forward pass only reads rope_inv_freq).
+struct RopeScaling {
+  enum class Type { kNone, kLinear, kLlama3 };
+  Type type = Type::kNone;
+  double factor = 1.0;  // linear: inv_freq / factor; llama3: the long-wavelength factor
+  double low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 8192;
+};
+
 struct LayerConfig {
   int n_heads = 0;
   int n_kv_heads = 0;
@@ -34,6 +43,11 @@ struct LayerConfig {
   bool rope_interleaved = false;
   double rope_base = 10000.0;  // informational; inv_freq is what the forward uses
   std::vector<float> rope_inv_freq;  // [rope_n_rot / 2] base^(-2i/n_rot) with every scaling folded in
+  // What rope_inv_freq was made from, besides rope_base: the declared scaling
+  // and per-pair frequency factors ff_i ([rope_n_rot / 2], inv_freq divided by
+  // them; GGUF rope_freqs.weight, or computed from llama3 scaling; empty = none).
+  RopeScaling rope_scaling;
+  std::vector<float> rope_freq_factors;
 
   bool has_q_norm = false;       // per-head RMSNorm of q and k (weights [head_dim_k]) before RoPE
   bool has_k_norm = false;
@@ -64,6 +78,8 @@ struct ModelConfig {
   float final_logit_softcap = 0; // 0 = none; anything else is refused at load (unsupported)
   // Load-time fix: added to every RMSNorm weight (HF gemma stores w and applies 1 + w).
   float norm_weight_offset = 0;
+  // The default prefill chunk size the file publishes (offgraph.kv.prefill_chunk_size); 0 = none.
+  int64_t prefill_chunk_size = 0;
   std::vector<LayerConfig> layers;
 
   int n_layers() const { return static_cast<int>(layers.size()); }

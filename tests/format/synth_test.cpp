@@ -17,6 +17,7 @@
 #include "format/gguf.h"
 #include "format/hf_config.h"
 #include "kernels/ops.h"
+#include "model/gguf_export.h"
 #include "synth/synth_internal.h"
 
 namespace og {
@@ -192,7 +193,7 @@ TEST_P(SynthFamily, MetadataAndConfigFollowTheFormats) {
 INSTANTIATE_TEST_SUITE_P(All, SynthFamily, testing::ValuesIn(kAll),
                          [](const testing::TestParamInfo<Family>& i) { return synth::family_name(i.param); });
 
-// The writer's q/k permutation is the real converter's: it maps the real
+// The q/k permutation (model/gguf_export.h) is the real converter's: it maps the real
 // stories260K HF q/k rows onto the rows of the real stories260K GGUF.
 TEST(Synth, PermutationMatchesTheRealConversion) {
   const std::string models = std::string(OG_TESTDATA_DIR) + "/models";
@@ -202,7 +203,7 @@ TEST(Synth, PermutationMatchesTheRealConversion) {
     for (const auto& [hn, gn, heads] : {std::tuple{"q_proj", "attn_q", 8}, std::tuple{"k_proj", "attn_k", 4}}) {
       std::vector<float> hv = as_floats(*hf.weights->find(cat("model.layers.", l, ".self_attn.", hn, ".weight")));
       std::vector<float> gv = as_floats(*g->find(cat("blk.", l, ".", gn, ".weight")));
-      EXPECT_EQ(synth::permute_rows_to_gguf(hv, heads, 8, 64), gv) << l << " " << hn;
+      EXPECT_EQ(permute_rows_to_interleaved(hv, heads, 8, 64), gv) << l << " " << hn;
       EXPECT_EQ(unpermute(gv, heads, 8, 64), hv);
     }
   }

@@ -177,51 +177,46 @@ std::vector<PlannedTensor> plan(const SynthSpec& s) {
   validate(s);
   const int64_t d = s.d_model, V = n_vocab(s), q_dim = s.n_heads * s.head_dim, kv_dim = s.n_kv_heads * s.head_dim;
   const bool gemma = s.family == Family::kGemma3;
-  const bool permute = s.family == Family::kLlama || s.family == Family::kMistral;
   std::vector<PlannedTensor> out;
-  auto add = [&](std::string hf, std::string gg, std::vector<int64_t> shape, Kind kind, int64_t fan_in = 1) {
+  auto add = [&](std::string hf, std::vector<int64_t> shape, Kind kind, int64_t fan_in = 1) {
     PlannedTensor t;
     t.hf_name = std::move(hf);
-    t.gguf_name = std::move(gg);
     t.shape = std::move(shape);
     t.kind = kind;
     t.fan_in = fan_in;
     t.gemma_norm = gemma && kind == Kind::kNorm;
     out.push_back(std::move(t));
-    return &out.back();
   };
-  add("model.embed_tokens.weight", "token_embd.weight", {V, d}, Kind::kEmbed, d);
+  add("model.embed_tokens.weight", {V, d}, Kind::kEmbed, d);
   for (int64_t l = 0; l < s.n_layers; ++l) {
-    const std::string h = cat("model.layers.", l, "."), g = cat("blk.", l, ".");
-    add(h + "input_layernorm.weight", g + "attn_norm.weight", {d}, Kind::kNorm);
-    add(h + "self_attn.q_proj.weight", g + "attn_q.weight", {q_dim, d}, Kind::kLinear, d)->permute_heads =
-        permute ? s.n_heads : 0;
-    add(h + "self_attn.k_proj.weight", g + "attn_k.weight", {kv_dim, d}, Kind::kLinear, d)->permute_heads =
-        permute ? s.n_kv_heads : 0;
-    add(h + "self_attn.v_proj.weight", g + "attn_v.weight", {kv_dim, d}, Kind::kLinear, d);
+    const std::string h = cat("model.layers.", l, ".");
+    add(h + "input_layernorm.weight", {d}, Kind::kNorm);
+    add(h + "self_attn.q_proj.weight", {q_dim, d}, Kind::kLinear, d);
+    add(h + "self_attn.k_proj.weight", {kv_dim, d}, Kind::kLinear, d);
+    add(h + "self_attn.v_proj.weight", {kv_dim, d}, Kind::kLinear, d);
     if (s.family == Family::kQwen2) {
-      add(h + "self_attn.q_proj.bias", g + "attn_q.bias", {q_dim}, Kind::kBias);
-      add(h + "self_attn.k_proj.bias", g + "attn_k.bias", {kv_dim}, Kind::kBias);
-      add(h + "self_attn.v_proj.bias", g + "attn_v.bias", {kv_dim}, Kind::kBias);
+      add(h + "self_attn.q_proj.bias", {q_dim}, Kind::kBias);
+      add(h + "self_attn.k_proj.bias", {kv_dim}, Kind::kBias);
+      add(h + "self_attn.v_proj.bias", {kv_dim}, Kind::kBias);
     }
     if (s.family == Family::kQwen3 || gemma) {
-      add(h + "self_attn.q_norm.weight", g + "attn_q_norm.weight", {s.head_dim}, Kind::kNorm);
-      add(h + "self_attn.k_norm.weight", g + "attn_k_norm.weight", {s.head_dim}, Kind::kNorm);
+      add(h + "self_attn.q_norm.weight", {s.head_dim}, Kind::kNorm);
+      add(h + "self_attn.k_norm.weight", {s.head_dim}, Kind::kNorm);
     }
-    add(h + "self_attn.o_proj.weight", g + "attn_output.weight", {d, q_dim}, Kind::kLinear, q_dim);
+    add(h + "self_attn.o_proj.weight", {d, q_dim}, Kind::kLinear, q_dim);
     if (gemma) {
-      add(h + "post_attention_layernorm.weight", g + "post_attention_norm.weight", {d}, Kind::kNorm);
-      add(h + "pre_feedforward_layernorm.weight", g + "ffn_norm.weight", {d}, Kind::kNorm);
-      add(h + "post_feedforward_layernorm.weight", g + "post_ffw_norm.weight", {d}, Kind::kNorm);
+      add(h + "post_attention_layernorm.weight", {d}, Kind::kNorm);
+      add(h + "pre_feedforward_layernorm.weight", {d}, Kind::kNorm);
+      add(h + "post_feedforward_layernorm.weight", {d}, Kind::kNorm);
     } else {
-      add(h + "post_attention_layernorm.weight", g + "ffn_norm.weight", {d}, Kind::kNorm);
+      add(h + "post_attention_layernorm.weight", {d}, Kind::kNorm);
     }
-    add(h + "mlp.gate_proj.weight", g + "ffn_gate.weight", {s.d_ff, d}, Kind::kLinear, d);
-    add(h + "mlp.up_proj.weight", g + "ffn_up.weight", {s.d_ff, d}, Kind::kLinear, d);
-    add(h + "mlp.down_proj.weight", g + "ffn_down.weight", {d, s.d_ff}, Kind::kLinear, s.d_ff);
+    add(h + "mlp.gate_proj.weight", {s.d_ff, d}, Kind::kLinear, d);
+    add(h + "mlp.up_proj.weight", {s.d_ff, d}, Kind::kLinear, d);
+    add(h + "mlp.down_proj.weight", {d, s.d_ff}, Kind::kLinear, s.d_ff);
   }
-  add("model.norm.weight", "output_norm.weight", {d}, Kind::kNorm);
-  if (!s.tied) add("lm_head.weight", "output.weight", {V, d}, Kind::kLinear, d);
+  add("model.norm.weight", {d}, Kind::kNorm);
+  if (!s.tied) add("lm_head.weight", {V, d}, Kind::kLinear, d);
   return out;
 }
 
@@ -242,29 +237,6 @@ std::vector<float> hf_values(const SynthSpec& s, const PlannedTensor& t) {
       break;
   }
   for (float& x : v) x = x * scale + offset;
-  return v;
-}
-
-std::vector<float> permute_rows_to_gguf(const std::vector<float>& x, int64_t n_heads, int64_t head_dim, int64_t cols) {
-  std::vector<float> out(x.size());
-  const int64_t half = head_dim / 2;
-  for (int64_t h = 0; h < n_heads; ++h)
-    for (int64_t i = 0; i < half; ++i)
-      for (int64_t j = 0; j < 2; ++j) {
-        const int64_t dst = h * head_dim + 2 * i + j, src = h * head_dim + j * half + i;
-        std::copy(x.begin() + src * cols, x.begin() + (src + 1) * cols, out.begin() + dst * cols);
-      }
-  return out;
-}
-
-std::vector<float> gguf_values(const SynthSpec& s, const PlannedTensor& t) {
-  std::vector<float> v = hf_values(s, t);
-  if (t.permute_heads > 0) {
-    const int64_t cols = t.shape.size() == 2 ? t.shape[1] : 1;
-    v = permute_rows_to_gguf(v, t.permute_heads, s.head_dim, cols);
-  }
-  if (t.gemma_norm)
-    for (float& x : v) x += 1.0f;
   return v;
 }
 

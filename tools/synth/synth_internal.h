@@ -1,6 +1,7 @@
-// Shared pieces of the synthetic model writer: the tensor plan of a spec (HF
-// and GGUF names, shapes, kinds), the deterministic weight generator, and the
-// tokenizer material for both layouts.
+// Shared pieces of the synthetic model writer: the HF tensor plan of a spec
+// (names, shapes, kinds), the deterministic weight generator, and the
+// tokenizer material for both layouts. The GGUF form comes from src/model
+// (model/gguf_export.h), as for any loaded model.
 #pragma once
 
 #include <cstdint>
@@ -17,13 +18,10 @@ enum class Kind { kEmbed, kLinear, kBias, kNorm };
 
 struct PlannedTensor {
   std::string hf_name;
-  std::string gguf_name;
   std::vector<int64_t> shape;  // row-major, outermost first ([out, in] for linears)
   Kind kind = Kind::kLinear;
   int64_t fan_in = 1;
-  // GGUF llama/mistral q/k: rows permuted per head (HF rotate-half -> interleaved); 0 = none.
-  int64_t permute_heads = 0;
-  bool gemma_norm = false;  // HF stores w, GGUF stores 1 + w
+  bool gemma_norm = false;  // HF gemma stores w of a (1 + w) norm: values near 0
 };
 
 int64_t n_vocab(const SynthSpec& spec);
@@ -33,10 +31,6 @@ std::vector<PlannedTensor> plan(const SynthSpec& spec);
 
 // The tensor's values in HF layout (rotate-half q/k rows, gemma norms as w).
 std::vector<float> hf_values(const SynthSpec& spec, const PlannedTensor& t);
-// The same values converted the way llama.cpp's converter does for GGUF.
-std::vector<float> gguf_values(const SynthSpec& spec, const PlannedTensor& t);
-// Row permutation HF -> GGUF for one [n_heads * head_dim, ...] tensor (rows of `cols` values).
-std::vector<float> permute_rows_to_gguf(const std::vector<float>& x, int64_t n_heads, int64_t head_dim, int64_t cols);
 
 // Tokenizer material.
 struct TokenizerInfo {

@@ -1,72 +1,36 @@
-// write_gguf / write_hf: the two layouts of one synthetic spec. Tensors are
-// produced and encoded one at a time while the file is written, so a
+// write_gguf / write_hf: the two layouts of one synthetic spec. The GGUF form
+// is the HF one converted by src/model's writer (model/gguf_export.h). Tensors
+// are produced and encoded one at a time while the file is written, so a
 // benchmark-sized model never sits in memory whole.
 #include <cstring>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 #include "base/error.h"
 #include "format/safetensors.h"
-#include "kernels/ops.h"
+#include "model/families/family.h"
+#include "model/gguf_export.h"
+#include "model/tensor_codec.h"
 #include "synth/synth_internal.h"
 
 namespace og::synth {
 
 namespace {
 
-const char* gguf_arch(Family f) {
-  switch (f) {
-    case Family::kLlama:
-    case Family::kMistral:  // MistralForCausalLM converts through the llama path
-      return "llama";
-    case Family::kQwen2: return "qwen2";
-    case Family::kQwen3: return "qwen3";
-    case Family::kGemma3: return "gemma3";
-  }
-  return "llama";
-}
-
 // The dtype a GGUF tensor is stored in: 1-D tensors (norms, biases) stay F32, as
 // the converter does. A 2-D weight whose rows are not whole blocks of the
 // requested type falls back to Q8_0 (32-element blocks), then F16, the way
 // llama.cpp's quantizer falls back for incompatible rows.
-DType storage_dtype(const SynthSpec& s, const PlannedTensor& t) {
-  if (t.shape.size() < 2) return DType::F32;
+DType storage_dtype(const SynthSpec& s, const GgufTensorPlan& t) {
+  if (!t.matrix) return DType::F32;
   DType want = s.weight_dtype;
   const int64_t cols = t.shape.back();
   if (cols % dtype_info(want).block == 0) return want;
   if (cols % 32 == 0) return DType::Q8_0;
   return DType::F16;
-}
-
-std::vector<uint8_t> encode(DType t, const std::vector<float>& v, int64_t cols, const std::string& name) {
-  const int64_t rows = static_cast<int64_t>(v.size()) / cols;
-  std::vector<uint8_t> out(static_cast<size_t>(rows * dtype_row_bytes(t, cols)));
-  switch (t) {
-    case DType::F32:
-      std::memcpy(out.data(), v.data(), out.size());
-      return out;
-    case DType::F16:
-      for (size_t k = 0; k < v.size(); ++k) {
-        uint16_t h = f32_to_f16(v[k]);
-        std::memcpy(out.data() + 2 * k, &h, 2);
-      }
-      return out;
-    case DType::BF16:
-      for (size_t k = 0; k < v.size(); ++k) {
-        uint16_t h = f32_to_bf16(v[k]);
-        std::memcpy(out.data() + 2 * k, &h, 2);
-      }
-      return out;
-    default:
-      break;
-  }
-  OG_CHECK(kernels::weight_dtype_supported(t), "synthetic model: tensor ", name, ": no quantizer for ",
-           dtype_name(static_cast<uint32_t>(t)));
-  const int64_t rb = dtype_row_bytes(t, cols);
-  for (int64_t r = 0; r < rows; ++r) kernels::quantize_row(t, v.data() + r * cols, out.data() + r * rb, cols);
-  return out;
 }
 
 uint32_t file_type(DType t) {
@@ -86,52 +50,64 @@ uint32_t file_type(DType t) {
   }
 }
 
-void add_hparams(const SynthSpec& s, GgufWriter& w) {
-  const std::string a = gguf_arch(s.family);
-  auto u32 = [](int64_t v) { return GgufValue::make_u32(static_cast<uint32_t>(v)); };
-  w.set("general.architecture", GgufValue::make_string(a));
-  w.set("general.name", GgufValue::make_string(cat("synthetic-", family_name(s.family))));
-  w.set("general.file_type", GgufValue::make_u32(file_type(s.weight_dtype)));
-  w.set("general.quantization_version", GgufValue::make_u32(2));
-  w.set(a + ".context_length", u32(s.n_ctx));
-  w.set(a + ".embedding_length", u32(s.d_model));
-  w.set(a + ".block_count", u32(s.n_layers));
-  w.set(a + ".feed_forward_length", u32(s.d_ff));
-  w.set(a + ".attention.head_count", u32(s.n_heads));
-  w.set(a + ".attention.head_count_kv", u32(s.n_kv_heads));
-  w.set(a + ".attention.key_length", u32(s.head_dim));
-  w.set(a + ".attention.value_length", u32(s.head_dim));
-  w.set(a + ".rope.dimension_count", u32(s.head_dim));
-  w.set(a + ".rope.freq_base", GgufValue::make_f32(static_cast<float>(s.rope_base)));
-  w.set(a + ".attention.layer_norm_rms_epsilon", GgufValue::make_f32(static_cast<float>(s.rms_eps)));
-  w.set(a + ".vocab_size", u32(n_vocab(s)));
-  if (s.family == Family::kMistral && s.window > 0) {
-    // llama.cpp's converter writes no window for Mistral and its "llama" arch
-    // would ignore one; offgraph's loader honours this key so the GGUF and HF
-    // layouts of a synthetic Mistral attend identically.
-    w.set("llama.attention.sliding_window", u32(s.window));
-  }
-  if (s.family == Family::kGemma3) {
-    w.set("gemma3.attention.sliding_window", u32(s.window));
-    w.set("gemma3.attention.sliding_window_pattern", u32(s.sliding_pattern));
-    w.set("gemma3.rope.freq_base_swa", GgufValue::make_f32(static_cast<float>(s.rope_base_local)));
-  }
+nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok);
+
+// A source without tensors: the family readers only look tensors up by name.
+class NoTensors : public TensorSource {
+ public:
+  const std::vector<TensorInfo>& tensors() const override { return none_; }
+  const TensorInfo* find(std::string_view) const override { return nullptr; }
+  std::string source_name() const override { return "synthetic model"; }
+
+ private:
+  std::vector<TensorInfo> none_;
+};
+
+// The spec's model as the HF reader sees its config.json (HF layout), so the
+// GGUF form is written by the same code as any exported model.
+ModelConfig hf_model_config(const SynthSpec& spec) {
+  const nlohmann::json cfg = nlohmann::json::parse(hf_config(spec, tokenizer_info(spec)).dump());
+  const std::string arch = cfg["architectures"][0].get<std::string>();
+  const FamilySpec* family = family_for_hf_arch(arch);
+  OG_CHECK(family != nullptr, "synthetic model: no family reads ", arch);
+  ModelConfig c;
+  c.architecture = family->name;
+  c.layout = WeightLayout::kHf;
+  c.hf_prefix = "model.";
+  NoTensors none;
+  family->from_hf(HfInput{cfg, "synthetic config.json", none}, c);
+  validate_config(c, "synthetic model");
+  return c;
 }
 
 }  // namespace
 
 void write_gguf(const SynthSpec& spec, const std::string& path) {
-  std::vector<PlannedTensor> tensors = plan(spec);
+  const ModelConfig c = hf_model_config(spec);
+  std::map<std::string, PlannedTensor> hf;
+  for (PlannedTensor& t : plan(spec)) hf.emplace(t.hf_name, std::move(t));
   GgufWriter w;
-  add_hparams(spec, w);
+  write_gguf_metadata(c, w);
+  w.set("general.name", GgufValue::make_string(cat("synthetic-", family_name(spec.family))));
+  w.set("general.file_type", GgufValue::make_u32(file_type(spec.weight_dtype)));
+  w.set("general.quantization_version", GgufValue::make_u32(2));
   add_gguf_tokenizer(spec, w);
   TokenizerInfo tok = tokenizer_info(spec);
   w.set("tokenizer.ggml.bos_token_id", GgufValue::make_u32(static_cast<uint32_t>(tok.bos)));
   w.set("tokenizer.ggml.eos_token_id", GgufValue::make_u32(static_cast<uint32_t>(tok.eos)));
-  for (const PlannedTensor& t : tensors) {
-    DType dt = storage_dtype(spec, t);
-    w.add_tensor(t.gguf_name, dt, t.shape, GgufWriter::Producer([&spec, t, dt] {
-                   return encode(dt, gguf_values(spec, t), t.shape.back(), t.gguf_name);
+  for (const GgufTensorPlan& t : gguf_tensor_plan(c)) {
+    const DType dt = storage_dtype(spec, t);
+    const PlannedTensor* src = nullptr;
+    if (!t.source.empty()) {
+      auto it = hf.find(t.source);
+      OG_CHECK(it != hf.end(), "synthetic model: no tensor ", t.source, " for ", t.name);
+      src = &it->second;
+    }
+    w.add_tensor(t.name, dt, t.shape, GgufWriter::Producer([&spec, t, dt, src] {
+                   std::vector<float> v = src ? hf_values(spec, *src) : t.generated;
+                   apply_gguf_fixes(t, v);
+                   const int64_t cols = t.shape.back();
+                   return encode_rows(dt, v.data(), static_cast<int64_t>(v.size()) / cols, cols);
                  }));
   }
   w.write(path);

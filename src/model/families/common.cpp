@@ -53,7 +53,8 @@ void refuse_gguf_unsupported(const GgufFile& f, const std::string& p) {
 
 }  // namespace
 
-std::vector<float> make_inv_freq(double base, int n_rot, const RopeScaling& s, const std::vector<float>& ff) {
+void set_rope(LayerConfig& L, double base, const RopeScaling& s, const std::vector<float>& ff) {
+  const int n_rot = L.rope_n_rot;
   std::vector<float> f = rope_inv_freq(base, n_rot);
   std::vector<float> factors = ff;
   if (s.type == RopeScaling::Type::kLlama3)
@@ -65,7 +66,10 @@ std::vector<float> make_inv_freq(double base, int n_rot, const RopeScaling& s, c
     if (i < factors.size()) x /= factors[i];
     f[i] = static_cast<float>(x);
   }
-  return f;
+  L.rope_base = base;
+  L.rope_scaling = s;
+  L.rope_freq_factors = std::move(factors);
+  L.rope_inv_freq = std::move(f);
 }
 
 RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch) {
@@ -143,8 +147,7 @@ void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c
     L.rope_n_rot = static_cast<int>(rot);
     if (l == 0 && f.find("rope_freqs.weight") != nullptr)
       freq_factors = tensor_to_f32(f, "rope_freqs.weight", L.rope_n_rot / 2);
-    L.rope_base = base;
-    L.rope_inv_freq = make_inv_freq(base, L.rope_n_rot, scaling, freq_factors);
+    set_rope(L, base, scaling, freq_factors);
     L.window = static_cast<int>(window);
     L.attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(L.head_dim_k)));
     const std::string b = cat("blk.", l, ".");
@@ -329,8 +332,7 @@ void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool 
     L.d_ff = d_ff;
     L.rope_n_rot = head_dim;
     L.rope_interleaved = false;
-    L.rope_base = base;
-    L.rope_inv_freq = make_inv_freq(base, head_dim, scaling, {});
+    set_rope(L, base, scaling, {});
     L.activation = act;
     L.has_qkv_bias = L.has_o_bias = attn_bias;
     L.attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));

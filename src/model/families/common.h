@@ -14,15 +14,10 @@
 
 namespace og {
 
-struct RopeScaling {
-  enum class Type { kNone, kLinear, kLlama3 };
-  Type type = Type::kNone;
-  double factor = 1.0;  // linear: inv_freq / factor; llama3: the long-wavelength factor
-  double low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 8192;
-};
-
-// inv_freq for one layer: base^(-2i/n_rot) / linear factor / ff_i.
-std::vector<float> make_inv_freq(double base, int n_rot, const RopeScaling& s, const std::vector<float>& ff);
+// Sets a layer's RoPE (L.rope_n_rot must be set): rope_base, the declared
+// scaling, the frequency factors (ff, or computed for llama3 scaling) and
+// inv_freq = base^(-2i/n_rot) / linear factor / ff_i.
+void set_rope(LayerConfig& L, double base, const RopeScaling& s, const std::vector<float>& ff);
 
 // ---- GGUF ----
 // Reads context/embedding/block/ff/head/key/value/rope/eps/vocab keys of
@@ -34,6 +29,21 @@ std::vector<float> make_inv_freq(double base, int n_rot, const RopeScaling& s, c
 void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c);
 // The rope scaling of `<arch>.rope.scaling.*` (linear or none).
 RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch);
+
+// The generic <arch>.* keys of c (general.architecture too): context,
+// embedding, block count, per-layer feed-forward / head counts (a scalar when
+// every layer agrees, else an array), key/value lengths, RoPE dimension count,
+// base and linear scaling (from layer o.rope_layer), epsilon, vocabulary size
+// and, with o.windows, the one sliding window every layer shares. og::Error
+// when a field the arch stores once differs between layers, or (with
+// o.attn_scale) the attention scale is not 1/sqrt(head_dim_k), which the arch
+// implies without a key.
+struct GgufCommonOptions {
+  bool windows = true;
+  int rope_layer = 0;
+  bool attn_scale = true;
+};
+void write_gguf_common(const ModelConfig& c, const std::string& arch, GgufWriter& w, const GgufCommonOptions& o = {});
 
 // ---- HF config.json ----
 // Key present and not null.

@@ -1,6 +1,7 @@
-// A model family as data plus two small readers: the architecture names it
-// answers to and how it fills a ModelConfig from GGUF metadata or from an HF
-// config.json. The registry (registry.cpp) lists every family, one line each.
+// A model family as data plus small readers and a writer: the architecture
+// names it answers to, how it fills a ModelConfig from GGUF metadata or from
+// an HF config.json, and how it writes a ModelConfig back as GGUF metadata.
+// The registry (registry.cpp) lists every family, one line each.
 //
 // Internal conventions every reader follows (forward.cpp relies on them):
 // - q/k rows are used as stored. GGUF "llama" files (Llama, Mistral) hold the
@@ -37,12 +38,21 @@ struct FamilySpec {
   // Fill c (architecture, layout and hf_prefix are set by the caller).
   void (*from_gguf)(const GgufFile& f, const std::string& arch, ModelConfig& c);
   void (*from_hf)(const HfInput& in, ModelConfig& c);
+  // Writes general.architecture and the <arch>.* keys from which the reader of
+  // that arch gives back c (tensors are model/gguf_export.h's business); an
+  // og::Error naming the field when c holds what the arch cannot express.
+  // nullptr: the family has no GGUF form.
+  void (*to_gguf)(const ModelConfig& c, GgufWriter& w);
+  // The q/k row order of that arch's GGUF files: true = interleaved pairs (the
+  // llama converter's permutation), false = rotate-half rows as in HF.
+  bool gguf_rope_interleaved;
 };
 
 // Every family, in the order they are tried.
 const std::vector<FamilySpec>& family_registry();
 const FamilySpec* family_for_gguf_arch(const std::string& arch);  // nullptr if none
 const FamilySpec* family_for_hf_arch(const std::string& arch);    // nullptr if none
+const FamilySpec* family_by_name(const std::string& name);        // ModelConfig::architecture; nullptr if none
 std::string supported_gguf_archs();  // "llama, qwen2, ..." for messages
 std::string supported_hf_archs();
 

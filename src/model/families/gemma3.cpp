@@ -27,8 +27,7 @@ void gemma_layers(ModelConfig& c, const std::vector<bool>& sliding, int window, 
     LayerConfig& L = c.layers[l];
     const bool local = sliding[l] && window > 0;
     L.window = local ? window : 0;
-    L.rope_base = local ? base_local : base;
-    L.rope_inv_freq = make_inv_freq(L.rope_base, L.rope_n_rot, local ? RopeScaling{} : global_scaling, {});
+    set_rope(L, local ? base_local : base, local ? RopeScaling{} : global_scaling, {});
   }
 }
 
@@ -131,11 +130,55 @@ void gemma3_from_hf(const HfInput& raw, ModelConfig& c) {
   c.norm_weight_offset = 1.0f;  // HF stores w of a (1 + w) norm
 }
 
+// The GGUF form: every P-th layer global (full attention, rope.freq_base with
+// the scaling), the others local (the one window, rope.freq_base_swa,
+// unscaled). Norms and the embedding scale follow llama.cpp's convention (the
+// tensors carry 1 + w; sqrt(d_model) in f32), so they need no key.
+void gemma3_to_gguf(const ModelConfig& c, GgufWriter& w) {
+  const int n = c.n_layers();
+  const std::string what = "cannot write gemma3 as GGUF: ";
+  int pattern = 0;
+  for (int p = 1; p <= n + 1 && pattern == 0; ++p) {
+    bool fits = true;
+    for (int l = 0; l < n; ++l) fits = fits && (c.layers[l].window > 0) == (l % p < p - 1);
+    if (fits) pattern = p;
+  }
+  OG_CHECK(pattern > 0, what, "the sliding layers do not follow 'every P-th layer is global'");
+  int global = -1, local = -1;
+  for (int l = 0; l < n; ++l) {
+    int& first = c.layers[l].window > 0 ? local : global;  // the first layer of each kind
+    if (first < 0) first = l;
+  }
+  for (int l = 0; l < n; ++l) {
+    const LayerConfig& L = c.layers[l];
+    const LayerConfig& ref = c.layers[L.window > 0 ? local : global];
+    OG_CHECK(L.window == ref.window && L.rope_base == ref.rope_base, what, "layer ", l, " has window ", L.window,
+             " and RoPE base ", L.rope_base, " but layer ", L.window > 0 ? local : global, " of the same kind has ",
+             ref.window, " and ", ref.rope_base);
+    OG_CHECK(L.window == 0 || L.rope_scaling.type == RopeScaling::Type::kNone, what, "local layer ", l,
+             " has RoPE scaling (the format scales global layers only)");
+    const double q = n == 62 ? static_cast<double>(c.d_model) / L.n_heads : L.head_dim_k;
+    const float want = static_cast<float>(1.0 / std::sqrt(q));
+    OG_CHECK(std::fabs(L.attn_scale - want) <= 1e-6f * want, what, "layer ", l, " has attention scale ",
+             L.attn_scale, " but the format implies ", want, " (query_pre_attn_scalar must be ", q, ")");
+  }
+  GgufCommonOptions o;
+  o.windows = false;
+  o.attn_scale = false;
+  o.rope_layer = global >= 0 ? global : 0;
+  write_gguf_common(c, "gemma3", w, o);
+  if (local >= 0) {
+    w.set("gemma3.attention.sliding_window", GgufValue::make_u32(static_cast<uint32_t>(c.layers[local].window)));
+    w.set("gemma3.rope.freq_base_swa", GgufValue::make_f32(static_cast<float>(c.layers[local].rope_base)));
+  }
+  w.set("gemma3.attention.sliding_window_pattern", GgufValue::make_u32(static_cast<uint32_t>(pattern)));
+}
+
 }  // namespace
 
 const FamilySpec& gemma3_family() {
-  static const FamilySpec spec{"gemma3", {"gemma3"}, {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"},
-                               gemma3_from_gguf, gemma3_from_hf};
+  static const FamilySpec spec{"gemma3",         {"gemma3"}, {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"},
+                               gemma3_from_gguf, gemma3_from_hf, gemma3_to_gguf, false};
   return spec;
 }
 

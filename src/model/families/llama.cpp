@@ -1,6 +1,7 @@
 // Family "llama": Llama 2 / 3 / 3.1 / 3.2 (llama3 RoPE scaling), TinyLlama,
 // SmolLM. GGUF arch "llama" (also what Mistral converts to), HF LlamaForCausalLM.
 #include "model/families/common.h"
+#include "model/families/family_writers.h"
 
 namespace og {
 namespace {
@@ -28,8 +29,14 @@ void llama_from_hf(const HfInput& in, ModelConfig& c) {
 
 }  // namespace
 
+// GGUF "llama" (also Mistral's arch): the generic keys; a window shared by
+// every layer goes to llama.attention.sliding_window, which offgraph honours
+// and llama.cpp ignores (it runs such models with full attention).
+void llama_to_gguf(const ModelConfig& c, GgufWriter& w) { write_gguf_common(c, "llama", w); }
+
 const FamilySpec& llama_family() {
-  static const FamilySpec spec{"llama", {"llama"}, {"LlamaForCausalLM"}, llama_from_gguf, llama_from_hf};
+  static const FamilySpec spec{"llama",         {"llama"}, {"LlamaForCausalLM"}, llama_from_gguf, llama_from_hf,
+                               llama_to_gguf, true};
   return spec;
 }
 

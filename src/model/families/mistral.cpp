@@ -2,6 +2,7 @@
 // arch "llama" (read by the llama family, which honours
 // llama.attention.sliding_window); HF MistralForCausalLM is read here.
 #include "model/families/common.h"
+#include "model/families/family_writers.h"
 
 namespace og {
 namespace {
@@ -21,7 +22,8 @@ void mistral_from_hf(const HfInput& in, ModelConfig& c) {
 }  // namespace
 
 const FamilySpec& mistral_family() {
-  static const FamilySpec spec{"mistral", {}, {"MistralForCausalLM"}, nullptr, mistral_from_hf};
+  // Written as GGUF "llama", as llama.cpp's converter does.
+  static const FamilySpec spec{"mistral", {}, {"MistralForCausalLM"}, nullptr, mistral_from_hf, llama_to_gguf, true};
   return spec;
 }
 

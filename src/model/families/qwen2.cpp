@@ -20,10 +20,14 @@ void qwen2_from_hf(const HfInput& in, ModelConfig& c) {
   apply_qwen_sliding_window(in, c);
 }
 
+// The q/k/v biases are tensors; a window must be shared by every layer.
+void qwen2_to_gguf(const ModelConfig& c, GgufWriter& w) { write_gguf_common(c, "qwen2", w); }
+
 }  // namespace
 
 const FamilySpec& qwen2_family() {
-  static const FamilySpec spec{"qwen2", {"qwen2"}, {"Qwen2ForCausalLM"}, qwen2_from_gguf, qwen2_from_hf};
+  static const FamilySpec spec{"qwen2",       {"qwen2"}, {"Qwen2ForCausalLM"}, qwen2_from_gguf, qwen2_from_hf,
+                               qwen2_to_gguf, false};
   return spec;
 }
 

@@ -17,10 +17,14 @@ void qwen3_from_hf(const HfInput& in, ModelConfig& c) {
   apply_qwen_sliding_window(in, c);
 }
 
+// The q/k norms are tensors; a window must be shared by every layer.
+void qwen3_to_gguf(const ModelConfig& c, GgufWriter& w) { write_gguf_common(c, "qwen3", w); }
+
 }  // namespace
 
 const FamilySpec& qwen3_family() {
-  static const FamilySpec spec{"qwen3", {"qwen3"}, {"Qwen3ForCausalLM"}, qwen3_from_gguf, qwen3_from_hf};
+  static const FamilySpec spec{"qwen3",       {"qwen3"}, {"Qwen3ForCausalLM"}, qwen3_from_gguf, qwen3_from_hf,
+                               qwen3_to_gguf, false};
   return spec;
 }
 

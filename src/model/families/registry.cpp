@@ -29,6 +29,12 @@ const FamilySpec* family_for_hf_arch(const std::string& arch) {
   return nullptr;
 }
 
+const FamilySpec* family_by_name(const std::string& name) {
+  for (const FamilySpec& f : family_registry())
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
 namespace {
 std::string join(bool gguf) {
   std::string s;

@@ -1,0 +1,176 @@
+// The GGUF form of a ModelConfig: tensor plan, value fixes, metadata, and the
+// read-back comparison (see gguf_export.h).
+#include "model/gguf_export.h"
+
+#include <cmath>
+
+#include "base/error.h"
+#include "model/families/family.h"
+
+namespace og {
+namespace {
+
+const FamilySpec& writer_of(const ModelConfig& c) {
+  const FamilySpec* f = family_by_name(c.architecture);
+  OG_CHECK(f != nullptr, "GGUF export: unknown model family '", c.architecture, "'");
+  OG_CHECK(f->to_gguf != nullptr, "GGUF export: the ", c.architecture, " family has no GGUF form");
+  return *f;
+}
+
+// The per-pair RoPE factors the file carries (rope_freqs.weight applies to every layer).
+std::vector<float> shared_freq_factors(const ModelConfig& c) {
+  const std::vector<float>& ff = c.layers.at(0).rope_freq_factors;
+  for (int l = 1; l < c.n_layers(); ++l)
+    OG_CHECK(c.layers[l].rope_freq_factors == ff, "GGUF export: layer ", l,
+             " has other RoPE frequency factors than layer 0 (rope_freqs.weight is shared by every layer)");
+  return ff;
+}
+
+}  // namespace
+
+std::vector<float> permute_rows_to_interleaved(const std::vector<float>& x, int64_t n_heads, int64_t head_dim,
+                                               int64_t cols) {
+  OG_CHECK(static_cast<int64_t>(x.size()) == n_heads * head_dim * cols && head_dim % 2 == 0,
+           "q/k permutation: ", x.size(), " values are not ", n_heads, " heads of ", head_dim, " rows of ", cols);
+  std::vector<float> out(x.size());
+  const int64_t half = head_dim / 2;
+  for (int64_t h = 0; h < n_heads; ++h)
+    for (int64_t i = 0; i < half; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t dst = h * head_dim + 2 * i + j, src = h * head_dim + j * half + i;
+        std::copy(x.begin() + src * cols, x.begin() + (src + 1) * cols, out.begin() + dst * cols);
+      }
+  return out;
+}
+
+std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
+                                             const std::function<bool(const std::string&)>& source_has) {
+  const FamilySpec& fam = writer_of(c);
+  ModelConfig g = c;
+  g.layout = WeightLayout::kGguf;
+  const int64_t d = c.d_model;
+  std::vector<GgufTensorPlan> out;
+  auto add = [&](TensorRole role, int l, std::vector<int64_t> shape) -> GgufTensorPlan& {
+    GgufTensorPlan t;
+    t.name = tensor_name(g, role, l);
+    t.source = tensor_name(c, role, l);
+    t.role = role;
+    t.layer = l;
+    t.matrix = shape.size() == 2;
+    t.shape = std::move(shape);
+    out.push_back(std::move(t));
+    return out.back();
+  };
+  auto norm = [&](TensorRole role, int l, int64_t n) { add(role, l, {n}).add = c.norm_weight_offset; };
+  OG_CHECK(c.n_vocab > 0, "GGUF export: the vocabulary size is unknown");
+  add(TensorRole::kTokenEmbd, -1, {c.n_vocab, d});
+  const std::vector<float> ff = shared_freq_factors(c);
+  if (!ff.empty()) {
+    GgufTensorPlan t;
+    t.name = "rope_freqs.weight";
+    t.shape = {static_cast<int64_t>(ff.size())};
+    t.generated = ff;
+    out.push_back(std::move(t));
+  }
+  for (int l = 0; l < c.n_layers(); ++l) {
+    const LayerConfig& L = c.layers[l];
+    const int64_t q_dim = int64_t{L.n_heads} * L.head_dim_k, k_dim = int64_t{L.n_kv_heads} * L.head_dim_k;
+    const int64_t v_dim = int64_t{L.n_kv_heads} * L.head_dim_v, o_dim = int64_t{L.n_heads} * L.head_dim_v;
+    const bool permute = fam.gguf_rope_interleaved && !L.rope_interleaved;
+    OG_CHECK(fam.gguf_rope_interleaved || !L.rope_interleaved, "GGUF export: layer ", l,
+             " holds interleaved q/k rows but GGUF ", c.architecture, " expects rotate-half rows");
+    OG_CHECK(!permute || L.rope_n_rot == L.head_dim_k, "GGUF export: layer ", l, " rotates ", L.rope_n_rot,
+             " of ", L.head_dim_k, " dims, which the q/k row permutation does not support");
+    auto qk = [&](GgufTensorPlan& t, int heads) {
+      if (!permute) return;
+      t.permute_heads = heads;
+      t.permute_head_dim = L.head_dim_k;
+    };
+    norm(TensorRole::kAttnNorm, l, d);
+    qk(add(TensorRole::kQ, l, {q_dim, d}), L.n_heads);
+    if (L.has_qkv_bias) qk(add(TensorRole::kQBias, l, {q_dim}), L.n_heads);
+    if (L.kv_donor < 0) {
+      qk(add(TensorRole::kK, l, {k_dim, d}), L.n_kv_heads);
+      if (L.has_qkv_bias) qk(add(TensorRole::kKBias, l, {k_dim}), L.n_kv_heads);
+      add(TensorRole::kV, l, {v_dim, d});
+      if (L.has_qkv_bias) add(TensorRole::kVBias, l, {v_dim});
+    }
+    if (L.has_q_norm) norm(TensorRole::kQNorm, l, L.head_dim_k);
+    if (L.has_k_norm && L.kv_donor < 0) norm(TensorRole::kKNorm, l, L.head_dim_k);
+    add(TensorRole::kO, l, {d, o_dim});
+    if (L.has_o_bias) add(TensorRole::kOBias, l, {d});
+    if (L.has_post_attn_norm) norm(TensorRole::kPostAttnNorm, l, d);
+    norm(TensorRole::kFfnNorm, l, d);
+    add(TensorRole::kGate, l, {L.d_ff, d});
+    add(TensorRole::kUp, l, {L.d_ff, d});
+    add(TensorRole::kDown, l, {d, L.d_ff});
+    if (L.has_post_ffn_norm) norm(TensorRole::kPostFfnNorm, l, d);
+  }
+  norm(TensorRole::kOutputNorm, -1, d);
+  if (!c.tied_output) add(TensorRole::kOutput, -1, {c.n_vocab, d});
+  if (source_has && source_has(tensor_name(c, TensorRole::kOutputBias))) add(TensorRole::kOutputBias, -1, {c.n_vocab});
+  return out;
+}
+
+void apply_gguf_fixes(const GgufTensorPlan& t, std::vector<float>& v) {
+  if (t.permute_heads > 0) {
+    const int64_t cols = t.shape.size() == 2 ? t.shape[1] : 1;
+    v = permute_rows_to_interleaved(v, t.permute_heads, t.permute_head_dim, cols);
+  }
+  if (t.add != 0)
+    for (float& x : v) x += t.add;
+}
+
+void write_gguf_metadata(const ModelConfig& c, GgufWriter& w) { writer_of(c).to_gguf(c, w); }
+
+namespace {
+
+bool close(double a, double b, double rel) { return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b)); }
+
+template <class T>
+void same(const std::string& file, const std::string& field, const T& want, const T& got) {
+  OG_CHECK(want == got, file, ": reads back with ", field, " ", got, " but the model has ", want);
+}
+
+void same_layer(const std::string& file, int l, const LayerConfig& a, const LayerConfig& b) {
+  const std::string p = cat("layer ", l, " ");
+  same(file, p + "head count", a.n_heads, b.n_heads);
+  same(file, p + "KV head count", a.n_kv_heads, b.n_kv_heads);
+  same(file, p + "key length", a.head_dim_k, b.head_dim_k);
+  same(file, p + "value length", a.head_dim_v, b.head_dim_v);
+  same(file, p + "feed-forward width", a.d_ff, b.d_ff);
+  same(file, p + "sliding window", a.window, b.window);
+  same(file, p + "RoPE dimension count", a.rope_n_rot, b.rope_n_rot);
+  same(file, p + "activation", std::string(activation_name(a.activation)), std::string(activation_name(b.activation)));
+  same(file, p + "q norm", a.has_q_norm, b.has_q_norm);
+  same(file, p + "k norm", a.has_k_norm, b.has_k_norm);
+  same(file, p + "q/k/v bias", a.has_qkv_bias, b.has_qkv_bias);
+  same(file, p + "output bias", a.has_o_bias, b.has_o_bias);
+  same(file, p + "post-attention norm", a.has_post_attn_norm, b.has_post_attn_norm);
+  same(file, p + "post-FFN norm", a.has_post_ffn_norm, b.has_post_ffn_norm);
+  same(file, p + "KV donor", a.kv_donor, b.kv_donor);
+  OG_CHECK(close(a.attn_scale, b.attn_scale, 1e-6), file, ": reads back with ", p, "attention scale ", b.attn_scale,
+           " but the model has ", a.attn_scale);
+  same(file, p + "RoPE table size", a.rope_inv_freq.size(), b.rope_inv_freq.size());
+  for (size_t i = 0; i < a.rope_inv_freq.size(); ++i)
+    OG_CHECK(close(a.rope_inv_freq[i], b.rope_inv_freq[i], 1e-5), file, ": reads back with ", p, "RoPE frequency ",
+             i, " = ", b.rope_inv_freq[i], " but the model has ", a.rope_inv_freq[i]);
+}
+
+}  // namespace
+
+void check_same_config(const ModelConfig& c, const ModelConfig& w, const std::string& file) {
+  same(file, "architecture", c.architecture == "mistral" ? std::string("llama") : c.architecture, w.architecture);
+  same(file, "hidden size", c.d_model, w.d_model);
+  same(file, "vocabulary size", c.n_vocab, w.n_vocab);
+  same(file, "context length", c.n_ctx, w.n_ctx);
+  same(file, "RMSNorm epsilon", c.eps, w.eps);
+  same(file, "tied output", c.tied_output, w.tied_output);
+  same(file, "layer count", c.n_layers(), w.n_layers());
+  // HF gemma rounds sqrt(d_model) to the embedding dtype; GGUF keeps it in f32.
+  OG_CHECK(close(c.embedding_scale, w.embedding_scale, 1e-2), file, ": reads back with embedding scale ",
+           w.embedding_scale, " but the model has ", c.embedding_scale);
+  for (int l = 0; l < c.n_layers(); ++l) same_layer(file, l, c.layers[l], w.layers[l]);
+}
+
+}  // namespace og

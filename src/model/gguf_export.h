@@ -1,0 +1,61 @@
+// Writing a ModelConfig back as GGUF, the inverse of Model::load: the metadata
+// (through the family spec's to_gguf), the tensor plan (GGUF names, where each
+// tensor comes from, and the fixes that undo load-time conventions: the llama
+// q/k row permutation, HF gemma's 1 + w norms, llama3 RoPE factors as
+// rope_freqs.weight), and the check that a written file reads back as the
+// config it was written from.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "format/gguf.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace og {
+
+struct GgufTensorPlan {
+  std::string name;            // GGUF tensor name
+  std::string source;          // the tensor's name in the config's layout; "" = generated (values in `generated`)
+  std::vector<int64_t> shape;  // row-major, outermost first ([out, in] for matrices)
+  bool matrix = false;         // a 2-D weight (may be quantized); 1-D tensors are written as F32
+  TensorRole role = TensorRole::kTokenEmbd;  // unused when generated
+  int layer = -1;              // -1: not a layer tensor
+  // > 0: rows are reordered from rotate-half to interleaved pairs, per head of
+  // permute_head_dim rows (the llama converter's q/k permutation).
+  int64_t permute_heads = 0;
+  int64_t permute_head_dim = 0;
+  float add = 0;                 // added to every value (HF gemma norms hold w of a 1 + w norm)
+  std::vector<float> generated;  // rope_freqs.weight: the per-pair RoPE frequency factors
+};
+
+// Every tensor of a GGUF file of c, in the order llama.cpp's converter writes
+// them. source_has(name): whether the source holds an optional tensor (the
+// output bias); nullptr = it holds none. og::Error when c cannot be written
+// (no GGUF form for the family, per-layer RoPE factors, partial rotation with
+// a permutation).
+std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
+                                             const std::function<bool(const std::string&)>& source_has = nullptr);
+
+// Turns the source values of a planned tensor (row-major f32) into its GGUF values.
+void apply_gguf_fixes(const GgufTensorPlan& t, std::vector<float>& values);
+
+// The llama converter's q/k permutation: rows [n_heads * head_dim] of `cols`
+// values, rotate-half order -> interleaved pairs (GGUF row h·hd + 2i + j =
+// HF row h·hd + j·hd/2 + i).
+std::vector<float> permute_rows_to_interleaved(const std::vector<float>& x, int64_t n_heads, int64_t head_dim,
+                                               int64_t cols);
+
+// general.architecture and the <arch>.* keys of c (the family spec's to_gguf).
+void write_gguf_metadata(const ModelConfig& c, GgufWriter& w);
+
+// og::Error naming the first field in which `written` (c's file read back)
+// differs from `c`, with both values. Fields that differ by the formats'
+// conventions (layout, q/k row order, norm offset, gemma's embedding scale
+// rounding) are not compared.
+void check_same_config(const ModelConfig& c, const ModelConfig& written, const std::string& file);
+
+}  // namespace og
