@@ -4,12 +4,27 @@
 
 #include <memory>
 
+#include "format/gguf.h"
 #include "format/tensor_source.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "model/weights.h"
 
 namespace og {
+
+// A model file read as config + tensors, nothing bound or copied yet (the
+// first half of Model::load; export and quantize continue from here).
+// og::Error naming the file and problem, as Model::load.
+struct GgufModelSource {
+  ModelConfig config;  // layout kGguf
+  std::shared_ptr<GgufFile> file;
+};
+GgufModelSource read_gguf_model(const std::string& path);
+struct HfModelSource {
+  ModelConfig config;  // layout kHf, hf_prefix chosen
+  std::shared_ptr<const TensorSource> weights;
+};
+HfModelSource read_hf_model(const std::string& dir);
 
 // Validates `config`, binds its tensors from `source` (named by
 // config.layout / hf_prefix) and returns the model, which keeps `source`

@@ -6,6 +6,7 @@
 #include "format/gguf.h"
 #include "format/hf_config.h"
 #include "model/families/family.h"
+#include "model/kv_keys.h"
 #include "model/loader.h"
 
 namespace og {
@@ -33,6 +34,10 @@ class LoadedModel : public Model {
     weights_ = bind_weights(config_, *source_);
     if (!opts.mmap_only) weight_copy_ = place_weights_in_huge_pages(weights_, source_is_mapped);
     geometry_ = kv_geometry_from_config(config_);
+    // A file that publishes its cache geometry (offgraph.kv.*) must agree with its architecture.
+    if (gguf_)
+      if (std::optional<KvGeometry> stored = read_kv_geometry_keys(*gguf_))
+        check_kv_geometry(*stored, geometry_, source_->source_name());
   }
   const ModelConfig& config() const override { return config_; }
   KvGeometry kv_geometry() const override { return geometry_; }
@@ -53,7 +58,9 @@ class LoadedModel : public Model {
   KvGeometry geometry_;
 };
 
-std::unique_ptr<Model> load_gguf(const std::string& path, const LoadOptions& opts) {
+}  // namespace
+
+GgufModelSource read_gguf_model(const std::string& path) {
   std::shared_ptr<GgufFile> f = GgufFile::open(path);
   const std::optional<std::string> arch = f->get_string("general.architecture");
   OG_CHECK(arch.has_value(), path, ": missing required key general.architecture");
@@ -66,9 +73,11 @@ std::unique_ptr<Model> load_gguf(const std::string& path, const LoadOptions& opt
   c.architecture = family->name;
   c.layout = WeightLayout::kGguf;
   family->from_gguf(*f, *arch, c);
-  const GgufFile* g = f.get();
-  return make_model(std::move(c), std::move(f), g, opts, true);
+  c.prefill_chunk_size = read_prefill_chunk_size(*f).value_or(0);
+  return {std::move(c), std::move(f)};
 }
+
+namespace {
 
 // The decoder tensors' prefix: text-only checkpoints use "model.", multimodal
 // ones one of two nestings depending on the transformers version.
@@ -78,7 +87,9 @@ std::string hf_prefix(const TensorSource& w) {
   fail(w.source_name(), ": missing tensor model.embed_tokens.weight");
 }
 
-std::unique_ptr<Model> load_hf(const std::string& dir, const LoadOptions& opts) {
+}  // namespace
+
+HfModelSource read_hf_model(const std::string& dir) {
   HfCheckpoint ck = HfCheckpoint::open(dir);
   const std::string file = dir + "/config.json";
   const nlohmann::json& cfg = ck.config;
@@ -98,10 +109,8 @@ std::unique_ptr<Model> load_hf(const std::string& dir, const LoadOptions& opts) 
   c.layout = WeightLayout::kHf;
   c.hf_prefix = hf_prefix(*weights);
   family->from_hf(HfInput{nested ? cfg["text_config"] : cfg, file, *weights}, c);
-  return make_model(std::move(c), std::move(weights), nullptr, opts, true);
+  return {std::move(c), std::move(weights)};
 }
-
-}  // namespace
 
 std::unique_ptr<Model> make_model(ModelConfig config, std::shared_ptr<const TensorSource> source,
                                   const GgufFile* gguf, const LoadOptions& opts, bool source_is_mapped) {
@@ -112,8 +121,13 @@ std::unique_ptr<Model> make_model(ModelConfig config, std::shared_ptr<const Tens
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
   std::error_code ec;
   OG_CHECK(std::filesystem::exists(path, ec), path, ": no such file or directory");
-  if (std::filesystem::is_directory(path, ec)) return load_hf(path, opts);
-  return load_gguf(path, opts);
+  if (std::filesystem::is_directory(path, ec)) {
+    HfModelSource m = read_hf_model(path);
+    return make_model(std::move(m.config), std::move(m.weights), nullptr, opts, true);
+  }
+  GgufModelSource m = read_gguf_model(path);
+  const GgufFile* g = m.file.get();
+  return make_model(std::move(m.config), std::move(m.file), g, opts, true);
 }
 
 }  // namespace og

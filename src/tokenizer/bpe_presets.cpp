@@ -32,6 +32,18 @@ bool one_of(std::string_view v, std::initializer_list<std::string_view> names) {
 
 }  // namespace
 
+std::string bpe_pre_name(const std::vector<std::string>& regexes) {
+  // HF's ByteLevel(use_regex) is GPT-2's pattern with a trailing \s+ alternative, which splits alike.
+  if (regexes == std::vector<std::string>{kGpt2Regex}) return "gpt-2";
+  // One name per distinct chain, the name llama.cpp's converter writes for it.
+  for (const char* name : {"llama-bpe", "qwen2", "gpt-2", "tekken", "gpt-4o", "starcoder", "deepseek-llm",
+                           "deepseek-coder", "falcon", "bloom", "viking"}) {
+    const BpePreset p = bpe_preset(name);
+    if (p.regexes == regexes) return name;
+  }
+  return "";
+}
+
 BpePreset bpe_preset(std::string_view pre) {
   if (pre.empty() || pre == "default")
     return {{R"([\p{P}\$\+<=>\^~\|]+)", kGpt2Short, R"(\p{N}+)", "[0-9][0-9][0-9]"}, false, false};

@@ -18,6 +18,10 @@ struct BpePreset {
 // og::Error naming `pre` when it is unknown. An empty name means "default".
 BpePreset bpe_preset(std::string_view pre);
 
+// The GGUF pre name whose regex chain is `regexes` (a tokenizer.json's Split /
+// ByteLevel patterns, in order), or "" when no preset has exactly that chain.
+std::string bpe_pre_name(const std::vector<std::string>& regexes);
+
 // The GPT-2 regex (HF ByteLevel use_regex) and Llama 3's split regex.
 extern const char* const kGpt2Regex;
 extern const char* const kLlama3Regex;

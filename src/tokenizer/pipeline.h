@@ -100,6 +100,7 @@ class PipelineTokenizer final : public Tokenizer {
   std::optional<int32_t> find_piece(std::string_view piece) const override;
   const SpecialTokens& special() const override { return spec_.special; }
   std::string kind() const override { return spec_.kind; }
+  const PipelineSpec& spec() const { return spec_; }  // what the loader built (GGUF export reads it)
 
   // Loaders adjust these after construction (tokenizer_config.json etc.).
   SpecialTokens& mutable_special() { return spec_.special; }

@@ -1,0 +1,230 @@
+// export_hf_to_gguf and quantize_gguf (see gguf_convert.h): plan the output
+// tensors, stream them through the row codecs into a GgufWriter, read the
+// written file back, then rename it into place.
+#include "model/gguf_convert.h"
+
+#include <filesystem>
+#include <memory>
+
+#include "base/atomic_file.h"
+#include "base/error.h"
+#include "base/huge_pages.h"
+#include "base/thread_pool.h"
+#include "base/timer.h"
+#include "kernels/ops.h"
+#include "model/gguf_export.h"
+#include "model/kv_keys.h"
+#include "model/loader.h"
+#include "model/tensor_codec.h"
+
+namespace og {
+namespace {
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+std::string name_of(DType t) { return dtype_name(static_cast<uint32_t>(t)); }
+
+// One output tensor: where its values come from and what it becomes.
+struct Job {
+  std::string name;
+  std::vector<int64_t> shape;  // row-major
+  DType to = DType::F32;
+  const TensorInfo* src = nullptr;  // null: plan.generated
+  GgufTensorPlan plan;              // export: row order and value fixes; quantize: none
+  bool matrix = false;              // converted row by row over the pool
+  bool copy = false;                // the source bytes as stored
+};
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// The source row of output row r: the inverse of the q/k permutation, else r.
+int64_t source_row(const GgufTensorPlan& p, int64_t r) {
+  if (p.permute_heads == 0) return r;
+  const int64_t hd = p.permute_head_dim, h = r / hd, rem = r % hd;
+  return h * hd + (rem % 2) * (hd / 2) + rem / 2;
+}
+
+std::vector<uint8_t> run_job(const Job& j) {
+  const int64_t cols = j.shape.back(), rows = numel(j.shape) / cols;
+  if (j.src == nullptr) return encode_rows(j.to, j.plan.generated.data(), rows, cols);
+  const DType from = static_cast<DType>(j.src->type_id);
+  std::vector<uint8_t> out;
+  if (j.copy) {
+    out.assign(j.src->data, j.src->data + j.src->nbytes);
+  } else if (!j.matrix) {
+    std::vector<float> v(static_cast<size_t>(rows * cols));
+    decode_rows(from, j.src->data, rows, cols, v.data());
+    apply_gguf_fixes(j.plan, v);
+    out = encode_rows(j.to, v.data(), rows, cols);
+  } else {
+    OG_CHECK(j.plan.add == 0, "GGUF export: matrix ", j.name, " cannot take a value offset");
+    const int64_t rb_in = dtype_row_bytes(from, cols), rb_out = dtype_row_bytes(j.to, cols);
+    out.resize(static_cast<size_t>(rows * rb_out));
+    thread_pool().parallel_for(rows, [&](int64_t r0, int64_t r1) {
+      std::vector<float> buf(static_cast<size_t>(cols));
+      for (int64_t r = r0; r < r1; ++r) {
+        kernels::dequantize_row(from, j.src->data + source_row(j.plan, r) * rb_in, buf.data(), cols);
+        kernels::quantize_row(j.to, buf.data(), out.data() + r * rb_out, cols);
+      }
+    });
+  }
+  release_file_pages(j.src->data, j.src->nbytes);  // the source is a read-only file mapping
+  return out;
+}
+
+// Adds every job to w as a streaming producer, writes the file atomically,
+// verifies it, and returns the summary.
+ConvertSummary write_jobs(GgufWriter& w, const std::vector<Job>& jobs, const ConvertOptions& o, AtomicOutput& out,
+                          const std::function<void(const std::string&)>& verify) {
+  ConvertSummary s;
+  Timer total;
+  s.n_tensors = static_cast<int>(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = jobs[i];
+    s.dtype_counts[name_of(j.to)]++;
+    s.n_elements += numel(j.shape);
+    w.add_tensor(j.name, j.to, j.shape, GgufWriter::Producer([&, i] {
+                   const Job& job = jobs[i];
+                   Timer t;
+                   std::vector<uint8_t> b = run_job(job);
+                   ConvertProgress p;
+                   p.index = static_cast<int>(i) + 1;
+                   p.count = static_cast<int>(jobs.size());
+                   p.name = job.name;
+                   p.from = job.src ? job.src->type_name : "generated";
+                   p.to = name_of(job.to);
+                   p.bytes_in = job.src ? static_cast<int64_t>(job.src->nbytes) : 0;
+                   p.bytes_out = static_cast<int64_t>(b.size());
+                   p.seconds = t.seconds();
+                   s.bytes_in += p.bytes_in;
+                   s.bytes_out += p.bytes_out;
+                   if (o.on_tensor) o.on_tensor(p);
+                   return b;
+                 }));
+  }
+  w.write(out.path());
+  if (!out.in_place()) verify(out.path());
+  out.commit();
+  s.seconds = total.seconds();
+  return s;
+}
+
+// The read-back check: the written file loads as `want` (config and every
+// tensor bound) and its cache geometry keys agree with its architecture.
+void verify_written(const std::string& path, const std::string& out_path, const ModelConfig& want) {
+  GgufModelSource m = read_gguf_model(path);
+  validate_config(m.config, out_path);
+  bind_weights(m.config, *m.file);
+  check_same_config(want, m.config, out_path);
+  if (std::optional<KvGeometry> g = read_kv_geometry_keys(*m.file))
+    check_kv_geometry(*g, kv_geometry_from_config(m.config), out_path);
+}
+
+int64_t chunk_of(const ConvertOptions& o, int64_t source) {
+  if (o.prefill_chunk_size > 0) return o.prefill_chunk_size;
+  return source > 0 ? source : kDefaultPrefillChunk;
+}
+
+std::string base_name(const std::string& dir) {
+  std::filesystem::path p(dir);
+  if (!p.has_filename()) p = p.parent_path();
+  return p.filename().string();
+}
+
+}  // namespace
+
+ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& out_path, const ConvertOptions& o) {
+  AtomicOutput out(out_path, o.overwrite);
+  HfModelSource m = read_hf_model(hf_dir);
+  ModelConfig& c = m.config;
+  validate_config(c, hf_dir);
+  bind_weights(c, *m.weights);  // every tensor present, shaped and typed as the config says
+  const TensorSource& src = *m.weights;
+  const std::vector<GgufTensorPlan> plan =
+      gguf_tensor_plan(c, [&](const std::string& n) { return src.find(n) != nullptr; });
+
+  int n_attn_v = 0;
+  for (const GgufTensorPlan& t : plan) n_attn_v += t.name.find("attn_v.weight") != std::string::npos;
+  TensorTypePicker picker(o.type, c.n_layers(), n_attn_v, !c.tied_output);
+  std::vector<Job> jobs;
+  for (const GgufTensorPlan& t : plan) {
+    Job j;
+    j.name = t.name;
+    j.shape = t.shape;
+    j.plan = t;
+    j.matrix = t.matrix;
+    if (!t.source.empty()) {
+      j.src = src.find(t.source);
+      OG_CHECK(j.src != nullptr, hf_dir, ": missing tensor ", t.source);
+      OG_CHECK(j.src->shape == t.shape, hf_dir, ": tensor ", t.source, " has shape ", shape_str(j.src->shape),
+               ", expected ", shape_str(t.shape));
+      OG_CHECK(j.src->known_type && is_float(static_cast<DType>(j.src->type_id)), hf_dir, ": tensor ", t.source,
+               " has type ", j.src->type_name, " (export reads F32, F16 and BF16 checkpoints)");
+    }
+    j.to = t.matrix ? picker.pick(t.name, t.shape.back()) : DType::F32;
+    j.copy = j.src && j.to == static_cast<DType>(j.src->type_id) && t.permute_heads == 0 && t.add == 0;
+    jobs.push_back(std::move(j));
+  }
+
+  GgufWriter w;
+  write_gguf_metadata(c, w);
+  w.set("general.name", GgufValue::make_string(base_name(hf_dir)));
+  w.set("general.file_type", GgufValue::make_u32(o.type.file_type));
+  w.set("general.quantization_version", GgufValue::make_u32(2));
+  for (const auto& [key, value] : o.metadata) w.set(key, value);
+  write_kv_geometry_keys(kv_geometry_from_config(c), chunk_of(o, 0), w);
+  ConvertSummary s = write_jobs(w, jobs, o, out,
+                                [&](const std::string& p) { verify_written(p, out_path, c); });
+  s.fallbacks = picker.fallbacks();
+  return s;
+}
+
+ConvertSummary quantize_gguf(const std::string& in_path, const std::string& out_path, const ConvertOptions& o) {
+  AtomicOutput out(out_path, o.overwrite);
+  GgufModelSource m = read_gguf_model(in_path);
+  ModelConfig& c = m.config;
+  validate_config(c, in_path);
+  bind_weights(c, *m.file);
+  const GgufFile& f = *m.file;
+
+  int n_attn_v = 0;
+  for (const TensorInfo& t : f.tensors()) n_attn_v += t.name.find("attn_v.weight") != std::string::npos;
+  TensorTypePicker picker(o.type, c.n_layers(), n_attn_v, f.find("output.weight") != nullptr);
+  std::vector<Job> jobs;
+  for (const TensorInfo& t : f.tensors()) {
+    Job j;
+    j.name = t.name;
+    j.shape = t.shape;
+    j.src = &t;
+    const bool weight = t.name.size() >= 6 && t.name.compare(t.name.size() - 6, 6, "weight") == 0;
+    j.matrix = t.shape.size() == 2 && weight;
+    const DType from = static_cast<DType>(t.type_id);
+    j.to = j.matrix ? picker.pick(t.name, t.shape.back()) : from;
+    j.copy = j.to == from;
+    if (!j.copy) {
+      OG_CHECK(t.known_type && kernels::weight_dtype_supported(from), in_path, ": tensor ", t.name, " has type ",
+               t.type_name, ", which offgraph cannot convert");
+      OG_CHECK(is_float(from) || o.allow_requantize, in_path, ": tensor ", t.name, " is already quantized (",
+               t.type_name, "); quantize converts F32, F16 and BF16 weights (--allow-requantize converts it anyway, "
+               "adding the error of a second quantization)");
+    }
+    jobs.push_back(std::move(j));
+  }
+
+  GgufWriter w;
+  for (const auto& [key, value] : f.metadata()) w.set(key, value);
+  w.set("general.file_type", GgufValue::make_u32(o.type.file_type));
+  w.set("general.quantization_version", GgufValue::make_u32(2));
+  for (const auto& [key, value] : o.metadata) w.set(key, value);
+  if (!read_kv_geometry_keys(f) || o.prefill_chunk_size > 0)
+    write_kv_geometry_keys(kv_geometry_from_config(c), chunk_of(o, c.prefill_chunk_size), w);
+  ConvertSummary s = write_jobs(w, jobs, o, out,
+                                [&](const std::string& p) { verify_written(p, out_path, c); });
+  s.fallbacks = picker.fallbacks();
+  return s;
+}
+
+}  // namespace og

@@ -1,0 +1,22 @@
+// The tokenizer.* GGUF keys of a Hugging Face checkpoint's tokenizer, as
+// llama.cpp reads them: a byte-level BPE tokenizer.json becomes a "gpt2"
+// vocabulary (tokens, types, merges, the pre-tokenizer name whose regex chain
+// the file's pre-tokenizer is), a SentencePiece model (tokenizer.model, or a
+// SentencePiece-style BPE tokenizer.json) a "llama" vocabulary (tokens,
+// scores, types, add_space_prefix); both with the special ids, add_bos /
+// add_eos and the chat template.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "format/gguf.h"
+
+namespace og {
+
+// og::Error naming the file and what cannot be expressed (an unknown
+// pre-tokenizer, a non-BPE tokenizer.json, no tokenizer at all).
+std::vector<std::pair<std::string, GgufValue>> tokenizer_gguf_keys(const std::string& hf_dir);
+
+}  // namespace og
