@@ -16,6 +16,7 @@
 #include "format/hf_config.h"
 #include "kv/kv_types.h"
 #include "model/config.h"
+#include "model/kv_keys.h"
 #include "model/model.h"
 #include "tensor/dtype.h"
 
@@ -55,6 +56,27 @@ Json tensor_summary(const TensorSource& src) {
   Json d = Json::object();
   for (const auto& [name, e] : by) d[name] = {{"count", e.first}, {"bytes", e.second}};
   j["by_dtype"] = d;
+  return j;
+}
+
+// The cache geometry the file publishes (offgraph.kv.*), null when it has none.
+// The model load (kv_section) checks it against the architecture.
+Json stored_kv(const GgufFile& g) {
+  std::optional<KvGeometry> geo;
+  try {
+    geo = read_kv_geometry_keys(g);
+  } catch (const Error& e) {
+    return Json{{"error", e.what()}};
+  }
+  if (!geo) return nullptr;
+  Json caches = Json::array();
+  for (const KvCacheSpec& s : geo->caches)
+    caches.push_back({{"kv_heads", s.n_kv_heads}, {"head_dim_k", s.head_dim_k}, {"head_dim_v", s.head_dim_v},
+                      {"window", s.window}});
+  Json j;
+  j["caches"] = caches;
+  j["layer_cache"] = geo->layer_cache;
+  if (auto n = g.get_int(kKvPrefillChunkSize)) j["prefill_chunk_size"] = *n;
   return j;
 }
 
@@ -109,6 +131,7 @@ Json inspect_gguf(const std::string& path) {
   }
   j["tokenizer"] = tok;
   j["chat_template"] = g->get("tokenizer.chat_template") != nullptr;
+  j["kv_stored"] = stored_kv(*g);
   return j;
 }
 
@@ -277,6 +300,16 @@ void print_text(const Json& j, const std::string& kv_why) {
     std::printf("\n");
   }
   std::printf("chat template: %s\n", j["chat_template"].get<bool>() ? "yes" : "no");
+  if (j.contains("kv_stored") && !j["kv_stored"].is_null()) {
+    const Json& s = j["kv_stored"];
+    if (s.contains("error")) {
+      std::printf("kv (file):     unreadable (%s)\n", s["error"].get<std::string>().c_str());
+    } else {
+      std::printf("kv (file):     %zu cache%s", s["caches"].size(), s["caches"].size() == 1 ? "" : "s");
+      if (s.contains("prefill_chunk_size")) std::printf(", prefill chunk %s", s["prefill_chunk_size"].dump().c_str());
+      std::printf(" (offgraph.kv.*; %s)\n", j["kv"].is_null() ? "not checked" : "agrees with the architecture");
+    }
+  }
   const Json& kv = j["kv"];
   if (kv.is_null()) {
     std::printf("kv:            unavailable (%s)\n", kv_why.c_str());

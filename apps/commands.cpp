@@ -11,6 +11,9 @@ int cmd_detokenize(const Args& args);  // cmd_tokenize.cpp
 
 int cmd_inspect(const Args& args);  // cmd_inspect.cpp
 
+int cmd_export(const Args& args);    // cmd_export.cpp
+int cmd_quantize(const Args& args);  // cmd_quantize.cpp
+
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"inspect", "what a model file holds: architecture, shapes, tensors, tokenizer, KV geometry", cmd_inspect},
@@ -18,6 +21,8 @@ const std::vector<Command>& commands() {
       {"chat", "multi-turn chat on stdin (/help lists the commands)", cmd_chat},
       {"tokenize", "text -> token ids with a model's tokenizer", cmd_tokenize},
       {"detokenize", "token ids -> text with a model's tokenizer", cmd_detokenize},
+      {"export", "Hugging Face checkpoint -> GGUF (offgraph and llama.cpp), cache geometry included", cmd_export},
+      {"quantize", "GGUF -> GGUF with other weight types (q8_0, q4_k_m, ...)", cmd_quantize},
   };
   return kCommands;
 }

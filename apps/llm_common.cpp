@@ -57,7 +57,8 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run) {
   fl.add_choice("kv-cache", &f.kv_cache, {"sequence", "reference"},
                 "cache kind: sequence (rings for windowed layers) or reference (keeps everything)");
   fl.add_int("prefill-chunk-size", &f.prefill_chunk_size, 1, kIntMax,
-             "prefill runs in chunks of this many tokens; bounds ring layers");
+             "prefill runs in chunks of this many tokens; bounds ring layers; when not given (shown as 0): the "
+             "model file's offgraph.kv.prefill_chunk_size, else 512");
   fl.add_int("threads", &f.threads, 0, 1024, "worker threads; 0 = all cores");
   fl.add_bool("mmap", &f.mmap, "keep weights in the mapped file instead of copying them into huge pages at load (faster load, fewer resident pages)");
   if (run) fl.add_bool("warmup", &f.warmup, "one unmeasured run first (not with --interactive)");
@@ -122,7 +123,8 @@ KvPolicy kv_policy_of(const LlmFlags& f, const Model& model) {
   p.initial_capacity = std::min(f.kv_initial_capacity, p.max_capacity);
   OG_CHECK(kv_dtype_from_name(f.kv_storage_dtype, &p.dtype), "--kv-storage-dtype: unknown ", f.kv_storage_dtype);
   for (int64_t w : f.kv_windows) p.windows.push_back(static_cast<int>(w));
-  p.max_write = f.prefill_chunk_size;
+  const int64_t stored = model.config().prefill_chunk_size;  // offgraph.kv.prefill_chunk_size, 0 = none
+  p.max_write = f.prefill_chunk_size > 0 ? f.prefill_chunk_size : stored > 0 ? stored : 512;
   return p;
 }
 

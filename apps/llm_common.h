@@ -34,7 +34,7 @@ struct LlmFlags {
   std::string kv_storage_dtype = "f32";
   std::vector<int64_t> kv_windows;
   std::string kv_cache = "sequence";
-  int64_t prefill_chunk_size = 512;
+  int64_t prefill_chunk_size = 0;  // 0 = not given: the model file's offgraph.kv.prefill_chunk_size, else 512
   int64_t threads = 0;  // 0: all cores
   bool warmup = false;
   bool mmap = false;  // weights stay in the mapped file (no huge-page copy)

@@ -1,0 +1,45 @@
+// `offgraph export --model HF_DIR --out X.gguf [--dtype T]`: a Hugging Face
+// checkpoint as one GGUF file that offgraph and llama.cpp both run, with the
+// tokenizer and the off-graph cache geometry (offgraph.kv.*) in its metadata.
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.h"
+#include "convert_common.h"
+#include "flags.h"
+#include "tokenizer/gguf_vocab_export.h"
+
+namespace og::app {
+
+int cmd_export(const Args& args) {
+  std::string model, out;
+  ConvertFlags f;
+  f.dtype = "f16";
+  Flags fl("export", "--model HF_DIR --out X.gguf [--dtype T] [options]");
+  fl.add_string("model", &model, "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer) (required)",
+                "DIR");
+  fl.add_string("out", &out, "output .gguf file (written under a temporary name, renamed when complete) (required)",
+                "PATH");
+  fl.add_string("dtype", &f.dtype,
+                "weight type of the matrices: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k, or the mixes "
+                "q4_k_m q5_k_m (llama.cpp's presets; README.md has the table); 1-D tensors stay f32. "
+                "Importance matrices (--imatrix) are not supported",
+                "T");
+  add_convert_flags(fl, f);
+  if (!fl.parse(args)) {
+    std::fputs(fl.help().c_str(), stdout);
+    return 0;
+  }
+  if (model.empty()) usage_fail("--model is required");
+  if (out.empty()) usage_fail("--out is required");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(model, ec))
+    usage_fail("--model: not a directory: " + model + " (export reads Hugging Face checkpoint directories)");
+  ConvertOptions o = convert_options_of(f);
+  o.metadata = tokenizer_gguf_keys(model);
+  const ConvertSummary s = export_hf_to_gguf(model, out, o);
+  print_summary(s, out);
+  return 0;
+}
+
+}  // namespace og::app
