@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "base/thread_pool.h"
 #include "base/timer.h"
@@ -82,60 +81,37 @@ void check_llm_flags(const Flags& fl, const LlmFlags& f, bool run) {
     usage_fail("--top-k, --top-p and --min-p need --temperature > 0 (temperature 0 is greedy)");
 }
 
-Loaded load_llm(const LlmFlags& f) {
-  Loaded l;
-  Timer t;
-  LoadOptions opts;
-  opts.mmap_only = f.mmap;
-  l.model = Model::load(f.model, opts);
-  std::optional<std::string> model_template;
-  if (!f.tokenizer.empty()) {
-    l.tok = Tokenizer::from_path(f.tokenizer);
-  } else if (l.model->gguf()) {
-    l.tok = Tokenizer::from_gguf(*l.model->gguf());
-  } else {
-    l.tok = Tokenizer::from_path(f.model);
-  }
-  model_template = l.model->gguf() ? read_chat_template(*l.model->gguf()) : read_chat_template(f.model);
-  if (!model_template && !f.tokenizer.empty()) model_template = read_chat_template(f.tokenizer);
-  l.tmpl = make_chat_template(f.chat, model_template);
-  OG_CHECK(l.tok->n_vocab() <= l.model->n_vocab(), "the tokenizer has ", l.tok->n_vocab(),
-           " tokens but the model only ", l.model->n_vocab());
-  l.stop_ids = chat_stop_ids(*l.tmpl, *l.tok);
-  l.load_s = t.seconds();
-  return l;
+ModelSetup model_setup_of(const LlmFlags& f) {
+  ModelSetup s;
+  s.model = f.model;
+  s.tokenizer = f.tokenizer;
+  s.chat = f.chat;
+  s.mmap = f.mmap;
+  return s;
 }
 
-KvKind kv_kind_of(const LlmFlags& f) {
-  KvKind k = KvKind::kSequence;
-  OG_CHECK(kv_kind_from_name(f.kv_cache, &k), "--kv-cache: unknown kind ", f.kv_cache);
-  return k;
+CacheSetup cache_setup_of(const LlmFlags& f) {
+  CacheSetup s;
+  s.kind = f.kv_cache;
+  s.max_capacity = f.kv_max_capacity;
+  s.initial_capacity = f.kv_initial_capacity;
+  s.storage_dtype = f.kv_storage_dtype;
+  s.windows = f.kv_windows;
+  s.prefill_chunk_size = f.prefill_chunk_size;
+  return s;
 }
+
+Loaded load_llm(const LlmFlags& f) { return load_model(model_setup_of(f)); }
 
 KvPolicy kv_policy_of(const LlmFlags& f, const Model& model) {
-  KvPolicy p;
-  const int64_t n_ctx = model.config().n_ctx;
-  p.max_capacity = f.kv_max_capacity > 0 ? f.kv_max_capacity
-                                         : (n_ctx > 0 ? std::min(n_ctx, kDefaultMaxCapacity) : kDefaultMaxCapacity);
-  if (n_ctx > 0 && p.max_capacity > n_ctx)
-    std::fprintf(stderr, "[warning] --kv-max-capacity %lld exceeds the model's trained context length %lld\n",
-                 static_cast<long long>(p.max_capacity), static_cast<long long>(n_ctx));
-  p.initial_capacity = std::min(f.kv_initial_capacity, p.max_capacity);
-  OG_CHECK(kv_dtype_from_name(f.kv_storage_dtype, &p.dtype), "--kv-storage-dtype: unknown ", f.kv_storage_dtype);
-  for (int64_t w : f.kv_windows) p.windows.push_back(static_cast<int>(w));
-  const int64_t stored = model.config().prefill_chunk_size;  // offgraph.kv.prefill_chunk_size, 0 = none
-  p.max_write = f.prefill_chunk_size > 0 ? f.prefill_chunk_size : stored > 0 ? stored : 512;
+  std::string warning;
+  const KvPolicy p = kv_policy_of(cache_setup_of(f), model, &warning);
+  if (!warning.empty()) std::fprintf(stderr, "[warning] %s\n", warning.c_str());
   return p;
 }
 
 std::unique_ptr<KvCache> make_cache_of(const LlmFlags& f, const Model& model, const KvPolicy& policy) {
-  try {
-    return make_kv_cache(kv_kind_of(f), model.kv_geometry(), policy);
-  } catch (const std::bad_alloc&) {
-    fail("out of memory allocating the KV cache (--kv-cache ", f.kv_cache, ", capacity ", policy.max_capacity,
-         ", initial ", policy.initial_capacity, ", max write ", policy.max_write,
-         "): lower --kv-max-capacity, --kv-initial-capacity, --kv-windows or --prefill-chunk-size");
-  }
+  return make_cache(cache_setup_of(f), model, policy);
 }
 
 SamplerConfig sampler_config_of(const LlmFlags& f) {
@@ -146,7 +122,7 @@ SamplerConfig sampler_config_of(const LlmFlags& f) {
   c.min_p = f.min_p;
   c.repeat_penalty = f.repeat_penalty;
   c.repeat_last_n = static_cast<int>(f.repeat_last_n);
-  c.seed = f.seed >= 0 ? static_cast<uint64_t>(f.seed) : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  c.seed = resolve_seed(f.seed);
   return c;
 }
 

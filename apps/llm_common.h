@@ -12,6 +12,7 @@
 #include "flags.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
+#include "runtime/run_setup.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "runtime/stats.h"
@@ -19,8 +20,6 @@
 #include "tokenizer/tokenizer.h"
 
 namespace og::app {
-
-constexpr int64_t kDefaultMaxCapacity = 4096;  // cap on the default --kv-max-capacity
 
 struct LlmFlags {
   std::string model, tokenizer, prompt, system;
@@ -47,18 +46,12 @@ void add_llm_flags(Flags& flags, LlmFlags& f, bool run);
 // Checks what parse() cannot (paths exist, combinations); throws UsageError.
 void check_llm_flags(const Flags& flags, const LlmFlags& f, bool run);
 
-// Everything a run needs, loaded.
-struct Loaded {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tok;
-  std::unique_ptr<ChatTemplate> tmpl;
-  std::vector<int32_t> stop_ids;  // the model's end ids plus the template's turn end
-  double load_s = 0;
-};
+// The run set-up lives in runtime/run_setup.h; these adapt the flags to it.
+using Loaded = LoadedModel;
+ModelSetup model_setup_of(const LlmFlags& f);
+CacheSetup cache_setup_of(const LlmFlags& f);
 Loaded load_llm(const LlmFlags& f);
-
-KvKind kv_kind_of(const LlmFlags& f);
-KvPolicy kv_policy_of(const LlmFlags& f, const Model& model);
+KvPolicy kv_policy_of(const LlmFlags& f, const Model& model);  // prints the policy's warning
 // The cache the flags ask for; running out of memory building it is an error
 // naming the flags that size it.
 std::unique_ptr<KvCache> make_cache_of(const LlmFlags& f, const Model& model, const KvPolicy& policy);

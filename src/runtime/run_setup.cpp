@@ -1,0 +1,78 @@
+// Run set-up: model + tokenizer + chat template loading, KV policy and cache.
+#include "runtime/run_setup.h"
+
+#include <algorithm>
+#include <optional>
+#include <random>
+
+#include "base/error.h"
+#include "base/timer.h"
+#include "model/config.h"
+
+namespace og {
+
+LoadedModel load_model(const ModelSetup& s) {
+  LoadedModel l;
+  Timer t;
+  LoadOptions opts;
+  opts.mmap_only = s.mmap;
+  l.model = Model::load(s.model, opts);
+  if (!s.tokenizer.empty()) {
+    l.tok = Tokenizer::from_path(s.tokenizer);
+  } else if (l.model->gguf()) {
+    l.tok = Tokenizer::from_gguf(*l.model->gguf());
+  } else {
+    l.tok = Tokenizer::from_path(s.model);
+  }
+  std::optional<std::string> model_template =
+      l.model->gguf() ? read_chat_template(*l.model->gguf()) : read_chat_template(s.model);
+  if (!model_template && !s.tokenizer.empty()) model_template = read_chat_template(s.tokenizer);
+  l.tmpl = make_chat_template(s.chat, model_template);
+  OG_CHECK(l.tok->n_vocab() <= l.model->n_vocab(), "the tokenizer has ", l.tok->n_vocab(),
+           " tokens but the model only ", l.model->n_vocab());
+  l.stop_ids = chat_stop_ids(*l.tmpl, *l.tok);
+  l.load_s = t.seconds();
+  return l;
+}
+
+KvKind kv_kind_of(const CacheSetup& s) {
+  KvKind k = KvKind::kSequence;
+  OG_CHECK(kv_kind_from_name(s.kind, &k), "unknown cache kind ", s.kind);
+  return k;
+}
+
+KvPolicy kv_policy_of(const CacheSetup& s, const Model& model, std::string* warning) {
+  KvPolicy p;
+  const int64_t n_ctx = model.config().n_ctx;
+  p.max_capacity = s.max_capacity > 0 ? s.max_capacity
+                                      : (n_ctx > 0 ? std::min(n_ctx, kDefaultMaxCapacity) : kDefaultMaxCapacity);
+  if (warning && n_ctx > 0 && p.max_capacity > n_ctx)
+    *warning = "--kv-max-capacity " + std::to_string(p.max_capacity) +
+               " exceeds the model's trained context length " + std::to_string(n_ctx);
+  p.initial_capacity = std::min(s.initial_capacity, p.max_capacity);
+  OG_CHECK(kv_dtype_from_name(s.storage_dtype, &p.dtype), "unknown cache storage dtype ", s.storage_dtype);
+  for (int64_t w : s.windows) p.windows.push_back(static_cast<int>(w));
+  const int64_t stored = model.config().prefill_chunk_size;  // offgraph.kv.prefill_chunk_size, 0 = none
+  p.max_write = s.prefill_chunk_size > 0 ? s.prefill_chunk_size : stored > 0 ? stored : 512;
+  p.max_sequences = std::max(1, s.max_sequences);
+  return p;
+}
+
+std::unique_ptr<KvCache> make_cache(const CacheSetup& s, const Model& model, const KvPolicy& policy) {
+  try {
+    return make_kv_cache(kv_kind_of(s), model.kv_geometry(), policy);
+  } catch (const std::bad_alloc&) {
+    fail("out of memory allocating the KV cache (--kv-cache ", s.kind, ", capacity ", policy.max_capacity,
+         ", initial ", policy.initial_capacity, ", max write ", policy.max_write, ", sequences ",
+         policy.max_sequences,
+         "): lower --kv-max-capacity, --kv-initial-capacity, --kv-windows or --prefill-chunk-size");
+  }
+}
+
+uint64_t resolve_seed(int64_t seed) {
+  if (seed >= 0) return static_cast<uint64_t>(seed);
+  std::random_device rd;
+  return (uint64_t{rd()} << 32) ^ rd();
+}
+
+}  // namespace og

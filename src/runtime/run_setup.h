@@ -1,0 +1,61 @@
+// Run set-up shared by every command and the server: loading the model, its
+// tokenizer and chat template; the KV policy and cache a run asks for; the
+// sampler's seed. Plain option structs in, loaded objects out; nothing prints
+// (warnings are returned for the caller to show).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace og {
+
+constexpr int64_t kDefaultMaxCapacity = 4096;  // cap on the default max capacity (model context otherwise)
+
+struct ModelSetup {
+  std::string model;           // a .gguf file or an HF checkpoint directory
+  std::string tokenizer;       // optional: a tokenizer file or directory instead of the model's
+  std::string chat = "auto";   // chat template name; auto = the model's; 0 = raw text
+  bool mmap = false;           // keep weights in the mapped file
+};
+
+// Everything a run needs, loaded.
+struct LoadedModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tok;
+  std::unique_ptr<ChatTemplate> tmpl;
+  std::vector<int32_t> stop_ids;  // the model's end ids plus the template's turn end
+  double load_s = 0;
+};
+
+// Throws og::Error naming the file and the problem.
+LoadedModel load_model(const ModelSetup& s);
+
+struct CacheSetup {
+  std::string kind = "sequence";    // sequence | reference | batched-sequence | batched-cell
+  int64_t max_capacity = 0;         // positions per sequence; 0 = min(model n_ctx, kDefaultMaxCapacity)
+  int64_t initial_capacity = 512;   // flat layers start here and double
+  std::string storage_dtype = "f32";
+  std::vector<int64_t> windows;     // override repeated over the caches; empty = the model's
+  int64_t prefill_chunk_size = 0;   // max rows one sequence writes per step; 0 = the model file's
+                                    // offgraph.kv.prefill_chunk_size, else 512
+  int max_sequences = 1;            // batched kinds: sequences the cache holds at once
+};
+
+// The policy `s` asks for on `model`. A max capacity beyond the model's trained
+// context is allowed; *warning (when given) then says so.
+KvPolicy kv_policy_of(const CacheSetup& s, const Model& model, std::string* warning = nullptr);
+KvKind kv_kind_of(const CacheSetup& s);  // throws og::Error for an unknown kind
+// The cache; running out of memory building it is an og::Error naming what sizes it.
+std::unique_ptr<KvCache> make_cache(const CacheSetup& s, const Model& model, const KvPolicy& policy);
+
+// seed >= 0 is used as is; -1 draws a random seed (any uint64 is a valid seed).
+uint64_t resolve_seed(int64_t seed);
+
+}  // namespace og
