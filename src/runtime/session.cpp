@@ -1,5 +1,6 @@
-// Session: chunked prefill, the decode loop with its stop rules, and rewind
-// with recomputation when a ring cache no longer holds the needed history.
+// Session: a turn's steps (prefill rows, decode rows, sampling with the stop
+// rules), the one-session driver, and rewind with recomputation when a ring
+// cache no longer holds the needed history.
 #include "runtime/session.h"
 
 #include <algorithm>
@@ -7,7 +8,7 @@
 
 #include "base/error.h"
 #include "base/timer.h"
-#include "runtime/stop_filter.h"
+#include "runtime/logprobs.h"
 
 namespace og {
 
@@ -22,8 +23,14 @@ const char* stop_reason_name(StopReason r) {
   return "?";
 }
 
+Session::Session(Engine& engine, KvCache& cache, int seq, const Tokenizer& tok, std::vector<int32_t> history)
+    : engine_(engine), cache_(&cache), seq_(seq), tok_(tok), decoder_(tok), history_(std::move(history)) {
+  OG_CHECK(cache_->length(seq_) == position(), "session: sequence ", seq_, " of the cache holds ",
+           cache_->length(seq_), " positions but the session's history has ", position(), " tokens");
+}
+
 Session::Session(Engine& engine, std::unique_ptr<KvCache> cache, const Tokenizer& tok)
-    : engine_(engine), cache_(std::move(cache)), tok_(tok), decoder_(tok) {
+    : engine_(engine), owned_cache_(std::move(cache)), cache_(owned_cache_.get()), tok_(tok), decoder_(tok) {
   OG_CHECK(cache_ != nullptr, "session: no cache");
   if (cache_->length(0) < 0) {
     const KvResult r = cache_->add_sequence(0);
@@ -42,10 +49,6 @@ void Session::forward_checked(const Batch& batch) {
     OG_CHECK(logits_.size() >= static_cast<size_t>(engine_.n_vocab()), "session: the forward pass returned ",
              logits_.size(), " logits, expected ", engine_.n_vocab());
     logits_.resize(engine_.n_vocab());
-    // Corrupt weights (or an overflow) would otherwise be sampled as silent garbage.
-    for (float x : logits_)
-      OG_CHECK(std::isfinite(x), "the model produced a non-finite logit (NaN or inf) at position ",
-               batch.rows.back().pos, ": its weights may be corrupt or overflow in f32");
   }
 }
 
@@ -55,7 +58,7 @@ void Session::forward_until(int64_t end, bool want_logits, double* seconds) {
     const int64_t n = std::min(chunk, end - p);
     Batch batch;
     batch.rows.reserve(n);
-    for (int64_t i = 0; i < n; ++i) batch.rows.push_back({history_[p + i], 0, p + i, false});
+    for (int64_t i = 0; i < n; ++i) batch.rows.push_back({history_[p + i], seq_, p + i, false});
     if (want_logits && p + n == end) batch.rows.back().want_logits = true;
     Timer t;
     forward_checked(batch);
@@ -67,11 +70,11 @@ void Session::forward_until(int64_t end, bool want_logits, double* seconds) {
 void Session::rewind_cache(int64_t length, RewindResult* res) {
   const int64_t have = cached();
   if (have <= length) return;
-  const KvResult r = cache_->rewind(0, have - length);
+  const KvResult r = cache_->rewind(seq_, have - length);
   if (r.ok()) return;
   if (r.status != KvStatus::kHistoryUnavailable) fail("cannot rewind the cache to ", length, ": ", r.message);
   // A ring layer overwrote positions the shorter history needs: rebuild from tokens.
-  const KvResult c = cache_->clear(0);
+  const KvResult c = cache_->clear(seq_);
   OG_CHECK(c.ok(), "cannot clear the cache: ", c.message);
   double seconds = 0;
   forward_until(length, false, &seconds);
@@ -88,11 +91,12 @@ void Session::restore(int64_t length, int64_t cached_length) {
   try {
     rewind_cache(std::min(cached_length, cached()), nullptr);
   } catch (const Error&) {
-    cache_->clear(0);  // the history is intact; the next turn refills the cache from it
+    cache_->clear(seq_);  // the history is intact; the next turn refills the cache from it
   }
 }
 
 RewindResult Session::rewind_to(int64_t length) {
+  OG_CHECK(!turn_, "cannot rewind during a turn");
   OG_CHECK(length >= 0 && length <= position(), "cannot rewind to ", length, " tokens: the history holds ",
            position());
   RewindResult res;
@@ -103,12 +107,14 @@ RewindResult Session::rewind_to(int64_t length) {
 }
 
 void Session::reset() {
+  OG_CHECK(!turn_, "cannot reset during a turn");
   history_.clear();
-  const KvResult r = cache_->clear(0);
+  const KvResult r = cache_->clear(seq_);
   OG_CHECK(r.ok(), "cannot clear the cache: ", r.message);
 }
 
 void Session::prefill(std::span<const int32_t> tokens) {
+  OG_CHECK(!turn_, "cannot prefill during a turn");
   OG_CHECK(position() + static_cast<int64_t>(tokens.size()) <= capacity(), "prefill of ", tokens.size(),
            " tokens does not fit: ", position(), "/", capacity(), " positions used");
   const int64_t old_len = position();
@@ -123,90 +129,167 @@ void Session::prefill(std::span<const int32_t> tokens) {
   stats_.prompt_tokens += position() - before;
 }
 
-TurnResult Session::generate(std::span<const int32_t> prompt, Sampler& sampler, const GenerateOptions& opts,
-                             const TextCallback& on_text) {
+void Session::begin_turn(std::span<const int32_t> prompt, Sampler& sampler, const GenerateOptions& opts,
+                         const TextCallback& on_text) {
+  OG_CHECK(!turn_, "a turn is already running in this session");
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());
   OG_CHECK(fits(n_prompt), "a prompt of ", n_prompt, " tokens does not fit: ", position(), "/", capacity(),
            " positions used and at least one must stay free for generation");
   OG_CHECK(position() + n_prompt > 0, "nothing to generate from: the prompt and the history are empty");
-  Timer turn_timer;
-  const int64_t old_len = position();
-  const int64_t old_cached = cached();
-  TurnResult res;
+  Turn t;
+  t.sampler = &sampler;
+  t.opts = &opts;
+  t.on_text = &on_text;
+  t.old_len = position();
+  t.old_cached = cached();
+  t.filter = StopFilter(opts.stop_strings);
   // Whether any text precedes the reply decides the leading-space rule of its first piece.
   bool after_text = false;
-  for (int32_t t : history_) after_text = after_text || tok_.token_type(t) != TokenType::kControl;
-  for (int32_t t : prompt) after_text = after_text || tok_.token_type(t) != TokenType::kControl;
+  for (int32_t id : history_) after_text = after_text || tok_.token_type(id) != TokenType::kControl;
+  for (int32_t id : prompt) after_text = after_text || tok_.token_type(id) != TokenType::kControl;
   history_.insert(history_.end(), prompt.begin(), prompt.end());
   try {
     // Logits come from the last history token, so it must be (re)forwarded now.
     if (cached() >= position()) rewind_cache(position() - 1, nullptr);
-    res.prefilled = position() - cached();
-    forward_until(position(), true, &stats_.prefill_s);
   } catch (...) {
-    restore(old_len, old_cached);
+    restore(t.old_len, t.old_cached);
     throw;
   }
-  stats_.prompt_tokens += res.prefilled;
-  if (opts.on_prefilled) opts.on_prefilled();
+  t.res.prefilled = position() - cached();
   if (after_text) decoder_.reset_continuation();
   else decoder_.reset();
-  try {
-    decode_loop(sampler, opts, on_text, turn_timer, &res);
-  } catch (...) {
-    restore(old_len, old_cached);
-    throw;
-  }
-  return res;
+  turn_.emplace(std::move(t));
 }
 
-void Session::decode_loop(Sampler& sampler, const GenerateOptions& opts, const TextCallback& on_text,
-                          const Timer& turn_timer, TurnResult* out) {
-  TurnResult& res = *out;
-  StopFilter filter(opts.stop_strings);
-  auto emit = [&](const std::string& s) {
-    if (s.empty()) return;
-    res.text += s;
-    if (on_text) on_text(s);
-  };
-  auto budget_left = [&] {
-    if (static_cast<int64_t>(res.tokens.size()) >= opts.max_new_tokens) return StopReason::kMaxTokens;
-    if (position() >= capacity()) return StopReason::kCapacity;
-    return StopReason::kNone;
-  };
-  while ((res.reason = budget_left()) == StopReason::kNone) {
-    Timer ts;
-    const int32_t tok = sampler.sample(logits_, history_);
-    stats_.sampling_s += ts.seconds();
-    if (res.tokens.empty()) stats_.ttft_s = turn_timer.seconds();
-    history_.push_back(tok);
-    res.tokens.push_back(tok);
-    ++stats_.generated_tokens;
-    if (std::find(opts.stop_ids.begin(), opts.stop_ids.end(), tok) != opts.stop_ids.end()) {
-      res.reason = StopReason::kStopToken;
-      res.stop_token = tok;
-      break;
-    }
-    emit(filter.push(decoder_.push(tok)));
-    if (filter.matched()) {
-      res.reason = StopReason::kStopString;
-      res.stop_string = filter.matched_string();
-      break;
-    }
-    if ((res.reason = budget_left()) != StopReason::kNone) break;
-    // The sampled token is forwarded only when another one will be sampled after
-    // it; otherwise it stays pending for the next turn's prefill.
-    Batch batch;
-    batch.rows.push_back({tok, 0, position() - 1, true});
-    Timer tf;
-    forward_checked(batch);
-    stats_.decode_s += tf.seconds();
-    ++stats_.decode_steps;
+int64_t Session::prefill_pending() const {
+  if (!turn_ || turn_->done) return 0;
+  return turn_->res.tokens.empty() ? position() - cached() : 0;
+}
+
+int64_t Session::add_rows(Batch& batch, int64_t max_rows) const {
+  if (turn_done() || max_rows < 1) return 0;
+  const int64_t pending = prefill_pending();
+  if (pending > 0) {
+    const int64_t begin = cached();
+    const int64_t n = std::min({pending, max_rows, std::max<int64_t>(1, cache_->policy().max_write)});
+    for (int64_t i = 0; i < n; ++i) batch.rows.push_back({history_[begin + i], seq_, begin + i, false});
+    if (n == pending) batch.rows.back().want_logits = true;
+    return n;
   }
-  if (!filter.matched()) {
-    emit(filter.push(decoder_.flush()));
-    emit(filter.flush());
+  // Decoding: the last sampled token is forwarded for the next logits.
+  batch.rows.push_back({history_.back(), seq_, position() - 1, true});
+  return 1;
+}
+
+void Session::accept(const float* logits) {
+  OG_CHECK(turn_ && !turn_->done, "session: accept outside a running turn");
+  if (logits == nullptr) return;  // a prompt chunk that is not the last
+  const int64_t n_vocab = engine_.n_vocab();
+  logits_.assign(logits, logits + n_vocab);
+  // Corrupt weights (or an overflow) would otherwise be sampled as silent garbage.
+  for (float x : logits_)
+    OG_CHECK(std::isfinite(x), "the model produced a non-finite logit (NaN or inf) at position ", cached() - 1,
+             ": its weights may be corrupt or overflow in f32");
+  if (turn_->res.tokens.empty()) {
+    stats_.prompt_tokens += turn_->res.prefilled;
+    if (turn_->opts->on_prefilled) turn_->opts->on_prefilled();
   }
+  sample_next();
+}
+
+StopReason Session::budget_left() const {
+  if (static_cast<int64_t>(turn_->res.tokens.size()) >= turn_->opts->max_new_tokens) return StopReason::kMaxTokens;
+  if (position() >= capacity()) return StopReason::kCapacity;
+  return StopReason::kNone;
+}
+
+void Session::emit(const std::string& s) {
+  if (s.empty()) return;
+  turn_->res.text += s;
+  if (*turn_->on_text) (*turn_->on_text)(s);
+}
+
+void Session::finish_text() {
+  Turn& t = *turn_;
+  t.done = true;
+  if (!t.filter.matched()) {
+    emit(t.filter.push(decoder_.flush()));
+    emit(t.filter.flush());
+  }
+}
+
+void Session::sample_next() {
+  Turn& t = *turn_;
+  TurnResult& res = t.res;
+  if ((res.reason = budget_left()) != StopReason::kNone) return finish_text();
+  Timer ts;
+  const int32_t id = t.sampler->sample(logits_, history_);
+  stats_.sampling_s += ts.seconds();
+  if (res.tokens.empty()) stats_.ttft_s = t.timer.seconds();
+  history_.push_back(id);
+  res.tokens.push_back(id);
+  ++stats_.generated_tokens;
+  if (t.opts->on_token) t.opts->on_token(token_event(logits_, id, t.opts->logprobs, t.opts->top_logprobs));
+  if (std::find(t.opts->stop_ids.begin(), t.opts->stop_ids.end(), id) != t.opts->stop_ids.end()) {
+    res.reason = StopReason::kStopToken;
+    res.stop_token = id;
+    return finish_text();
+  }
+  emit(t.filter.push(decoder_.push(id)));
+  if (t.filter.matched()) {
+    res.reason = StopReason::kStopString;
+    res.stop_string = t.filter.matched_string();
+    return finish_text();
+  }
+  // The sampled token is forwarded only when another one will be sampled after
+  // it; otherwise it stays pending for the next turn's prefill.
+  if ((res.reason = budget_left()) != StopReason::kNone) return finish_text();
+}
+
+TurnResult Session::end_turn() {
+  OG_CHECK(turn_ && turn_->done, "session: end_turn before the turn is done");
+  TurnResult r = std::move(turn_->res);
+  turn_.reset();
+  return r;
+}
+
+void Session::abort_turn() {
+  if (!turn_) return;
+  const Turn& t = *turn_;
+  const int64_t len = t.old_len, cached_len = t.old_cached;
+  turn_.reset();
+  restore(len, cached_len);
+}
+
+void Session::stop_turn() {
+  if (!turn_ || turn_->done) return;
+  turn_->res.reason = StopReason::kNone;
+  finish_text();
+}
+
+TurnResult Session::generate(std::span<const int32_t> prompt, Sampler& sampler, const GenerateOptions& opts,
+                             const TextCallback& on_text) {
+  begin_turn(prompt, sampler, opts, on_text);
+  try {
+    while (!turn_done()) {
+      Batch batch;
+      const bool prefill = in_prefill();
+      add_rows(batch, cache_->policy().max_write);
+      Timer tf;
+      forward_checked(batch);
+      if (prefill) {
+        stats_.prefill_s += tf.seconds();
+      } else {
+        stats_.decode_s += tf.seconds();
+        ++stats_.decode_steps;
+      }
+      accept(batch.rows.back().want_logits ? logits_.data() : nullptr);
+    }
+  } catch (...) {
+    abort_turn();
+    throw;
+  }
+  return end_turn();
 }
 
 }  // namespace og

@@ -1,15 +1,26 @@
-// Session: one sequence (seq 0) over an Engine and a KvCache the session owns.
-// It keeps the exact token history; the cache holds a prefix of it (the turn's
-// final sampled token stays pending until the next turn prefills it). A turn
-// prefills its new tokens in chunks of the cache's max_write, then decodes
-// until a stop rule fires, streaming text through a callback. Undo rewinds the
-// cache, and recomputes from the token history when a ring has lost it.
-// Nothing here prints: results and notes are returned to the caller.
+// Session: the per-sequence state of one conversation over a KvCache that
+// many sessions may share (it is sequence `seq` of that cache): the exact token
+// history, the turn's sampler and stop rules, the streaming decoder. The cache
+// holds a prefix of the history (a turn's final sampled token stays pending
+// until the next turn prefills it).
+//
+// A turn is stepped from outside so that many sessions share one forward:
+//   begin_turn(prompt, ...)                  the prompt joins the history
+//   while (!turn_done()) {
+//     add_rows(batch, budget)                the rows it needs next (prefill chunk or one decode row)
+//     ... one forward over every session's rows ...
+//     accept(logits_row_or_null)             samples, streams, applies stop rules
+//   }
+//   end_turn()                               the result; the final token is in the history
+// generate() is the one-session case of the same steps (run and chat use it).
+// Undo rewinds the cache, and recomputes from the token history when a ring
+// has lost it. Nothing here prints: results and notes are returned.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,16 +31,32 @@
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
 #include "runtime/stats.h"
+#include "runtime/stop_filter.h"
 #include "tokenizer/streaming_decoder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og {
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;  // natural log of the softmax of the model's raw logits
+};
+
+// One sampled token, as on_token sees it.
+struct TokenEvent {
+  int32_t id = 0;
+  float logprob = 0;              // filled when GenerateOptions.logprobs
+  std::vector<TokenLogprob> top;  // top_logprobs alternatives, most likely first
+};
 
 struct GenerateOptions {
   int64_t max_new_tokens = 256;           // excludes the prompt
   std::vector<int32_t> stop_ids;          // ids that end generation (kept in the history)
   std::vector<std::string> stop_strings;  // text that ends generation (never streamed)
   std::function<void()> on_prefilled;     // called once the prompt is in the cache, before decoding
+  std::function<void(const TokenEvent&)> on_token;  // optional: each sampled token
+  bool logprobs = false;                  // on_token events carry the token's logprob
+  int top_logprobs = 0;                   // ... and this many alternatives
 };
 
 enum class StopReason { kNone, kStopToken, kStopString, kMaxTokens, kCapacity };
@@ -55,13 +82,18 @@ using TextCallback = std::function<void(std::string_view piece)>;
 
 class Session {
  public:
-  // `engine` and `tok` must outlive the session. cache: a single-sequence cache
-  // (seq 0 must exist or be addable).
+  // A session over sequence `seq` of a shared cache, which must already hold
+  // exactly `history` (empty, or a prefix forked from another sequence).
+  // `engine`, `cache` and `tok` must outlive the session; it never adds or
+  // removes the sequence.
+  Session(Engine& engine, KvCache& cache, int seq, const Tokenizer& tok, std::vector<int32_t> history = {});
+  // A session that owns a single-sequence cache and uses its sequence 0.
   Session(Engine& engine, std::unique_ptr<KvCache> cache, const Tokenizer& tok);
 
+  int seq() const { return seq_; }
   int64_t capacity() const { return cache_->policy().max_capacity; }
   int64_t position() const { return static_cast<int64_t>(history_.size()); }
-  int64_t cached() const { return cache_->length(0); }  // positions held by the cache
+  int64_t cached() const { return cache_->length(seq_); }  // positions held by the cache
   const std::vector<int32_t>& history() const { return history_; }
   const KvCache& cache() const { return *cache_; }
   Stats& stats() { return stats_; }
@@ -70,12 +102,41 @@ class Session {
   // True when `n` new prompt tokens fit with room left for at least one generated token.
   bool fits(int64_t n) const { return position() + n + 1 <= capacity(); }
 
-  // Appends `prompt` to the history, prefills everything the cache lacks, then
-  // samples until a stop rule fires. The final token is committed to the history.
-  // Throws og::Error when the prompt does not fit (check fits() first) or when
-  // there is nothing to generate from; on any failure the session is unchanged.
+  // The one-session driver: begin_turn, then steps of this session alone until
+  // a stop rule fires. Throws og::Error when the prompt does not fit (check
+  // fits() first), when there is nothing to generate from, or when a step
+  // fails; on any failure the session is as before the call.
   TurnResult generate(std::span<const int32_t> prompt, Sampler& sampler, const GenerateOptions& opts,
                       const TextCallback& on_text);
+
+  // --- A turn stepped from outside (see the file comment) ---
+  // Appends `prompt` to the history. `sampler`, `opts` and `on_text` must stay
+  // valid until end_turn() or abort_turn(). Throws as generate() does (the
+  // session is then unchanged); may forward on its own when the cache holds the
+  // whole history (the last token is forwarded again for fresh logits).
+  void begin_turn(std::span<const int32_t> prompt, Sampler& sampler, const GenerateOptions& opts,
+                  const TextCallback& on_text);
+  // Prompt rows not yet in the cache (0 while decoding or when done).
+  int64_t prefill_pending() const;
+  bool in_prefill() const { return turn_ && !turn_->done && prefill_pending() > 0; }
+  bool turn_done() const { return !turn_ || turn_->done; }
+  bool in_turn() const { return turn_.has_value(); }  // begun and not yet ended
+  // Appends the rows this session needs next to `batch`: up to min(max_rows,
+  // the cache's max_write) prompt rows, or the one decode row. The last prompt
+  // row and every decode row want logits. Returns the number of rows added.
+  int64_t add_rows(Batch& batch, int64_t max_rows) const;
+  // After the step that carried this session's rows: `logits` [n_vocab] is the
+  // row it asked for, or null when its rows wanted none (a prompt chunk that is
+  // not the last). Samples, streams text, applies the stop rules. Throws
+  // og::Error on non-finite logits (the caller then aborts the turn).
+  void accept(const float* logits);
+  // The result of a finished turn; the session is ready for the next one.
+  TurnResult end_turn();
+  // Abandons the current turn: history and cache back to before begin_turn.
+  void abort_turn();
+  // Ends the current turn early (e.g. cancelled) keeping what was generated:
+  // text held back for a possible stop string is flushed; reason stays kNone.
+  void stop_turn();
 
   // Prefills `tokens` (appended to the history) without generating.
   void prefill(std::span<const int32_t> tokens);
@@ -86,6 +147,17 @@ class Session {
   void reset();  // empty history, cache cleared (allocation kept)
 
  private:
+  struct Turn {
+    Sampler* sampler = nullptr;
+    const GenerateOptions* opts = nullptr;
+    const TextCallback* on_text = nullptr;
+    int64_t old_len = 0, old_cached = 0;  // to restore on abort
+    Timer timer;                          // from begin_turn
+    StopFilter filter;
+    TurnResult res;
+    bool done = false;
+  };
+
   // Forwards history_[cached(), end) in chunks of max_write; logits of the
   // last row when want_logits; adds the forward time to *seconds.
   void forward_until(int64_t end, bool want_logits, double* seconds);
@@ -94,16 +166,21 @@ class Session {
   // ring lost the history (reported in *res when given).
   void rewind_cache(int64_t length, RewindResult* res);
   void restore(int64_t length, int64_t cached_length);
-  // Samples until a stop rule fires, appending to *res.
-  void decode_loop(Sampler& sampler, const GenerateOptions& opts, const TextCallback& on_text,
-                   const Timer& turn_timer, TurnResult* res);  // rollback after a failed step
+  // Samples one token from logits_ and applies the stop rules (the loop body of a turn).
+  void sample_next();
+  StopReason budget_left() const;
+  void finish_text();
+  void emit(const std::string& s);
 
   Engine& engine_;
-  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<KvCache> owned_cache_;  // set by the owning constructor
+  KvCache* cache_;
+  int seq_ = 0;
   const Tokenizer& tok_;
   StreamingDecoder decoder_;
   std::vector<int32_t> history_;
   std::vector<float> logits_;  // [n_vocab] of the last forwarded row
+  std::optional<Turn> turn_;
   Stats stats_;
 };
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "kv/kv_cache.h"
 #include "runtime/engine.h"
 #include "tokenizer/tokenizer.h"
