@@ -67,4 +67,9 @@ bool kv_kind_from_name(const std::string& s, KvKind* out);
 // Throws og::Error for a policy that cannot work (e.g. max_write < 1).
 std::unique_ptr<KvCache> make_kv_cache(KvKind kind, const KvGeometry& geometry, const KvPolicy& policy);
 
+// Bytes of K/V that one sequence of `positions` positions stores under
+// `policy` (a ring cache holds at most its slots); for memory budgets such as
+// the prefix cache's. Throws og::Error for a policy that cannot work.
+int64_t kv_sequence_bytes(const KvGeometry& geometry, const KvPolicy& policy, int64_t positions);
+
 }  // namespace og

@@ -33,6 +33,7 @@
 #include "kv/kv_cache.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
+#include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og {
@@ -50,18 +51,6 @@ struct RequestOptions {
 
 enum class FinishReason { kStop, kLength, kCancelled, kRefused, kFailed };
 const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "refused", "failed"
-
-struct TokenLogprob {
-  int32_t id = 0;
-  float logprob = 0;  // natural log of the probability under the sampling distribution's logits
-};
-
-// One sampled token.
-struct TokenEvent {
-  int32_t id = 0;
-  float logprob = 0;               // when RequestOptions.logprobs
-  std::vector<TokenLogprob> top;   // top_logprobs alternatives, most likely first
-};
 
 struct RequestReport {
   uint64_t id = 0;
@@ -95,7 +84,7 @@ struct SchedulerOptions {
   int64_t prefix_cache_bytes = 0;     // 0 = no byte bound beyond the cache's own
 };
 
-// A consistent snapshot for metrics and admission decisions (thread-safe).
+// A consistent snapshot for metrics (thread-safe).
 struct SchedulerSnapshot {
   int waiting = 0;                 // submitted, not admitted
   int running = 0;                 // admitted, not finished

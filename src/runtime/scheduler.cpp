@@ -1,0 +1,511 @@
+// Scheduler: submission and cancellation from any thread, the step (admission,
+// one batched forward, sampling, finishing), the background thread and shutdown.
+#include "runtime/scheduler.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "base/error.h"
+#include "base/timer.h"
+#include "runtime/prefix_cache.h"
+
+namespace og {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kRefused: return "refused";
+    case FinishReason::kFailed: return "failed";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr int kPrefixFirstSeq = 1 << 20;  // entries' sequence ids; sessions use 1..max_decode_sequences
+
+struct Request {
+  uint64_t id = 0;
+  RequestOptions opts;
+  RequestCallbacks cb;
+  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  std::string refuse;  // set at submit: refused before it ever waits
+  Timer since_submit;
+  double admitted_at = -1, prefilled_at = -1, first_token_at = -1;
+  // Running state (stepping thread only).
+  int seq = -1;
+  int64_t cached_tokens = 0;
+  bool captured = false;
+  std::unique_ptr<Sampler> sampler;
+  GenerateOptions gen;
+  TextCallback on_text;
+  std::unique_ptr<Session> session;
+};
+
+FinishReason finish_of(StopReason r) {
+  switch (r) {
+    case StopReason::kStopToken:
+    case StopReason::kStopString: return FinishReason::kStop;
+    case StopReason::kMaxTokens:
+    case StopReason::kCapacity: return FinishReason::kLength;
+    case StopReason::kNone: break;
+  }
+  return FinishReason::kCancelled;
+}
+
+}  // namespace
+
+struct Scheduler::Impl {
+  Impl(Engine& e, const Tokenizer& t, std::unique_ptr<KvCache> c, const SchedulerOptions& o)
+      : engine(e), tok(t), cache(std::move(c)), opts(o),
+        prefix(*cache, o.prefix_cache_entries, o.prefix_cache_bytes, kPrefixFirstSeq) {}
+
+  Engine& engine;
+  const Tokenizer& tok;
+  std::unique_ptr<KvCache> cache;
+  SchedulerOptions opts;
+  PrefixCache prefix;
+
+  // Shared with submitting threads (under mu).
+  mutable std::mutex mu;
+  std::condition_variable wake;      // work arrived or stop requested
+  std::condition_variable idle_cv;   // the stepping thread went idle
+  std::deque<std::unique_ptr<Request>> incoming;
+  std::unordered_map<uint64_t, std::shared_ptr<std::atomic<bool>>> live;  // id -> cancel flag
+  uint64_t next_id = 1;
+  bool accepting = true;
+  bool cancel_all = false;
+  bool stop_thread = false;
+  bool idle = true;
+  SchedulerSnapshot snap;
+
+  // Stepping thread only.
+  std::deque<std::unique_ptr<Request>> waiting;
+  std::vector<std::unique_ptr<Request>> running;
+  std::vector<int> free_seqs;
+  std::vector<float> logits;
+  std::thread thread;
+
+  // Ends a request: its turn (a finished turn gives the reason itself, else
+  // `reason`), its cache sequence, the counters, then on_finish.
+  void finish(std::unique_ptr<Request> req, FinishReason reason, const std::string& message);
+  std::unique_ptr<Request> take_running(size_t i);
+  void take_incoming();
+  void handle_cancellations();
+  void admit();
+  bool admit_one(Request& r);
+  bool forward_step();
+  void publish();
+};
+
+void Scheduler::Impl::finish(std::unique_ptr<Request> req, FinishReason reason, const std::string& message) {
+  Request& r = *req;
+  RequestReport rep;
+  rep.id = r.id;
+  rep.reason = reason;
+  rep.message = message;
+  rep.prompt_tokens = static_cast<int64_t>(r.opts.prompt.size());
+  rep.cached_tokens = r.cached_tokens;
+  if (r.session && r.session->in_turn()) {
+    if (!r.session->turn_done()) r.session->stop_turn();  // cancelled: keeps what was generated
+    TurnResult t = r.session->end_turn();
+    if (reason == FinishReason::kStop) rep.reason = finish_of(t.reason);
+    rep.stop_string = t.stop_string;
+    rep.stop_token = t.stop_token;
+    rep.tokens = std::move(t.tokens);
+    rep.generated_tokens = static_cast<int64_t>(rep.tokens.size());
+    r.session.reset();
+  }
+  if (r.seq >= 0) {
+    cache->remove_sequence(r.seq);
+    free_seqs.push_back(r.seq);
+    r.seq = -1;
+  }
+  const double now = r.since_submit.seconds();
+  rep.total_s = now;
+  rep.queue_s = r.admitted_at >= 0 ? r.admitted_at : now;
+  if (r.admitted_at >= 0) rep.prefill_s = (r.prefilled_at >= 0 ? r.prefilled_at : now) - r.admitted_at;
+  if (r.first_token_at >= 0) {
+    rep.ttft_s = r.first_token_at;
+    rep.decode_s = now - r.first_token_at;
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    live.erase(r.id);
+    switch (rep.reason) {
+      case FinishReason::kStop:
+      case FinishReason::kLength: ++snap.finished; break;
+      case FinishReason::kCancelled: ++snap.cancelled; break;
+      case FinishReason::kRefused: ++snap.refused; break;
+      case FinishReason::kFailed: ++snap.failed; break;
+    }
+    snap.generated_tokens += rep.generated_tokens;
+  }
+  if (r.cb.on_finish) r.cb.on_finish(rep);
+}
+
+void Scheduler::Impl::take_incoming() {
+  std::deque<std::unique_ptr<Request>> got;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    got.swap(incoming);
+  }
+  for (auto& r : got) {
+    if (!r->refuse.empty()) {
+      const std::string why = r->refuse;
+      finish(std::move(r), FinishReason::kRefused, why);
+    } else {
+      waiting.push_back(std::move(r));
+    }
+  }
+}
+
+void Scheduler::Impl::handle_cancellations() {
+  bool all;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    all = cancel_all;
+  }
+  for (size_t i = 0; i < waiting.size();) {
+    if (all || waiting[i]->cancel->load()) {
+      std::unique_ptr<Request> r = std::move(waiting[i]);
+      waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+      finish(std::move(r), FinishReason::kCancelled, all ? "the server is shutting down" : "cancelled");
+    } else {
+      ++i;
+    }
+  }
+  for (size_t i = 0; i < running.size();) {
+    if (all || running[i]->cancel->load()) {
+      finish(take_running(i), FinishReason::kCancelled, all ? "the server is shutting down" : "cancelled");
+    } else {
+      ++i;
+    }
+  }
+}
+
+// Gives the request a sequence (from the prefix cache when it has a match)
+// and starts its session's turn. False: it failed (and was finished).
+bool Scheduler::Impl::admit_one(Request& r) {
+  r.seq = free_seqs.back();
+  free_seqs.pop_back();
+  r.admitted_at = r.since_submit.seconds();
+  const std::vector<int32_t>& prompt = r.opts.prompt;
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  if (r.opts.use_prefix_cache) r.cached_tokens = prefix.fork_into(prompt, n - 1, r.seq);
+  if (r.cached_tokens == 0) {
+    const KvResult kr = cache->add_sequence(r.seq);
+    if (!kr.ok()) throw Error("cannot add a cache sequence: " + kr.message);
+  }
+  std::vector<int32_t> head(prompt.begin(), prompt.begin() + r.cached_tokens);
+  r.session = std::make_unique<Session>(engine, *cache, r.seq, tok, std::move(head));
+  r.sampler = std::make_unique<Sampler>(r.opts.sampler);
+  r.gen.max_new_tokens = r.opts.max_new_tokens;
+  r.gen.stop_ids = r.opts.stop_ids;
+  r.gen.stop_strings = r.opts.stop_strings;
+  r.gen.logprobs = r.opts.logprobs;
+  r.gen.top_logprobs = r.opts.top_logprobs;
+  Request* self = &r;
+  r.gen.on_token = [self](const TokenEvent& ev) {
+    if (self->first_token_at < 0) self->first_token_at = self->since_submit.seconds();
+    if (self->cb.on_token) self->cb.on_token(ev);
+  };
+  r.on_text = [self](std::string_view piece) {
+    if (self->cb.on_text) self->cb.on_text(piece);
+  };
+  r.session->begin_turn(std::span<const int32_t>(prompt).subspan(r.cached_tokens), *r.sampler, r.gen, r.on_text);
+  return true;
+}
+
+void Scheduler::Impl::admit() {
+  // FIFO: the head waits until a session slot frees; nobody overtakes it.
+  while (!waiting.empty() && !free_seqs.empty()) {
+    std::unique_ptr<Request> r = std::move(waiting.front());
+    waiting.pop_front();
+    try {
+      admit_one(*r);
+      running.push_back(std::move(r));
+    } catch (const Error& e) {
+      r->session.reset();
+      finish(std::move(r), FinishReason::kFailed, e.what());
+    }
+  }
+}
+
+// One forward over every running session's rows: decode rows first, then
+// prefill chunks of sessions in admission order while the token budget lasts.
+bool Scheduler::Impl::forward_step() {
+  if (running.empty()) return false;
+  struct Part {
+    Request* r;
+    size_t first_row;
+    int64_t n;
+  };
+  Batch batch;
+  std::vector<Part> parts;
+  int64_t budget = opts.step_tokens;
+  int64_t decode_rows = 0, prefill_rows = 0;
+  for (auto& r : running) {
+    if (r->session->in_prefill() || budget < 1) continue;
+    const size_t first = batch.rows.size();
+    const int64_t n = r->session->add_rows(batch, 1);
+    if (n > 0) parts.push_back({r.get(), first, n});
+    budget -= n;
+    decode_rows += n;
+  }
+  for (auto& r : running) {
+    if (!r->session->in_prefill() || budget < 1) continue;
+    const size_t first = batch.rows.size();
+    const int64_t n = r->session->add_rows(batch, budget);
+    if (n > 0) parts.push_back({r.get(), first, n});
+    budget -= n;
+    prefill_rows += n;
+  }
+  if (batch.rows.empty()) return false;
+  std::string error;
+  try {
+    const KvResult kr = engine.forward(batch, *cache, logits);
+    if (!kr.ok()) error = "the cache refused a step of " + std::to_string(batch.rows.size()) + " rows: " + kr.message;
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  if (!error.empty()) {
+    // The step changed nothing; every session in it fails with the reason.
+    for (size_t i = 0; i < running.size();) {
+      auto it = std::find_if(parts.begin(), parts.end(), [&](const Part& p) { return p.r == running[i].get(); });
+      if (it == parts.end()) {
+        ++i;
+        continue;
+      }
+      std::unique_ptr<Request> r = take_running(i);
+      r->session->abort_turn();
+      r->session.reset();
+      finish(std::move(r), FinishReason::kFailed, error);
+    }
+    return true;
+  }
+  const int64_t n_vocab = engine.n_vocab();
+  int64_t logit_row = 0;
+  std::vector<Request*> failed;
+  std::vector<std::string> failed_why;
+  for (const Part& p : parts) {
+    const bool wants = batch.rows[p.first_row + p.n - 1].want_logits;
+    const float* row = wants ? logits.data() + logit_row * n_vocab : nullptr;
+    if (wants) ++logit_row;
+    Request& r = *p.r;
+    const bool was_prefill = r.session->in_prefill();
+    try {
+      if (was_prefill && wants) {
+        r.prefilled_at = r.since_submit.seconds();
+        // Capture at the prompt boundary: the cache holds exactly the prompt now.
+        if (r.opts.use_prefix_cache && !r.captured) {
+          prefix.capture(r.seq, r.opts.prompt);
+          r.captured = true;
+        }
+      }
+      r.session->accept(row);
+    } catch (const Error& e) {
+      failed.push_back(&r);
+      failed_why.push_back(e.what());
+    }
+  }
+  for (size_t i = 0; i < running.size();) {
+    Request* raw = running[i].get();
+    auto f = std::find(failed.begin(), failed.end(), raw);
+    if (f != failed.end()) {
+      const std::string why = failed_why[f - failed.begin()];
+      std::unique_ptr<Request> r = take_running(i);
+      r->session->abort_turn();
+      r->session.reset();
+      finish(std::move(r), FinishReason::kFailed, why);
+    } else if (raw->session->turn_done()) {
+      finish(take_running(i), FinishReason::kStop, "");
+    } else {
+      ++i;
+    }
+  }
+  std::lock_guard<std::mutex> lk(mu);
+  ++snap.steps;
+  snap.rows += static_cast<int64_t>(batch.rows.size());
+  if (prefill_rows == 0) ++snap.steps_decode_only;
+  else if (decode_rows == 0) ++snap.steps_prefill_only;
+  else ++snap.steps_mixed;
+  snap.prompt_tokens += prefill_rows;
+  return true;
+}
+
+std::unique_ptr<Request> Scheduler::Impl::take_running(size_t i) {
+  std::unique_ptr<Request> r = std::move(running[i]);
+  running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+  return r;
+}
+
+// Counts and gauges for snapshot(), after each step.
+void Scheduler::Impl::publish() {
+  int64_t held = 0;
+  for (const auto& r : running) held += std::max<int64_t>(0, cache->length(r->seq));
+  const int64_t bytes = cache->memory().allocated();
+  const PrefixCacheStats& ps = prefix.stats();
+  std::lock_guard<std::mutex> lk(mu);
+  snap.waiting = static_cast<int>(waiting.size() + incoming.size());
+  snap.running = static_cast<int>(running.size());
+  snap.peak_running = std::max(snap.peak_running, snap.running);
+  const double total = static_cast<double>(opts.max_decode_sequences) * cache->policy().max_capacity;
+  snap.kv_cache_usage = total > 0 ? std::min(1.0, held / total) : 0.0;
+  snap.cache_bytes_allocated = bytes;
+  snap.peak_cache_bytes = std::max(snap.peak_cache_bytes, bytes);
+  snap.prefix_lookups = ps.lookups;
+  snap.prefix_hits = ps.hits;
+  snap.prefix_hit_tokens = ps.hit_tokens;
+  snap.prefix_evictions = ps.evictions;
+  snap.prefix_entries = ps.entries;
+  snap.prefix_bytes = ps.bytes;
+}
+
+Scheduler::Scheduler(Engine& engine, const Tokenizer& tok, std::unique_ptr<KvCache> cache,
+                     const SchedulerOptions& opts) {
+  OG_CHECK(cache != nullptr, "scheduler: no cache");
+  OG_CHECK(opts.max_decode_sequences >= 1, "scheduler: max_decode_sequences must be at least 1, got ",
+           opts.max_decode_sequences);
+  OG_CHECK(opts.step_tokens >= opts.max_decode_sequences, "scheduler: step_tokens (", opts.step_tokens,
+           ") must be at least max_decode_sequences (", opts.max_decode_sequences,
+           ") so that a step can carry every decode row and still prefill");
+  OG_CHECK(opts.max_session_tokens >= 2, "scheduler: max_session_tokens must be at least 2, got ",
+           opts.max_session_tokens);
+  OG_CHECK(opts.max_session_tokens <= cache->policy().max_capacity, "scheduler: max_session_tokens ",
+           opts.max_session_tokens, " exceeds the cache's capacity per sequence ", cache->policy().max_capacity);
+  OG_CHECK(opts.prefix_cache_entries >= 0 && opts.max_queue >= 0 && opts.prefix_cache_bytes >= 0,
+           "scheduler: negative bounds");
+  OG_CHECK(cache->policy().max_sequences >= opts.max_decode_sequences + opts.prefix_cache_entries,
+           "scheduler: the cache is sized for ", cache->policy().max_sequences, " sequences but ",
+           opts.max_decode_sequences, " sessions and ", opts.prefix_cache_entries, " prefix entries need ",
+           opts.max_decode_sequences + opts.prefix_cache_entries);
+  // Sequence 0 may exist from the cache's construction; sessions use their own ids.
+  if (cache->length(0) >= 0) cache->remove_sequence(0);
+  impl_ = std::make_unique<Impl>(engine, tok, std::move(cache), opts);
+  for (int i = opts.max_decode_sequences; i >= 1; --i) impl_->free_seqs.push_back(i);
+}
+
+Scheduler::~Scheduler() { shutdown(0); }
+
+uint64_t Scheduler::submit(RequestOptions req, RequestCallbacks cb) {
+  auto r = std::make_unique<Request>();
+  const int64_t n = static_cast<int64_t>(req.prompt.size());
+  const int32_t n_vocab = impl_->engine.n_vocab();
+  if (n == 0) r->refuse = "the prompt is empty";
+  for (int32_t id : req.prompt)
+    if (r->refuse.empty() && (id < 0 || id >= n_vocab))
+      r->refuse = "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")";
+  if (r->refuse.empty() && req.max_new_tokens < 0) r->refuse = "max_new_tokens is negative";
+  if (r->refuse.empty() && n + req.max_new_tokens > impl_->opts.max_session_tokens)
+    r->refuse = "the prompt (" + std::to_string(n) + " tokens) plus max_new_tokens (" +
+                std::to_string(req.max_new_tokens) + ") exceeds the session limit of " +
+                std::to_string(impl_->opts.max_session_tokens) + " tokens";
+  r->opts = std::move(req);
+  r->cb = std::move(cb);
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    id = impl_->next_id++;
+    r->id = id;
+    if (r->refuse.empty() && !impl_->accepting) r->refuse = "the scheduler is shutting down";
+    if (r->refuse.empty() && impl_->opts.max_queue > 0 && impl_->snap.waiting >= impl_->opts.max_queue)
+      r->refuse = "the queue is full (" + std::to_string(impl_->opts.max_queue) + " requests waiting)";
+    impl_->live[id] = r->cancel;
+    if (r->refuse.empty()) ++impl_->snap.waiting;
+    impl_->incoming.push_back(std::move(r));
+    impl_->idle = false;
+  }
+  impl_->wake.notify_all();
+  return id;
+}
+
+void Scheduler::cancel(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    auto it = impl_->live.find(id);
+    if (it == impl_->live.end()) return;
+    it->second->store(true);
+  }
+  impl_->wake.notify_all();
+}
+
+bool Scheduler::step() {
+  Impl& m = *impl_;
+  m.take_incoming();
+  m.handle_cancellations();
+  m.admit();
+  const bool stepped = m.forward_step();
+  m.publish();
+  return stepped || !m.running.empty() || !m.waiting.empty();
+}
+
+void Scheduler::run_until_idle() {
+  while (step()) {
+  }
+}
+
+void Scheduler::start() {
+  Impl& m = *impl_;
+  if (m.thread.joinable()) return;
+  m.thread = std::thread([&m, this] {
+    while (true) {
+      const bool busy = step();
+      std::unique_lock<std::mutex> lk(m.mu);
+      if (m.stop_thread) break;
+      if (!busy && m.incoming.empty()) {
+        m.idle = true;
+        m.idle_cv.notify_all();
+        m.wake.wait(lk, [&] { return m.stop_thread || !m.incoming.empty(); });
+        if (m.stop_thread) break;
+      }
+    }
+  });
+}
+
+void Scheduler::shutdown(double grace_s) {
+  Impl& m = *impl_;
+  {
+    std::unique_lock<std::mutex> lk(m.mu);
+    m.accepting = false;
+    // Running requests may finish within the grace period.
+    if (m.thread.joinable())
+      m.idle_cv.wait_for(lk, std::chrono::duration<double>(std::max(0.0, grace_s)), [&] { return m.idle; });
+    m.stop_thread = true;
+  }
+  m.wake.notify_all();
+  if (m.thread.joinable()) {
+    m.thread.join();
+  } else {
+    Timer t;
+    while (t.seconds() < grace_s && step()) {
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lk(m.mu);
+    m.cancel_all = true;
+  }
+  // Whatever is left (or was submitted meanwhile) finishes as cancelled or refused.
+  m.take_incoming();
+  m.handle_cancellations();
+  m.publish();
+}
+
+SchedulerSnapshot Scheduler::snapshot() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->snap;
+}
+
+const KvCache& Scheduler::cache() const { return *impl_->cache; }
+
+std::string Scheduler::describe() const { return impl_->cache->describe(); }
+
+}  // namespace og

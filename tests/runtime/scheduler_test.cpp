@@ -1,0 +1,276 @@
+// Scheduler against a scripted engine and real batched caches: batching of
+// decode rows, FIFO admission, refusals, cancellation, thread-safe submission,
+// shutdown, and the one-finish-per-request guarantee.
+#include "runtime/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "scheduler_fakes.h"
+
+namespace og {
+namespace {
+
+using namespace og::test;
+
+// x -> y -> z -> x ... and an <eot> once position `stop_at` is reached.
+SeqFakeEngine::Script cycle(int64_t stop_at = 1 << 30) {
+  return [stop_at](int32_t tok, int64_t pos) -> int32_t {
+    if (pos + 1 >= stop_at) return kEot;
+    if (tok == kX) return kY;
+    if (tok == kY) return kZ;
+    return kX;
+  };
+}
+
+struct Result {
+  RequestReport report;
+  std::string text;
+  int finishes = 0;
+};
+
+struct Harness {
+  explicit Harness(SeqFakeEngine::Script s, SchedulerOptions o = {}, KvKind kind = KvKind::kBatchedCell,
+                   int64_t max_write = 4)
+      : engine(std::move(s)) {
+    KvPolicy p;
+    p.max_capacity = o.max_session_tokens;
+    p.initial_capacity = 8;
+    p.max_write = max_write;
+    p.max_sequences = o.max_decode_sequences + o.prefix_cache_entries;
+    p.block_size = 4;
+    auto c = make_kv_cache(kind, engine.kv_geometry(), p);
+    cache = c.get();
+    sched = std::make_unique<Scheduler>(engine, tok, std::move(c), o);
+  }
+  uint64_t submit(std::vector<int32_t> prompt, int64_t max_new = 8) {
+    RequestOptions r;
+    r.prompt = std::move(prompt);
+    r.max_new_tokens = max_new;
+    r.stop_ids = {kEos, kEot};
+    auto slot = std::make_shared<Result>();
+    RequestCallbacks cb;
+    cb.on_text = [slot](std::string_view p) { slot->text += p; };
+    cb.on_finish = [slot](const RequestReport& rep) {
+      slot->report = rep;
+      ++slot->finishes;
+    };
+    const uint64_t id = sched->submit(std::move(r), std::move(cb));
+    std::lock_guard<std::mutex> lk(mu);
+    results[id] = slot;
+    return id;
+  }
+  Result& res(uint64_t id) { return *results.at(id); }
+
+  FakeTokenizer tok;
+  SeqFakeEngine engine;
+  KvCache* cache = nullptr;
+  std::unique_ptr<Scheduler> sched;
+  std::mutex mu;
+  std::map<uint64_t, std::shared_ptr<Result>> results;
+};
+
+SchedulerOptions opts(int max_decode = 4, int64_t step_tokens = 16, int64_t session_tokens = 64) {
+  SchedulerOptions o;
+  o.max_decode_sequences = max_decode;
+  o.step_tokens = step_tokens;
+  o.max_session_tokens = session_tokens;
+  return o;
+}
+
+TEST(Scheduler, OneRequestStreamsAndFinishesOnce) {
+  Harness h(cycle(6), opts());
+  const uint64_t id = h.submit({kBos, kX});
+  h.sched->run_until_idle();
+  Result& r = h.res(id);
+  EXPECT_EQ(r.finishes, 1);
+  EXPECT_EQ(r.report.reason, FinishReason::kStop);
+  EXPECT_EQ(r.report.stop_token, kEot);
+  EXPECT_EQ(r.report.tokens, (std::vector<int32_t>{kY, kZ, kX, kY, kEot}));
+  EXPECT_EQ(r.text, "yzxy");
+  EXPECT_EQ(r.report.prompt_tokens, 2);
+  EXPECT_EQ(r.report.generated_tokens, 5);
+  const SchedulerSnapshot s = h.sched->snapshot();
+  EXPECT_EQ(s.running, 0);
+  EXPECT_EQ(s.waiting, 0);
+  EXPECT_EQ(s.finished, 1u);
+}
+
+TEST(Scheduler, DecodeRowsOfAllRunningSessionsShareOneStep) {
+  Harness h(cycle(), opts(4));
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(h.submit({kBos, kX}, 6));
+  h.sched->run_until_idle();
+  for (uint64_t id : ids) {
+    EXPECT_EQ(h.res(id).report.reason, FinishReason::kLength);
+    EXPECT_EQ(h.res(id).report.tokens, (std::vector<int32_t>{kY, kZ, kX, kY, kZ, kX}));
+  }
+  // Step 1: four 2-row prompts (8 rows); then 5 decode steps of 4 rows each.
+  ASSERT_EQ(h.engine.batch_sizes.size(), 6u);
+  EXPECT_EQ(h.engine.batch_sizes[0], 8);
+  for (size_t i = 1; i < 6; ++i) EXPECT_EQ(h.engine.batch_sizes[i], 4);
+  const SchedulerSnapshot s = h.sched->snapshot();
+  EXPECT_EQ(s.steps_prefill_only, 1);
+  EXPECT_EQ(s.steps_decode_only, 5);
+  EXPECT_EQ(s.peak_running, 4);
+}
+
+TEST(Scheduler, StepBudgetSplitsPrefillAndDecodeGoesFirst) {
+  // Budget 6 rows, max write 4: a 10-token prompt takes several steps while
+  // the first session decodes one row in each of them.
+  Harness h(cycle(), opts(2, 6));
+  const uint64_t a = h.submit({kBos, kX}, 8);
+  h.sched->step();  // a's prompt
+  const uint64_t b = h.submit(std::vector<int32_t>(10, kA), 2);
+  h.sched->run_until_idle();
+  EXPECT_EQ(h.res(a).report.generated_tokens, 8);
+  EXPECT_EQ(h.res(b).report.generated_tokens, 2);
+  for (int n : h.engine.batch_sizes) EXPECT_LE(n, 6);
+  EXPECT_GE(h.sched->snapshot().steps_mixed, 2);
+}
+
+TEST(Scheduler, WaitsForASlotInFifoOrder) {
+  Harness h(cycle(), opts(1));
+  const uint64_t a = h.submit({kBos, kX}, 3);
+  const uint64_t b = h.submit({kBos, kY}, 3);
+  h.sched->step();
+  EXPECT_EQ(h.sched->snapshot().running, 1);
+  EXPECT_EQ(h.sched->snapshot().waiting, 1);
+  h.sched->run_until_idle();
+  EXPECT_EQ(h.res(a).finishes, 1);
+  EXPECT_EQ(h.res(b).finishes, 1);
+  EXPECT_LT(h.res(a).report.queue_s, h.res(b).report.queue_s);
+  EXPECT_EQ(h.res(b).report.tokens, (std::vector<int32_t>{kZ, kX, kY}));
+}
+
+TEST(Scheduler, RefusesWhatCanNeverRun) {
+  Harness h(cycle(), opts(2, 16, 16));
+  const uint64_t too_long = h.submit(std::vector<int32_t>(10, kA), 7);
+  const uint64_t empty = h.submit({}, 4);
+  const uint64_t bad_id = h.submit({kBos, 999}, 4);
+  const uint64_t negative = h.submit({kBos}, -1);
+  const uint64_t ok = h.submit(std::vector<int32_t>(10, kA), 6);  // exactly fits
+  h.sched->run_until_idle();
+  for (uint64_t id : {too_long, empty, bad_id, negative}) {
+    EXPECT_EQ(h.res(id).finishes, 1);
+    EXPECT_EQ(h.res(id).report.reason, FinishReason::kRefused);
+  }
+  EXPECT_NE(h.res(too_long).report.message.find("exceeds the session limit of 16"), std::string::npos);
+  EXPECT_NE(h.res(empty).report.message.find("empty"), std::string::npos);
+  EXPECT_NE(h.res(bad_id).report.message.find("999"), std::string::npos);
+  EXPECT_EQ(h.res(ok).report.reason, FinishReason::kLength);
+  EXPECT_EQ(h.sched->snapshot().refused, 4u);
+}
+
+TEST(Scheduler, QueueBoundRefuses) {
+  SchedulerOptions o = opts(1);
+  o.max_queue = 2;
+  Harness h(cycle(), o);
+  const uint64_t a = h.submit({kBos, kX}, 2);
+  const uint64_t b = h.submit({kBos, kX}, 2);
+  const uint64_t c = h.submit({kBos, kX}, 2);
+  h.sched->run_until_idle();
+  EXPECT_EQ(h.res(a).report.reason, FinishReason::kLength);
+  EXPECT_EQ(h.res(b).report.reason, FinishReason::kLength);
+  EXPECT_EQ(h.res(c).report.reason, FinishReason::kRefused);
+  EXPECT_NE(h.res(c).report.message.find("queue is full"), std::string::npos);
+}
+
+TEST(Scheduler, CancelMidPrefillAndMidDecodeFreesTheCache) {
+  for (KvKind kind : {KvKind::kBatchedCell, KvKind::kBatchedSequence}) {
+    Harness h(cycle(), opts(2, 4, 64), kind, 4);
+    const uint64_t pre = h.submit(std::vector<int32_t>(20, kA), 4);  // 5 steps of prefill
+    const uint64_t dec = h.submit({kBos, kX}, 40);
+    h.sched->step();
+    h.sched->step();
+    h.sched->cancel(pre);
+    h.sched->step();
+    EXPECT_EQ(h.res(pre).finishes, 1);
+    EXPECT_EQ(h.res(pre).report.reason, FinishReason::kCancelled);
+    EXPECT_EQ(h.res(pre).report.generated_tokens, 0);
+    for (int i = 0; i < 3; ++i) h.sched->step();
+    h.sched->cancel(dec);
+    h.sched->cancel(dec);   // twice: ignored
+    h.sched->cancel(12345);  // unknown: ignored
+    h.sched->step();
+    EXPECT_EQ(h.res(dec).report.reason, FinishReason::kCancelled);
+    EXPECT_GT(h.res(dec).report.generated_tokens, 0);
+    EXPECT_FALSE(h.sched->step());
+    EXPECT_EQ(h.cache->memory().used(), 0);
+    for (int s = 0; s < 4; ++s) EXPECT_EQ(h.cache->length(s), -1);
+  }
+}
+
+TEST(Scheduler, ForwardFailureFailsTheStepsSessionsOnly) {
+  Harness h(cycle(), opts(2));
+  const uint64_t a = h.submit({kBos, kX}, 4);
+  h.sched->step();
+  h.engine.throw_at_call = h.engine.calls;  // the next forward throws
+  h.sched->step();
+  EXPECT_EQ(h.res(a).report.reason, FinishReason::kFailed);
+  EXPECT_NE(h.res(a).report.message.find("fake forward failure"), std::string::npos);
+  const uint64_t b = h.submit({kBos, kX}, 2);
+  h.sched->run_until_idle();
+  EXPECT_EQ(h.res(b).report.reason, FinishReason::kLength);
+  EXPECT_EQ(h.cache->memory().used(), 0);
+}
+
+TEST(Scheduler, SubmissionsFromEightThreadsWithTheBackgroundThread) {
+  Harness h(cycle(), opts(4, 32, 64));
+  h.sched->start();
+  std::vector<std::thread> threads;
+  std::atomic<int> submitted{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        const uint64_t id = h.submit({kBos, (t + i) % 2 ? kX : kY}, 1 + (i % 5));
+        if (i % 4 == 3) h.sched->cancel(id);
+        ++submitted;
+      }
+    });
+  for (auto& th : threads) th.join();
+  h.sched->shutdown(30);
+  ASSERT_EQ(submitted.load(), 80);
+  ASSERT_EQ(h.results.size(), 80u);
+  int done = 0;
+  for (auto& [id, r] : h.results) {
+    EXPECT_EQ(r->finishes, 1) << id;
+    done += r->report.reason == FinishReason::kLength ? 1 : 0;
+  }
+  EXPECT_GE(done, 60);
+  EXPECT_EQ(h.cache->memory().used(), 0);
+}
+
+TEST(Scheduler, ShutdownCancelsWhatOutlivesTheGraceAndRefusesLaterSubmits) {
+  Harness h(cycle(), opts(2, 16, 4096));
+  h.sched->start();
+  const uint64_t a = h.submit({kBos, kX}, 4000);
+  h.sched->shutdown(0.05);
+  EXPECT_EQ(h.res(a).finishes, 1);
+  EXPECT_EQ(h.res(a).report.reason, FinishReason::kCancelled);
+  const uint64_t late = h.submit({kBos, kX}, 2);
+  h.sched->run_until_idle();
+  EXPECT_EQ(h.res(late).report.reason, FinishReason::kRefused);
+}
+
+TEST(Scheduler, BadOptionsAreErrors) {
+  FakeTokenizer tok;
+  SeqFakeEngine engine(cycle());
+  KvPolicy p;
+  p.max_capacity = 64;
+  p.max_sequences = 2;
+  auto make = [&] { return make_kv_cache(KvKind::kBatchedCell, engine.kv_geometry(), p); };
+  SchedulerOptions o = opts(4, 16, 64);
+  EXPECT_THROW({ Scheduler s(engine, tok, make(), o); }, Error);  // cache sized for 2 sequences
+  o = opts(2, 1, 64);
+  EXPECT_THROW({ Scheduler s(engine, tok, make(), o); }, Error);  // step budget below the decode rows
+  o = opts(2, 16, 128);
+  EXPECT_THROW({ Scheduler s(engine, tok, make(), o); }, Error);  // sessions longer than the cache
+}
+
+}  // namespace
+}  // namespace og
