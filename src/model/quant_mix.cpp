@@ -57,6 +57,8 @@ DType TensorTypePicker::pick(const std::string& name, int64_t cols) {
       d = cols % 256 == 0 ? DType::Q6_K : DType::Q8_0;
     } else if (has(name, "attn_v.weight")) {
       if (more_bits(i_attn_v_, n_attn_v_)) d = DType::Q6_K;
+      // 80-layer models (the 70B class) share each attn_v over 8 query heads: Q4_K is raised to Q5_K.
+      else if (n_layers_ == 80 && d == DType::Q4_K) d = DType::Q5_K;
       ++i_attn_v_;
     } else if (has(name, "ffn_down")) {
       if (more_bits(i_ffn_down_, n_layers_)) d = DType::Q6_K;
