@@ -1,6 +1,6 @@
 // Hugging Face checkpoint directories: JSON reading with errors naming the file,
 // typed field access, and the directory layout (config, generation config,
-// tokenizer files, safetensors weights).
+// tokenizer files, chat template, safetensors weights).
 #include "format/hf_config.h"
 
 #include <cmath>
@@ -24,6 +24,12 @@ nlohmann::json parse_json_object(const std::string& text, const std::string& nam
 
 nlohmann::json read_json_file(const std::string& path) { return parse_json_object(read_text_file(path), path); }
 
+std::string json_excerpt(const nlohmann::json& v) {
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
 namespace {
 // null counts as absent: HF configs write null for "not set" (rope_scaling, sliding_window).
 const nlohmann::json* field(const nlohmann::json& obj, const char* key) {
@@ -32,63 +38,116 @@ const nlohmann::json* field(const nlohmann::json& obj, const char* key) {
   if (it == obj.end() || it->is_null()) return nullptr;
   return &*it;
 }
+
+constexpr double kMaxExactInt = 9007199254740992.0;  // 2^53: every integer up to it is a double
 }  // namespace
+
+bool json_has(const nlohmann::json& obj, const char* key) { return field(obj, key) != nullptr; }
 
 std::optional<int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& file) {
   const nlohmann::json* v = field(obj, key);
   if (!v) return std::nullopt;
   if (v->is_number_unsigned()) {
-    uint64_t u = v->get<uint64_t>();
+    const uint64_t u = v->get<uint64_t>();
     if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      fail(file, ": ", key, " value ", u, " is too large");
+      fail(file, ": ", key, " = ", u, " is too large");
     return static_cast<int64_t>(u);
   }
   if (v->is_number_integer()) return v->get<int64_t>();
   if (v->is_number_float()) {  // some writers emit 2048.0
-    double d = v->get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) return static_cast<int64_t>(d);
+    const double d = v->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) <= kMaxExactInt) return static_cast<int64_t>(d);
   }
-  fail(file, ": ", key, " must be an integer");
+  fail(file, ": ", key, " must be an integer, got ", json_excerpt(*v));
 }
 
 std::optional<double> json_number(const nlohmann::json& obj, const char* key, const std::string& file) {
   const nlohmann::json* v = field(obj, key);
   if (!v) return std::nullopt;
-  if (!v->is_number()) fail(file, ": ", key, " must be a number");
+  if (!v->is_number()) fail(file, ": ", key, " must be a number, got ", json_excerpt(*v));
   return v->get<double>();
 }
 
 std::optional<bool> json_bool(const nlohmann::json& obj, const char* key, const std::string& file) {
   const nlohmann::json* v = field(obj, key);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) fail(file, ": ", key, " must be true or false");
+  if (!v->is_boolean()) fail(file, ": ", key, " must be true or false, got ", json_excerpt(*v));
   return v->get<bool>();
 }
 
 std::optional<std::string> json_string(const nlohmann::json& obj, const char* key, const std::string& file) {
   const nlohmann::json* v = field(obj, key);
   if (!v) return std::nullopt;
-  if (!v->is_string()) fail(file, ": ", key, " must be a string");
+  if (!v->is_string()) fail(file, ": ", key, " must be a string, got ", json_excerpt(*v));
   return v->get<std::string>();
 }
 
-HfCheckpoint HfCheckpoint::open(const std::string& dir, bool load_weights) {
+namespace {
+
+std::string join(const std::string& dir, const char* name) {
+  return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+// `path` when it exists, else "".
+std::string if_exists(const std::string& path) { return file_exists(path) && !is_directory(path) ? path : ""; }
+
+// tokenizer_config.json / chat_template.json `chat_template`: a string, or a
+// list of {name, template} from which "default" is taken (else the first).
+std::optional<std::string> template_from_json(const nlohmann::json& j, const std::string& file) {
+  const nlohmann::json* t = field(j, "chat_template");
+  if (!t) return std::nullopt;
+  if (t->is_string()) return t->get<std::string>();
+  OG_CHECK(t->is_array(), file, ": chat_template must be a string or a list of {name, template}, got ",
+           json_excerpt(*t));
+  const nlohmann::json* chosen = nullptr;
+  for (const auto& e : *t) {
+    OG_CHECK(e.is_object() && json_has(e, "template") && e["template"].is_string(), file,
+             ": each chat_template entry must be an object with a string 'template'");
+    if (!chosen) chosen = &e;
+    if (json_string(e, "name", file) == std::optional<std::string>("default")) chosen = &e;
+  }
+  if (!chosen) return std::nullopt;
+  return (*chosen)["template"].get<std::string>();
+}
+
+}  // namespace
+
+HfCheckpoint HfCheckpoint::open_files(const std::string& dir) {
   if (!file_exists(dir)) fail(dir, ": no such file or directory");
   if (!is_directory(dir)) fail(dir, ": not a directory (expected a Hugging Face checkpoint directory)");
   HfCheckpoint c;
   c.dir = dir;
-  std::string config = dir + "/config.json";
-  if (!file_exists(config)) fail(dir, ": no config.json (not a Hugging Face checkpoint directory)");
-  c.config = read_json_file(config);
-  std::string gen = dir + "/generation_config.json";
-  if (file_exists(gen)) c.generation_config = read_json_file(gen);
-  std::string tok_config = dir + "/tokenizer_config.json";
-  if (file_exists(tok_config)) c.tokenizer_config = read_json_file(tok_config);
-  if (file_exists(dir + "/tokenizer.json")) c.tokenizer_json_path = dir + "/tokenizer.json";
-  if (file_exists(dir + "/tokenizer.model")) c.tokenizer_model_path = dir + "/tokenizer.model";
-  if (file_exists(dir + "/chat_template.jinja")) c.chat_template_path = dir + "/chat_template.jinja";
+  c.config = nlohmann::json::object();
+  c.config_path = if_exists(join(dir, "config.json"));
+  if (!c.config_path.empty()) c.config = read_json_file(c.config_path);
+  if (auto gen = if_exists(join(dir, "generation_config.json")); !gen.empty()) c.generation_config = read_json_file(gen);
+  if (auto tc = if_exists(join(dir, "tokenizer_config.json")); !tc.empty()) c.tokenizer_config = read_json_file(tc);
+  c.tokenizer_json_path = if_exists(join(dir, "tokenizer.json"));
+  c.tokenizer_model_path = if_exists(join(dir, "tokenizer.model"));
+  c.vocab_json_path = if_exists(join(dir, "vocab.json"));
+  c.merges_txt_path = if_exists(join(dir, "merges.txt"));
+  if (c.vocab_json_path.empty() || c.merges_txt_path.empty()) c.vocab_json_path.clear(), c.merges_txt_path.clear();
+  c.chat_template_path = if_exists(join(dir, "chat_template.jinja"));
+  c.chat_template_json_path = if_exists(join(dir, "chat_template.json"));
+  return c;
+}
+
+HfCheckpoint HfCheckpoint::open(const std::string& dir, bool load_weights) {
+  if (is_directory(dir) && if_exists(join(dir, "config.json")).empty())
+    fail(dir, ": no config.json (not a Hugging Face checkpoint directory)");
+  HfCheckpoint c = open_files(dir);
   if (load_weights) c.weights = SafetensorsSource::open_dir(dir);
   return c;
+}
+
+std::optional<std::string> HfCheckpoint::chat_template() const {
+  if (!chat_template_path.empty()) return read_text_file(chat_template_path);
+  if (tokenizer_config) {
+    if (auto t = template_from_json(*tokenizer_config, join(dir, "tokenizer_config.json"))) return t;
+  }
+  if (!chat_template_json_path.empty())
+    return template_from_json(read_json_file(chat_template_json_path), chat_template_json_path);
+  return std::nullopt;
 }
 
 }  // namespace og

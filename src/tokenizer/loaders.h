@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "format/hf_config.h"
 #include "tokenizer/pipeline.h"
 
 namespace og::tok {
@@ -19,8 +20,9 @@ std::unique_ptr<PipelineTokenizer> load_vocab_merges(const std::string& vocab_js
                                                      std::string_view pre = "gpt-2");
 // SentencePiece tokenizer.model through libsentencepiece.
 std::unique_ptr<PipelineTokenizer> load_sentencepiece(const std::string& model_path);
-// Applies tokenizer_config.json / generation_config.json / config.json found in
-// `dir` (special ids, add_bos/add_eos, extra EOS ids, added tokens).
-void apply_hf_configs(PipelineTokenizer& tok, const std::string& dir);
+// Applies tokenizer_config.json / generation_config.json / config.json of an
+// HF directory (special ids, add_bos/add_eos, extra EOS ids, added tokens).
+void apply_hf_configs(PipelineTokenizer& tok, const HfCheckpoint& ck);
+void apply_hf_configs(PipelineTokenizer& tok, const std::string& dir);  // HfCheckpoint::open_files(dir)
 
 }  // namespace og::tok

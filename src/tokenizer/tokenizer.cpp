@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "format/gguf.h"
+#include "format/hf_config.h"
 #include "tokenizer/bpe_presets.h"
 #include "tokenizer/loaders.h"
 
@@ -20,12 +21,11 @@ using nlohmann::json;
 
 namespace {
 
-json read_json(const std::string& path) {
-  try {
-    return json::parse(read_text_file(path));
-  } catch (const json::exception& e) {
-    fail(path, ": malformed JSON: ", e.what());
-  }
+// The directory a tokenizer file sits in (its HF config files are beside it).
+std::string parent_dir(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 std::string join(const std::string& dir, const char* name) {
@@ -46,7 +46,7 @@ std::string token_text(const json& v) {
 // One token id from a config: an integer in int32 range; anything else is an error naming the file and key.
 int32_t config_id(const json& v, const std::string& file, const char* key) {
   OG_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= INT32_MAX, file, ": ", key,
-           " must be a token id (a non-negative integer) or a list of them, got ", v.dump().substr(0, 60));
+           " must be a token id (a non-negative integer) or a list of them, got ", json_excerpt(v));
   return static_cast<int32_t>(v.get<int64_t>());
 }
 
@@ -65,7 +65,7 @@ void collect_ids(const json& v, std::vector<int32_t>& out, const std::string& fi
 std::unique_ptr<PipelineTokenizer> load_vocab_merges(const std::string& vocab_json, const std::string& merges_txt,
                                                      std::string_view pre) {
   PipelineSpec spec;
-  const json v = read_json(vocab_json);
+  const json v = read_json_file(vocab_json);
   OG_CHECK(v.is_object() && !v.empty(), vocab_json, ": vocabulary is not a non-empty JSON object");
   for (auto it = v.begin(); it != v.end(); ++it) {
     OG_CHECK(it.value().is_number_integer(), vocab_json, ": id of '", it.key(), "' is not an integer");
@@ -152,7 +152,7 @@ std::unique_ptr<PipelineTokenizer> load_sentencepiece(const std::string& model_p
   return std::make_unique<PipelineTokenizer>(std::move(spec));
 }
 
-void apply_hf_configs(PipelineTokenizer& tok, const std::string& dir) {
+void apply_hf_configs(PipelineTokenizer& tok, const HfCheckpoint& ck) {
   SpecialTokens& s = tok.mutable_special();
   std::vector<int32_t> extra_eos;
   auto lookup = [&](const json& v, int32_t& id) {
@@ -160,38 +160,36 @@ void apply_hf_configs(PipelineTokenizer& tok, const std::string& dir) {
     if (text.empty()) return;
     if (auto found = tok.find_piece(text)) id = *found;
   };
-  const std::string tc_path = join(dir, "tokenizer_config.json");
-  if (file_exists(tc_path)) {
-    const json tc = read_json(tc_path);
-    if (tc.is_object()) {
-      if (tc.contains("bos_token")) lookup(tc["bos_token"], s.bos);
-      if (tc.contains("eos_token")) lookup(tc["eos_token"], s.eos);
-      if (tc.contains("unk_token")) lookup(tc["unk_token"], s.unk);
-      if (tc.contains("pad_token")) lookup(tc["pad_token"], s.pad);
-      auto flag = [&](const char* key) -> std::optional<bool> {
-        if (!tc.contains(key) || tc[key].is_null()) return std::nullopt;
-        OG_CHECK(tc[key].is_boolean(), tc_path, ": ", key, " must be true or false, got ", tc[key].dump().substr(0, 60));
-        return tc[key].get<bool>();
-      };
-      if (const auto b = flag("add_bos_token")) tok.set_add_bos(*b);
-      if (const auto e = flag("add_eos_token")) tok.set_add_eos(*e);
-    }
+  if (ck.tokenizer_config) {
+    const json& tc = *ck.tokenizer_config;
+    const std::string tc_path = join(ck.dir, "tokenizer_config.json");
+    if (tc.contains("bos_token")) lookup(tc["bos_token"], s.bos);
+    if (tc.contains("eos_token")) lookup(tc["eos_token"], s.eos);
+    if (tc.contains("unk_token")) lookup(tc["unk_token"], s.unk);
+    if (tc.contains("pad_token")) lookup(tc["pad_token"], s.pad);
+    if (const auto b = json_bool(tc, "add_bos_token", tc_path)) tok.set_add_bos(*b);
+    if (const auto e = json_bool(tc, "add_eos_token", tc_path)) tok.set_add_eos(*e);
   }
-  for (const char* name : {"generation_config.json", "config.json"}) {
-    const std::string p = join(dir, name);
-    if (!file_exists(p)) continue;
-    const json c = read_json(p);
-    if (!c.is_object()) continue;
-    if (c.contains("eos_token_id")) collect_ids(c["eos_token_id"], extra_eos, p, "eos_token_id");
-    if (c.contains("pad_token_id") && !c["pad_token_id"].is_null()) {
-      const int32_t pad = config_id(c["pad_token_id"], p, "pad_token_id");
+  const std::pair<const json*, std::string> configs[] = {
+      {ck.generation_config ? &*ck.generation_config : nullptr, join(ck.dir, "generation_config.json")},
+      {ck.config_path.empty() ? nullptr : &ck.config, ck.config_path}};
+  for (const auto& [c, p] : configs) {
+    if (c == nullptr) continue;
+    if (json_has(*c, "eos_token_id")) collect_ids((*c)["eos_token_id"], extra_eos, p, "eos_token_id");
+    if (json_has(*c, "pad_token_id")) {
+      const int32_t pad = config_id((*c)["pad_token_id"], p, "pad_token_id");
       if (s.pad < 0) s.pad = pad;
     }
   }
   for (int32_t id : extra_eos)
-    OG_CHECK(id >= 0 && id < tok.n_vocab(), dir, ": eos_token_id ", id, " is outside the vocabulary (", tok.n_vocab(), " tokens)");
+    OG_CHECK(id >= 0 && id < tok.n_vocab(), ck.dir, ": eos_token_id ", id, " is outside the vocabulary (", tok.n_vocab(),
+             " tokens)");
   if (s.eos < 0 && !extra_eos.empty()) s.eos = extra_eos.front();
   tok.finish_stop_ids(extra_eos);
+}
+
+void apply_hf_configs(PipelineTokenizer& tok, const std::string& dir) {
+  apply_hf_configs(tok, HfCheckpoint::open_files(dir));
 }
 
 }  // namespace tok
@@ -199,25 +197,22 @@ void apply_hf_configs(PipelineTokenizer& tok, const std::string& dir) {
 std::unique_ptr<Tokenizer> Tokenizer::from_path(const std::string& path) {
   using tok::ends_with;
   if (is_directory(path)) {
+    const HfCheckpoint ck = HfCheckpoint::open_files(path);
     std::unique_ptr<tok::PipelineTokenizer> t;
-    const std::string tj = tok::join(path, "tokenizer.json");
-    if (file_exists(tj)) {
-      t = tok::load_tokenizer_json(tj);
-    } else if (file_exists(tok::join(path, "vocab.json")) && file_exists(tok::join(path, "merges.txt"))) {
-      t = tok::load_vocab_merges(tok::join(path, "vocab.json"), tok::join(path, "merges.txt"));
-    } else if (file_exists(tok::join(path, "tokenizer.model"))) {
-      t = tok::load_sentencepiece(tok::join(path, "tokenizer.model"));
+    if (!ck.tokenizer_json_path.empty()) {
+      t = tok::load_tokenizer_json(ck.tokenizer_json_path);
+    } else if (!ck.vocab_json_path.empty()) {
+      t = tok::load_vocab_merges(ck.vocab_json_path, ck.merges_txt_path);
+    } else if (!ck.tokenizer_model_path.empty()) {
+      t = tok::load_sentencepiece(ck.tokenizer_model_path);
     } else {
       fail(path, ": no tokenizer.json, vocab.json + merges.txt or tokenizer.model in this directory");
     }
-    tok::apply_hf_configs(*t, path);
+    tok::apply_hf_configs(*t, ck);
     return t;
   }
   OG_CHECK(file_exists(path), path, ": no such file");
   if (ends_with(path, ".gguf")) return from_gguf(*GgufFile::open(path));
-  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
-  if (dir.empty() && path.find('/') != std::string::npos) dir = "/";
-  if (dir.empty()) dir = ".";
   std::unique_ptr<tok::PipelineTokenizer> t;
   if (ends_with(path, ".json")) {
     t = tok::load_tokenizer_json(path);
@@ -226,7 +221,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_path(const std::string& path) {
   } else {
     fail(path, ": unknown tokenizer file kind (expected .gguf, tokenizer.json, tokenizer.model or a directory)");
   }
-  tok::apply_hf_configs(*t, dir);
+  tok::apply_hf_configs(*t, tok::parent_dir(path));
   return t;
 }
 

@@ -219,7 +219,7 @@ TEST(Safetensors, HfDirectoryProblems) {
     json_int(c.config, "x", "config.json");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "config.json: x must be an integer");
+    EXPECT_EQ(std::string(e.what()), "config.json: x must be an integer, got 1.5");
   }
   EXPECT_THROW(json_bool(c.config, "b", "config.json"), Error);
   EXPECT_THROW(json_number(c.config, "missing_is_fine", "config.json").value(), std::bad_optional_access);

@@ -229,6 +229,27 @@ TEST(BadHf, UnsupportedFieldsAreNamed) {
   EXPECT_ERROR_HAS(hf_error(e), "layer_types entry 'chunked_attention' is not supported");
 }
 
+// The loader reads config.json through the same accessors as every other HF
+// reader: an integral float (2048.0, as some writers emit) is an integer, a
+// fraction, a boolean or a string is not, and the message shows the value.
+TEST(BadHf, IntegersWrittenAsFloatsLoadOthersAreNamed) {
+  test::HfEdit e;
+  e.config = [](nlohmann::json& c) {
+    c["max_position_embeddings"] = 2048.0;
+    c["hidden_size"] = 64.0;
+    c["num_key_value_heads"] = 4.0;
+  };
+  EXPECT_EQ(hf_error(e), "");
+  e.config = [](nlohmann::json& c) { c["max_position_embeddings"] = 2048.5; };
+  EXPECT_ERROR_HAS(hf_error(e), "config.json: max_position_embeddings must be an integer, got 2048.5");
+  e.config = [](nlohmann::json& c) { c["num_hidden_layers"] = true; };
+  EXPECT_ERROR_HAS(hf_error(e), "num_hidden_layers must be an integer, got true");
+  e.config = [](nlohmann::json& c) { c["hidden_size"] = "64"; };
+  EXPECT_ERROR_HAS(hf_error(e), "hidden_size must be an integer, got \"64\"");
+  e.config = [](nlohmann::json& c) { c["rope_theta"] = "1e4"; };
+  EXPECT_ERROR_HAS(hf_error(e), "rope_theta must be a number, got \"1e4\"");
+}
+
 TEST(BadHf, NullFieldsMeanAbsent) {
   test::HfEdit e;
   e.config = [](nlohmann::json& c) {

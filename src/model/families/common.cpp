@@ -158,40 +158,14 @@ void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c
   }
 }
 
-bool json_has(const nlohmann::json& obj, const char* key) {
-  return obj.is_object() && obj.contains(key) && !obj.at(key).is_null();
-}
-
-std::optional<int64_t> hf_int(const nlohmann::json& cfg, const char* key, const std::string& file) {
-  if (!json_has(cfg, key)) return std::nullopt;
-  const nlohmann::json& v = cfg.at(key);
-  OG_CHECK(v.is_number_integer(), file, ": ", key, " must be an integer, got ", v.dump());
-  return v.get<int64_t>();
-}
-
-std::optional<double> hf_number(const nlohmann::json& cfg, const char* key, const std::string& file) {
-  if (!json_has(cfg, key)) return std::nullopt;
-  const nlohmann::json& v = cfg.at(key);
-  OG_CHECK(v.is_number(), file, ": ", key, " must be a number, got ", v.dump());
-  return v.get<double>();
-}
-
 namespace {
 
-std::optional<std::string> hf_str(const nlohmann::json& cfg, const char* key, const std::string& file) {
-  if (!json_has(cfg, key)) return std::nullopt;
-  OG_CHECK(cfg.at(key).is_string(), file, ": ", key, " must be a string, got ", cfg.at(key).dump());
-  return cfg.at(key).get<std::string>();
-}
-
 bool hf_bool(const nlohmann::json& cfg, const char* key, const std::string& file, bool fallback) {
-  if (!json_has(cfg, key)) return fallback;
-  OG_CHECK(cfg.at(key).is_boolean(), file, ": ", key, " must be true or false, got ", cfg.at(key).dump());
-  return cfg.at(key).get<bool>();
+  return json_bool(cfg, key, file).value_or(fallback);
 }
 
 int hf_dim(const nlohmann::json& cfg, const char* key, const std::string& file) {
-  const std::optional<int64_t> v = hf_int(cfg, key, file);
+  const std::optional<int64_t> v = json_int(cfg, key, file);
   OG_CHECK(v.has_value(), file, ": missing required field ", key);
   return checked_dim(*v, file, key);
 }
@@ -203,16 +177,16 @@ void refuse_unsupported(const nlohmann::json& cfg, const std::string& file) {
     if (!json_has(cfg, k)) continue;
     const nlohmann::json& v = cfg.at(k);
     if (v.is_number() && v.get<double>() == 0) continue;
-    fail(file, ": ", k, " = ", v.dump(), " is not supported");
+    fail(file, ": ", k, " = ", json_excerpt(v), " is not supported");
   }
   for (const char* k : {"num_experts", "num_local_experts", "n_routed_experts", "moe_intermediate_size"}) {
     if (!json_has(cfg, k)) continue;
     const nlohmann::json& v = cfg.at(k);
     if (v.is_number() && v.get<double>() == 0) continue;
-    fail(file, ": ", k, " = ", v.dump(), ": mixture-of-experts models are not supported");
+    fail(file, ": ", k, " = ", json_excerpt(v), ": mixture-of-experts models are not supported");
   }
   if (hf_bool(cfg, "mlp_bias", file, false)) fail(file, ": mlp_bias = true is not supported");
-  if (auto r = hf_number(cfg, "partial_rotary_factor", file); r && *r != 1.0)
+  if (auto r = json_number(cfg, "partial_rotary_factor", file); r && *r != 1.0)
     fail(file, ": partial_rotary_factor = ", *r, " is not supported (only full-head RoPE)");
 }
 
@@ -221,12 +195,12 @@ void refuse_unsupported(const nlohmann::json& cfg, const std::string& file) {
 RopeScaling parse_hf_rope(const nlohmann::json& obj, const std::string& where) {
   RopeScaling s;
   if (obj.is_null()) return s;
-  OG_CHECK(obj.is_object(), where, " must be an object or null, got ", obj.dump());
+  OG_CHECK(obj.is_object(), where, " must be an object or null, got ", json_excerpt(obj));
   std::string type = "default";
-  if (json_has(obj, "rope_type")) type = obj.at("rope_type").is_string() ? obj.at("rope_type").get<std::string>() : "?";
-  else if (json_has(obj, "type")) type = obj.at("type").is_string() ? obj.at("type").get<std::string>() : "?";
+  if (auto t = json_string(obj, "rope_type", where)) type = *t;
+  else if (auto t2 = json_string(obj, "type", where)) type = *t2;
   auto num = [&](const char* key, double fallback) {
-    const std::optional<double> v = hf_number(obj, key, where);
+    const std::optional<double> v = json_number(obj, key, where);
     const double x = v.value_or(fallback);
     OG_CHECK(std::isfinite(x) && x > 0, where, ".", key, " = ", x, " must be positive");
     return x;
@@ -252,9 +226,9 @@ RopeScaling parse_hf_rope(const nlohmann::json& obj, const std::string& where) {
 
 double hf_rope_theta(const nlohmann::json& cfg, const std::string& file, double fallback) {
   double base = fallback;
-  if (auto t = hf_number(cfg, "rope_theta", file)) base = *t;
+  if (auto t = json_number(cfg, "rope_theta", file)) base = *t;
   else if (json_has(cfg, "rope_parameters") && json_has(cfg.at("rope_parameters"), "rope_theta"))
-    base = *hf_number(cfg.at("rope_parameters"), "rope_theta", file + ": rope_parameters");
+    base = *json_number(cfg.at("rope_parameters"), "rope_theta", file + ": rope_parameters");
   OG_CHECK(std::isfinite(base) && base > 1, file, ": rope_theta = ", base, " must be > 1");
   return base;
 }
@@ -266,7 +240,7 @@ std::optional<std::vector<bool>> hf_layer_types(const nlohmann::json& cfg, const
            n_layers, " entries");
   std::vector<bool> sliding;
   for (const nlohmann::json& e : t) {
-    const std::string s = e.is_string() ? e.get<std::string>() : e.dump();
+    const std::string s = e.is_string() ? e.get<std::string>() : json_excerpt(e);
     if (s == "full_attention") sliding.push_back(false);
     else if (s == "sliding_attention") sliding.push_back(true);
     else fail(file, ": layer_types entry '", s, "' is not supported (supported: full_attention, sliding_attention)");
@@ -281,14 +255,14 @@ void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool 
   const int64_t n_layers = hf_dim(cfg, "num_hidden_layers", file);
   OG_CHECK(n_layers <= kMaxLayers, file, ": num_hidden_layers = ", n_layers, " is out of range");
   c.d_model = hf_dim(cfg, "hidden_size", file);
-  const std::optional<int64_t> ctx = hf_int(cfg, "max_position_embeddings", file);
+  const std::optional<int64_t> ctx = json_int(cfg, "max_position_embeddings", file);
   OG_CHECK(ctx.has_value() && *ctx > 0, file, ": missing or invalid max_position_embeddings");
   c.n_ctx = *ctx;
-  if (auto v = hf_int(cfg, "vocab_size", file)) {
+  if (auto v = json_int(cfg, "vocab_size", file)) {
     OG_CHECK(*v > 0 && *v <= INT32_MAX, file, ": vocab_size = ", *v, " is out of range");
     c.n_vocab = static_cast<int32_t>(*v);
   }
-  c.eps = static_cast<float>(hf_number(cfg, "rms_norm_eps", file).value_or(default_eps));
+  c.eps = static_cast<float>(json_number(cfg, "rms_norm_eps", file).value_or(default_eps));
   c.tied_output = hf_bool(cfg, "tie_word_embeddings", file, default_tied);
 
   const int heads = hf_dim(cfg, "num_attention_heads", file);
@@ -306,10 +280,10 @@ void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool 
   const int d_ff = hf_dim(cfg, "intermediate_size", file);
 
   Activation act = Activation::kSilu;
-  std::optional<std::string> act_name = hf_str(cfg, "hidden_activation", file);
+  std::optional<std::string> act_name = json_string(cfg, "hidden_activation", file);
   const char* act_key = "hidden_activation";
   if (!act_name) {
-    act_name = hf_str(cfg, "hidden_act", file);
+    act_name = json_string(cfg, "hidden_act", file);
     act_key = "hidden_act";
   }
   if (act_name) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "format/hf_config.h"
 #include "model/families/family.h"
 
 namespace og {
@@ -46,8 +47,8 @@ struct GgufCommonOptions {
 void write_gguf_common(const ModelConfig& c, const std::string& arch, GgufWriter& w, const GgufCommonOptions& o = {});
 
 // ---- HF config.json ----
-// Key present and not null.
-bool json_has(const nlohmann::json& obj, const char* key);
+// Fields are read with format/hf_config.h's json_int / json_number /
+// json_bool / json_string / json_has (the one set of accessors).
 // The common fields (hidden_size, num_hidden_layers, heads, head_dim,
 // intermediate_size, max_position_embeddings, rms_norm_eps (default
 // default_eps), vocab_size, tie_word_embeddings (default default_tied),
@@ -62,8 +63,5 @@ RopeScaling parse_hf_rope(const nlohmann::json& obj, const std::string& where);
 double hf_rope_theta(const nlohmann::json& cfg, const std::string& file, double fallback);
 // layer_types when present: true = sliding_attention; refuses other kinds.
 std::optional<std::vector<bool>> hf_layer_types(const nlohmann::json& cfg, const std::string& file, int n_layers);
-// An integer field that must be positive when present (null = absent).
-std::optional<int64_t> hf_int(const nlohmann::json& cfg, const char* key, const std::string& file);
-std::optional<double> hf_number(const nlohmann::json& cfg, const char* key, const std::string& file);
 
 }  // namespace og

@@ -86,37 +86,37 @@ void gemma3_from_hf(const HfInput& raw, ModelConfig& c) {
     OG_CHECK(L.activation == Activation::kGeluTanh, file, ": gemma3 hidden_activation must be gelu_pytorch_tanh");
 
   double base = hf_rope_theta(flat, file, 1e6);
-  double base_local = hf_number(cfg, "rope_local_base_freq", file).value_or(10000.0);
+  double base_local = json_number(cfg, "rope_local_base_freq", file).value_or(10000.0);
   RopeScaling global_scaling;
   if (nested) {
     const nlohmann::json& rp = cfg.at("rope_parameters");
     global_scaling = parse_hf_rope(rp.at("full_attention"), file + ": rope_parameters.full_attention");
-    if (auto t = hf_number(rp.at("full_attention"), "rope_theta", file)) base = *t;
+    if (auto t = json_number(rp.at("full_attention"), "rope_theta", file)) base = *t;
     if (json_has(rp, "sliding_attention")) {
       const RopeScaling local =
           parse_hf_rope(rp.at("sliding_attention"), file + ": rope_parameters.sliding_attention");
       OG_CHECK(local.type == RopeScaling::Type::kNone, file,
                ": rope_parameters.sliding_attention scaling is not supported (gemma3 local layers are unscaled)");
-      if (auto t = hf_number(rp.at("sliding_attention"), "rope_theta", file)) base_local = *t;
+      if (auto t = json_number(rp.at("sliding_attention"), "rope_theta", file)) base_local = *t;
     }
   } else if (json_has(cfg, "rope_scaling")) {
     global_scaling = parse_hf_rope(cfg.at("rope_scaling"), file + ": rope_scaling");
   }
   OG_CHECK(std::isfinite(base_local) && base_local > 1, file, ": local RoPE base ", base_local, " must be > 1");
 
-  const int64_t window = hf_int(cfg, "sliding_window", file).value_or(0);
+  const int64_t window = json_int(cfg, "sliding_window", file).value_or(0);
   OG_CHECK(window >= 0 && window <= INT32_MAX, file, ": sliding_window = ", window, " is out of range");
   std::vector<bool> sliding(c.layers.size());
   if (auto types = hf_layer_types(cfg, file, c.n_layers())) {
     sliding = *types;
   } else {
-    const int64_t pattern = hf_int(cfg, "sliding_window_pattern", file).value_or(6);
+    const int64_t pattern = json_int(cfg, "sliding_window_pattern", file).value_or(6);
     OG_CHECK(pattern > 0, file, ": sliding_window_pattern = ", pattern, " must be positive");
     for (int l = 0; l < c.n_layers(); ++l) sliding[l] = (l + 1) % pattern != 0;
   }
   gemma_layers(c, sliding, static_cast<int>(window), base, base_local, global_scaling);
 
-  const double qpas = hf_number(cfg, "query_pre_attn_scalar", file).value_or(256);
+  const double qpas = json_number(cfg, "query_pre_attn_scalar", file).value_or(256);
   OG_CHECK(std::isfinite(qpas) && qpas > 0, file, ": query_pre_attn_scalar = ", qpas, " must be positive");
   for (LayerConfig& L : c.layers) L.attn_scale = static_cast<float>(1.0 / std::sqrt(qpas));
 

@@ -20,7 +20,7 @@ void llama_from_hf(const HfInput& in, ModelConfig& c) {
   if (auto types = hf_layer_types(in.config, in.file, c.n_layers())) {
     for (int l = 0; l < c.n_layers(); ++l) {
       if (!(*types)[l]) continue;
-      const auto w = hf_int(in.config, "sliding_window", in.file);
+      const auto w = json_int(in.config, "sliding_window", in.file);
       if (!w || *w <= 0) fail(in.file, ": layer_types has sliding layers but sliding_window is not set");
       c.layers[l].window = static_cast<int>(*w);
     }

@@ -14,7 +14,7 @@ constexpr int64_t kDefaultWindow = 4096;
 void mistral_from_hf(const HfInput& in, ModelConfig& c) {
   read_hf_common(in, c, 1e-6, false);
   int64_t window = kDefaultWindow;
-  if (in.config.contains("sliding_window")) window = hf_int(in.config, "sliding_window", in.file).value_or(0);
+  if (in.config.contains("sliding_window")) window = json_int(in.config, "sliding_window", in.file).value_or(0);
   if (window < 0 || window > INT32_MAX) fail(in.file, ": sliding_window = ", window, " is out of range");
   for (LayerConfig& L : c.layers) L.window = static_cast<int>(window);
 }

@@ -17,9 +17,9 @@ inline void apply_qwen_sliding_window(const HfInput& in, ModelConfig& c) {
   }
   const auto types = hf_layer_types(cfg, in.file, c.n_layers());
   if (!use) return;
-  const int64_t window = hf_int(cfg, "sliding_window", in.file).value_or(0);
+  const int64_t window = json_int(cfg, "sliding_window", in.file).value_or(0);
   if (window <= 0 || window > INT32_MAX) fail(in.file, ": use_sliding_window is true but sliding_window = ", window);
-  const int64_t max_window_layers = hf_int(cfg, "max_window_layers", in.file).value_or(c.n_layers());
+  const int64_t max_window_layers = json_int(cfg, "max_window_layers", in.file).value_or(c.n_layers());
   for (int l = 0; l < c.n_layers(); ++l) {
     const bool sliding = types ? (*types)[l] : l >= max_window_layers;
     if (sliding) c.layers[l].window = static_cast<int>(window);
