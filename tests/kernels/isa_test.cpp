@@ -90,10 +90,51 @@ TEST(IsaMatmul, EveryIsaAgreesWithReferenceOnOddSizes) {
     for (DType t : all_weight_dtypes()) {
       const int64_t block = dtype_info(t).block;
       const int64_t n_in = block == 1 ? 77 : block * 3;  // float rows with a tail that is not a multiple of 8
-      for (int64_t n_x : {1, 2, 3, 4, 5, 7, 8, 9, 13, 17}) check_matmul(isa, t, 13, n_in, n_x, 100 + n_x);
+      for (int64_t n_x : {1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 33}) check_matmul(isa, t, 13, n_in, n_x, 100 + n_x);
       check_matmul(isa, t, 1, n_in, 1, 7);
       check_matmul(isa, t, 6, block == 1 ? 8 : block, 5, 8);
     }
+}
+
+// Small batches (the batched decode steps, 2-32 rows) take tiles that apply
+// each weight block to every row at once. Each output element is still the
+// same sequence of operations as for a single row, so a batch of N rows must
+// equal N one-row calls bit for bit, for every ISA, dtype, row count and
+// weight-row count (n_out with tails of every tile size).
+TEST(IsaMatmul, BatchOfRowsEqualsSingleRowsBitForBit) {
+  set_num_threads(2);
+  for (Isa isa : available_isas())
+    for (DType t : all_weight_dtypes()) {
+      const int64_t block = dtype_info(t).block;
+      for (int64_t n_out : {5, 37, 203}) {
+        const int64_t n_in = block == 1 ? 77 : block * 2, rb = dtype_row_bytes(t, n_in);
+        std::vector<float> src = random_normal(n_out * n_in, 40 + static_cast<uint32_t>(n_out), 0.3f);
+        std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+        for (int64_t r = 0; r < n_out; ++r) quantize_row(t, src.data() + r * n_in, bytes.data() + r * rb, n_in);
+        TensorView w{bytes.data(), t, {n_out, n_in}, "w"};
+        for (int64_t n_x : {1, 2, 3, 7, 8, 33}) {
+          std::vector<float> x = random_normal(n_x * n_in, 50 + static_cast<uint32_t>(n_x));
+          std::vector<float> y(static_cast<size_t>(n_x * n_out)), y1(static_cast<size_t>(n_out));
+          matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
+          for (int64_t i = 0; i < n_x; ++i) {
+            matmul_with(kernel_table(isa), w, x.data() + i * n_in, 1, y1.data());
+            for (int64_t r = 0; r < n_out; ++r)
+              ASSERT_EQ(y[i * n_out + r], y1[r]) << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(t))
+                                                 << " n_out " << n_out << " n_x " << n_x << " at [" << i << ", " << r
+                                                 << "]";
+          }
+        }
+      }
+    }
+}
+
+// The small-batch tiles over weights big enough for the pool and the
+// prefetching decode path, against the reference, for the hot dtypes.
+TEST(IsaMatmul, SmallBatchesAgreeWithReferenceOnPooledShapes) {
+  set_num_threads(2);
+  for (Isa isa : available_isas())
+    for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q4_0})
+      for (int64_t n_x : {2, 3, 7, 8, 33}) check_matmul(isa, t, 203, 768, n_x, 60 + static_cast<uint32_t>(n_x));
 }
 
 TEST(IsaMatmul, LargeEnoughToUseTheThreadPool) {
