@@ -10,6 +10,7 @@ int cmd_tokenize(const Args& args);    // cmd_tokenize.cpp
 int cmd_detokenize(const Args& args);  // cmd_tokenize.cpp
 
 int cmd_inspect(const Args& args);  // cmd_inspect.cpp
+int cmd_bench(const Args& args);    // cmd_bench.cpp
 
 int cmd_export(const Args& args);    // cmd_export.cpp
 int cmd_quantize(const Args& args);  // cmd_quantize.cpp
@@ -23,6 +24,7 @@ const std::vector<Command>& commands() {
       {"detokenize", "token ids -> text with a model's tokenizer", cmd_detokenize},
       {"export", "Hugging Face checkpoint -> GGUF (offgraph and llama.cpp), cache geometry included", cmd_export},
       {"quantize", "GGUF -> GGUF with other weight types (q8_0, q4_k_m, ...)", cmd_quantize},
+      {"bench", "prefill and batched decode speed against the machine's measured limits", cmd_bench},
   };
   return kCommands;
 }

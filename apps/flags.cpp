@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <stdexcept>
 
 namespace og::app {
 
@@ -174,6 +175,12 @@ void Flags::add_int_list(const std::string& name, std::vector<int64_t>* out, int
   };
 }
 
+void Flags::add_short(char letter, const std::string& name) {
+  Flag* f = find(name);
+  if (!f) throw std::logic_error("add_short: no flag --" + name);
+  f->letter = letter;
+}
+
 Flags::Flag* Flags::find(const std::string& name) {
   const std::string c = canonical(name);
   for (auto& f : flags_)
@@ -215,11 +222,19 @@ bool Flags::parse(const Args& args, std::vector<std::string>* positional) {
       continue;
     }
     if (a == "-h" || a == "--help") return false;
-    if (a.rfind("--", 0) != 0) bad("unknown flag " + quoted(a) + suggestion(a.substr(1)));
     const size_t eq = a.find('=');
-    const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    Flag* f = find(name);
-    if (!f) bad("unknown flag --" + name + suggestion(name));
+    Flag* f = nullptr;
+    std::string name;
+    if (a.rfind("--", 0) != 0) {  // -x: a one-letter alias
+      if (a.size() == 2 || eq == 2)
+        for (auto& g : flags_)
+          if (g.letter == a[1]) f = &g;
+      if (!f) bad("unknown flag " + quoted(a) + suggestion(a.substr(1)));
+    } else {
+      name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      f = find(name);
+      if (!f) bad("unknown flag --" + name + suggestion(name));
+    }
     if (f->given && !f->repeatable) bad("--" + f->name + " given more than once");
     std::string value;
     if (eq != std::string::npos) {
@@ -243,7 +258,7 @@ std::string Flags::help() const {
   constexpr size_t kMaxWidth = 30;
   size_t width = 6;  // "--help"
   for (const auto& f : flags_) {
-    const size_t w = f.name.size() + f.metavar.size() + 3;
+    const size_t w = f.name.size() + f.metavar.size() + 3 + (f.letter ? 4 : 0);
     if (w <= kMaxWidth) width = std::max(width, w);
   }
   auto line = [&](const std::string& left, const std::string& text) {
@@ -253,7 +268,9 @@ std::string Flags::help() const {
     os << "  " << text << "\n";
   };
   for (const auto& f : flags_)
-    line("--" + f.name + (f.metavar.empty() ? "" : " " + f.metavar), f.help + " (default: " + f.default_text + ")");
+    line((f.letter ? std::string("-") + f.letter + ", " : std::string()) + "--" + f.name +
+             (f.metavar.empty() ? "" : " " + f.metavar),
+         f.help + " (default: " + f.default_text + ")");
   line("--help", "this text");
   os << "\nFlags may be written --flag value or --flag=value; '_' may replace '-' in names.\n";
   return os.str();

@@ -44,6 +44,10 @@ class Flags {
   void add_int_list(const std::string& name, std::vector<int64_t>* out, int64_t min, int64_t max,
                     const std::string& help, const std::string& empty_default = "none");
 
+  // A one-letter alias: `-p 512` / `-p=512` mean `--<name> 512` (llama-bench's
+  // habit); --help shows "-p, --<name>". The flag must be registered first.
+  void add_short(char letter, const std::string& name);
+
   // Parses args (args[0] is the command name). Returns false when --help / -h
   // was given (the caller prints help() and exits 0). Positional arguments go to
   // *positional; when positional is null they are an error. Throws UsageError.
@@ -56,6 +60,7 @@ class Flags {
  private:
   struct Flag {
     std::string name, metavar, help, default_text;
+    char letter = 0;  // add_short's alias, 0 = none
     bool takes_value = true;
     bool repeatable = false;
     bool given = false;

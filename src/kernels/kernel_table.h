@@ -43,6 +43,9 @@ struct KernelTable {
   void (*add)(float* y, const float* x, int64_t n) = nullptr;
   void (*scale)(float* y, float s, int64_t n) = nullptr;
   AttendKernels attend[kNumDTypeIds];  // K/V storage dtypes only (attend_dtype_supported)
+  // The peak-rate probe: `iters` rounds of a register-only loop of the ISA's
+  // int8 dot-product (int8) or f32 FMA instruction; returns the multiply-adds done.
+  int64_t (*madd_loop)(bool int8, int64_t iters) = nullptr;
 };
 
 const char* isa_str(Isa isa);

@@ -60,6 +60,15 @@ bool attend_dtype_supported(DType t);
 // The kernels of the instruction set in use; throws og::Error for another dtype.
 const AttendKernels& attend_kernels(DType t);
 
+// ---- machine probes (offgraph bench) ----
+// GB/s of reading `bytes` of buf once, split over the thread pool's threads:
+// the best of `passes` passes (other tenants only ever slow a pass down).
+double read_bandwidth(const void* buf, int64_t bytes, int passes);
+// Multiply-adds per second of the active ISA's int8 dot product (int8, as
+// the quantized matmuls use) or f32 FMA, every pool thread running a
+// register-only loop for about `seconds`.
+double madd_peak(bool int8, double seconds);
+
 // ---- info ----
 const char* isa_name();  // the instruction set chosen at run time: "avx512", "avx2", "scalar"
 

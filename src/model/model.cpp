@@ -45,6 +45,18 @@ class LoadedModel : public Model {
   std::string architecture() const override { return config_.architecture; }
   const GgufFile* gguf() const override { return gguf_; }
   std::string source_path() const override { return source_->source_name(); }
+  WeightTraffic weight_traffic() const override {
+    WeightTraffic t;
+    auto add = [&t](const TensorView& m) {
+      if (!m.data) return;
+      t.matmul_bytes += m.shape[0] * m.row_bytes();
+      t.matmul_macs_per_row += m.shape[0] * m.shape[1];
+    };
+    for (const LayerWeights& l : weights_.layers)
+      for (const TensorView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+    add(weights_.output);
+    return t;
+  }
   KvResult forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) const override {
     return forward_pass(config_, weights_, geometry_, batch, cache, logits);
   }

@@ -38,6 +38,13 @@ struct LoadOptions {
   bool mmap_only = false;
 };
 
+// What one forward row costs in weight matrices (benchmarks report decode
+// against the bytes it must read and prefill against the multiply-adds).
+struct WeightTraffic {
+  int64_t matmul_bytes = 0;          // every layer matrix and the output matrix: read once per decode step
+  int64_t matmul_macs_per_row = 0;   // their multiply-adds for one row (attention over the cache excluded)
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -53,6 +60,7 @@ class Model {
   // The GGUF file when loaded from one (tokenizer metadata lives there), else null.
   virtual const GgufFile* gguf() const = 0;
   virtual std::string source_path() const = 0;
+  virtual WeightTraffic weight_traffic() const = 0;
 
   // Runs the batch through every layer, calling cache.begin_step / update_and_attend /
   // end_step. logits receives [n_rows_wanting_logits, n_vocab] in row order.

@@ -215,3 +215,19 @@ TEST(Info, IsaNameIsKnown) {
 
 }  // namespace
 }  // namespace og::kernels
+
+namespace og::kernels {
+namespace {
+
+// The benchmark's machine probes report positive rates (never a speed bound:
+// the machine is shared) and refuse a useless buffer.
+TEST(Probes, BandwidthAndPeakArePositive) {
+  std::vector<uint64_t> buf(1 << 17, 1);
+  EXPECT_GT(read_bandwidth(buf.data(), static_cast<int64_t>(buf.size() * 8), 2), 0.0);
+  EXPECT_THROW(read_bandwidth(buf.data(), 8, 1), Error);
+  EXPECT_GT(madd_peak(true, 0.01), 0.0);
+  EXPECT_GT(madd_peak(false, 0.01), 0.0);
+}
+
+}  // namespace
+}  // namespace og::kernels

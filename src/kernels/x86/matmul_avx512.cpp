@@ -18,11 +18,13 @@ namespace og::kernels {
 namespace avx512 {
 void fill_elementwise(KernelTable& k);  // elementwise_avx512.cpp
 void fill_attend(KernelTable& k);       // attend_avx512.cpp
+void fill_probe(KernelTable& k);        // probe_avx512.cpp
 }  // namespace avx512
 
 void register_avx512(KernelTable& k) {
   avx512::fill_matmul(k);
   avx512::fill_elementwise(k);
   avx512::fill_attend(k);
+  avx512::fill_probe(k);
 }
 }  // namespace og::kernels

@@ -1,0 +1,257 @@
+// `offgraph bench`: prefill and (batched) decode speed of a model in
+// llama-bench's spirit. Every combination of the list flags is one test,
+// repeated -r times (mean ± sd). For each thread count the machine's read
+// bandwidth and peak multiply-add rate are measured in the same run, and each
+// result is reported against its limit: decode as bytes read per token ×
+// tokens/s ÷ bandwidth, prefill as multiply-adds per token × tokens/s ÷ peak.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/huge_pages.h"
+#include "base/thread_pool.h"
+#include "commands.h"
+#include "flags.h"
+#include "kernels/ops.h"
+#include "model/config.h"
+#include "runtime/bench.h"
+
+namespace og::app {
+
+namespace {
+
+struct BenchFlags {
+  std::string model;
+  std::vector<int64_t> n_prompt = {512}, n_gen = {128}, depth = {0}, n_seqs = {1}, threads;
+  int64_t repetitions = 5, prefill_chunk = 512, seed = 1;
+  std::string kv_dtype = "f32";
+  bool mmap = false, json = false;
+};
+
+struct Limits {
+  double read_gbs = 0;     // GB/s
+  double madd_peak = 0;    // multiply-adds per second (int8 or f32, as the weights use)
+};
+
+struct Result {
+  std::string kind;  // prefill | decode
+  int64_t n_prompt = 0, n_gen = 0, depth = 0, n_seqs = 1, threads = 1;
+  std::vector<double> tok_s;
+  double mean = 0, sd = 0;
+  double bytes_per_token = 0;  // decode
+  double fraction = 0;         // of the bandwidth (decode) or of the peak (prefill)
+  Limits limits;
+};
+
+Result make_result(const char* kind, int64_t n_prompt, int64_t n_gen, int64_t depth, int64_t n_seqs) {
+  Result r;
+  r.kind = kind;
+  r.n_prompt = n_prompt;
+  r.n_gen = n_gen;
+  r.depth = depth;
+  r.n_seqs = n_seqs;
+  return r;
+}
+
+void mean_sd(Result& r) {
+  double s = 0;
+  for (double v : r.tok_s) s += v;
+  r.mean = s / static_cast<double>(r.tok_s.size());
+  double q = 0;
+  for (double v : r.tok_s) q += (v - r.mean) * (v - r.mean);
+  r.sd = r.tok_s.size() > 1 ? std::sqrt(q / static_cast<double>(r.tok_s.size() - 1)) : 0.0;
+}
+
+// The weights are quantized (int8 dot products) unless every matrix is a float type.
+bool quantized_weights(const Model& m) {
+  const WeightTraffic t = m.weight_traffic();
+  // Float weights take at least 2 bytes per multiply-add; the quantized ones at most ~1.1.
+  return t.matmul_bytes < 2 * t.matmul_macs_per_row;
+}
+
+Limits measure_limits(const Model& m) {
+  Limits l;
+  constexpr size_t kBytes = size_t{512} << 20;  // far beyond the caches
+  HugePageBuffer buf(kBytes);
+  std::memset(buf.data(), 1, kBytes);
+  l.read_gbs = kernels::read_bandwidth(buf.data(), static_cast<int64_t>(kBytes), 3);
+  l.madd_peak = kernels::madd_peak(quantized_weights(m), 0.3);
+  return l;
+}
+
+std::string test_name(const Result& r) {
+  char buf[96];
+  int n = std::snprintf(buf, sizeof buf, "%s%lld", r.kind == "prefill" ? "pp" : "tg",
+                        static_cast<long long>(r.kind == "prefill" ? r.n_prompt : r.n_gen));
+  if (r.n_seqs > 1) n += std::snprintf(buf + n, sizeof buf - n, " x%lld", static_cast<long long>(r.n_seqs));
+  if (r.depth > 0) std::snprintf(buf + n, sizeof buf - n, " @ d%lld", static_cast<long long>(r.depth));
+  return buf;
+}
+
+void run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, Result& r) {
+  const WeightTraffic wt = m.weight_traffic();
+  auto once = [&](uint64_t seed, bool warm) {
+    if (r.kind == "prefill")
+      return bench_prefill_seconds(m, co, r.depth, warm ? std::min<int64_t>(r.n_prompt, 16) : r.n_prompt, seed);
+    return bench_decode_seconds(m, co, r.depth, warm ? std::min<int64_t>(r.n_gen, 2) : r.n_gen,
+                                static_cast<int>(r.n_seqs), seed);
+  };
+  once(static_cast<uint64_t>(f.seed), true);  // warm-up: caches, pool, page faults
+  for (int64_t i = 0; i < f.repetitions; ++i) {
+    const double s = once(static_cast<uint64_t>(f.seed + i), false);
+    const double tokens = r.kind == "prefill" ? static_cast<double>(r.n_prompt)
+                                              : static_cast<double>(r.n_gen * r.n_seqs);
+    r.tok_s.push_back(tokens / s);
+  }
+  mean_sd(r);
+  KvDType kd = KvDType::F32;
+  kv_dtype_from_name(f.kv_dtype, &kd);
+  if (r.kind == "prefill") {
+    r.fraction = r.mean * static_cast<double>(wt.matmul_macs_per_row) / r.limits.madd_peak;
+  } else {
+    // Each step reads the weights once for all sequences, and each sequence
+    // its own K/V at its mean position over the test.
+    const double kv = static_cast<double>(kv_bytes_read(m.kv_geometry(), kd, r.depth + r.n_gen / 2));
+    r.bytes_per_token = static_cast<double>(wt.matmul_bytes) / static_cast<double>(r.n_seqs) + kv;
+    r.fraction = r.mean * r.bytes_per_token / (r.limits.read_gbs * 1e9);
+  }
+}
+
+nlohmann::json to_json(const BenchFlags& f, const Model& m, const std::vector<Result>& results) {
+  nlohmann::json j;
+  j["model"] = f.model;
+  j["architecture"] = m.architecture();
+  j["isa"] = kernels::isa_name();
+  j["kv_storage_dtype"] = f.kv_dtype;
+  j["weights_in_huge_pages"] = !f.mmap;
+  j["matmul_weight_bytes"] = m.weight_traffic().matmul_bytes;
+  j["matmul_macs_per_token"] = m.weight_traffic().matmul_macs_per_row;
+  j["peak_kind"] = quantized_weights(m) ? "int8" : "f32";
+  j["results"] = nlohmann::json::array();
+  for (const Result& r : results) {
+    nlohmann::json o;
+    o["test"] = test_name(r);
+    o["kind"] = r.kind;
+    o["n_prompt"] = r.n_prompt;
+    o["n_gen"] = r.n_gen;
+    o["depth"] = r.depth;
+    o["n_seqs"] = r.n_seqs;
+    o["threads"] = r.threads;
+    o["tok_s"] = r.tok_s;
+    o["tok_s_mean"] = r.mean;
+    o["tok_s_sd"] = r.sd;
+    o["read_bandwidth_gbs"] = r.limits.read_gbs;
+    o["madd_peak_per_s"] = r.limits.madd_peak;
+    if (r.kind == "decode") {
+      o["bytes_per_token"] = r.bytes_per_token;
+      o["fraction_of_bandwidth"] = r.fraction;
+    } else {
+      o["fraction_of_peak"] = r.fraction;
+    }
+    j["results"].push_back(o);
+  }
+  return j;
+}
+
+void print_markdown(const BenchFlags& f, const Model& m, const std::vector<Result>& results) {
+  const WeightTraffic wt = m.weight_traffic();
+  std::printf("model: %s (%s), matmul weights %.1f MiB, %.2f G multiply-adds per token; isa %s; kv %s; weights %s\n",
+              std::filesystem::path(f.model).filename().string().c_str(), m.architecture().c_str(),
+              static_cast<double>(wt.matmul_bytes) / (1 << 20), static_cast<double>(wt.matmul_macs_per_row) / 1e9,
+              kernels::isa_name(), f.kv_dtype.c_str(), f.mmap ? "mmap" : "huge pages");
+  std::printf("limits measured in this run: read bandwidth (decode), %s multiply-add peak (prefill)\n\n",
+              quantized_weights(m) ? "int8" : "f32");
+  std::printf("| test | threads | tok/s | bytes/token | GB/s | limit | %% of limit |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const Result& r : results) {
+    char bytes[32] = "-", gbs[32] = "-", limit[48];
+    if (r.kind == "decode") {
+      std::snprintf(bytes, sizeof bytes, "%.1f MB", r.bytes_per_token / 1e6);
+      std::snprintf(gbs, sizeof gbs, "%.1f", r.mean * r.bytes_per_token / 1e9);
+      std::snprintf(limit, sizeof limit, "%.1f GB/s", r.limits.read_gbs);
+    } else {
+      std::snprintf(limit, sizeof limit, "%.0f G madd/s", r.limits.madd_peak / 1e9);
+    }
+    std::printf("| %s | %lld | %.2f ± %.2f | %s | %s | %s | %.1f %% |\n", test_name(r).c_str(),
+                static_cast<long long>(r.threads), r.mean, r.sd, bytes, gbs, limit, 100.0 * r.fraction);
+  }
+}
+
+void add_bench_flags(Flags& fl, BenchFlags& f) {
+  constexpr int64_t kMaxTokens = int64_t{1} << 20;
+  fl.add_string("model", &f.model, "model: a .gguf file or a Hugging Face checkpoint directory (required)", "PATH");
+  fl.add_int_list("n-prompt", &f.n_prompt, 0, kMaxTokens, "prefill tests: prompt lengths; 0 = no prefill test");
+  fl.add_short('p', "n-prompt");
+  fl.add_int_list("n-gen", &f.n_gen, 0, kMaxTokens, "decode tests: tokens generated per sequence; 0 = no decode test");
+  fl.add_short('n', "n-gen");
+  fl.add_int_list("n-depth", &f.depth, 0, kMaxTokens, "positions already cached before the timed part (filled untimed)");
+  fl.add_short('d', "n-depth");
+  fl.add_int_list("n-seqs", &f.n_seqs, 1, 1024,
+                  "decode tests: concurrent sequences, one row each per step (aggregate tok/s)");
+  fl.add_short('b', "n-seqs");
+  fl.add_int_list("threads", &f.threads, 1, 1024, "thread counts", "all cores");
+  fl.add_short('t', "threads");
+  fl.add_int("repetitions", &f.repetitions, 1, 1000, "timed runs per test");
+  fl.add_short('r', "repetitions");
+  fl.add_choice("kv-storage-dtype", &f.kv_dtype, {"f32", "f16", "bf16", "q8_0"}, "cache storage type");
+  fl.add_int("prefill-chunk-size", &f.prefill_chunk, 1, kMaxTokens, "rows per prefill step");
+  fl.add_int("seed", &f.seed, 0, int64_t{1} << 62, "seed of the random prompt tokens");
+  fl.add_bool("mmap", &f.mmap, "keep weights in the mapped file instead of copying them into huge pages");
+  fl.add_bool("json", &f.json, "one JSON object on stdout instead of the markdown table");
+}
+
+}  // namespace
+
+int cmd_bench(const Args& args) {
+  BenchFlags f;
+  Flags fl("bench", "--model M [-p 512] [-n 128] [-d 0] [-b 1,2,4] [-t 1,2] [-r 5] [--json]");
+  add_bench_flags(fl, f);
+  if (!fl.parse(args)) {
+    std::fputs(fl.help().c_str(), stdout);
+    return 0;
+  }
+  if (f.model.empty()) usage_fail("--model is required");
+  std::error_code ec;
+  if (!std::filesystem::exists(f.model, ec)) usage_fail("--model: no such file or directory: " + f.model);
+  bool any = false;
+  for (int64_t p : f.n_prompt) any = any || p > 0;
+  for (int64_t n : f.n_gen) any = any || n > 0;
+  if (!any) usage_fail("nothing to measure: every -p and -n value is 0");
+  if (f.threads.empty()) f.threads = {default_num_threads()};
+
+  LoadOptions lo;
+  lo.mmap_only = f.mmap;
+  std::unique_ptr<Model> m = Model::load(f.model, lo);
+  BenchCacheOptions co;
+  kv_dtype_from_name(f.kv_dtype, &co.dtype);
+  co.prefill_chunk = f.prefill_chunk;
+  std::vector<Result> results;
+  for (int64_t t : f.threads) {
+    set_num_threads(static_cast<int>(t));
+    const Limits lim = measure_limits(*m);
+    auto add = [&](Result r) {
+      r.threads = t;
+      r.limits = lim;
+      run_one(*m, f, co, r);
+      if (!f.json) std::fprintf(stderr, "[bench] %s, %lld threads: %.2f tok/s\n", test_name(r).c_str(),
+                                static_cast<long long>(t), r.mean);
+      results.push_back(std::move(r));
+    };
+    for (int64_t d : f.depth) {
+      for (int64_t p : f.n_prompt)
+        if (p > 0) add(make_result("prefill", p, 0, d, 1));
+      for (int64_t n : f.n_gen)
+        if (n > 0)
+          for (int64_t b : f.n_seqs) add(make_result("decode", 0, n, d, b));
+    }
+  }
+  if (f.json) std::printf("%s\n", to_json(f, *m, results).dump().c_str());
+  else print_markdown(f, *m, results);
+  return 0;
+}
+
+}  // namespace og::app

@@ -1,0 +1,35 @@
+// The measurements behind `offgraph bench`: prefill of one sequence and
+// decode of many sequences at once, each after `depth` cached positions, on
+// a fresh batched-sequence cache and random tokens. Only the prefill chunks or
+// the decode steps are timed; the depth is filled first, untimed. Also the
+// byte and multiply-add counts the report divides by.
+#pragma once
+
+#include <cstdint>
+
+#include "kv/kv_cache.h"
+#include "model/model.h"
+
+namespace og {
+
+struct BenchCacheOptions {
+  KvDType dtype = KvDType::F32;
+  int64_t prefill_chunk = 512;  // rows one prefill step writes
+};
+
+// Seconds to prefill n_prompt tokens (chunks of prefill_chunk) after depth positions.
+double bench_prefill_seconds(const Model& model, const BenchCacheOptions& o, int64_t depth, int64_t n_prompt,
+                             uint64_t seed);
+
+// Seconds of n_gen decode steps over n_seqs sequences, one row per sequence
+// per step (each step one forward of n_seqs rows, all wanting logits; each
+// sequence's next token is the argmax of its logits). Sequence 0 is filled to
+// depth and the others are forked from it.
+double bench_decode_seconds(const Model& model, const BenchCacheOptions& o, int64_t depth, int64_t n_gen,
+                            int n_seqs, uint64_t seed);
+
+// K and V bytes one row reads attending over `positions` cached positions,
+// over all layers (window layers see at most their window).
+int64_t kv_bytes_read(const KvGeometry& g, KvDType dtype, int64_t positions);
+
+}  // namespace og
