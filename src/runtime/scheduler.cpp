@@ -248,6 +248,7 @@ bool Scheduler::Impl::forward_step() {
     Request* r;
     size_t first_row;
     int64_t n;
+    bool prefill;  // prompt rows (known before the forward moves the cache on)
   };
   Batch batch;
   std::vector<Part> parts;
@@ -257,7 +258,7 @@ bool Scheduler::Impl::forward_step() {
     if (r->session->in_prefill() || budget < 1) continue;
     const size_t first = batch.rows.size();
     const int64_t n = r->session->add_rows(batch, 1);
-    if (n > 0) parts.push_back({r.get(), first, n});
+    if (n > 0) parts.push_back({r.get(), first, n, false});
     budget -= n;
     decode_rows += n;
   }
@@ -265,7 +266,7 @@ bool Scheduler::Impl::forward_step() {
     if (!r->session->in_prefill() || budget < 1) continue;
     const size_t first = batch.rows.size();
     const int64_t n = r->session->add_rows(batch, budget);
-    if (n > 0) parts.push_back({r.get(), first, n});
+    if (n > 0) parts.push_back({r.get(), first, n, true});
     budget -= n;
     prefill_rows += n;
   }
@@ -301,9 +302,8 @@ bool Scheduler::Impl::forward_step() {
     const float* row = wants ? logits.data() + logit_row * n_vocab : nullptr;
     if (wants) ++logit_row;
     Request& r = *p.r;
-    const bool was_prefill = r.session->in_prefill();
     try {
-      if (was_prefill && wants) {
+      if (p.prefill && wants) {
         r.prefilled_at = r.since_submit.seconds();
         // Capture at the prompt boundary: the cache holds exactly the prompt now.
         if (r.opts.use_prefix_cache && !r.captured) {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <map>
+#include <random>
 #include <mutex>
 #include <thread>
 
@@ -270,6 +271,72 @@ TEST(Scheduler, BadOptionsAreErrors) {
   EXPECT_THROW({ Scheduler s(engine, tok, make(), o); }, Error);  // step budget below the decode rows
   o = opts(2, 16, 128);
   EXPECT_THROW({ Scheduler s(engine, tok, make(), o); }, Error);  // sessions longer than the cache
+}
+
+// What the cycle script gives after `prompt`, max_new tokens long.
+std::vector<int32_t> expected_cycle(const std::vector<int32_t>& prompt, int64_t max_new) {
+  std::vector<int32_t> out;
+  int32_t t = prompt.back();
+  for (int64_t i = 0; i < max_new; ++i) {
+    t = t == kX ? kY : t == kY ? kZ : kX;
+    out.push_back(t);
+  }
+  return out;
+}
+
+// A random mix of submit / cancel / step against a model of the scheduler:
+// every request finishes exactly once, finished ones carry exactly their
+// scripted tokens, nothing is lost or duplicated, and every session's cache
+// sequence is freed at the end (with and without the prefix cache).
+TEST(SchedulerProperty, RandomSubmitCancelStep) {
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937 rng(seed);
+    SchedulerOptions o = opts(1 + static_cast<int>(rng() % 4), 8 + rng() % 24, 48);
+    o.prefix_cache_entries = static_cast<int>(rng() % 3);
+    o.max_queue = rng() % 2 ? 0 : 6;
+    const KvKind kind = rng() % 2 ? KvKind::kBatchedCell : KvKind::kBatchedSequence;
+    Harness h(cycle(), o, kind, 1 + rng() % 6);
+    std::map<uint64_t, std::pair<std::vector<int32_t>, int64_t>> asked;
+    std::vector<uint64_t> ids;
+    for (int op = 0; op < 300; ++op) {
+      const uint32_t what = rng() % 10;
+      if (what < 3) {
+        std::vector<int32_t> prompt(1 + rng() % 20, kA);
+        prompt.back() = static_cast<int32_t>(kX + rng() % 3);
+        const int64_t max_new = rng() % 30;
+        const uint64_t id = h.submit(prompt, max_new);
+        asked[id] = {prompt, max_new};
+        ids.push_back(id);
+      } else if (what < 4 && !ids.empty()) {
+        h.sched->cancel(ids[rng() % ids.size()]);
+      } else {
+        h.sched->step();
+      }
+    }
+    h.sched->run_until_idle();
+    ASSERT_EQ(h.results.size(), asked.size());
+    for (auto& [id, r] : h.results) {
+      ASSERT_EQ(r->finishes, 1) << "seed " << seed << " id " << id;
+      EXPECT_EQ(r->report.id, id);
+      const auto& [prompt, max_new] = asked.at(id);
+      if (r->report.reason == FinishReason::kLength) {
+        EXPECT_EQ(r->report.tokens, expected_cycle(prompt, max_new)) << "seed " << seed << " id " << id;
+      } else if (r->report.reason == FinishReason::kCancelled) {
+        const auto want = expected_cycle(prompt, max_new);
+        EXPECT_LE(r->report.tokens.size(), want.size());
+        EXPECT_TRUE(std::equal(r->report.tokens.begin(), r->report.tokens.end(), want.begin()));
+      } else {
+        EXPECT_EQ(r->report.reason, FinishReason::kRefused) << r->report.message;
+      }
+    }
+    const SchedulerSnapshot s = h.sched->snapshot();
+    EXPECT_EQ(s.running, 0);
+    EXPECT_EQ(s.waiting, 0);
+    EXPECT_EQ(s.finished + s.cancelled + s.refused, asked.size());
+    for (int seq = 0; seq <= o.max_decode_sequences; ++seq) EXPECT_EQ(h.cache->length(seq), -1);
+    EXPECT_LE(s.prefix_entries, o.prefix_cache_entries);
+    if (o.prefix_cache_entries == 0) EXPECT_EQ(h.cache->memory().used(), 0);
+  }
 }
 
 }  // namespace
