@@ -5,6 +5,7 @@ namespace og::app {
 
 int cmd_run(const Args& args);   // cmd_run.cpp
 int cmd_chat(const Args& args);  // cmd_chat.cpp
+int cmd_batch(const Args& args);  // cmd_batch.cpp
 
 int cmd_tokenize(const Args& args);    // cmd_tokenize.cpp
 int cmd_detokenize(const Args& args);  // cmd_tokenize.cpp
@@ -20,6 +21,7 @@ const std::vector<Command>& commands() {
       {"inspect", "what a model file holds: architecture, shapes, tensors, tokenizer, KV geometry", cmd_inspect},
       {"run", "generate from one prompt (streams to stdout)", cmd_run},
       {"chat", "multi-turn chat on stdin (/help lists the commands)", cmd_chat},
+      {"batch", "many prompts as concurrent sessions over one shared cache (prefix cache optional)", cmd_batch},
       {"tokenize", "text -> token ids with a model's tokenizer", cmd_tokenize},
       {"detokenize", "token ids -> text with a model's tokenizer", cmd_detokenize},
       {"export", "Hugging Face checkpoint -> GGUF (offgraph and llama.cpp), cache geometry included", cmd_export},

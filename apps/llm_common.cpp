@@ -22,7 +22,7 @@ double mib(int64_t bytes) { return bytes / (1024.0 * 1024.0); }
 
 }  // namespace
 
-void add_llm_flags(Flags& fl, LlmFlags& f, bool run) {
+void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   fl.add_string("model", &f.model, "model: a .gguf file or a Hugging Face checkpoint directory (required)", "PATH");
   fl.add_string("tokenizer", &f.tokenizer,
                 "tokenizer file or directory, instead of the one in or beside the model", "PATH");
@@ -44,17 +44,27 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run) {
   fl.add_int("seed", &f.seed, -1, std::numeric_limits<int64_t>::max(),
              "sampling seed; the same seed gives the same output; -1 = random");
   fl.add_int("max-new-tokens", &f.max_new_tokens, 0, kIntMax,
-              run ? "tokens to generate (the prompt excluded)" : "tokens to generate per turn");
+              run ? "tokens to generate (the prompt excluded)"
+                 : batch ? "tokens to generate per prompt (a JSON line may set its own)" : "tokens to generate per turn");
   fl.add_repeated("stop", &f.stop, "stop when the generated text contains this string (not printed)");
   fl.add_int("kv-max-capacity", &f.kv_max_capacity, 0, kIntMax,
-             "positions the cache may hold; 0 = min(model context length, 4096)");
+             batch ? "positions one session's cache may hold; 0 = --max-session-tokens, else min(model context "
+                     "length, 4096)"
+                   : "positions the cache may hold; 0 = min(model context length, 4096)");
   fl.add_int("kv-initial-capacity", &f.kv_initial_capacity, 1, kIntMax,
              "positions allocated at start for flat layers (grows by doubling, clamped to the max)");
   fl.add_choice("kv-storage-dtype", &f.kv_storage_dtype, {"f32", "f16", "bf16", "q8_0"}, "cache storage type");
   fl.add_int_list("kv-windows", &f.kv_windows, 0, kIntMax,
                   "window override repeated over the model's caches; 0 = flat", "the model's windows");
-  fl.add_choice("kv-cache", &f.kv_cache, {"sequence", "reference"},
-                "cache kind: sequence (rings for windowed layers) or reference (keeps everything)");
+  if (batch) {
+    f.kv_cache = "batched-cell";
+    fl.add_choice("cache-kind", &f.kv_cache, {"batched-cell", "batched-sequence"},
+                  "shared cache kind: batched-cell (blocks shared copy-on-write by prefix forks) or "
+                  "batched-sequence (own storage per sequence, prefixes copied)");
+  } else {
+    fl.add_choice("kv-cache", &f.kv_cache, {"sequence", "reference"},
+                  "cache kind: sequence (rings for windowed layers) or reference (keeps everything)");
+  }
   fl.add_int("prefill-chunk-size", &f.prefill_chunk_size, 1, kIntMax,
              "prefill runs in chunks of this many tokens; bounds ring layers; when not given (shown as 0): the "
              "model file's offgraph.kv.prefill_chunk_size, else 512");

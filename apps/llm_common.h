@@ -41,8 +41,9 @@ struct LlmFlags {
   std::string stats = "text";
 };
 
-// Registers the flags; `run` adds --prompt and --interactive.
-void add_llm_flags(Flags& flags, LlmFlags& f, bool run);
+// Registers the flags; `run` adds --prompt and --interactive; `batch` offers
+// --cache-kind batched-cell|batched-sequence instead of --kv-cache.
+void add_llm_flags(Flags& flags, LlmFlags& f, bool run, bool batch = false);
 // Checks what parse() cannot (paths exist, combinations); throws UsageError.
 void check_llm_flags(const Flags& flags, const LlmFlags& f, bool run);
 

@@ -271,6 +271,7 @@ bool Scheduler::Impl::forward_step() {
     prefill_rows += n;
   }
   if (batch.rows.empty()) return false;
+  Timer step_timer;
   std::string error;
   try {
     const KvResult kr = engine.forward(batch, *cache, logits);
@@ -332,12 +333,21 @@ bool Scheduler::Impl::forward_step() {
       ++i;
     }
   }
+  const double step_s = step_timer.seconds();
   std::lock_guard<std::mutex> lk(mu);
   ++snap.steps;
   snap.rows += static_cast<int64_t>(batch.rows.size());
-  if (prefill_rows == 0) ++snap.steps_decode_only;
-  else if (decode_rows == 0) ++snap.steps_prefill_only;
-  else ++snap.steps_mixed;
+  snap.decode_rows += decode_rows;
+  if (prefill_rows == 0) {
+    ++snap.steps_decode_only;
+    snap.step_s_decode_only += step_s;
+  } else if (decode_rows == 0) {
+    ++snap.steps_prefill_only;
+    snap.step_s_prefill_only += step_s;
+  } else {
+    ++snap.steps_mixed;
+    snap.step_s_mixed += step_s;
+  }
   snap.prompt_tokens += prefill_rows;
   return true;
 }

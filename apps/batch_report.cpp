@@ -1,0 +1,83 @@
+// Per-generation lines and the run summary of `offgraph batch`.
+#include "batch_report.h"
+
+#include <cstdio>
+
+#include "runtime/stats.h"
+
+namespace og::app {
+
+namespace {
+
+double mib(int64_t bytes) { return bytes / (1024.0 * 1024.0); }
+
+}  // namespace
+
+void BatchReport::generation(int64_t k, const RequestReport& r) {
+  if (r.reason == FinishReason::kRefused || r.reason == FinishReason::kFailed) ++failed_;
+  const double ms_per_token = r.generated_tokens > 1 ? r.decode_s * 1e3 / (r.generated_tokens - 1) : 0.0;
+  if (json_) {
+    nlohmann::json g;
+    g["generation"] = k;
+    g["prompt_tokens"] = r.prompt_tokens;
+    g["cached_prompt_tokens"] = r.cached_tokens;
+    g["queue_ms"] = r.queue_s * 1e3;
+    g["prefill_ms"] = r.prefill_s * 1e3;
+    g["ttft_ms"] = r.ttft_s * 1e3;
+    g["decode_ms_per_token"] = ms_per_token;
+    g["generated_tokens"] = r.generated_tokens;
+    g["finish_reason"] = finish_reason_name(r.reason);
+    if (!r.message.empty()) g["message"] = r.message;
+    generations_[k] = std::move(g);
+    return;
+  }
+  std::fprintf(stderr,
+               "[gen %lld] prompt %lld tokens (%lld reused), queue %.1f ms, prefill %.1f ms, ttft %.1f ms, decode "
+               "%.2f ms/token, %lld tokens, finish: %s%s%s\n",
+               static_cast<long long>(k), static_cast<long long>(r.prompt_tokens),
+               static_cast<long long>(r.cached_tokens), r.queue_s * 1e3, r.prefill_s * 1e3, r.ttft_s * 1e3,
+               ms_per_token, static_cast<long long>(r.generated_tokens), finish_reason_name(r.reason),
+               r.message.empty() ? "" : " - ", r.message.c_str());
+}
+
+void BatchReport::finish(const SchedulerSnapshot& s) {
+  const double wall = wall_.seconds();
+  const double mean_rows = s.steps > 0 ? static_cast<double>(s.rows) / s.steps : 0.0;
+  const double decode_s = s.step_s_decode_only + s.step_s_mixed;
+  const double agg = decode_s > 0 ? s.decode_rows / decode_s : 0.0;
+  if (json_) {
+    nlohmann::json j;
+    j["generations"] = nlohmann::json::array();
+    for (auto& [k, g] : generations_) j["generations"].push_back(g);
+    nlohmann::json run;
+    run["load_ms"] = load_s_ * 1e3;
+    run["wall_ms"] = wall * 1e3;
+    run["steps"] = {{"decode_only", s.steps_decode_only}, {"mixed", s.steps_mixed},
+                    {"prefill_only", s.steps_prefill_only}};
+    run["mean_rows_per_step"] = mean_rows;
+    run["generated_tokens"] = s.generated_tokens;
+    run["aggregate_decode_tok_s"] = agg;
+    run["peak_concurrent_sessions"] = s.peak_running;
+    run["prefix_cache"] = {{"lookups", s.prefix_lookups}, {"hits", s.prefix_hits},
+                           {"hit_tokens", s.prefix_hit_tokens}, {"evictions", s.prefix_evictions},
+                           {"entries", s.prefix_entries}, {"bytes", s.prefix_bytes}};
+    run["peak_cache_bytes"] = s.peak_cache_bytes;
+    run["peak_rss_bytes"] = peak_rss_bytes();
+    j["run"] = std::move(run);
+    std::fprintf(stderr, "%s\n", j.dump().c_str());
+    return;
+  }
+  std::fprintf(stderr, "[batch] wall %.1f ms (load %.1f ms), %lld generated tokens, aggregate decode %.1f tok/s\n",
+               wall * 1e3, load_s_ * 1e3, static_cast<long long>(s.generated_tokens), agg);
+  std::fprintf(stderr, "[batch] steps: %lld decode-only, %lld mixed, %lld prefill-only; %.1f rows per step; peak %d "
+               "concurrent sessions\n",
+               static_cast<long long>(s.steps_decode_only), static_cast<long long>(s.steps_mixed),
+               static_cast<long long>(s.steps_prefill_only), mean_rows, s.peak_running);
+  std::fprintf(stderr, "[batch] prefix cache: %lld lookups, %lld hits, %lld hit tokens, %lld evictions\n",
+               static_cast<long long>(s.prefix_lookups), static_cast<long long>(s.prefix_hits),
+               static_cast<long long>(s.prefix_hit_tokens), static_cast<long long>(s.prefix_evictions));
+  std::fprintf(stderr, "[batch] peak cache memory %.2f MiB, peak rss %.1f MiB\n", mib(s.peak_cache_bytes),
+               mib(peak_rss_bytes()));
+}
+
+}  // namespace og::app
