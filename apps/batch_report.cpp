@@ -43,8 +43,8 @@ void BatchReport::generation(int64_t k, const RequestReport& r) {
 void BatchReport::finish(const SchedulerSnapshot& s) {
   const double wall = wall_.seconds();
   const double mean_rows = s.steps > 0 ? static_cast<double>(s.rows) / s.steps : 0.0;
-  const double decode_s = s.step_s_decode_only + s.step_s_mixed;
-  const double agg = decode_s > 0 ? s.decode_rows / decode_s : 0.0;
+  // Aggregate decode: rows of decode-only steps over those steps' wall time.
+  const double agg = s.step_s_decode_only > 0 ? s.rows_decode_only / s.step_s_decode_only : 0.0;
   if (json_) {
     nlohmann::json j;
     j["generations"] = nlohmann::json::array();

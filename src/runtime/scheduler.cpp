@@ -341,6 +341,7 @@ bool Scheduler::Impl::forward_step() {
   if (prefill_rows == 0) {
     ++snap.steps_decode_only;
     snap.step_s_decode_only += step_s;
+    snap.rows_decode_only += decode_rows;
   } else if (decode_rows == 0) {
     ++snap.steps_prefill_only;
     snap.step_s_prefill_only += step_s;

@@ -92,6 +92,7 @@ struct SchedulerSnapshot {
   int64_t steps = 0, steps_decode_only = 0, steps_mixed = 0, steps_prefill_only = 0;
   int64_t rows = 0;                // rows forwarded over all steps
   int64_t decode_rows = 0;         // of which decode rows (one sampled token each)
+  int64_t rows_decode_only = 0;    // rows of decode-only steps
   double step_s_decode_only = 0, step_s_mixed = 0, step_s_prefill_only = 0;  // wall time in steps by kind
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t prefix_lookups = 0, prefix_hits = 0, prefix_hit_tokens = 0, prefix_evictions = 0;
