@@ -1,6 +1,6 @@
 // og-synth: writes a synthetic random-weight model (tests, benchmarks).
-//   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b]
-//            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3] [shape overrides]
+//   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b|gemma4-e2b]
+//            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4] [shape overrides]
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -17,16 +17,20 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: og-synth --family F --format gguf|hf --out PATH [options]\n"
-               "  --family F        llama | qwen2 | qwen3 | mistral | gemma3\n"
+               "  --family F        llama | qwen2 | qwen3 | mistral | gemma3 | gemma4\n"
                "  --format X        gguf (one file) or hf (a directory: config.json, model.safetensors, tokenizer)\n"
                "  --out PATH        output file (gguf) or directory (hf)\n"
                "  --preset P        tiny (default: small test shapes) | llama32-1b (Llama-3.2-1B shapes)\n"
+               "                    | gemma4-e2b (Gemma 4 E2B text shapes; --family gemma4 only)\n"
                "  --dtype T         GGUF weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k\n"
                "                    (HF layout is always F32)\n"
                "  --seed N          weight seed (default 1)\n"
-               "  --tokenizer T     stories (512 pieces) | llama3 (128256 tokens)\n"
+               "  --tokenizer T     stories (512 pieces) | llama3 (128256 tokens) | gemma4 (--vocab tokens)\n"
                "  --d-model N --layers N --heads N --kv-heads N --head-dim N --d-ff N --ctx N --window N\n"
-               "                    override the preset's shapes\n");
+               "                    override the preset's shapes\n"
+               "  --head-dim-full N --shared-kv N --per-layer N --vocab N\n"
+               "                    gemma4: full layers' head size, KV-sharing layers, per-layer input width,\n"
+               "                    vocabulary size\n");
 }
 
 int64_t parse_int(const std::string& flag, const char* v) {
@@ -65,7 +69,7 @@ int main(int argc, char** argv) {
   try {
     Family f;
     if (family.empty() || !family_from_name(family, &f)) {
-      std::fprintf(stderr, "og-synth: --family must be llama, qwen2, qwen3, mistral or gemma3\n");
+      std::fprintf(stderr, "og-synth: --family must be llama, qwen2, qwen3, mistral, gemma3 or gemma4\n");
       return 2;
     }
     if (format != "gguf" && format != "hf") {
@@ -79,11 +83,13 @@ int main(int argc, char** argv) {
     SynthSpec s;
     if (preset == "tiny") {
       s = tiny_spec(f);
-    } else if (preset == "llama32-1b") {
+    } else if (preset == "llama32-1b" && f != Family::kGemma4) {
       s = llama32_1b_spec();
       s.family = f;
+    } else if (preset == "gemma4-e2b" && f == Family::kGemma4) {
+      s = gemma4_e2b_spec();
     } else {
-      std::fprintf(stderr, "og-synth: --preset must be tiny or llama32-1b\n");
+      std::fprintf(stderr, "og-synth: --preset must be tiny, llama32-1b (not gemma4) or gemma4-e2b (gemma4 only)\n");
       return 2;
     }
     if (!dtype.empty() && !og::dtype_from_name(dtype, &s.weight_dtype)) {
@@ -102,6 +108,10 @@ int main(int argc, char** argv) {
       else if (flag == "--d-ff") s.d_ff = x;
       else if (flag == "--ctx") s.n_ctx = x;
       else if (flag == "--window") s.window = x;
+      else if (flag == "--head-dim-full") s.head_dim_full = x;
+      else if (flag == "--shared-kv") s.n_shared_kv = x;
+      else if (flag == "--per-layer") s.d_per_layer = x;
+      else if (flag == "--vocab") s.vocab = x;
       else {
         std::fprintf(stderr, "og-synth: unknown option '%s' (see --help)\n", flag.c_str());
         return 2;

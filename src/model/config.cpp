@@ -53,8 +53,10 @@ void validate_config(const ModelConfig& c, const std::string& what) {
   OG_CHECK(c.n_layers() > 0, what, ": the model has no layers");
   // Real models use 1e-5 .. 1e-6; an epsilon of 1 or more swamps the mean square (a misread field).
   OG_CHECK(std::isfinite(c.eps) && c.eps > 0 && c.eps < 1, what, ": RMSNorm epsilon must be in (0, 1), got ", c.eps);
-  OG_CHECK(c.final_logit_softcap == 0, what, ": final logit soft-capping (", c.final_logit_softcap,
-           ") is not supported");
+  OG_CHECK(std::isfinite(c.final_logit_softcap) && c.final_logit_softcap >= 0, what,
+           ": final logit soft-cap must be 0 (none) or positive, got ", c.final_logit_softcap);
+  OG_CHECK(c.d_per_layer >= 0 && c.d_per_layer <= (int64_t{1} << 24), what, ": per-layer input width ",
+           c.d_per_layer, " is out of range");
   for (int l = 0; l < c.n_layers(); ++l) {
     const LayerConfig& L = c.layers[l];
     const std::string at = cat(what, ": layer ", l, ": ");
@@ -70,7 +72,8 @@ void validate_config(const ModelConfig& c, const std::string& what) {
              "RoPE dimension count ", L.rope_n_rot, " must be even and at most the head dim ", L.head_dim_k);
     OG_CHECK(static_cast<int>(L.rope_inv_freq.size()) == L.rope_n_rot / 2, at, "RoPE table has ",
              L.rope_inv_freq.size(), " entries, expected ", L.rope_n_rot / 2);
-    for (float f : L.rope_inv_freq) OG_CHECK(std::isfinite(f) && f > 0, at, "RoPE frequency ", f, " is not positive");
+    // 0 is allowed: a pair that does not rotate (partial "proportional" RoPE).
+    for (float f : L.rope_inv_freq) OG_CHECK(std::isfinite(f) && f >= 0, at, "RoPE frequency ", f, " is negative");
     OG_CHECK(std::isfinite(L.attn_scale) && L.attn_scale > 0, at, "attention scale must be positive, got ",
              L.attn_scale);
     if (L.kv_donor >= 0) {
@@ -104,11 +107,22 @@ KvGeometry kv_geometry_from_config(const ModelConfig& c) {
   return g;
 }
 
+namespace {
+// Dims RoPE actually turns: pairs with a zero frequency stay put.
+int rotated_dims(const LayerConfig& L) {
+  int n = 0;
+  for (float f : L.rope_inv_freq) n += f > 0 ? 2 : 0;
+  return n;
+}
+}  // namespace
+
 std::string describe_config(const ModelConfig& c) {
   std::ostringstream os;
   os << c.architecture << ": d_model=" << c.d_model << " n_layers=" << c.n_layers() << " n_vocab=" << c.n_vocab
      << " n_ctx=" << c.n_ctx << " eps=" << c.eps << (c.tied_output ? " tied" : "");
   if (c.embedding_scale != 1.0f) os << " embedding_scale=" << c.embedding_scale;
+  if (c.d_per_layer > 0) os << " per_layer_input=" << c.d_per_layer;
+  if (c.final_logit_softcap > 0) os << " logit_softcap=" << c.final_logit_softcap;
   // Group identical layer kinds: "layers 0-4,6: heads 8/4 hd 8/8 ff 172 window 0 rope 10000 ..."
   std::map<std::string, std::vector<int>> kinds;
   std::vector<std::string> order;
@@ -118,7 +132,9 @@ std::string describe_config(const ModelConfig& c) {
     k << "heads " << L.n_heads << "/" << L.n_kv_heads << " hd " << L.head_dim_k << "/" << L.head_dim_v << " ff "
       << L.d_ff << " window " << L.window << " rope " << L.rope_base << (L.rope_interleaved ? " interleaved" : "")
       << " " << activation_name(L.activation) << (L.has_qkv_bias ? " qkv-bias" : "")
-      << (L.has_q_norm ? " qk-norm" : "") << (L.has_post_attn_norm ? " post-norms" : "")
+      << (L.has_q_norm ? " qk-norm" : "") << (L.has_v_norm ? " v-norm" : "")
+      << (rotated_dims(L) < L.head_dim_k ? cat(" rotates ", rotated_dims(L)) : std::string())
+      << (L.has_post_attn_norm ? " post-norms" : "") << (L.has_output_scale ? " out-scale" : "")
       << (L.kv_donor >= 0 ? cat(" kv-from ", L.kv_donor) : std::string());
     if (!kinds.count(k.str())) order.push_back(k.str());
     kinds[k.str()].push_back(l);

@@ -55,17 +55,21 @@ struct LayerConfig {
   bool has_o_bias = false;       // output projection bias (llama with attention_bias)
   bool has_post_attn_norm = false;  // RMSNorm of the attention output before the residual add
   bool has_post_ffn_norm = false;   // RMSNorm of the MLP output before the residual add
+  bool has_v_norm = false;       // weightless RMSNorm of every v head before it is stored (gemma4)
   Activation activation = Activation::kSilu;
   float attn_scale = 0;          // softmax(q·k·attn_scale)
+  // The whole residual stream is multiplied by a per-layer scalar (tensor
+  // layer_output_scale [1]) after the layer's last block (gemma4).
+  bool has_output_scale = false;
 
   // KV sharing (Gemma-3n / Gemma-4 style): -1 = this layer computes and owns
-  // its K/V; otherwise the index of an earlier layer whose cache it reads (it
-  // has no k/v projections of its own).
+  // its K/V; otherwise the index of an earlier layer whose cache it reads (its
+  // own k/v projections and k norm, when a file carries them, are never used).
   int kv_donor = -1;
 };
 
 struct ModelConfig {
-  std::string architecture;  // family name: "llama", "qwen2", "qwen3", "mistral", "gemma3"
+  std::string architecture;  // family name: "llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4"
   WeightLayout layout = WeightLayout::kGguf;
   std::string hf_prefix = "model.";  // HF: prefix of the decoder tensors ("model.", "language_model.model.", ...)
 
@@ -75,12 +79,21 @@ struct ModelConfig {
   float eps = 1e-5f;    // RMSNorm epsilon, every norm
   float embedding_scale = 1.0f;  // token embeddings are multiplied by this (gemma: sqrt(d_model))
   bool tied_output = false;      // logits use the token embedding matrix
-  float final_logit_softcap = 0; // 0 = none; anything else is refused at load (unsupported)
+  float final_logit_softcap = 0; // 0 = none; C > 0: logits = C * tanh(logits / C)
+  // Per-layer inputs (gemma4): width P of each layer's slice; 0 = none. When
+  // P > 0 every token gets pl [n_layers, P] from a looked-up table row
+  // (per_layer_token_embd [n_vocab, n_layers * P], scaled by sqrt(P)) and a
+  // projection of the scaled embedding; each layer then adds
+  // norm(W_proj (act(W_gate x) ⊙ pl[l])) to the residual stream after its MLP.
+  int64_t d_per_layer = 0;
   // Load-time fix: added to every RMSNorm weight (HF gemma stores w and applies 1 + w).
   float norm_weight_offset = 0;
   // The default prefill chunk size the file publishes (offgraph.kv.prefill_chunk_size); 0 = none.
   int64_t prefill_chunk_size = 0;
   std::vector<LayerConfig> layers;
+  // Things the reader skipped on purpose (e.g. a checkpoint's vision tower),
+  // one line each, for `inspect` and the run's log.
+  std::vector<std::string> notes;
 
   int n_layers() const { return static_cast<int>(layers.size()); }
 };

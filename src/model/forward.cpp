@@ -1,8 +1,10 @@
-// The one generic forward pass: embeddings, then per layer norm, q/k/v
-// projections (all rows at once), bias, q/k norms, RoPE, the cache's
-// update_and_attend, output projection, post-norm, residual, MLP; final norm
-// and logits for the rows that want them. Branches only on LayerConfig fields.
+// The one generic forward pass: embeddings (and per-layer inputs), then per
+// layer norm, q/k/v projections (all rows at once), bias, q/k/v norms, RoPE,
+// the cache's update_and_attend, output projection, post-norm, residual, MLP,
+// the per-layer input block and output scale; final norm, logits for the rows
+// that want them, soft-capping. Branches only on config fields.
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 #include "kernels/ops.h"
@@ -22,6 +24,9 @@ struct Scratch {
   std::vector<float> tmp;   // [n, d_model] a sub-block's output
   std::vector<float> gate;  // [n, d_ff]
   std::vector<float> up;    // [n, d_ff]
+  std::vector<float> pl;    // [n, n_layers * d_per_layer] per-layer inputs (empty when d_per_layer == 0)
+  std::vector<float> pl_t;  // [n, n_layers * d_per_layer] their projection part
+  std::vector<float> pl_g;  // [n, d_per_layer] one layer's gated per-layer input
 };
 
 Scratch make_scratch(const ModelConfig& c, int64_t n) {
@@ -43,6 +48,9 @@ Scratch make_scratch(const ModelConfig& c, int64_t n) {
   s.tmp.resize(n * c.d_model);
   s.gate.resize(n * ff);
   s.up.resize(n * ff);
+  s.pl.resize(n * c.n_layers() * c.d_per_layer);
+  s.pl_t.resize(s.pl.size());
+  s.pl_g.resize(n * c.d_per_layer);
   return s;
 }
 
@@ -54,6 +62,14 @@ void norm_rows(const float* x, const std::vector<float>& w, float eps, int64_t n
 void add_bias(float* y, const std::vector<float>& b, int64_t n) {
   const int64_t width = static_cast<int64_t>(b.size());
   for (int64_t r = 0; r < n; ++r) kernels::add(y + r * width, b.data(), width);
+}
+
+// Gated product act(gate) ⊙ up of n values, in place in gate.
+void activation_mul(Activation a, float* gate, const float* up, int64_t n) {
+  switch (a) {
+    case Activation::kSilu: kernels::silu_mul(gate, up, n); break;
+    case Activation::kGeluTanh: kernels::gelu_tanh_mul(gate, up, n); break;
+  }
 }
 
 // Per-head norm (when w is set) then RoPE of x [n, n_heads, head_dim].
@@ -85,6 +101,7 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
     if (!w.bk.empty()) add_bias(s.k.data(), w.bk, n);
     if (!w.bv.empty()) add_bias(s.v.data(), w.bv, n);
     heads_norm_rope(L, c.eps, w.k_norm, batch, L.n_kv_heads, s.k.data());
+    if (L.has_v_norm) norm_rows(s.v.data(), w.v_norm, c.eps, n * L.n_kv_heads, L.head_dim_v, s.v.data());
   }
   cache.update_and_attend(cache_id, kv_rows, s.q.data(), L.n_heads, writes ? s.k.data() : nullptr,
                           writes ? s.v.data() : nullptr, L.attn_scale, s.att.data());
@@ -99,13 +116,43 @@ void mlp_block(const ModelConfig& c, const LayerConfig& L, const LayerWeights& w
   norm_rows(s.x.data(), w.ffn_norm, c.eps, n, d, s.xn.data());
   kernels::matmul(w.w_gate, s.xn.data(), n, s.gate.data());
   kernels::matmul(w.w_up, s.xn.data(), n, s.up.data());
-  switch (L.activation) {
-    case Activation::kSilu: kernels::silu_mul(s.gate.data(), s.up.data(), n * L.d_ff); break;
-    case Activation::kGeluTanh: kernels::gelu_tanh_mul(s.gate.data(), s.up.data(), n * L.d_ff); break;
-  }
+  activation_mul(L.activation, s.gate.data(), s.up.data(), n * L.d_ff);
   kernels::matmul(w.w_down, s.gate.data(), n, s.tmp.data());
   if (!w.post_ffn_norm.empty()) norm_rows(s.tmp.data(), w.post_ffn_norm, c.eps, n, d, s.tmp.data());
   kernels::add(s.x.data(), s.tmp.data(), n * d);
+}
+
+// pl = (norm(W_proj x / sqrt(d)) + table[token] * sqrt(P)) / sqrt(2), per
+// layer slice of P; x is the scaled embedding. Only the step's table rows are read.
+void per_layer_inputs(const ModelConfig& c, const Weights& w, const Batch& batch, Scratch& s) {
+  const int64_t n = static_cast<int64_t>(batch.rows.size());
+  const int64_t P = c.d_per_layer, width = c.n_layers() * P;
+  kernels::matmul(w.per_layer_model_proj, s.x.data(), n, s.pl.data());
+  kernels::scale(s.pl.data(), 1.0f / std::sqrt(static_cast<float>(c.d_model)), n * width);
+  norm_rows(s.pl.data(), w.per_layer_proj_norm, c.eps, n * c.n_layers(), P, s.pl.data());
+  for (int64_t r = 0; r < n; ++r) {
+    float* t = s.pl_t.data() + r * width;
+    kernels::get_row(w.per_layer_token_embd, batch.rows[r].token, t);
+    kernels::scale(t, std::sqrt(static_cast<float>(P)), width);
+  }
+  kernels::add(s.pl.data(), s.pl_t.data(), n * width);
+  kernels::scale(s.pl.data(), 1.0f / std::sqrt(2.0f), n * width);
+}
+
+// x += norm(W_proj (act(W_gate x) ⊙ pl[l])), then the layer's output scale.
+void per_layer_block(const ModelConfig& c, const LayerConfig& L, const LayerWeights& w, int l, int64_t n,
+                     Scratch& s) {
+  const int64_t d = c.d_model, P = c.d_per_layer;
+  if (P > 0) {
+    const int64_t width = c.n_layers() * P;
+    kernels::matmul(w.w_pl_gate, s.x.data(), n, s.pl_g.data());
+    for (int64_t r = 0; r < n; ++r)
+      activation_mul(L.activation, s.pl_g.data() + r * P, s.pl.data() + r * width + l * P, P);
+    kernels::matmul(w.w_pl_proj, s.pl_g.data(), n, s.tmp.data());
+    norm_rows(s.tmp.data(), w.pl_post_norm, c.eps, n, d, s.tmp.data());
+    kernels::add(s.x.data(), s.tmp.data(), n * d);
+  }
+  if (L.has_output_scale) kernels::scale(s.x.data(), w.output_scale, n * d);
 }
 
 void compute_logits(const ModelConfig& c, const Weights& w, const Batch& batch, Scratch& s,
@@ -124,6 +171,10 @@ void compute_logits(const ModelConfig& c, const Weights& w, const Batch& batch, 
   }
   kernels::matmul(w.output, sel.data(), m, logits.data());
   if (!w.output_bias.empty()) add_bias(logits.data(), w.output_bias, m);
+  if (c.final_logit_softcap > 0) {
+    const float cap = c.final_logit_softcap;
+    for (float& v : logits) v = cap * std::tanh(v / cap);
+  }
 }
 
 void check_inputs(const ModelConfig& c, const KvGeometry& geometry, const Batch& batch, const KvCache& cache) {
@@ -161,11 +212,13 @@ KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& 
       kernels::get_row(w.token_embd, batch.rows[i].token, s.x.data() + i * d);
       if (c.embedding_scale != 1.0f) kernels::scale(s.x.data() + i * d, c.embedding_scale, d);
     }
+    if (c.d_per_layer > 0) per_layer_inputs(c, w, batch, s);
     for (int l = 0; l < c.n_layers(); ++l) {
       const LayerConfig& L = c.layers[l];
       attention_block(c, L, w.layers[l], geometry.layer_cache[l], geometry.layer_writes[l], batch, kv_rows, cache,
                       s);
       mlp_block(c, L, w.layers[l], n, s);
+      per_layer_block(c, L, w.layers[l], l, n, s);
     }
     compute_logits(c, w, batch, s, logits);
   } catch (...) {

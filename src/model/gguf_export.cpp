@@ -17,12 +17,20 @@ const FamilySpec& writer_of(const ModelConfig& c) {
   return *f;
 }
 
-// The per-pair RoPE factors the file carries (rope_freqs.weight applies to every layer).
+// The per-pair RoPE factors the file carries: rope_freqs.weight is shared by
+// every layer that has factors (all of them for llama; gemma4's full layers
+// only). A layer the family's reader would apply them to wrongly is caught by
+// the read-back check.
 std::vector<float> shared_freq_factors(const ModelConfig& c) {
-  const std::vector<float>& ff = c.layers.at(0).rope_freq_factors;
-  for (int l = 1; l < c.n_layers(); ++l)
-    OG_CHECK(c.layers[l].rope_freq_factors == ff, "GGUF export: layer ", l,
-             " has other RoPE frequency factors than layer 0 (rope_freqs.weight is shared by every layer)");
+  std::vector<float> ff;
+  int from = -1;
+  for (int l = 0; l < c.n_layers(); ++l) {
+    const std::vector<float>& f = c.layers[l].rope_freq_factors;
+    if (f.empty()) continue;
+    if (from < 0) ff = f, from = l;
+    OG_CHECK(f == ff, "GGUF export: layer ", l, " has other RoPE frequency factors than layer ", from,
+             " (rope_freqs.weight is shared by every layer)");
+  }
   return ff;
 }
 
@@ -64,6 +72,12 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
   auto norm = [&](TensorRole role, int l, int64_t n) { add(role, l, {n}).add = c.norm_weight_offset; };
   OG_CHECK(c.n_vocab > 0, "GGUF export: the vocabulary size is unknown");
   add(TensorRole::kTokenEmbd, -1, {c.n_vocab, d});
+  const int64_t P = c.d_per_layer;
+  if (P > 0) {
+    add(TensorRole::kPerLayerTokenEmbd, -1, {c.n_vocab, c.n_layers() * P});
+    add(TensorRole::kPerLayerModelProj, -1, {c.n_layers() * P, d});
+    norm(TensorRole::kPerLayerProjNorm, -1, P);
+  }
   const std::vector<float> ff = shared_freq_factors(c);
   if (!ff.empty()) {
     GgufTensorPlan t;
@@ -105,6 +119,12 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
     add(TensorRole::kUp, l, {L.d_ff, d});
     add(TensorRole::kDown, l, {d, L.d_ff});
     if (L.has_post_ffn_norm) norm(TensorRole::kPostFfnNorm, l, d);
+    if (P > 0) {
+      add(TensorRole::kPerLayerGate, l, {P, d});
+      add(TensorRole::kPerLayerProj, l, {d, P});
+      norm(TensorRole::kPerLayerPostNorm, l, d);
+    }
+    if (L.has_output_scale) add(TensorRole::kLayerOutputScale, l, {1});
   }
   norm(TensorRole::kOutputNorm, -1, d);
   if (!c.tied_output) add(TensorRole::kOutput, -1, {c.n_vocab, d});
@@ -149,6 +169,8 @@ void same_layer(const std::string& file, int l, const LayerConfig& a, const Laye
   same(file, p + "post-attention norm", a.has_post_attn_norm, b.has_post_attn_norm);
   same(file, p + "post-FFN norm", a.has_post_ffn_norm, b.has_post_ffn_norm);
   same(file, p + "KV donor", a.kv_donor, b.kv_donor);
+  same(file, p + "v norm", a.has_v_norm, b.has_v_norm);
+  same(file, p + "output scale", a.has_output_scale, b.has_output_scale);
   OG_CHECK(close(a.attn_scale, b.attn_scale, 1e-6), file, ": reads back with ", p, "attention scale ", b.attn_scale,
            " but the model has ", a.attn_scale);
   same(file, p + "RoPE table size", a.rope_inv_freq.size(), b.rope_inv_freq.size());
@@ -167,6 +189,8 @@ void check_same_config(const ModelConfig& c, const ModelConfig& w, const std::st
   same(file, "RMSNorm epsilon", c.eps, w.eps);
   same(file, "tied output", c.tied_output, w.tied_output);
   same(file, "layer count", c.n_layers(), w.n_layers());
+  same(file, "per-layer input width", c.d_per_layer, w.d_per_layer);
+  same(file, "final logit soft-cap", c.final_logit_softcap, w.final_logit_softcap);
   // HF gemma rounds sqrt(d_model) to the embedding dtype; GGUF keeps it in f32.
   OG_CHECK(close(c.embedding_scale, w.embedding_scale, 1e-2), file, ": reads back with embedding scale ",
            w.embedding_scale, " but the model has ", c.embedding_scale);

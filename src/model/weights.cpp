@@ -2,6 +2,8 @@
 // presence, shape and dtype checks and the load-time norm fix.
 #include "model/weights.h"
 
+#include <cmath>
+
 #include "base/error.h"
 #include "kernels/ops.h"
 
@@ -32,6 +34,13 @@ std::string gguf_name(TensorRole r, int l) {
     case TensorRole::kGate: return b + "ffn_gate.weight";
     case TensorRole::kUp: return b + "ffn_up.weight";
     case TensorRole::kDown: return b + "ffn_down.weight";
+    case TensorRole::kPerLayerTokenEmbd: return "per_layer_token_embd.weight";
+    case TensorRole::kPerLayerModelProj: return "per_layer_model_proj.weight";
+    case TensorRole::kPerLayerProjNorm: return "per_layer_proj_norm.weight";
+    case TensorRole::kPerLayerGate: return b + "inp_gate.weight";
+    case TensorRole::kPerLayerProj: return b + "proj.weight";
+    case TensorRole::kPerLayerPostNorm: return b + "post_norm.weight";
+    case TensorRole::kLayerOutputScale: return b + "layer_output_scale.weight";
   }
   return "";
 }
@@ -63,6 +72,13 @@ std::string hf_name(const ModelConfig& c, TensorRole r, int l) {
     case TensorRole::kGate: return b + "mlp.gate_proj.weight";
     case TensorRole::kUp: return b + "mlp.up_proj.weight";
     case TensorRole::kDown: return b + "mlp.down_proj.weight";
+    case TensorRole::kPerLayerTokenEmbd: return p + "embed_tokens_per_layer.weight";
+    case TensorRole::kPerLayerModelProj: return p + "per_layer_model_projection.weight";
+    case TensorRole::kPerLayerProjNorm: return p + "per_layer_projection_norm.weight";
+    case TensorRole::kPerLayerGate: return b + "per_layer_input_gate.weight";
+    case TensorRole::kPerLayerProj: return b + "per_layer_projection.weight";
+    case TensorRole::kPerLayerPostNorm: return b + "post_per_layer_input_norm.weight";
+    case TensorRole::kLayerOutputScale: return b + "layer_scalar";
   }
   return "";
 }
@@ -148,7 +164,26 @@ LayerWeights bind_layer(const ModelConfig& c, const TensorSource& src, int l) {
   w.w_gate = matrix(src, name(TensorRole::kGate), L.d_ff, d);
   w.w_up = matrix(src, name(TensorRole::kUp), L.d_ff, d);
   w.w_down = matrix(src, name(TensorRole::kDown), d, L.d_ff);
+  if (L.has_v_norm) w.v_norm.assign(static_cast<size_t>(L.head_dim_v), 1.0f);
+  if (c.d_per_layer > 0) {
+    w.w_pl_gate = matrix(src, name(TensorRole::kPerLayerGate), c.d_per_layer, d);
+    w.w_pl_proj = matrix(src, name(TensorRole::kPerLayerProj), d, c.d_per_layer);
+    w.pl_post_norm = norm_weight(c, src, TensorRole::kPerLayerPostNorm, l, d);
+  }
+  if (L.has_output_scale) {
+    w.output_scale = tensor_to_f32(src, name(TensorRole::kLayerOutputScale), 1)[0];
+    OG_CHECK(std::isfinite(w.output_scale), src.source_name(), ": tensor ", name(TensorRole::kLayerOutputScale),
+             " holds ", w.output_scale, ", not a finite number");
+  }
   return w;
+}
+
+// The per-layer input tensors of a config with d_per_layer > 0.
+void bind_per_layer_inputs(const ModelConfig& c, const TensorSource& src, Weights& w) {
+  const int64_t width = c.n_layers() * c.d_per_layer;
+  w.per_layer_token_embd = matrix(src, tensor_name(c, TensorRole::kPerLayerTokenEmbd), c.n_vocab, width);
+  w.per_layer_model_proj = matrix(src, tensor_name(c, TensorRole::kPerLayerModelProj), width, c.d_model);
+  w.per_layer_proj_norm = norm_weight(c, src, TensorRole::kPerLayerProjNorm, -1, c.d_per_layer);
 }
 
 }  // namespace
@@ -181,6 +216,7 @@ Weights bind_weights(ModelConfig& c, const TensorSource& src) {
   const std::string out_bias = tensor_name(c, TensorRole::kOutputBias);
   if (src.find(out_bias) != nullptr) w.output_bias = tensor_to_f32(src, out_bias, c.n_vocab);
 
+  if (c.d_per_layer > 0) bind_per_layer_inputs(c, src, w);
   for (int l = 0; l < c.n_layers(); ++l) w.layers.push_back(bind_layer(c, src, l));
   return w;
 }

@@ -17,6 +17,10 @@ enum class TensorRole {
   kTokenEmbd, kOutputNorm, kOutput, kOutputBias,
   kAttnNorm, kQ, kK, kV, kO, kQBias, kKBias, kVBias, kOBias, kQNorm, kKNorm,
   kPostAttnNorm, kFfnNorm, kPostFfnNorm, kGate, kUp, kDown,
+  // Per-layer inputs (gemma4): the model-level table, projection and norm,
+  // and each layer's gate, projection, post-norm and output scale.
+  kPerLayerTokenEmbd, kPerLayerModelProj, kPerLayerProjNorm,
+  kPerLayerGate, kPerLayerProj, kPerLayerPostNorm, kLayerOutputScale,
 };
 
 // The tensor name of a role in the config's layout (GGUF names, or HF names
@@ -39,6 +43,12 @@ struct LayerWeights {
   std::vector<float> post_ffn_norm;   // [d_model]; empty when absent
   TensorView w_gate, w_up;            // [d_ff, d_model]
   TensorView w_down;                  // [d_model, d_ff]
+  std::vector<float> v_norm;          // [head_dim_v] all ones (the weightless v norm); empty unless has_v_norm
+  // Per-layer input block; no data when c.d_per_layer == 0.
+  TensorView w_pl_gate;               // [d_per_layer, d_model]
+  TensorView w_pl_proj;               // [d_model, d_per_layer]
+  std::vector<float> pl_post_norm;    // [d_model]
+  float output_scale = 1.0f;          // used when has_output_scale
 };
 
 struct Weights {
@@ -46,6 +56,12 @@ struct Weights {
   TensorView output;               // [n_vocab, d_model]; the same view as token_embd when tied
   std::vector<float> output_bias;  // [n_vocab]; empty when absent
   std::vector<float> output_norm;  // [d_model]
+  // Per-layer inputs; no data when c.d_per_layer == 0. The table is only
+  // looked up (a few rows per step), so it stays in the source: with a
+  // mapped file only the rows of the step's tokens are ever read.
+  TensorView per_layer_token_embd;         // [n_vocab, n_layers * d_per_layer]
+  TensorView per_layer_model_proj;         // [n_layers * d_per_layer, d_model]
+  std::vector<float> per_layer_proj_norm;  // [d_per_layer]
   std::vector<LayerWeights> layers;
 };
 
@@ -57,8 +73,9 @@ struct Weights {
 // an HF model without lm_head.weight is an error.
 Weights bind_weights(ModelConfig& c, const TensorSource& src);
 
-// Copies the matrices read in full every token (all layer matrices, and the
-// output matrix, with the embedding when tied) into one huge-page buffer and
+// Copies the matrices read in full every token (all layer matrices, the
+// per-layer input projection, and the output matrix, with the embedding when
+// tied; never the looked-up per-layer table) into one huge-page buffer and
 // repoints the views at it; the caller keeps the buffer alive as long as w.
 // release_source: the views pointed into a read-only file mapping, whose
 // pages are then dropped from this process as each is copied (RSS stays near

@@ -25,7 +25,7 @@ TEST_P(Layouts, GgufAndHfGiveTheSameLogits) {
   const std::vector<float> lg = test::all_logits(*g, *cg, toks, 20);
   const std::vector<float> lh = test::all_logits(*h, *ch, toks, 20);
   ASSERT_EQ(lg.size(), lh.size());
-  EXPECT_LE(test::max_rel_err(lh, lg), 1e-5);
+  EXPECT_LE(test::max_rel_err(lh, lg), test::logit_tol(GetParam()));
 }
 
 TEST_P(Layouts, ForwardMatchesTheNaiveModel) {
@@ -34,7 +34,8 @@ TEST_P(Layouts, ForwardMatchesTheNaiveModel) {
   std::unique_ptr<GgufFile> f = GgufFile::open(path);  // F32 tensors with GGUF names
   const std::vector<int32_t> toks = test::test_tokens(18, m->n_vocab(), 2);
   auto c = make_kv_cache(KvKind::kReference, m->kv_geometry(), KvPolicy{});
-  EXPECT_LE(test::max_rel_err(test::all_logits(*m, *c, toks, 5), test::naive_forward(m->config(), *f, toks)), 1e-5);
+  EXPECT_LE(test::max_rel_err(test::all_logits(*m, *c, toks, 5), test::naive_forward(m->config(), *f, toks)),
+            test::logit_tol(GetParam()));
 }
 
 TEST_P(Layouts, ConfigsAgree) {
@@ -51,13 +52,20 @@ TEST_P(Layouts, ConfigsAgree) {
   EXPECT_EQ(b.tied_output, spec.tied);
   EXPECT_FLOAT_EQ(a.eps, b.eps);
   EXPECT_FLOAT_EQ(a.embedding_scale, b.embedding_scale);
+  EXPECT_FLOAT_EQ(a.final_logit_softcap, b.final_logit_softcap);
+  EXPECT_EQ(a.d_per_layer, b.d_per_layer);
   for (int l = 0; l < a.n_layers(); ++l) {
     const LayerConfig& x = a.layers[l];
     const LayerConfig& y = b.layers[l];
     EXPECT_EQ(x.n_heads, y.n_heads);
     EXPECT_EQ(x.n_kv_heads, y.n_kv_heads);
-    EXPECT_EQ(x.head_dim_k, spec.head_dim);
-    EXPECT_EQ(y.head_dim_k, spec.head_dim);
+    // gemma4's full layers have their own head size.
+    const int64_t hd = GetParam() == Family::kGemma4 && x.window == 0 ? spec.head_dim_full : spec.head_dim;
+    EXPECT_EQ(x.head_dim_k, hd);
+    EXPECT_EQ(y.head_dim_k, hd);
+    EXPECT_EQ(x.kv_donor, y.kv_donor);
+    EXPECT_EQ(x.has_v_norm, y.has_v_norm);
+    EXPECT_EQ(x.has_output_scale, y.has_output_scale);
     EXPECT_EQ(x.d_ff, y.d_ff);
     EXPECT_EQ(x.window, y.window) << "layer " << l;
     EXPECT_EQ(x.rope_base, y.rope_base) << "layer " << l;

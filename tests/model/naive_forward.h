@@ -1,7 +1,8 @@
 // An independent, deliberately plain forward pass over one sequence, straight
-// from the math in MODEL-FORMATS.md §4-5 (double accumulation, attention over
-// explicit K/V lists), for f32 models held in a test::MemorySource with GGUF
-// tensor names. The model tests hold model/forward.cpp against it.
+// from the math in MODEL-FORMATS.md §4-5 and GEMMA4.md §4 (double
+// accumulation, attention over explicit K/V lists), for f32 models held in a
+// test::MemorySource (or an f32 GGUF) with GGUF tensor names. The model tests
+// hold model/forward.cpp against it.
 #pragma once
 
 #include <algorithm>
@@ -91,6 +92,11 @@ inline std::vector<double> naive_attend(const LayerConfig& L, const std::vector<
   return out;
 }
 
+inline double naive_act(Activation a, double x) {
+  return a == Activation::kSilu ? x / (1 + std::exp(-x))
+                                : 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
 // The gated MLP of one row xn [d_model] -> [d_model] (weights of layer prefix b).
 template <typename Wf>
 std::vector<double> naive_mlp(const LayerConfig& L, const Wf& W, const std::string& b, const std::vector<double>& xn,
@@ -98,13 +104,32 @@ std::vector<double> naive_mlp(const LayerConfig& L, const Wf& W, const std::stri
   std::vector<double> g = naive_linear(W(b + "ffn_gate.weight"), nullptr, xn, L.d_ff);
   std::vector<double> u = naive_linear(W(b + "ffn_up.weight"), nullptr, xn, L.d_ff);
   for (int64_t i = 0; i < L.d_ff; ++i) {
-    const double x = g[i];
-    const double a = L.activation == Activation::kSilu
-                         ? x / (1 + std::exp(-x))
-                         : 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    g[i] = a * u[i];
+    g[i] = naive_act(L.activation, g[i]) * u[i];
   }
   return naive_linear(W(b + "ffn_down.weight"), nullptr, g, d);
+}
+
+// GEMMA4.md §4 step 2: pl[t] [n_layers * P] = (norm_P(W_plproj x / sqrt(d)) + PE[tok] sqrt(P)) / sqrt(2),
+// x the scaled embedding of token t.
+template <typename Wf>
+std::vector<std::vector<double>> naive_per_layer_inputs(const ModelConfig& c, const Wf& W,
+                                                        const std::vector<int32_t>& tokens,
+                                                        const std::vector<std::vector<double>>& h) {
+  const int64_t P = c.d_per_layer, LP = c.n_layers() * P;
+  std::vector<std::vector<double>> pl(tokens.size());
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    std::vector<double> proj = naive_linear(W("per_layer_model_proj.weight"), nullptr, h[t], LP);
+    for (double& v : proj) v /= std::sqrt(static_cast<double>(c.d_model));
+    for (int l = 0; l < c.n_layers(); ++l) {
+      std::vector<double> slice(proj.begin() + l * P, proj.begin() + (l + 1) * P);
+      slice = naive_rms(slice, W("per_layer_proj_norm.weight"), c.eps);
+      for (int64_t i = 0; i < P; ++i) {
+        const double e = W("per_layer_token_embd.weight")[tokens[t] * LP + l * P + i] * std::sqrt(double(P));
+        pl[t].push_back((slice[i] + e) / std::sqrt(2.0));
+      }
+    }
+  }
+  return pl;
 }
 
 // Logits [tokens.size(), n_vocab] for every position of one sequence.
@@ -119,6 +144,8 @@ inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource
   std::vector<std::vector<double>> h(T);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < d; ++i) h[t].push_back(W("token_embd.weight")[tokens[t] * d + i] * c.embedding_scale);
+  std::vector<std::vector<double>> pl;  // [T][n_layers * d_per_layer]
+  if (c.d_per_layer > 0) pl = naive_per_layer_inputs(c, W, tokens, h);
   // K/V per layer per position: [T][n_kv_heads * head_dim]
   std::vector<std::vector<std::vector<double>>> K(c.n_layers()), V(c.n_layers());
   for (int l = 0; l < c.n_layers(); ++l) {
@@ -138,6 +165,11 @@ inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource
         std::vector<double> v = naive_linear(W(b + "attn_v.weight"), opt(b + "attn_v.bias"), xn, L.n_kv_heads * hv);
         naive_heads_norm_rope(k.data(), L.n_kv_heads, hd, L.has_k_norm ? W(b + "attn_k_norm.weight") : nullptr,
                               c.eps, L, t);
+        for (int kh = 0; L.has_v_norm && kh < L.n_kv_heads; ++kh) {  // weightless RMSNorm per head
+          double ss = 0;
+          for (int e = 0; e < hv; ++e) ss += v[kh * hv + e] * v[kh * hv + e];
+          for (int e = 0; e < hv; ++e) v[kh * hv + e] /= std::sqrt(ss / hv + c.eps);
+        }
         K[l].push_back(k);
         V[l].push_back(v);
       }
@@ -150,6 +182,16 @@ inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource
       std::vector<double> m = naive_mlp(L, W, b, naive_rms(h[t], W(b + "ffn_norm.weight"), c.eps), d);
       if (L.has_post_ffn_norm) m = naive_rms(m, W(b + "post_ffw_norm.weight"), c.eps);
       for (int64_t i = 0; i < d; ++i) h[t][i] += m[i];
+      if (c.d_per_layer > 0) {  // GEMMA4.md §4 step 3g
+        const int64_t P = c.d_per_layer;
+        std::vector<double> g = naive_linear(W(b + "inp_gate.weight"), nullptr, h[t], P);
+        for (int64_t i = 0; i < P; ++i) g[i] = naive_act(L.activation, g[i]) * pl[t][l * P + i];
+        std::vector<double> y = naive_rms(naive_linear(W(b + "proj.weight"), nullptr, g, d),
+                                          W(b + "post_norm.weight"), c.eps);
+        for (int64_t i = 0; i < d; ++i) h[t][i] += y[i];
+      }
+      if (L.has_output_scale)
+        for (int64_t i = 0; i < d; ++i) h[t][i] *= W(b + "layer_output_scale.weight")[0];
     }
   }
   const float* out_w = c.tied_output ? W("token_embd.weight") : W("output.weight");
@@ -157,7 +199,10 @@ inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource
   for (int64_t t = 0; t < T; ++t) {
     std::vector<double> y = naive_linear(out_w, opt("output.bias"), naive_rms(h[t], W("output_norm.weight"), c.eps),
                                          c.n_vocab);
-    for (double v : y) logits.push_back(static_cast<float>(v));
+    for (double v : y) {
+      const double cap = c.final_logit_softcap;
+      logits.push_back(static_cast<float>(cap > 0 ? cap * std::tanh(v / cap) : v));
+    }
   }
   return logits;
 }

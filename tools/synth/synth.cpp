@@ -1,6 +1,7 @@
 // Synthetic model specs, the tensor plan of every family, and the
 // deterministic weight generator (splitmix64 + Box-Muller, one stream per
 // tensor name so tensors can be produced in any order, one at a time).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -24,7 +25,8 @@ constexpr FamilyName kFamilies[] = {{Family::kLlama, "llama"},
                                     {Family::kQwen2, "qwen2"},
                                     {Family::kQwen3, "qwen3"},
                                     {Family::kMistral, "mistral"},
-                                    {Family::kGemma3, "gemma3"}};
+                                    {Family::kGemma3, "gemma3"},
+                                    {Family::kGemma4, "gemma4"}};
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -107,7 +109,50 @@ SynthSpec tiny_spec(Family f) {
       s.rope_base_local = 10000.0;
       s.rms_eps = 1e-6;
       break;
+    case Family::kGemma4:
+      // E2B's structure in miniature: (4 sliding, 1 full) x 2, the last 4
+      // layers share KV (3 sliding -> layer 5, 1 full -> layer 4), full
+      // layers with twice the head size and a quarter of it rotating. A
+      // wider stream than the other tiny specs: ten layers of unscaled
+      // attention and post-norms amplify f32 rounding less.
+      s.d_model = 128;
+      s.n_layers = 10;
+      s.n_kv_heads = 1;
+      s.head_dim = 16;
+      s.head_dim_full = 32;
+      s.window = 8;
+      s.sliding_pattern = 5;
+      s.n_shared_kv = 4;
+      s.d_per_layer = 8;
+      s.double_wide_mlp = true;
+      s.partial_rotary = 0.25;
+      s.final_softcap = 30.0;
+      s.layer_scale = true;
+      s.rope_base = 1e6;
+      s.rope_base_local = 10000.0;
+      s.rms_eps = 1e-6;
+      s.tokenizer = "gemma4";
+      s.vocab = 768;
+      break;
   }
+  return s;
+}
+
+SynthSpec gemma4_e2b_spec() {
+  SynthSpec s = tiny_spec(Family::kGemma4);
+  s.d_model = 1536;
+  s.n_layers = 35;
+  s.n_heads = 8;
+  s.n_kv_heads = 1;
+  s.head_dim = 256;
+  s.head_dim_full = 512;
+  s.d_ff = 6144;
+  s.n_ctx = 131072;
+  s.window = 512;
+  s.n_shared_kv = 20;
+  s.d_per_layer = 256;
+  s.vocab = 262144;
+  s.weight_dtype = DType::Q4_K;
   return s;
 }
 
@@ -139,7 +184,8 @@ std::string testdata_dir() {
 int64_t n_vocab(const SynthSpec& spec) {
   if (spec.tokenizer == "stories") return 512;
   if (spec.tokenizer == "llama3") return 128256;
-  fail("synthetic model: unknown tokenizer '", spec.tokenizer, "' (expected stories or llama3)");
+  if (spec.tokenizer == "gemma4") return spec.vocab > 0 ? spec.vocab : gemma4_base_vocab();
+  fail("synthetic model: unknown tokenizer '", spec.tokenizer, "' (expected stories, llama3 or gemma4)");
 }
 
 void validate(const SynthSpec& s) {
@@ -160,8 +206,9 @@ void validate(const SynthSpec& s) {
   OG_CHECK(s.sliding_pattern > 0, "synthetic model: sliding_pattern must be positive");
   OG_CHECK(s.rope_base > 1 && s.rope_base_local > 1, "synthetic model: rope bases must be > 1");
   OG_CHECK(s.rms_eps > 0 && s.rms_eps < 1, "synthetic model: rms_eps must be in (0, 1)");
-  OG_CHECK(s.window == 0 || s.family == Family::kMistral || s.family == Family::kGemma3,
-           "synthetic model: a sliding window is only written for mistral and gemma3");
+  OG_CHECK(s.window == 0 || s.family == Family::kMistral || s.family == Family::kGemma3 || s.family == Family::kGemma4,
+           "synthetic model: a sliding window is only written for mistral, gemma3 and gemma4");
+  if (s.family == Family::kGemma4) validate_gemma4(s);
   OG_CHECK(dtype_info(static_cast<uint32_t>(s.weight_dtype)), "synthetic model: unknown weight dtype");
   n_vocab(s);
 }
@@ -169,12 +216,13 @@ void validate(const SynthSpec& s) {
 bool is_sliding_layer(const SynthSpec& s, int64_t layer) {
   if (s.window == 0) return false;
   if (s.family == Family::kMistral) return true;
-  if (s.family == Family::kGemma3) return (layer + 1) % s.sliding_pattern != 0;
+  if (s.family == Family::kGemma3 || s.family == Family::kGemma4) return (layer + 1) % s.sliding_pattern != 0;
   return false;
 }
 
 std::vector<PlannedTensor> plan(const SynthSpec& s) {
   validate(s);
+  if (s.family == Family::kGemma4) return plan_gemma4(s);
   const int64_t d = s.d_model, V = n_vocab(s), q_dim = s.n_heads * s.head_dim, kv_dim = s.n_kv_heads * s.head_dim;
   const bool gemma = s.family == Family::kGemma3;
   std::vector<PlannedTensor> out;
@@ -220,7 +268,30 @@ std::vector<PlannedTensor> plan(const SynthSpec& s) {
   return out;
 }
 
+bool generated_in_blocks(const PlannedTensor& t) {
+  return t.kind == Kind::kEmbed && t.shape.size() == 2 && numel(t.shape) > (int64_t{1} << 26);
+}
+
+int64_t rows_per_block(const PlannedTensor& t) { return std::max<int64_t>(1, (int64_t{1} << 22) / t.shape[1]); }
+
+std::vector<float> block_values(const SynthSpec& s, const PlannedTensor& t, int64_t block) {
+  const int64_t rows = std::min(rows_per_block(t), t.shape[0] - block * rows_per_block(t));
+  std::vector<float> v = normals(s.seed, cat(t.hf_name, "#", block), rows * t.shape[1]);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(t.fan_in)));
+  for (float& x : v) x *= scale;
+  return v;
+}
+
 std::vector<float> hf_values(const SynthSpec& s, const PlannedTensor& t) {
+  if (generated_in_blocks(t)) {
+    std::vector<float> all;
+    all.reserve(static_cast<size_t>(numel(t.shape)));
+    for (int64_t b = 0; b * rows_per_block(t) < t.shape[0]; ++b) {
+      const std::vector<float> v = block_values(s, t, b);
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  }
   std::vector<float> v = normals(s.seed, t.hf_name, numel(t.shape));
   float scale = 1.0f, offset = 0.0f;
   switch (t.kind) {
@@ -234,6 +305,10 @@ std::vector<float> hf_values(const SynthSpec& s, const PlannedTensor& t) {
     case Kind::kNorm:  // multiplier near 1: HF gemma applies (1 + w), so w itself is near 0
       scale = 0.1f;
       offset = t.gemma_norm ? 0.0f : 1.0f;
+      break;
+    case Kind::kScalar:  // a layer output scale near 1 (smaller ones shrink the stream and amplify f32 noise)
+      scale = 0.03f;
+      offset = 1.0f;
       break;
   }
   for (float& x : v) x = x * scale + offset;

@@ -13,7 +13,7 @@
 
 namespace og::synth {
 
-enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3 };
+enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3, kGemma4 };
 const char* family_name(Family f);  // "llama", "qwen2", ...
 bool family_from_name(const std::string& s, Family* out);
 
@@ -26,16 +26,28 @@ struct SynthSpec {
   int64_t head_dim = 16;
   int64_t d_ff = 128;
   int64_t n_ctx = 2048;           // context_length / max_position_embeddings
-  int64_t window = 0;             // sliding window (mistral: every layer; gemma3: local layers); 0 = none
-  int sliding_pattern = 6;        // gemma3: every P-th layer is global
+  int64_t window = 0;             // sliding window (mistral: every layer; gemma3/4: local layers); 0 = none
+  int sliding_pattern = 6;        // gemma3/4: every P-th layer is global
   double rope_base = 10000.0;
-  double rope_base_local = 10000.0;  // gemma3 local layers
+  double rope_base_local = 10000.0;  // gemma3/4 local layers
+  // gemma4 only.
+  int64_t head_dim_full = 0;      // head size of full (global) layers; head_dim is the sliding layers'
+  int64_t n_shared_kv = 0;        // the last N layers read the cache of the last owner layer of their type
+  int64_t d_per_layer = 0;        // per-layer input width P (0 = none)
+  bool double_wide_mlp = false;   // sharing layers have 2 * d_ff
+  double partial_rotary = 1.0;    // fraction of each full-layer head that RoPE turns
+  double final_softcap = 0;       // final logit soft-cap (0 = none)
+  bool layer_scale = false;       // per-layer output scale tensors
+  bool sharer_kv_tensors = false; // also write the (unused) K/V tensors of sharing layers
+  int64_t vocab = 0;              // gemma4 tokenizer: vocabulary size (padded with unused pieces)
   double rms_eps = 1e-5;
   bool tied = true;               // output = token embedding
   DType weight_dtype = DType::F32;   // GGUF 2-D weights (norms stay F32); HF layout is always F32
   uint64_t seed = 1;
   // Tokenizer: "stories" (the 512-piece SentencePiece vocabulary of
-  // stories260K, n_vocab 512) or "llama3" (the 128256-token Llama 3.2 BPE vocab).
+  // stories260K, n_vocab 512), "llama3" (the 128256-token Llama 3.2 BPE vocab)
+  // or "gemma4" (a Gemma-4-style BPE over UTF-8 with merges derived from the
+  // stories pieces, Gemma 4's special tokens, padded to `vocab`).
   std::string tokenizer = "stories";
 };
 
@@ -43,6 +55,9 @@ struct SynthSpec {
 SynthSpec tiny_spec(Family f);
 // Llama-3.2-1B shapes: d_model 2048, 16 layers, 32 heads, 8 KV heads, d_ff 8192, vocab 128256.
 SynthSpec llama32_1b_spec();
+// Gemma 4 E2B text shapes (GEMMA4.md §1): d_model 1536, 35 layers (4 sliding : 1 full), 8 heads, 1 KV
+// head, head dims 256/512, d_ff 6144 (12288 on the 20 KV-sharing layers), per-layer inputs 256, vocab 262144.
+SynthSpec gemma4_e2b_spec();
 
 // Throws og::Error on a spec that cannot be written or a missing testdata tokenizer.
 void write_gguf(const SynthSpec& spec, const std::string& path);

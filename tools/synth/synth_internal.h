@@ -9,12 +9,14 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "format/gguf.h"
 #include "synth/synth.h"
 
 namespace og::synth {
 
-enum class Kind { kEmbed, kLinear, kBias, kNorm };
+enum class Kind { kEmbed, kLinear, kBias, kNorm, kScalar };
 
 struct PlannedTensor {
   std::string hf_name;
@@ -28,6 +30,18 @@ int64_t n_vocab(const SynthSpec& spec);
 void validate(const SynthSpec& spec);  // throws og::Error naming the bad field
 bool is_sliding_layer(const SynthSpec& spec, int64_t layer);
 std::vector<PlannedTensor> plan(const SynthSpec& spec);
+std::vector<PlannedTensor> plan_gemma4(const SynthSpec& spec);  // synth_gemma4.cpp
+int64_t gemma4_layer_d_ff(const SynthSpec& spec, int64_t layer);
+int64_t gemma4_layer_head_dim(const SynthSpec& spec, int64_t layer);
+bool gemma4_owns_kv(const SynthSpec& spec, int64_t layer);
+void validate_gemma4(const SynthSpec& spec);
+
+// Embedding tables of more than 2^26 values are generated in blocks of
+// rows_per_block rows, one random stream per block, so that a writer can
+// produce a multi-GB table a block at a time (block_values; hf_values joins them).
+bool generated_in_blocks(const PlannedTensor& t);
+int64_t rows_per_block(const PlannedTensor& t);
+std::vector<float> block_values(const SynthSpec& spec, const PlannedTensor& t, int64_t block);
 
 // The tensor's values in HF layout (rotate-half q/k rows, gemma norms as w).
 std::vector<float> hf_values(const SynthSpec& spec, const PlannedTensor& t);
@@ -39,8 +53,16 @@ struct TokenizerInfo {
   std::string chat_template;     // "" = none
 };
 TokenizerInfo tokenizer_info(const SynthSpec& spec);
+// gemma4's HF config.json (synth_gemma4.cpp).
+nlohmann::ordered_json gemma4_hf_config(const SynthSpec& spec, const TokenizerInfo& tok);
 // Adds tokenizer.* keys for the spec's tokenizer.
 void add_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w);
+// The gemma4 tokenizer (synth_tokenizer_gemma4.cpp): its base size, GGUF keys
+// and HF files.
+int64_t gemma4_base_vocab();
+void add_gemma4_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w);
+void write_gemma4_hf_tokenizer(const SynthSpec& spec, const std::string& dir);
+TokenizerInfo gemma4_tokenizer_info(const SynthSpec& spec);
 // Copies/writes tokenizer.json, tokenizer_config.json into dir.
 void write_hf_tokenizer(const SynthSpec& spec, const std::string& dir);
 

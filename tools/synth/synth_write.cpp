@@ -52,20 +52,36 @@ uint32_t file_type(DType t) {
 
 nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok);
 
-// A source without tensors: the family readers only look tensors up by name.
-class NoTensors : public TensorSource {
+// The plan's tensors as a source without data: the family readers look
+// tensors up by name and check their shapes, never read them here.
+class PlanSource : public TensorSource {
  public:
-  const std::vector<TensorInfo>& tensors() const override { return none_; }
-  const TensorInfo* find(std::string_view) const override { return nullptr; }
+  explicit PlanSource(const std::vector<PlannedTensor>& plan) {
+    for (const PlannedTensor& p : plan) {
+      TensorInfo t;
+      t.name = p.hf_name;
+      t.type_id = 0;
+      t.type_name = "f32";
+      t.known_type = true;
+      t.shape = p.shape;
+      infos_.push_back(std::move(t));
+    }
+  }
+  const std::vector<TensorInfo>& tensors() const override { return infos_; }
+  const TensorInfo* find(std::string_view name) const override {
+    for (const TensorInfo& t : infos_)
+      if (t.name == name) return &t;
+    return nullptr;
+  }
   std::string source_name() const override { return "synthetic model"; }
 
  private:
-  std::vector<TensorInfo> none_;
+  std::vector<TensorInfo> infos_;
 };
 
 // The spec's model as the HF reader sees its config.json (HF layout), so the
 // GGUF form is written by the same code as any exported model.
-ModelConfig hf_model_config(const SynthSpec& spec) {
+ModelConfig hf_model_config(const SynthSpec& spec, const std::vector<PlannedTensor>& plan) {
   const nlohmann::json cfg = nlohmann::json::parse(hf_config(spec, tokenizer_info(spec)).dump());
   const std::string arch = cfg["architectures"][0].get<std::string>();
   const FamilySpec* family = family_for_hf_arch(arch);
@@ -73,9 +89,12 @@ ModelConfig hf_model_config(const SynthSpec& spec) {
   ModelConfig c;
   c.architecture = family->name;
   c.layout = WeightLayout::kHf;
-  c.hf_prefix = "model.";
-  NoTensors none;
-  family->from_hf(HfInput{cfg, "synthetic config.json", none}, c);
+  // The decoder's prefix: the embedding is planned first ("<prefix>embed_tokens.weight").
+  const std::string& embd = plan.at(0).hf_name;
+  c.hf_prefix = embd.substr(0, embd.size() - std::string("embed_tokens.weight").size());
+  PlanSource source(plan);
+  const bool nested = cfg.contains("text_config");
+  family->from_hf(HfInput{nested ? cfg["text_config"] : cfg, "synthetic config.json", source}, c);
   validate_config(c, "synthetic model");
   return c;
 }
@@ -83,9 +102,10 @@ ModelConfig hf_model_config(const SynthSpec& spec) {
 }  // namespace
 
 void write_gguf(const SynthSpec& spec, const std::string& path) {
-  const ModelConfig c = hf_model_config(spec);
+  std::vector<PlannedTensor> planned = plan(spec);
+  const ModelConfig c = hf_model_config(spec, planned);
   std::map<std::string, PlannedTensor> hf;
-  for (PlannedTensor& t : plan(spec)) hf.emplace(t.hf_name, std::move(t));
+  for (PlannedTensor& t : planned) hf.emplace(t.hf_name, std::move(t));
   GgufWriter w;
   write_gguf_metadata(c, w);
   w.set("general.name", GgufValue::make_string(cat("synthetic-", family_name(spec.family))));
@@ -103,6 +123,21 @@ void write_gguf(const SynthSpec& spec, const std::string& path) {
       OG_CHECK(it != hf.end(), "synthetic model: no tensor ", t.source, " for ", t.name);
       src = &it->second;
     }
+    if (src && generated_in_blocks(*src) && t.add == 0 && t.permute_heads == 0) {
+      // A large table: one block of rows in f32 at a time.
+      w.add_tensor(t.name, dt, t.shape, GgufWriter::Producer([&spec, t, dt, src] {
+                     const int64_t cols = t.shape[1], rb = dtype_row_bytes(dt, cols), per = rows_per_block(*src);
+                     std::vector<uint8_t> out(static_cast<size_t>(t.shape[0] * rb));
+                     for (int64_t b = 0; b * per < t.shape[0]; ++b) {
+                       const std::vector<float> v = block_values(spec, *src, b);
+                       const std::vector<uint8_t> e =
+                           encode_rows(dt, v.data(), static_cast<int64_t>(v.size()) / cols, cols);
+                       std::memcpy(out.data() + b * per * rb, e.data(), e.size());
+                     }
+                     return out;
+                   }));
+      continue;
+    }
     w.add_tensor(t.name, dt, t.shape, GgufWriter::Producer([&spec, t, dt, src] {
                    std::vector<float> v = src ? hf_values(spec, *src) : t.generated;
                    apply_gguf_fixes(t, v);
@@ -116,6 +151,7 @@ void write_gguf(const SynthSpec& spec, const std::string& path) {
 namespace {
 
 nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
+  if (s.family == Family::kGemma4) return gemma4_hf_config(s, tok);
   static const char* kArch[] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "MistralForCausalLM",
                                 "Gemma3ForCausalLM"};
   static const char* kType[] = {"llama", "qwen2", "qwen3", "mistral", "gemma3_text"};
@@ -170,6 +206,8 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
       c["attn_logit_softcapping"] = nullptr;
       break;
     }
+    case Family::kGemma4:
+      break;
   }
   return c;
 }

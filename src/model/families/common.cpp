@@ -39,13 +39,13 @@ int checked_dim(int64_t v, const std::string& where, const std::string& key) {
 }
 
 // Keys that, when set, describe something the engine does not implement.
-void refuse_gguf_unsupported(const GgufFile& f, const std::string& p) {
+void refuse_gguf_unsupported(const GgufFile& f, const std::string& p, bool reads_softcap) {
   const std::string src = f.source_name();
   if (auto e = f.get_int(p + "expert_count"); e && *e > 0)
     fail(src, ": ", p, "expert_count = ", *e, ": mixture-of-experts models are not supported");
   if (auto s = f.get_float(p + "attn_logit_softcapping"); s && *s != 0)
     fail(src, ": ", p, "attn_logit_softcapping = ", *s, ": attention logit soft-capping is not supported");
-  if (auto s = f.get_float(p + "final_logit_softcapping"); s && *s != 0)
+  if (auto s = f.get_float(p + "final_logit_softcapping"); s && *s != 0 && !reads_softcap)
     fail(src, ": ", p, "final_logit_softcapping = ", *s, ": final logit soft-capping is not supported");
   if (auto s = f.get_int(p + "attention.chunk_size"); s && *s != 0)
     fail(src, ": ", p, "attention.chunk_size = ", *s, ": chunked attention is not supported");
@@ -90,7 +90,7 @@ RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch) {
   return s;
 }
 
-void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c) {
+void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c, bool reads_softcap) {
   const std::string src = f.source_name();
   const std::string p = arch + ".";
   const int64_t n_layers = gguf_required_int(f, p + "block_count");
@@ -122,7 +122,7 @@ void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c
   OG_CHECK(window >= 0 && window <= INT32_MAX, src, ": ", p, "attention.sliding_window = ", window,
            " is out of range");
 
-  refuse_gguf_unsupported(f, p);
+  refuse_gguf_unsupported(f, p, reads_softcap);
 
   std::vector<float> freq_factors;  // llama 3.1+: rope_freqs.weight [n_rot / 2]
   c.layers.assign(static_cast<size_t>(n), LayerConfig{});

@@ -27,7 +27,8 @@ void set_rope(LayerConfig& L, double base, const RopeScaling& s, const std::vect
 // layer if `<arch>.attention.sliding_window` > 0, q/k/v/o bias presence, and
 // refuses MoE, soft-capping, chunked attention, fused qkv and unknown rope
 // scaling types. attn_scale = 1/sqrt(head_dim_k); rope_interleaved = false.
-void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c);
+// reads_softcap: the family reads final_logit_softcapping itself (not refused).
+void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c, bool reads_softcap = false);
 // The rope scaling of `<arch>.rope.scaling.*` (linear or none).
 RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch);
 

@@ -63,5 +63,6 @@ const FamilySpec& mistral_family();
 const FamilySpec& qwen2_family();
 const FamilySpec& qwen3_family();
 const FamilySpec& gemma3_family();
+const FamilySpec& gemma4_family();
 
 }  // namespace og

@@ -11,6 +11,7 @@ const std::vector<FamilySpec>& family_registry() {
       qwen2_family(),
       qwen3_family(),
       gemma3_family(),
+      gemma4_family(),
   };
   return families;
 }
