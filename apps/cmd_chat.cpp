@@ -29,6 +29,7 @@ struct TurnMark {
   size_t n_messages = 0;    // messages before the turn
   size_t n_done = 0;        // rendered messages before the turn
   bool reply_closed = false;
+  bool reply_taken_back = false;
 };
 
 class Chat {
@@ -71,7 +72,7 @@ class Chat {
   void turn(const std::string& text) {
     std::vector<ChatMessage> next = messages_;
     next.push_back({"user", text});
-    const ChatSegments delta = l_.tmpl->render_delta_segments(next, n_done_, reply_closed_);
+    const ChatSegments delta = delta_for(next);
     // The delta continues the last token in the history (e.g. a closing <|end|> that
     // swallows the whitespace after it), so it encodes as the whole render would.
     const int32_t after_id = s_.history().empty() ? -1 : s_.history().back();
@@ -81,7 +82,7 @@ class Chat {
                    static_cast<long long>(s_.position()), static_cast<long long>(s_.capacity()), ids.size());
       return;
     }
-    TurnMark mark{s_.position(), 0, messages_.size(), n_done_, reply_closed_};
+    TurnMark mark{s_.position(), 0, messages_.size(), n_done_, reply_closed_, reply_taken_back_};
     const TurnResult r = s_.generate(ids, sampler_, opts_, [](std::string_view p) {
       std::fwrite(p.data(), 1, p.size(), stdout);
       std::fflush(stdout);
@@ -94,10 +95,30 @@ class Chat {
     messages_.push_back({"assistant", r.text});
     n_done_ = messages_.size();
     reply_closed_ = r.reason == StopReason::kStopToken && turn_end_id_ >= 0 && r.stop_token == turn_end_id_;
+    reply_taken_back_ = false;
     if (r.reason == StopReason::kCapacity)
       std::fprintf(stderr, "[reply cut: the cache is full at %lld/%lld tokens; /undo or /reset]\n",
                    static_cast<long long>(s_.position()), static_cast<long long>(s_.capacity()));
     fill_line();
+  }
+
+  // The segments that continue the history with the turns of `next`. When the
+  // template renders the last reply differently once it is followed by a turn
+  // (Gemma 4 drops a reply's thinking and trims it), the reply's tokens are
+  // taken back and the reply is fed again as the template renders it.
+  ChatSegments delta_for(const std::vector<ChatMessage>& next) {
+    if (!reply_taken_back_) {
+      try {
+        return l_.tmpl->render_delta_segments(next, n_done_, reply_closed_);
+      } catch (const Error&) {
+        if (marks_.empty() || n_done_ == 0) throw;
+      }
+      const RewindResult rr = s_.rewind_to(marks_.back().reply_start);
+      reply_taken_back_ = true;
+      std::fprintf(stderr, "[the last reply renders differently as history; re-fed as the template renders it]\n");
+      report_rewind(rr);
+    }
+    return l_.tmpl->render_after_prompt_segments(next, n_done_ - 1);
   }
 
   void reset() {
@@ -105,6 +126,7 @@ class Chat {
     messages_.resize(base_messages_);
     n_done_ = 0;
     reply_closed_ = false;
+    reply_taken_back_ = false;
     marks_.clear();
     std::fputs("[reset]\n", stderr);
     fill_line();
@@ -129,6 +151,7 @@ class Chat {
     messages_.resize(m.n_messages);
     n_done_ = m.n_done;
     reply_closed_ = m.reply_closed;
+    reply_taken_back_ = m.reply_taken_back;
     std::fprintf(stderr, "[undo: removed the last turn, %lld tokens]\n", static_cast<long long>(rr.removed));
     report_rewind(rr);
     fill_line();
@@ -162,6 +185,7 @@ class Chat {
       messages_.resize(m.n_messages);
       n_done_ = m.n_done;
       reply_closed_ = m.reply_closed;
+      reply_taken_back_ = m.reply_taken_back;
       end = m.start;
     }
     if (!marks_.empty() && keep < end) {
@@ -173,6 +197,7 @@ class Chat {
       }
       messages_.back().content = reply;
       reply_closed_ = false;
+      reply_taken_back_ = false;
     }
     std::fprintf(stderr, "[undo: removed %lld tokens]\n", static_cast<long long>(rr.removed));
     report_rewind(rr);
@@ -188,6 +213,9 @@ class Chat {
   size_t base_messages_ = 0;
   size_t n_done_ = 0;
   bool reply_closed_ = false;
+  // The history ends at the generation prompt of messages_[n_done_ - 1]: that
+  // reply's tokens were taken back (see delta_for).
+  bool reply_taken_back_ = false;
   int32_t turn_end_id_ = -1;
   std::vector<TurnMark> marks_;
 };

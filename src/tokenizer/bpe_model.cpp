@@ -186,6 +186,13 @@ void BpeModel::merge_large(std::vector<int32_t>& syms) const {
 }
 
 void BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& out) const {
+  if (opt_.whole_newline_runs && word.find_first_not_of('\n') == std::string_view::npos) {
+    const int32_t id = vocab_.find(word);
+    if (id >= 0) {
+      out.push_back(id);
+      return;
+    }
+  }
   if (opt_.ignore_merges) {
     const int32_t id = opt_.byte_level ? [&] {
       auto it = raw_index_.find(word);

@@ -17,6 +17,7 @@ struct BpeOptions {
   bool byte_level = false;     // words are raw bytes; symbols start as the bytes' GPT-2 pieces
   bool byte_fallback = false;  // an unknown character becomes its <0xNN> pieces
   bool ignore_merges = false;  // a word that is a whole piece is emitted as that piece
+  bool whole_newline_runs = false;  // a word of only '\n' that is a whole piece is emitted as that piece (gemma4)
   bool fuse_unk = false;       // consecutive unknowns become one unk
   int32_t unk = -1;            // unk id; -1: unknown characters are dropped
 };

@@ -104,15 +104,34 @@ ChatSegments render_gemma(Msgs m, bool gen) {
   return out.take();
 }
 
+// A model turn without its thinking: every <|channel>...<channel|> span
+// removed (an unclosed one runs to the end), as Gemma 4's template does for
+// earlier turns.
+std::string strip_thinking(const std::string& s) {
+  static const std::string kOpen = "<|channel>", kClose = "<channel|>";
+  std::string out;
+  size_t at = 0;
+  while (at < s.size()) {
+    const size_t open = s.find(kOpen, at);
+    if (open == std::string::npos) break;
+    out.append(s, at, open - at);
+    const size_t close = s.find(kClose, open + kOpen.size());
+    at = close == std::string::npos ? s.size() : close + kClose.size();
+  }
+  if (at < s.size()) out.append(s, at, std::string::npos);
+  return out;
+}
+
 // Gemma 4: <|turn>ROLE\nCONTENT<turn|>\n with roles system, user, model (the
-// thinking-off form without a pre-filled thought channel); text is trimmed.
+// thinking-off form without a pre-filled thought channel); system and user
+// text is trimmed; model turns lose their thinking and are otherwise verbatim.
 ChatSegments render_gemma4(Msgs m, bool gen) {
   check_roles(m, "gemma4", false);
   Out out;
   for (const auto& msg : m) {
     bool model = msg.role == "assistant";
     out.t("<|turn>" + (model ? std::string("model") : msg.role) + "\n");
-    out.c(model ? msg.content : trim(msg.content));
+    out.c(model ? strip_thinking(msg.content) : trim(msg.content));
     out.t("<turn|>\n");
   }
   if (gen) out.t("<|turn>model\n");
@@ -255,7 +274,17 @@ ChatSegments ChatTemplate::render_delta_segments(std::span<const ChatMessage> me
   ChatSegments history = render_segments(messages.first(n_done - 1), true);
   append_segment(history, reply.content, false);
   if (reply_closed) append_segment(history, turn_end(), true);
-  ChatSegments full = render_segments(messages, true);
+  return delta_after(history, render_segments(messages, true));
+}
+
+ChatSegments ChatTemplate::render_after_prompt_segments(std::span<const ChatMessage> messages, size_t n_prompt) const {
+  OG_CHECK(n_prompt <= messages.size(), "chat template ", name(), ": ", n_prompt,
+           " messages already rendered but the conversation has ", messages.size());
+  if (n_prompt == 0) return render_segments(messages, true);
+  return delta_after(render_segments(messages.first(n_prompt), true), render_segments(messages, true));
+}
+
+ChatSegments ChatTemplate::delta_after(const ChatSegments& history, const ChatSegments& full) const {
   // The history must be a prefix of the full render, kinds included; its last
   // segment may end inside the full render's matching segment.
   bool prefix = history.size() <= full.size();

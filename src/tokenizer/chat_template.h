@@ -89,6 +89,16 @@ class ChatTemplate {
   ChatSegments render_delta_segments(std::span<const ChatMessage> messages, size_t n_done, bool reply_closed) const;
   // chat_text(render_delta_segments(...)).
   std::string render_delta(std::span<const ChatMessage> messages, size_t n_done, bool reply_closed) const;
+  // The segments to append to a history that holds exactly
+  // render(messages[0, n_prompt), true): used when the last reply's tokens were
+  // taken back because the template renders a finished reply differently from
+  // how it was generated (Gemma 4 drops its thinking and trims it). An
+  // og::Error when that history is not a prefix of render(messages, true).
+  ChatSegments render_after_prompt_segments(std::span<const ChatMessage> messages, size_t n_prompt) const;
+
+ private:
+  // What follows `history` in `full`; an og::Error when history is not its prefix.
+  ChatSegments delta_after(const ChatSegments& history, const ChatSegments& full) const;
 };
 
 // Names accepted by make_chat_template besides "auto": llama3 gemma gemma4 chatml

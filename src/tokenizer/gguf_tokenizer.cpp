@@ -1,5 +1,6 @@
 // Tokenizer::from_gguf: GGUF tokenizer.ggml.* metadata (`llama` SentencePiece
-// BPE by scores, `gpt2` byte-level BPE with merges) -> PipelineSpec.
+// BPE by scores, `gpt2` byte-level BPE with merges, `gemma4` BPE with merges
+// over raw UTF-8, `bert` WordPiece) -> PipelineSpec.
 #include <cctype>
 #include <memory>
 
@@ -141,6 +142,47 @@ std::unique_ptr<Tokenizer> bert_from_gguf(const GgufFile& g) {
   return std::make_unique<tok::PipelineTokenizer>(std::move(spec));
 }
 
+// Gemma 4: BPE by merge rank over raw UTF-8 characters (no byte-level
+// mapping), spaces escaped to U+2581 with no prefix space, the text split only
+// into runs of newlines and runs of anything else, a newline run that is a
+// piece emitted whole, <0xNN> byte fallback, and BOS always added (llama.cpp
+// forces it for this vocabulary whatever add_bos_token says).
+std::unique_ptr<Tokenizer> gemma4_from_gguf(const GgufFile& g) {
+  PipelineSpec spec;
+  read_vocab(g, spec);
+  const int32_t n = spec.vocab.size();
+  spec.kind = "gguf gemma4 (BPE over UTF-8)";
+  spec.model = tok::ModelKind::kBpe;
+  read_merges(g, spec);
+  spec.bpe.byte_level = false;
+  spec.bpe.byte_fallback = true;
+  spec.bpe.whole_newline_runs = true;
+  spec.spm_escape_spaces = true;
+  tok::PreTokStep st;
+  st.regex = std::make_shared<tok::Regex>("[^\n]+|[\n]+");
+  spec.pre.push_back(std::move(st));
+  spec.dec_byte_fallback = true;
+  spec.dec_replace = {{"\xE2\x96\x81", " "}};
+  for (int32_t id = 0; id < n; ++id)
+    if (tok::parse_byte_piece(spec.vocab.pieces[id]) >= 0 && spec.vocab.types[id] == TokenType::kNormal)
+      spec.vocab.types[id] = TokenType::kByte;
+  add_special_pieces(spec);
+  SpecialTokens& s = spec.special;
+  s.bos = special_id(g, "tokenizer.ggml.bos_token_id", find_first(spec.vocab, {"<bos>"}), n);
+  s.eos = special_id(g, "tokenizer.ggml.eos_token_id", find_first(spec.vocab, {"<eos>"}), n);
+  s.unk = special_id(g, "tokenizer.ggml.unknown_token_id", find_first(spec.vocab, {"<unk>"}), n);
+  s.pad = special_id(g, "tokenizer.ggml.padding_token_id", find_first(spec.vocab, {"<pad>"}), n);
+  s.eot = special_id(g, "tokenizer.ggml.eot_token_id", find_first(spec.vocab, {"<turn|>"}), n);
+  spec.unk = s.unk;
+  OG_CHECK(s.bos >= 0, g.source_name(), ": gemma4 vocabulary without a BOS token (<bos> or tokenizer.ggml.bos_token_id)");
+  s.add_bos = true;
+  s.add_eos = g.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
+  OG_CHECK(!s.add_eos || s.eos >= 0, g.source_name(), ": add_eos_token is set but there is no EOS token");
+  spec.prefix_ids = {s.bos};
+  if (s.add_eos) spec.suffix_ids = {s.eos};
+  return std::make_unique<tok::PipelineTokenizer>(std::move(spec));
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& g) {
@@ -149,8 +191,9 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& g) {
   PipelineSpec spec;
   const bool spm = *model == "llama";
   if (*model == "bert") return bert_from_gguf(g);
+  if (*model == "gemma4") return gemma4_from_gguf(g);
   if (!spm && *model != "gpt2")
-    fail(g.source_name(), ": unsupported tokenizer.ggml.model '", *model, "' (supported: llama, gpt2, bert)");
+    fail(g.source_name(), ": unsupported tokenizer.ggml.model '", *model, "' (supported: llama, gpt2, gemma4, bert)");
   read_vocab(g, spec);
   const int32_t n = spec.vocab.size();
   const std::string pre = g.get_string("tokenizer.ggml.pre").value_or("");

@@ -298,7 +298,7 @@ std::unique_ptr<PipelineTokenizer> load_tokenizer_json_text(const std::string& t
   if (s.bos < 0)
     for (const char* b : {"<s>", "<|begin_of_text|>", "<bos>"})
       if ((s.bos = spec.vocab.find(b)) >= 0) break;
-  for (const char* e : {"<|eot_id|>", "<|im_end|>", "<end_of_turn>", "<|end|>"})
+  for (const char* e : {"<|eot_id|>", "<|im_end|>", "<end_of_turn>", "<|end|>", "<turn|>"})
     if (s.eot < 0) s.eot = spec.vocab.find(e);
   s.eom = spec.vocab.find("<|eom_id|>");
   return std::make_unique<PipelineTokenizer>(std::move(spec));

@@ -13,7 +13,8 @@ namespace og::tok {
 
 const std::vector<std::string>& stop_marker_texts() {
   static const std::vector<std::string> k = {"<|eot_id|>",    "<|eom_id|>",     "<|end_of_text|>", "<|im_end|>",
-                                             "<|endoftext|>", "<end_of_turn>", "<|end|>"};
+                                             "<|endoftext|>", "<end_of_turn>", "<|end|>",
+                                             "<turn|>",       "<|tool_response>"};
   return k;
 }
 
