@@ -3,6 +3,7 @@
 // written file back, then rename it into place.
 #include "model/gguf_convert.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -47,31 +48,49 @@ int64_t source_row(const GgufTensorPlan& p, int64_t r) {
   return h * hd + (rem % 2) * (hd / 2) + rem / 2;
 }
 
+// Source rows are converted in blocks of about this many bytes, each block's
+// file pages dropped once it is done, so the source of a large tensor (a
+// 128k-token embedding) is never resident whole.
+constexpr int64_t kBlockBytes = int64_t{32} << 20;
+
 std::vector<uint8_t> run_job(const Job& j) {
   const int64_t cols = j.shape.back(), rows = numel(j.shape) / cols;
   if (j.src == nullptr) return encode_rows(j.to, j.plan.generated.data(), rows, cols);
   const DType from = static_cast<DType>(j.src->type_id);
   std::vector<uint8_t> out;
   if (j.copy) {
-    out.assign(j.src->data, j.src->data + j.src->nbytes);
-  } else if (!j.matrix) {
+    out.resize(static_cast<size_t>(j.src->nbytes));
+    for (uint64_t b0 = 0; b0 < j.src->nbytes; b0 += kBlockBytes) {
+      const uint64_t n = std::min<uint64_t>(kBlockBytes, j.src->nbytes - b0);
+      std::copy(j.src->data + b0, j.src->data + b0 + n, out.data() + b0);
+      release_file_pages(j.src->data + b0, n);
+    }
+    return out;
+  }
+  if (!j.matrix) {
     std::vector<float> v(static_cast<size_t>(rows * cols));
     decode_rows(from, j.src->data, rows, cols, v.data());
     apply_gguf_fixes(j.plan, v);
-    out = encode_rows(j.to, v.data(), rows, cols);
-  } else {
-    OG_CHECK(j.plan.add == 0, "GGUF export: matrix ", j.name, " cannot take a value offset");
-    const int64_t rb_in = dtype_row_bytes(from, cols), rb_out = dtype_row_bytes(j.to, cols);
-    out.resize(static_cast<size_t>(rows * rb_out));
-    thread_pool().parallel_for(rows, [&](int64_t r0, int64_t r1) {
+    release_file_pages(j.src->data, j.src->nbytes);  // the source is a read-only file mapping
+    return encode_rows(j.to, v.data(), rows, cols);
+  }
+  OG_CHECK(j.plan.add == 0, "GGUF export: matrix ", j.name, " cannot take a value offset");
+  const int64_t rb_in = dtype_row_bytes(from, cols), rb_out = dtype_row_bytes(j.to, cols);
+  out.resize(static_cast<size_t>(rows * rb_out));
+  // Permuted rows come from within their head; a block of whole heads reads only its own rows.
+  const int64_t unit = j.plan.permute_heads > 0 ? j.plan.permute_head_dim : 1;
+  const int64_t block = std::max<int64_t>(1, kBlockBytes / (rb_in * unit)) * unit;
+  for (int64_t b0 = 0; b0 < rows; b0 += block) {
+    const int64_t b1 = std::min(rows, b0 + block);
+    thread_pool().parallel_for(b1 - b0, [&](int64_t r0, int64_t r1) {
       std::vector<float> buf(static_cast<size_t>(cols));
-      for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t r = b0 + r0; r < b0 + r1; ++r) {
         kernels::dequantize_row(from, j.src->data + source_row(j.plan, r) * rb_in, buf.data(), cols);
         kernels::quantize_row(j.to, buf.data(), out.data() + r * rb_out, cols);
       }
     });
+    release_file_pages(j.src->data + b0 * rb_in, static_cast<size_t>((b1 - b0) * rb_in));
   }
-  release_file_pages(j.src->data, j.src->nbytes);  // the source is a read-only file mapping
   return out;
 }
 
