@@ -3,11 +3,13 @@
 // dequantize-then-dot, and bad arguments.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <map>
 
 #include "base/error.h"
 #include "kernels/ops.h"
+#include "kernels/ref/ref.h"
 #include "kernels/test_util.h"
 
 namespace og::kernels {
@@ -267,6 +269,33 @@ TEST(BadArguments, UnsupportedDtypeThrowsNamingIt) {
     EXPECT_THROW(dot_row(t, buf.data(), x.data(), 256), Error);
   }
   for (DType t : all_weight_dtypes()) EXPECT_TRUE(weight_dtype_supported(t));
+}
+
+}  // namespace
+}  // namespace og::kernels
+
+namespace og::kernels {
+namespace {
+
+// The encoders' rounding is std::lround exactly: halves, their neighbours,
+// every magnitude, and the huge values the callers clamp.
+TEST(RoundHalfAway, EqualsLround) {
+  std::vector<float> xs = {0.0f, -0.0f, 0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 0.49999997f, -0.49999997f,
+                           8388607.5f, -8388607.5f, 8388608.0f, 16777217.0f, 1073741823.0f, 1e9f, -1e9f, 3e9f,
+                           -3e9f, 1e30f, -1e30f};
+  for (int k = -300; k <= 300; ++k) {
+    const float h = k + 0.5f;
+    xs.push_back(h);
+    xs.push_back(std::nextafter(h, 1e9f));
+    xs.push_back(std::nextafter(h, -1e9f));
+  }
+  uint32_t s = 12345;
+  for (int i = 0; i < 200000; ++i) {
+    s = s * 1664525u + 1013904223u;
+    const float u = static_cast<float>(s >> 8) / 16777216.0f;
+    xs.push_back((u - 0.5f) * std::pow(2.0f, static_cast<float>(i % 40 - 8)));
+  }
+  for (float x : xs) ASSERT_EQ(ref::round_half_away(x), std::lround(x)) << x;
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ float quantize_affine(const float* x, int n, int nmax, float scale, float min, i
   float err = 0.0f;
   float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
   for (int i = 0; i < n; ++i) {
-    int v = std::clamp(static_cast<int>(std::lround((x[i] + min) * inv)), 0, nmax);
+    int v = std::clamp(static_cast<int>(round_half_away((x[i] + min) * inv)), 0, nmax);
     q[i] = v;
     float e = x[i] - (scale * static_cast<float>(v) - min);
     err += e * e;
@@ -83,8 +83,8 @@ void quant_k_affine(const float* x, int nmax, float* d_out, float* dmin_out, uin
   }
   float d = round_f16(max_scale / 63.0f), dmin = round_f16(max_min / 63.0f);
   for (int j = 0; j < 8; ++j) {
-    sc[j] = static_cast<uint8_t>(d > 0 ? std::clamp(std::lround(scales[j] / d), 0L, 63L) : 0);
-    m[j] = static_cast<uint8_t>(dmin > 0 ? std::clamp(std::lround(mins[j] / dmin), 0L, 63L) : 0);
+    sc[j] = static_cast<uint8_t>(d > 0 ? std::clamp(round_half_away(scales[j] / d), 0L, 63L) : 0);
+    m[j] = static_cast<uint8_t>(dmin > 0 ? std::clamp(round_half_away(mins[j] / dmin), 0L, 63L) : 0);
     // Levels against the scale and min the decoder will actually use.
     quantize_affine(x + 32 * j, 32, nmax, d * sc[j], dmin * m[j], q + 32 * j);
   }
@@ -224,12 +224,12 @@ void quant_q6_k(const float* src, void* dst, int64_t n) {
     int8_t* scales = reinterpret_cast<int8_t*>(b + 192);
     int q[kQK];
     for (int s = 0; s < 16; ++s) {
-      long sc = d > 0 ? std::clamp(std::lround(sub[s] / d), -128L, 127L) : 0;
+      long sc = d > 0 ? std::clamp(round_half_away(sub[s] / d), -128L, 127L) : 0;
       scales[s] = static_cast<int8_t>(sc);
       float eff = d * static_cast<float>(sc);
       float inv = eff != 0.0f ? 1.0f / eff : 0.0f;
       for (int i = 0; i < 16; ++i)
-        q[16 * s + i] = std::clamp(static_cast<int>(std::lround(x[16 * s + i] * inv)) + 32, 0, 63);
+        q[16 * s + i] = std::clamp(static_cast<int>(round_half_away(x[16 * s + i] * inv)) + 32, 0, 63);
     }
     store_f16(b + 208, d);
     uint8_t* ql = b;

@@ -47,7 +47,7 @@ float quant_sym(const float* x, int half, int* q) {
   float d = f16_to_f32(f32_to_f16(m / -static_cast<float>(half)));
   float id = d != 0.0f ? 1.0f / d : 0.0f;
   for (int i = 0; i < kQK; ++i) {
-    int v = static_cast<int>(std::lround(x[i] * id)) + half;
+    int v = static_cast<int>(round_half_away(x[i] * id)) + half;
     q[i] = std::clamp(v, 0, 2 * half - 1);
   }
   return d;
@@ -65,7 +65,7 @@ void quant_asym(const float* x, int n_levels, int* q, float* d_out, float* m_out
   float m = f16_to_f32(f32_to_f16(lo));
   float id = d != 0.0f ? 1.0f / d : 0.0f;
   for (int i = 0; i < kQK; ++i) {
-    int v = static_cast<int>(std::lround((x[i] - m) * id));
+    int v = static_cast<int>(round_half_away((x[i] - m) * id));
     q[i] = std::clamp(v, 0, n_levels - 1);
   }
   *d_out = d;
@@ -194,7 +194,7 @@ void quant_q8_0(const float* src, void* dst, int64_t n) {
     float id = d != 0.0f ? 1.0f / d : 0.0f;
     store_f16(b, d);
     int8_t* qs = reinterpret_cast<int8_t*>(b + 2);
-    for (int i = 0; i < kQK; ++i) qs[i] = static_cast<int8_t>(std::clamp(std::lround(x[i] * id), -127L, 127L));
+    for (int i = 0; i < kQK; ++i) qs[i] = static_cast<int8_t>(std::clamp(round_half_away(x[i] * id), -127L, 127L));
   }
 }
 
