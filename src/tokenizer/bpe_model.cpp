@@ -91,6 +91,18 @@ BpeModel::BpeModel(const Vocab& vocab, const std::vector<std::pair<int32_t, int3
   }
 }
 
+std::vector<std::pair<int32_t, int32_t>> BpeModel::merges() const {
+  std::vector<const MergeSlot*> used;
+  for (const MergeSlot& m : table_)
+    if (m.key != ~0ull) used.push_back(&m);
+  std::sort(used.begin(), used.end(), [](const MergeSlot* a, const MergeSlot* b) { return a->rank < b->rank; });
+  std::vector<std::pair<int32_t, int32_t>> out;
+  out.reserve(used.size());
+  for (const MergeSlot* m : used)
+    out.emplace_back(static_cast<int32_t>(m->key >> 32), static_cast<int32_t>(m->key & 0xffffffffu));
+  return out;
+}
+
 const BpeModel::MergeSlot* BpeModel::find_merge(int32_t left, int32_t right) const {
   const uint64_t key = (static_cast<uint64_t>(left) << 32) | static_cast<uint32_t>(right);
   for (uint64_t h = mix(key) & mask_;; h = (h + 1) & mask_) {

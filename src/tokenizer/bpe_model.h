@@ -31,6 +31,9 @@ class BpeModel {
   // Appends the ids of one pre-tokenized word.
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   const BpeOptions& options() const { return opt_; }
+  // The merges in effect, in priority order (those naming no piece and
+  // repeats dropped): what a GGUF tokenizer.ggml.merges list needs.
+  std::vector<std::pair<int32_t, int32_t>> merges() const;
 
  private:
   struct MergeSlot {

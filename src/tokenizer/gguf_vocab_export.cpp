@@ -68,7 +68,8 @@ bool adds_space_prefix(const tok::PipelineSpec& spec) {
   return spec.model == tok::ModelKind::kSentencePiece && spec.dec_strip_leading_space;
 }
 
-void gpt2_keys(const tok::PipelineSpec& spec, const std::string& where, Keys& k) {
+void gpt2_keys(const tok::PipelineTokenizer& t, const std::string& where, Keys& k) {
+  const tok::PipelineSpec& spec = t.spec();
   std::vector<std::string> regexes;
   for (const tok::PreTokStep& p : spec.pre)
     if (p.regex) regexes.push_back(p.regex->pattern());
@@ -76,11 +77,8 @@ void gpt2_keys(const tok::PipelineSpec& spec, const std::string& where, Keys& k)
   OG_CHECK(!pre.empty(), where, ": the pre-tokenizer (", regexes.empty() ? std::string("none") : regexes[0],
            ") matches no pre-tokenizer name llama.cpp knows, so a GGUF file cannot reproduce it");
   std::vector<std::string> merges;
-  merges.reserve(spec.merges.size());
-  for (const auto& [a, b] : spec.merges) {
-    OG_CHECK(a >= 0 && b >= 0, where, ": a merge names a piece that is not in the vocabulary");
-    merges.push_back(spec.vocab.pieces[a] + " " + spec.vocab.pieces[b]);
-  }
+  for (const auto& [a, b] : t.bpe_merges()) merges.push_back(spec.vocab.pieces[a] + " " + spec.vocab.pieces[b]);
+  OG_CHECK(!merges.empty(), where, ": a byte-level BPE without merges");
   k.emplace_back("tokenizer.ggml.model", GgufValue::make_string("gpt2"));
   k.emplace_back("tokenizer.ggml.pre", GgufValue::make_string(pre));
   add_vocab(spec, {}, k);
@@ -98,7 +96,7 @@ std::vector<std::pair<std::string, GgufValue>> tokenizer_gguf_keys(const std::st
   Keys k;
   const bool json = file_exists(tj);
   if (spec.model == tok::ModelKind::kBpe && spec.bpe.byte_level) {
-    gpt2_keys(spec, json ? tj : dir, k);
+    gpt2_keys(*p, json ? tj : dir, k);
   } else if (file_exists(tm)) {
     // The SentencePiece model itself carries the scores; tokenizer.json (if any) supplied the special ids.
     std::unique_ptr<Tokenizer> sp = Tokenizer::from_path(tm);

@@ -101,6 +101,10 @@ class PipelineTokenizer final : public Tokenizer {
   const SpecialTokens& special() const override { return spec_.special; }
   std::string kind() const override { return spec_.kind; }
   const PipelineSpec& spec() const { return spec_; }  // what the loader built (GGUF export reads it)
+  // BPE models: the merges in priority order (spec().merges is released after construction).
+  std::vector<std::pair<int32_t, int32_t>> bpe_merges() const {
+    return bpe_ ? bpe_->merges() : std::vector<std::pair<int32_t, int32_t>>{};
+  }
 
   // Loaders adjust these after construction (tokenizer_config.json etc.).
   SpecialTokens& mutable_special() { return spec_.special; }

@@ -118,6 +118,32 @@ TEST(Export, GemmaLinearScalingOnGlobalLayers) {
   expect_same_model(dir.path("hf"), dir.path("m.gguf"));
 }
 
+// A byte-level BPE tokenizer.json (Llama 3.2's) becomes a "gpt2" vocabulary
+// with the llama-bpe pre-tokenizer, special ids, add_bos and the chat template.
+TEST(Export, ByteLevelBpeTokenizerBecomesGpt2) {
+  test::TempDir dir;
+  synth::SynthSpec s = synth::tiny_spec(Family::kLlama);
+  s.tokenizer = "llama3";
+  s.d_model = 32;
+  s.head_dim = 8;
+  const std::string hf = test::synth_path(s, true, "llama-bpe");
+  export_to(hf, dir.path("b.gguf"));
+  std::unique_ptr<GgufFile> g = GgufFile::open(dir.path("b.gguf"));
+  EXPECT_EQ(*g->get_string("tokenizer.ggml.model"), "gpt2");
+  EXPECT_EQ(*g->get_string("tokenizer.ggml.pre"), "llama-bpe");
+  EXPECT_GT(g->get_string_array("tokenizer.ggml.merges")->size(), 280000u);  // 280147 listed, repeats dropped
+  EXPECT_EQ(*g->get_int("tokenizer.ggml.bos_token_id"), 128000);
+  EXPECT_EQ(*g->get_int("tokenizer.ggml.eot_token_id"), 128009);
+  EXPECT_EQ(*g->get_bool("tokenizer.ggml.add_bos_token"), true);
+  EXPECT_NE(g->get_string("tokenizer.chat_template")->find("<|start_header_id|>"), std::string::npos);
+  std::unique_ptr<Tokenizer> th = Tokenizer::from_path(hf);
+  std::unique_ptr<Tokenizer> tg = Tokenizer::from_gguf(*g);
+  for (const char* text : {"Hello, world! 12345 numbers", "  spaces\n\nand\ttabs", "héllo wörld 日本語 🙂",
+                           "<|eot_id|> is text here"})
+    EXPECT_EQ(tg->encode(text, true, false), th->encode(text, true, false)) << text;
+  expect_same_model(hf, dir.path("b.gguf"));
+}
+
 // The real stories260K HF checkpoint, exported, gives REFERENCE_OUTPUTS.md
 // case A from the prompt its own (exported) tokenizer makes.
 TEST(Export, Stories260KReproducesTheReference) {
