@@ -247,6 +247,7 @@ Json kv_section(const std::string& path, std::string* why) {
   j["caches"] = caches;
   j["bytes_per_position_f16"] = per_token * 2;
   j["layers"] = describe_config(m->config());
+  j["notes"] = m->config().notes;  // what the reader skipped on purpose (e.g. a vision tower)
   return j;
 }
 
@@ -329,6 +330,7 @@ void print_text(const Json& j, const std::string& kv_why) {
                 s["window"].get<int>() > 0 ? cat("window ", s["window"].get<int>()).c_str() : "full",
                 layers.c_str());
   }
+  for (const auto& n : kv["notes"]) std::printf("note:          %s\n", n.get<std::string>().c_str());
   std::printf("layers:\n");
   std::string d = kv["layers"].get<std::string>();
   size_t start = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@ namespace og::e2e {
 struct Proc {
   int code = -1;
   std::string out, err;
+  int64_t max_rss_kb = 0;  // the child's peak resident set (getrusage ru_maxrss)
 };
 
 inline std::string slurp(const std::string& path) {
@@ -68,7 +70,9 @@ inline Proc offgraph(const std::vector<std::string>& args, const std::string& in
     _exit(127);
   }
   int status = 0;
-  waitpid(pid, &status, 0);
+  struct rusage ru {};
+  wait4(pid, &status, 0, &ru);
+  p.max_rss_kb = ru.ru_maxrss;
   p.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   p.out = slurp(out_path);
   p.err = slurp(err_path);
