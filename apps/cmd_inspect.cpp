@@ -1,6 +1,9 @@
 // `offgraph inspect MODEL [--json]`: what a .gguf file or HF checkpoint
-// directory holds — architecture, hyper-parameters, tensors by dtype,
-// tokenizer, chat template — and the KV geometry the model needs.
+// directory holds — architecture, tensors by dtype, tokenizer, chat template —
+// and the ModelConfig the loader reads from it (hyper-parameters, layers, KV
+// geometry). A file that cannot be run is printed as far as it reads, then
+// its reason is the error line and the exit code is 1.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -12,11 +15,13 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "commands.h"
+#include "flags.h"
 #include "format/gguf.h"
 #include "format/hf_config.h"
 #include "kv/kv_types.h"
 #include "model/config.h"
 #include "model/kv_keys.h"
+#include "model/loader.h"
 #include "model/model.h"
 #include "tensor/dtype.h"
 
@@ -25,20 +30,6 @@ namespace og::app {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: offgraph inspect MODEL [--json]\n"
-               "  MODEL    a .gguf file or a Hugging Face checkpoint directory (config.json + *.safetensors)\n"
-               "  --json   print one JSON object instead of text\n");
-}
-
-void put_if(Json& j, const char* key, const std::optional<int64_t>& v) {
-  if (v) j[key] = *v;
-}
-void put_if(Json& j, const char* key, const std::optional<double>& v) {
-  if (v) j[key] = *v;
-}
 
 Json tensor_summary(const TensorSource& src) {
   std::map<std::string, std::pair<int64_t, uint64_t>> by;  // dtype -> (count, bytes)
@@ -60,7 +51,7 @@ Json tensor_summary(const TensorSource& src) {
 }
 
 // The cache geometry the file publishes (offgraph.kv.*), null when it has none.
-// The model load (kv_section) checks it against the architecture.
+// The model load (add_model) checks it against the architecture.
 Json stored_kv(const GgufFile& g) {
   std::optional<KvGeometry> geo;
   try {
@@ -88,36 +79,6 @@ Json inspect_gguf(const std::string& path) {
   const std::string arch = g->get_string("general.architecture").value_or("");
   j["architecture"] = arch.empty() ? Json(nullptr) : Json(arch);
   if (auto n = g->get_string("general.name")) j["name"] = *n;
-  Json hp = Json::object();
-  if (!arch.empty()) {
-    const std::string p = arch + ".";
-    auto i = [&](const std::string& k) -> std::optional<int64_t> {
-      const GgufValue* v = g->get(p + k);
-      if (v && v->type == GgufType::ARRAY) return std::nullopt;  // per-layer arrays: see "layers"
-      return g->get_int(p + k);
-    };
-    put_if(hp, "d_model", i("embedding_length"));
-    put_if(hp, "n_layers", i("block_count"));
-    put_if(hp, "n_heads", i("attention.head_count"));
-    put_if(hp, "n_kv_heads", i("attention.head_count_kv"));
-    put_if(hp, "head_dim", i("attention.key_length"));
-    if (!hp.contains("head_dim") && hp.contains("d_model") && hp.contains("n_heads") && hp["n_heads"] != 0)
-      hp["head_dim"] = hp["d_model"].get<int64_t>() / hp["n_heads"].get<int64_t>();
-    put_if(hp, "d_ff", i("feed_forward_length"));
-    put_if(hp, "n_ctx", i("context_length"));
-    put_if(hp, "n_rot", i("rope.dimension_count"));
-    put_if(hp, "rope_base", g->get_float(p + "rope.freq_base"));
-    put_if(hp, "rope_base_local", g->get_float(p + "rope.freq_base_swa"));
-    put_if(hp, "rms_eps", g->get_float(p + "attention.layer_norm_rms_epsilon"));
-    put_if(hp, "window", i("attention.sliding_window"));
-    put_if(hp, "sliding_pattern", i("attention.sliding_window_pattern"));
-  }
-  if (auto tokens = g->get("tokenizer.ggml.tokens"); tokens && tokens->type == GgufType::ARRAY)
-    hp["n_vocab"] = tokens->arr.size();
-  else if (const TensorInfo* e = g->find("token_embd.weight"))
-    hp["n_vocab"] = e->shape.front();
-  if (!arch.empty() && g->find("token_embd.weight")) hp["tied_output"] = g->find("output.weight") == nullptr;
-  j["hparams"] = hp;
   j["tensors"] = tensor_summary(*g);
   Json tok;
   if (auto m = g->get_string("tokenizer.ggml.model")) {
@@ -133,11 +94,6 @@ Json inspect_gguf(const std::string& path) {
   j["chat_template"] = g->get("tokenizer.chat_template") != nullptr;
   j["kv_stored"] = stored_kv(*g);
   return j;
-}
-
-const nlohmann::json& text_config(const nlohmann::json& c) {
-  auto it = c.find("text_config");
-  return it != c.end() && it->is_object() ? *it : c;
 }
 
 Json hf_tokenizer(const HfCheckpoint& c) {
@@ -187,48 +143,44 @@ Json inspect_hf(const std::string& dir) {
   else
     j["architecture"] = nullptr;
   if (auto mt = json_string(c.config, "model_type", cf)) j["model_type"] = *mt;
-  const nlohmann::json& t = text_config(c.config);
-  Json hp = Json::object();
-  put_if(hp, "d_model", json_int(t, "hidden_size", cf));
-  put_if(hp, "n_layers", json_int(t, "num_hidden_layers", cf));
-  put_if(hp, "n_heads", json_int(t, "num_attention_heads", cf));
-  put_if(hp, "n_kv_heads", json_int(t, "num_key_value_heads", cf));
-  put_if(hp, "head_dim", json_int(t, "head_dim", cf));
-  if (!hp.contains("head_dim") && hp.contains("d_model") && hp.contains("n_heads") && hp["n_heads"] != 0)
-    hp["head_dim"] = hp["d_model"].get<int64_t>() / hp["n_heads"].get<int64_t>();
-  put_if(hp, "d_ff", json_int(t, "intermediate_size", cf));
-  put_if(hp, "n_ctx", json_int(t, "max_position_embeddings", cf));
-  put_if(hp, "n_vocab", json_int(t, "vocab_size", cf));
-  put_if(hp, "rope_base", json_number(t, "rope_theta", cf));
-  put_if(hp, "rope_base_local", json_number(t, "rope_local_base_freq", cf));
-  put_if(hp, "rms_eps", json_number(t, "rms_norm_eps", cf));
-  put_if(hp, "window", json_int(t, "sliding_window", cf));
-  put_if(hp, "sliding_pattern", json_int(t, "sliding_window_pattern", cf));
-  if (auto tied = json_bool(t, "tie_word_embeddings", cf)) hp["tied_output"] = *tied;
-  j["hparams"] = hp;
   j["tensors"] = tensor_summary(*c.weights);
   j["tokenizer"] = hf_tokenizer(c);
-  bool chat = !c.chat_template_path.empty();
-  if (c.tokenizer_config && c.tokenizer_config->contains("chat_template") &&
-      !(*c.tokenizer_config)["chat_template"].is_null())
-    chat = true;
-  j["chat_template"] = chat;
+  j["chat_template"] = c.chat_template().has_value();
   return j;
 }
 
-// The KV geometry from the model's family code; null plus a reason when the
-// file is not a loadable model (vocab-only GGUF, unsupported architecture).
-Json kv_section(const std::string& path, std::string* why) {
-  std::unique_ptr<Model> m;
-  try {
-    LoadOptions opts;
-    opts.mmap_only = true;
-    m = Model::load(path, opts);
-  } catch (const Error& e) {
-    *why = e.what();
-    return nullptr;
+// The hyper-parameters as the loader reads them (layer 0 for per-layer
+// values; "layers" lists every kind of layer).
+Json hparams_of(const ModelConfig& c) {
+  Json hp = Json::object();
+  hp["d_model"] = c.d_model;
+  hp["n_layers"] = c.n_layers();
+  if (c.n_layers() > 0) {
+    const LayerConfig& L = c.layers[0];
+    hp["n_heads"] = L.n_heads;
+    hp["n_kv_heads"] = L.n_kv_heads;
+    hp["head_dim"] = L.head_dim_k;
+    if (L.head_dim_v != L.head_dim_k) hp["head_dim_v"] = L.head_dim_v;
+    hp["d_ff"] = L.d_ff;
   }
-  KvGeometry g = m->kv_geometry();
+  hp["n_ctx"] = c.n_ctx;
+  if (c.n_vocab > 0) hp["n_vocab"] = c.n_vocab;
+  int window = 0;
+  for (const LayerConfig& L : c.layers) {
+    if (L.window == 0 && !hp.contains("rope_base")) hp["rope_base"] = L.rope_base;
+    if (L.window > 0 && !hp.contains("rope_base_local")) hp["rope_base_local"] = L.rope_base;
+    window = std::max(window, L.window);
+  }
+  if (!hp.contains("rope_base") && c.n_layers() > 0) hp["rope_base"] = c.layers[0].rope_base;
+  hp["rms_eps"] = c.eps;
+  hp["window"] = window;
+  hp["tied_output"] = c.tied_output;
+  if (c.embedding_scale != 1.0f) hp["embedding_scale"] = c.embedding_scale;
+  return hp;
+}
+
+Json kv_of(const Model& m) {
+  KvGeometry g = m.kv_geometry();
   Json caches = Json::array();
   int64_t per_token = 0;  // elements of K and V per position, over all caches
   for (size_t c = 0; c < g.caches.size(); ++c) {
@@ -246,9 +198,32 @@ Json kv_section(const std::string& path, std::string* why) {
   Json j;
   j["caches"] = caches;
   j["bytes_per_position_f16"] = per_token * 2;
-  j["layers"] = describe_config(m->config());
-  j["notes"] = m->config().notes;  // what the reader skipped on purpose (e.g. a vision tower)
+  j["layers"] = describe_config(m.config());
+  j["notes"] = m.config().notes;  // what the reader skipped on purpose (e.g. a vision tower)
   return j;
+}
+
+// Fills hparams and kv from the model as `run` would load it (weights left
+// mapped). Returns "" when it loads, else why it cannot be run; hparams are
+// still filled when the config reads but the tensors do not bind.
+std::string add_model(Json& j, const std::string& path, bool hf) {
+  j["hparams"] = Json::object();
+  j["kv"] = nullptr;
+  try {
+    LoadOptions opts;
+    opts.mmap_only = true;
+    std::unique_ptr<Model> m = Model::load(path, opts);
+    j["hparams"] = hparams_of(m->config());
+    j["hparams"]["n_vocab"] = m->n_vocab();
+    j["kv"] = kv_of(*m);
+    return "";
+  } catch (const Error& e) {
+    try {
+      j["hparams"] = hparams_of(hf ? read_hf_model(path).config : read_gguf_model(path).config);
+    } catch (const Error&) {
+    }
+    return e.what();
+  }
 }
 
 std::string human_bytes(uint64_t b) {
@@ -281,7 +256,9 @@ void print_text(const Json& j, const std::string& kv_why) {
   if (j.contains("name")) std::printf("  (name: %s)", j["name"].get<std::string>().c_str());
   if (j.contains("model_type")) std::printf("  (model_type: %s)", j["model_type"].get<std::string>().c_str());
   std::printf("\n");
-  if (!j["hparams"].empty()) {
+  if (j["hparams"].empty()) {
+    std::printf("hyper-parameters: unavailable (the loader cannot read them)\n");
+  } else {
     std::printf("hyper-parameters:\n");
     for (const auto& [k, v] : j["hparams"].items()) std::printf("  %-16s %s\n", k.c_str(), scalar_text(v).c_str());
   }
@@ -313,7 +290,7 @@ void print_text(const Json& j, const std::string& kv_why) {
   }
   const Json& kv = j["kv"];
   if (kv.is_null()) {
-    std::printf("kv:            unavailable (%s)\n", kv_why.c_str());
+    std::printf("kv:            unavailable: the model cannot be run (%s)\n", kv_why.c_str());
     return;
   }
   std::printf("kv:            %zu cache%s, %s per position at f16\n", kv["caches"].size(),
@@ -345,40 +322,38 @@ void print_text(const Json& j, const std::string& kv_why) {
 }  // namespace
 
 int cmd_inspect(const Args& args) {
-  std::string model;
+  std::string model_flag;
   bool json = false;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      usage(stdout);
-      return 0;
-    }
-    if (a == "--json") {
-      json = true;
-    } else if (a.rfind("-", 0) == 0 && a.size() > 1) {
-      std::fprintf(stderr, "offgraph inspect: unknown option '%s' (see offgraph inspect --help)\n", a.c_str());
-      return 2;
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      std::fprintf(stderr, "offgraph inspect: more than one MODEL given ('%s', '%s')\n", model.c_str(), a.c_str());
-      return 2;
-    }
+  Flags f("inspect",
+          "MODEL [--json]   (or --model MODEL)\n\n"
+          "Prints what a .gguf file or a Hugging Face checkpoint directory holds and the\n"
+          "configuration the loader reads from it. Exit code 0 when the model can be run;\n"
+          "1 when the file cannot be read, or can be read but not run (an unknown\n"
+          "architecture, a missing tensor, a vocabulary-only file): what it holds is\n"
+          "printed first, then the reason as the error line; 2 for bad usage.");
+  f.add_string("model", &model_flag, "the model, instead of the MODEL argument", "PATH");
+  f.add_bool("json", &json, "print one JSON object instead of text (\"error\" holds the reason it cannot run)");
+  std::vector<std::string> positional;
+  if (!f.parse(args, &positional)) {
+    std::fputs(f.help().c_str(), stdout);
+    return 0;
   }
-  if (model.empty()) {
-    std::fprintf(stderr, "offgraph inspect: missing MODEL (a .gguf file or an HF directory; see --help)\n");
-    return 2;
-  }
+  if (!model_flag.empty()) positional.insert(positional.begin(), model_flag);
+  if (positional.empty()) usage_fail("missing MODEL (a .gguf file or a Hugging Face directory)");
+  if (positional.size() > 1) usage_fail("more than one MODEL given ('" + positional[0] + "', '" + positional[1] + "')");
+  const std::string& model = positional[0];
   if (!file_exists(model)) fail(model, ": no such file or directory");
-  Json j = is_directory(model) ? inspect_hf(model) : inspect_gguf(model);
-  std::string why;
-  j["kv"] = kv_section(model, &why);
-  if (j["kv"].is_null()) j["kv_unavailable"] = why;
+  const bool hf = is_directory(model);
+  Json j = hf ? inspect_hf(model) : inspect_gguf(model);
+  const std::string why = add_model(j, model, hf);
+  j["runnable"] = why.empty();
+  if (!why.empty()) j["error"] = why;
   if (json) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     print_text(j, why);
   }
+  if (!why.empty()) fail(why);
   return 0;
 }
 

@@ -23,13 +23,22 @@ std::string format_double(double v) {
   return os.str();
 }
 
-bool parse_int(const std::string& s, int64_t* out) {
-  if (s.empty()) return false;
+enum class IntParse { kOk, kNotInteger, kOutOfRange };
+
+// A decimal integer, optionally signed; kOutOfRange when it is one but does not fit in int64.
+IntParse parse_int(const std::string& s, int64_t* out) {
+  if (s.empty()) return IntParse::kNotInteger;
   const char* b = s.data();
   const char* e = b + s.size();
-  if (*b == '+') ++b;
+  if (*b == '+' && e - b > 1 && b[1] != '-') ++b;
   auto r = std::from_chars(b, e, *out);
-  return r.ec == std::errc() && r.ptr == e;
+  if (r.ptr != e) return IntParse::kNotInteger;
+  if (r.ec == std::errc::result_out_of_range) return IntParse::kOutOfRange;
+  return r.ec == std::errc() ? IntParse::kOk : IntParse::kNotInteger;
+}
+
+std::string range_text(int64_t min, int64_t max) {
+  return "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
 }
 
 bool parse_double(const std::string& s, double* out) {
@@ -43,8 +52,11 @@ bool parse_double(const std::string& s, double* out) {
 // so that a pasted file never floods the one-line message.
 std::string quoted(const std::string& v) {
   constexpr size_t kMax = 60;
-  if (v.size() <= kMax) return "'" + v + "'";
-  return "'" + v.substr(0, kMax) + "...' (" + std::to_string(v.size()) + " bytes)";
+  // Appended piece by piece: GCC 12 reports "'" + v + "'" as a -Wrestrict false positive.
+  std::string q(1, '\'');
+  q.append(v, 0, kMax);
+  if (v.size() <= kMax) return q.append(1, '\'');
+  return q.append("...' (").append(std::to_string(v.size())).append(" bytes)");
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -103,9 +115,10 @@ void Flags::add_int(const std::string& name, int64_t* out, int64_t min, int64_t 
   const std::string flag = "--" + f.name;
   f.set = [out, min, max, flag](const std::string& v) {
     int64_t x = 0;
-    if (!parse_int(v, &x)) throw UsageError(flag + " expects an integer, got " + quoted(v));
-    if (x < min || x > max)
-      throw UsageError(flag + " must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + v);
+    const IntParse r = parse_int(v, &x);
+    if (r == IntParse::kNotInteger) throw UsageError(flag + " expects an integer, got " + quoted(v));
+    if (r == IntParse::kOutOfRange || x < min || x > max)
+      throw UsageError(flag + " must be in " + range_text(min, max) + ", got " + quoted(v));
     *out = x;
   };
 }
@@ -162,11 +175,11 @@ void Flags::add_int_list(const std::string& name, std::vector<int64_t>* out, int
       const size_t comma = v.find(',', start);
       const std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       int64_t x = 0;
-      if (!parse_int(item, &x))
+      const IntParse r = parse_int(item, &x);
+      if (r == IntParse::kNotInteger)
         throw UsageError(flag + " expects comma-separated integers, got " + quoted(v));
-      if (x < min || x > max)
-        throw UsageError(flag + " values must be in [" + std::to_string(min) + ", " + std::to_string(max) +
-                         "], got " + item);
+      if (r == IntParse::kOutOfRange || x < min || x > max)
+        throw UsageError(flag + " values must be in " + range_text(min, max) + ", got " + quoted(item));
       list.push_back(x);
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -222,6 +235,7 @@ bool Flags::parse(const Args& args, std::vector<std::string>* positional) {
       continue;
     }
     if (a == "-h" || a == "--help") return false;
+    if (a.rfind("--help=", 0) == 0) bad("--help takes no value, got " + quoted(a.substr(7)));
     const size_t eq = a.find('=');
     Flag* f = nullptr;
     std::string name;
@@ -239,11 +253,11 @@ bool Flags::parse(const Args& args, std::vector<std::string>* positional) {
     std::string value;
     if (eq != std::string::npos) {
       value = a.substr(eq + 1);
-      if (f->takes_value && value.empty()) bad("--" + f->name + " needs a value");
     } else if (f->takes_value) {
       if (i + 1 >= args.size()) bad("--" + f->name + " needs a value");
       value = args[++i];
     }
+    // --flag= and --flag "" are the same empty value; the flag's type judges it.
     f->set(value);
     f->given = true;
   }

@@ -77,9 +77,10 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
 void check_llm_flags(const Flags& fl, const LlmFlags& f, bool run) {
   if (f.model.empty()) usage_fail("--model is required");
   std::error_code ec;
-  if (!std::filesystem::exists(f.model, ec)) usage_fail("--model: no such file or directory: " + f.model);
+  // A path that does not exist is an unreadable file (exit 1), as in every command.
+  if (!std::filesystem::exists(f.model, ec)) fail(f.model, ": no such file or directory (--model)");
   if (!f.tokenizer.empty() && !std::filesystem::exists(f.tokenizer, ec))
-    usage_fail("--tokenizer: no such file or directory: " + f.tokenizer);
+    fail(f.tokenizer, ": no such file or directory (--tokenizer)");
   if (run && !f.interactive && !fl.given("prompt")) usage_fail("--prompt is required (or use --interactive)");
   if (run && f.interactive && fl.given("prompt"))
     usage_fail("--prompt cannot be combined with --interactive (type the turns on stdin)");

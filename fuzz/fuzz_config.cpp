@@ -1,6 +1,9 @@
 // libFuzzer target: the HF JSON readers. The input is split at NUL bytes into
-// config.json, generation_config.json and tokenizer_config.json texts; each is
-// parsed and read through the typed accessors the loaders use.
+// config.json, generation_config.json and tokenizer_config.json texts. Each
+// is parsed and read through the one set of typed accessors; config.json also
+// goes through the reader the loader uses (hf_model_config: family, every
+// field, refusals), and a config it accepts through validate_config and the
+// KV geometry. Errors must be og::Error.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -8,6 +11,7 @@
 
 #include "base/error.h"
 #include "format/hf_config.h"
+#include "model/loader.h"
 
 namespace {
 
@@ -38,6 +42,37 @@ void read_fields(const nlohmann::json& j, const std::string& file) {
   }
 }
 
+// The only tensor the config reader consults: the embedding (prefix, rows).
+class EmbeddingOnly final : public og::TensorSource {
+ public:
+  EmbeddingOnly() {
+    og::TensorInfo t;
+    t.name = "model.embed_tokens.weight";
+    t.type_id = 0;
+    t.type_name = "F32";
+    t.known_type = true;
+    t.shape = {512, 64};
+    tensors_.push_back(t);
+  }
+  const std::vector<og::TensorInfo>& tensors() const override { return tensors_; }
+  const og::TensorInfo* find(std::string_view name) const override {
+    return name == tensors_[0].name ? &tensors_[0] : nullptr;
+  }
+  std::string source_name() const override { return "fuzz"; }
+
+ private:
+  std::vector<og::TensorInfo> tensors_;
+};
+
+void read_model_config(const nlohmann::json& j) {
+  static const EmbeddingOnly weights;
+  ignore_errors([&] {
+    og::ModelConfig c = og::hf_model_config(j, "config.json", weights);
+    og::validate_config(c, "config.json");
+    (void)og::kv_geometry_from_config(c);
+  });
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -51,6 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       nlohmann::json j = og::parse_json_object(docs[d], kNames[d]);
       read_fields(j, kNames[d]);
+      if (d == 0) read_model_config(j);
     } catch (const og::Error&) {
     }
   }

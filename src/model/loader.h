@@ -4,6 +4,8 @@
 
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "format/gguf.h"
 #include "format/tensor_source.h"
 #include "model/config.h"
@@ -25,6 +27,10 @@ struct HfModelSource {
   std::shared_ptr<const TensorSource> weights;
 };
 HfModelSource read_hf_model(const std::string& dir);
+// The config of an HF config.json object (`file` names it in messages): the
+// family by architectures[0], its reader over the text model's fields. The
+// weights are consulted for layout only (tensor prefix, tied output).
+ModelConfig hf_model_config(const nlohmann::json& cfg, const std::string& file, const TensorSource& weights);
 
 // Validates `config`, binds its tensors from `source` (named by
 // config.layout / hf_prefix) and returns the model, which keeps `source`

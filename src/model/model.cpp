@@ -101,10 +101,7 @@ std::string hf_prefix(const TensorSource& w) {
 
 }  // namespace
 
-HfModelSource read_hf_model(const std::string& dir) {
-  HfCheckpoint ck = HfCheckpoint::open(dir);
-  const std::string file = dir + "/config.json";
-  const nlohmann::json& cfg = ck.config;
+ModelConfig hf_model_config(const nlohmann::json& cfg, const std::string& file, const TensorSource& weights) {
   OG_CHECK(cfg.contains("architectures") && cfg["architectures"].is_array() && !cfg["architectures"].empty() &&
                cfg["architectures"][0].is_string(),
            file, ": architectures must be a non-empty list of names");
@@ -112,15 +109,21 @@ HfModelSource read_hf_model(const std::string& dir) {
   const FamilySpec* family = family_for_hf_arch(arch);
   OG_CHECK(family != nullptr, file, ": architecture '", arch, "' is not supported (supported: ",
            supported_hf_archs(), ")");
-  OG_CHECK(ck.weights != nullptr, dir, ": no weights");
-  std::shared_ptr<const TensorSource> weights(std::move(ck.weights));
   // Multimodal checkpoints keep the text model's fields under text_config.
   const bool nested = cfg.contains("text_config") && cfg["text_config"].is_object();
   ModelConfig c;
   c.architecture = family->name;
   c.layout = WeightLayout::kHf;
-  c.hf_prefix = hf_prefix(*weights);
-  family->from_hf(HfInput{nested ? cfg["text_config"] : cfg, file, *weights}, c);
+  c.hf_prefix = hf_prefix(weights);
+  family->from_hf(HfInput{nested ? cfg["text_config"] : cfg, file, weights}, c);
+  return c;
+}
+
+HfModelSource read_hf_model(const std::string& dir) {
+  HfCheckpoint ck = HfCheckpoint::open(dir);
+  OG_CHECK(ck.weights != nullptr, dir, ": no weights");
+  std::shared_ptr<const TensorSource> weights(std::move(ck.weights));
+  ModelConfig c = hf_model_config(ck.config, ck.config_path, *weights);
   return {std::move(c), std::move(weights)};
 }
 

@@ -72,7 +72,7 @@ std::unique_ptr<KvCache> make_cache(const CacheSetup& s, const Model& model, con
 uint64_t resolve_seed(int64_t seed) {
   if (seed >= 0) return static_cast<uint64_t>(seed);
   std::random_device rd;
-  return (uint64_t{rd()} << 32) ^ rd();
+  return ((uint64_t{rd()} << 32) ^ rd()) & uint64_t{0x7fffffffffffffff};
 }
 
 }  // namespace og

@@ -55,7 +55,8 @@ KvKind kv_kind_of(const CacheSetup& s);  // throws og::Error for an unknown kind
 // The cache; running out of memory building it is an og::Error naming what sizes it.
 std::unique_ptr<KvCache> make_cache(const CacheSetup& s, const Model& model, const KvPolicy& policy);
 
-// seed >= 0 is used as is; -1 draws a random seed (any uint64 is a valid seed).
+// seed >= 0 is used as is; -1 draws a random seed in [0, 2^63), so that the
+// seed a run prints can always be given back to --seed (an int64).
 uint64_t resolve_seed(int64_t seed);
 
 }  // namespace og

@@ -20,6 +20,8 @@ std::unique_ptr<PipelineTokenizer> load_vocab_merges(const std::string& vocab_js
                                                      std::string_view pre = "gpt-2");
 // SentencePiece tokenizer.model through libsentencepiece.
 std::unique_ptr<PipelineTokenizer> load_sentencepiece(const std::string& model_path);
+// The same from the file's bytes (a serialized ModelProto); `name` names it in errors.
+std::unique_ptr<PipelineTokenizer> load_sentencepiece_bytes(const std::string& bytes, const std::string& name);
 // Applies tokenizer_config.json / generation_config.json / config.json of an
 // HF directory (special ids, add_bos/add_eos, extra EOS ids, added tokens).
 void apply_hf_configs(PipelineTokenizer& tok, const HfCheckpoint& ck);

@@ -114,8 +114,12 @@ std::unique_ptr<PipelineTokenizer> load_vocab_merges(const std::string& vocab_js
 
 std::unique_ptr<PipelineTokenizer> load_sentencepiece(const std::string& model_path) {
   OG_CHECK(file_exists(model_path), model_path, ": no such file");
+  return load_sentencepiece_bytes(read_text_file(model_path), model_path);
+}
+
+std::unique_ptr<PipelineTokenizer> load_sentencepiece_bytes(const std::string& bytes, const std::string& model_path) {
   auto sp = std::make_shared<sentencepiece::SentencePieceProcessor>();
-  const auto st = sp->Load(model_path);
+  const auto st = sp->LoadFromSerializedProto(bytes);
   OG_CHECK(st.ok(), model_path, ": cannot load SentencePiece model: ", st.ToString());
   PipelineSpec spec;
   const int n = sp->GetPieceSize();

@@ -120,8 +120,6 @@ TEST(BadInputs, RunAndChatRefuseEveryBrokenModel) {
   std::vector<BadModel> cases = gguf_cases();
   for (BadModel& c : hf_cases()) cases.push_back(std::move(c));
   for (const BadModel& c : cases) {
-    // A missing model is bad usage (exit 2), checked by the flag tests.
-    if (c.what == "missing") continue;
     expect_clean_error(offgraph({"run", "--model", c.path, "--prompt", "Once upon a time", "--max-new-tokens", "8"}),
                        "run " + c.what, c.message);
     const Proc chat = offgraph({"chat", "--model", c.path, "--max-new-tokens", "8"}, "Once upon a time\n");
@@ -136,19 +134,52 @@ TEST(BadInputs, RunAndChatRefuseEveryBrokenModel) {
   }
 }
 
-// inspect reports what a file holds, so it accepts the files that parse (the
-// NaN weights, no tokenizer, vocab-only); every unreadable one is an error.
+// inspect accepts the files whose model loads (NaN weights and a missing
+// tokenizer are found only when running); one that parses but cannot be run
+// (vocab-only) is printed, then refused; every unreadable one is an error.
 TEST(BadInputs, InspectRefusesUnreadableFiles) {
   ASSERT_TRUE(fs::exists(kGguf)) << "missing test data " << kGguf;
   for (const BadModel& c : gguf_cases()) {
     const Proc p = offgraph({"inspect", c.path});
-    if (c.what == "nan-weights" || c.what == "no-tokenizer" || c.what == "vocab-only") {
+    if (c.what == "nan-weights" || c.what == "no-tokenizer") {
       EXPECT_EQ(p.code, 0) << c.what << "\n" << p.err;
+      continue;
+    }
+    if (c.what == "vocab-only") {
+      EXPECT_EQ(p.code, 1) << c.what << "\n" << p.err;
+      EXPECT_EQ(lines(p.err).size(), 1u) << c.what << "\n" << p.err;
+      EXPECT_FALSE(p.out.empty()) << c.what;
       continue;
     }
     EXPECT_EQ(p.code, 1) << c.what << "\n" << p.err;
     EXPECT_EQ(lines(p.err).size(), 1u) << c.what << "\n" << p.err;
     EXPECT_TRUE(p.out.empty()) << c.what;
+  }
+}
+
+// One rule for every command: a model path that does not exist is an
+// unreadable file (exit 1), a missing --model is bad usage (exit 2).
+TEST(BadInputs, SameFaultSameExitCodeInEveryCommand) {
+  const std::string none = scratch_dir() + "/no-such-model.gguf";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"run", "--model", none, "--prompt", "hi"},
+           {"chat", "--model", none},
+           {"inspect", none},
+           {"inspect", "--model", none},
+           {"tokenize", "--model", none, "hi"},
+           {"detokenize", "--model", none, "1"},
+           {"run", "--model", kGguf, "--tokenizer", none, "--prompt", "hi"},
+           {"tokenize", "--tokenizer", none, "hi"}}) {
+    const Proc p = offgraph(args, "");
+    EXPECT_EQ(p.code, 1) << args[0] << " " << args[1] << "\n" << p.err;
+    EXPECT_EQ(lines(p.err).size(), 1u) << p.err;
+    EXPECT_NE(p.err.find("no-such-model.gguf: no such file"), std::string::npos) << p.err;
+  }
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"run", "--prompt", "hi"}, {"chat"}, {"inspect"}, {"tokenize", "hi"}, {"detokenize", "1"}}) {
+    const Proc p = offgraph(args, "");
+    EXPECT_EQ(p.code, 2) << args[0] << "\n" << p.err;
+    EXPECT_EQ(lines(p.err).size(), 1u) << p.err;
   }
 }
 

@@ -101,21 +101,86 @@ TEST(Inspect, RealModels) {
   EXPECT_EQ(h["tokenizer"]["size"], 512);
 }
 
+// A vocabulary-only file cannot be run: inspect prints what it holds, then
+// the reason as its one error line, and exits 1.
 TEST(Inspect, VocabOnlyGgufs) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(kData + "/vocab")) {
     if (e.path().extension() != ".gguf") continue;
     ++n;
-    nlohmann::json j = inspect_json(e.path().string());
+    Proc r = inspect({e.path().string(), "--json"});
+    EXPECT_EQ(r.code, 1) << e.path() << ": " << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("holds no tensors"), std::string::npos) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["tensors"]["count"], 0) << e.path();
     EXPECT_TRUE(j["kv"].is_null()) << e.path();
+    EXPECT_EQ(j["runnable"], false) << e.path();
+    EXPECT_NE(j["error"].get<std::string>().find("holds no tensors"), std::string::npos) << e.path();
     EXPECT_TRUE(j["tokenizer"].is_object()) << e.path();
     EXPECT_GT(j["tokenizer"]["size"].get<int>(), 0) << e.path();
   }
   EXPECT_GE(n, 10);
   Proc r = inspect({kData + "/vocab/ggml-vocab-llama-spm.gguf"});
-  EXPECT_EQ(r.code, 0);
-  EXPECT_NE(r.out.find("kv:            unavailable"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("kv:            unavailable: the model cannot be run"), std::string::npos) << r.out;
+}
+
+// What `run` rejects, inspect rejects too (exit 1), after printing what it
+// could read: the hyper-parameters come from the loader's ModelConfig, so a
+// missing tensor still shows them, an unknown architecture does not.
+TEST(Inspect, FilesRunRejectsExitOneAfterWhatTheyHold) {
+  const std::string base = testing::TempDir() + "/og_inspect_reject";
+  og::synth::SynthSpec spec = og::synth::tiny_spec(og::synth::Family::kLlama);
+  fs::remove_all(base + "-hf");
+  og::synth::write_hf(spec, base + "-hf");
+  fs::remove_all(base + "-arch");
+  fs::copy(base + "-hf", base + "-arch");
+  {
+    std::ifstream in(base + "-hf/config.json");
+    nlohmann::json c = nlohmann::json::parse(in);
+    c["architectures"] = {"MambaForCausalLM"};
+    std::ofstream(base + "-arch/config.json") << c.dump();
+    c["architectures"] = {"LlamaForCausalLM"};
+    c["num_hidden_layers"] = spec.n_layers + 1;  // the last layer's tensors are missing
+    std::ofstream(base + "-hf/config.json") << c.dump();
+  }
+  Proc missing = inspect({base + "-hf", "--json"});
+  EXPECT_EQ(missing.code, 1) << missing.err;
+  EXPECT_EQ(count_lines(missing.err), 1) << missing.err;
+  EXPECT_NE(missing.err.find("missing tensor"), std::string::npos) << missing.err;
+  nlohmann::json j = nlohmann::json::parse(missing.out);
+  EXPECT_EQ(j["hparams"]["n_layers"], spec.n_layers + 1);
+  EXPECT_EQ(j["hparams"]["d_model"], spec.d_model);
+  EXPECT_EQ(j["runnable"], false);
+  Proc arch = inspect({base + "-arch"});
+  EXPECT_EQ(arch.code, 1) << arch.err;
+  EXPECT_NE(arch.err.find("architecture 'MambaForCausalLM' is not supported"), std::string::npos) << arch.err;
+  EXPECT_NE(arch.out.find("architecture:  MambaForCausalLM"), std::string::npos) << arch.out;
+  EXPECT_NE(arch.out.find("hyper-parameters: unavailable"), std::string::npos) << arch.out;
+  Proc ok = inspect({"--json", "--model=" + kData + "/models/stories260K/stories260K.gguf"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(nlohmann::json::parse(ok.out)["runnable"], true);
+}
+
+// inspect shows the ModelConfig the loader reads: a float written for an
+// integer (2048.0) is what the loader accepts, and a chat_template.json is
+// seen by inspect as by run.
+TEST(Inspect, ShowsWhatTheLoaderReads) {
+  const std::string dir = testing::TempDir() + "/og_inspect_loader";
+  fs::remove_all(dir);
+  fs::copy(kData + "/models/stories260K-hf", dir);
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add);
+  for (const auto& e : fs::directory_iterator(dir)) fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  std::ifstream in(dir + "/config.json");
+  nlohmann::json c = nlohmann::json::parse(in);
+  c["max_position_embeddings"] = 2048.0;
+  std::ofstream(dir + "/config.json") << c.dump();
+  std::ofstream(dir + "/chat_template.json") << R"({"chat_template": "{{ '<|im_start|>' }}"})";
+  nlohmann::json j = inspect_json(dir);
+  EXPECT_EQ(j["hparams"]["n_ctx"], 2048);
+  EXPECT_EQ(j["chat_template"], true);
+  EXPECT_EQ(j["runnable"], true);
 }
 
 TEST(Inspect, SyntheticFamiliesBothLayouts) {
@@ -174,9 +239,12 @@ TEST(Inspect, Usage) {
   EXPECT_EQ(count_lines(none.err), 1) << none.err;
   Proc flag = inspect({kData + "/models/stories260K-hf", "--frobnicate"});
   EXPECT_EQ(flag.code, 2);
-  EXPECT_NE(flag.err.find("unknown option '--frobnicate'"), std::string::npos) << flag.err;
+  EXPECT_NE(flag.err.find("offgraph inspect: error: unknown flag --frobnicate"), std::string::npos) << flag.err;
   Proc two = inspect({"a.gguf", "b.gguf"});
   EXPECT_EQ(two.code, 2);
+  Proc json_value = inspect({kData + "/models/stories260K-hf", "--json=maybe"});
+  EXPECT_EQ(json_value.code, 2);
+  EXPECT_NE(json_value.err.find("--json takes no value or true|false"), std::string::npos) << json_value.err;
 }
 
 }  // namespace

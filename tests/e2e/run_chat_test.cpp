@@ -367,15 +367,21 @@ TEST(Flags, EveryBadFlagAndValueExitsWithTwo) {
   const std::string m = kGguf;
   const std::vector<BadCase> cases = {
       {{"run"}, "--model is required"},
-      {{"run", "--model", "/nonexistent/x.gguf", "--prompt", "hi"}, "--model: no such file or directory"},
-      {{"run", "--model", m, "--tokenizer", "/nonexistent/tok"}, "--tokenizer: no such file or directory"},
       {{"run", "--model", m}, "--prompt is required"},
       {{"run", "--model", m, "--prompt", "a", "--interactive"}, "--prompt cannot be combined with --interactive"},
       {{"run", "--model", m, "--prompt", "a", "--max-new-tokens", "abc"}, "--max-new-tokens expects an integer"},
       {{"run", "--model", m, "--prompt", "a", "--max-new-tokens", "12x"}, "--max-new-tokens expects an integer"},
       {{"run", "--model", m, "--prompt", "a", "--max-new-tokens", "-1"}, "--max-new-tokens must be in [0,"},
       {{"run", "--model", m, "--prompt", "a", "--max-new-tokens"}, "--max-new-tokens needs a value"},
-      {{"run", "--model", m, "--prompt", "a", "--max-new-tokens="}, "--max-new-tokens needs a value"},
+      {{"run", "--model", m, "--prompt", "a", "--max-new-tokens="}, "--max-new-tokens expects an integer, got ''"},
+      {{"run", "--model", m, "--prompt", "a", "--max-new-tokens", ""}, "--max-new-tokens expects an integer, got ''"},
+      {{"run", "--model", m, "--prompt", "a", "--max-new-tokens", "99999999999999999999"},
+       "--max-new-tokens must be in [0, 2147483647], got '99999999999999999999'"},
+      {{"run", "--model", m, "--prompt", "a", "--seed", "-99999999999999999999"}, "--seed must be in [-1,"},
+      {{"run", "--model", m, "--prompt", "a", "--kv-windows", "1,99999999999999999999"},
+       "--kv-windows values must be in [0, 2147483647], got '99999999999999999999'"},
+      {{"run", "--model", m, "--prompt", "a", "--help=1"}, "--help takes no value, got '1'"},
+      {{"run", "--model", m, "--prompt", "a", "--chat="}, "--chat must be one of auto|"},
       {{"run", "--model", m, "--prompt", "a", "--temperature", "-0.5"}, "--temperature must be in [0, 100]"},
       {{"run", "--model", m, "--prompt", "a", "--temperature", "nan"}, "--temperature expects a number"},
       {{"run", "--model", m, "--prompt", "a", "--temperature", "1", "--top-p", "0"}, "--top-p must be in (0, 1]"},
@@ -427,6 +433,33 @@ TEST(Flags, EveryBadFlagAndValueExitsWithTwo) {
     EXPECT_NE(p.err.find(c.message), std::string::npos) << joined << "\nwanted: " << c.message << "\ngot: " << p.err;
     EXPECT_EQ(lines(p.err).size(), 1u) << joined << "\n" << p.err;  // one clear line
     EXPECT_TRUE(p.out.empty()) << joined;
+  }
+}
+
+// --flag=value and --flag value are one syntax: an empty value is the same
+// value either way (an empty prompt is a valid prompt: BOS only).
+TEST(Flags, EmptyValueIsTheSameInBothSpellings) {
+  expect_data();
+  const Proc eq = offgraph({"run", "--model", kGguf, "--prompt=", "--max-new-tokens", "8", "--chat", "0"});
+  const Proc sep = offgraph({"run", "--model", kGguf, "--prompt", "", "--max-new-tokens", "8", "--chat", "0"});
+  EXPECT_EQ(eq.code, 0) << eq.err;
+  EXPECT_EQ(sep.code, 0) << sep.err;
+  EXPECT_EQ(eq.out, sep.out);
+  EXPECT_FALSE(eq.out.empty());
+}
+
+// The seed a random run prints replays through --seed.
+TEST(Run, PrintedRandomSeedReplays) {
+  expect_data();
+  for (int i = 0; i < 3; ++i) {
+    const Proc a = offgraph(run_args(kGguf, {"--temperature", "1"}));
+    ASSERT_EQ(a.code, 0) << a.err;
+    const size_t at = a.err.find("[sampler] seed ");
+    ASSERT_NE(at, std::string::npos) << a.err;
+    const std::string seed = a.err.substr(at + 15, a.err.find('\n', at) - at - 15);
+    const Proc b = offgraph(run_args(kGguf, {"--temperature", "1", "--seed", seed}));
+    ASSERT_EQ(b.code, 0) << "seed " << seed << ": " << b.err;
+    EXPECT_EQ(a.out, b.out) << "seed " << seed;
   }
 }
 

@@ -1,8 +1,11 @@
 // Sampler: greedy, temperature, top-k / top-p / min-p on small distributions,
 // repeat penalty, seed determinism and the draw's frequencies.
+#include "runtime/run_setup.h"
 #include "runtime/sampler.h"
 
 #include <gtest/gtest.h>
+
+#include <limits>
 
 #include <cmath>
 #include <map>
@@ -119,6 +122,17 @@ TEST(Sampler, RepeatPenaltyOnlyOverLastN) {
   const std::vector<float> logits = {2.0f, 1.5f};
   EXPECT_EQ(s.sample(logits, std::vector<int32_t>{0, 1, 1}), 0);  // 0 is outside the window
   EXPECT_EQ(s.sample(logits, std::vector<int32_t>{1, 0, 0}), 1);
+}
+
+// A random seed is printed by `run` and must replay through --seed, an int64:
+// it is never 2^63 or more.
+TEST(Sampler, RandomSeedsFitInt64) {
+  for (int i = 0; i < 64; ++i) {
+    const uint64_t s = resolve_seed(-1);
+    EXPECT_LE(s, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) << s;
+  }
+  EXPECT_EQ(resolve_seed(0), 0u);
+  EXPECT_EQ(resolve_seed(std::numeric_limits<int64_t>::max()), static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
 }
 
 TEST(Sampler, SameSeedSameTokens) {
