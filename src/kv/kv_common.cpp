@@ -157,9 +157,12 @@ Resolved resolve(const KvGeometry& g, const KvPolicy& p) {
   Resolved r;
   r.policy = p;
   r.policy.initial_capacity = std::min(p.initial_capacity, p.max_capacity);
-  for (int w : p.windows) {
+  // Only the entries that reach a cache narrow the max write (entries past the
+  // number of caches are unused; the runtime warns about them).
+  for (size_t i = 0; i < p.windows.size(); ++i) {
+    const int w = p.windows[i];
     OG_CHECK(w >= 0, "kv policy: window override ", w, " is negative");
-    if (w > 0) r.policy.max_write = std::min<int64_t>(r.policy.max_write, w);
+    if (w > 0 && i < g.caches.size()) r.policy.max_write = std::min<int64_t>(r.policy.max_write, w);
   }
   for (size_t c = 0; c < g.caches.size(); ++c) {
     const KvCacheSpec& s = g.caches[c];

@@ -1,9 +1,12 @@
 // The `sequence` and `batched-sequence` kinds. Each sequence owns its storage:
 // per flat cache a buffer [n_kv_heads][capacity][row] that starts at the
 // initial capacity and doubles up to max_capacity; per ring cache a buffer
-// [n_kv_heads][slots][row] with slots = window + max_write - 1 (see
-// kv_common.h), slot = position % slots, and each slot's position recorded so
-// that lost history is detected, never read.
+// [n_kv_heads][cap][row] that starts at min(initial capacity, slots) and
+// doubles up to slots = min(window + max_write - 1, max_capacity) (see
+// kv_common.h). A ring wraps only once it holds all its slots (until then
+// every position is below cap, so slot = position % cap = position and growing
+// copies rows as a flat cache does); slot = position % slots, and each slot's
+// position recorded so that lost history is detected, never read.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -115,7 +118,7 @@ class SequenceCache final : public StoreCacheBase {
       const CacheLayout& l = res_.caches[c];
       if (l.window > 0) {
         d.caches[c] = s.caches[c];  // the whole ring: positions >= upto are never read before rewritten
-        if (d.caches[c].cap == 0) alloc_ring(l, &d.caches[c]);
+        if (d.caches[c].cap == 0) grow_ring(l, CacheStore(), 0, ring_start(l), &d.caches[c]);
       } else {
         resize_flat(l, s.caches[c], upto, std::max(upto, std::min(res_.policy.initial_capacity, l_max())),
                     &d.caches[c]);
@@ -178,7 +181,14 @@ class SequenceCache final : public StoreCacheBase {
         const CacheLayout& l = res_.caches[c];
         CacheStore& cs = s.caches[c];
         if (l.window > 0) {
-          if (cs.cap == 0) alloc_ring(l, &cs);
+          if (cs.cap < l.slots && (cs.cap == 0 || cs.cap < need)) {
+            // Not wrapped yet (every position held is below cap): double up to the slots.
+            int64_t cap = std::max<int64_t>(cs.cap, ring_start(l));
+            while (cap < need && cap < l.slots) cap *= 2;
+            CacheStore grown;
+            grow_ring(l, cs, std::min(s.length, cs.cap), std::min(cap, l.slots), &grown);
+            cs = std::move(grown);
+          }
         } else if (cs.cap < need) {
           int64_t cap = std::max<int64_t>(cs.cap, std::min(res_.policy.initial_capacity, l_max()));
           while (cap < need) cap *= 2;
@@ -233,17 +243,24 @@ class SequenceCache final : public StoreCacheBase {
     s.caches.resize(res_.caches.size());
     for (size_t c = 0; c < res_.caches.size(); ++c) {
       const CacheLayout& l = res_.caches[c];
-      if (l.window > 0) alloc_ring(l, &s.caches[c]);
+      if (l.window > 0) grow_ring(l, CacheStore(), 0, ring_start(l), &s.caches[c]);
       else resize_flat(l, CacheStore(), 0, res_.policy.initial_capacity, &s.caches[c]);
     }
     return s;
   }
 
-  static void alloc_ring(const CacheLayout& l, CacheStore* cs) {
-    cs->cap = l.slots;
-    cs->k.assign(l.n_kv_heads * l.slots * l.row_bytes_k);
-    cs->v.assign(l.n_kv_heads * l.slots * l.row_bytes_v);
-    cs->slot_pos.assign(l.slots, -1);
+  // Rows a ring starts with: the initial capacity, at most its slots.
+  int64_t ring_start(const CacheLayout& l) const {
+    return std::max<int64_t>(1, std::min(res_.policy.initial_capacity, l.slots));
+  }
+
+  // out = a ring of `cap` rows per head holding rows [0, keep) of `from`, which
+  // has not wrapped (slot = position for every held position).
+  static void grow_ring(const CacheLayout& l, const CacheStore& from, int64_t keep, int64_t cap, CacheStore* out) {
+    resize_flat(l, from, keep, cap, out);
+    out->slot_pos.assign(cap, -1);
+    std::copy(from.slot_pos.begin(), from.slot_pos.begin() + std::min<int64_t>(keep, int64_t(from.slot_pos.size())),
+              out->slot_pos.begin());
   }
 
   // out = a flat store of `cap` rows per head holding the first `keep` rows of `from`.

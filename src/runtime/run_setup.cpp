@@ -52,6 +52,19 @@ KvPolicy kv_policy_of(const CacheSetup& s, const Model& model, std::string* warn
   p.initial_capacity = std::min(s.initial_capacity, p.max_capacity);
   OG_CHECK(kv_dtype_from_name(s.storage_dtype, &p.dtype), "unknown cache storage dtype ", s.storage_dtype);
   for (int64_t w : s.windows) p.windows.push_back(static_cast<int>(w));
+  const size_t n_caches = model.kv_geometry().caches.size();
+  if (warning && p.windows.size() > n_caches) {
+    std::string used, unused;
+    for (size_t i = 0; i < p.windows.size(); ++i) {
+      std::string& list = i < n_caches ? used : unused;
+      if (!list.empty()) list += ',';
+      list += std::to_string(p.windows[i]);
+    }
+    if (!warning->empty()) *warning += "; ";
+    *warning += "--kv-windows has " + std::to_string(p.windows.size()) + " entries but the model has " +
+                std::to_string(n_caches) + " cache" + (n_caches == 1 ? "" : "s") + ": using " + used +
+                ", ignoring " + unused;
+  }
   const int64_t stored = model.config().prefill_chunk_size;  // offgraph.kv.prefill_chunk_size, 0 = none
   p.max_write = s.prefill_chunk_size > 0 ? s.prefill_chunk_size : stored > 0 ? stored : 512;
   p.max_sequences = std::max(1, s.max_sequences);

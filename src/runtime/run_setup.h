@@ -49,7 +49,8 @@ struct CacheSetup {
 };
 
 // The policy `s` asks for on `model`. A max capacity beyond the model's trained
-// context is allowed; *warning (when given) then says so.
+// context is allowed; *warning (when given) then says so, and names the
+// --kv-windows entries used and ignored when there are more than caches.
 KvPolicy kv_policy_of(const CacheSetup& s, const Model& model, std::string* warning = nullptr);
 KvKind kv_kind_of(const CacheSetup& s);  // throws og::Error for an unknown kind
 // The cache; running out of memory building it is an og::Error naming what sizes it.
