@@ -79,6 +79,7 @@ struct ModelConfig {
   float eps = 1e-5f;    // RMSNorm epsilon, every norm
   float embedding_scale = 1.0f;  // token embeddings are multiplied by this (gemma: sqrt(d_model))
   bool tied_output = false;      // logits use the token embedding matrix
+  bool has_output_bias = false;  // logits + a bias [n_vocab] (set at binding when the file has one)
   float final_logit_softcap = 0; // 0 = none; C > 0: logits = C * tanh(logits / C)
   // Per-layer inputs (gemma4): width P of each layer's slice; 0 = none. When
   // P > 0 every token gets pl [n_layers, P] from a looked-up table row

@@ -73,14 +73,14 @@ void activation_mul(Activation a, float* gate, const float* up, int64_t n) {
 }
 
 // Per-head norm (when w is set) then RoPE of x [n, n_heads, head_dim].
-void heads_norm_rope(const LayerConfig& L, float eps, const std::vector<float>& norm_w, const Batch& batch,
+void heads_norm_rope(const LayerConfig& L, float eps, bool norm, const std::vector<float>& norm_w, const Batch& batch,
                      int n_heads, float* x) {
   const int64_t n = static_cast<int64_t>(batch.rows.size());
   const int64_t hd = L.head_dim_k;
   for (int64_t r = 0; r < n; ++r) {
     for (int h = 0; h < n_heads; ++h) {
       float* head = x + (r * n_heads + h) * hd;
-      if (!norm_w.empty()) kernels::rms_norm(head, norm_w.data(), eps, hd, head);
+      if (norm) kernels::rms_norm(head, norm_w.data(), eps, hd, head);
       if (L.rope_n_rot > 0)
         kernels::rope(head, hd, L.rope_n_rot, batch.rows[r].pos, L.rope_inv_freq.data(), L.rope_interleaved);
     }
@@ -93,21 +93,23 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
   const int64_t d = c.d_model;
   norm_rows(s.x.data(), w.attn_norm, c.eps, n, d, s.xn.data());
   kernels::matmul(w.wq, s.xn.data(), n, s.q.data());
-  if (!w.bq.empty()) add_bias(s.q.data(), w.bq, n);
-  heads_norm_rope(L, c.eps, w.q_norm, batch, L.n_heads, s.q.data());
+  if (L.has_qkv_bias) add_bias(s.q.data(), w.bq, n);
+  heads_norm_rope(L, c.eps, L.has_q_norm, w.q_norm, batch, L.n_heads, s.q.data());
   if (writes) {
     kernels::matmul(w.wk, s.xn.data(), n, s.k.data());
     kernels::matmul(w.wv, s.xn.data(), n, s.v.data());
-    if (!w.bk.empty()) add_bias(s.k.data(), w.bk, n);
-    if (!w.bv.empty()) add_bias(s.v.data(), w.bv, n);
-    heads_norm_rope(L, c.eps, w.k_norm, batch, L.n_kv_heads, s.k.data());
+    if (L.has_qkv_bias) {
+      add_bias(s.k.data(), w.bk, n);
+      add_bias(s.v.data(), w.bv, n);
+    }
+    heads_norm_rope(L, c.eps, L.has_k_norm, w.k_norm, batch, L.n_kv_heads, s.k.data());
     if (L.has_v_norm) norm_rows(s.v.data(), w.v_norm, c.eps, n * L.n_kv_heads, L.head_dim_v, s.v.data());
   }
   cache.update_and_attend(cache_id, kv_rows, s.q.data(), L.n_heads, writes ? s.k.data() : nullptr,
                           writes ? s.v.data() : nullptr, L.attn_scale, s.att.data());
   kernels::matmul(w.wo, s.att.data(), n, s.tmp.data());
-  if (!w.bo.empty()) add_bias(s.tmp.data(), w.bo, n);
-  if (!w.post_attn_norm.empty()) norm_rows(s.tmp.data(), w.post_attn_norm, c.eps, n, d, s.tmp.data());
+  if (L.has_o_bias) add_bias(s.tmp.data(), w.bo, n);
+  if (L.has_post_attn_norm) norm_rows(s.tmp.data(), w.post_attn_norm, c.eps, n, d, s.tmp.data());
   kernels::add(s.x.data(), s.tmp.data(), n * d);
 }
 
@@ -118,7 +120,7 @@ void mlp_block(const ModelConfig& c, const LayerConfig& L, const LayerWeights& w
   kernels::matmul(w.w_up, s.xn.data(), n, s.up.data());
   activation_mul(L.activation, s.gate.data(), s.up.data(), n * L.d_ff);
   kernels::matmul(w.w_down, s.gate.data(), n, s.tmp.data());
-  if (!w.post_ffn_norm.empty()) norm_rows(s.tmp.data(), w.post_ffn_norm, c.eps, n, d, s.tmp.data());
+  if (L.has_post_ffn_norm) norm_rows(s.tmp.data(), w.post_ffn_norm, c.eps, n, d, s.tmp.data());
   kernels::add(s.x.data(), s.tmp.data(), n * d);
 }
 
@@ -170,7 +172,7 @@ void compute_logits(const ModelConfig& c, const Weights& w, const Batch& batch, 
     ++j;
   }
   kernels::matmul(w.output, sel.data(), m, logits.data());
-  if (!w.output_bias.empty()) add_bias(logits.data(), w.output_bias, m);
+  if (c.has_output_bias) add_bias(logits.data(), w.output_bias, m);
   if (c.final_logit_softcap > 0) {
     const float cap = c.final_logit_softcap;
     for (float& v : logits) v = cap * std::tanh(v / cap);

@@ -214,7 +214,8 @@ Weights bind_weights(ModelConfig& c, const TensorSource& src) {
   }
   w.output = c.tied_output ? w.token_embd : matrix(src, out_name, c.n_vocab, c.d_model);
   const std::string out_bias = tensor_name(c, TensorRole::kOutputBias);
-  if (src.find(out_bias) != nullptr) w.output_bias = tensor_to_f32(src, out_bias, c.n_vocab);
+  c.has_output_bias = src.find(out_bias) != nullptr;
+  if (c.has_output_bias) w.output_bias = tensor_to_f32(src, out_bias, c.n_vocab);
 
   if (c.d_per_layer > 0) bind_per_layer_inputs(c, src, w);
   for (int l = 0; l < c.n_layers(); ++l) w.layers.push_back(bind_layer(c, src, l));
