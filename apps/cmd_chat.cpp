@@ -2,12 +2,17 @@
 // terminal or a pipe. Each turn prefills only the tokens its chat-template
 // delta adds; replies stream to stdout, one line each; everything else
 // ([P/CAP tokens], notes, /stats) goes to stderr.
+#include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
-#include <iostream>
+#include <cstring>
+#include <optional>
 #include <string>
 
+#include "base/mapped_file.h"
 #include "base/thread_pool.h"
 #include "commands.h"
 #include "flags.h"
@@ -20,7 +25,48 @@ namespace {
 
 constexpr const char* kChatHelp =
     "[commands: /reset  start over | /undo  back to the start of the last turn | /undo N  drop the last N "
-    "tokens | /stats  the report | /help  this text | /quit  leave]\n";
+    "tokens | /stats  the report | /help  this text | /quit  leave | Ctrl-C stops a reply; at the prompt, Ctrl-C "
+    "or Ctrl-D leaves]\n";
+
+// Lines of stdin read with poll() + read(), so that a Ctrl-C while waiting
+// for a line is seen within a tenth of a second whatever the timing.
+class LineReader {
+ public:
+  enum class Got { kLine, kEnd, kInterrupted };
+  Got next(std::string* line) {
+    while (true) {
+      const size_t nl = buf_.find('\n', scanned_);
+      if (nl != std::string::npos) {
+        line->assign(buf_, 0, nl);
+        buf_.erase(0, nl + 1);
+        scanned_ = 0;
+        return Got::kLine;
+      }
+      scanned_ = buf_.size();  // a long line is scanned once, not once per chunk
+      if (eof_) {
+        if (buf_.empty()) return Got::kEnd;
+        line->swap(buf_);
+        buf_.clear();
+        scanned_ = 0;
+        return Got::kLine;
+      }
+      if (interrupted()) return Got::kInterrupted;
+      pollfd p{STDIN_FILENO, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;  // timeout or EINTR: check the flag again
+      char chunk[1 << 16];
+      const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail("stdin: cannot read: ", std::strerror(errno));
+      if (n == 0) eof_ = true;
+      buf_.append(chunk, static_cast<size_t>(n > 0 ? n : 0));
+    }
+  }
+
+ private:
+  std::string buf_;
+  size_t scanned_ = 0;  // buf_[0, scanned_) holds no newline
+  bool eof_ = false;
+};
 
 // Where a turn began, so /undo can restore the conversation exactly.
 struct TurnMark {
@@ -39,16 +85,26 @@ class Chat {
     if (!f.system.empty()) messages_.push_back({"system", f.system});
     base_messages_ = messages_.size();
     if (auto id = l.tok->find_piece(l.tmpl->turn_end()); id && !l.tmpl->turn_end().empty()) turn_end_id_ = *id;
+    for (int32_t id = 0; id < l.tok->n_vocab(); ++id)
+      max_token_bytes_ = std::max(max_token_bytes_, l.tok->token_bytes(id).size());
   }
+
+  int turns() const { return turns_; }
+  int failed_turns() const { return failed_; }
+  // The last turn's stop reason, null before any turn.
+  const char* last_stop_reason() const { return last_reason_ ? stop_reason_name(*last_reason_) : nullptr; }
 
   // Returns false on /quit.
   bool handle(const std::string& line) {
-    if (line.empty()) return true;
+    // Blank lines (spaces included) are skipped, never sent as a turn.
+    if (line.find_first_not_of(" \t\r\n\f\v") == std::string::npos) return true;
     if (line[0] != '/') {
+      ++turns_;
       try {
-        turn(line);
+        if (!turn(line)) ++failed_;
       } catch (const Error& e) {
         // The session rolled back; the conversation goes on.
+        ++failed_;
         std::fprintf(stderr, "[error: %s]\n", e.what());
       }
       return true;
@@ -64,12 +120,39 @@ class Chat {
   }
 
  private:
+  // Tokens of the conversation (a reply cut by the capacity leaves its final
+  // token pending beyond the cache: counted as the full cache).
+  int64_t used() const { return std::min(s_.position(), s_.capacity()); }
+
   void fill_line() {
-    std::fprintf(stderr, "[%lld/%lld tokens]\n", static_cast<long long>(s_.position()),
+    std::fprintf(stderr, "[%lld/%lld tokens]\n", static_cast<long long>(used()),
                  static_cast<long long>(s_.capacity()));
   }
 
-  void turn(const std::string& text) {
+  // A turn of `need` tokens that does not fit now. /undo and /reset help only
+  // when the turn alone (after the system message) fits the cache.
+  void refuse_turn(int64_t need, bool at_least, int64_t fresh_need) {
+    const char* more = at_least ? "at least " : "";
+    if (fresh_need > s_.capacity())
+      std::fprintf(stderr,
+                   "[turn too long: it needs %s%lld positions but the cache holds %lld, even after /reset; raise "
+                   "--kv-max-capacity]\n",
+                   more, static_cast<long long>(fresh_need), static_cast<long long>(s_.capacity()));
+    else
+      std::fprintf(stderr, "[cache full: %lld/%lld tokens used, this turn needs %s%lld more; /undo or /reset makes room]\n",
+                   static_cast<long long>(used()), static_cast<long long>(s_.capacity()), more,
+                   static_cast<long long>(need));
+  }
+
+  // Returns false when the turn was refused (it does not fit).
+  bool turn(const std::string& text) {
+    // Every token covers at most max_token_bytes_ bytes, so a line too long for
+    // the cache is known before it is tokenized (a 10 MB paste costs nothing).
+    const int64_t at_least = static_cast<int64_t>(text.size() / max_token_bytes_);
+    if (at_least > s_.capacity() - used()) {
+      refuse_turn(at_least, true, at_least);
+      return false;
+    }
     std::vector<ChatMessage> next = messages_;
     next.push_back({"user", text});
     const ChatSegments delta = delta_for(next);
@@ -78,17 +161,22 @@ class Chat {
     const int32_t after_id = s_.history().empty() ? -1 : s_.history().back();
     const std::vector<int32_t> ids = encode_chat(*l_.tok, delta, s_.position() == 0, after_id);
     if (!s_.fits(static_cast<int64_t>(ids.size()))) {
-      std::fprintf(stderr, "[cache full: %lld/%lld tokens used, this turn needs %zu more and room to reply, use /reset]\n",
-                   static_cast<long long>(s_.position()), static_cast<long long>(s_.capacity()), ids.size());
-      return;
+      std::vector<ChatMessage> fresh(messages_.begin(), messages_.begin() + static_cast<long>(base_messages_));
+      fresh.push_back({"user", text});
+      const int64_t fresh_need =
+          static_cast<int64_t>(encode_chat(*l_.tok, l_.tmpl->render_segments(fresh, true), true).size());
+      refuse_turn(static_cast<int64_t>(ids.size()), false, fresh_need);
+      return false;
     }
     TurnMark mark{s_.position(), 0, messages_.size(), n_done_, reply_closed_, reply_taken_back_};
+    // A failed write is reported when the command ends (main checks stdout).
     const TurnResult r = s_.generate(ids, sampler_, opts_, [](std::string_view p) {
       std::fwrite(p.data(), 1, p.size(), stdout);
       std::fflush(stdout);
     });
     std::fputc('\n', stdout);
     std::fflush(stdout);
+    last_reason_ = r.reason;
     mark.reply_start = s_.position() - static_cast<int64_t>(r.tokens.size());
     marks_.push_back(mark);
     messages_ = std::move(next);
@@ -98,8 +186,14 @@ class Chat {
     reply_taken_back_ = false;
     if (r.reason == StopReason::kCapacity)
       std::fprintf(stderr, "[reply cut: the cache is full at %lld/%lld tokens; /undo or /reset]\n",
-                   static_cast<long long>(s_.position()), static_cast<long long>(s_.capacity()));
+                   static_cast<long long>(s_.cached()), static_cast<long long>(s_.capacity()));
+    if (r.reason == StopReason::kInterrupted) {
+      // Back to the prompt: the next Ctrl-C there (or Ctrl-D) leaves.
+      interrupted() = false;
+      std::fputs("[interrupted: the reply so far is kept; Ctrl-C again or Ctrl-D to leave]\n", stderr);
+    }
     fill_line();
+    return true;
   }
 
   // The segments that continue the history with the turns of `next`. When the
@@ -218,11 +312,15 @@ class Chat {
   bool reply_taken_back_ = false;
   int32_t turn_end_id_ = -1;
   std::vector<TurnMark> marks_;
+  size_t max_token_bytes_ = 1;  // the longest token's bytes (at least 1)
+  int turns_ = 0, failed_ = 0;  // turns asked for, and those refused or failed
+  std::optional<StopReason> last_reason_;
 };
 
 }  // namespace
 
 int run_chat(const LlmFlags& f) {
+  check_fd_readable(STDIN_FILENO, "stdin");  // a directory would read as an empty conversation
   if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
   Loaded l = load_llm(f);
   const KvPolicy policy = kv_policy_of(f, *l.model);
@@ -235,14 +333,26 @@ int run_chat(const LlmFlags& f) {
   const bool tty = isatty(STDIN_FILENO);
   if (tty) std::fputs(kChatHelp, stderr);
   Chat chat(f, l, session);
+  install_interrupt_handler(/*restart_reads=*/true);
+  LineReader in;
   std::string line;
+  bool by_interrupt = false;
   while (true) {
     if (tty) std::fputs("> ", stderr);
-    if (!std::getline(std::cin, line)) break;
+    const LineReader::Got got = in.next(&line);
+    if (got == LineReader::Got::kInterrupted) {
+      by_interrupt = true;
+      break;
+    }
+    if (got == LineReader::Got::kEnd) break;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!chat.handle(line)) break;
   }
-  print_report(f, session, nullptr);
+  if (by_interrupt) std::fputs("\n[interrupted]\n", stderr);
+  print_report(f, session, chat.last_stop_reason());
+  if (by_interrupt) return kExitInterrupted;
+  if (chat.turns() > 0 && chat.failed_turns() == chat.turns())
+    fail("every turn failed (", chat.turns(), " of ", chat.turns(), "); see the messages above");
   return 0;
 }
 

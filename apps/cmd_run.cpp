@@ -46,10 +46,9 @@ int cmd_run(const Args& args) {
   if (!f.system.empty()) messages.push_back({"system", f.system});
   messages.push_back({"user", f.prompt});
   const std::vector<int32_t> prompt = encode_chat(*l.tok, l.tmpl->render_segments(messages, true), true);
-  if (static_cast<int64_t>(prompt.size()) + 1 > policy.max_capacity)
+  if (static_cast<int64_t>(prompt.size()) > policy.max_capacity)
     usage_fail("the prompt is " + std::to_string(prompt.size()) + " tokens but the cache holds " +
-               std::to_string(policy.max_capacity) +
-               " positions (prompt + at least one generated token must fit; raise --kv-max-capacity)");
+               std::to_string(policy.max_capacity) + " positions (raise --kv-max-capacity)");
 
   ModelEngine engine(*l.model);
   Session session(engine, make_cache_of(f, *l.model, policy), *l.tok);
@@ -68,14 +67,18 @@ int cmd_run(const Args& args) {
   session.stats().load_s = l.load_s;
   opts.on_prefilled = [&] { print_fill("after prefill", session); };
   Sampler sampler(sc);
+  install_interrupt_handler(/*restart_reads=*/true);
   const TurnResult r = session.generate(prompt, sampler, opts, write_stdout);
-  if (isatty(STDOUT_FILENO)) std::fputc('\n', stderr);
+  // On a terminal the text ends its line before the reports on stderr; a pipe
+  // or file receives exactly the generated text.
+  if (isatty(STDOUT_FILENO) && !r.text.empty() && r.text.back() != '\n') write_stdout("\n");
   if (r.reason == StopReason::kCapacity)
     std::fprintf(stderr, "[generation stopped: the cache is full at %lld/%lld positions; raise --kv-max-capacity]\n",
-                 static_cast<long long>(session.position()), static_cast<long long>(session.capacity()));
+                 static_cast<long long>(session.cached()), static_cast<long long>(session.capacity()));
+  if (r.reason == StopReason::kInterrupted) std::fputs("[interrupted]\n", stderr);
   print_fill("after decode", session);
   print_report(f, session, stop_reason_name(r.reason));
-  return 0;
+  return r.reason == StopReason::kInterrupted ? kExitInterrupted : 0;
 }
 
 }  // namespace og::app

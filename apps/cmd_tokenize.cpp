@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
-#include <iostream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/mapped_file.h"
 #include "commands.h"
 #include "flags.h"
 #include "tokenizer/tokenizer.h"
@@ -38,11 +37,8 @@ void require_source(const Options& o) {
   if (o.model.empty() && o.tokenizer.empty()) usage_fail("missing --model");
 }
 
-std::string read_stdin() {
-  std::string s((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  OG_CHECK(!std::cin.bad(), "stdin: read failed");
-  return s;
-}
+// All of stdin; one that cannot be read (a directory) is an error, not empty text.
+std::string read_stdin() { return read_fd_to_end(0, "stdin"); }
 
 std::unique_ptr<Tokenizer> load(const Options& o) {
   return Tokenizer::from_path(o.tokenizer.empty() ? o.model : o.tokenizer);

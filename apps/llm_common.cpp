@@ -1,7 +1,12 @@
 // Flags, loading and reports shared by `offgraph run` and `offgraph chat`.
 #include "llm_common.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -72,6 +77,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   fl.add_bool("mmap", &f.mmap, "keep weights in the mapped file instead of copying them into huge pages at load (faster load, fewer resident pages)");
   if (run) fl.add_bool("warmup", &f.warmup, "one unmeasured run first (not with --interactive)");
   fl.add_choice("stats", &f.stats, {"text", "json"}, "report format on stderr");
+  fl.add_string("stats-file", &f.stats_file, "also write the report as one JSON object to this file", "PATH");
 }
 
 void check_llm_flags(const Flags& fl, const LlmFlags& f, bool run) {
@@ -142,6 +148,7 @@ GenerateOptions generate_options_of(const LlmFlags& f, const Loaded& l) {
   o.max_new_tokens = f.max_new_tokens;
   o.stop_ids = l.stop_ids;
   o.stop_strings = f.stop;
+  o.interrupt = &interrupted();
   return o;
 }
 
@@ -180,6 +187,14 @@ std::string report_json(const Session& s, const char* stop_reason) {
 }
 
 void print_report(const LlmFlags& f, const Session& s, const char* stop_reason) {
+  if (!f.stats_file.empty()) {
+    std::FILE* out = std::fopen(f.stats_file.c_str(), "w");
+    if (!out) fail(f.stats_file, ": cannot write the report (--stats-file): ", std::strerror(errno));
+    const std::string j = report_json(s, stop_reason) + "\n";
+    const bool ok = std::fwrite(j.data(), 1, j.size(), out) == j.size();
+    if (std::fclose(out) != 0 || !ok)
+      fail(f.stats_file, ": cannot write the report (--stats-file): ", std::strerror(errno));
+  }
   if (f.stats == "json") {
     std::fprintf(stderr, "%s\n", report_json(s, stop_reason).c_str());
     return;
@@ -194,5 +209,27 @@ void print_report(const LlmFlags& f, const Session& s, const char* stop_reason) 
                st.prefill_s * 1e3, st.decode_tok_s(), st.decode_s * 1e3);
   std::fprintf(stderr, "[stats] peak rss: %.1f MiB\n", mib(peak_rss_bytes()));
 }
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sigint(int) {
+  // A second Ctrl-C before the first was handled: end as SIGINT would.
+  if (g_interrupted.exchange(true)) {
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
+}
+}  // namespace
+
+void install_interrupt_handler(bool restart_reads) {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = restart_reads ? SA_RESTART : 0;
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+std::atomic<bool>& interrupted() { return g_interrupted; }
 
 }  // namespace og::app

@@ -3,6 +3,7 @@
 // stderr reports ([cache], [mem], the stats report in text or JSON).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -39,6 +40,7 @@ struct LlmFlags {
   bool mmap = false;  // weights stay in the mapped file (no huge-page copy)
   bool interactive = false;
   std::string stats = "text";
+  std::string stats_file;  // also write the JSON report here ("" = no file)
 };
 
 // Registers the flags; `run` adds --prompt and --interactive; `batch` offers
@@ -63,8 +65,19 @@ GenerateOptions generate_options_of(const LlmFlags& f, const Loaded& l);
 void print_cache_describe(const KvCache& cache);
 // "[cache] <when>: ..." and "[mem] <when>: ..." to stderr.
 void print_fill(const char* when, const Session& session);
-// The report: text lines or one JSON object (--stats json), to stderr.
+// The report: text lines or one JSON object (--stats json), to stderr; with
+// --stats-file also the JSON object to that file (an og::Error if it cannot be
+// written). stop_reason: the (last) turn's, or null when there was none.
 void print_report(const LlmFlags& f, const Session& session, const char* stop_reason);
 std::string report_json(const Session& session, const char* stop_reason);
+
+// Ctrl-C. The first SIGINT sets interrupted() (generation stops at the next
+// step: GenerateOptions.interrupt; chat's line reader polls it); a second one
+// while it is still set ends the process as SIGINT does (exit status 130).
+// restart_reads: interrupted reads and writes resume (SA_RESTART). Clear the
+// flag to arm it again.
+void install_interrupt_handler(bool restart_reads);
+std::atomic<bool>& interrupted();
+constexpr int kExitInterrupted = 130;
 
 }  // namespace og::app

@@ -76,6 +76,27 @@ std::string read_text_file(const std::string& path) {
   return ss.str();
 }
 
+std::string read_fd_to_end(int fd, const std::string& name) {
+  check_fd_readable(fd, name);
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) return out;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(name, ": cannot read: ", std::strerror(errno));
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void check_fd_readable(int fd, const std::string& name) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail(name, ": cannot read: ", std::strerror(errno));
+  OG_CHECK(!S_ISDIR(st.st_mode), name, ": is a directory, expected text");
+}
+
 bool file_exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;

@@ -33,6 +33,12 @@ class MappedFile {
 
 // Reads a whole (small) file into a string; throws og::Error naming the path.
 std::string read_text_file(const std::string& path);
+// Reads file descriptor `fd` to its end (stdin: fd 0); a read error (e.g.
+// stdin redirected from a directory) is an og::Error naming `name`.
+std::string read_fd_to_end(int fd, const std::string& name);
+// An og::Error naming `name` when `fd` is a directory (reads from it would fail
+// with EISDIR, which line readers take for the end of input).
+void check_fd_readable(int fd, const std::string& name);
 bool file_exists(const std::string& path);
 bool is_directory(const std::string& path);
 

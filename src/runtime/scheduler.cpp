@@ -56,7 +56,8 @@ FinishReason finish_of(StopReason r) {
     case StopReason::kStopString: return FinishReason::kStop;
     case StopReason::kMaxTokens:
     case StopReason::kCapacity: return FinishReason::kLength;
-    case StopReason::kNone: break;
+    case StopReason::kNone:
+    case StopReason::kInterrupted: break;
   }
   return FinishReason::kCancelled;
 }

@@ -19,6 +19,7 @@ const char* stop_reason_name(StopReason r) {
     case StopReason::kStopString: return "stop_string";
     case StopReason::kMaxTokens: return "max_new_tokens";
     case StopReason::kCapacity: return "capacity";
+    case StopReason::kInterrupted: return "interrupted";
   }
   return "?";
 }
@@ -134,7 +135,7 @@ void Session::begin_turn(std::span<const int32_t> prompt, Sampler& sampler, cons
   OG_CHECK(!turn_, "a turn is already running in this session");
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());
   OG_CHECK(fits(n_prompt), "a prompt of ", n_prompt, " tokens does not fit: ", position(), "/", capacity(),
-           " positions used and at least one must stay free for generation");
+           " positions used");
   OG_CHECK(position() + n_prompt > 0, "nothing to generate from: the prompt and the history are empty");
   Turn t;
   t.sampler = &sampler;
@@ -199,7 +200,8 @@ void Session::accept(const float* logits) {
 
 StopReason Session::budget_left() const {
   if (static_cast<int64_t>(turn_->res.tokens.size()) >= turn_->opts->max_new_tokens) return StopReason::kMaxTokens;
-  if (position() >= capacity()) return StopReason::kCapacity;
+  // Another token needs the last one forwarded at position() - 1, the cache's last at most.
+  if (position() > capacity()) return StopReason::kCapacity;
   return StopReason::kNone;
 }
 
@@ -267,11 +269,24 @@ void Session::stop_turn() {
   finish_text();
 }
 
+void Session::interrupt_turn() {
+  if (!turn_ || turn_->done) return;
+  Turn& t = *turn_;
+  t.res.reason = StopReason::kInterrupted;
+  t.done = true;
+  decoder_.reset();  // drops the bytes of a character not yet complete
+  if (!t.filter.matched()) emit(t.filter.flush());
+}
+
 TurnResult Session::generate(std::span<const int32_t> prompt, Sampler& sampler, const GenerateOptions& opts,
                              const TextCallback& on_text) {
   begin_turn(prompt, sampler, opts, on_text);
   try {
     while (!turn_done()) {
+      if (opts.interrupt && opts.interrupt->load(std::memory_order_relaxed)) {
+        interrupt_turn();
+        break;
+      }
       Batch batch;
       const bool prefill = in_prefill();
       add_rows(batch, cache_->policy().max_write);

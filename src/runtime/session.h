@@ -17,6 +17,7 @@
 // has lost it. Nothing here prints: results and notes are returned.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,10 +58,14 @@ struct GenerateOptions {
   std::function<void(const TokenEvent&)> on_token;  // optional: each sampled token
   bool logprobs = false;                  // on_token events carry the token's logprob
   int top_logprobs = 0;                   // ... and this many alternatives
+  // Set from anywhere (a SIGINT handler): generate() ends the turn at the next
+  // step boundary as interrupt_turn() does. Null: never interrupted.
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
-enum class StopReason { kNone, kStopToken, kStopString, kMaxTokens, kCapacity };
-const char* stop_reason_name(StopReason r);  // "stop_token", "stop_string", "max_new_tokens", "capacity"
+enum class StopReason { kNone, kStopToken, kStopString, kMaxTokens, kCapacity, kInterrupted };
+// "stop_token", "stop_string", "max_new_tokens", "capacity", "interrupted"
+const char* stop_reason_name(StopReason r);
 
 struct TurnResult {
   StopReason reason = StopReason::kNone;
@@ -99,8 +104,10 @@ class Session {
   Stats& stats() { return stats_; }
   const Stats& stats() const { return stats_; }
 
-  // True when `n` new prompt tokens fit with room left for at least one generated token.
-  bool fits(int64_t n) const { return position() + n + 1 <= capacity(); }
+  // True when `n` new prompt tokens fit in the cache; at least one token is then
+  // generated (sampled from the last prompt row's logits, it needs no position
+  // until another token follows it). Every position of the cache is usable.
+  bool fits(int64_t n) const { return position() + n <= capacity(); }
 
   // The one-session driver: begin_turn, then steps of this session alone until
   // a stop rule fires. Throws og::Error when the prompt does not fit (check
@@ -137,6 +144,12 @@ class Session {
   // Ends the current turn early (e.g. cancelled) keeping what was generated:
   // text held back for a possible stop string is flushed; reason stays kNone.
   void stop_turn();
+  // Ends the current turn early because the user interrupted it, keeping what
+  // was generated (the turn is committed by end_turn as any other): text held
+  // for a possible stop string is flushed, but the bytes of an unfinished
+  // character are dropped, so the text ends on a character boundary; reason
+  // kInterrupted.
+  void interrupt_turn();
 
   // Prefills `tokens` (appended to the history) without generating.
   void prefill(std::span<const int32_t> tokens);

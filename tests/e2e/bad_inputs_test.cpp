@@ -124,9 +124,11 @@ TEST(BadInputs, RunAndChatRefuseEveryBrokenModel) {
                        "run " + c.what, c.message);
     const Proc chat = offgraph({"chat", "--model", c.path, "--max-new-tokens", "8"}, "Once upon a time\n");
     if (c.what == "nan-weights") {
-      // The model loads; the failed turn is reported and rolled back, and the chat goes on.
-      EXPECT_EQ(chat.code, 0) << chat.err;
+      // The model loads; the failed turn is reported and rolled back, and the chat
+      // goes on; it ends with exit code 1 because every turn failed.
+      EXPECT_EQ(chat.code, 1) << chat.err;
       EXPECT_NE(chat.err.find("[error: the model produced a non-finite logit"), std::string::npos) << chat.err;
+      EXPECT_NE(lines(chat.err).back().find("every turn failed (1 of 1)"), std::string::npos) << chat.err;
       EXPECT_TRUE(chat.out.empty()) << chat.out;
       continue;
     }
@@ -180,6 +182,18 @@ TEST(BadInputs, SameFaultSameExitCodeInEveryCommand) {
     const Proc p = offgraph(args, "");
     EXPECT_EQ(p.code, 2) << args[0] << "\n" << p.err;
     EXPECT_EQ(lines(p.err).size(), 1u) << p.err;
+  }
+}
+
+// stdin that cannot be read (a directory) is an error naming stdin, never an
+// empty input with exit code 0.
+TEST(BadInputs, UnreadableStdinIsAnError) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"tokenize", "--model", kGguf}, {"detokenize", "--model", kGguf}, {"chat", "--model", kGguf}}) {
+    const Proc p = offgraph(args, "", "", scratch_dir());
+    EXPECT_EQ(p.code, 1) << args[0] << "\n" << p.err;
+    EXPECT_NE(p.err.find("stdin: is a directory"), std::string::npos) << args[0] << "\n" << p.err;
+    EXPECT_TRUE(p.out.empty()) << args[0] << "\n" << p.out;
   }
 }
 

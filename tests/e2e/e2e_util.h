@@ -40,8 +40,9 @@ inline std::string scratch_dir() {
 
 // Runs `offgraph args...` with stdin from `input`; stdout goes to `stdout_to`
 // when given (e.g. /dev/full), else it is captured.
+// stdin_from: a path opened as stdin instead of `input` (e.g. a directory).
 inline Proc offgraph(const std::vector<std::string>& args, const std::string& input = "",
-                     const std::string& stdout_to = "") {
+                     const std::string& stdout_to = "", const std::string& stdin_from = "") {
   static int counter = 0;
   const std::string base = scratch_dir() + "/p" + std::to_string(counter++);
   const std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
@@ -58,7 +59,7 @@ inline Proc offgraph(const std::vector<std::string>& args, const std::string& in
   Proc p;
   const pid_t pid = fork();
   if (pid == 0) {
-    const int fi = open(in_path.c_str(), O_RDONLY);
+    const int fi = open(stdin_from.empty() ? in_path.c_str() : stdin_from.c_str(), O_RDONLY);
     const int fo = stdout_to.empty() ? open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)
                                      : open(stdout_to.c_str(), O_WRONLY);
     const int fe = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -176,15 +176,35 @@ TEST(Run, CapacityCapsTheGeneration) {
   ASSERT_EQ(p.code, 0) << p.err;
   EXPECT_EQ(p.out, kContinuation.substr(0, p.out.size()));
   EXPECT_NE(p.err.find("[generation stopped: the cache is full at 12/12"), std::string::npos) << p.err;
-  EXPECT_NE(p.err.find("\"generated_tokens\":7"), std::string::npos) << p.err;
+  // 5 prompt positions + 7 forwarded tokens fill the 12; the 8th is sampled from the last.
+  EXPECT_NE(p.err.find("\"generated_tokens\":8"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("\"cache_positions\":12"), std::string::npos) << p.err;
+}
+
+// Every position of the cache is used, and the stop line and the fill line
+// give the same count (issue: capacity 6 with a 5-token prompt said "full at
+// 6/6" and then "5/6").
+TEST(Run, TheWholeCapacityIsUsedAndReportedOnce) {
+  expect_data();
+  for (int cap : {5, 6}) {
+    Proc p = offgraph(run_args(kGguf, {"--kv-max-capacity", std::to_string(cap)}));
+    ASSERT_EQ(p.code, 0) << p.err;
+    EXPECT_FALSE(p.out.empty());
+    EXPECT_EQ(p.out, kContinuation.substr(0, p.out.size()));
+    const std::string full = std::to_string(cap) + "/" + std::to_string(cap);
+    EXPECT_NE(p.err.find("[generation stopped: the cache is full at " + full + " positions"), std::string::npos)
+        << p.err;
+    EXPECT_NE(p.err.find("[cache] after decode: " + full + " positions"), std::string::npos) << p.err;
+    EXPECT_NE(p.err.find("generated tokens: " + std::to_string(cap - 4)), std::string::npos) << p.err;
+  }
 }
 
 TEST(Run, PromptLongerThanTheCapacityIsAnError) {
   expect_data();
-  Proc p = offgraph(run_args(kGguf, {"--kv-max-capacity", "5"}));
+  Proc p = offgraph(run_args(kGguf, {"--kv-max-capacity", "4"}));
   EXPECT_EQ(p.code, 2);
   EXPECT_TRUE(p.out.empty());
-  EXPECT_NE(p.err.find("the prompt is 5 tokens but the cache holds 5 positions"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("the prompt is 5 tokens but the cache holds 4 positions"), std::string::npos) << p.err;
   EXPECT_EQ(p.err.find("[cache] after prefill"), std::string::npos);
 }
 
@@ -272,7 +292,7 @@ TEST(Chat, OverflowChangesNothing) {
                     "friend Tom\nLily\n");
   ASSERT_EQ(p.code, 0) << p.err;
   EXPECT_NE(p.err.find("[cache full: 8/30 tokens used, this turn needs"), std::string::npos) << p.err;
-  EXPECT_NE(p.err.find("use /reset]"), std::string::npos);
+  EXPECT_NE(p.err.find("; /undo or /reset makes room]"), std::string::npos) << p.err;
   EXPECT_EQ(p.out, ref.out);
   // A reply capped by the capacity says so.
   Proc q = offgraph(chat_args(kGguf, {"--kv-max-capacity", "12"}), "Once upon a time\n");
@@ -446,6 +466,22 @@ TEST(Flags, EmptyValueIsTheSameInBothSpellings) {
   EXPECT_EQ(sep.code, 0) << sep.err;
   EXPECT_EQ(eq.out, sep.out);
   EXPECT_FALSE(eq.out.empty());
+}
+
+// More --kv-windows entries than the model has caches: a warning names the
+// entries used and those ignored, and an ignored window narrows nothing.
+TEST(Run, ExtraWindowEntriesAreNamedAndIgnored) {
+  expect_data();
+  const Proc p = offgraph(run_args(kGguf, {"--kv-windows", "0,0,0,0,0,16"}));
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.err.find("[warning] --kv-windows has 6 entries but the model has 5 caches: using 0,0,0,0,0, "
+                       "ignoring 16"),
+            std::string::npos)
+      << p.err;
+  EXPECT_NE(p.err.find("max_write=512"), std::string::npos) << p.err;
+  EXPECT_EQ(p.out, kContinuation);
+  const Proc exact = offgraph(run_args(kGguf, {"--kv-windows", "0,0,0,0,0"}));
+  EXPECT_EQ(exact.err.find("[warning]"), std::string::npos) << exact.err;
 }
 
 // The seed a random run prints replays through --seed.

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "base/error.h"
 #include "fakes.h"
 #include "runtime/stop_filter.h"
@@ -92,20 +94,54 @@ TEST(Session, MaxNewTokensBudget) {
 }
 
 TEST(Session, CapacityCapsGeneration) {
+  // Every position is used: a prompt as long as the capacity fits (its last
+  // row's logits give one token), and generation stops when the cache is full,
+  // the final sampled token pending (issue: the last position was never used).
   Fixture f([](const std::vector<int32_t>&) { return int32_t{kY}; }, /*capacity=*/10);
-  EXPECT_TRUE(f.session->fits(9));
-  EXPECT_FALSE(f.session->fits(10));
+  EXPECT_TRUE(f.session->fits(10));
+  EXPECT_FALSE(f.session->fits(11));
   GenerateOptions o;
   o.max_new_tokens = 100;
   auto r = f.gen({kBos, kA, kA, kA}, o);
   EXPECT_EQ(r.reason, StopReason::kCapacity);
-  EXPECT_EQ(r.tokens.size(), 6u);
-  EXPECT_EQ(f.session->position(), 10);
+  EXPECT_EQ(r.tokens.size(), 7u);
+  EXPECT_EQ(f.session->position(), 11);
+  EXPECT_EQ(f.session->cached(), 10);
   EXPECT_FALSE(f.session->fits(0));
   // A prompt that cannot fit is refused and changes nothing.
   EXPECT_THROW(f.gen({kA}), Error);
-  EXPECT_EQ(f.session->position(), 10);
-  EXPECT_EQ(f.session->cached(), 9);
+  EXPECT_EQ(f.session->position(), 11);
+  EXPECT_EQ(f.session->cached(), 10);
+}
+
+// An interrupt (Ctrl-C) ends the turn at the next step: what was generated
+// is kept and committed, the text ends on a character boundary (the first
+// bytes of a euro sign are dropped), and the next turn goes on from there.
+TEST(Session, InterruptKeepsTheTurnOnACharacterBoundary) {
+  Fixture f(after_prompt(2, {kX, kEuro1, kEuro2, kY, kEot}));
+  std::atomic<bool> stop{false};
+  GenerateOptions o = Fixture::default_opts();
+  o.interrupt = &stop;
+  o.on_token = [&](const TokenEvent& e) {
+    if (e.id == kEuro1) stop = true;
+  };
+  auto r = f.gen({kBos, kA}, o);
+  EXPECT_EQ(r.reason, StopReason::kInterrupted);
+  EXPECT_STREQ(stop_reason_name(r.reason), "interrupted");
+  EXPECT_EQ(r.tokens, (std::vector<int32_t>{kX, kEuro1}));
+  EXPECT_EQ(r.text, "x");
+  EXPECT_EQ(f.session->position(), 4);
+  // Interrupted before anything: the prompt is still committed.
+  stop = true;
+  auto r2 = f.gen({kA}, o);
+  EXPECT_EQ(r2.reason, StopReason::kInterrupted);
+  EXPECT_TRUE(r2.tokens.empty());
+  EXPECT_EQ(f.session->position(), 5);
+  stop = false;
+  o.on_token = nullptr;
+  auto r3 = f.gen({kB}, o);
+  EXPECT_NE(r3.reason, StopReason::kInterrupted);
+  EXPECT_EQ(f.session->position(), 6 + static_cast<int64_t>(r3.tokens.size()));
 }
 
 TEST(Session, StopStringAcrossTokensIsNotPrinted) {
