@@ -112,7 +112,7 @@ class Chat {
     if (line == "/quit" || line == "/exit") return false;
     if (line == "/help") std::fputs(kChatHelp, stderr);
     else if (line == "/reset") reset();
-    else if (line == "/stats") print_report(f_, s_, nullptr);
+    else if (line == "/stats") print_report(f_, s_, last_stop_reason());
     else if (line == "/undo") undo_turn();
     else if (line.rfind("/undo ", 0) == 0) undo_tokens(line.substr(6));
     else std::fprintf(stderr, "[unknown command %s; /help lists the commands]\n", line.c_str());

@@ -131,7 +131,7 @@ TEST(Batch, BadFlagsAndFilesAreOneLineErrors) {
       {{"batch", "--model", kGguf, "--prompts-file", unknown_key}, 1, "unknown key \"temperature\""},
       {{"batch", "--model", kGguf, "--prompts-file", empty}, 1, "holds no prompts"},
       {{"batch", "--model", kGguf, "x", "--out-prefix", dir + "/no/such/dir/p"}, 1, "no such directory"},
-      {{"batch", "--model", dir + "/missing.gguf", "x"}, 2, "no such file"},
+      {{"batch", "--model", dir + "/missing.gguf", "x"}, 1, "no such file"},
   };
   for (const Case& c : cases) {
     const Proc p = offgraph(c.args);

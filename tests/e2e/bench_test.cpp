@@ -83,7 +83,7 @@ TEST(Bench, EveryBadFlagAndValueExitsWithTwo) {
       {{"bench", "--model", "/nonexistent/x.gguf"}, "--model: no such file or directory"},
       {{"bench", "--model", m, "-p", "x"}, "--n-prompt expects comma-separated integers"},
       {{"bench", "--model", m, "-p", "-1"}, "--n-prompt values must be in [0,"},
-      {{"bench", "--model", m, "-p=", "1"}, "--n-prompt needs a value"},
+      {{"bench", "--model", m, "-p=", "1"}, "--n-prompt expects comma-separated integers, got ''"},
       {{"bench", "--model", m, "-n", "4,"}, "--n-gen expects comma-separated integers"},
       {{"bench", "--model", m, "-d", "y"}, "--n-depth expects comma-separated integers"},
       {{"bench", "--model", m, "-b", "0"}, "--n-seqs values must be in [1, 1024]"},
