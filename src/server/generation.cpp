@@ -31,18 +31,6 @@ SamplerConfig sampler_of(const GenerationParams& p, const ServedModel& m) {
   return c;
 }
 
-// The request counter's label (the scheduler's names, kept here so that the
-// metrics' labels do not change if the scheduler's wording does).
-const char* reason_label(FinishReason r) {
-  switch (r) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kRefused: return "refused";
-    default: return "failed";
-  }
-}
-
 }  // namespace
 
 void check_model(const std::string& requested, const ServedModel& m) {
@@ -154,7 +142,7 @@ void RequestStream::on_token(const TokenEvent& ev) {
 
 void RequestStream::on_finish(const RequestReport& r) {
   if (metrics_) {
-    metrics_->count_request(endpoint_ == Endpoint::kChat ? "chat" : "completion", reason_label(r.reason));
+    metrics_->count_request(endpoint_ == Endpoint::kChat ? "chat" : "completion", finish_reason_name(r.reason));
     if (r.reason == FinishReason::kStop || r.reason == FinishReason::kLength) {
       metrics_->ttft_s.observe(r.ttft_s);
       metrics_->e2e_s.observe(r.total_s);

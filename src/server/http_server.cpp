@@ -130,6 +130,12 @@ void HttpServer::Impl::install() {
   svr.set_read_timeout(opts.timeout_s, 0);
   svr.set_write_timeout(opts.timeout_s, 0);
   svr.set_payload_max_length(static_cast<size_t>(opts.max_body_bytes));
+  // httplib's default sets SO_REUSEPORT, which lets a second server bind the same
+  // port and take half the connections; SO_REUSEADDR alone allows a quick restart.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     return check_request(req, res) ? httplib::Server::HandlerResponse::Unhandled
                                    : httplib::Server::HandlerResponse::Handled;
