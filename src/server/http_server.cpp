@@ -210,9 +210,9 @@ bool HttpServer::Impl::check_request(const httplib::Request& req, httplib::Respo
   }
   if (req.has_header("Content-Length")) {
     const std::string len = req.get_header_value("Content-Length");
-    const bool numeric = !len.empty() && len.size() <= 19 && len.find_first_not_of("0123456789") == std::string::npos;
+    const bool numeric = !len.empty() && len.find_first_not_of("0123456789") == std::string::npos;
     if (!numeric) return send_error(res, 400, "bad Content-Length header: '" + len + "'"), false;
-    if (std::stoll(len) > opts.max_body_bytes) {
+    if (len.size() > 18 || std::stoll(len) > opts.max_body_bytes) {
       res.set_header("Connection", "close");
       send_error(res, 413, "the request body is " + len + " bytes; this server takes at most " +
                                std::to_string(opts.max_body_bytes) + " (--max-body-bytes)");

@@ -308,6 +308,27 @@ TEST_F(Http, ChunkedBodyOverTheLimitIs413) {
   expect_healthy();
 }
 
+TEST_F(Http, DeclaredLengthsAreCheckedBeforeTheBody) {
+  HttpOptions o;
+  o.max_body_bytes = 1000;
+  start(o);
+  const struct {
+    const char* length;
+    const char* status;
+  } cases[] = {{"99999999999999999999999", "HTTP/1.1 413"}, {"1001", "HTTP/1.1 413"}, {"12abc", "HTTP/1.1 400"}};
+  for (const auto& c : cases) {
+    const int fd = connect_raw(port_);
+    const std::string req = std::string("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: ") + c.length +
+                            "\r\nConnection: close\r\n\r\n";
+    send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+    char buf[16] = {};
+    const ssize_t n = recv(fd, buf, 12, MSG_WAITALL);
+    close(fd);
+    EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), c.status) << c.length;
+    expect_healthy();
+  }
+}
+
 TEST_F(Http, ApiKeys) {
   HttpOptions o;
   o.api_keys = {"sekret", "second"};
