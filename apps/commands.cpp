@@ -16,6 +16,8 @@ int cmd_bench(const Args& args);    // cmd_bench.cpp
 int cmd_export(const Args& args);    // cmd_export.cpp
 int cmd_quantize(const Args& args);  // cmd_quantize.cpp
 
+int cmd_serve(const Args& args);  // cmd_serve.cpp
+
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"inspect", "what a model file holds: architecture, shapes, tensors, tokenizer, KV geometry", cmd_inspect},
@@ -27,6 +29,7 @@ const std::vector<Command>& commands() {
       {"export", "Hugging Face checkpoint -> GGUF (offgraph and llama.cpp), cache geometry included", cmd_export},
       {"quantize", "GGUF -> GGUF with other weight types (q8_0, q4_k_m, ...)", cmd_quantize},
       {"bench", "prefill and batched decode speed against the machine's measured limits", cmd_bench},
+      {"serve", "OpenAI-compatible HTTP server with continuous batching and a shared prefix cache", cmd_serve},
   };
   return kCommands;
 }

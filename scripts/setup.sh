@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Installs every Debian package offgraph needs (idempotent, non-interactive)
-# and builds the Release tree into build/.
+# Installs every Debian package offgraph needs (idempotent, non-interactive),
+# builds the Release tree into build/ and installs the Node packages of the
+# server's client tests into build/node (scripts/node_deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libpcre2-dev libsentencepiece-dev libicu-dev
-      clang libclang-rt-14-dev python3)
+      clang libclang-rt-14-dev python3
+      libcpp-httplib-dev curl nodejs)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -19,5 +21,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# Debian's npm (a nodejs from elsewhere, e.g. NodeSource, brings its own and conflicts with it).
+if ! command -v npm >/dev/null; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm
+fi
 
 scripts/build.sh
+scripts/node_deps.sh

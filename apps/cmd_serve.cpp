@@ -1,0 +1,281 @@
+// `offgraph serve`: an OpenAI-compatible HTTP server over the continuous-
+// batching scheduler. It listens first (/health says 503 while the model
+// loads), prints one ready line on stdout, logs to stderr, and on SIGINT or
+// SIGTERM refuses new work, lets running requests finish within
+// --shutdown-grace-s (then cancels them), and exits 0.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "commands.h"
+#include "flags.h"
+#include "llm_common.h"
+#include "runtime/engine.h"
+#include "runtime/run_setup.h"
+#include "runtime/scheduler.h"
+#include "server/backend.h"
+#include "server/http_server.h"
+
+namespace og::app {
+
+namespace {
+
+constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+
+struct ServeFlags {
+  LlmFlags llm;  // model, template, sampling defaults, cache
+  std::string host = "127.0.0.1";
+  int64_t port = 8080;
+  int64_t parallel = 8, max_queue = 64, step_tokens = 512;
+  int64_t max_session_tokens = 0, prefix_cache_entries = 8, prefix_cache_bytes = 0, kv_block_size = 16;
+  std::vector<std::string> api_keys;
+  std::string api_key_file, alias;
+  int64_t timeout_s = 600, max_body_bytes = 8 << 20, http_threads = 0;
+  double shutdown_grace_s = 10;
+};
+
+void add_serve_flags(Flags& fl, ServeFlags& f) {
+  LlmFlags& l = f.llm;
+  l.kv_cache = "batched-cell";
+  l.max_new_tokens = 0;
+  fl.add_string("model", &l.model, "model: a .gguf file or a Hugging Face checkpoint directory (required)", "PATH");
+  fl.add_string("tokenizer", &l.tokenizer, "tokenizer file or directory, instead of the one in or beside the model",
+                "PATH");
+  std::vector<std::string> chats = chat_template_names();
+  chats.insert(chats.begin(), "auto");
+  fl.add_choice("chat", &l.chat, chats, "chat template for /v1/chat/completions; auto = the model's; 0 = raw text");
+  fl.add_string("alias", &f.alias, "the model id clients name; default: the model file's name", "NAME");
+  fl.add_string("host", &f.host, "address to listen on", "ADDR");
+  fl.add_int("port", &f.port, 0, 65535, "port to listen on; 0 = any free port (the ready line says which)");
+  fl.add_repeated("api-key", &f.api_keys, "a key clients must send as 'Authorization: Bearer KEY' (repeatable)",
+                  "KEY");
+  fl.add_string("api-key-file", &f.api_key_file, "a file of keys, one per line (blank lines and # comments skipped)",
+                "PATH");
+  fl.add_int("parallel", &f.parallel, 1, 4096, "requests decoded at once (sessions in the batch)");
+  fl.add_int("max-queue", &f.max_queue, 0, kIntMax,
+             "requests waiting beyond --parallel before new ones get 429; 0 = unbounded");
+  fl.add_int("max-session-tokens", &f.max_session_tokens, 0, kIntMax,
+             "prompt + max_tokens one request may hold (longer: 400); 0 = --kv-max-capacity's value");
+  fl.add_int("step-tokens", &f.step_tokens, 1, kIntMax,
+             "rows per forward step (decode rows first, then prefill chunks); at least --parallel");
+  fl.add_int("prefix-cache-entries", &f.prefix_cache_entries, 0, 4096,
+             "prompts whose KV is kept for later requests sharing a prefix; 0 = off");
+  fl.add_int("prefix-cache-bytes", &f.prefix_cache_bytes, 0, std::numeric_limits<int64_t>::max(),
+             "byte bound of the prefix cache; 0 = none beyond the entries");
+  fl.add_int("timeout-s", &f.timeout_s, 1, 86400,
+             "socket read/write timeout: how long a client may stall sending a request or reading a reply");
+  fl.add_float("shutdown-grace-s", &f.shutdown_grace_s, 0, 3600,
+               "on SIGINT/SIGTERM, how long running requests may finish before they are cancelled");
+  fl.add_int("max-body-bytes", &f.max_body_bytes, 1024, kIntMax, "largest request body (413 beyond)");
+  fl.add_int("http-threads", &f.http_threads, 0, 65536,
+             "connections served at once; 0 = --parallel + --max-queue + 16");
+  fl.add_float("temperature", &l.temperature, 0, 2, "default sampling temperature of requests that give none; 0 = greedy");
+  fl.add_int("top-k", &l.top_k, 0, kIntMax, "default top-k; 0 = off");
+  fl.add_float("top-p", &l.top_p, 0, 1, "default top-p; 1 = off", true);
+  fl.add_float("min-p", &l.min_p, 0, 1, "default min-p; 0 = off");
+  fl.add_float("repeat-penalty", &l.repeat_penalty, 0, 100, "default repetition penalty; 1 = off", true);
+  fl.add_int("repeat-last-n", &l.repeat_last_n, 0, kIntMax, "how many recent tokens the penalty looks at");
+  fl.add_int("seed", &l.seed, -1, std::numeric_limits<int64_t>::max(),
+             "seed of requests that give none; -1 = a random seed per request");
+  fl.add_int("max-new-tokens", &l.max_new_tokens, 0, kIntMax,
+             "max tokens of a chat request that gives none; 0 = up to the session limit");
+  fl.add_choice("cache-kind", &l.kv_cache, {"batched-cell", "batched-sequence"},
+                "shared cache kind: batched-cell (blocks shared copy-on-write by prefix forks) or batched-sequence "
+                "(own storage per sequence, prefixes copied)");
+  fl.add_int("kv-max-capacity", &l.kv_max_capacity, 0, kIntMax,
+             "positions one session's cache may hold; 0 = --max-session-tokens, else min(model context length, 4096)");
+  fl.add_int("kv-initial-capacity", &l.kv_initial_capacity, 1, kIntMax,
+             "positions allocated at start for flat layers (batched-sequence; grows by doubling)");
+  fl.add_int("kv-block-size", &f.kv_block_size, 1, 4096, "positions per block (batched-cell)");
+  fl.add_choice("kv-storage-dtype", &l.kv_storage_dtype, {"f32", "f16", "bf16", "q8_0"}, "cache storage type");
+  fl.add_int_list("kv-windows", &l.kv_windows, 0, kIntMax,
+                  "window override repeated over the model's caches; 0 = flat", "the model's windows");
+  fl.add_int("prefill-chunk-size", &l.prefill_chunk_size, 0, kIntMax,
+             "most prompt rows one session writes per step; 0 = the model file's, else 512");
+  fl.add_int("threads", &l.threads, 0, 1024, "worker threads of the forward pass; 0 = all cores");
+  fl.add_bool("mmap", &l.mmap, "keep weights in the mapped file instead of copying them into huge pages");
+}
+
+// --api-key values and the lines of --api-key-file; usage errors for empty keys or an unreadable file.
+std::vector<std::string> api_keys_of(const ServeFlags& f) {
+  std::vector<std::string> keys;
+  for (const auto& k : f.api_keys) {
+    if (k.empty()) usage_fail("--api-key: the key is empty");
+    keys.push_back(k);
+  }
+  if (!f.api_key_file.empty()) {
+    std::ifstream in(f.api_key_file);
+    if (!in) usage_fail("--api-key-file: cannot read " + f.api_key_file);
+    std::string line;
+    while (std::getline(in, line)) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+      const size_t start = line.find_first_not_of(" \t");
+      if (start == std::string::npos || line[start] == '#') continue;
+      keys.push_back(line.substr(start));
+    }
+    if (keys.size() == f.api_keys.size()) usage_fail("--api-key-file: no key in " + f.api_key_file);
+  }
+  return keys;
+}
+
+void check_serve_flags(const ServeFlags& f) {
+  if (f.llm.model.empty()) usage_fail("--model is required");
+  std::error_code ec;
+  if (!std::filesystem::exists(f.llm.model, ec)) usage_fail("--model: no such file or directory: " + f.llm.model);
+  if (!f.llm.tokenizer.empty() && !std::filesystem::exists(f.llm.tokenizer, ec))
+    usage_fail("--tokenizer: no such file or directory: " + f.llm.tokenizer);
+  if (f.step_tokens < f.parallel)
+    usage_fail("--step-tokens " + std::to_string(f.step_tokens) + " is below --parallel " +
+               std::to_string(f.parallel) + ": a step must carry every running session's decode row");
+  if (f.llm.kv_max_capacity > 0 && f.max_session_tokens > f.llm.kv_max_capacity)
+    usage_fail("--max-session-tokens " + std::to_string(f.max_session_tokens) + " exceeds --kv-max-capacity " +
+               std::to_string(f.llm.kv_max_capacity));
+  if (f.llm.kv_max_capacity == 1 || f.max_session_tokens == 1)
+    usage_fail("the session limit must be at least 2 tokens (a prompt token and a reply token)");
+}
+
+// SIGINT / SIGTERM write to a pipe the main thread waits on (a handler, not a
+// signal mask, so that threads started by libraries cannot swallow them).
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int) {
+  const char c = 1;
+  const ssize_t n = write(g_signal_pipe[1], &c, 1);
+  (void)n;
+}
+
+void install_signal_handlers() {
+  OG_CHECK(pipe(g_signal_pipe) == 0, "cannot create the signal pipe: ", std::strerror(errno));
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not the end of the server
+}
+
+int wait_for_signal() {
+  char c = 0;
+  while (read(g_signal_pipe[0], &c, 1) < 0 && errno == EINTR) {
+  }
+  return c;
+}
+
+std::string model_name_of(const std::string& path) {
+  std::filesystem::path p(path);
+  if (p.has_filename() && p.extension() == ".gguf") return p.stem().string();
+  if (!p.has_filename()) p = p.parent_path();
+  return p.filename().string();
+}
+
+// The cache's describe() lines joined into one (indentation dropped).
+std::string one_line(const std::string& s) {
+  std::string out;
+  size_t at = 0;
+  while (at < s.size()) {
+    size_t end = s.find('\n', at);
+    if (end == std::string::npos) end = s.size();
+    const size_t start = s.find_first_not_of(" \t", at);
+    if (start < end) out += (out.empty() ? "" : " ; ") + s.substr(start, end - start);
+    at = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_serve(const Args& args) {
+  ServeFlags f;
+  Flags fl("serve", "--model M [--host 127.0.0.1] [--port 8080] [options]");
+  add_serve_flags(fl, f);
+  if (!fl.parse(args)) {
+    std::fputs(fl.help().c_str(), stdout);
+    return 0;
+  }
+  check_serve_flags(f);
+  if (f.llm.kv_max_capacity == 0) f.llm.kv_max_capacity = f.max_session_tokens;
+  server::HttpOptions ho;
+  ho.host = f.host;
+  ho.port = static_cast<int>(f.port);
+  ho.api_keys = api_keys_of(f);
+  ho.max_body_bytes = f.max_body_bytes;
+  ho.timeout_s = static_cast<int>(f.timeout_s);
+  ho.max_in_flight = f.max_queue > 0 ? static_cast<int>(f.parallel + f.max_queue) : 0;
+  ho.http_threads = static_cast<int>(f.http_threads > 0 ? f.http_threads : f.parallel + (f.max_queue > 0 ? f.max_queue : 64) + 16);
+  if (f.llm.threads > 0) set_num_threads(static_cast<int>(f.llm.threads));
+  install_signal_handlers();
+
+  // Declared in the order that lets the HTTP server go first on every exit path.
+  LoadedModel loaded;
+  std::unique_ptr<ModelEngine> engine;
+  std::unique_ptr<Scheduler> sched;
+  server::ServedModel served;
+  std::unique_ptr<server::SchedulerAdapter<Scheduler>> port;
+  server::HttpServer http(ho);
+  const int bound = http.bind();
+  http.start();
+  std::fprintf(stderr, "[serve] listening on http://%s:%d, loading %s\n", f.host.c_str(), bound, f.llm.model.c_str());
+
+  loaded = load_llm(f.llm);
+  CacheSetup cs = cache_setup_of(f.llm);
+  cs.max_sequences = static_cast<int>(f.parallel + f.prefix_cache_entries);
+  KvPolicy policy = kv_policy_of(f.llm, *loaded.model);
+  policy.max_sequences = cs.max_sequences;
+  policy.block_size = static_cast<int>(f.kv_block_size);
+  SchedulerOptions so;
+  so.max_session_tokens = f.max_session_tokens > 0 ? f.max_session_tokens : policy.max_capacity;
+  so.max_decode_sequences = static_cast<int>(f.parallel);
+  so.step_tokens = f.step_tokens;
+  // The server bounds requests in flight (--parallel + --max-queue, 429 beyond); the
+  // scheduler's own bound counts a burst not yet admitted as waiting and would refuse
+  // requests that have free sessions, so it is left unbounded.
+  so.max_queue = 0;
+  so.prefix_cache_entries = static_cast<int>(f.prefix_cache_entries);
+  so.prefix_cache_bytes = f.prefix_cache_bytes;
+  engine = std::make_unique<ModelEngine>(*loaded.model);
+  sched = std::make_unique<Scheduler>(*engine, *loaded.tok, make_cache(cs, *loaded.model, policy), so);
+  sched->start();
+
+  served.id = f.alias.empty() ? model_name_of(f.llm.model) : f.alias;
+  served.tok = loaded.tok.get();
+  served.tmpl = loaded.tmpl.get();
+  served.stop_ids = loaded.stop_ids;
+  served.max_session_tokens = so.max_session_tokens;
+  served.default_max_tokens = f.llm.max_new_tokens;
+  served.sampler = sampler_config_of(f.llm);
+  served.random_seed = f.llm.seed < 0;
+  served.use_prefix_cache = f.prefix_cache_entries > 0;
+  served.created = static_cast<int64_t>(std::time(nullptr));
+  port = std::make_unique<server::SchedulerAdapter<Scheduler>>(*sched);
+  http.set_model(served, *port);
+  std::printf("[serve] ready on http://%s:%d | model %s | template %s | %d sessions x %lld tokens | %s\n",
+              f.host.c_str(), bound, served.id.c_str(), loaded.tmpl->name().c_str(), so.max_decode_sequences,
+              static_cast<long long>(so.max_session_tokens), one_line(sched->describe()).c_str());
+  std::fflush(stdout);
+
+  wait_for_signal();
+  std::fprintf(stderr, "[serve] shutting down: %d requests in flight, %.1f s grace\n", http.in_flight(),
+               f.shutdown_grace_s);
+  http.drain();
+  sched->shutdown(f.shutdown_grace_s);
+  if (!http.wait_idle(10)) std::fprintf(stderr, "[serve] %d responses were still being written\n", http.in_flight());
+  http.stop();
+  const SchedulerSnapshot s = sched->snapshot();
+  std::fprintf(stderr, "[serve] stopped: %llu finished, %llu cancelled, %llu refused, %llu failed\n",
+               static_cast<unsigned long long>(s.finished), static_cast<unsigned long long>(s.cancelled),
+               static_cast<unsigned long long>(s.refused), static_cast<unsigned long long>(s.failed));
+  return 0;
+}
+
+}  // namespace og::app

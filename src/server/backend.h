@@ -1,0 +1,60 @@
+// What the HTTP layer needs from the engine, and nothing more: the
+// scheduler's submit / cancel / snapshot (SchedulerPort), and the model's text
+// side (tokenizer, chat template, stop ids, limits and defaults: ServedModel).
+// The port is an interface so that the routes are tested against a scripted
+// scheduler; SchedulerAdapter forwards it to og::Scheduler.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/sampler.h"
+#include "runtime/scheduler.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace og::server {
+
+// The scheduler's contract as the server uses it (see runtime/scheduler.h):
+// submit/cancel thread-safe, exactly one on_finish per request, callbacks on
+// the scheduler's thread and never blocking.
+class SchedulerPort {
+ public:
+  virtual ~SchedulerPort() = default;
+  virtual uint64_t submit(RequestOptions req, RequestCallbacks cb) = 0;
+  virtual void cancel(uint64_t id) = 0;
+  virtual SchedulerSnapshot snapshot() const = 0;
+};
+
+// Forwards to a scheduler that outlives the adapter (og::Scheduler or any
+// type with the same three calls).
+template <class S>
+class SchedulerAdapter : public SchedulerPort {
+ public:
+  explicit SchedulerAdapter(S& s) : s_(s) {}
+  uint64_t submit(RequestOptions req, RequestCallbacks cb) override { return s_.submit(std::move(req), std::move(cb)); }
+  void cancel(uint64_t id) override { s_.cancel(id); }
+  SchedulerSnapshot snapshot() const override { return s_.snapshot(); }
+
+ private:
+  S& s_;
+};
+
+// The served model's text side and the server-wide generation settings.
+// The pointers must outlive the server.
+struct ServedModel {
+  std::string id;  // the model id clients name (--alias, else the file's name)
+  const Tokenizer* tok = nullptr;
+  const ChatTemplate* tmpl = nullptr;
+  std::vector<int32_t> stop_ids;   // ids that end a reply (the model's and the template's)
+  int64_t max_session_tokens = 0;  // prompt + generated tokens of one request
+  int64_t default_max_tokens = 0;  // chat without max_tokens; 0 = up to the session limit
+  int64_t default_completion_max_tokens = 16;  // /v1/completions without max_tokens (OpenAI's default)
+  SamplerConfig sampler;  // defaults for what a request leaves unset
+  bool random_seed = true;  // requests without a seed draw one (else sampler.seed)
+  bool use_prefix_cache = true;
+  int64_t created = 0;  // unix seconds (the /v1/models "created")
+};
+
+}  // namespace og::server

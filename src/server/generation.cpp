@@ -1,0 +1,206 @@
+// Request -> RequestOptions against the served model, and the RequestStream
+// that hands the scheduler's callbacks to the HTTP thread.
+#include "server/generation.h"
+
+#include <algorithm>
+#include <random>
+
+#include "base/error.h"
+
+namespace og::server {
+
+namespace {
+
+uint64_t random_seed() {
+  thread_local std::mt19937_64 rng{(uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()};
+  return rng();
+}
+
+SamplerConfig sampler_of(const GenerationParams& p, const ServedModel& m) {
+  SamplerConfig c = m.sampler;
+  if (p.temperature) c.temperature = *p.temperature;
+  if (p.top_p) c.top_p = *p.top_p;
+  if (p.top_k) c.top_k = static_cast<int>(*p.top_k);
+  if (p.min_p) c.min_p = *p.min_p;
+  if (p.repetition_penalty) c.repeat_penalty = *p.repetition_penalty;
+  if (p.seed) {
+    c.seed = *p.seed;
+  } else if (m.random_seed) {
+    c.seed = random_seed();
+  }
+  return c;
+}
+
+}  // namespace
+
+void check_model(const std::string& requested, const ServedModel& m) {
+  if (requested.empty() || requested == m.id) return;
+  throw ApiError(400, "invalid_request_error", "model_not_found",
+                 "the model '" + requested + "' is not served here; this server serves '" + m.id + "'", "model");
+}
+
+std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m) {
+  std::vector<int32_t> ids;
+  try {
+    if (req.endpoint == Endpoint::kChat) {
+      ids = encode_chat(*m.tok, m.tmpl->render_segments(req.messages, true), true);
+    } else if (req.prompt_is_ids) {
+      const int64_t n_vocab = m.tok->n_vocab();
+      for (size_t i = 0; i < req.prompt_ids.size(); ++i) {
+        if (req.prompt_ids[i] >= n_vocab)
+          bad_request("'prompt[" + std::to_string(i) + "]' is token id " + std::to_string(req.prompt_ids[i]) +
+                          ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")",
+                      "prompt");
+        ids.push_back(static_cast<int32_t>(req.prompt_ids[i]));
+      }
+    } else {
+      ids = m.tok->encode(req.prompt_text, /*add_special=*/true, /*parse_special=*/false);
+    }
+  } catch (const og::Error& e) {
+    bad_request(std::string("the prompt cannot be encoded: ") + e.what(),
+                req.endpoint == Endpoint::kChat ? "messages" : "prompt");
+  }
+  if (ids.empty()) bad_request("the prompt is empty (it encodes to no tokens)", "prompt");
+  return ids;
+}
+
+RequestOptions build_request_options(const GenerationRequest& req, const ServedModel& m, std::vector<int32_t> prompt) {
+  const int64_t n = static_cast<int64_t>(prompt.size()), limit = m.max_session_tokens;
+  if (n + 1 > limit)
+    bad_request("the prompt is " + std::to_string(n) + " tokens; this server's session limit is " +
+                    std::to_string(limit) + " tokens (prompt + at least one generated token)",
+                req.endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
+  int64_t max_new = 0;
+  if (req.params.max_tokens) {
+    max_new = *req.params.max_tokens;
+    if (n + max_new > limit)
+      bad_request("the prompt (" + std::to_string(n) + " tokens) + max_tokens (" + std::to_string(max_new) +
+                      ") exceeds this server's session limit of " + std::to_string(limit) + " tokens",
+                  "max_tokens", "context_length_exceeded");
+  } else {
+    const int64_t def = req.endpoint == Endpoint::kChat ? m.default_max_tokens : m.default_completion_max_tokens;
+    max_new = def > 0 ? std::min(def, limit - n) : limit - n;
+  }
+  RequestOptions o;
+  o.prompt = std::move(prompt);
+  o.max_new_tokens = max_new;
+  o.sampler = sampler_of(req.params, m);
+  if (!req.params.ignore_eos) o.stop_ids = m.stop_ids;
+  o.stop_strings = req.params.stop;
+  o.logprobs = req.params.logprobs;
+  o.top_logprobs = req.params.top_logprobs;
+  o.use_prefix_cache = m.use_prefix_cache;
+  return o;
+}
+
+std::string openai_finish_reason(FinishReason r) { return r == FinishReason::kLength ? "length" : "stop"; }
+
+RequestStream::RequestStream(const ServedModel& m, ServerMetrics* metrics, Endpoint endpoint, bool logprobs)
+    : model_(m), metrics_(metrics), endpoint_(endpoint), logprobs_(logprobs) {}
+
+RequestCallbacks RequestStream::callbacks(const std::shared_ptr<RequestStream>& self) {
+  RequestCallbacks cb;
+  cb.on_text = [self](std::string_view t) { self->on_text(t); };
+  cb.on_token = [self](const TokenEvent& ev) { self->on_token(ev); };
+  cb.on_finish = [self](const RequestReport& r) { self->on_finish(r); };
+  return cb;
+}
+
+TokenLogprobs RequestStream::to_logprobs(const TokenEvent& ev) const {
+  TokenLogprobs t;
+  t.token = model_.tok->token_bytes(ev.id);
+  t.logprob = ev.logprob;
+  for (const auto& a : ev.top) t.top.push_back({model_.tok->token_bytes(a.id), a.logprob});
+  return t;
+}
+
+void RequestStream::on_text(std::string_view text) {
+  if (text.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Piece p;
+    p.text = std::string(text);
+    p.logprobs = std::move(pending_lp_);
+    pending_lp_.clear();
+    pieces_.push_back(std::move(p));
+  }
+  cv_.notify_all();
+}
+
+void RequestStream::on_token(const TokenEvent& ev) {
+  const auto now = std::chrono::steady_clock::now();
+  // A stop id ends the reply and is not part of it: no logprob is reported for it.
+  const bool is_stop = std::find(model_.stop_ids.begin(), model_.stop_ids.end(), ev.id) != model_.stop_ids.end();
+  TokenLogprobs lp;
+  if (logprobs_ && !is_stop) lp = to_logprobs(ev);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (metrics_ && any_token_) metrics_->inter_token_s.observe(std::chrono::duration<double>(now - last_token_).count());
+  last_token_ = now;
+  any_token_ = true;
+  if (logprobs_ && !is_stop) pending_lp_.push_back(std::move(lp));
+}
+
+void RequestStream::on_finish(const RequestReport& r) {
+  if (metrics_) {
+    metrics_->count_request(endpoint_ == Endpoint::kChat ? "chat" : "completion", finish_reason_name(r.reason));
+    if (r.reason == FinishReason::kStop || r.reason == FinishReason::kLength) {
+      metrics_->ttft_s.observe(r.ttft_s);
+      metrics_->e2e_s.observe(r.total_s);
+      metrics_->queue_s.observe(r.queue_s);
+      metrics_->prefill_s.observe(r.prefill_s);
+      metrics_->decode_s.observe(r.decode_s);
+      metrics_->prompt_tokens.observe(static_cast<double>(r.prompt_tokens));
+      metrics_->generation_tokens.observe(static_cast<double>(r.generated_tokens));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    report_ = r;
+  }
+  cv_.notify_all();
+}
+
+StreamUpdate RequestStream::take(std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, wait, [&] { return !pieces_.empty() || (report_ && !report_taken_); });
+  StreamUpdate u;
+  u.pieces = std::move(pieces_);
+  pieces_.clear();
+  if (report_ && !report_taken_) {
+    report_taken_ = true;
+    u.finished = report_;
+    u.trailing = std::move(pending_lp_);
+    pending_lp_.clear();
+  }
+  return u;
+}
+
+bool RequestStream::finished() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return report_.has_value();
+}
+
+Usage usage_of(const RequestReport& r) {
+  Usage u;
+  u.prompt_tokens = r.prompt_tokens;
+  u.completion_tokens = r.generated_tokens;
+  u.cached_tokens = r.cached_tokens;
+  return u;
+}
+
+CompletionResult collect_result(const std::vector<Piece>& pieces, const StreamUpdate& last, bool logprobs) {
+  CompletionResult c;
+  for (const auto& p : pieces) {
+    c.text += p.text;
+    if (logprobs) c.logprobs.insert(c.logprobs.end(), p.logprobs.begin(), p.logprobs.end());
+  }
+  if (logprobs) c.logprobs.insert(c.logprobs.end(), last.trailing.begin(), last.trailing.end());
+  c.with_logprobs = logprobs;
+  if (last.finished) {
+    c.finish_reason = openai_finish_reason(last.finished->reason);
+    c.usage = usage_of(*last.finished);
+  }
+  return c;
+}
+
+}  // namespace og::server

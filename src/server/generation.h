@@ -1,0 +1,95 @@
+// Where a parsed request meets the model and the scheduler: the model id and
+// the prompt are checked against the served model (token ids in range, prompt
+// + max_tokens within the session limit) and turned into RequestOptions; a
+// RequestStream then carries the scheduler's callbacks (on its thread) to the
+// HTTP thread that answers the client (whole or as SSE chunks). The callbacks
+// only append under a mutex and notify: they never block the scheduler.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/scheduler.h"
+#include "server/api_request.h"
+#include "server/api_response.h"
+#include "server/backend.h"
+#include "server/metrics.h"
+
+namespace og::server {
+
+// A model field naming another model: ApiError 400 (code model_not_found).
+void check_model(const std::string& requested, const ServedModel& m);
+
+// The prompt's token ids: chat messages through the template (contents never
+// parsed for control tokens), completion text encoded with the vocabulary's
+// BOS, or the given ids (each checked against the vocabulary). ApiError 400 on
+// a template that refuses the messages, an id out of range or an empty prompt.
+std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m);
+
+// The scheduler request. ApiError 400 when the prompt cannot fit the session
+// limit with at least one generated token, or prompt + max_tokens exceeds it.
+RequestOptions build_request_options(const GenerationRequest& req, const ServedModel& m, std::vector<int32_t> prompt);
+
+// "stop" / "length" for the client; other reasons are not a finished reply.
+std::string openai_finish_reason(FinishReason r);
+
+// A piece of streamed text and the tokens that made it (when logprobs were asked).
+struct Piece {
+  std::string text;
+  std::vector<TokenLogprobs> logprobs;
+};
+
+// What arrived since the last take().
+struct StreamUpdate {
+  std::vector<Piece> pieces;
+  std::optional<RequestReport> finished;  // set once, with the last update
+  std::vector<TokenLogprobs> trailing;     // finished: logprobs of tokens that made no text
+};
+
+// The state one HTTP request shares with its scheduler callbacks.
+class RequestStream {
+ public:
+  // metrics may be null. endpoint labels the request counter.
+  RequestStream(const ServedModel& m, ServerMetrics* metrics, Endpoint endpoint, bool logprobs);
+
+  // The callbacks to submit with; they keep `self` alive until on_finish.
+  static RequestCallbacks callbacks(const std::shared_ptr<RequestStream>& self);
+
+  // Waits up to `wait` for something new (or the finish) and takes it.
+  StreamUpdate take(std::chrono::milliseconds wait);
+  bool finished() const;
+
+ private:
+  void on_text(std::string_view text);
+  void on_token(const TokenEvent& ev);
+  void on_finish(const RequestReport& r);
+  TokenLogprobs to_logprobs(const TokenEvent& ev) const;
+
+  const ServedModel& model_;
+  ServerMetrics* metrics_;
+  const Endpoint endpoint_;
+  const bool logprobs_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Piece> pieces_;
+  std::vector<TokenLogprobs> pending_lp_;  // tokens whose text has not arrived yet
+  std::optional<RequestReport> report_;
+  bool report_taken_ = false;
+  std::chrono::steady_clock::time_point last_token_;
+  bool any_token_ = false;
+};
+
+// The whole result of a finished request (non-streamed answer).
+CompletionResult collect_result(const std::vector<Piece>& pieces, const StreamUpdate& last, bool logprobs);
+
+// Usage of a finished request.
+Usage usage_of(const RequestReport& r);
+
+}  // namespace og::server

@@ -1,0 +1,174 @@
+// /v1/chat/completions and /v1/completions: parse, check against the model,
+// take an in-flight slot, submit, then answer whole (waiting for on_finish)
+// or as Server-Sent Events from a chunked content provider. The provider
+// polls the request's stream; when the client is gone (a write fails or the
+// socket is no longer writable) it cancels the request, so the scheduler
+// frees its cache at the next step.
+#include <chrono>
+#include <ctime>
+#include <memory>
+
+#include "server/api_response.h"
+#include "server/generation.h"
+#include "server/http_internal.h"
+
+namespace og::server {
+
+namespace {
+
+// How long the stream writer waits for new text before checking the client.
+constexpr std::chrono::milliseconds kPoll{50};
+
+// Released twice (the answer is done; on_finish came), then gives the slot back.
+struct Slot {
+  explicit Slot(HttpServer::Impl* s) : server(s) {}
+  void drop() {
+    if (refs.fetch_sub(1) == 1) server->release_slot();
+  }
+  HttpServer::Impl* server;
+  std::atomic<int> refs{2};
+};
+
+// The error a request that did not finish normally is answered with.
+ApiError unfinished_error(const RequestReport& r) {
+  switch (r.reason) {
+    case FinishReason::kCancelled:
+      return ApiError(503, "server_error", "cancelled", "the request was cancelled (the server is shutting down)");
+    case FinishReason::kRefused:
+      return ApiError(503, "server_error", "refused", "the request was refused: " + r.message);
+    default:
+      return ApiError(500, "server_error", "engine_failure", "the engine failed: " + r.message);
+  }
+}
+
+bool normal_finish(const RequestReport& r) {
+  return r.reason == FinishReason::kStop || r.reason == FinishReason::kLength;
+}
+
+// Everything the SSE writer keeps between calls of the content provider.
+struct StreamState {
+  std::shared_ptr<RequestStream> stream;
+  std::shared_ptr<Slot> slot;
+  SchedulerPort* sched = nullptr;
+  ResponseMeta meta;
+  uint64_t id = 0;
+  bool include_usage = false;
+  bool logprobs = false;
+  bool opened = false;
+  bool complete = false;
+  int64_t text_offset = 0;
+
+  // The SSE text of what arrived since the last call (may be empty).
+  std::string next_events() {
+    std::string out;
+    if (!opened && meta.endpoint == Endpoint::kChat) out += sse_event(chunk_role(meta, include_usage));
+    opened = true;
+    StreamUpdate u = stream->take(kPoll);
+    for (const Piece& p : u.pieces) {
+      out += sse_event(chunk_text(meta, p.text, logprobs ? &p.logprobs : nullptr, include_usage, text_offset));
+      text_offset += static_cast<int64_t>(p.text.size());
+    }
+    if (!u.finished) return out;
+    complete = true;
+    const RequestReport& r = *u.finished;
+    if (!normal_finish(r)) {
+      out += sse_event(error_body(unfinished_error(r)));
+      return out;
+    }
+    out += sse_event(chunk_finish(meta, openai_finish_reason(r.reason), include_usage));
+    if (include_usage) out += sse_event(chunk_usage(meta, usage_of(r)));
+    out += sse_done();
+    return out;
+  }
+};
+
+}  // namespace
+
+void HttpServer::Impl::acquire_slot() {
+  int n = in_flight.load();
+  while (true) {
+    if (opts.max_in_flight > 0 && n >= opts.max_in_flight)
+      throw ApiError(429, "rate_limit_error", "queue_full",
+                     "the server has " + std::to_string(n) +
+                         " requests in flight, its limit (--parallel + --max-queue); retry later");
+    if (in_flight.compare_exchange_weak(n, n + 1)) return;
+  }
+}
+
+void HttpServer::Impl::release_slot() {
+  {
+    std::lock_guard<std::mutex> lock(idle_mu);
+    in_flight.fetch_sub(1);
+  }
+  idle_cv.notify_all();
+}
+
+void HttpServer::Impl::handle_generation(Endpoint ep, const std::string& body, httplib::Response& res) {
+  if (draining.load()) throw ApiError(503, "server_error", "shutting_down", "the server is shutting down");
+  const ServedModel& m = *model.load();
+  SchedulerPort& s = *sched.load();
+  const nlohmann::json j = parse_json_object(body);
+  const GenerationRequest r = ep == Endpoint::kChat ? parse_chat_request(j) : parse_completion_request(j);
+  check_model(r.model, m);
+  RequestOptions o = build_request_options(r, m, encode_prompt(r, m));
+
+  acquire_slot();
+  auto slot = std::make_shared<Slot>(this);
+  auto stream = std::make_shared<RequestStream>(m, &metrics, ep, r.params.logprobs);
+  RequestCallbacks cb = RequestStream::callbacks(stream);
+  cb.on_finish = [inner = std::move(cb.on_finish), slot](const RequestReport& rep) {
+    inner(rep);
+    slot->drop();
+  };
+  ResponseMeta meta{ep, new_response_id(ep), static_cast<int64_t>(std::time(nullptr)), m.id};
+  uint64_t id = 0;
+  try {
+    id = s.submit(std::move(o), std::move(cb));
+  } catch (...) {
+    slot->drop();
+    slot->drop();
+    throw;
+  }
+
+  if (!r.params.stream) {
+    std::vector<Piece> pieces;
+    StreamUpdate u;
+    while (!u.finished) {
+      u = stream->take(std::chrono::milliseconds(200));
+      for (auto& p : u.pieces) pieces.push_back(std::move(p));
+    }
+    slot->drop();
+    if (!normal_finish(*u.finished)) return send_error(res, unfinished_error(*u.finished));
+    res.set_content(completion_body(meta, collect_result(pieces, u, r.params.logprobs)), "application/json");
+    return;
+  }
+
+  auto st = std::make_shared<StreamState>();
+  st->stream = stream;
+  st->slot = slot;
+  st->sched = &s;
+  st->meta = meta;
+  st->id = id;
+  st->include_usage = r.params.include_usage;
+  st->logprobs = r.params.logprobs;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st](size_t, httplib::DataSink& sink) {
+        const std::string out = st->next_events();
+        const bool alive = out.empty() ? sink.is_writable() : sink.write(out.data(), out.size());
+        if (!alive) {
+          st->sched->cancel(st->id);  // the client is gone: free its place in the batch
+          return false;
+        }
+        if (st->complete) sink.done();
+        return true;
+      },
+      [st](bool success) {
+        if (!success || !st->complete) st->sched->cancel(st->id);
+        st->slot->drop();
+      });
+}
+
+}  // namespace og::server

@@ -1,0 +1,165 @@
+// Histograms, counters and the Prometheus text exposition of /metrics.
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace og::server {
+
+namespace {
+
+const std::vector<double> kLatencyBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5,
+                                            0.75,  1.0,    2.5,   5.0,  7.5,   10.0, 20.0,  40.0, 80.0, 160.0};
+const std::vector<double> kTokenBounds = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+
+std::string num(double x) {
+  if (std::isnan(x)) return "NaN";
+  if (std::isinf(x)) return x > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
+}
+
+// A label value with \, " and newline escaped as the text format requires.
+std::string escape_label(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+class Writer {
+ public:
+  explicit Writer(const std::string& model) : label_("model_name=\"" + escape_label(model) + "\"") {}
+
+  void header(const std::string& name, const char* type, const char* help) {
+    out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  }
+  void sample(const std::string& name, double value, const std::string& extra = "") {
+    out_ += name + "{" + label_ + (extra.empty() ? "" : "," + extra) + "} " + num(value) + "\n";
+  }
+  void gauge(const std::string& name, double v, const char* help) {
+    header(name, "gauge", help);
+    sample(name, v);
+  }
+  void counter(const std::string& name, double v, const char* help) {
+    header(name, "counter", help);
+    sample(name, v);
+  }
+  void histogram(const std::string& name, const Histogram& h, const char* help) {
+    const Histogram::Data d = h.data();
+    header(name, "histogram", help);
+    uint64_t cum = 0;
+    for (size_t i = 0; i < d.bounds.size(); ++i) {
+      cum += d.counts[i];
+      sample(name + "_bucket", static_cast<double>(cum), "le=\"" + num(d.bounds[i]) + "\"");
+    }
+    cum += d.counts.back();
+    sample(name + "_bucket", static_cast<double>(cum), "le=\"+Inf\"");
+    sample(name + "_sum", d.sum);
+    sample(name + "_count", static_cast<double>(d.count));
+  }
+  std::string& out() { return out_; }
+
+ private:
+  std::string label_;
+  std::string out_;
+};
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds) {
+  std::sort(bounds.begin(), bounds.end());
+  d_.bounds = std::move(bounds);
+  d_.counts.assign(d_.bounds.size() + 1, 0);
+}
+
+void Histogram::observe(double x) {
+  if (std::isnan(x)) return;
+  const size_t i = std::lower_bound(d_.bounds.begin(), d_.bounds.end(), x) - d_.bounds.begin();  // le: x <= bound
+  std::lock_guard<std::mutex> lock(mu_);
+  ++d_.counts[i];
+  d_.sum += x;
+  ++d_.count;
+}
+
+Histogram::Data Histogram::data() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return d_;
+}
+
+ServerMetrics::ServerMetrics()
+    : ttft_s(kLatencyBounds),
+      inter_token_s(kLatencyBounds),
+      e2e_s(kLatencyBounds),
+      queue_s(kLatencyBounds),
+      prefill_s(kLatencyBounds),
+      decode_s(kLatencyBounds),
+      prompt_tokens(kTokenBounds),
+      generation_tokens(kTokenBounds) {}
+
+void ServerMetrics::count_request(const std::string& endpoint, const std::string& finish_reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++requests_[{endpoint, finish_reason}];
+}
+
+void ServerMetrics::count_http(int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++http_[status];
+}
+
+std::map<std::pair<std::string, std::string>, uint64_t> ServerMetrics::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+
+std::map<int, uint64_t> ServerMetrics::http() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return http_;
+}
+
+std::string render_prometheus(const SchedulerSnapshot& s, const ServerMetrics& m, const std::string& model) {
+  Writer w(model);
+  w.gauge("vllm:num_requests_running", s.running, "Requests admitted to the batch and not finished.");
+  w.gauge("vllm:num_requests_waiting", s.waiting, "Requests submitted and waiting for admission.");
+  w.gauge("vllm:kv_cache_usage_perc", std::clamp(s.kv_cache_usage, 0.0, 1.0),
+          "Fraction of the shared KV cache in use (0 to 1).");
+  w.counter("offgraph:prompt_tokens_total", static_cast<double>(s.prompt_tokens), "Prompt tokens of admitted requests.");
+  w.counter("offgraph:generation_tokens_total", static_cast<double>(s.generated_tokens), "Tokens generated.");
+  w.counter("offgraph:prefix_cache_queries_total", static_cast<double>(s.prefix_lookups),
+            "Prefix cache lookups (one per admitted request that may use it).");
+  w.counter("offgraph:prefix_cache_hits_total", static_cast<double>(s.prefix_hits),
+            "Prefix cache lookups that reused a cached prefix.");
+  w.counter("offgraph:prefix_cache_hit_tokens_total", static_cast<double>(s.prefix_hit_tokens),
+            "Prompt tokens taken from the prefix cache instead of being computed.");
+  w.counter("offgraph:prefix_cache_evictions_total", static_cast<double>(s.prefix_evictions),
+            "Prefix cache entries evicted.");
+  w.gauge("offgraph:prefix_cache_entries", s.prefix_entries, "Entries in the prefix cache.");
+  w.gauge("offgraph:kv_cache_bytes_allocated", static_cast<double>(s.cache_bytes_allocated),
+          "Bytes allocated by the shared KV cache.");
+  w.counter("offgraph:scheduler_steps_total", static_cast<double>(s.steps), "Scheduler steps (one forward each).");
+  w.counter("offgraph:scheduler_rows_total", static_cast<double>(s.rows), "Rows forwarded over all steps.");
+  w.header("offgraph:requests_total", "counter", "Finished generation requests by endpoint and finish reason.");
+  for (const auto& [key, n] : m.requests())
+    w.sample("offgraph:requests_total", static_cast<double>(n),
+             "endpoint=\"" + escape_label(key.first) + "\",finish_reason=\"" + escape_label(key.second) + "\"");
+  w.header("offgraph:http_responses_total", "counter", "HTTP responses by status code.");
+  for (const auto& [status, n] : m.http())
+    w.sample("offgraph:http_responses_total", static_cast<double>(n), "code=\"" + std::to_string(status) + "\"");
+  w.histogram("offgraph:time_to_first_token_seconds", m.ttft_s, "Submit to first token, per request.");
+  w.histogram("offgraph:inter_token_latency_seconds", m.inter_token_s, "Time between consecutive tokens of a request.");
+  w.histogram("offgraph:e2e_request_latency_seconds", m.e2e_s, "Submit to finish, per request.");
+  w.histogram("offgraph:request_queue_time_seconds", m.queue_s, "Submit to admission, per request.");
+  w.histogram("offgraph:request_prefill_time_seconds", m.prefill_s, "Admission to prompt in the cache, per request.");
+  w.histogram("offgraph:request_decode_time_seconds", m.decode_s, "First token to finish, per request.");
+  w.histogram("offgraph:request_prompt_tokens", m.prompt_tokens, "Prompt tokens per request.");
+  w.histogram("offgraph:request_generation_tokens", m.generation_tokens, "Generated tokens per request.");
+  return std::move(w.out());
+}
+
+}  // namespace og::server

@@ -1,0 +1,257 @@
+// Request parsing: every field's type and range, unknown and unsupported
+// fields, stop as a string or a list, max_tokens vs max_completion_tokens,
+// prompts as text or ids, malformed JSON and invalid UTF-8: each bad body is
+// one 400 naming the field.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/api_request.h"
+
+namespace og::server {
+namespace {
+
+using nlohmann::json;
+
+GenerationRequest chat(const std::string& body) { return parse_chat_request(parse_json_object(body)); }
+GenerationRequest completion(const std::string& body) { return parse_completion_request(parse_json_object(body)); }
+
+// The ApiError a parse throws (status 0 when it does not throw).
+template <class F>
+ApiError error_of(F f) {
+  try {
+    f();
+  } catch (const ApiError& e) {
+    return e;
+  }
+  return ApiError(0, "", "", "no error");
+}
+
+const std::string kMsgs = R"("messages": [{"role": "user", "content": "hi"}])";
+
+TEST(ChatRequest, Minimal) {
+  const GenerationRequest r = chat("{" + kMsgs + "}");
+  EXPECT_EQ(r.endpoint, Endpoint::kChat);
+  EXPECT_EQ(r.model, "");
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].role, "user");
+  EXPECT_EQ(r.messages[0].content, "hi");
+  EXPECT_FALSE(r.params.max_tokens);
+  EXPECT_FALSE(r.params.temperature);
+  EXPECT_FALSE(r.params.stream);
+}
+
+TEST(ChatRequest, AllSettings) {
+  const GenerationRequest r = chat(R"({"model": "m", "messages": [
+      {"role": "developer", "content": "be brief"},
+      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "name": "x"},
+      {"role": "assistant", "content": "ok"}, {"role": "user", "content": "more"}],
+    "max_completion_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05,
+    "repetition_penalty": 1.1, "seed": -3, "stop": ["x", "yy"], "n": 1, "presence_penalty": 0,
+    "frequency_penalty": 0.0, "logprobs": true, "top_logprobs": 3, "stream": true,
+    "stream_options": {"include_usage": true}, "user": "u1", "logit_bias": {}, "response_format": {"type": "text"}})");
+  EXPECT_EQ(r.model, "m");
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "ab");
+  EXPECT_EQ(*r.params.max_tokens, 7);
+  EXPECT_DOUBLE_EQ(*r.params.temperature, 0.5);
+  EXPECT_DOUBLE_EQ(*r.params.top_p, 0.9);
+  EXPECT_EQ(*r.params.top_k, 40);
+  EXPECT_DOUBLE_EQ(*r.params.min_p, 0.05);
+  EXPECT_DOUBLE_EQ(*r.params.repetition_penalty, 1.1);
+  EXPECT_EQ(*r.params.seed, static_cast<uint64_t>(int64_t{-3}));
+  EXPECT_EQ(r.params.stop, (std::vector<std::string>{"x", "yy"}));
+  EXPECT_TRUE(r.params.logprobs);
+  EXPECT_EQ(r.params.top_logprobs, 3);
+  EXPECT_TRUE(r.params.stream);
+  EXPECT_TRUE(r.params.include_usage);
+}
+
+TEST(ChatRequest, StopAsStringAndNulls) {
+  const GenerationRequest r = chat("{" + kMsgs + R"(, "stop": "\n\n", "temperature": null, "max_tokens": null})");
+  EXPECT_EQ(r.params.stop, (std::vector<std::string>{"\n\n"}));
+  EXPECT_FALSE(r.params.temperature);
+  EXPECT_FALSE(r.params.max_tokens);
+}
+
+TEST(ChatRequest, MaxTokensSpellings) {
+  EXPECT_EQ(*chat("{" + kMsgs + R"(, "max_tokens": 5})").params.max_tokens, 5);
+  EXPECT_EQ(*chat("{" + kMsgs + R"(, "max_completion_tokens": 6})").params.max_tokens, 6);
+  EXPECT_EQ(*chat("{" + kMsgs + R"(, "max_tokens": 6, "max_completion_tokens": 6})").params.max_tokens, 6);
+  const ApiError e = error_of([&] { chat("{" + kMsgs + R"(, "max_tokens": 5, "max_completion_tokens": 6})"); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.param(), "max_completion_tokens");
+}
+
+TEST(ChatRequest, TopKMinusOneIsOff) { EXPECT_EQ(*chat("{" + kMsgs + R"(, "top_k": -1})").params.top_k, 0); }
+
+struct BadCase {
+  const char* body;
+  const char* param;  // expected ApiError::param ("" = none)
+  const char* words;  // expected in the message
+};
+
+TEST(ChatRequest, BadBodies) {
+  const BadCase cases[] = {
+      {R"({"messages": []})", "messages", "empty"},
+      {R"({})", "messages", "required"},
+      {R"({"messages": "hi"})", "messages", "must be an array"},
+      {R"({"messages": [1]})", "messages[0]", "must be an object"},
+      {R"({"messages": [{"content": "x"}]})", "messages[0].role", "required"},
+      {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].role", "'tool'"},
+      {R"({"messages": [{"role": "user"}]})", "messages[0].content", "required"},
+      {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content", "string or an array"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})",
+       "messages[0].content[0].type", "only text"},
+      {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})", "tool_calls", "unknown field"},
+      {R"({"model": 3, "messages": [{"role": "user", "content": "x"}]})", "model", "must be a string"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": "5"})", "max_tokens", "integer"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 5.0})", "max_tokens", "integer"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "max_tokens", "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})", "max_tokens", "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 99999999999999999999})", "max_tokens", ""},
+      {R"({"messages": [{"role": "user", "content": "x"}], "temperature": 3})", "temperature", "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"})", "temperature", "number"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_p": 0})", "top_p", "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_p": 1.5})", "top_p", "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_k": -2})", "top_k", "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "min_p": 2})", "min_p", "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "repetition_penalty": 0})", "repetition_penalty", ""},
+      {R"({"messages": [{"role": "user", "content": "x"}], "seed": 1.5})", "seed", "integer"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "n", "n = 1"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 0})", "n", "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": 5})", "stop", "string or an array"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a", 1]})", "stop[1]", "string"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": [""]})", "stop", "empty"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["1","2","3","4","5","6","7","8","9","10",
+          "11","12","13","14","15","16","17"]})", "stop", "at most"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "stream", "boolean"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}})",
+       "stream_options", "only allowed"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream": true, "stream_options": {"x": 1}})", "x",
+       "unknown field"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 0.5})", "presence_penalty",
+       "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "frequency_penalty": 3})", "frequency_penalty",
+       "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs", "logprobs"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})", "top_logprobs",
+       "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": []})", "tools", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": 5}})", "logit_bias", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})",
+       "response_format", "text"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "temprature": 1})", "temprature", "unknown field"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "prompt": "x"})", "prompt", "unknown field"},
+  };
+  for (const auto& c : cases) {
+    const ApiError e = error_of([&] { chat(c.body); });
+    EXPECT_EQ(e.status(), 400) << c.body;
+    EXPECT_EQ(e.type(), "invalid_request_error") << c.body;
+    EXPECT_EQ(e.param(), c.param) << c.body << " -> " << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.words), std::string::npos) << c.body << " -> " << e.what();
+  }
+}
+
+TEST(JsonBody, MalformedAndInvalidUtf8) {
+  const std::string cases[] = {
+      "",
+      "{",
+      "not json",
+      R"({"messages": [}])",
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\xfe\"}]}",      // invalid UTF-8 bytes
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"\xc3\"}]}",          // truncated sequence
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"\xed\xa0\x80\"}]}",  // encoded surrogate
+      R"({"messages": [{"role": "user", "content": "\ud800"}]})",               // lone surrogate escape
+      R"({"a": 1} trailing)",
+  };
+  for (const auto& body : cases) {
+    const ApiError e = error_of([&] { parse_json_object(body); });
+    EXPECT_EQ(e.status(), 400) << body;
+  }
+  for (const std::string body : {"[]", "5", "\"x\"", "null"}) {
+    const ApiError e = error_of([&] { parse_json_object(body); });
+    EXPECT_EQ(e.status(), 400) << body;
+    EXPECT_NE(std::string(e.what()).find("must be a JSON object"), std::string::npos) << e.what();
+  }
+}
+
+TEST(JsonBody, DeepNestingIsRefused) {
+  const std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const ApiError e = error_of([&] { parse_json_object(deep); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_NE(std::string(e.what()).find("nests deeper"), std::string::npos) << e.what();
+  // The limit itself is fine.
+  const std::string ok = "{\"a\":" + std::string(kMaxJsonDepth - 1, '[') + std::string(kMaxJsonDepth - 1, ']') + "}";
+  EXPECT_NO_THROW(parse_json_object(ok));
+}
+
+TEST(JsonBody, ValidUtf8IsKept) {
+  const GenerationRequest r = chat(R"({"messages": [{"role": "user", "content": "caf\u00e9 \ud83d\ude00 ü"}]})");
+  EXPECT_EQ(r.messages[0].content, "caf\xc3\xa9 \xf0\x9f\x98\x80 \xc3\xbc");
+}
+
+TEST(CompletionRequest, PromptForms) {
+  GenerationRequest r = completion(R"({"prompt": "Once upon"})");
+  EXPECT_EQ(r.endpoint, Endpoint::kCompletion);
+  EXPECT_EQ(r.prompt_text, "Once upon");
+  EXPECT_FALSE(r.prompt_is_ids);
+  r = completion(R"({"prompt": ["Once"]})");
+  EXPECT_EQ(r.prompt_text, "Once");
+  r = completion(R"({"prompt": [1, 2, 3]})");
+  EXPECT_TRUE(r.prompt_is_ids);
+  EXPECT_EQ(r.prompt_ids, (std::vector<int64_t>{1, 2, 3}));
+  r = completion(R"({"prompt": [[4, 5]]})");
+  EXPECT_EQ(r.prompt_ids, (std::vector<int64_t>{4, 5}));
+  r = completion(R"({"prompt": "x", "logprobs": 2, "echo": false, "best_of": 1, "max_tokens": 3})");
+  EXPECT_TRUE(r.params.logprobs);
+  EXPECT_EQ(r.params.top_logprobs, 2);
+  EXPECT_EQ(*r.params.max_tokens, 3);
+}
+
+TEST(CompletionRequest, BadBodies) {
+  const BadCase cases[] = {
+      {R"({})", "prompt", "required"},
+      {R"({"prompt": 5})", "prompt", "string or an array"},
+      {R"({"prompt": []})", "prompt", "empty"},
+      {R"({"prompt": ["a", "b"]})", "prompt", "several prompts"},
+      {R"({"prompt": [1, "a"]})", "prompt[1]", "integer"},
+      {R"({"prompt": [1, -2]})", "prompt[1]", "outside"},
+      {R"({"prompt": [1.5]})", "prompt[0]", "integer"},
+      {R"({"prompt": "x", "echo": true})", "echo", "not supported"},
+      {R"({"prompt": "x", "best_of": 2})", "best_of", "must be 1"},
+      {R"({"prompt": "x", "logprobs": 6})", "logprobs", "outside"},
+      {R"({"prompt": "x", "logprobs": true})", "logprobs", "integer"},
+      {R"({"prompt": "x", "suffix": "y"})", "suffix", "not supported"},
+      {R"({"prompt": "x", "max_completion_tokens": 4})", "max_completion_tokens", "unknown field"},
+      {R"({"prompt": "x", "messages": []})", "messages", "unknown field"},
+  };
+  for (const auto& c : cases) {
+    const ApiError e = error_of([&] { completion(c.body); });
+    EXPECT_EQ(e.status(), 400) << c.body;
+    EXPECT_EQ(e.param(), c.param) << c.body << " -> " << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.words), std::string::npos) << c.body << " -> " << e.what();
+  }
+}
+
+TEST(TokenizeRequest, Forms) {
+  TokenizeRequest t = parse_tokenize_request(parse_json_object(R"({"prompt": "hi", "add_special_tokens": false})"));
+  EXPECT_EQ(t.prompt, "hi");
+  EXPECT_FALSE(t.add_special);
+  EXPECT_FALSE(t.use_messages);
+  t = parse_tokenize_request(parse_json_object("{" + kMsgs + R"(, "add_generation_prompt": false})"));
+  EXPECT_TRUE(t.use_messages);
+  EXPECT_FALSE(t.add_generation_prompt);
+  EXPECT_EQ(error_of([] { parse_tokenize_request(parse_json_object("{}")); }).status(), 400);
+  EXPECT_EQ(error_of([] { parse_tokenize_request(parse_json_object(R"({"prompt": "a", "messages": []})")); }).status(),
+            400);
+  DetokenizeRequest d = parse_detokenize_request(parse_json_object(R"({"tokens": [1, 2]})"));
+  EXPECT_EQ(d.tokens, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(error_of([] { parse_detokenize_request(parse_json_object(R"({"tokens": "1"})")); }).param(), "tokens");
+  EXPECT_EQ(error_of([] { parse_detokenize_request(parse_json_object(R"({"tokens": [-1]})")); }).param(), "tokens[0]");
+}
+
+}  // namespace
+}  // namespace og::server

@@ -1,0 +1,231 @@
+// Test doubles and helpers for the server: a scripted scheduler that keeps
+// the SchedulerPort contract (its own thread, one on_finish per request,
+// cancel within a step) and echoes each prompt's tokens back as the reply,
+// and a fixture that runs a real HttpServer on 127.0.0.1 (any free port) over
+// it with the stories260K vocabulary.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "runtime/stop_filter.h"
+#include "server/backend.h"
+#include "server/http_server.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace og::server::test {
+
+inline const std::string kStoriesGguf = std::string(OG_TESTDATA_DIR) + "/models/stories260K/stories260K.gguf";
+
+// Replies with the prompt's own tokens (cycled), one per step, until
+// max_new_tokens (kLength) or a stop string (kStop). A step runs every
+// step_ms on the scheduler's thread; at most max_running requests at once.
+class EchoScheduler : public SchedulerPort {
+ public:
+  EchoScheduler(const Tokenizer& tok, int step_ms = 2, int max_running = 4)
+      : tok_(tok), step_ms_(step_ms), max_running_(max_running), thread_([this] { loop(); }) {}
+  ~EchoScheduler() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  uint64_t submit(RequestOptions req, RequestCallbacks cb) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t id = ++next_id_;
+    Req r;
+    r.id = id;
+    r.opts = std::move(req);
+    r.cb = std::move(cb);
+    r.stops = StopFilter(r.opts.stop_strings);
+    r.submitted = std::chrono::steady_clock::now();
+    waiting_.push_back(std::move(r));
+    cv_.notify_all();
+    return id;
+  }
+  void cancel(uint64_t id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancel_.insert(id);
+  }
+  SchedulerSnapshot snapshot() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    SchedulerSnapshot s;
+    s.waiting = static_cast<int>(waiting_.size());
+    s.running = static_cast<int>(running_.size());
+    s.kv_cache_usage = running_.empty() ? 0.0 : 0.25;
+    s.generated_tokens = generated_;
+    s.cancelled = cancelled_;
+    s.finished = finished_;
+    return s;
+  }
+  // Holds every request in the queue until release() (to fill the server up).
+  void hold() {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = true;
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = false;
+  }
+  uint64_t cancelled() const { return snapshot().cancelled; }
+  uint64_t finished() const { return snapshot().finished; }
+  // Options of the last submitted request.
+  RequestOptions last_options() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_;
+  }
+
+ private:
+  struct Req {
+    uint64_t id = 0;
+    RequestOptions opts;
+    RequestCallbacks cb;
+    StopFilter stops;
+    int64_t generated = 0;
+    std::chrono::steady_clock::time_point submitted;
+  };
+
+  void finish(Req& r, FinishReason why) {
+    RequestReport rep;
+    rep.id = r.id;
+    rep.reason = why;
+    rep.prompt_tokens = static_cast<int64_t>(r.opts.prompt.size());
+    rep.cached_tokens = rep.prompt_tokens / 2;
+    rep.generated_tokens = r.generated;
+    rep.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.submitted).count();
+    r.cb.on_finish(rep);
+  }
+
+  // One token of request r; false when r finished.
+  bool advance(Req& r) {
+    const int32_t id = r.opts.prompt[static_cast<size_t>(r.generated) % r.opts.prompt.size()];
+    ++r.generated;
+    ++generated_;
+    TokenEvent ev;
+    ev.id = id;
+    ev.logprob = -0.5f;
+    for (int k = 0; k < r.opts.top_logprobs; ++k) ev.top.push_back({id, -0.5f - k});
+    if (r.cb.on_token) r.cb.on_token(ev);
+    const std::string text = r.stops.push(tok_.decode(std::vector<int32_t>{id}));
+    if (r.cb.on_text && !text.empty()) r.cb.on_text(text);
+    if (r.stops.matched()) {
+      finish(r, FinishReason::kStop);
+      return false;
+    }
+    if (r.generated >= r.opts.max_new_tokens) {
+      const std::string rest = r.stops.flush();
+      if (r.cb.on_text && !rest.empty()) r.cb.on_text(rest);
+      finish(r, FinishReason::kLength);
+      return false;
+    }
+    return true;
+  }
+
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(step_ms_));
+      while (!held_ && !waiting_.empty() && static_cast<int>(running_.size()) < max_running_) {
+        last_ = waiting_.front().opts;
+        running_.push_back(std::move(waiting_.front()));
+        waiting_.pop_front();
+      }
+      for (auto it = running_.begin(); it != running_.end();) {
+        const bool cancelled = cancel_.count(it->id) > 0;
+        bool alive = !cancelled;
+        if (cancelled) {
+          ++cancelled_;
+          finish(*it, FinishReason::kCancelled);
+        } else {
+          alive = advance(*it);
+          if (!alive) ++finished_;
+        }
+        it = alive ? std::next(it) : running_.erase(it);
+      }
+      for (auto it = waiting_.begin(); it != waiting_.end();) {
+        if (!cancel_.count(it->id)) {
+          ++it;
+          continue;
+        }
+        ++cancelled_;
+        finish(*it, FinishReason::kCancelled);
+        it = waiting_.erase(it);
+      }
+    }
+    for (auto& r : running_) finish(r, FinishReason::kCancelled);
+    for (auto& r : waiting_) finish(r, FinishReason::kCancelled);
+  }
+
+  const Tokenizer& tok_;
+  const int step_ms_;
+  const int max_running_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Req> waiting_;
+  std::deque<Req> running_;
+  std::set<uint64_t> cancel_;
+  RequestOptions last_;
+  uint64_t next_id_ = 0, cancelled_ = 0, finished_ = 0;
+  int64_t generated_ = 0;
+  bool stop_ = false;
+  bool held_ = false;
+  std::thread thread_;
+};
+
+// A real server on a loopback port over an EchoScheduler.
+class ServerFixture : public ::testing::Test {
+ protected:
+  void start(HttpOptions opts = {}, bool load = true) {
+    ASSERT_TRUE(std::filesystem::exists(kStoriesGguf)) << "missing test data " << kStoriesGguf;
+    tok_ = Tokenizer::from_path(kStoriesGguf);
+    tmpl_ = make_chat_template("chatml", std::nullopt);
+    model_.id = "stories";
+    model_.tok = tok_.get();
+    model_.tmpl = tmpl_.get();
+    model_.stop_ids = tok_->special().stop_ids;
+    model_.max_session_tokens = 256;
+    model_.default_max_tokens = 8;
+    model_.created = 1700000000;
+    sched_ = std::make_unique<EchoScheduler>(*tok_);
+    opts.host = "127.0.0.1";
+    opts.port = 0;
+    server_ = std::make_unique<HttpServer>(opts);
+    port_ = server_->bind();
+    server_->start();
+    if (load) server_->set_model(model_, *sched_);
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+    server_.reset();
+    sched_.reset();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(20, 0);
+    return c;
+  }
+
+  std::unique_ptr<Tokenizer> tok_;
+  std::unique_ptr<ChatTemplate> tmpl_;
+  ServedModel model_;
+  std::unique_ptr<EchoScheduler> sched_;
+  std::unique_ptr<HttpServer> server_;
+  int port_ = 0;
+};
+
+}  // namespace og::server::test
