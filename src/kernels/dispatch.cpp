@@ -2,6 +2,8 @@
 // set at run time (OFFGRAPH_ISA=scalar|avx2|avx512 overrides it for every
 // kernel, attention over the cache included), and the threaded matmul driver.
 // The only file that knows which ISAs exist.
+#include <cpuid.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -108,6 +110,13 @@ struct alignas(64) Line {
   uint8_t b[64];
 };
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+// does not know "f16c", and the fuzz build compiles this file with clang.
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+}
+
 }  // namespace
 
 const char* isa_str(Isa isa) {
@@ -122,7 +131,7 @@ bool isa_available(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     case Isa::kAvx512:
       return isa_available(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
