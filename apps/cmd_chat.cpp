@@ -43,6 +43,8 @@ class LineReader {
         return Got::kLine;
       }
       scanned_ = buf_.size();  // a long line is scanned once, not once per chunk
+      // Before end of input: a Ctrl-C and a closed stdin may arrive together.
+      if (interrupted()) return Got::kInterrupted;
       if (eof_) {
         if (buf_.empty()) return Got::kEnd;
         line->swap(buf_);
@@ -50,7 +52,6 @@ class LineReader {
         scanned_ = 0;
         return Got::kLine;
       }
-      if (interrupted()) return Got::kInterrupted;
       pollfd p{STDIN_FILENO, POLLIN, 0};
       if (::poll(&p, 1, 100) <= 0) continue;  // timeout or EINTR: check the flag again
       char chunk[1 << 16];
