@@ -12,6 +12,7 @@
 #include "format/hf_config.h"
 #include "tokenizer/bpe_presets.h"
 #include "tokenizer/loaders.h"
+#include "tokenizer/sp_model_check.h"
 
 namespace og {
 
@@ -118,6 +119,7 @@ std::unique_ptr<PipelineTokenizer> load_sentencepiece(const std::string& model_p
 }
 
 std::unique_ptr<PipelineTokenizer> load_sentencepiece_bytes(const std::string& bytes, const std::string& model_path) {
+  check_sentencepiece_pieces(bytes, model_path);
   auto sp = std::make_shared<sentencepiece::SentencePieceProcessor>();
   const auto st = sp->LoadFromSerializedProto(bytes);
   OG_CHECK(st.ok(), model_path, ": cannot load SentencePiece model: ", st.ToString());
