@@ -237,9 +237,10 @@ int cmd_serve(const Args& args) {
   so.max_session_tokens = f.max_session_tokens > 0 ? f.max_session_tokens : policy.max_capacity;
   so.max_decode_sequences = static_cast<int>(f.parallel);
   so.step_tokens = f.step_tokens;
-  // The server bounds requests in flight (--parallel + --max-queue, 429 beyond); the
-  // scheduler's own bound counts a burst not yet admitted as waiting and would refuse
-  // requests that have free sessions, so it is left unbounded.
+  // The server alone bounds requests in flight (--parallel + --max-queue, 429
+  // beyond): it counts a request until its HTTP reply is written, the scheduler
+  // until the step after it finishes, so a second bound here could refuse a
+  // request the server just made room for.
   so.max_queue = 0;
   so.prefix_cache_entries = static_cast<int>(f.prefix_cache_entries);
   so.prefix_cache_bytes = f.prefix_cache_bytes;

@@ -429,8 +429,13 @@ uint64_t Scheduler::submit(RequestOptions req, RequestCallbacks cb) {
     id = impl_->next_id++;
     r->id = id;
     if (r->refuse.empty() && !impl_->accepting) r->refuse = "the scheduler is shutting down";
-    if (r->refuse.empty() && impl_->opts.max_queue > 0 && impl_->snap.waiting >= impl_->opts.max_queue)
-      r->refuse = "the queue is full (" + std::to_string(impl_->opts.max_queue) + " requests waiting)";
+    // running is the last step's count; a request it still counts has not
+    // released its session yet, so the bound never admits more than it says.
+    const int in_system = impl_->snap.waiting + impl_->snap.running;
+    if (r->refuse.empty() && impl_->opts.max_queue > 0 &&
+        in_system >= impl_->opts.max_decode_sequences + impl_->opts.max_queue)
+      r->refuse = "the queue is full (" + std::to_string(impl_->opts.max_queue) + " requests waiting for " +
+                  std::to_string(impl_->opts.max_decode_sequences) + " sessions)";
     impl_->live[id] = r->cancel;
     if (r->refuse.empty()) ++impl_->snap.waiting;
     impl_->incoming.push_back(std::move(r));

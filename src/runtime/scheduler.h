@@ -79,7 +79,10 @@ struct SchedulerOptions {
   int64_t max_session_tokens = 4096;  // prompt + max_new_tokens of one request must fit
   int max_decode_sequences = 8;       // sessions running at once
   int64_t step_tokens = 512;          // rows per step (decode rows + prefill chunks)
-  int max_queue = 0;                  // waiting requests beyond which submit refuses; 0 = unbounded
+  // Requests that may wait beyond the free sessions: submit refuses when the
+  // requests not finished (running + waiting, a burst not yet admitted
+  // included) reach max_decode_sequences + max_queue. 0 = unbounded.
+  int max_queue = 0;
   int prefix_cache_entries = 0;       // 0 disables the prefix cache
   int64_t prefix_cache_bytes = 0;     // 0 = no byte bound beyond the cache's own
 };

@@ -171,14 +171,37 @@ TEST(Scheduler, QueueBoundRefuses) {
   SchedulerOptions o = opts(1);
   o.max_queue = 2;
   Harness h(cycle(), o);
+  // One session and two places in the queue: the fourth request is refused.
   const uint64_t a = h.submit({kBos, kX}, 2);
   const uint64_t b = h.submit({kBos, kX}, 2);
   const uint64_t c = h.submit({kBos, kX}, 2);
+  const uint64_t d = h.submit({kBos, kX}, 2);
   h.sched->run_until_idle();
-  EXPECT_EQ(h.res(a).report.reason, FinishReason::kLength);
-  EXPECT_EQ(h.res(b).report.reason, FinishReason::kLength);
-  EXPECT_EQ(h.res(c).report.reason, FinishReason::kRefused);
-  EXPECT_NE(h.res(c).report.message.find("queue is full"), std::string::npos);
+  for (uint64_t id : {a, b, c}) EXPECT_EQ(h.res(id).report.reason, FinishReason::kLength);
+  EXPECT_EQ(h.res(d).report.reason, FinishReason::kRefused);
+  EXPECT_NE(h.res(d).report.message.find("queue is full"), std::string::npos);
+}
+
+TEST(Scheduler, QueueBoundCountsOnlyRequestsBeyondTheSessions) {
+  // A burst as large as the sessions, submitted before any step, fits in
+  // the sessions: none of it is refused even with a queue of one.
+  SchedulerOptions o = opts(4);
+  o.max_queue = 1;
+  Harness h(cycle(), o, KvKind::kBatchedCell, 4);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(h.submit({kBos, kX}, 3));
+  const uint64_t over = h.submit({kBos, kX}, 3);
+  h.sched->step();
+  // Sessions are busy and the queue holds one: the next is refused too.
+  const uint64_t busy = h.submit({kBos, kX}, 3);
+  h.sched->run_until_idle();
+  for (uint64_t id : ids) EXPECT_EQ(h.res(id).report.reason, FinishReason::kLength);
+  EXPECT_EQ(h.res(over).report.reason, FinishReason::kRefused);
+  EXPECT_EQ(h.res(busy).report.reason, FinishReason::kRefused);
+  // Once they finish there is room again.
+  const uint64_t later = h.submit({kBos, kX}, 3);
+  h.sched->run_until_idle();
+  EXPECT_EQ(h.res(later).report.reason, FinishReason::kLength);
 }
 
 TEST(Scheduler, CancelMidPrefillAndMidDecodeFreesTheCache) {
