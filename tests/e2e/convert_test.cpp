@@ -179,7 +179,9 @@ void interrupt_export(int sig, const std::string& name) {
   } else {
     EXPECT_TRUE(WIFSIGNALED(status)) << slurp(err);
   }
-  if (sig != SIGKILL) EXPECT_FALSE(has_temp_files(d)) << "signal " << sig << " left the temporary file";
+  if (sig != SIGKILL) {
+    EXPECT_FALSE(has_temp_files(d)) << "signal " << sig << " left the temporary file";
+  }
 }
 
 TEST(Convert, AnInterruptedExportNeverLeavesAPartialFile) {

@@ -358,7 +358,9 @@ TEST(SchedulerProperty, RandomSubmitCancelStep) {
     EXPECT_EQ(s.finished + s.cancelled + s.refused, asked.size());
     for (int seq = 0; seq <= o.max_decode_sequences; ++seq) EXPECT_EQ(h.cache->length(seq), -1);
     EXPECT_LE(s.prefix_entries, o.prefix_cache_entries);
-    if (o.prefix_cache_entries == 0) EXPECT_EQ(h.cache->memory().used(), 0);
+    if (o.prefix_cache_entries == 0) {
+      EXPECT_EQ(h.cache->memory().used(), 0);
+    }
   }
 }
 
