@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "format/hf_config.h"
 #include "tokenizer/bpe_presets.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/pipeline.h"
@@ -85,6 +86,27 @@ void gpt2_keys(const tok::PipelineTokenizer& t, const std::string& where, Keys& 
   k.emplace_back("tokenizer.ggml.merges", strings(merges));
 }
 
+// Gemma 4's vocabulary: tokens and merges under tokenizer.ggml.model =
+// gemma4, which readers tokenize by merge rank over raw UTF-8 with spaces as
+// U+2581, split at newline runs and BOS always added (gguf_tokenizer.cpp).
+void gemma4_keys(const tok::PipelineTokenizer& t, const std::string& where, Keys& k) {
+  const tok::PipelineSpec& spec = t.spec();
+  std::vector<std::string> merges;
+  for (const auto& [a, b] : t.bpe_merges()) merges.push_back(spec.vocab.pieces[a] + " " + spec.vocab.pieces[b]);
+  OG_CHECK(!merges.empty(), where, ": a Gemma 4 tokenizer without merges");
+  k.emplace_back("tokenizer.ggml.model", GgufValue::make_string("gemma4"));
+  add_vocab(spec, {}, k);
+  k.emplace_back("tokenizer.ggml.merges", strings(merges));
+}
+
+// config.json's model_type ("" when there is none): the vocabulary form of
+// a Gemma 4 checkpoint follows the model, as llama.cpp's converter decides.
+std::string model_type_of(const std::string& dir) {
+  const HfCheckpoint ck = HfCheckpoint::open_files(dir);
+  const auto it = ck.config.find("model_type");
+  return it != ck.config.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, GgufValue>> tokenizer_gguf_keys(const std::string& dir) {
@@ -95,7 +117,9 @@ std::vector<std::pair<std::string, GgufValue>> tokenizer_gguf_keys(const std::st
   const tok::PipelineSpec& spec = p->spec();
   Keys k;
   const bool json = file_exists(tj);
-  if (spec.model == tok::ModelKind::kBpe && spec.bpe.byte_level) {
+  if (spec.model == tok::ModelKind::kBpe && !spec.bpe.byte_level && json && model_type_of(dir).rfind("gemma4", 0) == 0) {
+    gemma4_keys(*p, tj, k);
+  } else if (spec.model == tok::ModelKind::kBpe && spec.bpe.byte_level) {
     gpt2_keys(*p, json ? tj : dir, k);
   } else if (file_exists(tm)) {
     // The SentencePiece model itself carries the scores; tokenizer.json (if any) supplied the special ids.

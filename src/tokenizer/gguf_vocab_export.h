@@ -3,8 +3,10 @@
 // vocabulary (tokens, types, merges, the pre-tokenizer name whose regex chain
 // the file's pre-tokenizer is), a SentencePiece model (tokenizer.model, or a
 // SentencePiece-style BPE tokenizer.json) a "llama" vocabulary (tokens,
-// scores, types, add_space_prefix); both with the special ids, add_bos /
-// add_eos and the chat template.
+// scores, types, add_space_prefix), a Gemma 4 checkpoint's BPE
+// tokenizer.json (config.json model_type gemma4*) a "gemma4" vocabulary
+// (tokens, types, merges); each with the special ids, add_bos / add_eos and
+// the chat template.
 #pragma once
 
 #include <string>

@@ -118,6 +118,23 @@ TEST(Export, GemmaLinearScalingOnGlobalLayers) {
   expect_same_model(dir.path("hf"), dir.path("m.gguf"));
 }
 
+// Gemma 4's tokenizer.json becomes a "gemma4" vocabulary with its merges (not
+// a "llama" one, whose score-driven merging and space prefix are not Gemma 4's).
+TEST(Export, Gemma4TokenizerBecomesGemma4) {
+  test::TempDir dir;
+  const std::string hf = test::synth_hf(Family::kGemma4);
+  export_to(hf, dir.path("g.gguf"));
+  std::unique_ptr<GgufFile> g = GgufFile::open(dir.path("g.gguf"));
+  EXPECT_EQ(*g->get_string("tokenizer.ggml.model"), "gemma4");
+  EXPECT_FALSE(g->get_string_array("tokenizer.ggml.merges")->empty());
+  EXPECT_EQ(g->get("tokenizer.ggml.scores"), nullptr);
+  std::unique_ptr<Tokenizer> th = Tokenizer::from_path(hf);
+  std::unique_ptr<Tokenizer> tg = Tokenizer::from_gguf(*g);
+  EXPECT_EQ(tg->kind(), "gguf gemma4 (BPE over UTF-8)");
+  for (const char* text : {"  two leading spaces", "a\n\n\nb\n", "x y  z", "Once upon a time"})
+    EXPECT_EQ(tg->encode(text, true, false), th->encode(text, true, false)) << text;
+}
+
 // A byte-level BPE tokenizer.json (Llama 3.2's) becomes a "gpt2" vocabulary
 // with the llama-bpe pre-tokenizer, special ids, add_bos and the chat template.
 TEST(Export, ByteLevelBpeTokenizerBecomesGpt2) {
