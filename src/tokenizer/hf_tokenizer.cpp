@@ -19,6 +19,16 @@ struct Ctx {
   PipelineSpec* spec;
 };
 
+// A token id: a JSON integer in [0, 2^24) (a float, even a whole one, or a
+// huge number is an error naming `what`, never a narrowing conversion).
+int32_t token_id(const json& v, const Ctx& c, const std::string& what) {
+  OG_CHECK(v.is_number_integer(), c.name, ": ", what, " is not an integer id (", v.dump(), ")");
+  const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() < (1u << 24)
+                                               : v.get<int64_t>() >= 0 && v.get<int64_t>() < (1 << 24);
+  OG_CHECK(in_range, c.name, ": ", what, " has a bad id ", v.dump(), " (ids are 0 to 16777215)");
+  return static_cast<int32_t>(v.get<int64_t>());
+}
+
 std::string type_of(const json& j, const Ctx& c, const char* what) {
   OG_CHECK(j.is_object() && j.contains("type") && j["type"].is_string(), c.name, ": ", what, " without a type");
   return j["type"].get<std::string>();
@@ -155,7 +165,7 @@ int32_t id_of(const json& tokens_map, const std::string& name, const Ctx& c) {
   OG_CHECK(tokens_map.contains(name), c.name, ": post_processor names unknown special token '", name, "'");
   const json& ids = tokens_map[name].at("ids");
   OG_CHECK(ids.is_array() && ids.size() == 1, c.name, ": post_processor special token '", name, "' must have one id");
-  return ids[0].get<int32_t>();
+  return token_id(ids[0], c, "post_processor special token '" + name + "'");
 }
 
 void parse_post_processor(const json& j, Ctx& c) {
@@ -180,8 +190,8 @@ void parse_post_processor(const json& j, Ctx& c) {
       }
     }
   } else if (t == "RobertaProcessing" || t == "BertProcessing") {
-    s.prefix_ids = {j.at("cls").at(1).get<int32_t>()};
-    s.suffix_ids = {j.at("sep").at(1).get<int32_t>()};
+    s.prefix_ids = {token_id(j.at("cls").at(1), c, "post_processor cls")};
+    s.suffix_ids = {token_id(j.at("sep").at(1), c, "post_processor sep")};
   } else {
     fail(c.name, ": unsupported post_processor type '", t, "'");
   }
@@ -219,8 +229,7 @@ void parse_model(const json& m, Ctx& c) {
   const json& vocab = m.at("vocab");
   OG_CHECK(vocab.is_object() && !vocab.empty(), c.name, ": model.vocab is missing or empty");
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    const int64_t id = it.value().get<int64_t>();
-    OG_CHECK(id >= 0 && id < (1 << 24), c.name, ": model.vocab id ", id, " for '", it.key(), "' is out of range");
+    const int32_t id = token_id(it.value(), c, "model.vocab '" + it.key() + "'");
     if (static_cast<size_t>(id) >= s.vocab.pieces.size()) s.vocab.pieces.resize(id + 1);
     s.vocab.pieces[id] = it.key();
   }
@@ -235,7 +244,7 @@ void parse_added_tokens(const json& added, Ctx& c) {
   if (added.is_null()) return;
   for (const json& a : added) {
     AddedToken t;
-    t.id = a.at("id").get<int32_t>();
+    t.id = token_id(a.at("id"), c, "added_tokens entry");
     t.content = a.at("content").get<std::string>();
     t.special = a.value("special", false);
     t.lstrip = a.value("lstrip", false);

@@ -82,6 +82,19 @@ TEST(TokenizerErrors, MalformedTokenizerJson) {
   j = stories_json();
   j["added_tokens"][0]["id"] = -5;
   EXPECT_NE(load_error(j).find("bad id"), std::string::npos);
+  // Floats (whole or huge) are not ids: an error, never a narrowing conversion.
+  j = stories_json();
+  j["model"]["vocab"]["<unk>"] = 4.35556e+86;
+  EXPECT_NE(load_error(j).find("model.vocab '<unk>' is not an integer id"), std::string::npos) << load_error(j);
+  j = stories_json();
+  j["added_tokens"][0]["id"] = 1.0;
+  EXPECT_NE(load_error(j).find("added_tokens entry is not an integer id"), std::string::npos);
+  j = stories_json();
+  j["post_processor"]["special_tokens"]["<s>"]["ids"] = {1e300};
+  EXPECT_NE(load_error(j).find("post_processor special token '<s>' is not an integer id"), std::string::npos);
+  j = stories_json();
+  j["model"]["vocab"]["<unk>"] = 1ull << 40;
+  EXPECT_NE(load_error(j).find("bad id 1099511627776"), std::string::npos);
   j = stories_json();
   j["model"]["unk_token"] = "<nope>";
   EXPECT_NE(load_error(j).find("unk_token '<nope>'"), std::string::npos);
