@@ -148,7 +148,16 @@ void parse_decoder(const json& j, Ctx& c) {
     s.dec_replace.emplace_back(p["String"].get<std::string>(), j.at("content").get<std::string>());
   } else if (t == "Strip") {
     const std::string content = j.value("content", std::string(" "));
-    const int start = j.value("start", 0), stop = j.value("stop", 0);
+    const auto count = [&](const char* key) {
+      if (!j.contains(key)) return 0;
+      const json& v = j[key];
+      const bool ok = v.is_number_unsigned()  ? v.get<uint64_t>() < 1024
+                      : v.is_number_integer() ? v.get<int64_t>() >= 0 && v.get<int64_t>() < 1024
+                                              : false;
+      OG_CHECK(ok, c.name, ": decoder Strip ", key, " is not a count in [0, 1024) (", v.dump(), ")");
+      return static_cast<int>(v.get<int64_t>());
+    };
+    const int start = count("start"), stop = count("stop");
     if (start == 0 && stop == 0) return;
     OG_CHECK(content == " " && start == 1 && stop == 0, c.name, ": unsupported decoder Strip(content '", content,
              "', start ", start, ", stop ", stop, ")");

@@ -96,6 +96,9 @@ TEST(TokenizerErrors, MalformedTokenizerJson) {
   j["model"]["vocab"]["<unk>"] = 1ull << 40;
   EXPECT_NE(load_error(j).find("bad id 1099511627776"), std::string::npos);
   j = stories_json();
+  j["decoder"] = {{"type", "Strip"}, {"content", " "}, {"start", 1e300}, {"stop", 0}};
+  EXPECT_NE(load_error(j).find("decoder Strip start is not a count"), std::string::npos) << load_error(j);
+  j = stories_json();
   j["model"]["unk_token"] = "<nope>";
   EXPECT_NE(load_error(j).find("unk_token '<nope>'"), std::string::npos);
 }
