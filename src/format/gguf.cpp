@@ -331,7 +331,8 @@ void GgufFile::read_tensor_infos(Cursor& c, uint64_t n_tensors) {
     t.type_id = c.read<uint32_t>("tensor type");
     uint64_t offset = c.read<uint64_t>("tensor offset");
     const DTypeInfo* info = dtype_info(t.type_id);
-    if (!info) fail(name, ": tensor ", t.name, " has unknown ggml type id ", t.type_id, " (its size is unknown)");
+    if (!info || info->internal)
+      fail(name, ": tensor ", t.name, " has unknown ggml type id ", t.type_id, " (its size is unknown)");
     t.type_name = info->name;
     t.known_type = info->computable;
     if (ne[0] % info->block != 0)

@@ -25,7 +25,7 @@ namespace {
 
 constexpr DType kWeightDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                                    DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                                   DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                                   DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_K_R};
 
 constexpr DType kAttendDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
 
@@ -58,6 +58,7 @@ KernelTable make_ref_table() {
   set_ref_matmul<DType::Q4_K>(k);
   set_ref_matmul<DType::Q5_K>(k);
   set_ref_matmul<DType::Q6_K>(k);
+  set_ref_matmul<DType::Q4_K_R>(k);
   k.rms_norm = &ref::rms_norm;
   k.softmax = &ref::softmax;
   k.silu_mul = &ref::silu_mul;
@@ -255,6 +256,21 @@ void matmul_with(const KernelTable& k, const TensorView& w, const float* x, int6
 }
 
 // ---- ops.h ----
+
+DType matmul_layout(DType t) {
+  const int to = active_table().repack_to[id_of(t)];
+  return to ? static_cast<DType>(to) : t;
+}
+
+void repack_rows(DType from, DType to, void* data, int64_t n_rows, int64_t n_in) {
+  OG_CHECK(n_rows >= 0 && n_in % 256 == 0, "repack_rows: ", n_rows, " rows of ", n_in, " elements");
+  uint8_t* p = static_cast<uint8_t*>(data);
+  const int64_t n_blocks = n_rows * (n_in / 256);
+  if (from == DType::Q4_K && to == DType::Q4_K_R) return ref::repack_q4_k_r(p, p, n_blocks);
+  if (from == DType::Q4_K_R && to == DType::Q4_K) return ref::unpack_q4_k_r(p, p, n_blocks);
+  fail("repack_rows: no repacking from ", dtype_name(static_cast<uint32_t>(from)), " to ",
+       dtype_name(static_cast<uint32_t>(to)));
+}
 
 void matmul(const TensorView& w, const float* x, int64_t n_x, float* y) { matmul_with(active_table(), w, x, n_x, y); }
 

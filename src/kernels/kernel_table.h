@@ -34,6 +34,9 @@ using RowFn = void (*)(const void* src, float* dst, int64_t n);
 struct KernelTable {
   Isa isa = Isa::kScalar;
   MatmulImpl matmul[kNumDTypeIds];
+  // repack_to[t]: the dtype id of the layout this table's matmul prefers for
+  // weights of dtype t (ops.h matmul_layout); 0 = t itself.
+  int repack_to[kNumDTypeIds] = {};
   DotFn dot[kNumDTypeIds] = {};           // null: the reference
   RowFn dequantize[kNumDTypeIds] = {};    // null: the reference
   void (*rms_norm)(const float* x, const float* w, float eps, int64_t n, float* y) = nullptr;

@@ -1,9 +1,12 @@
 // place_weights_in_huge_pages: the weight matrices copied out of the source
-// (a mapped file) into one huge-page buffer, the views repointed.
+// (a mapped file) into one huge-page buffer, the views repointed, each copy
+// rewritten in place into the layout the matmul kernels prefer (Q4_K ->
+// Q4_K_R on x86): the repacked copy is the only one kept.
 #include <cstring>
 #include <vector>
 
 #include "base/huge_pages.h"
+#include "kernels/ops.h"
 #include "model/weights.h"
 
 namespace og {
@@ -29,9 +32,17 @@ HugePageBuffer place_weights_in_huge_pages(Weights& w, bool release_source) {
     // One tensor at a time, so peak memory stays near one copy of the weights.
     if (release_source) release_file_pages(v->data, n);
     v->data = buf.data() + off;
+    const DType layout = kernels::matmul_layout(v->dtype);
+    if (layout != v->dtype) {
+      kernels::repack_rows(v->dtype, layout, buf.data() + off, v->shape[0], v->shape[1]);
+      v->dtype = layout;
+    }
     off += (n + 63) / 64 * 64;
   }
-  if (tied) w.token_embd.data = w.output.data;
+  if (tied) {  // get_row reads the repacked layout too
+    w.token_embd.data = w.output.data;
+    w.token_embd.dtype = w.output.dtype;
+  }
   return buf;
 }
 

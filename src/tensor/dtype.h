@@ -14,6 +14,9 @@ enum class DType : uint32_t {
   IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21,
   IQ2_S = 22, IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28,
   IQ1_M = 29, BF16 = 30, TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
+  // offgraph's own in-memory layouts (never in a file: ggml retired id 37):
+  // Q4_K with each block's quants regrouped for the int8 matmul (kernels/ops.h repack_rows).
+  Q4_K_R = 37,
 };
 
 struct DTypeInfo {
@@ -21,6 +24,7 @@ struct DTypeInfo {
   int64_t block;        // elements per block (1 for plain types)
   int64_t block_bytes;  // bytes per block
   bool computable;      // offgraph has kernels for it (weights of this type can be used)
+  bool internal = false;  // an in-memory layout of offgraph's: never read from or written to a file
 };
 
 // nullptr when `id` is not a ggml type id offgraph knows the size of.

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "base/error.h"
 #include "base/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
@@ -63,7 +64,9 @@ double worst_activation_rounding(DType t, const float* w, const float* x, int64_
   return total;
 }
 
-void check_matmul(Isa isa, DType t, int64_t n_out, int64_t n_in, int64_t n_x, uint32_t seed) {
+// layout: the weights are quantized as t and then repacked into `layout`
+// (DType::Q4_K_R for Q4_K) when it differs from t.
+void check_matmul(Isa isa, DType t, int64_t n_out, int64_t n_in, int64_t n_x, uint32_t seed, DType layout) {
   const int64_t rb = dtype_row_bytes(t, n_in);
   std::vector<float> src = random_normal(n_out * n_in, seed, 0.3f), deq(src.size());
   std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
@@ -71,7 +74,8 @@ void check_matmul(Isa isa, DType t, int64_t n_out, int64_t n_in, int64_t n_x, ui
     quantize_row(t, src.data() + r * n_in, bytes.data() + r * rb, n_in);
     dequantize_row(t, bytes.data() + r * rb, deq.data() + r * n_in, n_in);
   }
-  TensorView w{bytes.data(), t, {n_out, n_in}, "w"};
+  if (layout != t) repack_rows(t, layout, bytes.data(), n_out, n_in);
+  TensorView w{bytes.data(), layout, {n_out, n_in}, "w"};
   std::vector<float> x = random_normal(n_x * n_in, seed + 1), y(static_cast<size_t>(n_x * n_out), NAN);
   matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
   for (int64_t i = 0; i < n_x; ++i)
@@ -79,10 +83,14 @@ void check_matmul(Isa isa, DType t, int64_t n_out, int64_t n_in, int64_t n_x, ui
       double ref = 0;
       for (int64_t k = 0; k < n_in; ++k) ref += static_cast<double>(deq[r * n_in + k]) * x[i * n_in + k];
       const double tol = tolerance(t, deq.data() + r * n_in, x.data() + i * n_in, n_in);
-      ASSERT_NEAR(y[i * n_out + r], ref, tol) << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(t))
+      ASSERT_NEAR(y[i * n_out + r], ref, tol) << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(layout))
                                              << " n_out " << n_out << " n_in " << n_in << " n_x " << n_x
                                              << " at [" << i << ", " << r << "]";
     }
+}
+
+void check_matmul(Isa isa, DType t, int64_t n_out, int64_t n_in, int64_t n_x, uint32_t seed) {
+  check_matmul(isa, t, n_out, n_in, n_x, seed, t);
 }
 
 TEST(IsaMatmul, EveryIsaAgreesWithReferenceOnOddSizes) {
@@ -103,15 +111,19 @@ TEST(IsaMatmul, EveryIsaAgreesWithReferenceOnOddSizes) {
 // weight-row count (n_out with tails of every tile size).
 TEST(IsaMatmul, BatchOfRowsEqualsSingleRowsBitForBit) {
   set_num_threads(2);
+  std::vector<DType> dtypes = all_weight_dtypes();
+  dtypes.push_back(DType::Q4_K_R);  // quantized as Q4_K, then repacked
   for (Isa isa : available_isas())
-    for (DType t : all_weight_dtypes()) {
+    for (DType layout : dtypes) {
+      const DType t = layout == DType::Q4_K_R ? DType::Q4_K : layout;
       const int64_t block = dtype_info(t).block;
       for (int64_t n_out : {5, 37, 203}) {
         const int64_t n_in = block == 1 ? 77 : block * 2, rb = dtype_row_bytes(t, n_in);
         std::vector<float> src = random_normal(n_out * n_in, 40 + static_cast<uint32_t>(n_out), 0.3f);
         std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
         for (int64_t r = 0; r < n_out; ++r) quantize_row(t, src.data() + r * n_in, bytes.data() + r * rb, n_in);
-        TensorView w{bytes.data(), t, {n_out, n_in}, "w"};
+        if (layout != t) repack_rows(t, layout, bytes.data(), n_out, n_in);
+        TensorView w{bytes.data(), layout, {n_out, n_in}, "w"};
         for (int64_t n_x : {1, 2, 3, 7, 8, 33}) {
           std::vector<float> x = random_normal(n_x * n_in, 50 + static_cast<uint32_t>(n_x));
           std::vector<float> y(static_cast<size_t>(n_x * n_out)), y1(static_cast<size_t>(n_out));
@@ -119,7 +131,7 @@ TEST(IsaMatmul, BatchOfRowsEqualsSingleRowsBitForBit) {
           for (int64_t i = 0; i < n_x; ++i) {
             matmul_with(kernel_table(isa), w, x.data() + i * n_in, 1, y1.data());
             for (int64_t r = 0; r < n_out; ++r)
-              ASSERT_EQ(y[i * n_out + r], y1[r]) << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(t))
+              ASSERT_EQ(y[i * n_out + r], y1[r]) << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(layout))
                                                  << " n_out " << n_out << " n_x " << n_x << " at [" << i << ", " << r
                                                  << "]";
           }
@@ -135,6 +147,44 @@ TEST(IsaMatmul, SmallBatchesAgreeWithReferenceOnPooledShapes) {
   for (Isa isa : available_isas())
     for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q4_0})
       for (int64_t n_x : {2, 3, 7, 8, 33}) check_matmul(isa, t, 203, 768, n_x, 60 + static_cast<uint32_t>(n_x));
+}
+
+// Q4_K_R (Q4_K regrouped at load for the int8 kernels): every ISA against
+// the double-precision product of the original Q4_K weights, decode, small
+// batches, tails and pooled shapes.
+TEST(IsaMatmul, RepackedQ4KAgreesWithReference) {
+  set_num_threads(2);
+  for (Isa isa : available_isas()) {
+    for (int64_t n_x : {1, 2, 3, 5, 6, 7, 8, 13, 33}) check_matmul(isa, DType::Q4_K, 13, 768, n_x, 70 + n_x, DType::Q4_K_R);
+    check_matmul(isa, DType::Q4_K, 203, 1024, 8, 81, DType::Q4_K_R);
+    check_matmul(isa, DType::Q4_K, 5, 16384, 17, 82, DType::Q4_K_R);  // activation chunks
+  }
+}
+
+// The repacked layout holds the same values: dequantized bit for bit equal
+// through every ISA's table, and unpacking gives the original bytes back.
+TEST(IsaMatmul, RepackedQ4KHoldsTheSameValues) {
+  const int64_t n_out = 9, n_in = 512, rb = dtype_row_bytes(DType::Q4_K, n_in);
+  std::vector<float> src = random_normal(n_out * n_in, 90, 0.5f);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+  for (int64_t r = 0; r < n_out; ++r) quantize_row(DType::Q4_K, src.data() + r * n_in, bytes.data() + r * rb, n_in);
+  std::vector<uint8_t> packed = bytes;
+  repack_rows(DType::Q4_K, DType::Q4_K_R, packed.data(), n_out, n_in);
+  EXPECT_NE(packed, bytes);
+  std::vector<float> a(static_cast<size_t>(n_in)), b(static_cast<size_t>(n_in));
+  for (Isa isa : available_isas())
+    for (int64_t r = 0; r < n_out; ++r) {
+      dequantize_row_with(kernel_table(isa), DType::Q4_K, bytes.data() + r * rb, a.data(), n_in);
+      dequantize_row_with(kernel_table(isa), DType::Q4_K_R, packed.data() + r * rb, b.data(), n_in);
+      ASSERT_EQ(a, b) << isa_str(isa) << " row " << r;
+      EXPECT_EQ(dot_row_with(kernel_table(isa), DType::Q4_K_R, packed.data() + r * rb, src.data(), n_in),
+                dot_row_with(kernel_table(Isa::kScalar), DType::Q4_K, bytes.data() + r * rb, src.data(), n_in));
+    }
+  repack_rows(DType::Q4_K_R, DType::Q4_K, packed.data(), n_out, n_in);
+  EXPECT_EQ(packed, bytes);
+  EXPECT_THROW(repack_rows(DType::Q6_K, DType::Q4_K_R, packed.data(), 1, 256), og::Error);
+  DType parsed;
+  EXPECT_FALSE(dtype_from_name("q4_k_r", &parsed));  // an in-memory layout, never a user's choice
 }
 
 TEST(IsaMatmul, LargeEnoughToUseTheThreadPool) {

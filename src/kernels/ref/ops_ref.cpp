@@ -35,6 +35,13 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
     case DType::Q5_1: dequant_q5_1(src, dst, n); return;
     case DType::Q8_0: dequant_q8_0(src, dst, n); return;
     case DType::Q4_K: dequant_q4_k(src, dst, n); return;
+    case DType::Q4_K_R:
+      for (int64_t k = 0; k < n / 256; ++k) {
+        uint8_t blk[144];
+        unpack_q4_k_r(b + 144 * k, blk, 1);
+        dequant_q4_k(blk, dst + 256 * k, 256);
+      }
+      return;
     case DType::Q5_K: dequant_q5_k(src, dst, n); return;
     case DType::Q6_K: dequant_q6_k(src, dst, n); return;
     default: fail("no kernels for weight dtype ", dtype_name(static_cast<uint32_t>(t)));

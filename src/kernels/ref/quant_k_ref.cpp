@@ -244,4 +244,44 @@ void quant_q6_k(const float* src, void* dst, int64_t n) {
   }
 }
 
+namespace {
+
+inline uint32_t load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline void store32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+
+// Quants 4s..4s+3 of sub-block l (as 4 bytes of nibble values) are word s of
+// the 32-byte row 32(l/2) in Q4_K, nibble l&1; in Q4_K_R word (s/2)·8 + l, nibble s&1.
+template <bool kToR>
+void move_q4_k_quants(const uint8_t* src, uint8_t* dst, int64_t n_blocks) {
+  constexpr uint32_t kLow = 0x0F0F0F0Fu;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* in = src + 144 * b + 16;
+    uint8_t out[128];
+    for (int w = 0; w < 32; ++w) {  // output word w
+      uint32_t lo, hi;
+      if (kToR) {  // w = 8t + l: steps 2t (low) and 2t+1 (high) of sub-block l
+        const int t = w / 8, l = w % 8, sh = 4 * (l & 1);
+        lo = (load32(in + 32 * (l / 2) + 4 * (2 * t)) >> sh) & kLow;
+        hi = (load32(in + 32 * (l / 2) + 4 * (2 * t + 1)) >> sh) & kLow;
+      } else {  // w = 8p + s: step s of sub-blocks 2p (low) and 2p+1 (high)
+        const int p = w / 8, s = w % 8, sh = 4 * (s & 1);
+        lo = (load32(in + 4 * (8 * (s / 2) + 2 * p)) >> sh) & kLow;
+        hi = (load32(in + 4 * (8 * (s / 2) + 2 * p + 1)) >> sh) & kLow;
+      }
+      store32(out + 4 * w, lo | (hi << 4));
+    }
+    if (dst != src) std::memcpy(dst + 144 * b, src + 144 * b, 16);
+    std::memcpy(dst + 144 * b + 16, out, 128);
+  }
+}
+
+}  // namespace
+
+void repack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks) { move_q4_k_quants<true>(src, dst, n_blocks); }
+void unpack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks) { move_q4_k_quants<false>(src, dst, n_blocks); }
+
 }  // namespace og::kernels::ref

@@ -76,4 +76,13 @@ void quant_q6_k(const float* src, void* dst, int64_t n);
 void get_scale_min_k4(const uint8_t* s, int j, uint8_t* sc, uint8_t* m);
 void pack_scale_min_k4(const uint8_t* sc, const uint8_t* m, uint8_t* s);
 
+// Q4_K_R (dtype.h): a Q4_K block whose 128 quant bytes are regrouped so that
+// byte 32t + 4l + k holds element 32l + 8t + k (low nibble) and element
+// 32l + 8t + 4 + k (high nibble): a 32-byte load gives four consecutive
+// quants of each of the 8 sub-blocks, one sub-block per 32-bit lane (the
+// int8 matmul's dot products then sum each lane within one sub-block). The
+// 16 header bytes are unchanged. In place allowed (src == dst).
+void repack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
+void unpack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
+
 }  // namespace og::kernels::ref
