@@ -85,6 +85,7 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
   fl.add_float("min-p", &l.min_p, 0, 1, "default min-p; 0 = off");
   fl.add_float("repeat-penalty", &l.repeat_penalty, 0, 100, "default repetition penalty; 1 = off", true);
   fl.add_int("repeat-last-n", &l.repeat_last_n, 0, kIntMax, "how many recent tokens the penalty looks at");
+  add_additive_penalty_flags(fl, l, "default ");
   fl.add_int("seed", &l.seed, -1, std::numeric_limits<int64_t>::max(),
              "seed of requests that give none; -1 = a random seed per request");
   fl.add_int("max-new-tokens", &l.max_new_tokens, 0, kIntMax,

@@ -27,6 +27,13 @@ double mib(int64_t bytes) { return bytes / (1024.0 * 1024.0); }
 
 }  // namespace
 
+void add_additive_penalty_flags(Flags& fl, LlmFlags& f, const std::string& prefix) {
+  fl.add_float("presence-penalty", &f.presence_penalty, -2, 2,
+               prefix + "penalty subtracted once from each token already generated this turn; 0 = off");
+  fl.add_float("frequency-penalty", &f.frequency_penalty, -2, 2,
+               prefix + "penalty subtracted per earlier generation of a token this turn; 0 = off");
+}
+
 void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   fl.add_string("model", &f.model, "model: a .gguf file or a Hugging Face checkpoint directory (required)", "PATH");
   fl.add_string("tokenizer", &f.tokenizer,
@@ -46,6 +53,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   fl.add_float("min-p", &f.min_p, 0, 1, "drop tokens below min-p times the top probability; 0 = off");
   fl.add_float("repeat-penalty", &f.repeat_penalty, 0, 100, "penalty on recently seen tokens; 1 = off", true);
   fl.add_int("repeat-last-n", &f.repeat_last_n, 0, kIntMax, "how many recent tokens the penalty looks at");
+  add_additive_penalty_flags(fl, f, "");
   fl.add_int("seed", &f.seed, -1, std::numeric_limits<int64_t>::max(),
              "sampling seed; the same seed gives the same output; -1 = random");
   fl.add_int("max-new-tokens", &f.max_new_tokens, 0, kIntMax,
@@ -139,6 +147,8 @@ SamplerConfig sampler_config_of(const LlmFlags& f) {
   c.min_p = f.min_p;
   c.repeat_penalty = f.repeat_penalty;
   c.repeat_last_n = static_cast<int>(f.repeat_last_n);
+  c.presence_penalty = f.presence_penalty;
+  c.frequency_penalty = f.frequency_penalty;
   c.seed = resolve_seed(f.seed);
   return c;
 }

@@ -26,6 +26,7 @@ struct LlmFlags {
   std::string model, tokenizer, prompt, system;
   std::string chat = "auto";
   double temperature = 0, top_p = 1, min_p = 0, repeat_penalty = 1;
+  double presence_penalty = 0, frequency_penalty = 0;
   int64_t top_k = 0, repeat_last_n = 64, seed = -1;
   int64_t max_new_tokens = 256;
   std::vector<std::string> stop;
@@ -46,6 +47,9 @@ struct LlmFlags {
 // Registers the flags; `run` adds --prompt and --interactive; `batch` offers
 // --cache-kind batched-cell|batched-sequence instead of --kv-cache.
 void add_llm_flags(Flags& flags, LlmFlags& f, bool run, bool batch = false);
+// --presence-penalty and --frequency-penalty (OpenAI's, over the generated
+// tokens); `prefix` starts their help ("default " for serve).
+void add_additive_penalty_flags(Flags& flags, LlmFlags& f, const std::string& prefix);
 // Checks what parse() cannot (paths exist, combinations); throws UsageError.
 void check_llm_flags(const Flags& flags, const LlmFlags& f, bool run);
 

@@ -1,8 +1,10 @@
-// Sampler and its PRNG: repeat penalty, temperature, top-k, top-p, min-p.
+// Sampler and its PRNG: repeat, presence and frequency penalties, temperature,
+// top-k, top-p, min-p.
 #include "runtime/sampler.h"
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/error.h"
@@ -55,6 +57,8 @@ Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.see
   OG_CHECK(config.min_p >= 0 && config.min_p <= 1, "sampler: min_p must be in [0, 1]");
   OG_CHECK(config.repeat_penalty > 0 && std::isfinite(config.repeat_penalty), "sampler: repeat_penalty must be > 0");
   OG_CHECK(config.repeat_last_n >= 0, "sampler: repeat_last_n must be >= 0");
+  OG_CHECK(std::isfinite(config.presence_penalty), "sampler: presence_penalty must be finite");
+  OG_CHECK(std::isfinite(config.frequency_penalty), "sampler: frequency_penalty must be finite");
 }
 
 void Sampler::apply_repeat_penalty(std::vector<float>& logits, std::span<const int32_t> recent) const {
@@ -69,16 +73,34 @@ void Sampler::apply_repeat_penalty(std::vector<float>& logits, std::span<const i
   }
 }
 
+void Sampler::apply_additive_penalties(std::vector<float>& logits, std::span<const int32_t> generated) const {
+  if (config_.presence_penalty == 0.0 && config_.frequency_penalty == 0.0) return;
+  std::unordered_map<int32_t, int64_t> count;
+  for (int32_t t : generated)
+    if (t >= 0 && static_cast<size_t>(t) < logits.size()) ++count[t];
+  for (const auto& [t, c] : count)
+    logits[t] -= static_cast<float>(config_.presence_penalty + config_.frequency_penalty * static_cast<double>(c));
+}
+
+bool Sampler::penalised(std::span<const int32_t> recent, std::span<const int32_t> generated) const {
+  const bool repeat = config_.repeat_penalty != 1.0 && config_.repeat_last_n > 0 && !recent.empty();
+  const bool additive = (config_.presence_penalty != 0.0 || config_.frequency_penalty != 0.0) && !generated.empty();
+  return repeat || additive;
+}
+
 std::vector<std::pair<int32_t, double>> Sampler::distribution(std::span<const float> logits,
-                                                              std::span<const int32_t> recent) const {
-  return candidates(logits, recent, /*sorted=*/true);
+                                                              std::span<const int32_t> recent,
+                                                              std::span<const int32_t> generated) const {
+  return candidates(logits, recent, generated, /*sorted=*/true);
 }
 
 std::vector<std::pair<int32_t, double>> Sampler::candidates(std::span<const float> logits_in,
-                                                            std::span<const int32_t> recent, bool sorted) const {
+                                                            std::span<const int32_t> recent,
+                                                            std::span<const int32_t> generated, bool sorted) const {
   OG_CHECK(!logits_in.empty(), "sampler: empty logits");
   std::vector<float> logits(logits_in.begin(), logits_in.end());
   apply_repeat_penalty(logits, recent);
+  apply_additive_penalties(logits, generated);
   if (config_.temperature == 0.0) return {{argmax(logits), 1.0}};
 
   std::vector<std::pair<int32_t, double>> cand;
@@ -126,13 +148,13 @@ std::vector<std::pair<int32_t, double>> Sampler::candidates(std::span<const floa
   return cand;
 }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent) {
-  const bool penalty = config_.repeat_penalty != 1.0 && config_.repeat_last_n > 0 && !recent.empty();
-  if (config_.temperature == 0.0 && !penalty) {  // plain greedy: no copy
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent,
+                        std::span<const int32_t> generated) {
+  if (config_.temperature == 0.0 && !penalised(recent, generated)) {  // plain greedy: no copy
     OG_CHECK(!logits.empty(), "sampler: empty logits");
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
-  const auto cand = candidates(logits, recent, /*sorted=*/false);
+  const auto cand = candidates(logits, recent, generated, /*sorted=*/false);
   if (cand.size() == 1) return cand[0].first;
   const double u = rng_.next_double();
   double acc = 0;

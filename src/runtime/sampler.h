@@ -1,7 +1,8 @@
 // Sampler: turns one row of logits into a token id. Temperature 0 is greedy
-// (argmax, ties to the lowest id); otherwise the order is repeat penalty ->
-// temperature -> top-k -> softmax -> top-p -> min-p -> draw from our own PRNG,
-// so a given seed gives the same tokens on every machine.
+// (argmax, ties to the lowest id) over the penalised logits; otherwise the
+// order is repeat penalty -> presence / frequency penalty -> temperature ->
+// top-k -> softmax -> top-p -> min-p -> draw from our own PRNG, so a given seed
+// gives the same tokens on every machine.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,12 @@ struct SamplerConfig {
   double min_p = 0.0;           // 0 = off; drop tokens with p < min_p * p_max
   double repeat_penalty = 1.0;  // 1 = off; applied to tokens in the last repeat_last_n
   int repeat_last_n = 64;
+  // OpenAI's additive penalties over the tokens generated so far in this turn
+  // (not the prompt): a token generated c times loses
+  // presence_penalty * (c > 0) + frequency_penalty * c from its logit. 0 = off;
+  // negative values favour repetition.
+  double presence_penalty = 0.0;
+  double frequency_penalty = 0.0;
   uint64_t seed = 0;
 };
 
@@ -37,23 +44,30 @@ class Sampler {
  public:
   explicit Sampler(const SamplerConfig& config);
 
-  // logits: [n_vocab]; recent: the token history (the last repeat_last_n are penalised).
-  int32_t sample(std::span<const float> logits, std::span<const int32_t> recent);
+  // logits: [n_vocab]; recent: the token history (the last repeat_last_n are
+  // penalised); generated: the tokens generated so far in this turn (the
+  // presence / frequency penalties count these only).
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> recent,
+                 std::span<const int32_t> generated = {});
 
   // The candidate set the draw is made from, as (token, probability) sorted by
   // probability descending (ties: lower id first), probabilities summing to 1.
   // For greedy this is the single argmax. Exposed so the filters can be tested.
   std::vector<std::pair<int32_t, double>> distribution(std::span<const float> logits,
-                                                       std::span<const int32_t> recent) const;
+                                                       std::span<const int32_t> recent,
+                                                       std::span<const int32_t> generated = {}) const;
 
   const SamplerConfig& config() const { return config_; }
   void reseed(uint64_t seed) { rng_.reseed(seed); }
 
  private:
   void apply_repeat_penalty(std::vector<float>& logits, std::span<const int32_t> recent) const;
+  void apply_additive_penalties(std::vector<float>& logits, std::span<const int32_t> generated) const;
+  // Whether any penalty would change these logits (else greedy needs no copy).
+  bool penalised(std::span<const int32_t> recent, std::span<const int32_t> generated) const;
   // The candidate set; sorted by probability only when `sorted` (or top-p needed it).
   std::vector<std::pair<int32_t, double>> candidates(std::span<const float> logits, std::span<const int32_t> recent,
-                                                     bool sorted) const;
+                                                     std::span<const int32_t> generated, bool sorted) const;
   SamplerConfig config_;
   Rng rng_;
 };

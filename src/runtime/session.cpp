@@ -225,7 +225,7 @@ void Session::sample_next() {
   TurnResult& res = t.res;
   if ((res.reason = budget_left()) != StopReason::kNone) return finish_text();
   Timer ts;
-  const int32_t id = t.sampler->sample(logits_, history_);
+  const int32_t id = t.sampler->sample(logits_, history_, res.tokens);
   stats_.sampling_s += ts.seconds();
   if (res.tokens.empty()) stats_.ttft_s = t.timer.seconds();
   history_.push_back(id);

@@ -200,11 +200,8 @@ GenerationParams parse_params(Fields& f, Endpoint ep) {
   if (const json* s = f.get("seed"))
     p.seed = static_cast<uint64_t>(Fields::int_value("seed", *s, std::numeric_limits<int64_t>::min(),
                                                      std::numeric_limits<int64_t>::max()));
-  for (const char* name : {"presence_penalty", "frequency_penalty"})
-    if (auto v = f.number(name, -2, 2); v && *v != 0)
-      bad_request(std::string("'") + name + "' is not supported by this server's sampler (only 0); use " +
-                      "'repetition_penalty'",
-                  name, "unsupported_parameter");
+  p.presence_penalty = f.number("presence_penalty", -2, 2);
+  p.frequency_penalty = f.number("frequency_penalty", -2, 2);
   if (auto n = f.integer("n", 1, kI32); n && *n != 1)
     bad_request("'n' is " + std::to_string(*n) + ": this server generates one choice per request (n = 1)", "n",
                 "unsupported_parameter");

@@ -29,6 +29,8 @@ struct GenerationParams {
   std::optional<int64_t> top_k;       // >= 0 (-1 = off, as vLLM, is read as 0)
   std::optional<double> min_p;        // [0, 1]
   std::optional<double> repetition_penalty;  // (0, 100]
+  std::optional<double> presence_penalty;    // [-2, 2], over the generated tokens
+  std::optional<double> frequency_penalty;   // [-2, 2], over the generated tokens
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;  // each non-empty
   bool ignore_eos = false;  // vLLM / llama-server extension: only max_tokens and stop strings end the reply

@@ -23,6 +23,8 @@ SamplerConfig sampler_of(const GenerationParams& p, const ServedModel& m) {
   if (p.top_k) c.top_k = static_cast<int>(*p.top_k);
   if (p.min_p) c.min_p = *p.min_p;
   if (p.repetition_penalty) c.repeat_penalty = *p.repetition_penalty;
+  if (p.presence_penalty) c.presence_penalty = *p.presence_penalty;
+  if (p.frequency_penalty) c.frequency_penalty = *p.frequency_penalty;
   if (p.seed) {
     c.seed = *p.seed;
   } else if (m.random_seed) {

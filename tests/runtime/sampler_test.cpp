@@ -1,5 +1,5 @@
 // Sampler: greedy, temperature, top-k / top-p / min-p on small distributions,
-// repeat penalty, seed determinism and the draw's frequencies.
+// repeat, presence and frequency penalties, seed determinism and the draw's frequencies.
 #include "runtime/run_setup.h"
 #include "runtime/sampler.h"
 
@@ -124,6 +124,53 @@ TEST(Sampler, RepeatPenaltyOnlyOverLastN) {
   EXPECT_EQ(s.sample(logits, std::vector<int32_t>{1, 0, 0}), 1);
 }
 
+// OpenAI's semantics: a token generated c times loses presence * (c > 0) +
+// frequency * c; tokens only in the prompt (the history) are not penalised.
+TEST(Sampler, PresenceAndFrequencyPenaltiesCountGeneratedTokens) {
+  SamplerConfig c;
+  c.temperature = 1.0;
+  c.presence_penalty = 0.5;
+  c.frequency_penalty = 0.25;
+  const std::vector<float> logits = {1.0f, 1.0f, 1.0f, 1.0f};
+  const std::vector<int32_t> history = {3, 3, 3, 0, 1, 1};  // the prompt was {3, 3, 3}
+  const std::vector<int32_t> generated = {0, 1, 1};
+  auto d = as_map(Sampler(c).distribution(logits, history, generated));
+  // logits: 0 -> 1 - 0.5 - 0.25, 1 -> 1 - 0.5 - 0.5, 2 and 3 untouched
+  const double l0 = 0.25, l1 = 0.0, l2 = 1.0;
+  const double z = std::exp(l0) + std::exp(l1) + 2 * std::exp(l2);
+  EXPECT_NEAR(d[0], std::exp(l0) / z, 1e-6);
+  EXPECT_NEAR(d[1], std::exp(l1) / z, 1e-6);
+  EXPECT_NEAR(d[2], std::exp(l2) / z, 1e-6);
+  EXPECT_NEAR(d[3], std::exp(l2) / z, 1e-6);
+}
+
+TEST(Sampler, PenaltiesSteerGreedyAndNegativeOnesFavourRepeats) {
+  SamplerConfig c;
+  c.frequency_penalty = 0.4;
+  Sampler s(c);
+  const std::vector<float> logits = {2.0f, 1.5f, 1.0f};
+  EXPECT_EQ(s.sample(logits, {}, std::vector<int32_t>{}), 0);
+  EXPECT_EQ(s.sample(logits, {}, std::vector<int32_t>{0}), 0);     // 1.6 > 1.5
+  EXPECT_EQ(s.sample(logits, {}, std::vector<int32_t>{0, 0}), 1);  // 1.2 < 1.5
+  c = {};
+  c.presence_penalty = 0.6;
+  Sampler p(c);
+  EXPECT_EQ(p.sample(logits, {}, std::vector<int32_t>{0, 0, 0, 0}), 1);  // once: 1.4 < 1.5
+  EXPECT_EQ(p.sample(logits, {}, std::vector<int32_t>{0, 1}), 0);        // both lose 0.6
+  c = {};
+  c.presence_penalty = -1.0;
+  Sampler neg(c);
+  EXPECT_EQ(neg.sample(logits, {}, std::vector<int32_t>{1}), 1);  // 1.5 + 1 > 2.0
+}
+
+TEST(Sampler, PenaltiesOffLeaveTheDistributionAlone) {
+  SamplerConfig c;
+  c.temperature = 1.0;
+  const auto logits = log_probs({0.5, 0.3, 0.2});
+  const std::vector<int32_t> generated = {0, 0, 1};
+  EXPECT_EQ(as_map(Sampler(c).distribution(logits, generated, generated)), as_map(Sampler(c).distribution(logits, {})));
+}
+
 // A random seed is printed by `run` and must replay through --seed, an int64:
 // it is never 2^63 or more.
 TEST(Sampler, RandomSeedsFitInt64) {
@@ -190,6 +237,12 @@ TEST(Sampler, BadConfigIsAnError) {
   EXPECT_THROW(Sampler{c}, Error);
   c = {};
   c.repeat_penalty = 0;
+  EXPECT_THROW(Sampler{c}, Error);
+  c = {};
+  c.presence_penalty = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(Sampler{c}, Error);
+  c = {};
+  c.frequency_penalty = std::nan("");
   EXPECT_THROW(Sampler{c}, Error);
 }
 

@@ -317,6 +317,24 @@ TEST(Session, SeededSamplingIsDeterministic) {
   EXPECT_NE(run(5), run(6));
 }
 
+// The frequency penalty counts this turn's generated tokens only: a prompt
+// full of the favoured token does not lower it, each generated copy does.
+TEST(Session, FrequencyPenaltyCountsThisTurnsTokens) {
+  Fixture f([](const std::vector<int32_t>&) { return int32_t{kX}; });  // kX at 10, the rest at 0
+  SamplerConfig c;
+  c.frequency_penalty = 2.0;
+  f.sampler = Sampler(c);
+  GenerateOptions o;
+  o.max_new_tokens = 6;
+  const auto r = f.gen({kBos, kX, kX, kX, kX, kX, kX}, o);
+  ASSERT_EQ(r.tokens.size(), 6u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(r.tokens[i], kX) << i;  // 10 - 2 * i > 0
+  EXPECT_NE(r.tokens[5], kX);  // 10 - 2 * 5 = 0 ties the others: the lowest id wins
+  // A new turn starts counting again.
+  o.max_new_tokens = 1;
+  EXPECT_EQ(f.gen({kA}, o).tokens, std::vector<int32_t>{kX});
+}
+
 TEST(StopFilter, Basics) {
   StopFilter f({"abc", "bd"});
   EXPECT_EQ(f.push("xa"), "x");

@@ -48,8 +48,8 @@ TEST(ChatRequest, AllSettings) {
       {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "name": "x"},
       {"role": "assistant", "content": "ok"}, {"role": "user", "content": "more"}],
     "max_completion_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05,
-    "repetition_penalty": 1.1, "seed": -3, "stop": ["x", "yy"], "n": 1, "presence_penalty": 0,
-    "frequency_penalty": 0.0, "logprobs": true, "top_logprobs": 3, "stream": true,
+    "repetition_penalty": 1.1, "seed": -3, "stop": ["x", "yy"], "n": 1, "presence_penalty": 0.5,
+    "frequency_penalty": -1.25, "logprobs": true, "top_logprobs": 3, "stream": true,
     "stream_options": {"include_usage": true}, "user": "u1", "logit_bias": {}, "response_format": {"type": "text"}})");
   EXPECT_EQ(r.model, "m");
   ASSERT_EQ(r.messages.size(), 4u);
@@ -61,6 +61,8 @@ TEST(ChatRequest, AllSettings) {
   EXPECT_EQ(*r.params.top_k, 40);
   EXPECT_DOUBLE_EQ(*r.params.min_p, 0.05);
   EXPECT_DOUBLE_EQ(*r.params.repetition_penalty, 1.1);
+  EXPECT_DOUBLE_EQ(*r.params.presence_penalty, 0.5);
+  EXPECT_DOUBLE_EQ(*r.params.frequency_penalty, -1.25);
   EXPECT_EQ(*r.params.seed, static_cast<uint64_t>(int64_t{-3}));
   EXPECT_EQ(r.params.stop, (std::vector<std::string>{"x", "yy"}));
   EXPECT_TRUE(r.params.logprobs);
@@ -132,8 +134,10 @@ TEST(ChatRequest, BadBodies) {
        "stream_options", "only allowed"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stream": true, "stream_options": {"x": 1}})", "x",
        "unknown field"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 0.5})", "presence_penalty",
-       "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": -2.5})", "presence_penalty",
+       "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": "high"})", "presence_penalty",
+       "number"},
       {R"({"messages": [{"role": "user", "content": "x"}], "frequency_penalty": 3})", "frequency_penalty",
        "outside"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs", "logprobs"},

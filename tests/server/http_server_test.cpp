@@ -155,7 +155,8 @@ TEST_F(Http, SettingsReachTheScheduler) {
   start();
   auto r = client().Post("/v1/chat/completions", R"({"model": "stories", "messages": [{"role": "user", "content": "x"}],
       "max_tokens": 3, "temperature": 0.7, "top_k": 5, "top_p": 0.5, "min_p": 0.1, "seed": 42,
-      "repetition_penalty": 1.2, "stop": ["zz"], "logprobs": true, "top_logprobs": 2})",
+      "repetition_penalty": 1.2, "presence_penalty": 0.3, "frequency_penalty": -0.4, "stop": ["zz"],
+      "logprobs": true, "top_logprobs": 2})",
                          "application/json");
   ASSERT_EQ(r->status, 200) << r->body;
   const RequestOptions o = sched_->last_options();
