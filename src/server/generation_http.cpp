@@ -3,12 +3,15 @@
 // or as Server-Sent Events from a chunked content provider. The provider
 // polls the request's stream; when the client is gone (a write fails or the
 // socket is no longer writable) it cancels the request, so the scheduler
-// frees its cache at the next step.
+// frees its cache at the next step. A whole answer's wait checks the
+// connection's socket as it waits and cancels the same way when the client
+// closed it.
 #include <chrono>
 #include <ctime>
 #include <memory>
 
 #include "server/api_response.h"
+#include "server/connection_probe.h"
 #include "server/generation.h"
 #include "server/http_internal.h"
 
@@ -18,6 +21,8 @@ namespace {
 
 // How long the stream writer waits for new text before checking the client.
 constexpr std::chrono::milliseconds kPoll{50};
+// How long a whole answer's wait sleeps between checks of its client.
+constexpr std::chrono::milliseconds kWholePoll{100};
 
 // Released twice (the answer is done; on_finish came), then gives the slot back.
 struct Slot {
@@ -103,7 +108,32 @@ void HttpServer::Impl::release_slot() {
   idle_cv.notify_all();
 }
 
-void HttpServer::Impl::handle_generation(Endpoint ep, const std::string& body, httplib::Response& res) {
+namespace {
+
+// Waits for a whole answer's pieces and report; cancels the request when the
+// client closes its connection meanwhile (the socket is looked up once the
+// first wait ran out, so short answers never pay for the lookup).
+StreamUpdate wait_whole(RequestStream& stream, SchedulerPort& sched, uint64_t id, const httplib::Request& req,
+                        std::vector<Piece>* pieces, bool* client_left) {
+  StreamUpdate u;
+  int fd = -2;  // -2: not looked up yet; -1: not found
+  while (!u.finished) {
+    u = stream.take(kWholePoll);
+    for (auto& p : u.pieces) pieces->push_back(std::move(p));
+    if (u.finished || *client_left) continue;
+    if (fd == -2) fd = find_connection_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+    if (fd >= 0 && peer_closed(fd)) {
+      *client_left = true;
+      sched.cancel(id);
+    }
+  }
+  return u;
+}
+
+}  // namespace
+
+void HttpServer::Impl::handle_generation(Endpoint ep, const httplib::Request& req, const std::string& body,
+                                         httplib::Response& res) {
   if (draining.load()) throw ApiError(503, "server_error", "shutting_down", "the server is shutting down");
   const ServedModel& m = *model.load();
   SchedulerPort& s = *sched.load();
@@ -132,12 +162,11 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const std::string& body, h
 
   if (!r.params.stream) {
     std::vector<Piece> pieces;
-    StreamUpdate u;
-    while (!u.finished) {
-      u = stream->take(std::chrono::milliseconds(200));
-      for (auto& p : u.pieces) pieces.push_back(std::move(p));
-    }
+    bool client_left = false;
+    const StreamUpdate u = wait_whole(*stream, s, id, req, &pieces, &client_left);
     slot->drop();
+    if (client_left && !normal_finish(*u.finished))
+      return send_error(res, ApiError(499, "invalid_request_error", "client_closed", "the client closed the connection"));
     if (!normal_finish(*u.finished)) return send_error(res, unfinished_error(*u.finished));
     res.set_content(completion_body(meta, collect_result(pieces, u, r.params.logprobs)), "application/json");
     return;

@@ -57,7 +57,7 @@ struct HttpServer::Impl {
   // A POST route whose body is read with the size bound, errors answered.
   void post(const char* path, BodyHandler h);
 
-  void handle_generation(Endpoint ep, const std::string& body, httplib::Response& res);
+  void handle_generation(Endpoint ep, const httplib::Request& req, const std::string& body, httplib::Response& res);
   void handle_tokenize(const std::string& body, httplib::Response& res);
   void handle_detokenize(const std::string& body, httplib::Response& res);
 

@@ -182,11 +182,11 @@ void HttpServer::Impl::install() {
     const ServedModel& m = *model.load();
     res.set_content(models_body(m.id, m.created, m.max_session_tokens), "application/json");
   });
-  post("/v1/chat/completions", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-    handle_generation(Endpoint::kChat, body, res);
+  post("/v1/chat/completions", [this](const httplib::Request& req, const std::string& body, httplib::Response& res) {
+    handle_generation(Endpoint::kChat, req, body, res);
   });
-  post("/v1/completions", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-    handle_generation(Endpoint::kCompletion, body, res);
+  post("/v1/completions", [this](const httplib::Request& req, const std::string& body, httplib::Response& res) {
+    handle_generation(Endpoint::kCompletion, req, body, res);
   });
   post("/tokenize", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
     handle_tokenize(body, res);

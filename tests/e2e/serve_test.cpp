@@ -330,6 +330,32 @@ TEST(Serve, ClientLeavingMidStreamCancelsItsRequest) {
   EXPECT_EQ(s.stop(), 0) << s.stderr_text();
 }
 
+// A whole (non-streamed) answer's client that leaves: the request is
+// cancelled then, not generated to max_tokens.
+TEST(Serve, ClientLeavingAWholeAnswerCancelsItsRequest) {
+  ServeProc s({"--model", slow_model(), "--chat", "0"});
+  ASSERT_TRUE(s.ready()) << s.stderr_text();
+  const std::string cancelled =
+      "offgraph:requests_total{model_name=\"slow\",endpoint=\"completion\",finish_reason=\"cancelled\"}";
+  const int64_t before = metric(s, cancelled);
+  const std::string body = R"({"prompt": "hi", "max_tokens": 1000, "ignore_eos": true})";
+  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const int fd = connect_raw(s.port());
+  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // generating by now
+  close(fd);
+  int64_t after = before;
+  for (int i = 0; i < 200 && after == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after = metric(s, cancelled);
+  }
+  EXPECT_EQ(after, before + 1);
+  EXPECT_LT(metric(s, "offgraph:generation_tokens_total{model_name=\"slow\"}"), 500);
+  expect_healthy(s);
+  EXPECT_EQ(s.stop(), 0) << s.stderr_text();
+}
+
 TEST(Serve, SynthesizedFamilies) {
   // Tiny random-weight models of families with sliding windows and QKV bias.
   for (auto fam : {synth::Family::kMistral, synth::Family::kQwen2, synth::Family::kGemma3}) {

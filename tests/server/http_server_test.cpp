@@ -167,6 +167,8 @@ TEST_F(Http, SettingsReachTheScheduler) {
   EXPECT_DOUBLE_EQ(o.sampler.min_p, 0.1);
   EXPECT_EQ(o.sampler.seed, 42u);
   EXPECT_DOUBLE_EQ(o.sampler.repeat_penalty, 1.2);
+  EXPECT_DOUBLE_EQ(o.sampler.presence_penalty, 0.3);
+  EXPECT_DOUBLE_EQ(o.sampler.frequency_penalty, -0.4);
   EXPECT_EQ(o.stop_strings, std::vector<std::string>{"zz"});
   EXPECT_EQ(o.stop_ids, tok_->special().stop_ids);
   EXPECT_TRUE(o.logprobs);
@@ -387,6 +389,38 @@ TEST_F(Http, DisconnectMidStreamCancels) {
   EXPECT_EQ(sched_->cancelled(), 1u);
   EXPECT_TRUE(server_->wait_idle(5));
   EXPECT_LT(sched_->snapshot().generated_tokens, 200);
+  expect_healthy();
+}
+
+// A whole (non-streamed) answer: a client that closes its connection while
+// the request waits has it cancelled; one that stays gets its answer however
+// long the wait (the check never mistakes an open, quiet client for a gone one).
+TEST_F(Http, DisconnectWhileWaitingForAWholeAnswerCancels) {
+  start();
+  sched_->hold();
+  const std::string body = R"({"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 50})";
+  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const int fd = connect_raw(port_);
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  for (int i = 0; i < 500 && sched_->snapshot().waiting == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(sched_->snapshot().waiting, 1);
+  close(fd);
+  for (int i = 0; i < 500 && sched_->cancelled() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(sched_->cancelled(), 1u);
+  EXPECT_TRUE(server_->wait_idle(5));
+
+  sched_->hold();
+  std::thread late([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    sched_->release();
+  });
+  auto r = client().Post("/v1/chat/completions", body, "application/json");
+  late.join();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(sched_->cancelled(), 1u);
   expect_healthy();
 }
 
