@@ -19,6 +19,7 @@
 #include "llm_common.h"
 #include "runtime/engine.h"
 #include "runtime/scheduler.h"
+#include "scheduler_flags.h"
 
 namespace og::app {
 
@@ -29,13 +30,11 @@ constexpr int64_t kIntMax = 2147483647;
 struct BatchFlags {
   std::vector<std::string> positional;
   std::string prompts_file, out_prefix;
-  int64_t max_session_tokens = 0;
-  int64_t max_decode_sequences = 8;
-  int64_t step_tokens = 512;
-  int64_t prefix_cache_entries = 0;
-  int64_t prefix_cache_bytes = 0;
+  SchedulerFlags sched;
   int64_t prompt_rounds = 1;
 };
+
+const SchedulerFlagNames kSchedulerNames{"max-decode-sequences", "sessions running at once", "prompt"};
 
 struct PromptSpec {
   std::string text;
@@ -81,15 +80,7 @@ std::vector<PromptSpec> read_prompts_file(const std::string& path) {
 void add_batch_flags(Flags& fl, BatchFlags& b) {
   fl.add_string("prompts-file", &b.prompts_file,
                 "prompts, one per line, or JSON lines {\"prompt\": ..., \"max_new_tokens\": ...}", "PATH");
-  fl.add_int("max-session-tokens", &b.max_session_tokens, 0, kIntMax,
-             "prompt + max new tokens one session may hold; 0 = --kv-max-capacity's value");
-  fl.add_int("max-decode-sequences", &b.max_decode_sequences, 1, 4096, "sessions running at once");
-  fl.add_int("step-tokens", &b.step_tokens, 1, kIntMax,
-             "rows per forward step (decode rows first, then prefill chunks); at least --max-decode-sequences");
-  fl.add_int("prefix-cache-entries", &b.prefix_cache_entries, 0, 4096,
-             "prompts whose KV is kept for later prompts sharing a prefix; 0 = off");
-  fl.add_int("prefix-cache-bytes", &b.prefix_cache_bytes, 0, std::numeric_limits<int64_t>::max(),
-             "byte bound of the prefix cache; 0 = none beyond the entries");
+  add_scheduler_flags(fl, b.sched, kSchedulerNames);
   fl.add_int("prompt-rounds", &b.prompt_rounds, 1, 1000000,
              "run all prompts this many times, each round on fresh sessions after the previous one (the prefix cache "
              "is kept)");
@@ -142,13 +133,7 @@ int cmd_batch(const Args& args) {
   }
   check_llm_flags(fl, f, /*run=*/false);
   if (b.positional.empty() && b.prompts_file.empty()) usage_fail("give prompts as arguments or --prompts-file");
-  if (b.step_tokens < b.max_decode_sequences)
-    usage_fail("--step-tokens " + std::to_string(b.step_tokens) + " is below --max-decode-sequences " +
-               std::to_string(b.max_decode_sequences) + ": a step must carry every session's decode row");
-  if (f.kv_max_capacity > 0 && b.max_session_tokens > f.kv_max_capacity)
-    usage_fail("--max-session-tokens " + std::to_string(b.max_session_tokens) + " exceeds --kv-max-capacity " +
-               std::to_string(f.kv_max_capacity));
-  if (f.kv_max_capacity == 0) f.kv_max_capacity = b.max_session_tokens;
+  check_scheduler_flags(b.sched, kSchedulerNames, f);
   if (!b.out_prefix.empty()) {
     // A missing folder is found now, not after the first generation.
     const std::filesystem::path dir = std::filesystem::path(b.out_prefix).parent_path();
@@ -165,16 +150,11 @@ int cmd_batch(const Args& args) {
 
   Loaded l = load_llm(f);
   CacheSetup cs = cache_setup_of(f);
-  cs.max_sequences = static_cast<int>(b.max_decode_sequences + b.prefix_cache_entries);
+  cs.max_sequences = static_cast<int>(b.sched.sessions + b.sched.prefix_cache_entries);
   std::string warning;
   const KvPolicy policy = kv_policy_of(cs, *l.model, &warning);
   if (!warning.empty()) std::fprintf(stderr, "[warning] %s\n", warning.c_str());
-  SchedulerOptions so;
-  so.max_session_tokens = b.max_session_tokens > 0 ? b.max_session_tokens : policy.max_capacity;
-  so.max_decode_sequences = static_cast<int>(b.max_decode_sequences);
-  so.step_tokens = b.step_tokens;
-  so.prefix_cache_entries = static_cast<int>(b.prefix_cache_entries);
-  so.prefix_cache_bytes = b.prefix_cache_bytes;
+  const SchedulerOptions so = scheduler_options_of(b.sched, policy.max_capacity);
 
   // Every prompt through the chat template, as `run` renders it.
   std::vector<std::vector<int32_t>> prompts;

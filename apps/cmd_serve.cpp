@@ -24,6 +24,7 @@
 #include "runtime/run_setup.h"
 #include "runtime/scheduler.h"
 #include "server/backend.h"
+#include "scheduler_flags.h"
 #include "server/http_server.h"
 
 namespace og::app {
@@ -36,13 +37,15 @@ struct ServeFlags {
   LlmFlags llm;  // model, template, sampling defaults, cache
   std::string host = "127.0.0.1";
   int64_t port = 8080;
-  int64_t parallel = 8, max_queue = 64, step_tokens = 512;
-  int64_t max_session_tokens = 0, prefix_cache_entries = 8, prefix_cache_bytes = 0, kv_block_size = 16;
+  SchedulerFlags sched{.prefix_cache_entries = 8};  // the prefix cache is on by default here
+  int64_t max_queue = 64, kv_block_size = 16;
   std::vector<std::string> api_keys;
   std::string api_key_file, alias;
   int64_t timeout_s = 600, max_body_bytes = 8 << 20, http_threads = 0;
   double shutdown_grace_s = 10;
 };
+
+const SchedulerFlagNames kSchedulerNames{"parallel", "requests decoded at once (sessions in the batch)", "request"};
 
 void add_serve_flags(Flags& fl, ServeFlags& f) {
   LlmFlags& l = f.llm;
@@ -61,17 +64,9 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
                   "KEY");
   fl.add_string("api-key-file", &f.api_key_file, "a file of keys, one per line (blank lines and # comments skipped)",
                 "PATH");
-  fl.add_int("parallel", &f.parallel, 1, 4096, "requests decoded at once (sessions in the batch)");
+  add_scheduler_flags(fl, f.sched, kSchedulerNames);
   fl.add_int("max-queue", &f.max_queue, 0, kIntMax,
              "requests waiting beyond --parallel before new ones get 429; 0 = unbounded");
-  fl.add_int("max-session-tokens", &f.max_session_tokens, 0, kIntMax,
-             "prompt + max_tokens one request may hold (longer: 400); 0 = --kv-max-capacity's value");
-  fl.add_int("step-tokens", &f.step_tokens, 1, kIntMax,
-             "rows per forward step (decode rows first, then prefill chunks); at least --parallel");
-  fl.add_int("prefix-cache-entries", &f.prefix_cache_entries, 0, 4096,
-             "prompts whose KV is kept for later requests sharing a prefix; 0 = off");
-  fl.add_int("prefix-cache-bytes", &f.prefix_cache_bytes, 0, std::numeric_limits<int64_t>::max(),
-             "byte bound of the prefix cache; 0 = none beyond the entries");
   fl.add_int("timeout-s", &f.timeout_s, 1, 86400,
              "socket read/write timeout: how long a client may stall sending a request or reading a reply");
   fl.add_float("shutdown-grace-s", &f.shutdown_grace_s, 0, 3600,
@@ -129,20 +124,13 @@ std::vector<std::string> api_keys_of(const ServeFlags& f) {
   return keys;
 }
 
-void check_serve_flags(const ServeFlags& f) {
+void check_serve_flags(ServeFlags& f) {
   if (f.llm.model.empty()) usage_fail("--model is required");
   std::error_code ec;
   if (!std::filesystem::exists(f.llm.model, ec)) usage_fail("--model: no such file or directory: " + f.llm.model);
   if (!f.llm.tokenizer.empty() && !std::filesystem::exists(f.llm.tokenizer, ec))
     usage_fail("--tokenizer: no such file or directory: " + f.llm.tokenizer);
-  if (f.step_tokens < f.parallel)
-    usage_fail("--step-tokens " + std::to_string(f.step_tokens) + " is below --parallel " +
-               std::to_string(f.parallel) + ": a step must carry every running session's decode row");
-  if (f.llm.kv_max_capacity > 0 && f.max_session_tokens > f.llm.kv_max_capacity)
-    usage_fail("--max-session-tokens " + std::to_string(f.max_session_tokens) + " exceeds --kv-max-capacity " +
-               std::to_string(f.llm.kv_max_capacity));
-  if (f.llm.kv_max_capacity == 1 || f.max_session_tokens == 1)
-    usage_fail("the session limit must be at least 2 tokens (a prompt token and a reply token)");
+  check_scheduler_flags(f.sched, kSchedulerNames, f.llm);
 }
 
 // SIGINT / SIGTERM write to a pipe the main thread waits on (a handler, not a
@@ -205,15 +193,16 @@ int cmd_serve(const Args& args) {
     return 0;
   }
   check_serve_flags(f);
-  if (f.llm.kv_max_capacity == 0) f.llm.kv_max_capacity = f.max_session_tokens;
   server::HttpOptions ho;
   ho.host = f.host;
   ho.port = static_cast<int>(f.port);
   ho.api_keys = api_keys_of(f);
   ho.max_body_bytes = f.max_body_bytes;
   ho.timeout_s = static_cast<int>(f.timeout_s);
-  ho.max_in_flight = f.max_queue > 0 ? static_cast<int>(f.parallel + f.max_queue) : 0;
-  ho.http_threads = static_cast<int>(f.http_threads > 0 ? f.http_threads : f.parallel + (f.max_queue > 0 ? f.max_queue : 64) + 16);
+  const int64_t parallel = f.sched.sessions;
+  ho.max_in_flight = f.max_queue > 0 ? static_cast<int>(parallel + f.max_queue) : 0;
+  ho.http_threads =
+      static_cast<int>(f.http_threads > 0 ? f.http_threads : parallel + (f.max_queue > 0 ? f.max_queue : 64) + 16);
   if (f.llm.threads > 0) set_num_threads(static_cast<int>(f.llm.threads));
   install_signal_handlers();
 
@@ -230,21 +219,16 @@ int cmd_serve(const Args& args) {
 
   loaded = load_llm(f.llm);
   CacheSetup cs = cache_setup_of(f.llm);
-  cs.max_sequences = static_cast<int>(f.parallel + f.prefix_cache_entries);
+  cs.max_sequences = static_cast<int>(parallel + f.sched.prefix_cache_entries);
   KvPolicy policy = kv_policy_of(f.llm, *loaded.model);
   policy.max_sequences = cs.max_sequences;
   policy.block_size = static_cast<int>(f.kv_block_size);
-  SchedulerOptions so;
-  so.max_session_tokens = f.max_session_tokens > 0 ? f.max_session_tokens : policy.max_capacity;
-  so.max_decode_sequences = static_cast<int>(f.parallel);
-  so.step_tokens = f.step_tokens;
+  SchedulerOptions so = scheduler_options_of(f.sched, policy.max_capacity);
   // The server alone bounds requests in flight (--parallel + --max-queue, 429
   // beyond): it counts a request until its HTTP reply is written, the scheduler
   // until the step after it finishes, so a second bound here could refuse a
   // request the server just made room for.
   so.max_queue = 0;
-  so.prefix_cache_entries = static_cast<int>(f.prefix_cache_entries);
-  so.prefix_cache_bytes = f.prefix_cache_bytes;
   engine = std::make_unique<ModelEngine>(*loaded.model);
   sched = std::make_unique<Scheduler>(*engine, *loaded.tok, make_cache(cs, *loaded.model, policy), so);
   sched->start();
@@ -257,7 +241,7 @@ int cmd_serve(const Args& args) {
   served.default_max_tokens = f.llm.max_new_tokens;
   served.sampler = sampler_config_of(f.llm);
   served.random_seed = f.llm.seed < 0;
-  served.use_prefix_cache = f.prefix_cache_entries > 0;
+  served.use_prefix_cache = f.sched.prefix_cache_entries > 0;
   served.created = static_cast<int64_t>(std::time(nullptr));
   port = std::make_unique<server::SchedulerAdapter<Scheduler>>(*sched);
   http.set_model(served, *port);

@@ -1,0 +1,46 @@
+// The scheduler flags `batch` and `serve` share (see scheduler_flags.h).
+#include "scheduler_flags.h"
+
+#include <limits>
+
+namespace og::app {
+
+namespace {
+constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+}  // namespace
+
+void add_scheduler_flags(Flags& fl, SchedulerFlags& f, const SchedulerFlagNames& n) {
+  fl.add_int(n.sessions_flag, &f.sessions, 1, 4096, n.sessions_help);
+  fl.add_int("max-session-tokens", &f.max_session_tokens, 0, kIntMax,
+             n.unit + " + its max new tokens one session may hold (longer: refused); 0 = --kv-max-capacity's value");
+  fl.add_int("step-tokens", &f.step_tokens, 1, kIntMax,
+             "rows per forward step (decode rows first, then prefill chunks); at least --" + n.sessions_flag);
+  fl.add_int("prefix-cache-entries", &f.prefix_cache_entries, 0, 4096,
+             n.unit + "s whose KV is kept for later " + n.unit + "s sharing a prefix; 0 = off");
+  fl.add_int("prefix-cache-bytes", &f.prefix_cache_bytes, 0, std::numeric_limits<int64_t>::max(),
+             "byte bound of the prefix cache; 0 = none beyond the entries");
+}
+
+void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& n, LlmFlags& llm) {
+  if (f.step_tokens < f.sessions)
+    usage_fail("--step-tokens " + std::to_string(f.step_tokens) + " is below --" + n.sessions_flag + " " +
+               std::to_string(f.sessions) + ": a step must carry every running session's decode row");
+  if (llm.kv_max_capacity > 0 && f.max_session_tokens > llm.kv_max_capacity)
+    usage_fail("--max-session-tokens " + std::to_string(f.max_session_tokens) + " exceeds --kv-max-capacity " +
+               std::to_string(llm.kv_max_capacity));
+  if (llm.kv_max_capacity == 1 || f.max_session_tokens == 1)
+    usage_fail("the session limit must be at least 2 tokens (a prompt token and a reply token)");
+  if (llm.kv_max_capacity == 0) llm.kv_max_capacity = f.max_session_tokens;
+}
+
+SchedulerOptions scheduler_options_of(const SchedulerFlags& f, int64_t max_capacity) {
+  SchedulerOptions so;
+  so.max_session_tokens = f.max_session_tokens > 0 ? f.max_session_tokens : max_capacity;
+  so.max_decode_sequences = static_cast<int>(f.sessions);
+  so.step_tokens = f.step_tokens;
+  so.prefix_cache_entries = static_cast<int>(f.prefix_cache_entries);
+  so.prefix_cache_bytes = f.prefix_cache_bytes;
+  return so;
+}
+
+}  // namespace og::app

@@ -1,0 +1,39 @@
+// The scheduler's flags, shared by `batch` and `serve`: session slots, the
+// session limit, the step budget and the prefix cache. The two commands name
+// the slot count differently (--max-decode-sequences / --parallel) and speak
+// of prompts or requests; everything else is the same flag.
+#pragma once
+
+#include <string>
+
+#include "flags.h"
+#include "llm_common.h"
+#include "runtime/scheduler.h"
+
+namespace og::app {
+
+struct SchedulerFlags {
+  int64_t sessions = 8;  // --max-decode-sequences / --parallel
+  int64_t max_session_tokens = 0;
+  int64_t step_tokens = 512;
+  int64_t prefix_cache_entries = 0;
+  int64_t prefix_cache_bytes = 0;
+};
+
+// How a command names its scheduler flags: the slot flag and its help, and
+// what one unit of work is called ("prompt", "request").
+struct SchedulerFlagNames {
+  std::string sessions_flag;  // "max-decode-sequences" / "parallel"
+  std::string sessions_help;
+  std::string unit;
+};
+
+// Registers the flags with the current values of `f` as their defaults.
+void add_scheduler_flags(Flags& fl, SchedulerFlags& f, const SchedulerFlagNames& names);
+// Checks what parse() cannot (usage errors) and resolves --kv-max-capacity 0
+// to --max-session-tokens, as both commands size the cache from it.
+void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& names, LlmFlags& llm);
+// The scheduler's options; the session limit defaults to the cache's capacity.
+SchedulerOptions scheduler_options_of(const SchedulerFlags& f, int64_t max_capacity);
+
+}  // namespace og::app
