@@ -7,8 +7,12 @@
 //   --num-prompts K   send K requests (benchmark)
 //   --duration S      keep every client busy for S seconds (load test)
 // Reports requests/s, output tok/s, TTFT, TPOT and inter-token latency
-// (mean, p50, p99) and the errors; exits 1 when any request failed, so a
-// bounded run doubles as a test. Needs only Node >= 18 (global fetch).
+// (mean, p50, p99), the prompt tokens the server says it took from its cache,
+// and the errors; a reply whose completion_tokens is not --output-len is an
+// error (the comparison between servers needs equal work). Exits 1 when any
+// request failed, so a bounded run doubles as a test. Needs only Node >= 18.
+// TTFT is the time to the first chunk with text; TPOT = (end - TTFT) /
+// (tokens - 1) per request.
 import process from "node:process";
 
 const HELP = `usage: node bench/serve_bench.mjs --url http://127.0.0.1:8080 [options]
@@ -23,16 +27,18 @@ const HELP = `usage: node bench/serve_bench.mjs --url http://127.0.0.1:8080 [opt
   --output-len O       tokens generated per request (default 64)
   --vocab-max V        prompt token ids are drawn from [10, V) (default 500)
   --seed S             prompt generator seed (default 1)
+  --warmup N           requests sent one at a time before the measured ones (default 0);
+                       they share the prefix, so a prefix cache holds it when timing starts
   --timeout S          per-request timeout in seconds (default 300)
   --json               print the report as one JSON object`;
 
 function parseArgs(argv) {
   const o = { concurrency: 8, numPrompts: 32, duration: 0, inputLen: 128, prefixLen: 0, outputLen: 64,
-              vocabMax: 500, seed: 1, timeout: 300, json: false, model: "", apiKey: "", url: "" };
+              vocabMax: 500, seed: 1, warmup: 0, timeout: 300, json: false, model: "", apiKey: "", url: "" };
   const names = { "--url": "url", "--model": "model", "--api-key": "apiKey", "--concurrency": "concurrency",
                   "--num-prompts": "numPrompts", "--duration": "duration", "--input-len": "inputLen",
                   "--prefix-len": "prefixLen", "--output-len": "outputLen", "--vocab-max": "vocabMax",
-                  "--seed": "seed", "--timeout": "timeout" };
+                  "--seed": "seed", "--warmup": "warmup", "--timeout": "timeout" };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     if (a === "--help" || a === "-h") { console.log(HELP); process.exit(0); }
@@ -86,7 +92,7 @@ async function oneRequest(o, prompt) {
   const body = { model: o.model, prompt, max_tokens: o.outputLen, temperature: 0, ignore_eos: true, stream: true,
                  stream_options: { include_usage: true } };
   const t0 = performance.now();
-  const r = { ok: false, ttft: NaN, itl: [], e2e: NaN, outTokens: 0, error: "" };
+  const r = { ok: false, ttft: NaN, itl: [], e2e: NaN, outTokens: 0, cachedTokens: 0, error: "" };
   try {
     const res = await fetch(`${o.url}/v1/completions`, { method: "POST", headers: headers(o), body: JSON.stringify(body),
                                                          signal: AbortSignal.timeout(o.timeout * 1000) });
@@ -104,7 +110,11 @@ async function oneRequest(o, prompt) {
         if (data === "[DONE]") { done = true; continue; }
         const j = JSON.parse(data);
         if (j.error) throw new Error(j.error.message);
-        if (j.usage) r.outTokens = j.usage.completion_tokens;
+        if (j.usage) {
+          r.outTokens = j.usage.completion_tokens;
+          const d = j.usage.prompt_tokens_details;
+          if (d && Number.isFinite(d.cached_tokens)) r.cachedTokens = d.cached_tokens;
+        }
         const text = j.choices && j.choices[0] ? j.choices[0].text : "";
         if (text) {
           const now = performance.now();
@@ -117,6 +127,7 @@ async function oneRequest(o, prompt) {
     if (!done) throw new Error("the stream ended without [DONE]");
     r.e2e = performance.now() - t0;
     if (!r.outTokens) r.outTokens = chunks;
+    if (r.outTokens !== o.outputLen) throw new Error(`${r.outTokens} tokens generated, not --output-len ${o.outputLen}`);
     r.ok = true;
   } catch (e) {
     r.error = String(e && e.message ? e.message : e);
@@ -135,6 +146,10 @@ async function main() {
   const token = () => 10 + Math.floor(rand() * (o.vocabMax - 10));
   const prefix = Array.from({ length: o.prefixLen }, token);
   const nextPrompt = () => prefix.concat(Array.from({ length: o.inputLen - o.prefixLen }, token));
+  for (let i = 0; i < o.warmup; ++i) {
+    const w = await oneRequest(o, nextPrompt());
+    if (!w.ok) { console.error(`serve_bench: warmup request failed: ${w.error}`); process.exit(1); }
+  }
 
   const results = [];
   let sent = 0;
@@ -162,6 +177,7 @@ async function main() {
     ttft_ms: { mean: mean(ttft), p50: percentile(ttft, 50), p99: percentile(ttft, 99) },
     tpot_ms: { mean: mean(tpot), p50: percentile(tpot, 50), p99: percentile(tpot, 99) },
     itl_ms: { mean: mean(itl), p50: percentile(itl, 50), p99: percentile(itl, 99) },
+    cached_prompt_tokens_mean: mean(ok.map((r) => r.cachedTokens)),
     first_errors: errors.slice(0, 3).map((r) => r.error),
   };
   if (o.json) {
@@ -170,7 +186,8 @@ async function main() {
     const f = (x) => (Number.isFinite(x) ? x.toFixed(2) : "n/a");
     console.log(`model ${report.model}: ${report.requests} requests (${report.errors} errors) in ${f(wall)} s at concurrency ${o.concurrency}`);
     console.log(`  input ${o.inputLen} tokens (${o.prefixLen} shared), output ${o.outputLen} tokens`);
-    console.log(`  requests/s ${f(report.requests_per_s)}, output tok/s ${f(report.output_tok_s)}`);
+    console.log(`  requests/s ${f(report.requests_per_s)}, output tok/s ${f(report.output_tok_s)}, ` +
+                `cached prompt tokens per request ${f(report.cached_prompt_tokens_mean)}`);
     for (const k of ["ttft_ms", "tpot_ms", "itl_ms"])
       console.log(`  ${k.padEnd(8)} mean ${f(report[k].mean)}  p50 ${f(report[k].p50)}  p99 ${f(report[k].p99)}`);
     for (const e of report.first_errors) console.log(`  error: ${e}`);
