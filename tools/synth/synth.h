@@ -58,6 +58,9 @@ SynthSpec llama32_1b_spec();
 // Gemma 4 E2B text shapes (GEMMA4.md §1): d_model 1536, 35 layers (4 sliding : 1 full), 8 heads, 1 KV
 // head, head dims 256/512, d_ff 6144 (12288 on the 20 KV-sharing layers), per-layer inputs 256, vocab 262144.
 SynthSpec gemma4_e2b_spec();
+// The gemma4 tokenizer's own pieces (specials, bytes, newline runs, the
+// stories pieces): the smallest `vocab`, the one without <unusedN> padding.
+int64_t gemma4_base_vocab();
 
 // Throws og::Error on a spec that cannot be written or a missing testdata tokenizer.
 void write_gguf(const SynthSpec& spec, const std::string& path);

@@ -57,9 +57,8 @@ TokenizerInfo tokenizer_info(const SynthSpec& spec);
 nlohmann::ordered_json gemma4_hf_config(const SynthSpec& spec, const TokenizerInfo& tok);
 // Adds tokenizer.* keys for the spec's tokenizer.
 void add_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w);
-// The gemma4 tokenizer (synth_tokenizer_gemma4.cpp): its base size, GGUF keys
-// and HF files.
-int64_t gemma4_base_vocab();
+// The gemma4 tokenizer (synth_tokenizer_gemma4.cpp): its GGUF keys and HF
+// files (its base size is in synth.h).
 void add_gemma4_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w);
 void write_gemma4_hf_tokenizer(const SynthSpec& spec, const std::string& dir);
 TokenizerInfo gemma4_tokenizer_info(const SynthSpec& spec);
