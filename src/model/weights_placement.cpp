@@ -1,7 +1,7 @@
 // place_weights_in_huge_pages: the weight matrices copied out of the source
 // (a mapped file) into one huge-page buffer, the views repointed, each copy
 // rewritten in place into the layout the matmul kernels prefer (Q4_K ->
-// Q4_K_R on x86): the repacked copy is the only one kept.
+// Q4_K_R, Q8_0 -> Q8_0_R on x86): the repacked copy is the only one kept.
 #include <cstring>
 #include <vector>
 
@@ -39,7 +39,7 @@ HugePageBuffer place_weights_in_huge_pages(Weights& w, bool release_source) {
     }
     off += (n + 63) / 64 * 64;
   }
-  if (tied) {  // get_row reads the repacked layout too
+  if (tied) {  // get_row reads the repacked layouts too
     w.token_embd.data = w.output.data;
     w.token_embd.dtype = w.output.dtype;
   }

@@ -17,6 +17,9 @@ enum class DType : uint32_t {
   // offgraph's own in-memory layouts (never in a file: ggml retired id 37):
   // Q4_K with each block's quants regrouped for the int8 matmul (kernels/ops.h repack_rows).
   Q4_K_R = 37,
+  // Q8_0 with each 8 consecutive rows interleaved per block (ref.h repack_q8_0_r):
+  // a matrix layout, so a row pointer alone does not locate a row (get_row does).
+  Q8_0_R = 38,
 };
 
 struct DTypeInfo {

@@ -113,11 +113,12 @@ TEST(IsaMatmul, BatchOfRowsEqualsSingleRowsBitForBit) {
   set_num_threads(2);
   std::vector<DType> dtypes = all_weight_dtypes();
   dtypes.push_back(DType::Q4_K_R);  // quantized as Q4_K, then repacked
+  dtypes.push_back(DType::Q8_0_R);  // quantized as Q8_0, then interleaved
   for (Isa isa : available_isas())
     for (DType layout : dtypes) {
-      const DType t = layout == DType::Q4_K_R ? DType::Q4_K : layout;
+      const DType t = layout == DType::Q4_K_R ? DType::Q4_K : layout == DType::Q8_0_R ? DType::Q8_0 : layout;
       const int64_t block = dtype_info(t).block;
-      for (int64_t n_out : {5, 37, 203}) {
+      for (int64_t n_out : {5, 16, 37, 203}) {
         const int64_t n_in = block == 1 ? 77 : block * 2, rb = dtype_row_bytes(t, n_in);
         std::vector<float> src = random_normal(n_out * n_in, 40 + static_cast<uint32_t>(n_out), 0.3f);
         std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
@@ -185,6 +186,76 @@ TEST(IsaMatmul, RepackedQ4KHoldsTheSameValues) {
   EXPECT_THROW(repack_rows(DType::Q6_K, DType::Q4_K_R, packed.data(), 1, 256), og::Error);
   DType parsed;
   EXPECT_FALSE(dtype_from_name("q4_k_r", &parsed));  // an in-memory layout, never a user's choice
+}
+
+// Q8_0_R (Q8_0 rows interleaved by 8 at load): every ISA (the scalar one is
+// the reference reading the interleaved layout) against the double-precision
+// product of the Q8_0 weights, for the row counts of decode, batched decode
+// and prefill, weight-row counts with every tail (n_out % 8 rows stay plain)
+// and pooled shapes.
+TEST(IsaMatmul, RepackedQ8_0AgreesWithReference) {
+  set_num_threads(2);
+  for (Isa isa : available_isas()) {
+    for (int64_t n_x : {1, 2, 3, 7, 8, 33, 512}) {
+      check_matmul(isa, DType::Q8_0, 13, 96, n_x, 200 + static_cast<uint32_t>(n_x), DType::Q8_0_R);
+      check_matmul(isa, DType::Q8_0, 8, 32, n_x, 210 + static_cast<uint32_t>(n_x), DType::Q8_0_R);
+    }
+    for (int64_t n_out : {1, 7, 9, 16, 23, 40, 203})
+      for (int64_t n_x : {1, 5, 33}) check_matmul(isa, DType::Q8_0, n_out, 64, n_x, 220 + static_cast<uint32_t>(n_out), DType::Q8_0_R);
+    check_matmul(isa, DType::Q8_0, 203, 1024, 8, 230, DType::Q8_0_R);
+    check_matmul(isa, DType::Q8_0, 67, 768, 40, 231, DType::Q8_0_R);    // pooled, prefill tiles
+    check_matmul(isa, DType::Q8_0, 21, 16384, 17, 232, DType::Q8_0_R);  // activation chunks
+  }
+}
+
+// The interleaved layout holds the same values: get_row reads every row
+// (groups and tail) as the Q8_0 rows, unpacking restores the bytes, a row
+// pointer is refused, and quants over the whole int8 range (−128 included,
+// which only files write) stay exact through the biased VNNI path.
+TEST(IsaMatmul, RepackedQ8_0HoldsTheSameValues) {
+  const int64_t n_out = 19, n_in = 96, rb = dtype_row_bytes(DType::Q8_0, n_in);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+  uint32_t state = 777;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    bytes[i] = static_cast<uint8_t>(state >> 24);
+  }
+  for (int64_t r = 0; r < n_out; ++r)
+    for (int64_t b = 0; b < n_in / 32; ++b) {
+      uint8_t* blk = bytes.data() + r * rb + b * 34;
+      blk[0] = static_cast<uint8_t>(r), blk[1] = 0x20;  // f16 near 2^-7, a different scale per row
+      if (b == 0) blk[2] = 0x80, blk[3] = 0x7F, blk[4] = 0x80;
+    }
+  std::vector<uint8_t> packed = bytes;
+  repack_rows(DType::Q8_0, DType::Q8_0_R, packed.data(), n_out, n_in);
+  EXPECT_NE(packed, bytes);
+  TensorView plain{bytes.data(), DType::Q8_0, {n_out, n_in}, "plain"}, inter{packed.data(), DType::Q8_0_R, {n_out, n_in}, "inter"};
+  std::vector<float> a(static_cast<size_t>(n_in)), b(static_cast<size_t>(n_in)), deq(static_cast<size_t>(n_out * n_in));
+  for (int64_t r = 0; r < n_out; ++r) {
+    get_row(plain, r, a.data());
+    get_row(inter, r, b.data());
+    ASSERT_EQ(a, b) << "row " << r;
+    std::copy(a.begin(), a.end(), deq.begin() + r * n_in);
+  }
+  for (int64_t n_x : {1, 3, 9}) {
+    std::vector<float> x = random_normal(n_x * n_in, 240 + static_cast<uint32_t>(n_x)), y(static_cast<size_t>(n_x * n_out));
+    for (Isa isa : available_isas()) {
+      matmul_with(kernel_table(isa), inter, x.data(), n_x, y.data());
+      for (int64_t i = 0; i < n_x; ++i)
+        for (int64_t r = 0; r < n_out; ++r) {
+          double ref = 0;
+          for (int64_t k = 0; k < n_in; ++k) ref += static_cast<double>(deq[r * n_in + k]) * x[i * n_in + k];
+          const double tol = tolerance(DType::Q8_0, deq.data() + r * n_in, x.data() + i * n_in, n_in);
+          ASSERT_NEAR(y[i * n_out + r], ref, tol) << isa_str(isa) << " n_x " << n_x << " at [" << i << ", " << r << "]";
+        }
+    }
+  }
+  EXPECT_THROW(dequantize_row(DType::Q8_0_R, packed.data(), a.data(), n_in), og::Error);
+  EXPECT_THROW(dot_row(DType::Q8_0_R, packed.data(), a.data(), n_in), og::Error);
+  repack_rows(DType::Q8_0_R, DType::Q8_0, packed.data(), n_out, n_in);
+  EXPECT_EQ(packed, bytes);
+  DType parsed;
+  EXPECT_FALSE(dtype_from_name("q8_0_r", &parsed));
 }
 
 TEST(IsaMatmul, LargeEnoughToUseTheThreadPool) {

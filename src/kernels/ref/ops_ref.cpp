@@ -94,8 +94,15 @@ void matmul_rows(DType t, const uint8_t* w, int64_t row_bytes, int64_t n_in, int
                  const float* x, int64_t n_x, float* y, int64_t n_out) {
   thread_local std::vector<float> buf;
   buf.resize(static_cast<size_t>(n_in));
+  thread_local std::vector<uint8_t> row;  // a Q8_0_R row gathered as plain Q8_0
+  if (t == DType::Q8_0_R) row.resize(static_cast<size_t>(row_bytes));
   for (int64_t r = r0; r < r1; ++r) {
-    dequantize_row(t, w + r * row_bytes, buf.data(), n_in);  // once per weight row
+    if (t == DType::Q8_0_R) {
+      q8_0_r_row(w, n_out, n_in, r, row.data());
+      dequant_q8_0(row.data(), buf.data(), n_in);
+    } else {
+      dequantize_row(t, w + r * row_bytes, buf.data(), n_in);  // once per weight row
+    }
     for (int64_t i = 0; i < n_x; ++i) y[i * n_out + r] = dot_f32(buf.data(), x + i * n_in, n_in);
   }
 }

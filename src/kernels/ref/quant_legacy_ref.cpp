@@ -1,9 +1,11 @@
 // Reference codecs of the 32-element block formats Q4_0, Q4_1, Q5_0, Q5_1 and
-// Q8_0 (layouts in shared/design/MODEL-FORMATS.md §2.2). Element i of a block
+// Q8_0 (layouts in shared/design/MODEL-FORMATS.md §2.2), and Q8_0's in-memory
+// interleaved layout Q8_0_R (ref.h). Element i of a block
 // takes the low nibble of qs[i], element i+16 the high nibble.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/ref/ref.h"
 
@@ -195,6 +197,54 @@ void quant_q8_0(const float* src, void* dst, int64_t n) {
     store_f16(b, d);
     int8_t* qs = reinterpret_cast<int8_t*>(b + 2);
     for (int i = 0; i < kQK; ++i) qs[i] = static_cast<int8_t>(std::clamp(round_half_away(x[i] * id), -127L, 127L));
+  }
+}
+
+namespace {
+
+// Byte offsets of block b of row j (0..7) of a group: plain Q8_0 (row stride
+// rb) and Q8_0_R; the scale moves as one piece, the quants 4 at a time.
+inline int64_t q8_plain(int64_t rb, int j, int64_t b) { return j * rb + 34 * b; }
+inline int64_t q8_scale_r(int j, int64_t b) { return 272 * b + 2 * j; }
+inline int64_t q8_quants_r(int j, int s, int64_t b) { return 272 * b + 16 + 32 * s + 4 * j; }
+
+template <bool kToR>
+void move_q8_0_groups(uint8_t* data, int64_t n_rows, int64_t n_in) {
+  const int64_t rb = n_in / kQK * 34, nb = n_in / kQK;
+  std::vector<uint8_t> t(static_cast<size_t>(8 * rb));
+  for (int64_t g = 0; g + 8 <= n_rows; g += 8) {
+    uint8_t* grp = data + g * rb;
+    std::memcpy(t.data(), grp, t.size());
+    for (int64_t b = 0; b < nb; ++b)
+      for (int j = 0; j < 8; ++j) {
+        const int64_t p = q8_plain(rb, j, b);
+        if (kToR) {
+          std::memcpy(grp + q8_scale_r(j, b), t.data() + p, 2);
+          for (int s = 0; s < 8; ++s) std::memcpy(grp + q8_quants_r(j, s, b), t.data() + p + 2 + 4 * s, 4);
+        } else {
+          std::memcpy(grp + p, t.data() + q8_scale_r(j, b), 2);
+          for (int s = 0; s < 8; ++s) std::memcpy(grp + p + 2 + 4 * s, t.data() + q8_quants_r(j, s, b), 4);
+        }
+      }
+  }
+}
+
+}  // namespace
+
+void repack_q8_0_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_q8_0_groups<true>(data, n_rows, n_in); }
+void unpack_q8_0_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_q8_0_groups<false>(data, n_rows, n_in); }
+
+void q8_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
+  const int64_t rb = n_in / kQK * 34, nb = n_in / kQK;
+  if (r >= n_rows / 8 * 8) {  // a tail row stays plain
+    std::memcpy(dst, data + r * rb, static_cast<size_t>(rb));
+    return;
+  }
+  const uint8_t* grp = data + r / 8 * 8 * rb;
+  const int j = static_cast<int>(r % 8);
+  for (int64_t b = 0; b < nb; ++b) {
+    std::memcpy(dst + 34 * b, grp + q8_scale_r(j, b), 2);
+    for (int s = 0; s < 8; ++s) std::memcpy(dst + 34 * b + 2 + 4 * s, grp + q8_quants_r(j, s, b), 4);
   }
 }
 

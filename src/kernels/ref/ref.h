@@ -85,4 +85,17 @@ void pack_scale_min_k4(const uint8_t* sc, const uint8_t* m, uint8_t* s);
 void repack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
 void unpack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
 
+// Q8_0_R (dtype.h): a Q8_0 matrix of n_rows rows whose first n_rows/8*8 rows
+// are interleaved in groups of 8 (the rest stay plain Q8_0 rows). Group g
+// occupies the bytes of its 8 rows; its 32-element block b is 272 bytes at
+// 272·b: the 8 rows' f16 scales (16 bytes), then for step s = 0..7 32 bytes
+// in which bytes 4j..4j+3 are quants 4s..4s+3 of row 8g + j. A 32-byte load
+// then holds 4 quants of 8 rows, one row per 32-bit lane: one vpdpbusd
+// against 4 broadcast activations gives 8 rows' partial sums, and one f32
+// scale step per block serves 8 rows. Both rewrite in place.
+void repack_q8_0_r(uint8_t* data, int64_t n_rows, int64_t n_in);
+void unpack_q8_0_r(uint8_t* data, int64_t n_rows, int64_t n_in);
+// Row r of a Q8_0_R matrix of n_rows rows as plain Q8_0 bytes (dst: its row bytes).
+void q8_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst);
+
 }  // namespace og::kernels::ref

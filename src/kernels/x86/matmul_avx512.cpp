@@ -12,6 +12,9 @@
 #define OG_X86_KXT6 8
 #define OG_X86_KRD 4
 #define OG_X86_KRD6 2  // Q6_K decode: 2-row tiles stream DRAM faster
+#define OG_X86_Q8RG 2   // Q8_0_R: groups of 8 rows per tile
+#define OG_X86_Q8RXT 6
+#define OG_X86_Q8RD 2   // Q8_0_R decode: groups per tile
 #include "kernels/x86/matmul_x86.inc"
 
 namespace og::kernels {
