@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <system_error>
 
 namespace og::server {
@@ -37,9 +38,10 @@ int find_connection_socket(const std::string& local_addr, int local_port, const 
                            int remote_port) {
   std::error_code ec;
   for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();  // strtol's end pointer points into it
     char* rest = nullptr;
-    const long n = std::strtol(it->path().filename().c_str(), &rest, 10);
-    if (rest == nullptr || *rest != '\0' || n < 0) continue;
+    const long n = std::strtol(name.c_str(), &rest, 10);
+    if (rest == name.c_str() || *rest != '\0' || n < 0) continue;
     const int fd = static_cast<int>(n);
     struct stat st {};
     if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
