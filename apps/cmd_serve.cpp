@@ -74,13 +74,8 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
   fl.add_int("max-body-bytes", &f.max_body_bytes, 1024, kIntMax, "largest request body (413 beyond)");
   fl.add_int("http-threads", &f.http_threads, 0, 65536,
              "connections served at once; 0 = --parallel + --max-queue + 16");
-  fl.add_float("temperature", &l.temperature, 0, 2, "default sampling temperature of requests that give none; 0 = greedy");
-  fl.add_int("top-k", &l.top_k, 0, kIntMax, "default top-k; 0 = off");
-  fl.add_float("top-p", &l.top_p, 0, 1, "default top-p; 1 = off", true);
-  fl.add_float("min-p", &l.min_p, 0, 1, "default min-p; 0 = off");
-  fl.add_float("repeat-penalty", &l.repeat_penalty, 0, 100, "default repetition penalty; 1 = off", true);
-  fl.add_int("repeat-last-n", &l.repeat_last_n, 0, kIntMax, "how many recent tokens the penalty looks at");
-  add_additive_penalty_flags(fl, l, "default ");
+  // Defaults of requests that give none; temperature within OpenAI's range as requests are.
+  add_sampling_flags(fl, l, "default for requests that give none: ", 2);
   fl.add_int("seed", &l.seed, -1, std::numeric_limits<int64_t>::max(),
              "seed of requests that give none; -1 = a random seed per request");
   fl.add_int("max-new-tokens", &l.max_new_tokens, 0, kIntMax,

@@ -27,7 +27,13 @@ double mib(int64_t bytes) { return bytes / (1024.0 * 1024.0); }
 
 }  // namespace
 
-void add_additive_penalty_flags(Flags& fl, LlmFlags& f, const std::string& prefix) {
+void add_sampling_flags(Flags& fl, LlmFlags& f, const std::string& prefix, double max_temperature) {
+  fl.add_float("temperature", &f.temperature, 0, max_temperature, prefix + "sampling temperature; 0 = greedy");
+  fl.add_int("top-k", &f.top_k, 0, kIntMax, prefix + "keep the k most likely tokens; 0 = off");
+  fl.add_float("top-p", &f.top_p, 0, 1, prefix + "keep the smallest set with this probability mass; 1 = off", true);
+  fl.add_float("min-p", &f.min_p, 0, 1, prefix + "drop tokens below min-p times the top probability; 0 = off");
+  fl.add_float("repeat-penalty", &f.repeat_penalty, 0, 100, prefix + "penalty on recently seen tokens; 1 = off", true);
+  fl.add_int("repeat-last-n", &f.repeat_last_n, 0, kIntMax, prefix + "how many recent tokens the penalty looks at");
   fl.add_float("presence-penalty", &f.presence_penalty, -2, 2,
                prefix + "penalty subtracted once from each token already generated this turn; 0 = off");
   fl.add_float("frequency-penalty", &f.frequency_penalty, -2, 2,
@@ -47,13 +53,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   chats.insert(chats.begin(), "auto");
   fl.add_choice("chat", &f.chat, chats,
                 "chat template; auto = the one stored with the model (raw text if none); 0 = raw text");
-  fl.add_float("temperature", &f.temperature, 0, 100, "sampling temperature; 0 = greedy");
-  fl.add_int("top-k", &f.top_k, 0, kIntMax, "keep the k most likely tokens; 0 = off");
-  fl.add_float("top-p", &f.top_p, 0, 1, "keep the smallest set with this probability mass; 1 = off", true);
-  fl.add_float("min-p", &f.min_p, 0, 1, "drop tokens below min-p times the top probability; 0 = off");
-  fl.add_float("repeat-penalty", &f.repeat_penalty, 0, 100, "penalty on recently seen tokens; 1 = off", true);
-  fl.add_int("repeat-last-n", &f.repeat_last_n, 0, kIntMax, "how many recent tokens the penalty looks at");
-  add_additive_penalty_flags(fl, f, "");
+  add_sampling_flags(fl, f, "", 100);
   fl.add_int("seed", &f.seed, -1, std::numeric_limits<int64_t>::max(),
              "sampling seed; the same seed gives the same output; -1 = random");
   fl.add_int("max-new-tokens", &f.max_new_tokens, 0, kIntMax,

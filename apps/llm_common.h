@@ -47,9 +47,11 @@ struct LlmFlags {
 // Registers the flags; `run` adds --prompt and --interactive; `batch` offers
 // --cache-kind batched-cell|batched-sequence instead of --kv-cache.
 void add_llm_flags(Flags& flags, LlmFlags& f, bool run, bool batch = false);
-// --presence-penalty and --frequency-penalty (OpenAI's, over the generated
-// tokens); `prefix` starts their help ("default " for serve).
-void add_additive_penalty_flags(Flags& flags, LlmFlags& f, const std::string& prefix);
+// The sampler's flags (temperature, top-k/p, min-p, repetition, presence and
+// frequency penalties), shared by run/chat/batch and serve, whose values are
+// the defaults of requests: `prefix` starts each help line, temperature is
+// accepted up to `max_temperature`.
+void add_sampling_flags(Flags& flags, LlmFlags& f, const std::string& prefix, double max_temperature);
 // Checks what parse() cannot (paths exist, combinations); throws UsageError.
 void check_llm_flags(const Flags& flags, const LlmFlags& f, bool run);
 
