@@ -37,7 +37,10 @@ struct ServeFlags {
   LlmFlags llm;  // model, template, sampling defaults, cache
   std::string host = "127.0.0.1";
   int64_t port = 8080;
-  SchedulerFlags sched{.prefix_cache_entries = 8};  // the prefix cache is on by default here
+  // The prefix cache is on by default here, and prompts are prefilled one per
+  // step (the median time to first token matters more to a server's clients
+  // than to an offline batch).
+  SchedulerFlags sched{.step_prefills = 1, .prefix_cache_entries = 8};
   int64_t max_queue = 64, kv_block_size = 16;
   std::vector<std::string> api_keys;
   std::string api_key_file, alias;

@@ -15,6 +15,10 @@ void add_scheduler_flags(Flags& fl, SchedulerFlags& f, const SchedulerFlagNames&
              n.unit + " + its max new tokens one session may hold (longer: refused); 0 = --kv-max-capacity's value");
   fl.add_int("step-tokens", &f.step_tokens, 1, kIntMax,
              "rows per forward step (decode rows first, then prefill chunks); at least --" + n.sessions_flag);
+  fl.add_int("step-prefills", &f.step_prefills, 0, 4096,
+             "most " + n.unit + "s whose prompt rows one step carries (in arrival order); 1 = one at a time, "
+             "which lowers the median time to first token of " + n.unit + "s arriving together at the cost of "
+             "the running ones' inter-token time; 0 = as many as --step-tokens holds");
   fl.add_int("prefix-cache-entries", &f.prefix_cache_entries, 0, 4096,
              n.unit + "s whose KV is kept for later " + n.unit + "s sharing a prefix; 0 = off");
   fl.add_int("prefix-cache-bytes", &f.prefix_cache_bytes, 0, std::numeric_limits<int64_t>::max(),
@@ -38,6 +42,7 @@ SchedulerOptions scheduler_options_of(const SchedulerFlags& f, int64_t max_capac
   so.max_session_tokens = f.max_session_tokens > 0 ? f.max_session_tokens : max_capacity;
   so.max_decode_sequences = static_cast<int>(f.sessions);
   so.step_tokens = f.step_tokens;
+  so.max_prefills_per_step = static_cast<int>(f.step_prefills);
   so.prefix_cache_entries = static_cast<int>(f.prefix_cache_entries);
   so.prefix_cache_bytes = f.prefix_cache_bytes;
   return so;

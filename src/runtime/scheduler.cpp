@@ -242,7 +242,8 @@ void Scheduler::Impl::admit() {
 }
 
 // One forward over every running session's rows: decode rows first, then
-// prefill chunks of sessions in admission order while the token budget lasts.
+// prefill chunks of sessions in admission order while the token budget lasts
+// and, when max_prefills_per_step > 0, of at most that many sessions.
 bool Scheduler::Impl::forward_step() {
   if (running.empty()) return false;
   struct Part {
@@ -263,11 +264,16 @@ bool Scheduler::Impl::forward_step() {
     budget -= n;
     decode_rows += n;
   }
+  int prefills = 0;
   for (auto& r : running) {
     if (!r->session->in_prefill() || budget < 1) continue;
+    if (opts.max_prefills_per_step > 0 && prefills >= opts.max_prefills_per_step) break;
     const size_t first = batch.rows.size();
     const int64_t n = r->session->add_rows(batch, budget);
-    if (n > 0) parts.push_back({r.get(), first, n, true});
+    if (n > 0) {
+      parts.push_back({r.get(), first, n, true});
+      ++prefills;
+    }
     budget -= n;
     prefill_rows += n;
   }
@@ -394,7 +400,8 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tok, std::unique_ptr<KvCac
            opts.max_session_tokens);
   OG_CHECK(opts.max_session_tokens <= cache->policy().max_capacity, "scheduler: max_session_tokens ",
            opts.max_session_tokens, " exceeds the cache's capacity per sequence ", cache->policy().max_capacity);
-  OG_CHECK(opts.prefix_cache_entries >= 0 && opts.max_queue >= 0 && opts.prefix_cache_bytes >= 0,
+  OG_CHECK(opts.prefix_cache_entries >= 0 && opts.max_queue >= 0 && opts.prefix_cache_bytes >= 0 &&
+               opts.max_prefills_per_step >= 0,
            "scheduler: negative bounds");
   OG_CHECK(cache->policy().max_sequences >= opts.max_decode_sequences + opts.prefix_cache_entries,
            "scheduler: the cache is sized for ", cache->policy().max_sequences, " sequences but ",

@@ -79,6 +79,16 @@ struct SchedulerOptions {
   int64_t max_session_tokens = 4096;  // prompt + max_new_tokens of one request must fit
   int max_decode_sequences = 8;       // sessions running at once
   int64_t step_tokens = 512;          // rows per step (decode rows + prefill chunks)
+  // Sessions whose prompt rows one step may carry (admission order); 0 = as
+  // many as step_tokens holds. 1 serves waiting prompts one per step: the
+  // first of a burst gets its first token after a short step instead of one
+  // that carries every prompt, and clients that arrive together stop arriving
+  // together (a closed loop of them would otherwise stay in lockstep, each
+  // round's prompts all in one long step). The prompt rows are the same; they
+  // land in steps that also carry other sessions' decode rows (their
+  // inter-token time grows by what the TTFT saves), and a burst of k prompts
+  // needs k steps (the last one's TTFT grows by k - 1 steps' fixed cost).
+  int max_prefills_per_step = 0;
   // Requests that may wait beyond the free sessions: submit refuses when the
   // requests not finished (running + waiting, a burst not yet admitted
   // included) reach max_decode_sequences + max_queue. 0 = unbounded.

@@ -122,6 +122,7 @@ TEST(Batch, BadFlagsAndFilesAreOneLineErrors) {
       {{"batch", "--model", kGguf, "x", "--kv-cache", "reference"}, 2, "unknown"},
       {{"batch", "--model", kGguf, "x", "--max-decode-sequences", "0"}, 2, "--max-decode-sequences"},
       {{"batch", "--model", kGguf, "x", "--step-tokens", "2", "--max-decode-sequences", "4"}, 2, "--step-tokens 2"},
+      {{"batch", "--model", kGguf, "x", "--step-prefills", "-1"}, 2, "--step-prefills"},
       {{"batch", "--model", kGguf, "x", "--prompt-rounds", "0"}, 2, "--prompt-rounds"},
       {{"batch", "--model", kGguf, "x", "--prefix-cache-entries", "-1"}, 2, "--prefix-cache-entries"},
       {{"batch", "--model", kGguf, "x", "--max-session-tokens", "900", "--kv-max-capacity", "100"}, 2,

@@ -427,6 +427,7 @@ TEST(Serve, BadFlags) {
       {"serve"},
       {"serve", "--model", kStories, "--port", "70000"},
       {"serve", "--model", kStories, "--parallel", "0"},
+      {"serve", "--model", kStories, "--step-prefills", "-1"},
       {"serve", "--model", kStories, "--api-key-file", "/nonexistent/keys"},
       {"serve", "--model", kStories, "--api-key", ""},
       {"serve", "--model", "/nonexistent.gguf"},

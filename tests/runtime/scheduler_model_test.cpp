@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <tuple>
 
 #include "model/synth_fixture.h"
 #include "runtime/scheduler.h"
@@ -89,8 +90,9 @@ struct Batched {
   Run run;
 };
 
-SchedulerOptions sopts(int max_decode, int64_t step_tokens, int prefix_entries = 0) {
+SchedulerOptions sopts(int max_decode, int64_t step_tokens, int prefix_entries = 0, int prefills_per_step = 0) {
   SchedulerOptions o;
+  o.max_prefills_per_step = prefills_per_step;
   o.max_decode_sequences = max_decode;
   o.step_tokens = step_tokens;
   o.max_session_tokens = kSessionTokens;
@@ -113,15 +115,16 @@ TEST_P(SchedulerModel, BatchedGreedyEqualsEachRequestAlone) {
   std::vector<std::vector<int32_t>> want;
   for (const auto& p : ps) want.push_back(alone(l, p, 12));
   for (KvKind kind : {KvKind::kBatchedSequence, KvKind::kBatchedCell})
-    for (auto [max_decode, step_tokens] : {std::pair{2, 5}, std::pair{6, 64}, std::pair{3, 7}}) {
-      Batched b(l, kind, sopts(max_decode, step_tokens));
+    for (auto [max_decode, step_tokens, prefills] : {std::tuple{2, 5, 0}, std::tuple{6, 64, 0}, std::tuple{3, 7, 0},
+                                                     std::tuple{6, 64, 1}, std::tuple{4, 9, 2}}) {
+      Batched b(l, kind, sopts(max_decode, step_tokens, 0, prefills));
       std::vector<uint64_t> ids;
       for (const auto& p : ps) ids.push_back(b.submit(p, 12));
       b.sched->run_until_idle();
       for (size_t i = 0; i < ps.size(); ++i)
         EXPECT_EQ(b.run.reports.at(ids[i]).tokens, want[i])
-            << kv_kind_name(kind) << " max_decode " << max_decode << " step_tokens " << step_tokens << " prompt "
-            << i;
+            << kv_kind_name(kind) << " max_decode " << max_decode << " step_tokens " << step_tokens
+            << " prefills per step " << prefills << " prompt " << i;
       EXPECT_EQ(b.cache->memory().used(), 0);
     }
 }

@@ -134,6 +134,61 @@ TEST(Scheduler, StepBudgetSplitsPrefillAndDecodeGoesFirst) {
   EXPECT_GE(h.sched->snapshot().steps_mixed, 2);
 }
 
+TEST(Scheduler, OnePrefillPerStepServesABurstInTurn) {
+  // Four 2-token prompts at once: with no limit one step carries all four
+  // (their first tokens all wait for it); with one prefill per step each step
+  // carries the next prompt beside the decode rows of those before it.
+  for (int limit : {0, 1, 2}) {
+    SchedulerOptions o = opts(4);
+    o.max_prefills_per_step = limit;
+    Harness h(cycle(), o);
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < 4; ++i) ids.push_back(h.submit({kBos, kX}, 6));
+    h.sched->run_until_idle();
+    const std::vector<std::vector<int>> want_first = {{8, 4}, {2, 3, 4, 5, 4}, {4, 6, 4}};
+    const std::vector<int>& want = want_first[static_cast<size_t>(limit)];
+    ASSERT_GE(h.engine.batch_sizes.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(h.engine.batch_sizes[i], want[i]) << "limit " << limit << " step " << i;
+    for (uint64_t id : ids) {
+      EXPECT_EQ(h.res(id).finishes, 1);
+      EXPECT_EQ(h.res(id).report.reason, FinishReason::kLength);
+      EXPECT_EQ(h.res(id).report.tokens, (std::vector<int32_t>{kY, kZ, kX, kY, kZ, kX})) << "limit " << limit;
+    }
+  }
+}
+
+TEST(Scheduler, OnePrefillPerStepNeverStarvesDecodeNorOvertakes) {
+  // A long prompt chunked over several steps holds the one prefill place
+  // (admission order: the short prompt behind it waits), while the session
+  // already decoding gets its row in every step.
+  SchedulerOptions o = opts(3, 6);
+  o.max_prefills_per_step = 1;
+  Harness h(cycle(), o);
+  const uint64_t a = h.submit({kBos, kX}, 12);
+  h.sched->step();
+  const uint64_t b = h.submit(std::vector<int32_t>(10, kA), 2);
+  const uint64_t c = h.submit({kBos, kY}, 2);
+  int steps = 0;
+  while (h.res(a).finishes == 0) {
+    const size_t before = h.engine.batch_sizes.size();
+    h.sched->step();
+    ++steps;
+    ASSERT_EQ(h.engine.batch_sizes.size(), before + 1);
+    EXPECT_LE(h.engine.batch_sizes.back(), 6);
+  }
+  // a sampled one token per step after its prompt step: 11 more tokens.
+  EXPECT_EQ(steps, 11);
+  // b's prompt in chunks of 4, 4, 2 beside a's row; c's 2 rows wait for the
+  // step after b's last chunk (no limit: they would share it, 5 rows).
+  const std::vector<int> want = {2, 5, 5, 3, 4};
+  ASSERT_GE(h.engine.batch_sizes.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(h.engine.batch_sizes[i], want[i]) << "step " << i;
+  h.sched->run_until_idle();
+  EXPECT_EQ(h.res(a).report.generated_tokens, 12);
+  EXPECT_EQ(h.res(b).report.tokens, (std::vector<int32_t>{kX, kY}));
+  EXPECT_EQ(h.res(c).report.tokens, (std::vector<int32_t>{kZ, kX}));
+}
+
 TEST(Scheduler, WaitsForASlotInFifoOrder) {
   Harness h(cycle(), opts(1));
   const uint64_t a = h.submit({kBos, kX}, 3);
@@ -294,6 +349,9 @@ TEST(Scheduler, BadOptionsAreErrors) {
   EXPECT_THROW({ Scheduler s(engine, tok, make(), o); }, Error);  // step budget below the decode rows
   o = opts(2, 16, 128);
   EXPECT_THROW({ Scheduler s(engine, tok, make(), o); }, Error);  // sessions longer than the cache
+  o = opts(2, 16, 64);
+  o.max_prefills_per_step = -1;
+  EXPECT_THROW({ Scheduler s(engine, tok, make(), o); }, Error);  // a negative prefill limit
 }
 
 // What the cycle script gives after `prompt`, max_new tokens long.
@@ -317,6 +375,7 @@ TEST(SchedulerProperty, RandomSubmitCancelStep) {
     SchedulerOptions o = opts(1 + static_cast<int>(rng() % 4), 8 + rng() % 24, 48);
     o.prefix_cache_entries = static_cast<int>(rng() % 3);
     o.max_queue = rng() % 2 ? 0 : 6;
+    o.max_prefills_per_step = static_cast<int>(seed % 3);  // from the seed: the draws above stay as they were
     const KvKind kind = rng() % 2 ? KvKind::kBatchedCell : KvKind::kBatchedSequence;
     Harness h(cycle(), o, kind, 1 + rng() % 6);
     std::map<uint64_t, std::pair<std::vector<int32_t>, int64_t>> asked;
