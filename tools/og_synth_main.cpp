@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "model/quant_mix.h"
 #include "synth/synth.h"
 
 namespace {
@@ -22,7 +23,8 @@ void usage(FILE* out) {
                "  --out PATH        output file (gguf) or directory (hf)\n"
                "  --preset P        tiny (default: small test shapes) | llama32-1b (Llama-3.2-1B shapes)\n"
                "                    | gemma4-e2b (Gemma 4 E2B text shapes; --family gemma4 only)\n"
-               "  --dtype T         GGUF weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k\n"
+               "  --dtype T         GGUF weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k, or\n"
+               "                    the mixes q4_k_m q5_k_m (per-tensor types as `offgraph quantize` picks them)\n"
                "                    (HF layout is always F32)\n"
                "  --seed N          weight seed (default 1)\n"
                "  --tokenizer T     stories (512 pieces) | llama3 (128256 tokens) | gemma4 (--vocab tokens)\n"
@@ -92,9 +94,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "og-synth: --preset must be tiny, llama32-1b (not gemma4) or gemma4-e2b (gemma4 only)\n");
       return 2;
     }
-    if (!dtype.empty() && !og::dtype_from_name(dtype, &s.weight_dtype)) {
-      std::fprintf(stderr, "og-synth: unknown --dtype '%s'\n", dtype.c_str());
-      return 2;
+    if (!dtype.empty()) {
+      og::WeightType wt;
+      if (!og::weight_type_from_name(dtype, &wt)) {
+        std::fprintf(stderr, "og-synth: unknown --dtype '%s'\n", dtype.c_str());
+        return 2;
+      }
+      s.weight_dtype = wt.base;
+      s.weight_mix = wt.mix;
     }
     if (!tokenizer.empty()) s.tokenizer = tokenizer;
     for (const auto& [flag, v] : overrides) {

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "format/gguf.h"
 #include "kernels/ops.h"
+#include "model/gguf_convert.h"
 #include "synth_fixture.h"
 
 namespace og {
@@ -134,6 +136,65 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, Quant,
                            return std::string(synth::family_name(std::get<0>(info.param))) + "_" +
                                   dtype_name(static_cast<uint32_t>(std::get<1>(info.param).dtype));
                          });
+
+// og-synth's q4_k_m: the mix's dtype per tensor (8 layers: layers 0, 3, 6 and 7
+// get more bits), the same bytes as `offgraph quantize ... q4_k_m` writes from
+// the F32 twin, and a model that runs close to the F32 one.
+TEST(QuantMix, SynthQ4KmIsWhatQuantizeWritesFromTheF32Twin) {
+  synth::SynthSpec spec = quant_spec(Family::kLlama, DType::Q4_K);
+  spec.n_layers = 8;
+  spec.weight_mix = true;
+  const std::string mixed = test::synth_path(spec, false, "q4_k_m-llama8");
+  synth::SynthSpec flat = spec;
+  flat.weight_dtype = DType::F32;
+  flat.weight_mix = false;
+  const std::string f32 = test::synth_path(flat, false, "f32-llama8");
+  test::TempDir dir;
+  ConvertOptions o;
+  ASSERT_TRUE(weight_type_from_name("q4_k_m", &o.type));
+  quantize_gguf(f32, dir.path("q.gguf"), o);
+
+  std::unique_ptr<GgufFile> a = GgufFile::open(mixed);
+  std::unique_ptr<GgufFile> b = GgufFile::open(dir.path("q.gguf"));
+  EXPECT_EQ(*a->get_int("general.file_type"), 15);
+  ASSERT_EQ(a->tensors().size(), b->tensors().size());
+  for (const TensorInfo& t : a->tensors()) {
+    const TensorInfo* u = b->find(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_EQ(t.type_name, u->type_name) << t.name;
+    ASSERT_EQ(t.nbytes, u->nbytes) << t.name;
+    EXPECT_EQ(std::memcmp(t.data, u->data, t.nbytes), 0) << t.name;
+  }
+  auto type_of = [&](const std::string& n) { return a->find(n)->type_name; };
+  ASSERT_FALSE(spec.tied);
+  EXPECT_EQ(type_of("output.weight"), "q6_k");
+  EXPECT_EQ(type_of("token_embd.weight"), "q4_k");  // untied: an input table only
+  EXPECT_EQ(type_of("blk.0.attn_norm.weight"), "f32");
+  for (int l = 0; l < 8; ++l) {
+    const bool more = l == 0 || l == 3 || l == 6 || l == 7;
+    const std::string blk = "blk." + std::to_string(l) + ".";
+    EXPECT_EQ(type_of(blk + "attn_v.weight"), more ? "q6_k" : "q4_k") << l;
+    EXPECT_EQ(type_of(blk + "ffn_down.weight"), more ? "q6_k" : "q4_k") << l;
+    for (const char* n : {"attn_q.weight", "attn_k.weight", "attn_output.weight", "ffn_gate.weight", "ffn_up.weight"})
+      EXPECT_EQ(type_of(blk + n), "q4_k") << blk << n;
+  }
+
+  std::unique_ptr<Model> ref = Model::load(f32);
+  std::unique_ptr<Model> q = Model::load(mixed);
+  const std::vector<int32_t> toks = test::test_tokens(32, ref->n_vocab(), 5);
+  auto cr = make_kv_cache(KvKind::kReference, ref->kv_geometry(), KvPolicy{});
+  auto cq = make_kv_cache(KvKind::kReference, q->kv_geometry(), KvPolicy{});
+  const std::vector<float> lr = test::all_logits(*ref, *cr, toks, 32);
+  const std::vector<float> lq = test::all_logits(*q, *cq, toks, 32);
+  const int64_t V = ref->n_vocab();
+  double kl_sum = 0;
+  for (size_t t = 0; t < toks.size(); ++t) {
+    const std::vector<double> p = softmax_d(lr.data() + t * V, V), r = softmax_d(lq.data() + t * V, V);
+    for (int64_t i = 0; i < V; ++i) kl_sum += p[i] * (std::log(p[i]) - std::log(r[i]));
+  }
+  std::printf("[measured] llama q4_k_m (8 layers): mean KL %.3g\n", kl_sum / toks.size());
+  EXPECT_LE(kl_sum / toks.size(), 0.15);  // the Q4_K budget above: the mix only adds bits
+}
 
 }  // namespace
 }  // namespace og

@@ -43,6 +43,10 @@ struct SynthSpec {
   double rms_eps = 1e-5;
   bool tied = true;               // output = token embedding
   DType weight_dtype = DType::F32;   // GGUF 2-D weights (norms stay F32); HF layout is always F32
+  // GGUF: pick each matrix's dtype by the _m mix rules of model/quant_mix.h
+  // with weight_dtype as the base (Q4_K -> q4_k_m, Q5_K -> q5_k_m), as
+  // `offgraph quantize ... q4_k_m` does.
+  bool weight_mix = false;
   uint64_t seed = 1;
   // Tokenizer: "stories" (the 512-piece SentencePiece vocabulary of
   // stories260K, n_vocab 512), "llama3" (the 128256-token Llama 3.2 BPE vocab)

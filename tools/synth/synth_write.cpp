@@ -8,11 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 
 #include "base/error.h"
 #include "format/safetensors.h"
 #include "model/families/family.h"
 #include "model/gguf_export.h"
+#include "model/quant_mix.h"
 #include "model/tensor_codec.h"
 #include "synth/synth_internal.h"
 
@@ -24,13 +26,25 @@ namespace {
 // the converter does. A 2-D weight whose rows are not whole blocks of the
 // requested type falls back to Q8_0 (32-element blocks), then F16, the way
 // llama.cpp's quantizer falls back for incompatible rows.
-DType storage_dtype(const SynthSpec& s, const GgufTensorPlan& t) {
+DType storage_dtype(const SynthSpec& s, const GgufTensorPlan& t, TensorTypePicker* mix) {
   if (!t.matrix) return DType::F32;
+  if (mix) return mix->pick(t.name, t.shape.back());
   DType want = s.weight_dtype;
   const int64_t cols = t.shape.back();
   if (cols % dtype_info(want).block == 0) return want;
   if (cols % 32 == 0) return DType::Q8_0;
   return DType::F16;
+}
+
+// The mix's weight type (q4_k_m, q5_k_m), or null when every matrix takes weight_dtype.
+std::optional<WeightType> mix_type(const SynthSpec& s) {
+  if (!s.weight_mix) return std::nullopt;
+  OG_CHECK(s.weight_dtype == DType::Q4_K || s.weight_dtype == DType::Q5_K,
+           "synthetic model: the _m mix needs a Q4_K or Q5_K base, not ", dtype_name(static_cast<uint32_t>(s.weight_dtype)));
+  WeightType t;
+  OG_CHECK(weight_type_from_name(s.weight_dtype == DType::Q4_K ? "q4_k_m" : "q5_k_m", &t),
+           "synthetic model: the _m weight types are missing");
+  return t;
 }
 
 uint32_t file_type(DType t) {
@@ -109,14 +123,20 @@ void write_gguf(const SynthSpec& spec, const std::string& path) {
   GgufWriter w;
   write_gguf_metadata(c, w);
   w.set("general.name", GgufValue::make_string(cat("synthetic-", family_name(spec.family))));
-  w.set("general.file_type", GgufValue::make_u32(file_type(spec.weight_dtype)));
+  const std::optional<WeightType> mix = mix_type(spec);
+  w.set("general.file_type", GgufValue::make_u32(mix ? mix->file_type : file_type(spec.weight_dtype)));
   w.set("general.quantization_version", GgufValue::make_u32(2));
   add_gguf_tokenizer(spec, w);
   TokenizerInfo tok = tokenizer_info(spec);
   w.set("tokenizer.ggml.bos_token_id", GgufValue::make_u32(static_cast<uint32_t>(tok.bos)));
   w.set("tokenizer.ggml.eos_token_id", GgufValue::make_u32(static_cast<uint32_t>(tok.eos)));
-  for (const GgufTensorPlan& t : gguf_tensor_plan(c)) {
-    const DType dt = storage_dtype(spec, t);
+  const std::vector<GgufTensorPlan> tensors = gguf_tensor_plan(c);
+  int n_attn_v = 0;
+  for (const GgufTensorPlan& t : tensors) n_attn_v += t.name.find("attn_v.weight") != std::string::npos;
+  std::optional<TensorTypePicker> picker;
+  if (mix) picker.emplace(*mix, static_cast<int>(c.n_layers()), n_attn_v, !c.tied_output);
+  for (const GgufTensorPlan& t : tensors) {
+    const DType dt = storage_dtype(spec, t, picker ? &*picker : nullptr);
     const PlannedTensor* src = nullptr;
     if (!t.source.empty()) {
       auto it = hf.find(t.source);
