@@ -112,12 +112,16 @@ int main(int argc, char** argv) {
   }
   if (dtypes.empty())
     dtypes = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
-  std::printf("%-5s %-11s %4s %2s %-7s %10s %8s %9s\n", "dtype", "shape", "n_x", "T", "isa", "us/call", "GB/s",
+  std::printf("%-6s %-11s %4s %2s %-7s %10s %8s %9s\n", "dtype", "shape", "n_x", "T", "isa", "us/call", "GB/s",
               "GFLOP/s");
   for (DType t : dtypes)
     for (const auto& s : shapes) {
       std::vector<uint8_t> wb = make_weight(t, s.n_out, s.n_in);
-      TensorView w{wb.data(), t, {s.n_out, s.n_in}, "bench"};
+      // The layout the loader gives the active table's kernels (Q4_K -> Q4_K_R,
+      // Q8_0 -> Q8_0_R on x86); every table has kernels for it.
+      const DType layout = matmul_layout(t);
+      if (layout != t) repack_rows(t, layout, wb.data(), s.n_out, s.n_in);
+      TensorView w{wb.data(), layout, {s.n_out, s.n_in}, "bench"};
       for (int64_t n_x : nxs) {
         std::vector<float> x(static_cast<size_t>(n_x * s.n_in), 0.25f), y(static_cast<size_t>(n_x * s.n_out));
         for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
@@ -129,7 +133,7 @@ int main(int argc, char** argv) {
             double sec = seconds_per_call(kernel_table(isa), w, x, n_x, y);
             double gbs = static_cast<double>(wb.size()) / sec / 1e9;
             double gflops = 2.0 * s.n_out * s.n_in * n_x / sec / 1e9;
-            std::printf("%-5s %5ldx%-5ld %4ld %2d %-7s %10.1f %8.2f %9.2f\n", dtype_name(static_cast<uint32_t>(t)).c_str(),
+            std::printf("%-6s %5ldx%-5ld %4ld %2d %-7s %10.1f %8.2f %9.2f\n", dtype_name(static_cast<uint32_t>(layout)).c_str(),
                         static_cast<long>(s.n_out), static_cast<long>(s.n_in), static_cast<long>(n_x), static_cast<int>(threads),
                         isa_str(isa), sec * 1e6, gbs, gflops);
             std::fflush(stdout);

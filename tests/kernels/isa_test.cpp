@@ -159,7 +159,33 @@ TEST(IsaMatmul, RepackedQ4KAgreesWithReference) {
     for (int64_t n_x : {1, 2, 3, 5, 6, 7, 8, 13, 33}) check_matmul(isa, DType::Q4_K, 13, 768, n_x, 70 + n_x, DType::Q4_K_R);
     check_matmul(isa, DType::Q4_K, 203, 1024, 8, 81, DType::Q4_K_R);
     check_matmul(isa, DType::Q4_K, 5, 16384, 17, 82, DType::Q4_K_R);  // activation chunks
+    check_matmul(isa, DType::Q4_K, 251, 4096, 20, 83, DType::Q4_K_R);  // several weight-row panels
+    check_matmul(isa, DType::Q4_K, 7, 512, 512, 84, DType::Q4_K_R);    // a prefill
   }
+}
+
+// Prefill-sized Q4_K_R products walk weight-row panels and activation groups
+// in another order than decode; each output element must still equal the
+// one-row product bit for bit (rows of 4096: several panels, odd tails).
+TEST(IsaMatmul, RepackedQ4KBatchEqualsSingleRowsAcrossPanels) {
+  set_num_threads(2);
+  const int64_t n_out = 251, n_in = 4096, rb = dtype_row_bytes(DType::Q4_K, n_in);
+  std::vector<float> src = random_normal(n_out * n_in, 85, 0.3f);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+  for (int64_t r = 0; r < n_out; ++r) quantize_row(DType::Q4_K, src.data() + r * n_in, bytes.data() + r * rb, n_in);
+  repack_rows(DType::Q4_K, DType::Q4_K_R, bytes.data(), n_out, n_in);
+  TensorView w{bytes.data(), DType::Q4_K_R, {n_out, n_in}, "w"};
+  for (Isa isa : available_isas())
+    for (int64_t n_x : {9, 16, 21}) {
+      std::vector<float> x = random_normal(n_x * n_in, 86 + static_cast<uint32_t>(n_x));
+      std::vector<float> y(static_cast<size_t>(n_x * n_out)), y1(static_cast<size_t>(n_out));
+      matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
+      for (int64_t i = 0; i < n_x; ++i) {
+        matmul_with(kernel_table(isa), w, x.data() + i * n_in, 1, y1.data());
+        for (int64_t r = 0; r < n_out; ++r)
+          ASSERT_EQ(y[i * n_out + r], y1[r]) << isa_str(isa) << " n_x " << n_x << " at [" << i << ", " << r << "]";
+      }
+    }
 }
 
 // The repacked layout holds the same values: dequantized bit for bit equal

@@ -11,6 +11,7 @@
 #define OG_X86_KXT6 4
 #define OG_X86_KRD 2
 #define OG_X86_KRD6 2
+#define OG_X86_ZMM 0
 #define OG_X86_Q8RG 1   // Q8_0_R: groups of 8 rows per tile
 #define OG_X86_Q8RXT 4
 #define OG_X86_Q8RD 2   // Q8_0_R decode: groups per tile

@@ -1,5 +1,9 @@
 // AVX-512 (VL + VNNI) matmul kernels: vpdpbusd int8 dot products, 32 ymm
-// registers so larger 4×4 tiles.
+// registers so larger 4×4 tiles; Q4_K_R on zmm (matmul_k_zmm.inc).
+// GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(),
+// which -Wuninitialized reports at every use: a false positive.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define OG_X86_NS avx512
 #define OG_X86_VNNI 1
 #define OG_X86_FRT 4
@@ -12,6 +16,10 @@
 #define OG_X86_KXT6 8
 #define OG_X86_KRD 4
 #define OG_X86_KRD6 2  // Q6_K decode: 2-row tiles stream DRAM faster
+#define OG_X86_ZMM 1   // Q4_K_R on zmm (matmul_k_zmm.inc)
+#define OG_X86_ZRT 2
+#define OG_X86_ZXT 8
+#define OG_X86_ZRD 2
 #define OG_X86_Q8RG 2   // Q8_0_R: groups of 8 rows per tile
 #define OG_X86_Q8RXT 6
 #define OG_X86_Q8RD 2   // Q8_0_R decode: groups per tile
