@@ -57,10 +57,10 @@ void scale(float* y, float s, int64_t n);                 // y *= s
 // dtype: F32, F16, BF16, or Q8_0 as ceil(d / 32) blocks of an f16 scale and
 // 32 int8, the last block zero-padded (so d need not be a multiple of 32).
 struct AttendKernels {
-  // s[j * s_stride + i] = scale * (q_j · k_i)   q [g, dk], k: n rows of rbk bytes
+  // s[j*s_stride+i] = scale*(q_j·k_i), q [g, dk], k n rows of rbk bytes; same bits for any g, n, place
   void (*scores)(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
                  int64_t s_stride) = nullptr;
-  // out_j[dv] += Σ_i w[j * w_stride + i] * v_i   v: n rows of rbv bytes
+  // out_j[dv] += Σ_i w[j * w_stride + i] * v_i, v: n rows of rbv bytes, added in row order
   void (*accum)(const float* w, int64_t w_stride, int g, const uint8_t* v, int64_t rbv, int64_t n, int dv,
                 float* out) = nullptr;
   // x[n] = exp(x - mx), returns the sum

@@ -46,26 +46,32 @@ void softmax_block(const AttendKernels& kr, float* s, int64_t nb, int g, int dv,
 
 }  // namespace
 
-void attend_fold(const AttendKernels& kr, const float* q, int g, int dk, int dv, std::span<const KvSpan> spans,
-                 int64_t rbk, int64_t rbv, float scale, std::vector<float>& scratch, float* state) {
-  if (scratch.size() < size_t(g) * kAttendBlock) scratch.resize(size_t(g) * kAttendBlock);
+void attend_fold_rows(const AttendKernels& kr, const float* q, int m, int g, int dk, int dv,
+                      std::span<const KvSpan> spans, const int64_t* n_vis, int64_t rbk, int64_t rbv, float scale,
+                      std::vector<float>& scratch, float* states) {
+  const int gq = m * g;  // query vectors scored together
+  if (scratch.size() < size_t(gq) * kAttendBlock) scratch.resize(size_t(gq) * kAttendBlock);
   float* s = scratch.data();
+  const int64_t state_n = attend_state_floats(g, dv);
+  const int64_t n_max = *std::max_element(n_vis, n_vis + m);
   struct Piece {
     const uint8_t* v;
     int64_t at, n;
   };
   Piece pieces[kAttendBlock];
   size_t si = 0;
-  int64_t off = 0;  // rows of spans[si] already folded
-  while (si < spans.size()) {
+  int64_t off = 0;     // rows of spans[si] already folded
+  int64_t done = 0;    // keys before this block
+  while (si < spans.size() && done < n_max) {
     int np = 0;
     int64_t nb = 0;
-    // A block: up to kAttendBlock rows gathered from consecutive spans, scored piece by piece.
-    while (nb < kAttendBlock && si < spans.size()) {
+    // A block: up to kAttendBlock keys gathered from consecutive spans, scored
+    // piece by piece for every query vector (each K row read once for all).
+    while (nb < kAttendBlock && si < spans.size() && done + nb < n_max) {
       const KvSpan& sp = spans[si];
-      const int64_t take = std::min(kAttendBlock - nb, sp.n - off);
+      const int64_t take = std::min({kAttendBlock - nb, sp.n - off, n_max - done - nb});
       if (take > 0) {
-        kr.scores(q, g, dk, sp.k + off * rbk, rbk, take, scale, s + nb, kAttendBlock);
+        kr.scores(q, gq, dk, sp.k + off * rbk, rbk, take, scale, s + nb, kAttendBlock);
         pieces[np++] = {sp.v + off * rbv, nb, take};
         nb += take;
         off += take;
@@ -73,10 +79,27 @@ void attend_fold(const AttendKernels& kr, const float* q, int g, int dk, int dv,
       if (off >= sp.n) ++si, off = 0;
     }
     if (nb == 0) break;
-    softmax_block(kr, s, nb, g, dv, state);
-    for (int p = 0; p < np; ++p)
-      kr.accum(s + pieces[p].at, kAttendBlock, g, pieces[p].v, rbv, pieces[p].n, dv, state + 2 * g);
+    // Each query row folds only its visible prefix of the block, exactly as
+    // the row alone would: same blocks, same pieces, each cut at its count.
+    for (int r = 0; r < m; ++r) {
+      const int64_t nr = std::min(nb, n_vis[r] - done);
+      if (nr <= 0) continue;
+      float* sr = s + int64_t{r} * g * kAttendBlock;
+      float* st = states + r * state_n;
+      softmax_block(kr, sr, nr, g, dv, st);
+      for (int p = 0; p < np && pieces[p].at < nr; ++p)
+        kr.accum(sr + pieces[p].at, kAttendBlock, g, pieces[p].v, rbv, std::min(pieces[p].n, nr - pieces[p].at), dv,
+                 st + 2 * g);
+    }
+    done += nb;
   }
+}
+
+void attend_fold(const AttendKernels& kr, const float* q, int g, int dk, int dv, std::span<const KvSpan> spans,
+                 int64_t rbk, int64_t rbv, float scale, std::vector<float>& scratch, float* state) {
+  int64_t n = 0;
+  for (const KvSpan& sp : spans) n += sp.n;
+  attend_fold_rows(kr, q, 1, g, dk, dv, spans, &n, rbk, rbv, scale, scratch, state);
 }
 
 void attend_state_merge(float* into, const float* part, int g, int dv) {

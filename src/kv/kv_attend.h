@@ -41,6 +41,18 @@ void attend_state_reset(float* state, int g, int dv);
 // Folds the rows of `spans` into `state`. scratch is resized to g * kAttendBlock floats.
 void attend_fold(const AttendKernels& kr, const float* q, int g, int dk, int dv, std::span<const KvSpan> spans,
                  int64_t rbk, int64_t rbv, float scale, std::vector<float>& scratch, float* state);
+// The same for m query rows that share one key sequence (a prefill chunk of
+// one sequence in a layer without a window): q holds m * g query vectors
+// [m][g][dk] contiguous, row r sees the first n_vis[r] keys of the spans, and
+// its state is states + r * attend_state_floats(g, dv). Each block of keys is
+// scored for all m * g vectors at once (K and V read once per block, not once
+// per row). Guaranteed: row r's state is bit-identical to attend_fold over the
+// first n_vis[r] keys alone (ops.h: a score does not depend on g or n, accum
+// adds in row order), so how rows are grouped never changes a result.
+// scratch is resized to m * g * kAttendBlock floats.
+void attend_fold_rows(const AttendKernels& kr, const float* q, int m, int g, int dk, int dv,
+                      std::span<const KvSpan> spans, const int64_t* n_vis, int64_t rbk, int64_t rbv, float scale,
+                      std::vector<float>& scratch, float* states);
 // into = the state over the union of both states' (disjoint) rows.
 void attend_state_merge(float* into, const float* part, int g, int dv);
 // out[g, dv] = acc / l (zeros for an empty state).

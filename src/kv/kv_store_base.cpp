@@ -57,54 +57,116 @@ void StoreCacheBase::update_and_attend(int cache_id, std::span<const KvRow> rows
   attend_rows(cache_id, rows, q, n_heads, scale, out);
 }
 
+namespace {
+
+// Query vectors (rows x heads of one KV head's group) a tile scores together:
+// a 64-key block of scores is then 16 KiB, still in L1 with its K and V rows.
+constexpr int64_t kTileQueries = 64;
+constexpr int64_t kMaxTileRows = 32;
+
+// A run of m consecutive rows of one sequence at consecutive positions that
+// see keys from the same first position (a prefill chunk in a layer without a
+// window, or inside the window): row r sees a prefix of what the last sees.
+struct Tile {
+  int64_t row0, m;
+};
+
+}  // namespace
+
 void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, const float* q, int n_heads, float scale,
                                  float* out) const {
   const CacheLayout& l = res_.caches[cache_id];
   const int nkv = l.n_kv_heads, dk = l.head_dim_k, dv = l.head_dim_v;
   const int group = n_heads / nkv;
   auto first_pos = [&](const KvRow& r) { return l.window > 0 ? std::max<int64_t>(0, r.pos - l.window + 1) : 0; };
-  // Tasks: (row, KV head), row-major; too few of them to keep the pool busy
-  // and long histories are split into position ranges.
-  std::vector<int64_t> task_rows;
-  task_rows.reserve(rows.size() * nkv);
+  // Runs of rows become tiles (each K/V block read once for all their
+  // queries; kv_attend.h: the same bits as row by row); the other rows are
+  // single tasks (row, KV head), and when there are too few of those to keep
+  // the pool busy long histories are split into position ranges.
+  const int64_t tile_max = std::clamp<int64_t>(kTileQueries / group, 1, kMaxTileRows);
+  std::vector<Tile> tiles;
+  std::vector<int64_t> singles, task_rows;
   int64_t work = 0;
-  for (const KvRow& r : rows) {
-    work += r.pos + 1 - first_pos(r);
-    for (int h = 0; h < nkv; ++h) task_rows.push_back(r.pos + 1 - first_pos(r));
+  for (size_t i = 0; i < rows.size();) {
+    size_t e = i + 1;
+    while (e < rows.size() && int64_t(e - i) < tile_max && rows[e].seq == rows[i].seq &&
+           rows[e].pos == rows[e - 1].pos + 1 && first_pos(rows[e]) == first_pos(rows[i]))
+      ++e;
+    if (e - i >= 2) tiles.push_back({int64_t(i), int64_t(e - i)});
+    else singles.push_back(int64_t(i));
+    for (size_t j = i; j < e; ++j) work += rows[j].pos + 1 - first_pos(rows[j]);
+    i = e;
   }
   work *= int64_t{n_heads} * (dk + dv);
+  task_rows.reserve(singles.size() * nkv);
+  for (int64_t r : singles)
+    for (int h = 0; h < nkv; ++h) task_rows.push_back(rows[size_t(r)].pos + 1 - first_pos(rows[size_t(r)]));
   std::vector<AttendPart> parts;
   const int64_t n_slots = plan_attend_parts(task_rows, thread_pool().size(), &parts);
   const int64_t state_n = attend_state_floats(group, dv);
   std::vector<float> partials(size_t(n_slots * state_n));
   const AttendKernels& kr = attend_kernels(res_.policy.dtype);
+  const int64_t n_parts = int64_t(parts.size());
+  auto head_spans_of = [&](const std::vector<KvSpan>& spans, int h, int64_t ks, int64_t vs,
+                           std::vector<KvSpan>* hs) {
+    hs->assign(spans.begin(), spans.end());
+    for (KvSpan& sp : *hs) sp.k += h * ks, sp.v += h * vs;
+  };
   auto run = [&](int64_t i0, int64_t i1) {
-    thread_local std::vector<float> scratch, state;
+    thread_local std::vector<float> scratch, state, qbuf;
     thread_local std::vector<KvSpan> spans, head_spans;
-    state.resize(size_t(state_n));
-    int64_t cur_row = -1, cur_lo = -1, ks = 0, vs = 0;
+    thread_local std::vector<int64_t> n_vis;
+    // spans hold [cur_lo, cur_hi] of sequence cur_seq (read once per row or tile, used per head)
+    int cur_seq = -1;
+    int64_t cur_lo = -1, cur_hi = -1, ks = 0, vs = 0;
+    auto spans_for = [&](int seq, int64_t lo, int64_t hi) {
+      if (seq == cur_seq && lo == cur_lo && hi == cur_hi) return;
+      spans.clear();
+      read_spans(cache_id, seq, lo, hi, &spans, &ks, &vs);
+      cur_seq = seq, cur_lo = lo, cur_hi = hi;
+    };
     for (int64_t i = i0; i < i1; ++i) {
-      const AttendPart& pt = parts[size_t(i)];
-      const int64_t row = pt.task / nkv;
-      const int h = int(pt.task % nkv);
-      const int64_t lo = first_pos(rows[size_t(row)]) + pt.begin;
-      if (row != cur_row || lo != cur_lo) {
-        spans.clear();
-        read_spans(cache_id, rows[size_t(row)].seq, lo, lo + pt.n - 1, &spans, &ks, &vs);
-        cur_row = row, cur_lo = lo;
+      if (i >= n_parts) {  // a tile: rows [t.row0, t.row0 + t.m) of one KV head
+        const Tile& t = tiles[size_t((i - n_parts) / nkv)];
+        const int h = int((i - n_parts) % nkv);
+        const KvRow& last = rows[size_t(t.row0 + t.m - 1)];
+        const int64_t lo = first_pos(rows[size_t(t.row0)]);
+        spans_for(last.seq, lo, last.pos);
+        head_spans_of(spans, h, ks, vs, &head_spans);
+        qbuf.resize(size_t(t.m * group * dk));
+        n_vis.resize(size_t(t.m));
+        state.resize(size_t(t.m * state_n));
+        for (int64_t r = 0; r < t.m; ++r) {
+          const int64_t qh = (t.row0 + r) * n_heads + int64_t{h} * group;
+          std::copy_n(q + qh * dk, group * dk, qbuf.data() + r * group * dk);
+          n_vis[size_t(r)] = rows[size_t(t.row0 + r)].pos - lo + 1;
+          attend_state_reset(state.data() + r * state_n, group, dv);
+        }
+        attend_fold_rows(kr, qbuf.data(), int(t.m), group, dk, dv, head_spans, n_vis.data(), l.row_bytes_k,
+                         l.row_bytes_v, scale, scratch, state.data());
+        for (int64_t r = 0; r < t.m; ++r)
+          attend_state_finish(state.data() + r * state_n, group, dv,
+                              out + ((t.row0 + r) * n_heads + int64_t{h} * group) * dv);
+        continue;
       }
-      head_spans.assign(spans.begin(), spans.end());
-      for (KvSpan& sp : head_spans) sp.k += h * ks, sp.v += h * vs;
+      const AttendPart& pt = parts[size_t(i)];
+      const int64_t row = singles[size_t(pt.task / nkv)];
+      const int h = int(pt.task % nkv);
+      const KvRow& kr_row = rows[size_t(row)];
+      const int64_t lo = first_pos(kr_row) + pt.begin;
+      spans_for(kr_row.seq, lo, lo + pt.n - 1);
+      head_spans_of(spans, h, ks, vs, &head_spans);
       const int64_t qh = row * n_heads + int64_t{h} * group;
+      state.resize(size_t(state_n));
       float* st = pt.slot >= 0 ? partials.data() + pt.slot * state_n : state.data();
       attend_state_reset(st, group, dv);
       attend_fold(kr, q + qh * dk, group, dk, dv, head_spans, l.row_bytes_k, l.row_bytes_v, scale, scratch, st);
       if (pt.slot < 0) attend_state_finish(st, group, dv, out + qh * dv);
     }
   };
-  const int64_t n_parts = int64_t(parts.size());
-  if (n_parts >= 2 && work >= (int64_t{1} << 18)) thread_pool().parallel_for(n_parts, run);
-  else run(0, n_parts);
+  const int64_t n_items = n_parts + int64_t(tiles.size()) * nkv;
+  if (n_items >= 2 && work >= (int64_t{1} << 18)) thread_pool().parallel_for(n_items, run);
+  else run(0, n_items);
   // Merge the pieces of each split task, in position order (never inside the parallel_for).
   for (size_t i = 0; i < parts.size();) {
     size_t e = i + 1;
@@ -112,7 +174,7 @@ void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, cons
       float* first = partials.data() + parts[i].slot * state_n;
       for (; e < parts.size() && parts[e].task == parts[i].task; ++e)
         attend_state_merge(first, partials.data() + parts[e].slot * state_n, group, dv);
-      const int64_t t = parts[i].task, qh = (t / nkv) * n_heads + (t % nkv) * group;
+      const int64_t t = parts[i].task, qh = singles[size_t(t / nkv)] * n_heads + (t % nkv) * group;
       attend_state_finish(first, group, dv, out + qh * dv);
     }
     i = e;

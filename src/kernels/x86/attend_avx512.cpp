@@ -79,8 +79,13 @@ inline void store_scores(__m512 (&acc)[R][G], float scale, float* s, int64_t s_s
 #pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) s[((i + t) % G) * s_stride + (i + t) / G] = r4[t];
   }
-#pragma GCC unroll 4
-  for (; i < N; ++i) s[(i % G) * s_stride + i / G] = _mm512_reduce_add_ps(a[i]) * scale;
+  if (i < N) {  // the last 1-3 through the same reduction tree: a score never depends on its neighbours
+    const __m512 z = _mm512_setzero_ps();
+    alignas(16) float r4[4];
+    _mm_store_ps(r4, _mm_mul_ps(hsum4(a[i], i + 1 < N ? a[i + 1] : z, i + 2 < N ? a[i + 2] : z, z),
+                                _mm_set1_ps(scale)));
+    for (int t = 0; i + t < N; ++t) s[((i + t) % G) * s_stride + (i + t) / G] = r4[t];
+  }
 }
 
 // R rows x G heads of scores at once (R*G independent accumulators). Each q
