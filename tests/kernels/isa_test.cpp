@@ -40,6 +40,8 @@ double tolerance(DType t, const float* w, const float* x, int64_t n) {
     w2 += static_cast<double>(w[k]) * w[k];
     amax = std::max(amax, std::fabs(static_cast<double>(x[k])));
   }
+  // BF16 on AVX-512 rounds the activations to bf16 (vdpbf16ps): ≤ 2⁻⁸ of each product.
+  if (t == DType::BF16) return std::ldexp(sabs, -8) + 1e-5 * sabs + 1e-6;
   if (is_float(t)) return 1e-5 * sabs + 1e-6;
   return 6.0 * std::sqrt(w2) * amax / (127.0 * std::sqrt(12.0)) + 1e-5 * sabs + 1e-6;
 }
@@ -49,7 +51,13 @@ double tolerance(DType t, const float* w, const float* x, int64_t n) {
 // rounded to int8 with step amax/127, so |err| ≤ Σ_blocks amax/254 · Σ|w|.
 // Per-256 blocks let one outlier zero out small values up to 255 positions
 // away (ActivationOutliersAndZeros: 1e4 at [5] rounds −3 at [200] to 0).
+// BF16 (AVX-512: activations rounded to bf16) loses at most 2⁻⁸ of each |w·x|.
 double worst_activation_rounding(DType t, const float* w, const float* x, int64_t n) {
+  if (t == DType::BF16) {
+    double sabs = 0;
+    for (int64_t k = 0; k < n; ++k) sabs += std::fabs(static_cast<double>(w[k]) * x[k]);
+    return std::ldexp(sabs, -8);
+  }
   if (is_float(t)) return 0.0;
   const int64_t blk = dtype_info(t).block == 256 ? 256 : 32;
   double total = 0;

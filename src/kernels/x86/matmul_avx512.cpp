@@ -28,12 +28,14 @@
 namespace og::kernels {
 namespace avx512 {
 void fill_elementwise(KernelTable& k);  // elementwise_avx512.cpp
+void fill_matmul_bf16(KernelTable& k);   // matmul_bf16_avx512.cpp
 void fill_attend(KernelTable& k);       // attend_avx512.cpp
 void fill_probe(KernelTable& k);        // probe_avx512.cpp
 }  // namespace avx512
 
 void register_avx512(KernelTable& k) {
   avx512::fill_matmul(k);
+  avx512::fill_matmul_bf16(k);  // replaces the f32-FMA BF16 kernel with vdpbf16ps
   avx512::fill_elementwise(k);
   avx512::fill_attend(k);
   avx512::fill_probe(k);
