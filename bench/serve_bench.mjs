@@ -130,7 +130,9 @@ async function oneRequest(o, prompt) {
     if (r.outTokens !== o.outputLen) throw new Error(`${r.outTokens} tokens generated, not --output-len ${o.outputLen}`);
     r.ok = true;
   } catch (e) {
-    r.error = String(e && e.message ? e.message : e);
+    // fetch's own message ("fetch failed") hides why: the cause says it (a reset, a closed socket).
+    const cause = e && e.cause ? `: ${e.cause.code || ""} ${e.cause.message || e.cause}`.trimEnd() : "";
+    r.error = String(e && e.message ? e.message : e) + cause;
   }
   return r;
 }
