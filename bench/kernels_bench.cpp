@@ -4,6 +4,7 @@
 // Usage: bench_kernels_bench [dtype ...] [options]   (default: the hot dtypes)
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -31,20 +32,32 @@ std::vector<uint8_t> make_weight(DType t, int64_t n_out, int64_t n_in) {
   return w;
 }
 
+// Wall seconds, or with cpu_time this thread's CPU seconds: with one thread
+// (the pool is not woken) the time slices other processes take on a loaded
+// machine then do not count.
+double now_seconds(bool cpu_time) {
+  if (cpu_time) {
+    timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 // The best of several ~50 ms windows: on a shared machine the minimum is the
 // most repeatable figure (other tenants only ever slow a window down).
 double seconds_per_call(const KernelTable& k, const TensorView& w, const std::vector<float>& x, int64_t n_x,
-                        std::vector<float>& y) {
+                        std::vector<float>& y, bool cpu_time) {
   matmul_with(k, w, x.data(), n_x, y.data());  // warm up
   double best = 1e30;
   for (int window = 0; window < 6; ++window) {
     int iters = 0;
-    auto t0 = std::chrono::steady_clock::now();
+    const double t0 = now_seconds(cpu_time);
     double el = 0;
     do {
       matmul_with(k, w, x.data(), n_x, y.data());
       ++iters;
-      el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      el = now_seconds(cpu_time) - t0;
     } while (el < 0.05 && iters < 200);
     best = std::min(best, el / iters);
   }
@@ -66,7 +79,8 @@ std::vector<int64_t> parse_list(const std::string& v) {
 }  // namespace
 
 // Options (each a comma list): --isa scalar,avx2,avx512  --nx 1,64
-// --threads 1,2  --shape 2048x2048,8192x2048 (n_out x n_in).
+// --threads 1,2  --shape 2048x2048,8192x2048 (n_out x n_in); --cpu-time
+// (alone) times the calling thread's CPU time, for --threads 1 only.
 int main(int argc, char** argv) {
   std::vector<DType> dtypes;
   std::vector<Isa> isas = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
@@ -75,8 +89,13 @@ int main(int argc, char** argv) {
     int64_t n_out, n_in;
   };
   std::vector<Shape> shapes = {{2048, 2048}, {8192, 2048}};
+  bool cpu_time = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--cpu-time") {
+      cpu_time = true;
+      continue;
+    }
     if (a.rfind("--", 0) == 0 && i + 1 < argc) {
       std::string v = argv[++i];
       if (a == "--isa") {
@@ -110,6 +129,11 @@ int main(int argc, char** argv) {
     }
     dtypes.push_back(t);
   }
+  for (int64_t t : thread_counts)
+    if (cpu_time && t != 1) {
+      std::fprintf(stderr, "--cpu-time needs --threads 1 (the pool's threads are not counted)\n");
+      return 2;
+    }
   if (dtypes.empty())
     dtypes = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
   std::printf("%-6s %-11s %4s %2s %-7s %10s %8s %9s\n", "dtype", "shape", "n_x", "T", "isa", "us/call", "GB/s",
@@ -130,7 +154,7 @@ int main(int argc, char** argv) {
           for (Isa isa : isas) {
             if (!isa_available(isa)) continue;
             if (isa == Isa::kScalar && n_x > 1 && s.n_out > 2048) continue;  // minutes, and says nothing new
-            double sec = seconds_per_call(kernel_table(isa), w, x, n_x, y);
+            double sec = seconds_per_call(kernel_table(isa), w, x, n_x, y, cpu_time);
             double gbs = static_cast<double>(wb.size()) / sec / 1e9;
             double gflops = 2.0 * s.n_out * s.n_in * n_x / sec / 1e9;
             std::printf("%-6s %5ldx%-5ld %4ld %2d %-7s %10.1f %8.2f %9.2f\n", dtype_name(static_cast<uint32_t>(layout)).c_str(),
