@@ -16,15 +16,6 @@ namespace {
 using kvtest::gemma3_1b_geometry;
 using kvtest::simple_geometry;
 
-// Deterministic value of element e of (kind 0=q,1=k,2=v) for (seq, pos, cache, head).
-float val(int what, int seq, int64_t pos, int c, int h, int e) {
-  uint32_t x = uint32_t(what * 1000003 + seq * 7919 + pos * 104729 + c * 31337 + h * 613 + e * 97);
-  x ^= x >> 13;
-  x *= 0x5bd1e995u;
-  x ^= x >> 15;
-  return float(x % 2001) / 1000.f - 1.f;
-}
-
 // Runs one step of `rows` on every cache of `cache` (n_heads = 2 * n_kv_heads)
 // and returns all outputs; the K/V/Q of a (seq, pos) are always the same.
 std::vector<float> run_step(KvCache& cache, const std::vector<KvRow>& rows) {
@@ -37,14 +28,7 @@ std::vector<float> run_step(KvCache& cache, const std::vector<KvRow>& rows) {
     const KvCacheSpec& s = g.caches[c];
     int nh = 2 * s.n_kv_heads;
     std::vector<float> q, k, v, out(rows.size() * nh * s.head_dim_v);
-    for (const KvRow& row : rows) {
-      for (int h = 0; h < nh; ++h)
-        for (int e = 0; e < s.head_dim_k; ++e) q.push_back(val(0, row.seq, row.pos, int(l), h, e));
-      for (int h = 0; h < s.n_kv_heads; ++h) {
-        for (int e = 0; e < s.head_dim_k; ++e) k.push_back(val(1, row.seq, row.pos, c, h, e));
-        for (int e = 0; e < s.head_dim_v; ++e) v.push_back(val(2, row.seq, row.pos, c, h, e));
-      }
-    }
+    kvtest::fill_qkv(rows, int(l), c, s, nh, &q, &k, &v);
     bool w = g.layer_writes.empty() || g.layer_writes[l];
     cache.update_and_attend(c, rows, q.data(), nh, w ? k.data() : nullptr, w ? v.data() : nullptr, 0.3f, out.data());
     all.insert(all.end(), out.begin(), out.end());

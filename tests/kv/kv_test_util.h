@@ -31,6 +31,29 @@ inline KvGeometry gemma3_1b_geometry() {
   return g;
 }
 
+// Deterministic element e of (what 0=q,1=k,2=v) for (seq, pos, layer or cache, head).
+inline float val(int what, int seq, int64_t pos, int c, int h, int e) {
+  uint32_t x = uint32_t(what * 1000003 + seq * 7919 + pos * 104729 + c * 31337 + h * 613 + e * 97);
+  x ^= x >> 13;
+  x *= 0x5bd1e995u;
+  x ^= x >> 15;
+  return float(x % 2001) / 1000.f - 1.f;
+}
+
+// The Q (nh heads), K and V (spec's heads) of `rows` for layer l on cache c:
+// always the same values for a (seq, pos), so steps can be replayed and compared.
+inline void fill_qkv(const std::vector<KvRow>& rows, int l, int c, const KvCacheSpec& s, int nh,
+                     std::vector<float>* q, std::vector<float>* k, std::vector<float>* v) {
+  for (const KvRow& row : rows) {
+    for (int h = 0; h < nh; ++h)
+      for (int e = 0; e < s.head_dim_k; ++e) q->push_back(val(0, row.seq, row.pos, l, h, e));
+    for (int h = 0; h < s.n_kv_heads; ++h) {
+      for (int e = 0; e < s.head_dim_k; ++e) k->push_back(val(1, row.seq, row.pos, c, h, e));
+      for (int e = 0; e < s.head_dim_v; ++e) v->push_back(val(2, row.seq, row.pos, c, h, e));
+    }
+  }
+}
+
 inline std::vector<float> random_vec(std::mt19937& rng, size_t n, float lo = -1.f, float hi = 1.f) {
   std::uniform_real_distribution<float> d(lo, hi);
   std::vector<float> v(n);

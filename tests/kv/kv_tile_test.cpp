@@ -125,15 +125,6 @@ TEST(KvTile, FoldRowsEqualsEachRowAloneOverItsPrefix) {
     }
 }
 
-// Deterministic element e of (what 0=q,1=k,2=v) for (seq, pos, layer or cache, head).
-float val(int what, int seq, int64_t pos, int c, int h, int e) {
-  uint32_t x = uint32_t(what * 1000003 + seq * 7919 + pos * 104729 + c * 31337 + h * 613 + e * 97);
-  x ^= x >> 13;
-  x *= 0x5bd1e995u;
-  x ^= x >> 15;
-  return float(x % 2001) / 1000.f - 1.f;
-}
-
 // One step of `rows` over every layer with `group` query heads per KV head;
 // returns out[row] = that row's outputs over all layers.
 std::vector<std::vector<float>> step(KvCache& cache, const std::vector<KvRow>& rows, int group) {
@@ -145,14 +136,7 @@ std::vector<std::vector<float>> step(KvCache& cache, const std::vector<KvRow>& r
     const KvCacheSpec& s = g.caches[size_t(c)];
     const int nh = group * s.n_kv_heads;
     std::vector<float> q, k, v, out(rows.size() * size_t(nh * s.head_dim_v));
-    for (const KvRow& row : rows) {
-      for (int h = 0; h < nh; ++h)
-        for (int e = 0; e < s.head_dim_k; ++e) q.push_back(val(0, row.seq, row.pos, int(l), h, e));
-      for (int h = 0; h < s.n_kv_heads; ++h) {
-        for (int e = 0; e < s.head_dim_k; ++e) k.push_back(val(1, row.seq, row.pos, c, h, e));
-        for (int e = 0; e < s.head_dim_v; ++e) v.push_back(val(2, row.seq, row.pos, c, h, e));
-      }
-    }
+    kvtest::fill_qkv(rows, int(l), c, s, nh, &q, &k, &v);
     cache.update_and_attend(c, rows, q.data(), nh, k.data(), v.data(), 0.3f, out.data());
     const size_t per = size_t(nh * s.head_dim_v);
     for (size_t i = 0; i < rows.size(); ++i)
