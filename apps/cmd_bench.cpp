@@ -28,7 +28,7 @@ struct BenchFlags {
   std::string model;
   std::vector<int64_t> n_prompt = {512}, n_gen = {128}, depth = {0}, n_seqs = {1}, threads;
   int64_t repetitions = 5, prefill_chunk = 512, seed = 1;
-  std::string kv_dtype = "f32";
+  std::string kv_dtype = "f16";
   bool mmap = false, json = false;
 };
 

@@ -32,7 +32,7 @@ struct LlmFlags {
   std::vector<std::string> stop;
   int64_t kv_max_capacity = 0;  // 0: min(model n_ctx, kDefaultMaxCapacity)
   int64_t kv_initial_capacity = 512;
-  std::string kv_storage_dtype = "f32";
+  std::string kv_storage_dtype = "f16";
   std::vector<int64_t> kv_windows;
   std::string kv_cache = "sequence";
   int64_t prefill_chunk_size = 0;  // 0 = not given: the model file's offgraph.kv.prefill_chunk_size, else 512
