@@ -26,7 +26,7 @@ namespace {
 constexpr DType kWeightDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                                    DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                    DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_K_R,
-                                   DType::Q8_0_R};
+                                   DType::Q8_0_R, DType::Q6_K_R};
 
 constexpr DType kAttendDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
 
@@ -61,6 +61,7 @@ KernelTable make_ref_table() {
   set_ref_matmul<DType::Q6_K>(k);
   set_ref_matmul<DType::Q4_K_R>(k);
   set_ref_matmul<DType::Q8_0_R>(k);
+  set_ref_matmul<DType::Q6_K_R>(k);
   k.rms_norm = &ref::rms_norm;
   k.softmax = &ref::softmax;
   k.silu_mul = &ref::silu_mul;
@@ -265,13 +266,27 @@ DType matmul_layout(DType t) {
   return to ? static_cast<DType>(to) : t;
 }
 
+namespace {
+// A repacking that rewrites each block on its own, over the pool in chunks
+// (model loading rewrites hundreds of MB through these).
+void repack_blocks(void (*fn)(const uint8_t*, uint8_t*, int64_t), uint8_t* p, int64_t n_blocks, int64_t block_bytes) {
+  constexpr int64_t kChunk = 4096;
+  thread_pool().parallel_for((n_blocks + kChunk - 1) / kChunk, [&](int64_t c0, int64_t c1) {
+    uint8_t* q = p + c0 * kChunk * block_bytes;
+    fn(q, q, std::min(n_blocks, c1 * kChunk) - c0 * kChunk);
+  });
+}
+}  // namespace
+
 void repack_rows(DType from, DType to, void* data, int64_t n_rows, int64_t n_in) {
   const int64_t block = dtype_info(from).block;
   OG_CHECK(n_rows >= 0 && n_in >= 0 && n_in % block == 0, "repack_rows: ", n_rows, " rows of ", n_in, " elements");
   uint8_t* p = static_cast<uint8_t*>(data);
   const int64_t n_blocks = n_rows * (n_in / block);
-  if (from == DType::Q4_K && to == DType::Q4_K_R) return ref::repack_q4_k_r(p, p, n_blocks);
-  if (from == DType::Q4_K_R && to == DType::Q4_K) return ref::unpack_q4_k_r(p, p, n_blocks);
+  if (from == DType::Q4_K && to == DType::Q4_K_R) return repack_blocks(&ref::repack_q4_k_r, p, n_blocks, 144);
+  if (from == DType::Q4_K_R && to == DType::Q4_K) return repack_blocks(&ref::unpack_q4_k_r, p, n_blocks, 144);
+  if (from == DType::Q6_K && to == DType::Q6_K_R) return repack_blocks(&ref::repack_q6_k_r, p, n_blocks, 210);
+  if (from == DType::Q6_K_R && to == DType::Q6_K) return repack_blocks(&ref::unpack_q6_k_r, p, n_blocks, 210);
   if (from == DType::Q8_0 && to == DType::Q8_0_R) return ref::repack_q8_0_r(p, n_rows, n_in);
   if (from == DType::Q8_0_R && to == DType::Q8_0) return ref::unpack_q8_0_r(p, n_rows, n_in);
   fail("repack_rows: no repacking from ", dtype_name(static_cast<uint32_t>(from)), " to ",

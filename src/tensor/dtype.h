@@ -20,6 +20,8 @@ enum class DType : uint32_t {
   // Q8_0 with each 8 consecutive rows interleaved per block (ref.h repack_q8_0_r):
   // a matrix layout, so a row pointer alone does not locate a row (get_row does).
   Q8_0_R = 38,
+  // Q6_K with each block's 6-bit levels regrouped for the int8 matmul (ref.h repack_q6_k_r).
+  Q6_K_R = 36,
 };
 
 struct DTypeInfo {

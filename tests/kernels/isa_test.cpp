@@ -122,9 +122,13 @@ TEST(IsaMatmul, BatchOfRowsEqualsSingleRowsBitForBit) {
   std::vector<DType> dtypes = all_weight_dtypes();
   dtypes.push_back(DType::Q4_K_R);  // quantized as Q4_K, then repacked
   dtypes.push_back(DType::Q8_0_R);  // quantized as Q8_0, then interleaved
+  dtypes.push_back(DType::Q6_K_R);  // quantized as Q6_K, then regrouped
   for (Isa isa : available_isas())
     for (DType layout : dtypes) {
-      const DType t = layout == DType::Q4_K_R ? DType::Q4_K : layout == DType::Q8_0_R ? DType::Q8_0 : layout;
+      const DType t = layout == DType::Q4_K_R   ? DType::Q4_K
+                      : layout == DType::Q8_0_R ? DType::Q8_0
+                      : layout == DType::Q6_K_R ? DType::Q6_K
+                                                : layout;
       const int64_t block = dtype_info(t).block;
       for (int64_t n_out : {5, 16, 37, 203}) {
         const int64_t n_in = block == 1 ? 77 : block * 2, rb = dtype_row_bytes(t, n_in);
@@ -220,6 +224,78 @@ TEST(IsaMatmul, RepackedQ4KHoldsTheSameValues) {
   EXPECT_THROW(repack_rows(DType::Q6_K, DType::Q4_K_R, packed.data(), 1, 256), og::Error);
   DType parsed;
   EXPECT_FALSE(dtype_from_name("q4_k_r", &parsed));  // an in-memory layout, never a user's choice
+}
+
+// Q6_K_R (Q6_K regrouped at load for one int8 dot per 32 products): every
+// ISA (the scalar one is the reference reading the regrouped layout) against
+// the double-precision product of the Q6_K weights, for the row counts of
+// decode, batched decode and prefill, odd weight-row counts, pooled shapes
+// (the prefetching decode tiles) and activation chunks.
+TEST(IsaMatmul, RepackedQ6KAgreesWithReference) {
+  set_num_threads(2);
+  for (Isa isa : available_isas()) {
+    for (int64_t n_x : {1, 2, 3, 5, 6, 7, 8, 9, 13, 33, 512})
+      check_matmul(isa, DType::Q6_K, 13, 768, n_x, 300 + static_cast<uint32_t>(n_x), DType::Q6_K_R);
+    for (int64_t n_out : {1, 2, 3, 7, 8, 33})
+      for (int64_t n_x : {1, 4, 17}) check_matmul(isa, DType::Q6_K, n_out, 256, n_x, 320 + static_cast<uint32_t>(n_out), DType::Q6_K_R);
+    check_matmul(isa, DType::Q6_K, 203, 1024, 8, 330, DType::Q6_K_R);
+    check_matmul(isa, DType::Q6_K, 67, 2048, 1, 331, DType::Q6_K_R);    // pooled decode
+    check_matmul(isa, DType::Q6_K, 5, 16384, 17, 332, DType::Q6_K_R);  // activation chunks
+  }
+}
+
+// The regrouped layout holds the same values: dequantized and dotted bit for
+// bit as Q6_K through every ISA's table, unpacking restores the bytes, and the
+// matmul of every ISA equals the Q6_K matmul of the reference within the
+// activation rounding on levels over the whole 0..63 range and scales over
+// the whole int8 range (−128 included, which only files write).
+TEST(IsaMatmul, RepackedQ6KHoldsTheSameValues) {
+  const int64_t n_out = 9, n_in = 512, rb = dtype_row_bytes(DType::Q6_K, n_in);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+  uint32_t state = 4242;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    bytes[i] = static_cast<uint8_t>(state >> 24);
+  }
+  for (int64_t r = 0; r < n_out; ++r)
+    for (int64_t b = 0; b < n_in / 256; ++b) {
+      uint8_t* blk = bytes.data() + r * rb + b * 210;
+      blk[208] = static_cast<uint8_t>(r), blk[209] = 0x18;  // f16 near 2^-9, a different d per row
+      if (b == 0) blk[192] = 0x80, blk[193] = 0x7F;          // scales −128, 127
+    }
+  std::vector<uint8_t> packed = bytes;
+  repack_rows(DType::Q6_K, DType::Q6_K_R, packed.data(), n_out, n_in);
+  EXPECT_NE(packed, bytes);
+  std::vector<float> a(static_cast<size_t>(n_in)), b(static_cast<size_t>(n_in)), deq(static_cast<size_t>(n_out * n_in));
+  std::vector<float> src = random_normal(n_in, 91);
+  for (Isa isa : available_isas())
+    for (int64_t r = 0; r < n_out; ++r) {
+      dequantize_row_with(kernel_table(isa), DType::Q6_K, bytes.data() + r * rb, a.data(), n_in);
+      dequantize_row_with(kernel_table(isa), DType::Q6_K_R, packed.data() + r * rb, b.data(), n_in);
+      ASSERT_EQ(a, b) << isa_str(isa) << " row " << r;
+      std::copy(a.begin(), a.end(), deq.begin() + r * n_in);
+      EXPECT_EQ(dot_row_with(kernel_table(isa), DType::Q6_K_R, packed.data() + r * rb, src.data(), n_in),
+                dot_row_with(kernel_table(Isa::kScalar), DType::Q6_K, bytes.data() + r * rb, src.data(), n_in));
+    }
+  TensorView w{packed.data(), DType::Q6_K_R, {n_out, n_in}, "w"};
+  for (int64_t n_x : {1, 3, 9}) {
+    std::vector<float> x = random_normal(n_x * n_in, 250 + static_cast<uint32_t>(n_x)), y(static_cast<size_t>(n_x * n_out));
+    for (Isa isa : available_isas()) {
+      matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
+      for (int64_t i = 0; i < n_x; ++i)
+        for (int64_t r = 0; r < n_out; ++r) {
+          double ref = 0;
+          for (int64_t k = 0; k < n_in; ++k) ref += static_cast<double>(deq[r * n_in + k]) * x[i * n_in + k];
+          const double tol = tolerance(DType::Q6_K, deq.data() + r * n_in, x.data() + i * n_in, n_in);
+          ASSERT_NEAR(y[i * n_out + r], ref, tol) << isa_str(isa) << " n_x " << n_x << " at [" << i << ", " << r << "]";
+        }
+    }
+  }
+  repack_rows(DType::Q6_K_R, DType::Q6_K, packed.data(), n_out, n_in);
+  EXPECT_EQ(packed, bytes);
+  EXPECT_THROW(repack_rows(DType::Q4_K, DType::Q6_K_R, packed.data(), 1, 256), og::Error);
+  DType parsed;
+  EXPECT_FALSE(dtype_from_name("q6_k_r", &parsed));
 }
 
 // Q8_0_R (Q8_0 rows interleaved by 8 at load): every ISA (the scalar one is

@@ -44,6 +44,13 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       return;
     case DType::Q5_K: dequant_q5_k(src, dst, n); return;
     case DType::Q6_K: dequant_q6_k(src, dst, n); return;
+    case DType::Q6_K_R:
+      for (int64_t k = 0; k < n / 256; ++k) {
+        uint8_t blk[210];
+        unpack_q6_k_r(b + 210 * k, blk, 1);
+        dequant_q6_k(blk, dst + 256 * k, 256);
+      }
+      return;
     default: fail("no kernels for weight dtype ", dtype_name(static_cast<uint32_t>(t)));
   }
 }

@@ -279,7 +279,76 @@ void move_q4_k_quants(const uint8_t* src, uint8_t* dst, int64_t n_blocks) {
   }
 }
 
+// Where the levels (0..63) of elements 4w..4w+3 (w = 0..63) of a Q6_K block
+// (kR false) or a Q6_K_R block (kR true) live: reading them as one byte each,
+// and ORing them into a zeroed 192-byte level area.
+template <bool kR>
+void q6_word_place(int w, int* lo_byte, int* lo_shift, int* hi_byte, int* hi_shift) {
+  if (kR) {  // sub-block w/4 is lane l = (w/4)%8 of step s = 4·(w/32) + w%4
+    const int s = 4 * (w / 32) + w % 4, l = (w / 4) % 8;
+    *lo_byte = 32 * (s % 4) + 4 * l, *lo_shift = 4 * (s / 4);
+    *hi_byte = 128 + 32 * (s / 4) + 4 * l, *hi_shift = 2 * (s % 4);
+  } else {  // element e = 4w: half e/128, quarter c = (e%128)/32, offset j = e%32
+    const int e = 4 * w, h = e / 128, c = (e % 128) / 32, j = e % 32;
+    *lo_byte = 64 * h + 32 * (c & 1) + j, *lo_shift = 4 * (c >> 1);
+    *hi_byte = 128 + 32 * h + j, *hi_shift = 2 * c;
+  }
+}
+
+template <bool kR>
+uint32_t q6_levels(const uint8_t* b, int w) {
+  int lb, ls, hb, hs;
+  q6_word_place<kR>(w, &lb, &ls, &hb, &hs);
+  return ((load32(b + lb) >> ls) & 0x0F0F0F0Fu) | (((load32(b + hb) >> hs) & 0x03030303u) << 4);
+}
+
+template <bool kR>
+void q6_put_levels(uint8_t* b, int w, uint32_t v) {
+  int lb, ls, hb, hs;
+  q6_word_place<kR>(w, &lb, &ls, &hb, &hs);
+  store32(b + lb, load32(b + lb) | (v & 0x0F0F0F0Fu) << ls);
+  store32(b + hb, load32(b + hb) | ((v >> 4) & 0x03030303u) << hs);
+}
+
 }  // namespace
+
+// The same as move_q6_k_levels<true>, a word at a time with the places worked
+// out (model loading repacks every Q6_K matrix through this): Q6_K_R's
+// element (h, m, l, k) = 128h + 16l + 4m + k is quarter l/2 of half h at
+// offset 16(l&1) + 4m + k in Q6_K.
+void repack_q6_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* in = src + 210 * b;
+    uint8_t out[192];
+    for (int m = 0; m < 4; ++m)
+      for (int l = 0; l < 8; ++l) {
+        const uint8_t* p = in + 32 * ((l >> 1) & 1) + 16 * (l & 1) + 4 * m;
+        const int sh = 4 * (l >> 2);
+        const uint32_t h0 = (load32(p) >> sh) & 0x0F0F0F0Fu, h1 = (load32(p + 64) >> sh) & 0x0F0F0F0Fu;
+        store32(out + 32 * m + 4 * l, h0 | h1 << 4);
+      }
+    for (int h = 0; h < 2; ++h)
+      for (int l = 0; l < 8; ++l) {
+        uint32_t v = 0;
+        for (int m = 0; m < 4; ++m)
+          v |= ((load32(in + 128 + 32 * h + 16 * (l & 1) + 4 * m) >> (2 * (l >> 1))) & 0x03030303u) << (2 * m);
+        store32(out + 128 + 32 * h + 4 * l, v);
+      }
+    std::memcpy(dst + 210 * b, out, 192);
+    if (dst != src) std::memcpy(dst + 210 * b + 192, src + 210 * b + 192, 18);
+  }
+}
+// Every element word read through Q6_K_R's places and written through Q6_K's:
+// the plain form of the placement, which the tests hold repack_q6_k_r's
+// formulas to (unpack(repack) == bytes).
+void unpack_q6_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t out[192] = {};
+    for (int w = 0; w < 64; ++w) q6_put_levels<false>(out, w, q6_levels<true>(src + 210 * b, w));
+    std::memcpy(dst + 210 * b, out, 192);
+    if (dst != src) std::memcpy(dst + 210 * b + 192, src + 210 * b + 192, 18);
+  }
+}
 
 void repack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks) { move_q4_k_quants<true>(src, dst, n_blocks); }
 void unpack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks) { move_q4_k_quants<false>(src, dst, n_blocks); }

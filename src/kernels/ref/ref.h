@@ -85,6 +85,17 @@ void pack_scale_min_k4(const uint8_t* sc, const uint8_t* m, uint8_t* s);
 void repack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
 void unpack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
 
+// Q6_K_R (dtype.h): a Q6_K block whose 192 level bytes are regrouped so that
+// step s (0..7) of the int8 matmul, 32 levels, holds in byte 4l + k element
+// 128·(s/4) + 16l + 4·(s%4) + k: lane l of a step is four levels of one
+// 16-element sub-block (8·(s/4) + l), so a lane's dot products sum within one
+// scale. Bytes 32t + j (t = 0..3) hold step t's level j in the low nibble and
+// step t + 4's in the high nibble; bytes 128 + 32u + j hold the top two bits of
+// steps 4u..4u+3's level j, step 4u + i in bits 2i, 2i + 1. The 16 scales and
+// d (bytes 192..209) are unchanged. In place allowed (src == dst).
+void repack_q6_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
+void unpack_q6_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
+
 // Q8_0_R (dtype.h): a Q8_0 matrix of n_rows rows whose first n_rows/8*8 rows
 // are interleaved in groups of 8 (the rest stay plain Q8_0 rows). Group g
 // occupies the bytes of its 8 rows; its 32-element block b is 272 bytes at
