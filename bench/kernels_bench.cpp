@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
       std::vector<uint8_t> file_bytes;
       if (with_plain && layout != t) file_bytes = wb;
       if (layout != t) repack_rows(t, layout, wb.data(), s.n_out, s.n_in);
-      TensorView w{wb.data(), layout, {s.n_out, s.n_in}, "bench"};
+      const TensorView w{wb.data(), layout, {s.n_out, s.n_in}, "bench"};
       const TensorView plain{file_bytes.data(), t, {s.n_out, s.n_in}, "bench"};
       for (int64_t n_x : nxs) {
         std::vector<float> x(static_cast<size_t>(n_x * s.n_in), 0.25f), y(static_cast<size_t>(n_x * s.n_out));
