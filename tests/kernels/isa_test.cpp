@@ -97,6 +97,38 @@ void check_matmul(Isa isa, DType t, int64_t n_out, int64_t n_in, int64_t n_x, ui
     }
 }
 
+// n raw bytes from a fixed linear congruential sequence: every byte value,
+// so quants and scales reach the ends of their ranges that quantizers avoid.
+std::vector<uint8_t> raw_bytes(size_t n, uint32_t state) {
+  std::vector<uint8_t> bytes(n);
+  for (uint8_t& b : bytes) {
+    state = state * 1664525u + 1013904223u;
+    b = static_cast<uint8_t>(state >> 24);
+  }
+  return bytes;
+}
+
+// Every ISA's matmul of w (n_out x n_in, a repacked layout) against the
+// double-precision product of deq (its values as floats), at 1, 3 and 9
+// activation rows, within the budget of the file dtype t.
+void expect_matmul_matches_values(const TensorView& w, DType t, const std::vector<float>& deq, int64_t n_out,
+                                  int64_t n_in, uint32_t seed) {
+  for (int64_t n_x : {1, 3, 9}) {
+    std::vector<float> x = random_normal(n_x * n_in, seed + static_cast<uint32_t>(n_x)),
+                       y(static_cast<size_t>(n_x * n_out));
+    for (Isa isa : available_isas()) {
+      matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
+      for (int64_t i = 0; i < n_x; ++i)
+        for (int64_t r = 0; r < n_out; ++r) {
+          double ref = 0;
+          for (int64_t k = 0; k < n_in; ++k) ref += static_cast<double>(deq[r * n_in + k]) * x[i * n_in + k];
+          const double tol = tolerance(t, deq.data() + r * n_in, x.data() + i * n_in, n_in);
+          ASSERT_NEAR(y[i * n_out + r], ref, tol) << isa_str(isa) << " n_x " << n_x << " at [" << i << ", " << r << "]";
+        }
+    }
+  }
+}
+
 void check_matmul(Isa isa, DType t, int64_t n_out, int64_t n_in, int64_t n_x, uint32_t seed) {
   check_matmul(isa, t, n_out, n_in, n_x, seed, t);
 }
@@ -251,12 +283,7 @@ TEST(IsaMatmul, RepackedQ6KAgreesWithReference) {
 // the whole int8 range (−128 included, which only files write).
 TEST(IsaMatmul, RepackedQ6KHoldsTheSameValues) {
   const int64_t n_out = 9, n_in = 512, rb = dtype_row_bytes(DType::Q6_K, n_in);
-  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
-  uint32_t state = 4242;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    state = state * 1664525u + 1013904223u;
-    bytes[i] = static_cast<uint8_t>(state >> 24);
-  }
+  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 4242);
   for (int64_t r = 0; r < n_out; ++r)
     for (int64_t b = 0; b < n_in / 256; ++b) {
       uint8_t* blk = bytes.data() + r * rb + b * 210;
@@ -278,19 +305,7 @@ TEST(IsaMatmul, RepackedQ6KHoldsTheSameValues) {
                 dot_row_with(kernel_table(Isa::kScalar), DType::Q6_K, bytes.data() + r * rb, src.data(), n_in));
     }
   TensorView w{packed.data(), DType::Q6_K_R, {n_out, n_in}, "w"};
-  for (int64_t n_x : {1, 3, 9}) {
-    std::vector<float> x = random_normal(n_x * n_in, 250 + static_cast<uint32_t>(n_x)), y(static_cast<size_t>(n_x * n_out));
-    for (Isa isa : available_isas()) {
-      matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
-      for (int64_t i = 0; i < n_x; ++i)
-        for (int64_t r = 0; r < n_out; ++r) {
-          double ref = 0;
-          for (int64_t k = 0; k < n_in; ++k) ref += static_cast<double>(deq[r * n_in + k]) * x[i * n_in + k];
-          const double tol = tolerance(DType::Q6_K, deq.data() + r * n_in, x.data() + i * n_in, n_in);
-          ASSERT_NEAR(y[i * n_out + r], ref, tol) << isa_str(isa) << " n_x " << n_x << " at [" << i << ", " << r << "]";
-        }
-    }
-  }
+  expect_matmul_matches_values(w, DType::Q6_K, deq, n_out, n_in, 250);
   repack_rows(DType::Q6_K_R, DType::Q6_K, packed.data(), n_out, n_in);
   EXPECT_EQ(packed, bytes);
   EXPECT_THROW(repack_rows(DType::Q4_K, DType::Q6_K_R, packed.data(), 1, 256), og::Error);
@@ -324,12 +339,7 @@ TEST(IsaMatmul, RepackedQ8_0AgreesWithReference) {
 // which only files write) stay exact through the biased VNNI path.
 TEST(IsaMatmul, RepackedQ8_0HoldsTheSameValues) {
   const int64_t n_out = 19, n_in = 96, rb = dtype_row_bytes(DType::Q8_0, n_in);
-  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
-  uint32_t state = 777;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    state = state * 1664525u + 1013904223u;
-    bytes[i] = static_cast<uint8_t>(state >> 24);
-  }
+  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 777);
   for (int64_t r = 0; r < n_out; ++r)
     for (int64_t b = 0; b < n_in / 32; ++b) {
       uint8_t* blk = bytes.data() + r * rb + b * 34;
@@ -347,19 +357,7 @@ TEST(IsaMatmul, RepackedQ8_0HoldsTheSameValues) {
     ASSERT_EQ(a, b) << "row " << r;
     std::copy(a.begin(), a.end(), deq.begin() + r * n_in);
   }
-  for (int64_t n_x : {1, 3, 9}) {
-    std::vector<float> x = random_normal(n_x * n_in, 240 + static_cast<uint32_t>(n_x)), y(static_cast<size_t>(n_x * n_out));
-    for (Isa isa : available_isas()) {
-      matmul_with(kernel_table(isa), inter, x.data(), n_x, y.data());
-      for (int64_t i = 0; i < n_x; ++i)
-        for (int64_t r = 0; r < n_out; ++r) {
-          double ref = 0;
-          for (int64_t k = 0; k < n_in; ++k) ref += static_cast<double>(deq[r * n_in + k]) * x[i * n_in + k];
-          const double tol = tolerance(DType::Q8_0, deq.data() + r * n_in, x.data() + i * n_in, n_in);
-          ASSERT_NEAR(y[i * n_out + r], ref, tol) << isa_str(isa) << " n_x " << n_x << " at [" << i << ", " << r << "]";
-        }
-    }
-  }
+  expect_matmul_matches_values(inter, DType::Q8_0, deq, n_out, n_in, 240);
   EXPECT_THROW(dequantize_row(DType::Q8_0_R, packed.data(), a.data(), n_in), og::Error);
   EXPECT_THROW(dot_row(DType::Q8_0_R, packed.data(), a.data(), n_in), og::Error);
   repack_rows(DType::Q8_0_R, DType::Q8_0, packed.data(), n_out, n_in);
@@ -379,12 +377,7 @@ TEST(IsaMatmul, LargeEnoughToUseTheThreadPool) {
 // exact at both ends.
 TEST(IsaMatmul, Q8_0RawBytesFullRange) {
   const int64_t n_out = 7, n_in = 96, rb = dtype_row_bytes(DType::Q8_0, n_in);
-  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
-  uint32_t state = 12345;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    state = state * 1664525u + 1013904223u;
-    bytes[i] = static_cast<uint8_t>(state >> 24);
-  }
+  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 12345);
   for (int64_t r = 0; r < n_out; ++r)
     for (int64_t b = 0; b < n_in / 32; ++b) {
       uint8_t* blk = bytes.data() + r * rb + b * 34;
