@@ -1,9 +1,12 @@
 // `offgraph bench`: prefill and (batched) decode speed of a model in
 // llama-bench's spirit. Every combination of the list flags is one test,
-// repeated -r times (mean ± sd). For each thread count the machine's read
-// bandwidth and peak multiply-add rate are measured in the same run, and each
-// result is reported against its limit: decode as bytes read per token ×
-// tokens/s ÷ bandwidth, prefill as multiply-adds per token × tokens/s ÷ peak.
+// repeated -r times (mean ± sd). Each result is reported against its limit,
+// measured on the same threads right before each repetition (the machine's
+// memory is shared and its bandwidth drifts between runs, so a limit taken
+// once per run made the fraction swing by a third): decode as bytes read per
+// token × tokens/s ÷ read bandwidth, prefill as multiply-adds per token ×
+// tokens/s ÷ peak multiply-add rate. The fraction shown is the mean of the
+// repetitions' fractions; the limit the mean of their limits.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -37,14 +40,27 @@ struct Limits {
   double madd_peak = 0;    // multiply-adds per second (int8 or f32, as the weights use)
 };
 
+// The probes behind a test's limit; the bandwidth buffer is allocated once.
+class Probes {
+ public:
+  explicit Probes(bool int8) : int8_(int8), buf_(kBytes) { std::memset(buf_.data(), 1, kBytes); }
+  double read_gbs() { return kernels::read_bandwidth(buf_.data(), static_cast<int64_t>(kBytes), 2); }
+  double madd_peak() const { return kernels::madd_peak(int8_, 0.1); }
+
+ private:
+  static constexpr size_t kBytes = size_t{512} << 20;  // far beyond the caches
+  bool int8_;
+  HugePageBuffer buf_;
+};
+
 struct Result {
   std::string kind;  // prefill | decode
   int64_t n_prompt = 0, n_gen = 0, depth = 0, n_seqs = 1, threads = 1;
   std::vector<double> tok_s;
   double mean = 0, sd = 0;
   double bytes_per_token = 0;  // decode
-  double fraction = 0;         // of the bandwidth (decode) or of the peak (prefill)
-  Limits limits;
+  double fraction = 0;         // of the bandwidth (decode) or of the peak (prefill): mean over repetitions
+  Limits limits;               // means over repetitions
 };
 
 Result make_result(const char* kind, int64_t n_prompt, int64_t n_gen, int64_t depth, int64_t n_seqs) {
@@ -73,16 +89,6 @@ bool quantized_weights(const Model& m) {
   return t.matmul_bytes < 2 * t.matmul_macs_per_row;
 }
 
-Limits measure_limits(const Model& m) {
-  Limits l;
-  constexpr size_t kBytes = size_t{512} << 20;  // far beyond the caches
-  HugePageBuffer buf(kBytes);
-  std::memset(buf.data(), 1, kBytes);
-  l.read_gbs = kernels::read_bandwidth(buf.data(), static_cast<int64_t>(kBytes), 3);
-  l.madd_peak = kernels::madd_peak(quantized_weights(m), 0.3);
-  return l;
-}
-
 std::string test_name(const Result& r) {
   char buf[96];
   int n = std::snprintf(buf, sizeof buf, "%s%lld", r.kind == "prefill" ? "pp" : "tg",
@@ -92,33 +98,40 @@ std::string test_name(const Result& r) {
   return buf;
 }
 
-void run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, Result& r) {
-  const WeightTraffic wt = m.weight_traffic();
+// Bytes one decode step reads per token: the weights once for all
+// sequences, and each sequence its own K/V at its mean position over the test.
+double decode_bytes_per_token(const Model& m, const BenchFlags& f, const Result& r) {
+  KvDType kd = KvDType::F32;
+  kv_dtype_from_name(f.kv_dtype, &kd);
+  const double kv = static_cast<double>(kv_bytes_read(m.kv_geometry(), kd, r.depth + r.n_gen / 2));
+  return static_cast<double>(m.weight_traffic().matmul_bytes) / static_cast<double>(r.n_seqs) + kv;
+}
+
+void run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, Probes& probes, Result& r) {
+  const bool prefill = r.kind == "prefill";
   auto once = [&](uint64_t seed, bool warm) {
-    if (r.kind == "prefill")
+    if (prefill)
       return bench_prefill_seconds(m, co, r.depth, warm ? std::min<int64_t>(r.n_prompt, 16) : r.n_prompt, seed);
     return bench_decode_seconds(m, co, r.depth, warm ? std::min<int64_t>(r.n_gen, 2) : r.n_gen,
                                 static_cast<int>(r.n_seqs), seed);
   };
   once(static_cast<uint64_t>(f.seed), true);  // warm-up: caches, pool, page faults
+  if (!prefill) r.bytes_per_token = decode_bytes_per_token(m, f, r);
+  const double work = prefill ? static_cast<double>(m.weight_traffic().matmul_macs_per_row) : r.bytes_per_token;
+  double limit_sum = 0, fraction_sum = 0;
   for (int64_t i = 0; i < f.repetitions; ++i) {
+    const double limit = prefill ? probes.madd_peak() : probes.read_gbs() * 1e9;
     const double s = once(static_cast<uint64_t>(f.seed + i), false);
-    const double tokens = r.kind == "prefill" ? static_cast<double>(r.n_prompt)
-                                              : static_cast<double>(r.n_gen * r.n_seqs);
+    const double tokens = prefill ? static_cast<double>(r.n_prompt) : static_cast<double>(r.n_gen * r.n_seqs);
     r.tok_s.push_back(tokens / s);
+    limit_sum += limit;
+    fraction_sum += r.tok_s.back() * work / limit;
   }
   mean_sd(r);
-  KvDType kd = KvDType::F32;
-  kv_dtype_from_name(f.kv_dtype, &kd);
-  if (r.kind == "prefill") {
-    r.fraction = r.mean * static_cast<double>(wt.matmul_macs_per_row) / r.limits.madd_peak;
-  } else {
-    // Each step reads the weights once for all sequences, and each sequence
-    // its own K/V at its mean position over the test.
-    const double kv = static_cast<double>(kv_bytes_read(m.kv_geometry(), kd, r.depth + r.n_gen / 2));
-    r.bytes_per_token = static_cast<double>(wt.matmul_bytes) / static_cast<double>(r.n_seqs) + kv;
-    r.fraction = r.mean * r.bytes_per_token / (r.limits.read_gbs * 1e9);
-  }
+  const double n = static_cast<double>(f.repetitions);
+  if (prefill) r.limits.madd_peak = limit_sum / n;
+  else r.limits.read_gbs = limit_sum / n / 1e9;
+  r.fraction = fraction_sum / n;
 }
 
 nlohmann::json to_json(const BenchFlags& f, const Model& m, const std::vector<Result>& results) {
@@ -144,12 +157,12 @@ nlohmann::json to_json(const BenchFlags& f, const Model& m, const std::vector<Re
     o["tok_s"] = r.tok_s;
     o["tok_s_mean"] = r.mean;
     o["tok_s_sd"] = r.sd;
-    o["read_bandwidth_gbs"] = r.limits.read_gbs;
-    o["madd_peak_per_s"] = r.limits.madd_peak;
     if (r.kind == "decode") {
+      o["read_bandwidth_gbs"] = r.limits.read_gbs;
       o["bytes_per_token"] = r.bytes_per_token;
       o["fraction_of_bandwidth"] = r.fraction;
     } else {
+      o["madd_peak_per_s"] = r.limits.madd_peak;
       o["fraction_of_peak"] = r.fraction;
     }
     j["results"].push_back(o);
@@ -163,7 +176,7 @@ void print_markdown(const BenchFlags& f, const Model& m, const std::vector<Resul
               std::filesystem::path(f.model).filename().string().c_str(), m.architecture().c_str(),
               static_cast<double>(wt.matmul_bytes) / (1 << 20), static_cast<double>(wt.matmul_macs_per_row) / 1e9,
               kernels::isa_name(), f.kv_dtype.c_str(), f.mmap ? "mmap" : "huge pages");
-  std::printf("limits measured in this run: read bandwidth (decode), %s multiply-add peak (prefill)\n\n",
+  std::printf("limits measured before each repetition: read bandwidth (decode), %s multiply-add peak (prefill)\n\n",
               quantized_weights(m) ? "int8" : "f32");
   std::printf("| test | threads | tok/s | bytes/token | GB/s | limit | %% of limit |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
@@ -230,13 +243,12 @@ int cmd_bench(const Args& args) {
   kv_dtype_from_name(f.kv_dtype, &co.dtype);
   co.prefill_chunk = f.prefill_chunk;
   std::vector<Result> results;
+  Probes probes(quantized_weights(*m));
   for (int64_t t : f.threads) {
     set_num_threads(static_cast<int>(t));
-    const Limits lim = measure_limits(*m);
     auto add = [&](Result r) {
       r.threads = t;
-      r.limits = lim;
-      run_one(*m, f, co, r);
+      run_one(*m, f, co, probes, r);
       if (!f.json) std::fprintf(stderr, "[bench] %s, %lld threads: %.2f tok/s\n", test_name(r).c_str(),
                                 static_cast<long long>(t), r.mean);
       results.push_back(std::move(r));

@@ -35,17 +35,25 @@ TEST(Bench, JsonHasEveryTestWithItsLimits) {
     ASSERT_EQ(r["tok_s"].size(), 2u);
     EXPECT_GT(r["tok_s_mean"].get<double>(), 0);
     EXPECT_GE(r["tok_s_sd"].get<double>(), 0);
-    EXPECT_GT(r["read_bandwidth_gbs"].get<double>(), 0);
-    EXPECT_GT(r["madd_peak_per_s"].get<double>(), 0);
     if (r["kind"] == "decode") {
+      // The limit and the fraction are means over the repetitions, each
+      // repetition against its own probe: the fraction is near, not equal to,
+      // the mean tok/s against the mean limit.
+      const double bw = r["read_bandwidth_gbs"].get<double>();
+      ASSERT_GT(bw, 0);
+      EXPECT_FALSE(r.contains("madd_peak_per_s"));
+      const double naive = r["tok_s_mean"].get<double>() * r["bytes_per_token"].get<double>() / (bw * 1e9);
+      EXPECT_GT(r["fraction_of_bandwidth"].get<double>(), naive / 3);
+      EXPECT_LT(r["fraction_of_bandwidth"].get<double>(), naive * 3);
       // Weights once per step shared by the sequences, plus each one's K/V.
       const double per_seq = static_cast<double>(wbytes) / r["n_seqs"].get<double>();
       EXPECT_GE(r["bytes_per_token"].get<double>(), per_seq);
       if (r["depth"] == 0) {
         EXPECT_LT(r["bytes_per_token"].get<double>(), per_seq * 1.5);
       }
-      EXPECT_GT(r["fraction_of_bandwidth"].get<double>(), 0);
     } else {
+      EXPECT_GT(r["madd_peak_per_s"].get<double>(), 0);
+      EXPECT_FALSE(r.contains("read_bandwidth_gbs"));
       EXPECT_GT(r["fraction_of_peak"].get<double>(), 0);
     }
   }
