@@ -64,7 +64,7 @@ void ThreadPool::run_chunks() {
   }
 }
 
-void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::parallel_for(int64_t n, FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
   if (n_threads_ == 1 || n == 1 || t_in_job) {
     InJob in_job;

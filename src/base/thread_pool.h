@@ -9,10 +9,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "base/function_ref.h"
 
 namespace og {
 
@@ -29,8 +30,9 @@ class ThreadPool {
   // other chunks still run). Safe to call from several threads (jobs take
   // turns) and from inside a job (the nested call runs inline on the calling
   // thread). Workers that are descheduled when a job starts do not delay it:
-  // the threads that are running take all its chunks.
-  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+  // the threads that are running take all its chunks. Dispatching a job
+  // allocates nothing (fn is a FunctionRef).
+  void parallel_for(int64_t n, FunctionRef<void(int64_t, int64_t)> fn);
 
   // How long (microseconds) an idle worker spins, then yields, before it
   // sleeps on the condition variable (0: sleep at once). Tests use it.
@@ -50,7 +52,7 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex call_mu_;  // held by the thread whose job is running
   // The current job (written only while no worker is joined to it).
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  const FunctionRef<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0, job_grain_ = 1, job_chunks_ = 0;
   alignas(64) std::atomic<uint64_t> join_{0};
   alignas(64) std::atomic<int64_t> next_{0};   // next chunk to hand out
