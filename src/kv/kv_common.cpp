@@ -220,10 +220,9 @@ const char* status_name(KvStatus s) {
   return "?";
 }
 
-void StepState::start(std::span<const KvRow> r, std::vector<SeqStep> p, size_t n_caches) {
+void StepState::start(std::span<const KvRow> r, size_t n_caches) {
   active = true;
   rows.assign(r.begin(), r.end());
-  plan = std::move(p);
   written.assign(n_caches, 0);
 }
 
@@ -270,23 +269,18 @@ void check_no_step(const StepState& st, const char* what) {
   OG_CHECK(!st.active, "kv cache: ", what, " during a step (call end_step or abort_step first)");
 }
 
-std::vector<int> distinct_seqs(std::span<const KvRow> rows) {
-  std::vector<int> seqs;
-  for (const KvRow& r : rows)
-    if (std::find(seqs.begin(), seqs.end(), r.seq) == seqs.end()) seqs.push_back(r.seq);
-  return seqs;
+size_t find_seq(const std::vector<SeqStep>& plan, int seq) {
+  size_t i = 0;
+  while (i < plan.size() && plan[i].seq != seq) ++i;
+  return i;
 }
 
-KvResult plan_step_impl(std::span<const KvRow> rows, const KvPolicy& p, const std::vector<int64_t>& lengths,
-                        std::vector<SeqStep>* out) {
-  std::vector<int> seqs = distinct_seqs(rows);
-  std::vector<SeqStep> plan(seqs.size());
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    if (lengths[i] < 0) return refuse(KvStatus::kUnknownSequence, cat("kv cache: unknown sequence ", seqs[i]));
-    plan[i] = {seqs[i], lengths[i], 0};
-  }
+KvResult check_plan(std::span<const KvRow> rows, const KvPolicy& p, std::vector<SeqStep>* out) {
+  std::vector<SeqStep>& plan = *out;
+  for (const SeqStep& s : plan)
+    if (s.begin < 0) return refuse(KvStatus::kUnknownSequence, cat("kv cache: unknown sequence ", s.seq));
   for (const KvRow& r : rows) {
-    size_t i = std::find(seqs.begin(), seqs.end(), r.seq) - seqs.begin();
+    const size_t i = find_seq(plan, r.seq);
     int64_t want = plan[i].begin + plan[i].n;
     if (r.pos != want)
       return refuse(KvStatus::kInvalid, cat("kv cache: sequence ", r.seq, " row at position ", r.pos,
@@ -301,7 +295,6 @@ KvResult plan_step_impl(std::span<const KvRow> rows, const KvPolicy& p, const st
       return refuse(KvStatus::kCapacityExceeded, cat("kv cache: sequence ", s.seq, " would hold ", s.begin + s.n,
                                                      " positions, more than capacity=", p.max_capacity));
   }
-  *out = std::move(plan);
   return KvResult::success();
 }
 

@@ -70,7 +70,9 @@ struct SeqStep {
 // The checks every kind makes first, in this order: known sequence,
 // contiguous positions from the current length (kInvalid), at most max_write
 // rows per sequence, capacity. `length_of(seq)` returns -1 for unknown.
-// On success fills `out` in order of first appearance.
+// Fills `out` in order of first appearance (meaningful only on success);
+// `out` keeps its capacity, so a step plans without allocating once a step
+// with as many sequences has run.
 template <class LengthOf>
 KvResult plan_step(std::span<const KvRow> rows, const KvPolicy& policy, LengthOf length_of,
                    std::vector<SeqStep>* out);
@@ -79,9 +81,9 @@ KvResult plan_step(std::span<const KvRow> rows, const KvPolicy& policy, LengthOf
 struct StepState {
   bool active = false;
   std::vector<KvRow> rows;
-  std::vector<SeqStep> plan;
+  std::vector<SeqStep> plan;  // planned in place by begin_step (plan_step) before start
   std::vector<char> written;  // [n_caches] K/V of this step written
-  void start(std::span<const KvRow> r, std::vector<SeqStep> p, size_t n_caches);
+  void start(std::span<const KvRow> r, size_t n_caches);
   void finish();
 };
 // Throws og::Error for a call that breaks the update_and_attend contract
@@ -98,18 +100,19 @@ KvResult refuse(KvStatus s, std::string message, int64_t history_begin = 0);
 const char* status_name(KvStatus s);
 
 // ---- template implementation ----
-KvResult plan_step_impl(std::span<const KvRow> rows, const KvPolicy& policy,
-                        const std::vector<int64_t>& lengths_by_first_seen, std::vector<SeqStep>* out);
-std::vector<int> distinct_seqs(std::span<const KvRow> rows);
+// Index of seq's entry in plan, or plan.size().
+size_t find_seq(const std::vector<SeqStep>& plan, int seq);
+// plan_step's checks over a plan holding each sequence once with its length
+// in `begin` (-1: unknown) and n = 0; counts each sequence's rows into n.
+KvResult check_plan(std::span<const KvRow> rows, const KvPolicy& policy, std::vector<SeqStep>* plan);
 
 template <class LengthOf>
 KvResult plan_step(std::span<const KvRow> rows, const KvPolicy& policy, LengthOf length_of,
                    std::vector<SeqStep>* out) {
-  std::vector<int> seqs = distinct_seqs(rows);
-  std::vector<int64_t> lengths;
-  lengths.reserve(seqs.size());
-  for (int s : seqs) lengths.push_back(length_of(s));
-  return plan_step_impl(rows, policy, lengths, out);
+  out->clear();
+  for (const KvRow& r : rows)
+    if (find_seq(*out, r.seq) == out->size()) out->push_back({r.seq, length_of(r.seq), 0});
+  return check_plan(rows, policy, out);
 }
 
 }  // namespace og::kv

@@ -12,12 +12,13 @@ StoreCacheBase::StoreCacheBase(const KvGeometry& g, const KvPolicy& p, const cha
 
 KvResult StoreCacheBase::begin_step(std::span<const KvRow> rows) {
   check_no_step(step_, "begin_step");
-  std::vector<SeqStep> plan;
-  KvResult r = plan_step(rows, res_.policy, [&](int s) { return length(s); }, &plan);
-  if (!r.ok()) return r;
-  r = reserve_step(plan);
-  if (!r.ok()) return r;
-  step_.start(rows, std::move(plan), res_.caches.size());
+  KvResult r = plan_step(rows, res_.policy, [&](int s) { return length(s); }, &step_.plan);
+  if (r.ok()) r = reserve_step(step_.plan);
+  if (!r.ok()) {
+    step_.plan.clear();
+    return r;
+  }
+  step_.start(rows, res_.caches.size());
   return r;
 }
 
@@ -71,6 +72,14 @@ struct Tile {
   int64_t row0, m;
 };
 
+// attend_rows' per-call lists, kept per thread between calls.
+struct AttendPlan {
+  std::vector<Tile> tiles;
+  std::vector<int64_t> singles, task_rows;
+  std::vector<AttendPart> parts;
+  std::vector<float> partials;
+};
+
 }  // namespace
 
 void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, const float* q, int n_heads, float scale,
@@ -84,8 +93,17 @@ void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, cons
   // single tasks (row, KV head), and when there are too few of those to keep
   // the pool busy long histories are split into position ranges.
   const int64_t tile_max = std::clamp<int64_t>(kTileQueries / group, 1, kMaxTileRows);
-  std::vector<Tile> tiles;
-  std::vector<int64_t> singles, task_rows;
+  // The plan's lists live in this thread's scratch (capacity kept): a step
+  // allocates nothing here once a step as large has run.
+  thread_local AttendPlan plan;
+  std::vector<Tile>& tiles = plan.tiles;
+  std::vector<int64_t>& singles = plan.singles;
+  std::vector<int64_t>& task_rows = plan.task_rows;
+  std::vector<AttendPart>& parts = plan.parts;
+  std::vector<float>& partials = plan.partials;
+  tiles.clear();
+  singles.clear();
+  task_rows.clear();
   int64_t work = 0;
   for (size_t i = 0; i < rows.size();) {
     size_t e = i + 1;
@@ -101,10 +119,9 @@ void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, cons
   task_rows.reserve(singles.size() * nkv);
   for (int64_t r : singles)
     for (int h = 0; h < nkv; ++h) task_rows.push_back(rows[size_t(r)].pos + 1 - first_pos(rows[size_t(r)]));
-  std::vector<AttendPart> parts;
   const int64_t n_slots = plan_attend_parts(task_rows, thread_pool().size(), &parts);
   const int64_t state_n = attend_state_floats(group, dv);
-  std::vector<float> partials(size_t(n_slots * state_n));
+  partials.resize(size_t(n_slots * state_n));  // every slot is reset before use
   const AttendKernels& kr = attend_kernels(res_.policy.dtype);
   const int64_t n_parts = int64_t(parts.size());
   auto head_spans_of = [&](const std::vector<KvSpan>& spans, int h, int64_t ks, int64_t vs,

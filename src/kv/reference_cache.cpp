@@ -27,10 +27,12 @@ class ReferenceCache final : public KvCache {
 
   KvResult begin_step(std::span<const KvRow> rows) override {
     check_no_step(step_, "begin_step");
-    std::vector<SeqStep> plan;
-    KvResult r = plan_step(rows, res_.policy, [&](int s) { return length(s); }, &plan);
-    if (!r.ok()) return r;
-    for (const SeqStep& s : plan) {
+    KvResult r = plan_step(rows, res_.policy, [&](int s) { return length(s); }, &step_.plan);
+    if (!r.ok()) {
+      step_.plan.clear();
+      return r;
+    }
+    for (const SeqStep& s : step_.plan) {
       RefSeq& q = seqs_.at(s.seq);
       for (size_t c = 0; c < res_.caches.size(); ++c) {
         const CacheLayout& l = res_.caches[c];
@@ -38,7 +40,7 @@ class ReferenceCache final : public KvCache {
         q.v[c].resize((s.begin + s.n) * l.n_kv_heads * l.head_dim_v);
       }
     }
-    step_.start(rows, std::move(plan), res_.caches.size());
+    step_.start(rows, res_.caches.size());
     return r;
   }
 
