@@ -334,6 +334,16 @@ void rope(float* x, int64_t head_dim, int64_t n_rot, int64_t pos, const float* i
   ref::rope(x, head_dim, n_rot, pos, inv_freq, interleaved);
 }
 
+void rope_angles(int64_t pos, int64_t n_rot, const float* inv_freq, double* cs) {
+  OG_CHECK(n_rot >= 0 && n_rot % 2 == 0, "rope_angles: rotated dims ", n_rot, " must be even");
+  ref::rope_angles(pos, n_rot, inv_freq, cs);
+}
+
+void rope_apply(float* x, int64_t n_rot, const double* cs, bool interleaved) {
+  OG_CHECK(n_rot >= 0 && n_rot % 2 == 0, "rope_apply: rotated dims ", n_rot, " must be even");
+  ref::rope_apply(x, n_rot, cs, interleaved);
+}
+
 void softmax(float* x, int64_t n) { active_table().softmax(x, n); }
 void silu_mul(float* gate, const float* up, int64_t n) { active_table().silu_mul(gate, up, n); }
 void gelu_tanh_mul(float* gate, const float* up, int64_t n) { active_table().gelu_tanh_mul(gate, up, n); }

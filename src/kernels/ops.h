@@ -45,6 +45,11 @@ void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y);
 // pairs (x[i], x[i + n_rot/2]). inv_freq[n_rot/2]: per-pair frequency
 // (base^(-2i/n_rot) with any scaling already folded in).
 void rope(float* x, int64_t head_dim, int64_t n_rot, int64_t pos, const float* inv_freq, bool interleaved);
+// rope() in two steps, so that the angles of a position are computed once for
+// all its heads: cs[2i] = cos(pos·inv_freq[i]), cs[2i+1] = sin(...) for the
+// n_rot/2 pairs (double, so rope_apply rotates exactly as rope does).
+void rope_angles(int64_t pos, int64_t n_rot, const float* inv_freq, double* cs);
+void rope_apply(float* x, int64_t n_rot, const double* cs, bool interleaved);
 void softmax(float* x, int64_t n);  // in place, numerically stable
 // gate = act(gate) ⊙ up, in place in gate. silu(x) = x·σ(x); gelu_tanh as in PyTorch's approximate="tanh".
 void silu_mul(float* gate, const float* up, int64_t n);

@@ -13,7 +13,10 @@
 namespace og {
 namespace {
 
-// Per-call scratch, sized for the widest layer.
+// Scratch of a forward call, sized for the widest layer. One per thread,
+// reused by every call (grown, never shrunk): a step allocates nothing once
+// the thread has run a step as large. Every element a step reads it has
+// written first in that step.
 struct Scratch {
   std::vector<float> x;     // [n, d_model] the residual stream
   std::vector<float> xn;    // [n, d_model] normed input of a sub-block
@@ -27,30 +30,38 @@ struct Scratch {
   std::vector<float> pl;    // [n, n_layers * d_per_layer] per-layer inputs (empty when d_per_layer == 0)
   std::vector<float> pl_t;  // [n, n_layers * d_per_layer] their projection part
   std::vector<float> pl_g;  // [n, d_per_layer] one layer's gated per-layer input
+  std::vector<double> cs;   // [n, rope_n_rot] one layer's RoPE cos/sin per row (ops.h rope_angles)
+  std::vector<float> sel;   // [n, d_model] the normed rows that want logits
+  std::vector<KvRow> kv_rows;  // [n]
 };
 
-Scratch make_scratch(const ModelConfig& c, int64_t n) {
-  int64_t q = 0, k = 0, v = 0, o = 0, ff = 0;
+template <class T>
+void grow(std::vector<T>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+}
+
+Scratch& scratch_for(const ModelConfig& c, int64_t n) {
+  thread_local Scratch s;
+  int64_t q = 0, k = 0, v = 0, o = 0, ff = 0, rot = 0;
   for (const LayerConfig& L : c.layers) {
     q = std::max<int64_t>(q, int64_t{L.n_heads} * L.head_dim_k);
     k = std::max<int64_t>(k, int64_t{L.n_kv_heads} * L.head_dim_k);
     v = std::max<int64_t>(v, int64_t{L.n_kv_heads} * L.head_dim_v);
     o = std::max<int64_t>(o, int64_t{L.n_heads} * L.head_dim_v);
     ff = std::max<int64_t>(ff, L.d_ff);
+    rot = std::max<int64_t>(rot, L.rope_n_rot);
   }
-  Scratch s;
-  s.x.resize(n * c.d_model);
-  s.xn.resize(n * c.d_model);
-  s.q.resize(n * q);
-  s.k.resize(n * k);
-  s.v.resize(n * v);
-  s.att.resize(n * o);
-  s.tmp.resize(n * c.d_model);
-  s.gate.resize(n * ff);
-  s.up.resize(n * ff);
-  s.pl.resize(n * c.n_layers() * c.d_per_layer);
-  s.pl_t.resize(s.pl.size());
-  s.pl_g.resize(n * c.d_per_layer);
+  for (auto* f : {&s.x, &s.xn, &s.tmp, &s.sel}) grow(*f, n * c.d_model);
+  grow(s.q, n * q);
+  grow(s.k, n * k);
+  grow(s.v, n * v);
+  grow(s.att, n * o);
+  grow(s.gate, n * ff);
+  grow(s.up, n * ff);
+  grow(s.pl, n * c.n_layers() * c.d_per_layer);
+  grow(s.pl_t, n * c.n_layers() * c.d_per_layer);
+  grow(s.pl_g, n * c.d_per_layer);
+  grow(s.cs, n * rot);
   return s;
 }
 
@@ -72,17 +83,16 @@ void activation_mul(Activation a, float* gate, const float* up, int64_t n) {
   }
 }
 
-// Per-head norm (when w is set) then RoPE of x [n, n_heads, head_dim].
-void heads_norm_rope(const LayerConfig& L, float eps, bool norm, const std::vector<float>& norm_w, const Batch& batch,
-                     int n_heads, float* x) {
-  const int64_t n = static_cast<int64_t>(batch.rows.size());
+// Per-head norm (when w is set) then RoPE of x [n, n_heads, head_dim] with
+// each row's angles cs [n, rope_n_rot] (rope_angles, once per row and layer).
+void heads_norm_rope(const LayerConfig& L, float eps, bool norm, const std::vector<float>& norm_w, int64_t n,
+                     const double* cs, int n_heads, float* x) {
   const int64_t hd = L.head_dim_k;
   for (int64_t r = 0; r < n; ++r) {
     for (int h = 0; h < n_heads; ++h) {
       float* head = x + (r * n_heads + h) * hd;
       if (norm) kernels::rms_norm(head, norm_w.data(), eps, hd, head);
-      if (L.rope_n_rot > 0)
-        kernels::rope(head, hd, L.rope_n_rot, batch.rows[r].pos, L.rope_inv_freq.data(), L.rope_interleaved);
+      if (L.rope_n_rot > 0) kernels::rope_apply(head, L.rope_n_rot, cs + r * L.rope_n_rot, L.rope_interleaved);
     }
   }
 }
@@ -94,7 +104,9 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
   norm_rows(s.x.data(), w.attn_norm, c.eps, n, d, s.xn.data());
   kernels::matmul(w.wq, s.xn.data(), n, s.q.data());
   if (L.has_qkv_bias) add_bias(s.q.data(), w.bq, n);
-  heads_norm_rope(L, c.eps, L.has_q_norm, w.q_norm, batch, L.n_heads, s.q.data());
+  for (int64_t r = 0; L.rope_n_rot > 0 && r < n; ++r)
+    kernels::rope_angles(batch.rows[r].pos, L.rope_n_rot, L.rope_inv_freq.data(), s.cs.data() + r * L.rope_n_rot);
+  heads_norm_rope(L, c.eps, L.has_q_norm, w.q_norm, n, s.cs.data(), L.n_heads, s.q.data());
   if (writes) {
     kernels::matmul(w.wk, s.xn.data(), n, s.k.data());
     kernels::matmul(w.wv, s.xn.data(), n, s.v.data());
@@ -102,7 +114,7 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
       add_bias(s.k.data(), w.bk, n);
       add_bias(s.v.data(), w.bv, n);
     }
-    heads_norm_rope(L, c.eps, L.has_k_norm, w.k_norm, batch, L.n_kv_heads, s.k.data());
+    heads_norm_rope(L, c.eps, L.has_k_norm, w.k_norm, n, s.cs.data(), L.n_kv_heads, s.k.data());
     if (L.has_v_norm) norm_rows(s.v.data(), w.v_norm, c.eps, n * L.n_kv_heads, L.head_dim_v, s.v.data());
   }
   cache.update_and_attend(cache_id, kv_rows, s.q.data(), L.n_heads, writes ? s.k.data() : nullptr,
@@ -164,14 +176,14 @@ void compute_logits(const ModelConfig& c, const Weights& w, const Batch& batch, 
   for (const BatchRow& r : batch.rows) m += r.want_logits ? 1 : 0;
   logits.assign(static_cast<size_t>(m) * c.n_vocab, 0.0f);
   if (m == 0) return;
-  std::vector<float> sel(static_cast<size_t>(m * d));  // [m, d_model]
+  float* sel = s.sel.data();  // [m, d_model]
   int64_t j = 0;
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     if (!batch.rows[i].want_logits) continue;
-    kernels::rms_norm(s.x.data() + i * d, w.output_norm.data(), c.eps, d, sel.data() + j * d);
+    kernels::rms_norm(s.x.data() + i * d, w.output_norm.data(), c.eps, d, sel + j * d);
     ++j;
   }
-  kernels::matmul(w.output, sel.data(), m, logits.data());
+  kernels::matmul(w.output, sel, m, logits.data());
   if (c.has_output_bias) add_bias(logits.data(), w.output_bias, m);
   if (c.final_logit_softcap > 0) {
     const float cap = c.final_logit_softcap;
@@ -203,12 +215,13 @@ KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& 
   const int64_t n = static_cast<int64_t>(batch.rows.size());
   if (n == 0) return KvResult::success();
   check_inputs(c, geometry, batch, cache);
-  std::vector<KvRow> kv_rows(static_cast<size_t>(n));
+  Scratch& s = scratch_for(c, n);
+  std::vector<KvRow>& kv_rows = s.kv_rows;
+  kv_rows.resize(static_cast<size_t>(n));  // exactly n rows (the cache reads its size)
   for (int64_t i = 0; i < n; ++i) kv_rows[i] = KvRow{batch.rows[i].seq, batch.rows[i].pos};
   KvResult r = cache.begin_step(kv_rows);
   if (!r.ok()) return r;
   try {
-    Scratch s = make_scratch(c, n);
     const int64_t d = c.d_model;
     for (int64_t i = 0; i < n; ++i) {
       kernels::get_row(w.token_embd, batch.rows[i].token, s.x.data() + i * d);

@@ -66,9 +66,10 @@ class Model {
   // end_step. logits receives [n_rows_wanting_logits, n_vocab] in row order.
   // Returns the cache's refusal (nothing changed) when begin_step refuses; throws on bad tokens
   // (before touching the cache) and calls cache.abort_step() if anything throws mid-step.
-  // The Model keeps no per-call state (scratch is allocated per call), so forwards on
-  // different caches may run from several threads; the kernels' thread pool then runs
-  // their parallel parts in turn.
+  // The Model keeps no per-call state (the scratch is per calling thread, grown and
+  // reused: once a thread has run a step as large, a step allocates nothing on the
+  // heap, cache included unless it grows), so forwards on different caches may run
+  // from several threads; the kernels' thread pool then runs their parallel parts in turn.
   virtual KvResult forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) const = 0;
 };
 

@@ -66,6 +66,29 @@ TEST(Rope, RotateHalfEqualsInterleavedAfterPermutingDims) {
   }
 }
 
+// The forward pass computes a position's angles once and rotates every head
+// with them: the same bits as rope() per head, at small and large positions,
+// in both layouts, with pass-through dims left alone.
+TEST(Rope, AnglesOnceThenApplyPerHeadEqualsRopeBitForBit) {
+  const int64_t hd = 64, n_rot = 48, heads = 5;
+  const std::vector<float> f = inv_freqs(n_rot, 500000.0);
+  for (bool inter : {true, false})
+    for (int64_t pos : {0, 1, 77, 4095, 131071}) {
+      std::vector<float> a = random_normal(hd * heads, static_cast<uint32_t>(pos + 7)), b = a;
+      std::vector<double> cs(n_rot);
+      rope_angles(pos, n_rot, f.data(), cs.data());
+      for (int64_t h = 0; h < heads; ++h) {
+        rope(a.data() + h * hd, hd, n_rot, pos, f.data(), inter);
+        rope_apply(b.data() + h * hd, n_rot, cs.data(), inter);
+      }
+      for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "pos " << pos << " element " << i;
+    }
+  std::vector<double> cs(4);
+  std::vector<float> x(4);
+  EXPECT_THROW(rope_angles(1, 3, f.data(), cs.data()), Error);
+  EXPECT_THROW(rope_apply(x.data(), 3, cs.data(), true), Error);
+}
+
 TEST(Rope, KnownRotation) {
   std::vector<float> x = {1, 0, 0, 1};
   std::vector<float> f = {1.0f, 0.5f};

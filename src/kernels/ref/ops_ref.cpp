@@ -135,6 +135,28 @@ void rope(float* x, int64_t head_dim, int64_t n_rot, int64_t pos, const float* i
   }
 }
 
+// rope() split so that a position's angles serve all its heads; each step is
+// rope()'s own double arithmetic, so the result is the same bit for bit.
+void rope_angles(int64_t pos, int64_t n_rot, const float* inv_freq, double* cs) {
+  for (int64_t i = 0; i < n_rot / 2; ++i) {
+    const double theta = static_cast<double>(pos) * inv_freq[i];
+    cs[2 * i] = std::cos(theta);
+    cs[2 * i + 1] = std::sin(theta);
+  }
+}
+
+void rope_apply(float* x, int64_t n_rot, const double* cs, bool interleaved) {
+  const int64_t half = n_rot / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const double c = cs[2 * i], s = cs[2 * i + 1];
+    float* a = interleaved ? x + 2 * i : x + i;
+    float* b = interleaved ? x + 2 * i + 1 : x + i + half;
+    const double x0 = *a, x1 = *b;
+    *a = static_cast<float>(x0 * c - x1 * s);
+    *b = static_cast<float>(x0 * s + x1 * c);
+  }
+}
+
 // A row that is entirely −inf (fully masked) becomes all zeros.
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
