@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The test command (CI runs exactly this): set-up and Release build, the unit
-# and end-to-end tests, the ASan+UBSan build of the unit tests, and each
-# fuzzer for FUZZ_SECONDS (default 60).
+# The test command (CI runs exactly this): set-up and Release build, the
+# benchmarks' build (they are not run), the unit and end-to-end tests, the
+# ASan+UBSan build of the unit tests, and each fuzzer for FUZZ_SECONDS
+# (default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+echo "[test] benchmarks build"
+cmake --build build --target benchmarks -j 2
 echo "[test] unit + e2e tests (Release)"
 ctest --test-dir build --output-on-failure -j 2 --timeout 600
 scripts/sanitize.sh
