@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
@@ -65,6 +66,45 @@ double seconds_per_call(const KernelTable& k, const TensorView& w, const std::ve
   return best;
 }
 
+// --stream: one decode matvec (n_x = 1) against a plain read of the same
+// bytes, both on the same threads, alternately in the same minute. The
+// weights sit in huge pages as the loader puts them, in as many copies as
+// make ~512 MiB, used in turn, so that every call streams from DRAM (one
+// 2048x2048 Q4_K matrix alone would stay in L3). Prints the best GB/s of
+// each over `rounds` alternations and the matvec's share of the read.
+void stream_compare(DType t, int64_t n_out, int64_t n_in, int64_t threads, int rounds) {
+  const DType layout = matmul_layout(t);
+  const int64_t rb = dtype_row_bytes(layout, n_in), bytes = n_out * rb;
+  const int64_t copies = std::max<int64_t>(1, (int64_t{512} << 20) / bytes);
+  HugePageBuffer buf(static_cast<size_t>(copies * bytes));
+  // A few distinct quantized rows, repeated: the speed does not depend on the values.
+  const int64_t distinct = std::min<int64_t>(n_out, 64);
+  std::vector<uint8_t> rows = make_weight(t, distinct, n_in);
+  if (layout != t) repack_rows(t, layout, rows.data(), distinct, n_in);
+  for (int64_t c = 0; c < copies; ++c)
+    for (int64_t r = 0; r < n_out; ++r)
+      std::copy_n(rows.data() + (r % distinct) * rb, rb, buf.data() + c * bytes + r * rb);
+  set_num_threads(static_cast<int>(threads));
+  std::vector<float> x(static_cast<size_t>(n_in)), y(static_cast<size_t>(n_out));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  double best_mm = 0, best_rd = 0;
+  for (int round = 0; round < rounds; ++round) {
+    for (int64_t c = 0; c < copies; ++c) {  // one pass over every copy
+      const TensorView w{buf.data() + c * bytes, layout, {n_out, n_in}, "bench"};
+      const auto t0 = std::chrono::steady_clock::now();
+      matmul(w, x.data(), 1, y.data());
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      best_mm = std::max(best_mm, static_cast<double>(bytes) / s / 1e9);
+    }
+    for (int64_t c = 0; c < copies; ++c)
+      best_rd = std::max(best_rd, read_bandwidth(buf.data() + c * bytes, bytes, 1));
+  }
+  std::printf("%-7s %6ldx%-5ld %2ld %8.1f MB %9.2f %9.2f %6.1f %%\n", dtype_name(static_cast<uint32_t>(layout)).c_str(),
+              static_cast<long>(n_out), static_cast<long>(n_in), static_cast<long>(threads), bytes / 1e6, best_mm,
+              best_rd, 100.0 * best_mm / best_rd);
+  std::fflush(stdout);
+}
+
 std::vector<int64_t> parse_list(const std::string& v) {
   std::vector<int64_t> out;
   size_t i = 0;
@@ -79,6 +119,8 @@ std::vector<int64_t> parse_list(const std::string& v) {
 
 }  // namespace
 
+// --stream (alone): for each dtype, shape and thread count, the decode
+// matvec's GB/s against a plain read of the same bytes (stream_compare).
 // Options (each a comma list): --isa scalar,avx2,avx512  --nx 1,64
 // --threads 1,2  --shape 2048x2048,8192x2048 (n_out x n_in); --cpu-time
 // (alone) times the calling thread's CPU time, for --threads 1 only; --plain
@@ -93,10 +135,14 @@ int main(int argc, char** argv) {
     int64_t n_out, n_in;
   };
   std::vector<Shape> shapes = {{2048, 2048}, {8192, 2048}};
-  bool cpu_time = false, with_plain = false;
+  bool cpu_time = false, with_plain = false, stream = false;
   int rounds = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--stream") {
+      stream = true;
+      continue;
+    }
     if (a == "--cpu-time" || a == "--plain") {
       (a == "--plain" ? with_plain : cpu_time) = true;
       continue;
@@ -143,6 +189,13 @@ int main(int argc, char** argv) {
     }
   if (dtypes.empty())
     dtypes = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  if (stream) {
+    std::printf("%-7s %-12s %2s %11s %9s %9s %8s\n", "layout", "shape", "T", "bytes", "mv GB/s", "read GB/s", "share");
+    for (DType t : dtypes)
+      for (const auto& s : shapes)
+        for (int64_t threads : thread_counts) stream_compare(t, s.n_out, s.n_in, threads, rounds);
+    return 0;
+  }
   std::printf("%-6s %-11s %4s %2s %-7s %10s %8s %9s\n", "dtype", "shape", "n_x", "T", "isa", "us/call", "GB/s",
               "GFLOP/s");
   for (DType t : dtypes)
