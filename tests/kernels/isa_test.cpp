@@ -208,28 +208,40 @@ TEST(IsaMatmul, RepackedQ4KAgreesWithReference) {
   }
 }
 
-// Prefill-sized Q4_K_R products walk weight-row panels and activation groups
-// in another order than decode; each output element must still equal the
-// one-row product bit for bit (rows of 4096: several panels, odd tails).
-TEST(IsaMatmul, RepackedQ4KBatchEqualsSingleRowsAcrossPanels) {
-  set_num_threads(2);
-  const int64_t n_out = 251, n_in = 4096, rb = dtype_row_bytes(DType::Q4_K, n_in);
-  std::vector<float> src = random_normal(n_out * n_in, 85, 0.3f);
+// Prefill-sized products of the repacked layouts walk weight-row panels and
+// activation groups in another order than decode, with their own register
+// tiles (Q4_K_R on zmm; Q6_K_R two activation rows per zmm); each output
+// element must still equal the one-row product bit for bit (rows of 4096:
+// several panels; odd weight-row and activation-row tails).
+void expect_prefill_equals_single_rows(DType file, DType layout, int64_t n_out, uint32_t seed) {
+  const int64_t n_in = 4096, rb = dtype_row_bytes(file, n_in);
+  std::vector<float> src = random_normal(n_out * n_in, seed, 0.3f);
   std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
-  for (int64_t r = 0; r < n_out; ++r) quantize_row(DType::Q4_K, src.data() + r * n_in, bytes.data() + r * rb, n_in);
-  repack_rows(DType::Q4_K, DType::Q4_K_R, bytes.data(), n_out, n_in);
-  TensorView w{bytes.data(), DType::Q4_K_R, {n_out, n_in}, "w"};
+  for (int64_t r = 0; r < n_out; ++r) quantize_row(file, src.data() + r * n_in, bytes.data() + r * rb, n_in);
+  repack_rows(file, layout, bytes.data(), n_out, n_in);
+  TensorView w{bytes.data(), layout, {n_out, n_in}, "w"};
   for (Isa isa : available_isas())
     for (int64_t n_x : {9, 16, 21}) {
-      std::vector<float> x = random_normal(n_x * n_in, 86 + static_cast<uint32_t>(n_x));
+      std::vector<float> x = random_normal(n_x * n_in, seed + 1 + static_cast<uint32_t>(n_x));
       std::vector<float> y(static_cast<size_t>(n_x * n_out)), y1(static_cast<size_t>(n_out));
       matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
       for (int64_t i = 0; i < n_x; ++i) {
         matmul_with(kernel_table(isa), w, x.data() + i * n_in, 1, y1.data());
         for (int64_t r = 0; r < n_out; ++r)
-          ASSERT_EQ(y[i * n_out + r], y1[r]) << isa_str(isa) << " n_x " << n_x << " at [" << i << ", " << r << "]";
+          ASSERT_EQ(y[i * n_out + r], y1[r]) << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(layout))
+                                             << " n_x " << n_x << " at [" << i << ", " << r << "]";
       }
     }
+}
+
+TEST(IsaMatmul, RepackedQ4KBatchEqualsSingleRowsAcrossPanels) {
+  set_num_threads(2);
+  expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R, 251, 85);
+}
+
+TEST(IsaMatmul, RepackedQ6KPrefillEqualsSingleRowsBitForBit) {
+  set_num_threads(2);
+  for (int64_t n_out : {1, 7, 33, 203}) expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R, n_out, 340);
 }
 
 // The repacked layout holds the same values: dequantized bit for bit equal
@@ -273,6 +285,8 @@ TEST(IsaMatmul, RepackedQ6KAgreesWithReference) {
     check_matmul(isa, DType::Q6_K, 203, 1024, 8, 330, DType::Q6_K_R);
     check_matmul(isa, DType::Q6_K, 67, 2048, 1, 331, DType::Q6_K_R);    // pooled decode
     check_matmul(isa, DType::Q6_K, 5, 16384, 17, 332, DType::Q6_K_R);  // activation chunks
+    for (int64_t n_out : {1, 2, 3, 7, 8, 33})  // prefill tiles (zmm: row pairs) with row tails
+      check_matmul(isa, DType::Q6_K, n_out, 512, 512, 333 + static_cast<uint32_t>(n_out), DType::Q6_K_R);
   }
 }
 
