@@ -26,7 +26,7 @@ namespace {
 constexpr DType kWeightDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                                    DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                    DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_K_R,
-                                   DType::Q8_0_R, DType::Q6_K_R};
+                                   DType::Q8_0_R, DType::Q6_K_R, DType::Q5_K_R, DType::Q4_0_R};
 
 constexpr DType kAttendDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
 
@@ -62,6 +62,8 @@ KernelTable make_ref_table() {
   set_ref_matmul<DType::Q4_K_R>(k);
   set_ref_matmul<DType::Q8_0_R>(k);
   set_ref_matmul<DType::Q6_K_R>(k);
+  set_ref_matmul<DType::Q5_K_R>(k);
+  set_ref_matmul<DType::Q4_0_R>(k);
   k.rms_norm = &ref::rms_norm;
   k.softmax = &ref::softmax;
   k.silu_mul = &ref::silu_mul;
@@ -104,7 +106,8 @@ void check_weight_dtype(DType t, const char* what) {
 
 void check_row(DType t, int64_t n, const char* what) {
   check_weight_dtype(t, what);
-  OG_CHECK(t != DType::Q8_0_R, what, ": rows of q8_0_r are interleaved in groups of 8 (get_row reads one)");
+  OG_CHECK(t != DType::Q8_0_R && t != DType::Q4_0_R, what, ": rows of ", dtype_info(t).name,
+           " are interleaved in groups of 8 (get_row reads one)");
   int64_t block = dtype_info(t).block;
   OG_CHECK(n >= 0 && n % block == 0, what, ": a row of ", n, " elements is not a whole number of ",
            dtype_info(t).name, " blocks of ", block);
@@ -289,6 +292,10 @@ void repack_rows(DType from, DType to, void* data, int64_t n_rows, int64_t n_in)
   if (from == DType::Q6_K_R && to == DType::Q6_K) return repack_blocks(&ref::unpack_q6_k_r, p, n_blocks, 210);
   if (from == DType::Q8_0 && to == DType::Q8_0_R) return ref::repack_q8_0_r(p, n_rows, n_in);
   if (from == DType::Q8_0_R && to == DType::Q8_0) return ref::unpack_q8_0_r(p, n_rows, n_in);
+  if (from == DType::Q5_K && to == DType::Q5_K_R) return repack_blocks(&ref::repack_q5_k_r, p, n_blocks, 176);
+  if (from == DType::Q5_K_R && to == DType::Q5_K) return repack_blocks(&ref::unpack_q5_k_r, p, n_blocks, 176);
+  if (from == DType::Q4_0 && to == DType::Q4_0_R) return ref::repack_q4_0_r(p, n_rows, n_in);
+  if (from == DType::Q4_0_R && to == DType::Q4_0) return ref::unpack_q4_0_r(p, n_rows, n_in);
   fail("repack_rows: no repacking from ", dtype_name(static_cast<uint32_t>(from)), " to ",
        dtype_name(static_cast<uint32_t>(to)));
 }
@@ -319,6 +326,12 @@ void get_row(const TensorView& table, int64_t r, float* dst) {
     row.resize(static_cast<size_t>(table.row_bytes()));
     ref::q8_0_r_row(static_cast<const uint8_t*>(table.data), table.shape[0], table.shape[1], r, row.data());
     return dequantize_row(DType::Q8_0, row.data(), dst, table.shape[1]);
+  }
+  if (table.dtype == DType::Q4_0_R) {  // the same interleaving of Q4_0 rows
+    thread_local std::vector<uint8_t> row;
+    row.resize(static_cast<size_t>(table.row_bytes()));
+    ref::q4_0_r_row(static_cast<const uint8_t*>(table.data), table.shape[0], table.shape[1], r, row.data());
+    return dequantize_row(DType::Q4_0, row.data(), dst, table.shape[1]);
   }
   dequantize_row(table.dtype, table.row(r), dst, table.shape[1]);
 }

@@ -155,11 +155,15 @@ TEST(IsaMatmul, BatchOfRowsEqualsSingleRowsBitForBit) {
   dtypes.push_back(DType::Q4_K_R);  // quantized as Q4_K, then repacked
   dtypes.push_back(DType::Q8_0_R);  // quantized as Q8_0, then interleaved
   dtypes.push_back(DType::Q6_K_R);  // quantized as Q6_K, then regrouped
+  dtypes.push_back(DType::Q5_K_R);  // quantized as Q5_K, then regrouped
+  dtypes.push_back(DType::Q4_0_R);  // quantized as Q4_0, then interleaved
   for (Isa isa : available_isas())
     for (DType layout : dtypes) {
       const DType t = layout == DType::Q4_K_R   ? DType::Q4_K
                       : layout == DType::Q8_0_R ? DType::Q8_0
                       : layout == DType::Q6_K_R ? DType::Q6_K
+                      : layout == DType::Q5_K_R ? DType::Q5_K
+                      : layout == DType::Q4_0_R ? DType::Q4_0
                                                 : layout;
       const int64_t block = dtype_info(t).block;
       for (int64_t n_out : {5, 16, 37, 203}) {
@@ -378,6 +382,136 @@ TEST(IsaMatmul, RepackedQ8_0HoldsTheSameValues) {
   EXPECT_EQ(packed, bytes);
   DType parsed;
   EXPECT_FALSE(dtype_from_name("q8_0_r", &parsed));
+}
+
+// Q5_K_R (Q5_K regrouped at load as Q4_K_R plus the fifth bits): every ISA
+// (the scalar one is the reference reading the regrouped layout) against the
+// double-precision product of the Q5_K weights, for the row counts of decode,
+// batched decode and prefill, odd weight-row counts, pooled shapes, activation
+// chunks, long rows (block chunks on AVX-512) and several weight-row panels.
+TEST(IsaMatmul, RepackedQ5KAgreesWithReference) {
+  set_num_threads(2);
+  for (Isa isa : available_isas()) {
+    for (int64_t n_x : {1, 2, 3, 5, 7, 8, 9, 13, 33, 512})
+      check_matmul(isa, DType::Q5_K, 13, 768, n_x, 400 + static_cast<uint32_t>(n_x), DType::Q5_K_R);
+    for (int64_t n_out : {1, 2, 3, 7, 8, 33})
+      for (int64_t n_x : {1, 4, 17}) check_matmul(isa, DType::Q5_K, n_out, 256, n_x, 420 + static_cast<uint32_t>(n_out), DType::Q5_K_R);
+    check_matmul(isa, DType::Q5_K, 203, 1024, 8, 430, DType::Q5_K_R);
+    check_matmul(isa, DType::Q5_K, 67, 2048, 1, 431, DType::Q5_K_R);    // pooled decode
+    check_matmul(isa, DType::Q5_K, 5, 16384, 17, 432, DType::Q5_K_R);  // activation / block chunks
+    check_matmul(isa, DType::Q5_K, 251, 4096, 20, 433, DType::Q5_K_R);  // several weight-row panels
+  }
+}
+
+// Prefill-sized Q5_K_R products over long rows walk block chunks and panels
+// in another order than decode; each output element must still equal the
+// one-row product bit for bit.
+TEST(IsaMatmul, RepackedQ5KBatchEqualsSingleRowsAcrossPanels) {
+  set_num_threads(2);
+  const int64_t n_out = 251, n_in = 4096, rb = dtype_row_bytes(DType::Q5_K, n_in);
+  std::vector<float> src = random_normal(n_out * n_in, 435, 0.3f);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+  for (int64_t r = 0; r < n_out; ++r) quantize_row(DType::Q5_K, src.data() + r * n_in, bytes.data() + r * rb, n_in);
+  repack_rows(DType::Q5_K, DType::Q5_K_R, bytes.data(), n_out, n_in);
+  TensorView w{bytes.data(), DType::Q5_K_R, {n_out, n_in}, "w"};
+  for (Isa isa : available_isas())
+    for (int64_t n_x : {9, 16, 21}) {
+      std::vector<float> x = random_normal(n_x * n_in, 436 + static_cast<uint32_t>(n_x));
+      std::vector<float> y(static_cast<size_t>(n_x * n_out)), y1(static_cast<size_t>(n_out));
+      matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
+      for (int64_t i = 0; i < n_x; ++i) {
+        matmul_with(kernel_table(isa), w, x.data() + i * n_in, 1, y1.data());
+        for (int64_t r = 0; r < n_out; ++r)
+          ASSERT_EQ(y[i * n_out + r], y1[r]) << isa_str(isa) << " n_x " << n_x << " at [" << i << ", " << r << "]";
+      }
+    }
+}
+
+// The regrouped layout holds the same values: on raw bytes (every level
+// 0..31, every 6-bit scale and min) it dequantizes and dots bit for bit as
+// Q5_K through every ISA's table, every ISA's matmul equals the Q5_K values'
+// product within the activation rounding, and unpacking restores the bytes.
+TEST(IsaMatmul, RepackedQ5KHoldsTheSameValues) {
+  const int64_t n_out = 9, n_in = 512, rb = dtype_row_bytes(DType::Q5_K, n_in);
+  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 5151);
+  for (int64_t r = 0; r < n_out; ++r)
+    for (int64_t b = 0; b < n_in / 256; ++b) {
+      uint8_t* blk = bytes.data() + r * rb + b * 176;
+      blk[0] = static_cast<uint8_t>(r), blk[1] = 0x18;      // d: f16 near 2^-9, a different one per row
+      blk[2] = static_cast<uint8_t>(3 * r), blk[3] = 0x14;  // dmin near 2^-10
+    }
+  std::vector<uint8_t> packed = bytes;
+  repack_rows(DType::Q5_K, DType::Q5_K_R, packed.data(), n_out, n_in);
+  EXPECT_NE(packed, bytes);
+  std::vector<float> a(static_cast<size_t>(n_in)), b(static_cast<size_t>(n_in)), deq(static_cast<size_t>(n_out * n_in));
+  std::vector<float> src = random_normal(n_in, 92);
+  for (Isa isa : available_isas())
+    for (int64_t r = 0; r < n_out; ++r) {
+      dequantize_row_with(kernel_table(isa), DType::Q5_K, bytes.data() + r * rb, a.data(), n_in);
+      dequantize_row_with(kernel_table(isa), DType::Q5_K_R, packed.data() + r * rb, b.data(), n_in);
+      ASSERT_EQ(a, b) << isa_str(isa) << " row " << r;
+      std::copy(a.begin(), a.end(), deq.begin() + r * n_in);
+      EXPECT_EQ(dot_row_with(kernel_table(isa), DType::Q5_K_R, packed.data() + r * rb, src.data(), n_in),
+                dot_row_with(kernel_table(Isa::kScalar), DType::Q5_K, bytes.data() + r * rb, src.data(), n_in));
+    }
+  TensorView w{packed.data(), DType::Q5_K_R, {n_out, n_in}, "w"};
+  expect_matmul_matches_values(w, DType::Q5_K, deq, n_out, n_in, 450);
+  repack_rows(DType::Q5_K_R, DType::Q5_K, packed.data(), n_out, n_in);
+  EXPECT_EQ(packed, bytes);
+  EXPECT_THROW(repack_rows(DType::Q4_K, DType::Q5_K_R, packed.data(), 1, 256), og::Error);
+  DType parsed;
+  EXPECT_FALSE(dtype_from_name("q5_k_r", &parsed));
+}
+
+// Q4_0_R (Q4_0 rows interleaved by 8 at load): every ISA against the
+// double-precision product of the Q4_0 weights, for the row counts of decode,
+// batched decode and prefill, weight-row counts with every tail (n_out % 8
+// rows stay plain), pooled shapes and activation chunks.
+TEST(IsaMatmul, RepackedQ4_0AgreesWithReference) {
+  set_num_threads(2);
+  for (Isa isa : available_isas()) {
+    for (int64_t n_x : {1, 2, 3, 7, 8, 33, 512}) {
+      check_matmul(isa, DType::Q4_0, 13, 96, n_x, 500 + static_cast<uint32_t>(n_x), DType::Q4_0_R);
+      check_matmul(isa, DType::Q4_0, 8, 32, n_x, 510 + static_cast<uint32_t>(n_x), DType::Q4_0_R);
+    }
+    for (int64_t n_out : {1, 7, 9, 16, 23, 40, 203})
+      for (int64_t n_x : {1, 5, 33}) check_matmul(isa, DType::Q4_0, n_out, 64, n_x, 520 + static_cast<uint32_t>(n_out), DType::Q4_0_R);
+    check_matmul(isa, DType::Q4_0, 203, 1024, 8, 530, DType::Q4_0_R);
+    check_matmul(isa, DType::Q4_0, 67, 768, 40, 531, DType::Q4_0_R);    // pooled, prefill tiles
+    check_matmul(isa, DType::Q4_0, 21, 16384, 17, 532, DType::Q4_0_R);  // activation chunks
+  }
+}
+
+// The interleaved layout holds the same values: get_row reads every row
+// (groups and tail) as the Q4_0 rows, every ISA's matmul equals their product
+// within the activation rounding on raw bytes (every level 0..15), a row
+// pointer is refused, and unpacking restores the bytes.
+TEST(IsaMatmul, RepackedQ4_0HoldsTheSameValues) {
+  const int64_t n_out = 19, n_in = 96, rb = dtype_row_bytes(DType::Q4_0, n_in);
+  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 4040);
+  for (int64_t r = 0; r < n_out; ++r)
+    for (int64_t b = 0; b < n_in / 32; ++b) {
+      uint8_t* blk = bytes.data() + r * rb + b * 18;
+      blk[0] = static_cast<uint8_t>(r), blk[1] = 0x20;  // f16 near 2^-7, a different scale per row
+    }
+  std::vector<uint8_t> packed = bytes;
+  repack_rows(DType::Q4_0, DType::Q4_0_R, packed.data(), n_out, n_in);
+  EXPECT_NE(packed, bytes);
+  TensorView plain{bytes.data(), DType::Q4_0, {n_out, n_in}, "plain"}, inter{packed.data(), DType::Q4_0_R, {n_out, n_in}, "inter"};
+  std::vector<float> a(static_cast<size_t>(n_in)), b(static_cast<size_t>(n_in)), deq(static_cast<size_t>(n_out * n_in));
+  for (int64_t r = 0; r < n_out; ++r) {
+    get_row(plain, r, a.data());
+    get_row(inter, r, b.data());
+    ASSERT_EQ(a, b) << "row " << r;
+    std::copy(a.begin(), a.end(), deq.begin() + r * n_in);
+  }
+  expect_matmul_matches_values(inter, DType::Q4_0, deq, n_out, n_in, 540);
+  EXPECT_THROW(dequantize_row(DType::Q4_0_R, packed.data(), a.data(), n_in), og::Error);
+  EXPECT_THROW(dot_row(DType::Q4_0_R, packed.data(), a.data(), n_in), og::Error);
+  repack_rows(DType::Q4_0_R, DType::Q4_0, packed.data(), n_out, n_in);
+  EXPECT_EQ(packed, bytes);
+  DType parsed;
+  EXPECT_FALSE(dtype_from_name("q4_0_r", &parsed));
 }
 
 TEST(IsaMatmul, LargeEnoughToUseTheThreadPool) {

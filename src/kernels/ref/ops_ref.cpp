@@ -43,6 +43,13 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       }
       return;
     case DType::Q5_K: dequant_q5_k(src, dst, n); return;
+    case DType::Q5_K_R:
+      for (int64_t k = 0; k < n / 256; ++k) {
+        uint8_t blk[176];
+        unpack_q5_k_r(b + 176 * k, blk, 1);
+        dequant_q5_k(blk, dst + 256 * k, 256);
+      }
+      return;
     case DType::Q6_K: dequant_q6_k(src, dst, n); return;
     case DType::Q6_K_R:
       for (int64_t k = 0; k < n / 256; ++k) {
@@ -101,12 +108,15 @@ void matmul_rows(DType t, const uint8_t* w, int64_t row_bytes, int64_t n_in, int
                  const float* x, int64_t n_x, float* y, int64_t n_out) {
   thread_local std::vector<float> buf;
   buf.resize(static_cast<size_t>(n_in));
-  thread_local std::vector<uint8_t> row;  // a Q8_0_R row gathered as plain Q8_0
-  if (t == DType::Q8_0_R) row.resize(static_cast<size_t>(row_bytes));
+  thread_local std::vector<uint8_t> row;  // a Q8_0_R / Q4_0_R row gathered as plain Q8_0 / Q4_0
+  if (t == DType::Q8_0_R || t == DType::Q4_0_R) row.resize(static_cast<size_t>(row_bytes));
   for (int64_t r = r0; r < r1; ++r) {
     if (t == DType::Q8_0_R) {
       q8_0_r_row(w, n_out, n_in, r, row.data());
       dequant_q8_0(row.data(), buf.data(), n_in);
+    } else if (t == DType::Q4_0_R) {
+      q4_0_r_row(w, n_out, n_in, r, row.data());
+      dequant_q4_0(row.data(), buf.data(), n_in);
     } else {
       dequantize_row(t, w + r * row_bytes, buf.data(), n_in);  // once per weight row
     }

@@ -255,11 +255,13 @@ inline void store32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
 // Quants 4s..4s+3 of sub-block l (as 4 bytes of nibble values) are word s of
 // the 32-byte row 32(l/2) in Q4_K, nibble l&1; in Q4_K_R word (s/2)·8 + l, nibble s&1.
-template <bool kToR>
+// Q5_K's 128 quant bytes (kBytes 176, at kQs 48) move the same way; the kQs
+// bytes before them are copied.
+template <bool kToR, int kBytes = 144, int kQs = 16>
 void move_q4_k_quants(const uint8_t* src, uint8_t* dst, int64_t n_blocks) {
   constexpr uint32_t kLow = 0x0F0F0F0Fu;
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* in = src + 144 * b + 16;
+    const uint8_t* in = src + kBytes * b + kQs;
     uint8_t out[128];
     for (int w = 0; w < 32; ++w) {  // output word w
       uint32_t lo, hi;
@@ -274,8 +276,8 @@ void move_q4_k_quants(const uint8_t* src, uint8_t* dst, int64_t n_blocks) {
       }
       store32(out + 4 * w, lo | (hi << 4));
     }
-    if (dst != src) std::memcpy(dst + 144 * b, src + 144 * b, 16);
-    std::memcpy(dst + 144 * b + 16, out, 128);
+    if (dst != src) std::memcpy(dst + kBytes * b, src + kBytes * b, kQs);
+    std::memcpy(dst + kBytes * b + kQs, out, 128);
   }
 }
 
@@ -348,6 +350,38 @@ void unpack_q6_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks) {
     std::memcpy(dst + 210 * b, out, 192);
     if (dst != src) std::memcpy(dst + 210 * b + 192, src + 210 * b + 192, 18);
   }
+}
+
+namespace {
+// Q5_K_R's fifth bits: element e = 32l + 8t + 4n + k (Q5_K: bit l of qh byte
+// 8t + 4n + k) goes to bit 4(t/2) + 2n + t%2 of qh byte 4l + k; for each
+// (bit i, sub-block l) the four bytes k = 0..3 move as one 32-bit word.
+template <bool kToR>
+void move_q5_k_high_bits(const uint8_t* src, uint8_t* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* in = src + 176 * b + 16;
+    uint8_t out[32] = {};
+    for (int i = 0; i < 8; ++i) {
+      const int t = 2 * (i / 4) + i % 2, n = (i / 2) % 2, plain = 8 * t + 4 * n;
+      for (int l = 0; l < 8; ++l) {
+        if (kToR)
+          store32(out + 4 * l, load32(out + 4 * l) | ((load32(in + plain) >> l) & 0x01010101u) << i);
+        else
+          store32(out + plain, load32(out + plain) | ((load32(in + 4 * l) >> i) & 0x01010101u) << l);
+      }
+    }
+    std::memcpy(dst + 176 * b + 16, out, 32);
+  }
+}
+}  // namespace
+
+void repack_q5_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks) {
+  move_q4_k_quants<true, 176, 48>(src, dst, n_blocks);  // copies the header and qh when dst != src
+  move_q5_k_high_bits<true>(dst, dst, n_blocks);
+}
+void unpack_q5_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks) {
+  move_q4_k_quants<false, 176, 48>(src, dst, n_blocks);
+  move_q5_k_high_bits<false>(dst, dst, n_blocks);
 }
 
 void repack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks) { move_q4_k_quants<true>(src, dst, n_blocks); }

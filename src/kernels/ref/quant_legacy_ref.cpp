@@ -1,6 +1,6 @@
 // Reference codecs of the 32-element block formats Q4_0, Q4_1, Q5_0, Q5_1 and
-// Q8_0 (layouts in shared/design/MODEL-FORMATS.md §2.2), and Q8_0's in-memory
-// interleaved layout Q8_0_R (ref.h). Element i of a block
+// Q8_0 (layouts in shared/design/MODEL-FORMATS.md §2.2), and the in-memory
+// interleaved layouts Q8_0_R and Q4_0_R (ref.h). Element i of a block
 // takes the low nibble of qs[i], element i+16 the high nibble.
 #include <algorithm>
 #include <cmath>
@@ -202,40 +202,43 @@ void quant_q8_0(const float* src, void* dst, int64_t n) {
 
 namespace {
 
-// Byte offsets of block b of row j (0..7) of a group: plain Q8_0 (row stride
-// rb) and Q8_0_R; the scale moves as one piece, the quants 4 at a time.
-inline int64_t q8_plain(int64_t rb, int j, int64_t b) { return j * rb + 34 * b; }
-inline int64_t q8_scale_r(int j, int64_t b) { return 272 * b + 2 * j; }
-inline int64_t q8_quants_r(int j, int s, int64_t b) { return 272 * b + 16 + 32 * s + 4 * j; }
+// Byte offsets of block b of row j (0..7) of a group: plain Q8_0 / Q4_0 (row
+// stride rb, kBB bytes a block) and Q8_0_R / Q4_0_R (8·kBB bytes a block);
+// the scale moves as one piece, the quants 4 bytes at a time.
+template <int kBB>
+struct Groups {
+  static constexpr int kSteps = (kBB - 2) / 4;
+  static int64_t plain(int64_t rb, int j, int64_t b) { return j * rb + kBB * b; }
+  static int64_t scale_r(int j, int64_t b) { return 8 * kBB * b + 2 * j; }
+  static int64_t quants_r(int j, int s, int64_t b) { return 8 * kBB * b + 16 + 32 * s + 4 * j; }
+};
 
-template <bool kToR>
-void move_q8_0_groups(uint8_t* data, int64_t n_rows, int64_t n_in) {
-  const int64_t rb = n_in / kQK * 34, nb = n_in / kQK;
+template <bool kToR, int kBB>
+void move_groups(uint8_t* data, int64_t n_rows, int64_t n_in) {
+  using G = Groups<kBB>;
+  const int64_t nb = n_in / kQK, rb = nb * kBB;
   std::vector<uint8_t> t(static_cast<size_t>(8 * rb));
   for (int64_t g = 0; g + 8 <= n_rows; g += 8) {
     uint8_t* grp = data + g * rb;
     std::memcpy(t.data(), grp, t.size());
     for (int64_t b = 0; b < nb; ++b)
       for (int j = 0; j < 8; ++j) {
-        const int64_t p = q8_plain(rb, j, b);
+        const int64_t p = G::plain(rb, j, b);
         if (kToR) {
-          std::memcpy(grp + q8_scale_r(j, b), t.data() + p, 2);
-          for (int s = 0; s < 8; ++s) std::memcpy(grp + q8_quants_r(j, s, b), t.data() + p + 2 + 4 * s, 4);
+          std::memcpy(grp + G::scale_r(j, b), t.data() + p, 2);
+          for (int s = 0; s < G::kSteps; ++s) std::memcpy(grp + G::quants_r(j, s, b), t.data() + p + 2 + 4 * s, 4);
         } else {
-          std::memcpy(grp + p, t.data() + q8_scale_r(j, b), 2);
-          for (int s = 0; s < 8; ++s) std::memcpy(grp + p + 2 + 4 * s, t.data() + q8_quants_r(j, s, b), 4);
+          std::memcpy(grp + p, t.data() + G::scale_r(j, b), 2);
+          for (int s = 0; s < G::kSteps; ++s) std::memcpy(grp + p + 2 + 4 * s, t.data() + G::quants_r(j, s, b), 4);
         }
       }
   }
 }
 
-}  // namespace
-
-void repack_q8_0_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_q8_0_groups<true>(data, n_rows, n_in); }
-void unpack_q8_0_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_q8_0_groups<false>(data, n_rows, n_in); }
-
-void q8_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
-  const int64_t rb = n_in / kQK * 34, nb = n_in / kQK;
+template <int kBB>
+void group_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
+  using G = Groups<kBB>;
+  const int64_t nb = n_in / kQK, rb = nb * kBB;
   if (r >= n_rows / 8 * 8) {  // a tail row stays plain
     std::memcpy(dst, data + r * rb, static_cast<size_t>(rb));
     return;
@@ -243,9 +246,22 @@ void q8_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, ui
   const uint8_t* grp = data + r / 8 * 8 * rb;
   const int j = static_cast<int>(r % 8);
   for (int64_t b = 0; b < nb; ++b) {
-    std::memcpy(dst + 34 * b, grp + q8_scale_r(j, b), 2);
-    for (int s = 0; s < 8; ++s) std::memcpy(dst + 34 * b + 2 + 4 * s, grp + q8_quants_r(j, s, b), 4);
+    std::memcpy(dst + kBB * b, grp + G::scale_r(j, b), 2);
+    for (int s = 0; s < G::kSteps; ++s) std::memcpy(dst + kBB * b + 2 + 4 * s, grp + G::quants_r(j, s, b), 4);
   }
+}
+
+}  // namespace
+
+void repack_q8_0_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<true, 34>(data, n_rows, n_in); }
+void unpack_q8_0_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<false, 34>(data, n_rows, n_in); }
+void q8_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
+  group_row<34>(data, n_rows, n_in, r, dst);
+}
+void repack_q4_0_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<true, 18>(data, n_rows, n_in); }
+void unpack_q4_0_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<false, 18>(data, n_rows, n_in); }
+void q4_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
+  group_row<18>(data, n_rows, n_in, r, dst);
 }
 
 }  // namespace og::kernels::ref

@@ -111,4 +111,24 @@ void unpack_q8_0_r(uint8_t* data, int64_t n_rows, int64_t n_in);
 // Row r of a Q8_0_R matrix of n_rows rows as plain Q8_0 bytes (dst: its row bytes).
 void q8_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst);
 
+// Q4_0_R (dtype.h): Q8_0_R's interleaving of Q4_0 rows. Group g's 32-element
+// block b is 144 bytes at 144·b: the 8 rows' f16 scales (16 bytes), then for
+// step s = 0..3 32 bytes in which bytes 4j..4j+3 are quant bytes 4s..4s+3 of
+// row 8g + j (low nibbles elements 4s..4s+3, high nibbles 16 + 4s..): one
+// 32-byte load gives, per 32-bit lane, 4 nibble pairs of one row.
+void repack_q4_0_r(uint8_t* data, int64_t n_rows, int64_t n_in);
+void unpack_q4_0_r(uint8_t* data, int64_t n_rows, int64_t n_in);
+// Row r of a Q4_0_R matrix as plain Q4_0 bytes (dst: its row bytes).
+void q4_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst);
+
+// Q5_K_R (dtype.h): a Q5_K block whose 128 quant bytes (at 48) are regrouped
+// as Q4_K_R's (byte 48 + 32t + 4l + k: element 32l + 8t + k low nibble,
+// 32l + 8t + 4 + k high nibble) and whose fifth bits follow: the bit of
+// element 32l + 8t + 4n + k is bit 4(t/2) + 2n + t%2 of qh byte 16 + 4l + k.
+// A 64-byte load of steps 2u, 2u + 1 (nibble n) then finds its fifth bits in
+// one 32-byte qh load, bit 4u + 2n in the low half, 4u + 2n + 1 in the high.
+// The 16 header bytes are unchanged. In place allowed (src == dst).
+void repack_q5_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
+void unpack_q5_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
+
 }  // namespace og::kernels::ref
