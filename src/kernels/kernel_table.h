@@ -19,7 +19,10 @@ constexpr int kNumDTypeIds = 40;  // dtype ids are < 40 (see tensor/dtype.h)
 // prepare() converts the activations once per matmul into act (act_bytes of
 // scratch, 64-byte aligned; both may be null when the kernel reads x
 // directly), then rows() computes output rows [r0, r1) from any thread. r0 is
-// a multiple of row_tile.
+// a multiple of row_tile. Every act layout is row by row: activation row i
+// owns bytes [i·act_bytes(1), (i + 1)·act_bytes(1)) and prepare() of rows
+// [i0, i1) writes those rows from x's rows alone, so large batches prepare
+// their rows over the pool (matmul_with).
 struct MatmulImpl {
   int64_t (*act_bytes)(int64_t n_x, int64_t n_in) = nullptr;
   void (*prepare)(const float* x, int64_t n_x, int64_t n_in, void* act) = nullptr;
