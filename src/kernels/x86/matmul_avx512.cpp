@@ -27,9 +27,9 @@
 #define OG_X86_K6XP 4
 #define OG_X86_K6ZP 2  // prefill on zmm: RP x 2·K6ZP tiles (KQ6RP)
 #define OG_X86_Q6R_REPACK 1  // Q6_K matrices become Q6_K_R at load
-#define OG_X86_Q8RG 2   // Q8_0_R: groups of 8 rows per tile
-#define OG_X86_Q8RXT 6
-#define OG_X86_Q8RD 2   // Q8_0_R decode: groups per tile
+#define OG_X86_Q8RG 4   // Q8_0_R: groups of 8 rows per tile
+#define OG_X86_Q8RXT 3
+#define OG_X86_Q8RD 4   // Q8_0_R decode: groups per tile
 #include "kernels/x86/matmul_x86.inc"
 
 namespace og::kernels {
