@@ -1,4 +1,8 @@
 // AVX-512 VNNI peak multiply-add probe (probe_x86.inc).
+// GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(),
+// which -Wuninitialized reports at every use: a false positive.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define OG_X86_NS avx512
 #define OG_X86_VNNI 1
 #define OG_X86_ZMM 1
