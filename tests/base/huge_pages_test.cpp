@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/huge_pages.h"
 #include "base/mapped_file.h"
+#include "temp_dir.h"
 
 namespace og {
 namespace {
@@ -32,7 +33,7 @@ TEST(HugePageBuffer, ImpossibleSizeThrows) {
 }
 
 TEST(ReleaseFilePages, MappingStaysReadable) {
-  const std::string path = ::testing::TempDir() + "og_release_pages.bin";
+  const std::string path = og::test::temp_path("og_release_pages.bin");
   std::string content(64 * 1024, '\0');
   for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7);
   FILE* f = std::fopen(path.c_str(), "wb");

@@ -12,6 +12,7 @@
 
 #include "e2e_util.h"
 #include "synth/synth.h"
+#include "temp_dir.h"
 
 namespace og::e2e {
 namespace {
@@ -130,7 +131,7 @@ TEST(Inspect, VocabOnlyGgufs) {
 // could read: the hyper-parameters come from the loader's ModelConfig, so a
 // missing tensor still shows them, an unknown architecture does not.
 TEST(Inspect, FilesRunRejectsExitOneAfterWhatTheyHold) {
-  const std::string base = testing::TempDir() + "/og_inspect_reject";
+  const std::string base = og::test::temp_path("og_inspect_reject");
   og::synth::SynthSpec spec = og::synth::tiny_spec(og::synth::Family::kLlama);
   fs::remove_all(base + "-hf");
   og::synth::write_hf(spec, base + "-hf");
@@ -167,7 +168,7 @@ TEST(Inspect, FilesRunRejectsExitOneAfterWhatTheyHold) {
 // integer (2048.0) is what the loader accepts, and a chat_template.json is
 // seen by inspect as by run.
 TEST(Inspect, ShowsWhatTheLoaderReads) {
-  const std::string dir = testing::TempDir() + "/og_inspect_loader";
+  const std::string dir = og::test::temp_path("og_inspect_loader");
   fs::remove_all(dir);
   fs::copy(kData + "/models/stories260K-hf", dir);
   fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add);
@@ -187,7 +188,7 @@ TEST(Inspect, SyntheticFamiliesBothLayouts) {
   using og::synth::Family;
   for (Family f : {Family::kLlama, Family::kQwen2, Family::kQwen3, Family::kMistral, Family::kGemma3}) {
     og::synth::SynthSpec spec = og::synth::tiny_spec(f);
-    const std::string base = testing::TempDir() + "/og_inspect_" + og::synth::family_name(f);
+    const std::string base = og::test::temp_path(std::string("og_inspect_") + og::synth::family_name(f));
     fs::remove_all(base + "-hf");
     og::synth::write_gguf(spec, base + ".gguf");
     og::synth::write_hf(spec, base + "-hf");
@@ -210,11 +211,11 @@ TEST(Inspect, SyntheticFamiliesBothLayouts) {
 }
 
 TEST(Inspect, BadInputsAreOneLineAndExitOne) {
-  const std::string empty_dir = testing::TempDir() + "/og_inspect_empty";
+  const std::string empty_dir = og::test::temp_path("og_inspect_empty");
   fs::create_directories(empty_dir);
-  const std::string garbage = testing::TempDir() + "/og_inspect_garbage.gguf";
+  const std::string garbage = og::test::temp_path("og_inspect_garbage.gguf");
   std::ofstream(garbage) << "this is not a model file at all, just some text";
-  const std::string bad_config = testing::TempDir() + "/og_inspect_badcfg";
+  const std::string bad_config = og::test::temp_path("og_inspect_badcfg");
   fs::create_directories(bad_config);
   std::ofstream(bad_config + "/config.json") << "{\"hidden_size\": ";
   struct Case {

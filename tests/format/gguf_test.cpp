@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "tensor/dtype.h"
+#include "temp_dir.h"
 
 namespace og {
 namespace {
@@ -219,7 +220,7 @@ TEST(Gguf, StreamedTensorsWriteTheSameFile) {
 }
 
 TEST(Gguf, WritesAndReadsFiles) {
-  std::string path = testing::TempDir() + "/og_gguf_test.gguf";
+  std::string path = og::test::temp_path("og_gguf_test.gguf");
   GgufWriter w;
   w.set("general.architecture", GgufValue::make_string("llama"));
   std::vector<uint8_t> data(2 * 32 * 2, 7);

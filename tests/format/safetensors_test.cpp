@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "format/gguf.h"
 #include "format/hf_config.h"
+#include "temp_dir.h"
 
 namespace og {
 namespace {
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 const std::string kHf = std::string(OG_TESTDATA_DIR) + "/models/stories260K-hf";
 
 std::string temp_dir(const std::string& name) {
-  std::string d = testing::TempDir() + "/og_st_" + name;
+  std::string d = og::test::temp_path("og_st_" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

@@ -19,6 +19,7 @@
 #include "kernels/ops.h"
 #include "model/gguf_export.h"
 #include "synth/synth_internal.h"
+#include "temp_dir.h"
 
 namespace og {
 namespace {
@@ -29,7 +30,7 @@ using synth::Family;
 const Family kAll[] = {Family::kLlama, Family::kQwen2, Family::kQwen3, Family::kMistral, Family::kGemma3};
 
 std::string temp_path(const std::string& name) {
-  std::string p = testing::TempDir() + "/og_synth_" + name;
+  std::string p = og::test::temp_path("og_synth_" + name);
   fs::remove_all(p);
   return p;
 }

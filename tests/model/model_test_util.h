@@ -15,6 +15,7 @@
 #include "format/tensor_source.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
+#include "temp_dir.h"
 
 namespace og::test {
 
@@ -52,24 +53,6 @@ inline double max_rel_err(const std::vector<float>& a, const std::vector<float>&
   }
   return max_ab == 0 ? max_diff : max_diff / max_ab;
 }
-
-// A fresh empty directory under the system temp dir, removed on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() / ("og_model_test_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string path(const std::string& name = "") const { return name.empty() ? path_.string() : (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 // Named f32 tensors held in memory.
 class MemorySource : public TensorSource {

@@ -12,6 +12,7 @@
 #include "format/gguf.h"
 #include "tokenizer/loaders.h"
 #include "tokenizer/tokenizer.h"
+#include "temp_dir.h"
 
 namespace og {
 namespace {
@@ -185,7 +186,7 @@ TEST(TokenizerErrors, BadPathsAndIds) {
 
 // Ill-typed special-id fields beside a tokenizer are errors naming file and key, never silently ignored.
 TEST(TokenizerErrors, IllTypedHfConfigFields) {
-  const std::string dir = ::testing::TempDir() + "og_tok_cfg";
+  const std::string dir = og::test::temp_path("og_tok_cfg");
   std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
   const std::string tj = read_text_file(kModels + "stories260K-hf/tokenizer.json");
   auto write = [&](const std::string& name, const std::string& text) {
