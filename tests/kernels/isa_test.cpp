@@ -248,6 +248,38 @@ TEST(IsaMatmul, RepackedQ6KPrefillEqualsSingleRowsBitForBit) {
   for (int64_t n_out : {1, 7, 33, 203}) expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R, n_out, 340);
 }
 
+// A K-quant layout regrouped at load holds the file type's values (raw
+// bytes in `bytes`, n_out rows of n_in): through every ISA it dequantizes and
+// dots bit for bit as `file`, every ISA's matmul equals those values' product
+// within the activation rounding, unpacking restores the bytes, another
+// type's bytes are refused, and the layout has no user-facing dtype name.
+void expect_regrouped_holds_values(DType file, DType layout, const std::vector<uint8_t>& bytes, int64_t n_out,
+                                   int64_t n_in, uint32_t seed) {
+  const int64_t rb = dtype_row_bytes(file, n_in);
+  std::vector<uint8_t> packed = bytes;
+  repack_rows(file, layout, packed.data(), n_out, n_in);
+  EXPECT_NE(packed, bytes);
+  std::vector<float> a(static_cast<size_t>(n_in)), b(static_cast<size_t>(n_in)), deq(static_cast<size_t>(n_out * n_in));
+  std::vector<float> src = random_normal(n_in, seed);
+  for (Isa isa : available_isas())
+    for (int64_t r = 0; r < n_out; ++r) {
+      dequantize_row_with(kernel_table(isa), file, bytes.data() + r * rb, a.data(), n_in);
+      dequantize_row_with(kernel_table(isa), layout, packed.data() + r * rb, b.data(), n_in);
+      ASSERT_EQ(a, b) << isa_str(isa) << " row " << r;
+      std::copy(a.begin(), a.end(), deq.begin() + r * n_in);
+      EXPECT_EQ(dot_row_with(kernel_table(isa), layout, packed.data() + r * rb, src.data(), n_in),
+                dot_row_with(kernel_table(Isa::kScalar), file, bytes.data() + r * rb, src.data(), n_in));
+    }
+  TensorView w{packed.data(), layout, {n_out, n_in}, "w"};
+  expect_matmul_matches_values(w, file, deq, n_out, n_in, seed + 100);
+  repack_rows(layout, file, packed.data(), n_out, n_in);
+  EXPECT_EQ(packed, bytes);
+  const DType other = file == DType::Q4_K ? DType::Q6_K : DType::Q4_K;
+  EXPECT_THROW(repack_rows(other, layout, packed.data(), 1, 256), og::Error);
+  DType parsed;
+  EXPECT_FALSE(dtype_from_name(dtype_name(static_cast<uint32_t>(layout)), &parsed));
+}
+
 // The repacked layout holds the same values: dequantized bit for bit equal
 // through every ISA's table, and unpacking gives the original bytes back.
 TEST(IsaMatmul, RepackedQ4KHoldsTheSameValues) {
@@ -308,27 +340,26 @@ TEST(IsaMatmul, RepackedQ6KHoldsTheSameValues) {
       blk[208] = static_cast<uint8_t>(r), blk[209] = 0x18;  // f16 near 2^-9, a different d per row
       if (b == 0) blk[192] = 0x80, blk[193] = 0x7F;          // scales −128, 127
     }
-  std::vector<uint8_t> packed = bytes;
-  repack_rows(DType::Q6_K, DType::Q6_K_R, packed.data(), n_out, n_in);
-  EXPECT_NE(packed, bytes);
-  std::vector<float> a(static_cast<size_t>(n_in)), b(static_cast<size_t>(n_in)), deq(static_cast<size_t>(n_out * n_in));
-  std::vector<float> src = random_normal(n_in, 91);
-  for (Isa isa : available_isas())
-    for (int64_t r = 0; r < n_out; ++r) {
-      dequantize_row_with(kernel_table(isa), DType::Q6_K, bytes.data() + r * rb, a.data(), n_in);
-      dequantize_row_with(kernel_table(isa), DType::Q6_K_R, packed.data() + r * rb, b.data(), n_in);
-      ASSERT_EQ(a, b) << isa_str(isa) << " row " << r;
-      std::copy(a.begin(), a.end(), deq.begin() + r * n_in);
-      EXPECT_EQ(dot_row_with(kernel_table(isa), DType::Q6_K_R, packed.data() + r * rb, src.data(), n_in),
-                dot_row_with(kernel_table(Isa::kScalar), DType::Q6_K, bytes.data() + r * rb, src.data(), n_in));
+  expect_regrouped_holds_values(DType::Q6_K, DType::Q6_K_R, bytes, n_out, n_in, 91);
+}
+
+// A layout interleaved by 8 rows (Q8_0_R, Q4_0_R) against the reference for
+// every ISA: the row counts of decode, batched decode and prefill, weight-row
+// counts with every tail (n_out % 8 rows stay plain), pooled shapes and
+// activation chunks.
+void check_interleaved_by_8(DType file, DType layout, uint32_t seed) {
+  set_num_threads(2);
+  for (Isa isa : available_isas()) {
+    for (int64_t n_x : {1, 2, 3, 7, 8, 33, 512}) {
+      check_matmul(isa, file, 13, 96, n_x, seed + static_cast<uint32_t>(n_x), layout);
+      check_matmul(isa, file, 8, 32, n_x, seed + 10 + static_cast<uint32_t>(n_x), layout);
     }
-  TensorView w{packed.data(), DType::Q6_K_R, {n_out, n_in}, "w"};
-  expect_matmul_matches_values(w, DType::Q6_K, deq, n_out, n_in, 250);
-  repack_rows(DType::Q6_K_R, DType::Q6_K, packed.data(), n_out, n_in);
-  EXPECT_EQ(packed, bytes);
-  EXPECT_THROW(repack_rows(DType::Q4_K, DType::Q6_K_R, packed.data(), 1, 256), og::Error);
-  DType parsed;
-  EXPECT_FALSE(dtype_from_name("q6_k_r", &parsed));
+    for (int64_t n_out : {1, 7, 9, 16, 23, 40, 203})
+      for (int64_t n_x : {1, 5, 33}) check_matmul(isa, file, n_out, 64, n_x, seed + 20 + static_cast<uint32_t>(n_out), layout);
+    check_matmul(isa, file, 203, 1024, 8, seed + 30, layout);
+    check_matmul(isa, file, 67, 768, 40, seed + 31, layout);    // pooled, prefill tiles
+    check_matmul(isa, file, 21, 16384, 17, seed + 32, layout);  // activation chunks
+  }
 }
 
 // Q8_0_R (Q8_0 rows interleaved by 8 at load): every ISA (the scalar one is
@@ -337,18 +368,7 @@ TEST(IsaMatmul, RepackedQ6KHoldsTheSameValues) {
 // and prefill, weight-row counts with every tail (n_out % 8 rows stay plain)
 // and pooled shapes.
 TEST(IsaMatmul, RepackedQ8_0AgreesWithReference) {
-  set_num_threads(2);
-  for (Isa isa : available_isas()) {
-    for (int64_t n_x : {1, 2, 3, 7, 8, 33, 512}) {
-      check_matmul(isa, DType::Q8_0, 13, 96, n_x, 200 + static_cast<uint32_t>(n_x), DType::Q8_0_R);
-      check_matmul(isa, DType::Q8_0, 8, 32, n_x, 210 + static_cast<uint32_t>(n_x), DType::Q8_0_R);
-    }
-    for (int64_t n_out : {1, 7, 9, 16, 23, 40, 203})
-      for (int64_t n_x : {1, 5, 33}) check_matmul(isa, DType::Q8_0, n_out, 64, n_x, 220 + static_cast<uint32_t>(n_out), DType::Q8_0_R);
-    check_matmul(isa, DType::Q8_0, 203, 1024, 8, 230, DType::Q8_0_R);
-    check_matmul(isa, DType::Q8_0, 67, 768, 40, 231, DType::Q8_0_R);    // pooled, prefill tiles
-    check_matmul(isa, DType::Q8_0, 21, 16384, 17, 232, DType::Q8_0_R);  // activation chunks
-  }
+  check_interleaved_by_8(DType::Q8_0, DType::Q8_0_R, 200);
 }
 
 // The interleaved layout holds the same values: get_row reads every row
@@ -440,27 +460,7 @@ TEST(IsaMatmul, RepackedQ5KHoldsTheSameValues) {
       blk[0] = static_cast<uint8_t>(r), blk[1] = 0x18;      // d: f16 near 2^-9, a different one per row
       blk[2] = static_cast<uint8_t>(3 * r), blk[3] = 0x14;  // dmin near 2^-10
     }
-  std::vector<uint8_t> packed = bytes;
-  repack_rows(DType::Q5_K, DType::Q5_K_R, packed.data(), n_out, n_in);
-  EXPECT_NE(packed, bytes);
-  std::vector<float> a(static_cast<size_t>(n_in)), b(static_cast<size_t>(n_in)), deq(static_cast<size_t>(n_out * n_in));
-  std::vector<float> src = random_normal(n_in, 92);
-  for (Isa isa : available_isas())
-    for (int64_t r = 0; r < n_out; ++r) {
-      dequantize_row_with(kernel_table(isa), DType::Q5_K, bytes.data() + r * rb, a.data(), n_in);
-      dequantize_row_with(kernel_table(isa), DType::Q5_K_R, packed.data() + r * rb, b.data(), n_in);
-      ASSERT_EQ(a, b) << isa_str(isa) << " row " << r;
-      std::copy(a.begin(), a.end(), deq.begin() + r * n_in);
-      EXPECT_EQ(dot_row_with(kernel_table(isa), DType::Q5_K_R, packed.data() + r * rb, src.data(), n_in),
-                dot_row_with(kernel_table(Isa::kScalar), DType::Q5_K, bytes.data() + r * rb, src.data(), n_in));
-    }
-  TensorView w{packed.data(), DType::Q5_K_R, {n_out, n_in}, "w"};
-  expect_matmul_matches_values(w, DType::Q5_K, deq, n_out, n_in, 450);
-  repack_rows(DType::Q5_K_R, DType::Q5_K, packed.data(), n_out, n_in);
-  EXPECT_EQ(packed, bytes);
-  EXPECT_THROW(repack_rows(DType::Q4_K, DType::Q5_K_R, packed.data(), 1, 256), og::Error);
-  DType parsed;
-  EXPECT_FALSE(dtype_from_name("q5_k_r", &parsed));
+  expect_regrouped_holds_values(DType::Q5_K, DType::Q5_K_R, bytes, n_out, n_in, 92);
 }
 
 // Q4_0_R (Q4_0 rows interleaved by 8 at load): every ISA against the
@@ -468,18 +468,7 @@ TEST(IsaMatmul, RepackedQ5KHoldsTheSameValues) {
 // batched decode and prefill, weight-row counts with every tail (n_out % 8
 // rows stay plain), pooled shapes and activation chunks.
 TEST(IsaMatmul, RepackedQ4_0AgreesWithReference) {
-  set_num_threads(2);
-  for (Isa isa : available_isas()) {
-    for (int64_t n_x : {1, 2, 3, 7, 8, 33, 512}) {
-      check_matmul(isa, DType::Q4_0, 13, 96, n_x, 500 + static_cast<uint32_t>(n_x), DType::Q4_0_R);
-      check_matmul(isa, DType::Q4_0, 8, 32, n_x, 510 + static_cast<uint32_t>(n_x), DType::Q4_0_R);
-    }
-    for (int64_t n_out : {1, 7, 9, 16, 23, 40, 203})
-      for (int64_t n_x : {1, 5, 33}) check_matmul(isa, DType::Q4_0, n_out, 64, n_x, 520 + static_cast<uint32_t>(n_out), DType::Q4_0_R);
-    check_matmul(isa, DType::Q4_0, 203, 1024, 8, 530, DType::Q4_0_R);
-    check_matmul(isa, DType::Q4_0, 67, 768, 40, 531, DType::Q4_0_R);    // pooled, prefill tiles
-    check_matmul(isa, DType::Q4_0, 21, 16384, 17, 532, DType::Q4_0_R);  // activation chunks
-  }
+  check_interleaved_by_8(DType::Q4_0, DType::Q4_0_R, 500);
 }
 
 // The interleaved layout holds the same values: get_row reads every row

@@ -11,6 +11,20 @@
 
 namespace og::kernels::ref {
 
+namespace {
+// A regrouped K-quant row (256-element blocks of kBytes): each block unpacked
+// to the file's layout, then dequantized as the file's type.
+template <int kBytes>
+void dequant_regrouped(void (*unpack)(const uint8_t*, uint8_t*, int64_t), void (*dequant)(const void*, float*, int64_t),
+                       const uint8_t* b, float* dst, int64_t n) {
+  for (int64_t k = 0; k < n / 256; ++k) {
+    uint8_t blk[kBytes];
+    unpack(b + kBytes * k, blk, 1);
+    dequant(blk, dst + 256 * k, 256);
+  }
+}
+}  // namespace
+
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
   switch (t) {
@@ -35,29 +49,11 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
     case DType::Q5_1: dequant_q5_1(src, dst, n); return;
     case DType::Q8_0: dequant_q8_0(src, dst, n); return;
     case DType::Q4_K: dequant_q4_k(src, dst, n); return;
-    case DType::Q4_K_R:
-      for (int64_t k = 0; k < n / 256; ++k) {
-        uint8_t blk[144];
-        unpack_q4_k_r(b + 144 * k, blk, 1);
-        dequant_q4_k(blk, dst + 256 * k, 256);
-      }
-      return;
+    case DType::Q4_K_R: return dequant_regrouped<144>(&unpack_q4_k_r, &dequant_q4_k, b, dst, n);
     case DType::Q5_K: dequant_q5_k(src, dst, n); return;
-    case DType::Q5_K_R:
-      for (int64_t k = 0; k < n / 256; ++k) {
-        uint8_t blk[176];
-        unpack_q5_k_r(b + 176 * k, blk, 1);
-        dequant_q5_k(blk, dst + 256 * k, 256);
-      }
-      return;
+    case DType::Q5_K_R: return dequant_regrouped<176>(&unpack_q5_k_r, &dequant_q5_k, b, dst, n);
     case DType::Q6_K: dequant_q6_k(src, dst, n); return;
-    case DType::Q6_K_R:
-      for (int64_t k = 0; k < n / 256; ++k) {
-        uint8_t blk[210];
-        unpack_q6_k_r(b + 210 * k, blk, 1);
-        dequant_q6_k(blk, dst + 256 * k, 256);
-      }
-      return;
+    case DType::Q6_K_R: return dequant_regrouped<210>(&unpack_q6_k_r, &dequant_q6_k, b, dst, n);
     default: fail("no kernels for weight dtype ", dtype_name(static_cast<uint32_t>(t)));
   }
 }
