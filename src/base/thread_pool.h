@@ -53,9 +53,9 @@ class ThreadPool {
   std::mutex call_mu_;  // held by the thread whose job is running
   // The current job (written only while no worker is joined to it).
   const FunctionRef<void(int64_t, int64_t)>* job_ = nullptr;
-  int64_t job_n_ = 0, job_grain_ = 1, job_chunks_ = 0;
+  int64_t job_n_ = 0, job_grain_ = 1;  // items; the shortest chunk
   alignas(64) std::atomic<uint64_t> join_{0};
-  alignas(64) std::atomic<int64_t> next_{0};   // next chunk to hand out
+  alignas(64) std::atomic<int64_t> next_{0};   // first item not yet handed out
   alignas(64) std::atomic<int64_t> left_{0};   // joined workers that finished
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
