@@ -224,53 +224,127 @@ float dot_row_with(const KernelTable& k, DType t, const void* w_row, const float
   return ref::dot_row(t, w_row, x, n);
 }
 
-void matmul_with(const KernelTable& k, const TensorView& w, const float* x, int64_t n_x, float* y) {
+namespace {
+void check_matmul(const TensorView& w, int64_t n_x) {
   OG_CHECK(w.shape.size() == 2, "matmul: weight '", w.name, "' must be 2-D, got shape ", shape_str(w.shape));
   OG_CHECK(weight_dtype_supported(w.dtype), "matmul: weight '", w.name, "' has dtype ",
            dtype_name(static_cast<uint32_t>(w.dtype)), ", which has no kernels");
-  const int64_t n_out = w.shape[0], n_in = w.shape[1];
-  OG_CHECK(n_in % dtype_info(w.dtype).block == 0, "matmul: weight '", w.name, "' rows of ", n_in,
+  OG_CHECK(w.shape[1] % dtype_info(w.dtype).block == 0, "matmul: weight '", w.name, "' rows of ", w.shape[1],
            " elements are not whole ", dtype_info(w.dtype).name, " blocks");
   OG_CHECK(n_x >= 0, "matmul: negative row count ", n_x, " for weight '", w.name, "'");
-  if (n_x == 0 || n_out == 0) return;
-  if (n_in == 0) {
-    std::fill(y, y + n_x * n_out, 0.0f);
-    return;
+}
+
+// Quantizes x once into one activation layout (MatmulImpl::prepare) at a.
+// Prefill-sized batches quantize their rows over the pool (rows are
+// independent, MatmulImpl): serial, this was ~3 % of a 2-thread pp512 with
+// the other thread idle. Each row gets the same bytes either way.
+void prepare_act(const MatmulImpl& impl, const float* x, int64_t n_x, int64_t n_in, uint8_t* a) {
+  const int64_t stride = impl.act_bytes(1, n_in);
+  if (n_x >= 32 && stride % 64 == 0) {
+    thread_pool().parallel_for(n_x, [&](int64_t i0, int64_t i1) {
+      impl.prepare(x + i0 * n_in, i1 - i0, n_in, a + i0 * stride);
+    });
+  } else {
+    impl.prepare(x, n_x, n_in, a);
   }
-  OG_CHECK(w.data && x && y, "matmul: null pointer for weight '", w.name, "'");
-  const MatmulImpl& impl = k.matmul[id_of(w.dtype)];
-  thread_local std::vector<Line> scratch;
-  const void* act = nullptr;
-  if (impl.prepare) {
-    int64_t bytes = impl.act_bytes(n_x, n_in);
-    scratch.resize(static_cast<size_t>((bytes + 63) / 64));
-    uint8_t* a = reinterpret_cast<uint8_t*>(scratch.data());
-    // Prefill-sized batches quantize their rows over the pool (rows are
-    // independent, MatmulImpl): serial, this was ~3 % of a 2-thread pp512
-    // with the other thread idle. Each row still gets the same bytes.
-    const int64_t stride = impl.act_bytes(1, n_in);
-    if (n_x >= 32 && stride % 64 == 0) {
-      thread_pool().parallel_for(n_x, [&](int64_t i0, int64_t i1) {
-        impl.prepare(x + i0 * n_in, i1 - i0, n_in, a + i0 * stride);
-      });
-    } else {
-      impl.prepare(x, n_x, n_in, a);
+}
+
+// One weight of a group as the job sees it: its output tiles are the job's
+// items [tile0, tile0 + n_tiles); its activations are the group scratch's
+// bytes from act_off (-1: the kernel reads x), which it prepares when
+// prepares is set (the first part of each distinct layout).
+struct GroupPart {
+  const MatmulImpl* impl = nullptr;
+  const uint8_t* w = nullptr;
+  int64_t row_bytes = 0, n_out = 0, tile0 = 0, n_tiles = 0, act_off = -1;
+  bool prepares = false;
+  float* y = nullptr;
+};
+
+// The parts of a checked group (weights with no rows are left out, those with
+// no columns get zero outputs here); returns their number and the scratch
+// bytes their activations need in *act_total.
+int plan_group(const KernelTable& k, std::span<const MatmulTarget> targets, const float* x, int64_t n_x,
+               int64_t n_in, GroupPart* parts, int64_t* act_total) {
+  int n = 0;
+  *act_total = 0;
+  for (const MatmulTarget& t : targets) {
+    const TensorView& w = *t.w;
+    if (w.shape[0] == 0) continue;
+    if (n_in == 0) {
+      std::fill(t.y, t.y + n_x * w.shape[0], 0.0f);
+      continue;
     }
-    act = a;
+    OG_CHECK(w.data && x && t.y, "matmul: null pointer for weight '", w.name, "'");
+    GroupPart& p = parts[n];
+    p.impl = &k.matmul[id_of(w.dtype)];
+    p.w = static_cast<const uint8_t*>(w.data);
+    p.row_bytes = w.row_bytes();
+    p.n_out = w.shape[0];
+    p.n_tiles = (p.n_out + p.impl->row_tile - 1) / p.impl->row_tile;
+    p.tile0 = n > 0 ? parts[n - 1].tile0 + parts[n - 1].n_tiles : 0;
+    p.y = t.y;
+    if (p.impl->prepare) {  // one buffer per layout (kernel_table.h: prepare and act_bytes name it)
+      for (int j = 0; j < n && p.act_off < 0; ++j)
+        if (parts[j].impl->prepare == p.impl->prepare && parts[j].impl->act_bytes == p.impl->act_bytes)
+          p.act_off = parts[j].act_off;
+      if (p.act_off < 0) {
+        p.act_off = *act_total;
+        p.prepares = true;
+        *act_total += (p.impl->act_bytes(n_x, n_in) + 63) / 64 * 64;
+      }
+    }
+    ++n;
   }
-  const uint8_t* wb = static_cast<const uint8_t*>(w.data);
-  const int64_t row_bytes = w.row_bytes(), tile = impl.row_tile;
-  const int64_t n_tiles = (n_out + tile - 1) / tile;
+  return n;
+}
+}  // namespace
+
+void matmul_group_with(const KernelTable& k, std::span<const MatmulTarget> targets, const float* x, int64_t n_x) {
+  OG_CHECK(targets.size() <= kMaxMatmulGroup, "matmul_group: ", targets.size(), " weights (at most ",
+           kMaxMatmulGroup, ")");
+  if (targets.empty()) return;
+  for (const MatmulTarget& t : targets) check_matmul(*t.w, n_x);
+  const int64_t n_in = targets[0].w->shape[1];
+  for (const MatmulTarget& t : targets)
+    OG_CHECK(t.w->shape[1] == n_in, "matmul_group: weight '", t.w->name, "' has ", t.w->shape[1],
+             " columns, the group's input has ", n_in);
+  if (n_x == 0) return;
+  GroupPart parts[kMaxMatmulGroup];
+  int64_t act_total = 0;
+  const int n_parts = plan_group(k, targets, x, n_x, n_in, parts, &act_total);
+  if (n_parts == 0) return;
+  thread_local std::vector<Line> scratch;
+  scratch.resize(static_cast<size_t>(act_total / 64));
+  uint8_t* act = reinterpret_cast<uint8_t*>(scratch.data());
+  for (int i = 0; i < n_parts; ++i)
+    if (parts[i].prepares) prepare_act(*parts[i].impl, x, n_x, n_in, act + parts[i].act_off);
+  // A chunk [t0, t1) of the job may span several parts: each computes its tiles in it.
   auto run = [&](int64_t t0, int64_t t1) {
-    impl.rows(wb, row_bytes, n_in, t0 * tile, std::min(n_out, t1 * tile), x, act, n_x, y, n_out);
+    for (int i = 0; i < n_parts; ++i) {
+      const GroupPart& p = parts[i];
+      const int64_t b = std::max(t0, p.tile0) - p.tile0, e = std::min(t1, p.tile0 + p.n_tiles) - p.tile0;
+      if (b >= e) continue;
+      const int64_t tile = p.impl->row_tile;
+      p.impl->rows(p.w, p.row_bytes, n_in, b * tile, std::min(p.n_out, e * tile), x,
+                   p.act_off < 0 ? nullptr : act + p.act_off, n_x, p.y, p.n_out);
+    }
   };
   // Small products are not worth waking the pool for.
-  const double work = static_cast<double>(n_out) * static_cast<double>(row_bytes) * static_cast<double>(n_x);
+  double work = 0;
+  for (int i = 0; i < n_parts; ++i)
+    work += static_cast<double>(parts[i].n_out) * static_cast<double>(parts[i].row_bytes) * static_cast<double>(n_x);
+  const int64_t n_tiles = parts[n_parts - 1].tile0 + parts[n_parts - 1].n_tiles;
   if (work < 256.0 * 1024.0) {
     run(0, n_tiles);
   } else {
     thread_pool().parallel_for(n_tiles, run);
   }
+}
+
+void matmul_with(const KernelTable& k, const TensorView& w, const float* x, int64_t n_x, float* y) {
+  const MatmulTarget one{&w, y};
+  matmul_group_with(k, std::span<const MatmulTarget>(&one, 1), x, n_x);
 }
 
 // ---- ops.h ----
@@ -312,6 +386,10 @@ void repack_rows(DType from, DType to, void* data, int64_t n_rows, int64_t n_in)
 }
 
 void matmul(const TensorView& w, const float* x, int64_t n_x, float* y) { matmul_with(active_table(), w, x, n_x, y); }
+
+void matmul_group(std::span<const MatmulTarget> targets, const float* x, int64_t n_x) {
+  matmul_group_with(active_table(), targets, x, n_x);
+}
 
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
   dequantize_row_with(active_table(), t, src, dst, n);

@@ -22,7 +22,9 @@ constexpr int kNumDTypeIds = 40;  // dtype ids are < 40 (see tensor/dtype.h)
 // a multiple of row_tile. Every act layout is row by row: activation row i
 // owns bytes [i·act_bytes(1), (i + 1)·act_bytes(1)) and prepare() of rows
 // [i0, i1) writes those rows from x's rows alone, so large batches prepare
-// their rows over the pool (matmul_with).
+// their rows over the pool (dispatch.cpp). The layout is a function of
+// prepare alone: impls with the same prepare and act_bytes read the same
+// bytes, so matmul_group prepares them once.
 struct MatmulImpl {
   int64_t (*act_bytes)(int64_t n_x, int64_t n_in) = nullptr;
   void (*prepare)(const float* x, int64_t n_x, int64_t n_in, void* act) = nullptr;
@@ -67,8 +69,9 @@ std::vector<Isa> available_isas();
 // tests and benchmarks that compare ISAs end to end: call it while no op runs.
 Isa set_active_isa(Isa isa);
 
-// matmul / dot_row / dequantize_row through a given table (tests compare ISAs).
+// matmul, matmul_group / dot_row / dequantize_row through a given table (tests compare ISAs).
 void matmul_with(const KernelTable& k, const TensorView& w, const float* x, int64_t n_x, float* y);
+void matmul_group_with(const KernelTable& k, std::span<const MatmulTarget> targets, const float* x, int64_t n_x);
 const AttendKernels& attend_kernels_with(const KernelTable& k, DType t);
 float dot_row_with(const KernelTable& k, DType t, const void* w_row, const float* x, int64_t n);
 void dequantize_row_with(const KernelTable& k, DType t, const void* src, float* dst, int64_t n);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "tensor/tensor_view.h"
 
@@ -17,6 +18,21 @@ bool weight_dtype_supported(DType t);
 // y[n_x, n_out] = x[n_x, n_in] · W[n_out, n_in]^T  (W.shape = {n_out, n_in}, any supported dtype).
 // Runs on the process thread pool.
 void matmul(const TensorView& w, const float* x, int64_t n_x, float* y);
+
+// One product of a matmul_group: y[n_x, w->shape[0]] = x · (*w)^T.
+struct MatmulTarget {
+  const TensorView* w;
+  float* y;
+};
+constexpr size_t kMaxMatmulGroup = 8;
+// Up to kMaxMatmulGroup matmuls that share their input x[n_x, n_in] (every
+// weight has n_in columns; dtypes may differ), run as one pool job: each
+// distinct activation layout is prepared once and the threads take the
+// weights' output rows in one sweep, so the group pays one dispatch and one
+// end-of-job wait instead of one per weight (q/k/v, gate/up in decode).
+// Guarantee: every y holds, bit for bit, what matmul(*w, x, n_x, y) writes.
+// The y buffers must not overlap each other or x.
+void matmul_group(std::span<const MatmulTarget> targets, const float* x, int64_t n_x);
 
 // The in-memory layout the active instruction set's matmul wants for weights
 // stored as t (Q4_K -> Q4_K_R, Q5_K -> Q5_K_R, Q6_K -> Q6_K_R, Q8_0 -> Q8_0_R,

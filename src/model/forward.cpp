@@ -5,6 +5,7 @@
 // that want them, soft-capping. Branches only on config fields.
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "base/error.h"
 #include "kernels/ops.h"
@@ -102,14 +103,14 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
   const int64_t n = static_cast<int64_t>(batch.rows.size());
   const int64_t d = c.d_model;
   norm_rows(s.x.data(), w.attn_norm, c.eps, n, d, s.xn.data());
-  kernels::matmul(w.wq, s.xn.data(), n, s.q.data());
+  // q, k and v read the same normed rows: one pool job (ops.h matmul_group).
+  const kernels::MatmulTarget qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
+  kernels::matmul_group(std::span(qkv, writes ? 3 : 1), s.xn.data(), n);
   if (L.has_qkv_bias) add_bias(s.q.data(), w.bq, n);
   for (int64_t r = 0; L.rope_n_rot > 0 && r < n; ++r)
     kernels::rope_angles(batch.rows[r].pos, L.rope_n_rot, L.rope_inv_freq.data(), s.cs.data() + r * L.rope_n_rot);
   heads_norm_rope(L, c.eps, L.has_q_norm, w.q_norm, n, s.cs.data(), L.n_heads, s.q.data());
   if (writes) {
-    kernels::matmul(w.wk, s.xn.data(), n, s.k.data());
-    kernels::matmul(w.wv, s.xn.data(), n, s.v.data());
     if (L.has_qkv_bias) {
       add_bias(s.k.data(), w.bk, n);
       add_bias(s.v.data(), w.bv, n);
@@ -128,8 +129,8 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
 void mlp_block(const ModelConfig& c, const LayerConfig& L, const LayerWeights& w, int64_t n, Scratch& s) {
   const int64_t d = c.d_model;
   norm_rows(s.x.data(), w.ffn_norm, c.eps, n, d, s.xn.data());
-  kernels::matmul(w.w_gate, s.xn.data(), n, s.gate.data());
-  kernels::matmul(w.w_up, s.xn.data(), n, s.up.data());
+  const kernels::MatmulTarget gate_up[] = {{&w.w_gate, s.gate.data()}, {&w.w_up, s.up.data()}};
+  kernels::matmul_group(gate_up, s.xn.data(), n);
   activation_mul(L.activation, s.gate.data(), s.up.data(), n * L.d_ff);
   kernels::matmul(w.w_down, s.gate.data(), n, s.tmp.data());
   if (L.has_post_ffn_norm) norm_rows(s.tmp.data(), w.post_ffn_norm, c.eps, n, d, s.tmp.data());
