@@ -190,7 +190,8 @@ int main(int argc, char** argv) {
   // argv[2] (optional) runs only the cases whose label "<dtype>/<positions>/<KV heads>x<dim>/<threads>T"
   // contains it, e.g. "f16/32768" or "/1T"; "prefix" runs only the shared-prefix comparison.
   const std::string only = argc > 2 ? argv[2] : "";
-  const DecodeCase cases[] = {{8, 4, 128, false}, {8, 4, 128, true}, {1, 4, 256, true}};
+  // 8 x 64 is Llama-3.2-1B's shape (GQA 4, head dim 64).
+  const DecodeCase cases[] = {{8, 4, 128, false}, {8, 4, 128, true}, {1, 4, 256, true}, {8, 4, 64, false}, {8, 4, 64, true}};
   for (const DecodeCase& dc : cases)
     for (int64_t n : {4096, 32768})
       for (og::KvDType dt : {og::KvDType::F16, og::KvDType::BF16, og::KvDType::Q8_0}) {
