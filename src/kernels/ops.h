@@ -87,6 +87,8 @@ struct AttendKernels {
                 float* out) = nullptr;
   // x[n] = exp(x - mx), returns the sum
   float (*exp_sum)(float* x, int64_t n, float mx) = nullptr;
+  // the largest of x[0..n), n >= 1 (a max is exact: every ISA returns the same value)
+  float (*max)(const float* x, int64_t n) = nullptr;
 };
 // Storage dtypes with attention kernels: F32, F16, BF16, Q8_0.
 bool attend_dtype_supported(DType t);

@@ -32,7 +32,7 @@ void softmax_block(const AttendKernels& kr, float* s, int64_t nb, int g, int dv,
   float* acc = st + 2 * g;
   for (int j = 0; j < g; ++j) {
     float* sj = s + j * kAttendBlock;
-    const float bm = *std::max_element(sj, sj + nb);
+    const float bm = kr.max(sj, nb);
     if (bm > m[j]) {
       const float f = std::exp(m[j] - bm);  // 0 while the state is empty
       l[j] *= f;

@@ -20,7 +20,7 @@ namespace {
 using kernels::Isa;
 
 // 40 random cases of one dtype: `fast` against the scalar kernels `slow`
-// (scores, weighted V sums, exp) over odd head dims, group sizes and lengths.
+// (scores, weighted V sums, exp, max) over odd head dims, group sizes and lengths.
 int compare_with_scalar(const kv::AttendKernels& fast, const kv::AttendKernels& slow, KvDType dt, uint32_t seed) {
   std::mt19937 rng(seed);
   const int dims[] = {1, 7, 16, 31, 32, 33, 64, 70, 128, 160, 256};
@@ -50,6 +50,8 @@ int compare_with_scalar(const kv::AttendKernels& fast, const kv::AttendKernels& 
     float e1 = fast.exp_sum(x1.data(), n, 0.f), e2 = slow.exp_sum(x2.data(), n, 0.f);
     EXPECT_NEAR(e1, e2, 1e-5f * e2);
     for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(x1[i], x2[i], 2e-6f * x2[i] + 1e-30f);
+    // max: exact, so equal for every length (tails of 1-15 past the vector blocks included).
+    for (int64_t len : {int64_t{1}, n / 2 + 1, n}) EXPECT_EQ(fast.max(s2.data(), len), slow.max(s2.data(), len)) << len;
     ++cases;
   }
   return cases;
@@ -66,9 +68,10 @@ TEST(KvAttend, EveryIsaKernelsMatchScalar) {
     bool differs = false;
     for (KvDType dt : {KvDType::F32, KvDType::F16, KvDType::BF16, KvDType::Q8_0}) {
       const kv::AttendKernels& fast = kernels::attend_kernels_with(table, kv::storage_dtype(dt));
-      ASSERT_TRUE(fast.scores && fast.accum && fast.exp_sum) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
+      ASSERT_TRUE(fast.scores && fast.accum && fast.exp_sum && fast.max) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
       const kv::AttendKernels& slow = kernels::attend_kernels_with(ref, kv::storage_dtype(dt));
-      differs |= fast.scores != slow.scores || fast.accum != slow.accum || fast.exp_sum != slow.exp_sum;
+      differs |= fast.scores != slow.scores || fast.accum != slow.accum || fast.exp_sum != slow.exp_sum ||
+                 fast.max != slow.max;
       SCOPED_TRACE(::testing::Message() << kernels::isa_str(isa) << " " << kv_dtype_name(dt));
       cases += compare_with_scalar(fast, slow, dt, 11 + static_cast<uint32_t>(dt));
     }

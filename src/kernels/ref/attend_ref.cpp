@@ -100,10 +100,16 @@ float exp_sum(float* x, int64_t n, float mx) {
   return sum;
 }
 
-const AttendKernels kF32{scores_plain<LoadF32>, accum_plain<LoadF32>, exp_sum};
-const AttendKernels kF16{scores_plain<LoadF16>, accum_plain<LoadF16>, exp_sum};
-const AttendKernels kBF16{scores_plain<LoadBF16>, accum_plain<LoadBF16>, exp_sum};
-const AttendKernels kQ8{scores_q8, accum_q8, exp_sum};
+float max_of(const float* x, int64_t n) {
+  float m = x[0];
+  for (int64_t i = 1; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+const AttendKernels kF32{scores_plain<LoadF32>, accum_plain<LoadF32>, exp_sum, max_of};
+const AttendKernels kF16{scores_plain<LoadF16>, accum_plain<LoadF16>, exp_sum, max_of};
+const AttendKernels kBF16{scores_plain<LoadBF16>, accum_plain<LoadBF16>, exp_sum, max_of};
+const AttendKernels kQ8{scores_q8, accum_q8, exp_sum, max_of};
 
 }  // namespace
 
