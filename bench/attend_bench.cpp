@@ -6,7 +6,8 @@
 // real decode step) and with one layer's K/V 16 times (in cache: the kernels'
 // arithmetic alone); then each kernel alone on in-cache rows (scores, the
 // weighted V sum, max + exp), in ns per position and KV head.
-// Usage: bench_attend_bench [depth=4096] [repetitions=15] [f16|bf16|f32|q8_0]
+// Usage: bench_attend_bench [depth=4096] [repetitions=15] [f16|bf16|f32|q8_0] [small|huge]
+// (the K/V buffers in ordinary pages or in 2 MiB-aligned MADV_HUGEPAGE memory).
 #include <time.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "kv/kv_attend.h"
 #include "kv/kv_common.h"
 
@@ -59,11 +61,22 @@ int main(int argc, char** argv) {
   }
   const int64_t rb = og::kv::row_bytes(dt, kDim);
   const int64_t per_head = depth * rb;  // K (or V) bytes of one KV head
-  std::vector<uint8_t> k(size_t(kLayers) * kKv * per_head), v(k.size());
+  const bool huge = argc > 4 && std::string(argv[4]) == "huge";
+  const size_t kv_bytes = size_t(kLayers) * kKv * size_t(per_head);
+  std::vector<uint8_t> k_small, v_small;
+  og::HugePageBuffer k_huge, v_huge;
+  if (huge) k_huge = og::HugePageBuffer(kv_bytes), v_huge = og::HugePageBuffer(kv_bytes);
+  else k_small.resize(kv_bytes), v_small.resize(kv_bytes);
+  uint8_t* const kp = huge ? k_huge.data() : k_small.data();
+  uint8_t* const vp = huge ? v_huge.data() : v_small.data();
+  struct {
+    uint8_t* p;
+    uint8_t* data() const { return p; }
+  } k{kp}, v{vp};
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<float> row(kDim);
-  for (int64_t i = 0; i < int64_t(k.size()) / rb; ++i) {
+  for (int64_t i = 0; i < int64_t(kv_bytes) / rb; ++i) {
     for (float& x : row) x = nd(rng);
     og::kv::encode_row(dt, row.data(), kDim, k.data() + i * rb);
     for (float& x : row) x = nd(rng);
@@ -88,8 +101,9 @@ int main(int argc, char** argv) {
   };
   const double bytes = 2.0 * kLayers * kKv * double(per_head);
   std::printf("decode attention, %s K/V, %d layers x %d KV heads x %d, GQA %d, depth %lld: %.1f MB K+V per token, "
-              "1 thread, CPU time, best / median of %d\n",
-              og::kv_dtype_name(dt), kLayers, kKv, kDim, kGroup, (long long)depth, bytes / 1e6, reps);
+              "%s pages, 1 thread, CPU time, best / median of %d\n",
+              og::kv_dtype_name(dt), kLayers, kKv, kDim, kGroup, (long long)depth, bytes / 1e6, huge ? "huge" : "small",
+              reps);
   auto report = [&](const char* what, std::pair<double, double> t, double units) {
     std::printf("  %-34s %8.3f / %8.3f ms  %6.2f / %6.2f ns per position-head  %5.1f GB/s\n", what, t.first * 1e3,
                 t.second * 1e3, t.first * 1e9 / units, t.second * 1e9 / units, bytes / t.first / 1e9);
