@@ -70,6 +70,7 @@ KernelTable make_ref_table() {
   k.gelu_tanh_mul = &ref::gelu_tanh_mul;
   k.add = &ref::add;
   k.scale = &ref::scale;
+  k.f32_to_f16_row = &ref::f32_to_f16_row;
   for (DType t : kAttendDTypes) k.attend[id_of(t)] = *ref::attend_kernels(t);
   return k;
 }
@@ -451,5 +452,6 @@ void silu_mul(float* gate, const float* up, int64_t n) { active_table().silu_mul
 void gelu_tanh_mul(float* gate, const float* up, int64_t n) { active_table().gelu_tanh_mul(gate, up, n); }
 void add(float* y, const float* x, int64_t n) { active_table().add(y, x, n); }
 void scale(float* y, float s, int64_t n) { active_table().scale(y, s, n); }
+void f32_to_f16_row(const float* x, void* dst, int64_t n) { active_table().f32_to_f16_row(x, dst, n); }
 
 }  // namespace og::kernels

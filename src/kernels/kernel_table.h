@@ -50,6 +50,7 @@ struct KernelTable {
   void (*gelu_tanh_mul)(float* gate, const float* up, int64_t n) = nullptr;
   void (*add)(float* y, const float* x, int64_t n) = nullptr;
   void (*scale)(float* y, float s, int64_t n) = nullptr;
+  void (*f32_to_f16_row)(const float* x, void* dst, int64_t n) = nullptr;
   AttendKernels attend[kNumDTypeIds];  // K/V storage dtypes only (attend_dtype_supported)
   // The peak-rate probe: `iters` rounds of a register-only loop of the ISA's
   // int8 dot-product (int8) or f32 FMA instruction; returns the multiply-adds done.

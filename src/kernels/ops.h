@@ -72,6 +72,10 @@ void silu_mul(float* gate, const float* up, int64_t n);
 void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 void add(float* y, const float* x, int64_t n);          // y += x
 void scale(float* y, float s, int64_t n);                 // y *= s
+// n values to f16 at dst (2n bytes, any alignment), each exactly as
+// tensor/dtype.h's f32_to_f16 rounds it (nearest even; overflow to inf; NaN
+// stays NaN with its top payload bits): KV caches stored as f16 encode rows here.
+void f32_to_f16_row(const float* x, void* dst, int64_t n);
 
 // ---- attention over stored K/V rows ----
 // The inner kernels of attention over a KV cache (kv/ drives them: blocks,

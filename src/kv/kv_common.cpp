@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "kernels/ops.h"
 #include "kv/kv_cache.h"
 #include "tensor/dtype.h"
 
@@ -99,12 +100,7 @@ static void encode_q8_0(const float* x, int dim, uint8_t* dst) {
 void encode_row(KvDType t, const float* x, int dim, uint8_t* dst) {
   switch (t) {
     case KvDType::F32: std::memcpy(dst, x, 4 * size_t(dim)); return;
-    case KvDType::F16:
-      for (int i = 0; i < dim; ++i) {
-        uint16_t h = f32_to_f16(x[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
-      return;
+    case KvDType::F16: kernels::f32_to_f16_row(x, dst, dim); return;
     case KvDType::BF16:
       for (int i = 0; i < dim; ++i) {
         uint16_t h = f32_to_bf16(x[i]);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
@@ -646,6 +647,39 @@ TEST(IsaElementwise, EveryIsaAgreesWithReference) {
     std::vector<float> masked(19, -INFINITY);
     k.softmax(masked.data(), 19);
     for (float v : masked) EXPECT_EQ(v, 0.0f) << isa_str(isa);
+  }
+}
+
+// f32 -> f16 rows: every ISA gives f32_to_f16's bits for random bit patterns
+// (NaN payloads, subnormals, overflow) and the rounding edges, at every
+// length mod 8 and at an odd destination address.
+TEST(IsaElementwise, F32ToF16RowEqualsScalarConversionBitForBit) {
+  std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00001u, 0x7f800001u,
+                                0xffbfffffu, 0x477fe000u, 0x477fefffu, 0x477ff000u, 0x477ff001u, 0x38800000u,
+                                0x387fffffu, 0x33000000u, 0x33000001u, 0x32ffffffu, 0x00000001u, 0x3f801000u,
+                                0x3f803000u, 0x3f800fffu, 0xc7800000u};
+  uint32_t state = 12345;
+  for (int i = 0; i < 4000; ++i) {
+    state = state * 1664525u + 1013904223u;
+    bits.push_back(state);
+  }
+  std::vector<float> x(bits.size());
+  std::memcpy(x.data(), bits.data(), 4 * bits.size());
+  std::vector<float> normal = random_normal(256, 7);
+  x.insert(x.end(), normal.begin(), normal.end());
+  std::vector<uint8_t> out(2 * x.size() + 1);
+  for (Isa isa : available_isas()) {
+    const KernelTable& k = kernel_table(isa);
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{13}, static_cast<int64_t>(x.size())}) {
+      k.f32_to_f16_row(x.data(), out.data() + 1, n);
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, out.data() + 1 + 2 * i, 2);
+        uint32_t u;
+        std::memcpy(&u, &x[i], 4);
+        ASSERT_EQ(h, f32_to_f16(x[i])) << isa_str(isa) << " input bits " << std::hex << u;
+      }
+    }
   }
 }
 

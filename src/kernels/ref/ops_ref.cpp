@@ -207,4 +207,12 @@ void scale(float* y, float s, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= s;
 }
 
+void f32_to_f16_row(const float* x, void* dst, int64_t n) {
+  auto* d = static_cast<uint8_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t h = f32_to_f16(x[i]);
+    std::memcpy(d + 2 * i, &h, 2);
+  }
+}
+
 }  // namespace og::kernels::ref

@@ -52,6 +52,7 @@ void silu_mul(float* gate, const float* up, int64_t n);
 void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 void add(float* y, const float* x, int64_t n);
 void scale(float* y, float s, int64_t n);
+void f32_to_f16_row(const float* x, void* dst, int64_t n);
 // Attention kernels over K/V rows stored as t (ops.h's AttendKernels); nullptr
 // for a dtype other than F32, F16, BF16, Q8_0.
 const AttendKernels* attend_kernels(DType t);
