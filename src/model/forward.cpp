@@ -175,7 +175,9 @@ void compute_logits(const ModelConfig& c, const Weights& w, const Batch& batch, 
   const int64_t d = c.d_model;
   int64_t m = 0;
   for (const BatchRow& r : batch.rows) m += r.want_logits ? 1 : 0;
-  logits.assign(static_cast<size_t>(m) * c.n_vocab, 0.0f);
+  // Sized, not zero-filled: the output matmul writes every element (a decode
+  // step's 128256 logits were written twice).
+  logits.resize(static_cast<size_t>(m) * c.n_vocab);
   if (m == 0) return;
   float* sel = s.sel.data();  // [m, d_model]
   int64_t j = 0;
@@ -212,7 +214,15 @@ void check_inputs(const ModelConfig& c, const KvGeometry& geometry, const Batch&
 
 KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geometry, const Batch& batch,
                       KvCache& cache, std::vector<float>& logits) {
-  logits.clear();
+  // logits keeps its storage into the step (compute_logits resizes it without
+  // a zero fill) and is emptied on every way out but success.
+  struct EmptyUnlessKept {
+    std::vector<float>& v;
+    bool keep = false;
+    ~EmptyUnlessKept() {
+      if (!keep) v.clear();
+    }
+  } result{logits};
   const int64_t n = static_cast<int64_t>(batch.rows.size());
   if (n == 0) return KvResult::success();
   check_inputs(c, geometry, batch, cache);
@@ -239,10 +249,10 @@ KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& 
     compute_logits(c, w, batch, s, logits);
   } catch (...) {
     cache.abort_step();
-    logits.clear();
     throw;
   }
   cache.end_step();
+  result.keep = true;
   return r;
 }
 

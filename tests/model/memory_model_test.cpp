@@ -233,5 +233,37 @@ TEST(MemoryModel, CacheRefusalIsReturnedAndChangesNothing) {
   EXPECT_TRUE(logits.empty());
 }
 
+// forward reuses the caller's logits storage without zero-filling it: a
+// reused vector ends each step exactly as a fresh one would (same size, same
+// values), and every failure or empty step still leaves it empty.
+TEST(MemoryModel, ReusedLogitsEqualFreshOnesAndFailuresEmptyThem) {
+  const ModelConfig c = sharing_config();
+  std::unique_ptr<Model> m = make_model(c, random_weights(c, 2));
+  auto cache = make_kv_cache(KvKind::kReference, m->kv_geometry(), KvPolicy{});
+  auto fresh_cache = make_kv_cache(KvKind::kReference, m->kv_geometry(), KvPolicy{});
+  std::vector<float> reused, fresh;
+  Batch b;
+  b.rows = {{1, 0, 0, true}, {2, 0, 1, true}, {3, 0, 2, true}};
+  ASSERT_TRUE(m->forward(b, *cache, reused).ok());
+  ASSERT_TRUE(m->forward(b, *fresh_cache, fresh).ok());
+  EXPECT_EQ(reused, fresh);
+  b.rows = {{4, 0, 3, false}, {5, 0, 4, true}};  // fewer rows want logits: the vector shrinks
+  ASSERT_TRUE(m->forward(b, *cache, reused).ok());
+  fresh.clear();
+  ASSERT_TRUE(m->forward(b, *fresh_cache, fresh).ok());
+  EXPECT_EQ(reused.size(), 50u);
+  EXPECT_EQ(reused, fresh);
+  b.rows = {{50, 0, 5, true}};  // outside the vocabulary
+  EXPECT_THROW(m->forward(b, *cache, reused), Error);
+  EXPECT_TRUE(reused.empty());
+  ASSERT_TRUE(m->forward(Batch{{{6, 0, 5, true}}}, *cache, reused).ok());
+  b.rows = {{1, 0, 9, true}};  // not the next position: the cache refuses
+  EXPECT_FALSE(m->forward(b, *cache, reused).ok());
+  EXPECT_TRUE(reused.empty());
+  ASSERT_TRUE(m->forward(Batch{{{7, 0, 6, true}}}, *cache, reused).ok());
+  EXPECT_TRUE(m->forward(Batch{}, *cache, reused).ok());
+  EXPECT_TRUE(reused.empty());
+}
+
 }  // namespace
 }  // namespace og
