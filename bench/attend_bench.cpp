@@ -5,12 +5,14 @@
 // positions, with the K/V of all 16 layers (streamed from memory, as in a
 // real decode step) and with one layer's K/V 16 times (in cache: the kernels'
 // arithmetic alone); then each kernel alone on in-cache rows (scores, the
-// weighted V sum, max + exp), in ns per position and KV head.
+// weighted V sum, max + exp), in ns per position and KV head; and the whole
+// token on the thread pool (wall time), the heads split as a decode step does.
 // Usage: bench_attend_bench [depth=4096] [repetitions=15] [f16|bf16|f32|q8_0] [small|huge]
 // (the K/V buffers in ordinary pages or in 2 MiB-aligned MADV_HUGEPAGE memory).
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "base/huge_pages.h"
+#include "base/thread_pool.h"
 #include "kv/kv_attend.h"
 #include "kv/kv_common.h"
 
@@ -111,6 +114,36 @@ int main(int argc, char** argv) {
   const double units = double(kLayers) * kKv * double(depth);
   report("token, 16 layers from memory", time_best_median(reps, [&] { token([](int l) { return l; }); }), units);
   report("token, one layer 16x (in cache)", time_best_median(reps, [&] { token([](int) { return 0; }); }), units);
+  // The pool's threads splitting each layer's 8 KV heads as the model's decode
+  // step does, in wall time (other tenants do move this one).
+  auto token_pool = [&] {
+    for (int l = 0; l < kLayers; ++l)
+      og::thread_pool().parallel_for(kKv, [&](int64_t h0, int64_t h1) {
+        thread_local std::vector<float> tscratch, tstate;
+        tstate.resize(state.size());
+        for (int64_t h = h0; h < h1; ++h) {
+          const int64_t at = (int64_t{l} * kKv + h) * per_head;
+          og::kv::KvSpan span{k.data() + at, v.data() + at, depth};
+          og::kv::attend_state_reset(tstate.data(), kGroup, kDim);
+          og::kv::attend_fold(kr, q.data() + (int64_t{l} * kKv + h) * kGroup * kDim, kGroup, kDim, kDim, {&span, 1},
+                              rb, rb, scale, tscratch, tstate.data());
+          og::kv::attend_state_finish(tstate.data(), kGroup, kDim, out.data() + h * kGroup * kDim);
+        }
+      });
+  };
+  {
+    std::vector<double> t;
+    token_pool();
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      token_pool();
+      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(t.begin(), t.end());
+    char what[64];
+    std::snprintf(what, sizeof what, "token from memory, %d threads, wall", og::thread_pool().size());
+    report(what, {t.front(), t[t.size() / 2]}, units);
+  }
   // The kernels alone over layer 0 (in cache), in the driver's blocks of kAttendBlock rows.
   constexpr int64_t B = og::kv::kAttendBlock;
   std::vector<float> s(size_t(kGroup) * B);
