@@ -218,15 +218,16 @@ TEST(IsaMatmul, RepackedQ4KAgreesWithReference) {
 // tiles (Q4_K_R on zmm; Q6_K_R two activation rows per zmm); each output
 // element must still equal the one-row product bit for bit (rows of 4096:
 // several panels; odd weight-row and activation-row tails).
-void expect_prefill_equals_single_rows(DType file, DType layout, int64_t n_out, uint32_t seed) {
-  const int64_t n_in = 4096, rb = dtype_row_bytes(file, n_in);
+void expect_prefill_equals_single_rows(DType file, DType layout, int64_t n_out, uint32_t seed, int64_t n_in = 4096,
+                                       const std::vector<int64_t>& n_xs = {9, 16, 21}) {
+  const int64_t rb = dtype_row_bytes(file, n_in);
   std::vector<float> src = random_normal(n_out * n_in, seed, 0.3f);
   std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
   for (int64_t r = 0; r < n_out; ++r) quantize_row(file, src.data() + r * n_in, bytes.data() + r * rb, n_in);
   repack_rows(file, layout, bytes.data(), n_out, n_in);
   TensorView w{bytes.data(), layout, {n_out, n_in}, "w"};
   for (Isa isa : available_isas())
-    for (int64_t n_x : {9, 16, 21}) {
+    for (int64_t n_x : n_xs) {
       std::vector<float> x = random_normal(n_x * n_in, seed + 1 + static_cast<uint32_t>(n_x));
       std::vector<float> y(static_cast<size_t>(n_x * n_out)), y1(static_cast<size_t>(n_out));
       matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
@@ -247,6 +248,15 @@ TEST(IsaMatmul, RepackedQ4KBatchEqualsSingleRowsAcrossPanels) {
 TEST(IsaMatmul, RepackedQ6KPrefillEqualsSingleRowsBitForBit) {
   set_num_threads(2);
   for (int64_t n_out : {1, 7, 33, 203}) expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R, n_out, 340);
+}
+
+// Rows longer than the zmm prefill panel's piece (16 blocks) go in pieces
+// whose f32 sums wait in memory between them: 37 blocks (pieces of 16, 16,
+// 5) and enough activation rows for two chunks and a row tail; each output
+// still equals the one-row product bit for bit.
+TEST(IsaMatmul, RepackedQ6KPrefillInRowPiecesEqualsSingleRows) {
+  set_num_threads(2);
+  expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R, 7, 350, 256 * 37, {21, 61});
 }
 
 // A K-quant layout regrouped at load holds the file type's values (raw
