@@ -88,6 +88,60 @@ inline void store_scores(__m512 (&acc)[R][G], float scale, float* s, int64_t s_s
   }
 }
 
+// Lane p of the result = the sum of the 16 lanes of v[p], for 16 vectors at
+// once (a transposing tree: 15 adds and 30 shuffles for 16 sums, where
+// hsum4 takes 13 operations for 4 and then stores each sum alone). Every sum
+// goes through hsum4's tree — pairs (x0+x2)+(x1+x3) within each 128-bit
+// block, then blocks (B0+B2)+(B1+B3) — so both give the same bits.
+inline __m512 hsum16(const __m512 (&v)[16]) {
+  __m512 t[8], u[4], w[2];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)
+    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)  // u[i]: block b, lane c = block b's part of the sum of v[4i + c]
+    u[i] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * i], t[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(t[2 * i], t[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i)  // w[i] blocks: u[2i] B0+B2, B1+B3, then u[2i+1]'s
+    w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// s[j * s_stride + r] = scale * Σ v[j * R + r] for the R x G scores of a tile
+// (R * G <= 16; v[p] for p >= R * G are ignored), reduced by hsum16.
+template <int R, int G>
+inline void store16(const __m512 (&v)[16], float scale, float* s, int64_t s_stride) {
+  const __m512 o = _mm512_mul_ps(hsum16(v), _mm512_set1_ps(scale));
+  if constexpr (R * G == 16 && R == 16) {
+    _mm512_storeu_ps(s, o);
+  } else if constexpr (R * G == 16 && R == 8) {
+    _mm256_storeu_ps(s, _mm512_castps512_ps256(o));
+    _mm256_storeu_ps(s + s_stride, _mm512_extractf32x8_ps(o, 1));
+  } else if constexpr (R * G == 16 && R == 4) {
+    _mm_storeu_ps(s, _mm512_castps512_ps128(o));
+    _mm_storeu_ps(s + s_stride, _mm512_extractf32x4_ps(o, 1));
+    _mm_storeu_ps(s + 2 * s_stride, _mm512_extractf32x4_ps(o, 2));
+    _mm_storeu_ps(s + 3 * s_stride, _mm512_extractf32x4_ps(o, 3));
+  } else if constexpr (R * G == 16 && R == 2) {
+#pragma GCC unroll 4
+    for (int b = 0; b < 4; ++b) {
+      const __m128 x = _mm512_extractf32x4_ps(o, b);
+      _mm_storel_pi(reinterpret_cast<__m64*>(s + (2 * b) * s_stride), x);
+      _mm_storeh_pi(reinterpret_cast<__m64*>(s + (2 * b + 1) * s_stride), x);
+    }
+  } else {
+    alignas(64) float r16[16];
+    _mm512_store_ps(r16, o);
+#pragma GCC unroll 8
+    for (int j = 0; j < G; ++j)
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) s[j * s_stride + r] = r16[j * R + r];
+  }
+}
+
 // q8_0: each 32-value block of K is converted and multiplied by its scale
 // once, then dotted with the G heads' q.
 template <int R, int G>
@@ -116,7 +170,14 @@ inline void scores_tile_q8(const float* q, int dk, const uint8_t* k, int64_t rbk
       for (int r = 0; r < R; ++r) acc[r][j] = _mm512_fmadd_ps(q1, k1[r], _mm512_fmadd_ps(q0, k0[r], acc[r][j]));
     }
   }
-  store_scores<R, G>(acc, scale, s, s_stride);
+  if constexpr (R * G == 16) {  // same bits as store_scores, 16 at a time
+    __m512 v[16];
+#pragma GCC unroll 16
+    for (int p = 0; p < 16; ++p) v[p] = acc[p % R][p / R];
+    store16<R, G>(v, scale, s, s_stride);
+  } else {
+    store_scores<R, G>(acc, scale, s, s_stride);
+  }
 }
 
 // Asks for n rows of rb bytes at address p ahead of use (a prefetch never
@@ -126,28 +187,6 @@ inline void prefetch_rows(uintptr_t p, int64_t rb, int n) {
   for (int64_t o = 0; o < n * rb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + uintptr_t(o)), _MM_HINT_T0);
 }
 constexpr int kPrefetchRows = 24;  // how far ahead of use K and V rows are prefetched
-
-// Lane p of the result = the sum of the 16 lanes of v[p], for 16 vectors at
-// once (a transposing tree: 15 adds and 30 shuffles for 16 sums, where
-// hsum4 takes 13 operations for 4 and then stores each sum alone). Every sum
-// goes through hsum4's tree — pairs (x0+x2)+(x1+x3) within each 128-bit
-// block, then blocks (B0+B2)+(B1+B3) — so both give the same bits.
-inline __m512 hsum16(const __m512 (&v)[16]) {
-  __m512 t[8], u[4], w[2];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i)
-    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i)  // u[i]: block b, lane c = block b's part of the sum of v[4i + c]
-    u[i] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * i], t[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_ps(t[2 * i], t[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-#pragma GCC unroll 2
-  for (int i = 0; i < 2; ++i)  // w[i] blocks: u[2i] B0+B2, B1+B3, then u[2i+1]'s
-    w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
-}
 
 // R rows x G heads of scores (R * G <= 16 accumulators, acc[j * R + r]) for
 // f32/f16/bf16 K, dk = DK (0: the runtime dk, chunks masked). Per chunk of 16
@@ -176,32 +215,7 @@ inline void scores_tile16(const float* q, int dk_rt, const uint8_t* k, int64_t r
       for (int j = 0; j < G; ++j) acc[j * R + r] = _mm512_fmadd_ps(qv[j], kv, acc[j * R + r]);
     }
   }
-  const __m512 o = _mm512_mul_ps(hsum16(acc), _mm512_set1_ps(scale));
-  if constexpr (R * G == 16 && R == 16) {
-    _mm512_storeu_ps(s, o);
-  } else if constexpr (R * G == 16 && R == 8) {
-    _mm256_storeu_ps(s, _mm512_castps512_ps256(o));
-    _mm256_storeu_ps(s + s_stride, _mm512_extractf32x8_ps(o, 1));
-  } else if constexpr (R * G == 16 && R == 4) {
-    _mm_storeu_ps(s, _mm512_castps512_ps128(o));
-    _mm_storeu_ps(s + s_stride, _mm512_extractf32x4_ps(o, 1));
-    _mm_storeu_ps(s + 2 * s_stride, _mm512_extractf32x4_ps(o, 2));
-    _mm_storeu_ps(s + 3 * s_stride, _mm512_extractf32x4_ps(o, 3));
-  } else if constexpr (R * G == 16 && R == 2) {
-#pragma GCC unroll 4
-    for (int b = 0; b < 4; ++b) {
-      const __m128 x = _mm512_extractf32x4_ps(o, b);
-      _mm_storel_pi(reinterpret_cast<__m64*>(s + (2 * b) * s_stride), x);
-      _mm_storeh_pi(reinterpret_cast<__m64*>(s + (2 * b + 1) * s_stride), x);
-    }
-  } else {
-    alignas(64) float r16[16];
-    _mm512_store_ps(r16, o);
-#pragma GCC unroll 8
-    for (int j = 0; j < G; ++j)
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) s[j * s_stride + r] = r16[j * R + r];
-  }
+  store16<R, G>(acc, scale, s, s_stride);
 }
 
 // n rows, G heads: tiles of 16 / G rows, then the last rows one at a time.
