@@ -125,8 +125,10 @@ std::vector<int64_t> parse_list(const std::string& v) {
 // --threads 1,2  --shape 2048x2048,8192x2048 (n_out x n_in); --cpu-time
 // (alone) times the calling thread's CPU time, for --threads 1 only; --plain
 // (alone) also times the file's layout where the loader repacks (Q6_K next to
-// Q6_K_R ...), alternating with it, and prints the ratio; --rounds N takes
-// the best of N such alternations.
+// Q6_K_R ...), alternating with it, and prints the ratio; --vs LAYOUT (an
+// in-memory layout's name, e.g. q4_k_r) does the same with the file's
+// weights repacked into LAYOUT instead; --rounds N takes the best of N such
+// alternations.
 int main(int argc, char** argv) {
   std::vector<DType> dtypes;
   std::vector<Isa> isas = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
@@ -136,6 +138,7 @@ int main(int argc, char** argv) {
   };
   std::vector<Shape> shapes = {{2048, 2048}, {8192, 2048}};
   bool cpu_time = false, with_plain = false, stream = false;
+  DType vs = DType::F32;  // with --vs: the other layout (F32: the file's own)
   int rounds = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -149,7 +152,16 @@ int main(int argc, char** argv) {
     }
     if (a.rfind("--", 0) == 0 && i + 1 < argc) {
       std::string v = argv[++i];
-      if (a == "--isa") {
+      if (a == "--vs") {
+        bool found = false;
+        for (uint32_t id = 0; id < kNumDTypeIds && !found; ++id)
+          if (dtype_info(id) && dtype_name(id) == v) vs = static_cast<DType>(id), found = true;
+        if (!found) {
+          std::fprintf(stderr, "--vs %s: unknown layout\n", v.c_str());
+          return 2;
+        }
+        with_plain = true;
+      } else if (a == "--isa") {
         isas.clear();
         for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
           if (v.find(isa_str(isa)) != std::string::npos) isas.push_back(isa);
@@ -206,9 +218,11 @@ int main(int argc, char** argv) {
       const DType layout = matmul_layout(t);
       std::vector<uint8_t> file_bytes;
       if (with_plain && layout != t) file_bytes = wb;
+      const DType other = vs != DType::F32 ? vs : t;
+      if (other != t && !file_bytes.empty()) repack_rows(t, other, file_bytes.data(), s.n_out, s.n_in);
       if (layout != t) repack_rows(t, layout, wb.data(), s.n_out, s.n_in);
       const TensorView w{wb.data(), layout, {s.n_out, s.n_in}, "bench"};
-      const TensorView plain{file_bytes.data(), t, {s.n_out, s.n_in}, "bench"};
+      const TensorView plain{file_bytes.data(), other, {s.n_out, s.n_in}, "bench"};
       for (int64_t n_x : nxs) {
         std::vector<float> x(static_cast<size_t>(n_x * s.n_in), 0.25f), y(static_cast<size_t>(n_x * s.n_out));
         for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;

@@ -26,7 +26,8 @@ namespace {
 constexpr DType kWeightDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                                    DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                    DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_K_R,
-                                   DType::Q8_0_R, DType::Q6_K_R, DType::Q5_K_R, DType::Q4_0_R};
+                                   DType::Q8_0_R, DType::Q6_K_R, DType::Q5_K_R, DType::Q4_0_R,
+                                   DType::Q4_K_R16};
 
 constexpr DType kAttendDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
 
@@ -64,6 +65,7 @@ KernelTable make_ref_table() {
   set_ref_matmul<DType::Q6_K_R>(k);
   set_ref_matmul<DType::Q5_K_R>(k);
   set_ref_matmul<DType::Q4_0_R>(k);
+  set_ref_matmul<DType::Q4_K_R16>(k);
   k.rms_norm = &ref::rms_norm;
   k.softmax = &ref::softmax;
   k.silu_mul = &ref::silu_mul;
@@ -107,8 +109,8 @@ void check_weight_dtype(DType t, const char* what) {
 
 void check_row(DType t, int64_t n, const char* what) {
   check_weight_dtype(t, what);
-  OG_CHECK(t != DType::Q8_0_R && t != DType::Q4_0_R, what, ": rows of ", dtype_info(t).name,
-           " are interleaved in groups of 8 (get_row reads one)");
+  OG_CHECK(!ref::is_interleaved(t), what, ": rows of ", dtype_info(t).name,
+           " are interleaved in groups (get_row reads one)");
   int64_t block = dtype_info(t).block;
   OG_CHECK(n >= 0 && n % block == 0, what, ": a row of ", n, " elements is not a whole number of ",
            dtype_info(t).name, " blocks of ", block);
@@ -382,6 +384,8 @@ void repack_rows(DType from, DType to, void* data, int64_t n_rows, int64_t n_in)
   if (from == DType::Q5_K_R && to == DType::Q5_K) return repack_blocks(&ref::unpack_q5_k_r, p, n_blocks, 176);
   if (from == DType::Q4_0 && to == DType::Q4_0_R) return ref::repack_q4_0_r(p, n_rows, n_in);
   if (from == DType::Q4_0_R && to == DType::Q4_0) return ref::unpack_q4_0_r(p, n_rows, n_in);
+  if (from == DType::Q4_K && to == DType::Q4_K_R16) return ref::repack_q4_k_r16(p, n_rows, n_in);
+  if (from == DType::Q4_K_R16 && to == DType::Q4_K) return ref::unpack_q4_k_r16(p, n_rows, n_in);
   fail("repack_rows: no repacking from ", dtype_name(static_cast<uint32_t>(from)), " to ",
        dtype_name(static_cast<uint32_t>(to)));
 }
@@ -411,17 +415,12 @@ void get_row(const TensorView& table, int64_t r, float* dst) {
   OG_CHECK(r >= 0 && r < table.shape[0], "get_row: row ", r, " is out of range for table '", table.name,
            "' of shape ", shape_str(table.shape));
   check_weight_dtype(table.dtype, "get_row");
-  if (table.dtype == DType::Q8_0_R) {  // rows interleaved in groups of 8: gather row r as Q8_0
+  if (ref::is_interleaved(table.dtype)) {  // rows interleaved in groups: gather row r as its file dtype
     thread_local std::vector<uint8_t> row;
     row.resize(static_cast<size_t>(table.row_bytes()));
-    ref::q8_0_r_row(static_cast<const uint8_t*>(table.data), table.shape[0], table.shape[1], r, row.data());
-    return dequantize_row(DType::Q8_0, row.data(), dst, table.shape[1]);
-  }
-  if (table.dtype == DType::Q4_0_R) {  // the same interleaving of Q4_0 rows
-    thread_local std::vector<uint8_t> row;
-    row.resize(static_cast<size_t>(table.row_bytes()));
-    ref::q4_0_r_row(static_cast<const uint8_t*>(table.data), table.shape[0], table.shape[1], r, row.data());
-    return dequantize_row(DType::Q4_0, row.data(), dst, table.shape[1]);
+    const DType plain = ref::interleaved_row(table.dtype, static_cast<const uint8_t*>(table.data), table.shape[0],
+                                             table.shape[1], r, row.data());
+    return dequantize_row(plain, row.data(), dst, table.shape[1]);
   }
   dequantize_row(table.dtype, table.row(r), dst, table.shape[1]);
 }

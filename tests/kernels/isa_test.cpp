@@ -158,9 +158,10 @@ TEST(IsaMatmul, BatchOfRowsEqualsSingleRowsBitForBit) {
   dtypes.push_back(DType::Q6_K_R);  // quantized as Q6_K, then regrouped
   dtypes.push_back(DType::Q5_K_R);  // quantized as Q5_K, then regrouped
   dtypes.push_back(DType::Q4_0_R);  // quantized as Q4_0, then interleaved
+  dtypes.push_back(DType::Q4_K_R16);  // quantized as Q4_K, then interleaved by 16
   for (Isa isa : available_isas())
     for (DType layout : dtypes) {
-      const DType t = layout == DType::Q4_K_R   ? DType::Q4_K
+      const DType t = layout == DType::Q4_K_R || layout == DType::Q4_K_R16 ? DType::Q4_K
                       : layout == DType::Q8_0_R ? DType::Q8_0
                       : layout == DType::Q6_K_R ? DType::Q6_K
                       : layout == DType::Q5_K_R ? DType::Q5_K
@@ -243,6 +244,7 @@ void expect_prefill_equals_single_rows(DType file, DType layout, int64_t n_out, 
 TEST(IsaMatmul, RepackedQ4KBatchEqualsSingleRowsAcrossPanels) {
   set_num_threads(2);
   expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R, 251, 85);
+  expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R16, 251, 86);  // 15 groups and a tail of 11
 }
 
 TEST(IsaMatmul, RepackedQ6KPrefillEqualsSingleRowsBitForBit) {
@@ -354,23 +356,54 @@ TEST(IsaMatmul, RepackedQ6KHoldsTheSameValues) {
   expect_regrouped_holds_values(DType::Q6_K, DType::Q6_K_R, bytes, n_out, n_in, 91);
 }
 
-// A layout interleaved by 8 rows (Q8_0_R, Q4_0_R) against the reference for
-// every ISA: the row counts of decode, batched decode and prefill, weight-row
-// counts with every tail (n_out % 8 rows stay plain), pooled shapes and
-// activation chunks.
-void check_interleaved_by_8(DType file, DType layout, uint32_t seed) {
+// A layout interleaved in groups of rows (Q8_0_R and Q4_0_R by 8, Q4_K_R16
+// by 16) against the reference for every ISA: the row counts of decode,
+// batched decode and prefill, weight-row counts with every kind of tail
+// (n_out % group rows stay plain), pooled shapes and activation chunks. Row
+// lengths are rounded up to whole blocks of the file dtype.
+void check_interleaved(DType file, DType layout, uint32_t seed) {
   set_num_threads(2);
+  const int64_t block = dtype_info(file).block;
+  auto len = [&](int64_t n) { return (n + block - 1) / block * block; };
   for (Isa isa : available_isas()) {
     for (int64_t n_x : {1, 2, 3, 7, 8, 33, 512}) {
-      check_matmul(isa, file, 13, 96, n_x, seed + static_cast<uint32_t>(n_x), layout);
-      check_matmul(isa, file, 8, 32, n_x, seed + 10 + static_cast<uint32_t>(n_x), layout);
+      check_matmul(isa, file, 13, len(96), n_x, seed + static_cast<uint32_t>(n_x), layout);
+      check_matmul(isa, file, 8, len(32), n_x, seed + 10 + static_cast<uint32_t>(n_x), layout);
     }
-    for (int64_t n_out : {1, 7, 9, 16, 23, 40, 203})
-      for (int64_t n_x : {1, 5, 33}) check_matmul(isa, file, n_out, 64, n_x, seed + 20 + static_cast<uint32_t>(n_out), layout);
+    for (int64_t n_out : {1, 7, 9, 15, 16, 17, 23, 31, 32, 33, 40, 203})
+      for (int64_t n_x : {1, 5, 33})
+        check_matmul(isa, file, n_out, len(64), n_x, seed + 20 + static_cast<uint32_t>(n_out), layout);
     check_matmul(isa, file, 203, 1024, 8, seed + 30, layout);
     check_matmul(isa, file, 67, 768, 40, seed + 31, layout);    // pooled, prefill tiles
     check_matmul(isa, file, 21, 16384, 17, seed + 32, layout);  // activation chunks
   }
+}
+
+// An interleaved layout holds the file type's values (raw bytes in `bytes`,
+// n_out rows of n_in): get_row reads every row (groups and tail) as the file
+// rows, every ISA's matmul equals their product within the activation
+// rounding, a row pointer is refused, unpacking restores the bytes, and the
+// layout has no user-facing dtype name.
+void expect_interleaved_holds_values(DType file, DType layout, const std::vector<uint8_t>& bytes, int64_t n_out,
+                                     int64_t n_in, uint32_t seed) {
+  std::vector<uint8_t> packed = bytes;
+  repack_rows(file, layout, packed.data(), n_out, n_in);
+  EXPECT_NE(packed, bytes);
+  TensorView plain{bytes.data(), file, {n_out, n_in}, "plain"}, inter{packed.data(), layout, {n_out, n_in}, "inter"};
+  std::vector<float> a(static_cast<size_t>(n_in)), b(static_cast<size_t>(n_in)), deq(static_cast<size_t>(n_out * n_in));
+  for (int64_t r = 0; r < n_out; ++r) {
+    get_row(plain, r, a.data());
+    get_row(inter, r, b.data());
+    ASSERT_EQ(a, b) << "row " << r;
+    std::copy(a.begin(), a.end(), deq.begin() + r * n_in);
+  }
+  expect_matmul_matches_values(inter, file, deq, n_out, n_in, seed);
+  EXPECT_THROW(dequantize_row(layout, packed.data(), a.data(), n_in), og::Error);
+  EXPECT_THROW(dot_row(layout, packed.data(), a.data(), n_in), og::Error);
+  repack_rows(layout, file, packed.data(), n_out, n_in);
+  EXPECT_EQ(packed, bytes);
+  DType parsed;
+  EXPECT_FALSE(dtype_from_name(dtype_name(static_cast<uint32_t>(layout)), &parsed));
 }
 
 // Q8_0_R (Q8_0 rows interleaved by 8 at load): every ISA (the scalar one is
@@ -379,7 +412,7 @@ void check_interleaved_by_8(DType file, DType layout, uint32_t seed) {
 // and prefill, weight-row counts with every tail (n_out % 8 rows stay plain)
 // and pooled shapes.
 TEST(IsaMatmul, RepackedQ8_0AgreesWithReference) {
-  check_interleaved_by_8(DType::Q8_0, DType::Q8_0_R, 200);
+  check_interleaved(DType::Q8_0, DType::Q8_0_R, 200);
 }
 
 // The interleaved layout holds the same values: get_row reads every row
@@ -395,24 +428,7 @@ TEST(IsaMatmul, RepackedQ8_0HoldsTheSameValues) {
       blk[0] = static_cast<uint8_t>(r), blk[1] = 0x20;  // f16 near 2^-7, a different scale per row
       if (b == 0) blk[2] = 0x80, blk[3] = 0x7F, blk[4] = 0x80;
     }
-  std::vector<uint8_t> packed = bytes;
-  repack_rows(DType::Q8_0, DType::Q8_0_R, packed.data(), n_out, n_in);
-  EXPECT_NE(packed, bytes);
-  TensorView plain{bytes.data(), DType::Q8_0, {n_out, n_in}, "plain"}, inter{packed.data(), DType::Q8_0_R, {n_out, n_in}, "inter"};
-  std::vector<float> a(static_cast<size_t>(n_in)), b(static_cast<size_t>(n_in)), deq(static_cast<size_t>(n_out * n_in));
-  for (int64_t r = 0; r < n_out; ++r) {
-    get_row(plain, r, a.data());
-    get_row(inter, r, b.data());
-    ASSERT_EQ(a, b) << "row " << r;
-    std::copy(a.begin(), a.end(), deq.begin() + r * n_in);
-  }
-  expect_matmul_matches_values(inter, DType::Q8_0, deq, n_out, n_in, 240);
-  EXPECT_THROW(dequantize_row(DType::Q8_0_R, packed.data(), a.data(), n_in), og::Error);
-  EXPECT_THROW(dot_row(DType::Q8_0_R, packed.data(), a.data(), n_in), og::Error);
-  repack_rows(DType::Q8_0_R, DType::Q8_0, packed.data(), n_out, n_in);
-  EXPECT_EQ(packed, bytes);
-  DType parsed;
-  EXPECT_FALSE(dtype_from_name("q8_0_r", &parsed));
+  expect_interleaved_holds_values(DType::Q8_0, DType::Q8_0_R, bytes, n_out, n_in, 240);
 }
 
 // Q5_K_R (Q5_K regrouped at load as Q4_K_R plus the fifth bits): every ISA
@@ -479,7 +495,7 @@ TEST(IsaMatmul, RepackedQ5KHoldsTheSameValues) {
 // batched decode and prefill, weight-row counts with every tail (n_out % 8
 // rows stay plain), pooled shapes and activation chunks.
 TEST(IsaMatmul, RepackedQ4_0AgreesWithReference) {
-  check_interleaved_by_8(DType::Q4_0, DType::Q4_0_R, 500);
+  check_interleaved(DType::Q4_0, DType::Q4_0_R, 500);
 }
 
 // The interleaved layout holds the same values: get_row reads every row
@@ -494,24 +510,31 @@ TEST(IsaMatmul, RepackedQ4_0HoldsTheSameValues) {
       uint8_t* blk = bytes.data() + r * rb + b * 18;
       blk[0] = static_cast<uint8_t>(r), blk[1] = 0x20;  // f16 near 2^-7, a different scale per row
     }
-  std::vector<uint8_t> packed = bytes;
-  repack_rows(DType::Q4_0, DType::Q4_0_R, packed.data(), n_out, n_in);
-  EXPECT_NE(packed, bytes);
-  TensorView plain{bytes.data(), DType::Q4_0, {n_out, n_in}, "plain"}, inter{packed.data(), DType::Q4_0_R, {n_out, n_in}, "inter"};
-  std::vector<float> a(static_cast<size_t>(n_in)), b(static_cast<size_t>(n_in)), deq(static_cast<size_t>(n_out * n_in));
-  for (int64_t r = 0; r < n_out; ++r) {
-    get_row(plain, r, a.data());
-    get_row(inter, r, b.data());
-    ASSERT_EQ(a, b) << "row " << r;
-    std::copy(a.begin(), a.end(), deq.begin() + r * n_in);
-  }
-  expect_matmul_matches_values(inter, DType::Q4_0, deq, n_out, n_in, 540);
-  EXPECT_THROW(dequantize_row(DType::Q4_0_R, packed.data(), a.data(), n_in), og::Error);
-  EXPECT_THROW(dot_row(DType::Q4_0_R, packed.data(), a.data(), n_in), og::Error);
-  repack_rows(DType::Q4_0_R, DType::Q4_0, packed.data(), n_out, n_in);
-  EXPECT_EQ(packed, bytes);
-  DType parsed;
-  EXPECT_FALSE(dtype_from_name("q4_0_r", &parsed));
+  expect_interleaved_holds_values(DType::Q4_0, DType::Q4_0_R, bytes, n_out, n_in, 540);
+}
+
+// Q4_K_R16 (Q4_K rows interleaved by 16 at load, the AVX-512 layout): every
+// ISA against the double-precision product of the Q4_K weights, for the row
+// counts of decode, batched decode and prefill, every tail (n_out % 16 rows
+// stay plain Q4_K), pooled shapes and long rows.
+TEST(IsaMatmul, RepackedQ4KR16AgreesWithReference) {
+  check_interleaved(DType::Q4_K, DType::Q4_K_R16, 700);
+}
+
+// Q4_K_R16 holds the Q4_K values, on raw bytes: every quant level, every bit
+// of the packed 6-bit scales and mins (the bytes the kernel unpacks with
+// shifts and masks), a different d and dmin per row; 37 rows: two groups and
+// a plain tail.
+TEST(IsaMatmul, RepackedQ4KR16HoldsTheSameValues) {
+  const int64_t n_out = 37, n_in = 512, rb = dtype_row_bytes(DType::Q4_K, n_in);
+  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 1616);
+  for (int64_t r = 0; r < n_out; ++r)
+    for (int64_t b = 0; b < n_in / 256; ++b) {
+      uint8_t* blk = bytes.data() + r * rb + b * 144;
+      blk[0] = static_cast<uint8_t>(r), blk[1] = 0x14;  // d: f16 near 2^-10
+      blk[2] = static_cast<uint8_t>(3 * r), blk[3] = 0x10;  // dmin: near 2^-11
+    }
+  expect_interleaved_holds_values(DType::Q4_K, DType::Q4_K_R16, bytes, n_out, n_in, 1640);
 }
 
 TEST(IsaMatmul, LargeEnoughToUseTheThreadPool) {

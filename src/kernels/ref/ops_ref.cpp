@@ -100,22 +100,28 @@ float dot_row(DType t, const void* w_row, const float* x, int64_t n) {
   return dot_f32(buf.data(), x, n);
 }
 
+bool is_interleaved(DType t) { return t == DType::Q8_0_R || t == DType::Q4_0_R || t == DType::Q4_K_R16; }
+
+DType interleaved_row(DType t, const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
+  switch (t) {
+    case DType::Q8_0_R: q8_0_r_row(data, n_rows, n_in, r, dst); return DType::Q8_0;
+    case DType::Q4_0_R: q4_0_r_row(data, n_rows, n_in, r, dst); return DType::Q4_0;
+    case DType::Q4_K_R16: q4_k_r16_row(data, n_rows, n_in, r, dst); return DType::Q4_K;
+    default: fail("interleaved_row: ", dtype_info(t).name, " is not an interleaved layout");
+  }
+}
+
 void matmul_rows(DType t, const uint8_t* w, int64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1,
                  const float* x, int64_t n_x, float* y, int64_t n_out) {
   thread_local std::vector<float> buf;
   buf.resize(static_cast<size_t>(n_in));
-  thread_local std::vector<uint8_t> row;  // a Q8_0_R / Q4_0_R row gathered as plain Q8_0 / Q4_0
-  if (t == DType::Q8_0_R || t == DType::Q4_0_R) row.resize(static_cast<size_t>(row_bytes));
+  thread_local std::vector<uint8_t> row;  // a row of an interleaved layout gathered as its file dtype
+  if (is_interleaved(t)) row.resize(static_cast<size_t>(row_bytes));
   for (int64_t r = r0; r < r1; ++r) {
-    if (t == DType::Q8_0_R) {
-      q8_0_r_row(w, n_out, n_in, r, row.data());
-      dequant_q8_0(row.data(), buf.data(), n_in);
-    } else if (t == DType::Q4_0_R) {
-      q4_0_r_row(w, n_out, n_in, r, row.data());
-      dequant_q4_0(row.data(), buf.data(), n_in);
-    } else {
+    if (is_interleaved(t))
+      dequantize_row(interleaved_row(t, w, n_out, n_in, r, row.data()), row.data(), buf.data(), n_in);
+    else
       dequantize_row(t, w + r * row_bytes, buf.data(), n_in);  // once per weight row
-    }
     for (int64_t i = 0; i < n_x; ++i) y[i * n_out + r] = dot_f32(buf.data(), x + i * n_in, n_in);
   }
 }

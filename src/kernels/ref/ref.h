@@ -122,6 +122,30 @@ void unpack_q4_0_r(uint8_t* data, int64_t n_rows, int64_t n_in);
 // Row r of a Q4_0_R matrix as plain Q4_0 bytes (dst: its row bytes).
 void q4_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst);
 
+// Q4_K_R16 (dtype.h): a Q4_K matrix of n_rows rows whose first n_rows/16*16
+// rows are interleaved in groups of 16 (the rest stay plain Q4_K rows), one
+// row per 32-bit lane of a 512-bit register. Group g occupies the bytes of
+// its 16 rows; its 256-element block b is 2304 bytes at 2304·b:
+//   0..31     the 16 rows' d (f16, row j at 2j); 32..63 their dmin;
+//   64..255   scale byte i (0..11, Q4_K's packing) of row j at 64 + 16i + j;
+//   256 + 256l + 64s + 4j + k   (sub-block l = 0..7, step s = 0..3, k = 0..3)
+//             element 32l + 4s + k of row j in the low nibble and element
+//             32l + 16 + 4s + k in the high nibble.
+// A 64-byte load is then 4 nibble pairs of 16 rows: one vpdpbusd against 4
+// broadcast activations gives 16 rows' partial sums of one sub-block, and
+// the float steps serve 16 rows at once. Both rewrite in place.
+void repack_q4_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in);
+void unpack_q4_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in);
+// Row r of a Q4_K_R16 matrix as plain Q4_K bytes (dst: its row bytes).
+void q4_k_r16_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst);
+
+// The matrix layouts whose rows are interleaved in groups (Q8_0_R, Q4_0_R,
+// Q4_K_R16): a row pointer alone does not locate a row. interleaved_row
+// writes row r of such a matrix as plain bytes of its file dtype, which it
+// returns (dst: one row of that dtype).
+bool is_interleaved(DType t);
+DType interleaved_row(DType t, const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst);
+
 // Q5_K_R (dtype.h): a Q5_K block whose 128 quant bytes (at 48) are regrouped
 // as Q4_K_R's (byte 48 + 32t + 4l + k: element 32l + 8t + k low nibble,
 // 32l + 8t + 4 + k high nibble) and whose fifth bits follow: the bit of

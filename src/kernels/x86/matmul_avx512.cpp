@@ -20,6 +20,7 @@
 #define OG_X86_ZRT 2
 #define OG_X86_ZXT 8
 #define OG_X86_ZRD 2
+#define OG_X86_Z16XT 8  // Q4_K_R16 (matmul_k16_zmm.inc): activation rows per tile
 #define OG_X86_K6RD 2  // Q6_K_R tiles, weight rows x activation rows: decode 2 x 1,
 #define OG_X86_K6RS 1  // small batches 1 x n_x (n_x <= 8),
 #define OG_X86_K6XS 8
