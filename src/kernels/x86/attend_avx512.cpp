@@ -5,7 +5,9 @@
 // GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(),
 // which -Wuninitialized reports at every use: a false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__  // clang has no such warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -126,12 +128,16 @@ inline void store16(const __m512 (&v)[16], float scale, float* s, int64_t s_stri
     _mm_storeu_ps(s + 2 * s_stride, _mm512_extractf32x4_ps(o, 2));
     _mm_storeu_ps(s + 3 * s_stride, _mm512_extractf32x4_ps(o, 3));
   } else if constexpr (R * G == 16 && R == 2) {
-#pragma GCC unroll 4
-    for (int b = 0; b < 4; ++b) {
-      const __m128 x = _mm512_extractf32x4_ps(o, b);
+    // The lane index of an extract must be a constant (clang checks it
+    // before unrolling), so the four quarters are spelled out.
+    const auto pair = [&](__m128 x, int b) {
       _mm_storel_pi(reinterpret_cast<__m64*>(s + (2 * b) * s_stride), x);
       _mm_storeh_pi(reinterpret_cast<__m64*>(s + (2 * b + 1) * s_stride), x);
-    }
+    };
+    pair(_mm512_castps512_ps128(o), 0);
+    pair(_mm512_extractf32x4_ps(o, 1), 1);
+    pair(_mm512_extractf32x4_ps(o, 2), 2);
+    pair(_mm512_extractf32x4_ps(o, 3), 3);
   } else {
     alignas(64) float r16[16];
     _mm512_store_ps(r16, o);

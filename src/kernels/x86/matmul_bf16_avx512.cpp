@@ -11,7 +11,9 @@
 // GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(),
 // which -Wuninitialized reports at every use: a false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__  // clang has no such warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstdint>
