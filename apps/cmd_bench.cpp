@@ -1,9 +1,10 @@
 // `offgraph bench`: prefill and (batched) decode speed of a model in
 // llama-bench's spirit. Every combination of the list flags is one test,
 // repeated -r times (mean ± sd). Each result is reported against its limit,
-// measured on the same threads right before each repetition (the machine's
-// memory is shared and its bandwidth drifts between runs, so a limit taken
-// once per run made the fraction swing by a third): decode as bytes read per
+// measured on the same threads right before and right after each repetition,
+// the two averaged (the machine's memory is shared and its bandwidth drifts
+// between runs and within one: a limit taken once per run made the fraction
+// swing by a third): decode as bytes read per
 // token × tokens/s ÷ read bandwidth, prefill as multiply-adds per token ×
 // tokens/s ÷ peak multiply-add rate. The fraction shown is the mean of the
 // repetitions' fractions; the limit the mean of their limits.
@@ -120,8 +121,10 @@ void run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, P
   const double work = prefill ? static_cast<double>(m.weight_traffic().matmul_macs_per_row) : r.bytes_per_token;
   double limit_sum = 0, fraction_sum = 0;
   for (int64_t i = 0; i < f.repetitions; ++i) {
-    const double limit = prefill ? probes.madd_peak() : probes.read_gbs() * 1e9;
+    auto probe = [&] { return prefill ? probes.madd_peak() : probes.read_gbs() * 1e9; };
+    const double before = probe();
     const double s = once(static_cast<uint64_t>(f.seed + i), false);
+    const double limit = (before + probe()) / 2;
     const double tokens = prefill ? static_cast<double>(r.n_prompt) : static_cast<double>(r.n_gen * r.n_seqs);
     r.tok_s.push_back(tokens / s);
     limit_sum += limit;
@@ -176,7 +179,7 @@ void print_markdown(const BenchFlags& f, const Model& m, const std::vector<Resul
               std::filesystem::path(f.model).filename().string().c_str(), m.architecture().c_str(),
               static_cast<double>(wt.matmul_bytes) / (1 << 20), static_cast<double>(wt.matmul_macs_per_row) / 1e9,
               kernels::isa_name(), f.kv_dtype.c_str(), f.mmap ? "mmap" : "huge pages");
-  std::printf("limits measured before each repetition: read bandwidth (decode), %s multiply-add peak (prefill)\n\n",
+  std::printf("limits measured before and after each repetition (their mean): read bandwidth (decode), %s multiply-add peak (prefill)\n\n",
               quantized_weights(m) ? "int8" : "f32");
   std::printf("| test | threads | tok/s | bytes/token | GB/s | limit | %% of limit |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
