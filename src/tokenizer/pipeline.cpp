@@ -94,6 +94,10 @@ void PipelineTokenizer::build_decode_table() {
     const std::string& p = spec_.vocab.pieces[id];
     const TokenType t = spec_.vocab.types[id];
     std::string& out = token_bytes_[id];
+    // Unused slots (GGUF type 5, holes in an HF vocabulary) render as
+    // nothing, special or not, as llama.cpp's token_to_piece does: a model
+    // that samples one prints no placeholder such as <unused7>.
+    if (t == TokenType::kUnused) continue;
     if (t == TokenType::kControl || t == TokenType::kUnknown || t == TokenType::kUserDefined) {
       out = p;
       continue;

@@ -58,14 +58,16 @@ class Tokenizer {
   // each part on its own; tokenizers that split text into fragments override it.
   virtual std::vector<int32_t> encode_parts(std::span<const TextPart> parts, bool add_special) const;
   // Whole-sequence decode (what streaming must reproduce). skip_special drops
-  // control (and unknown) tokens. The result is the raw bytes the ids spell:
+  // control (and unknown) tokens; unused slots (TokenType::kUnused) spell
+  // nothing either way, as in llama.cpp. The result is the raw bytes the ids spell:
   // byte-level and byte-fallback ids can spell invalid UTF-8, which is kept as
   // it is (so decode(encode(x)) == x even then); display code sanitizes.
   // An id outside [0, n_vocab) is an og::Error naming it.
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special = true) const = 0;
   // The bytes token `id` contributes in the middle of a decode (byte-fallback
   // pieces give their single raw byte; SentencePiece ▁ gives a space; control
-  // and added tokens give their text, which decode drops when skip_special).
+  // and added tokens give their text, which decode drops when skip_special;
+  // unused slots give nothing).
   virtual std::string token_bytes(int32_t id) const = 0;
   // True when the decoder strips one leading space from the first text piece
   // (SentencePiece add-dummy-prefix vocabularies).

@@ -12,6 +12,7 @@
 #include "format/gguf.h"
 #include "synth/synth.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/streaming_decoder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og {
@@ -70,6 +71,30 @@ TEST(Gemma4Tokenizer, GgufRules) {
   const auto& stop = tok->special().stop_ids;
   EXPECT_NE(std::find(stop.begin(), stop.end(), id(*tok, "<turn|>")), stop.end());
   EXPECT_NE(std::find(stop.begin(), stop.end(), id(*tok, "<eos>")), stop.end());
+}
+
+// The vocabulary's padding (<unusedN>, GGUF token type 5) spells nothing when
+// decoded, whole or streamed, special tokens shown or not: llama.cpp prints
+// nothing for such a token, and neither may `offgraph run`.
+TEST(Gemma4Tokenizer, UnusedPiecesDecodeToNothing) {
+  auto tok = Tokenizer::from_path(files().gguf);
+  const int32_t last = tok->n_vocab() - 1;
+  ASSERT_EQ(tok->piece(last), "<unused" + std::to_string(last) + ">");
+  ASSERT_EQ(tok->token_type(last), TokenType::kUnused);
+  EXPECT_EQ(tok->token_bytes(last), "");
+  const std::vector<int32_t> text = tok->encode("Once upon a time", false, false);
+  ASSERT_GE(text.size(), 2u);
+  std::vector<int32_t> with = text;
+  with.insert(with.begin() + 1, last);
+  with.push_back(last);
+  for (bool skip : {true, false}) {
+    EXPECT_EQ(tok->decode(with, skip), tok->decode(text, skip)) << skip;
+    StreamingDecoder d(*tok, skip);
+    std::string streamed;
+    for (int32_t i : with) streamed += d.push(i);
+    streamed += d.flush();
+    EXPECT_EQ(streamed, tok->decode(text, skip)) << skip;
+  }
 }
 
 TEST(Gemma4Tokenizer, GgufAndTokenizerJsonGiveTheSameIds) {
