@@ -58,15 +58,15 @@ TEST(Gemma4Run, InspectShowsTheLayerToCacheMap) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["architecture"], "gemma4");
   const nlohmann::json& caches = j["kv"]["caches"];
-  ASSERT_EQ(caches.size(), 6u) << r.out;
+  ASSERT_EQ(caches.size(), 5u) << r.out;
   EXPECT_EQ(caches[4]["layers"], nlohmann::json::array({4, 9}));
-  EXPECT_EQ(caches[5]["layers"], nlohmann::json::array({5, 6, 7, 8}));
+  EXPECT_EQ(caches[3]["layers"], nlohmann::json::array({3, 5, 6, 7, 8}));
   EXPECT_EQ(caches[4]["head_dim_k"], 32);
-  EXPECT_EQ(caches[5]["window"], 8);
-  // K and V at f16 per position: 5 sliding caches of 1 x 16 and one full of 1 x 32.
-  EXPECT_EQ(j["kv"]["bytes_per_position_f16"], (5 * 32 + 64) * 2);
+  EXPECT_EQ(caches[3]["window"], 8);
+  // K and V at f16 per position: 4 sliding caches of 1 x 16 and one full of 1 x 32.
+  EXPECT_EQ(j["kv"]["bytes_per_position_f16"], (4 * 32 + 64) * 2);
   const Proc t = offgraph({"inspect", tiny_gemma4()});
-  EXPECT_NE(t.out.find("layers 5,6,7,8"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("layers 3,5,6,7,8"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("per_layer_input=8"), std::string::npos) << t.out;
   // The HF checkpoint's vision tensor is skipped, and inspect says so.
   const std::string hf = scratch_dir() + "/gemma4-tiny-hf";
@@ -76,7 +76,7 @@ TEST(Gemma4Run, InspectShowsTheLayerToCacheMap) {
   EXPECT_NE(h.out.find("note:          1 tensors outside the text model (vision/audio towers) are ignored"),
             std::string::npos)
       << h.out;
-  EXPECT_NE(h.out.find("layers 5,6,7,8"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("layers 3,5,6,7,8"), std::string::npos) << h.out;
 }
 
 TEST(Gemma4Run, RunAndChatWithRingOverridesAndQuantizedKv) {

@@ -46,8 +46,8 @@ TEST(Gemma4, ConfigReadsTheSpecInBothLayouts) {
       EXPECT_EQ(L.head_dim_k, full ? 32 : 16) << l;
       EXPECT_EQ(L.rope_n_rot, full ? 32 : 16) << l;
       EXPECT_EQ(L.rope_base, full ? 1e6 : 1e4) << l;
-      EXPECT_EQ(L.d_ff, l >= 6 ? 256 : 128) << l;
-      EXPECT_EQ(L.kv_donor, l < 6 ? -1 : full ? 4 : 5) << l;
+      EXPECT_EQ(L.d_ff, l >= 5 ? 256 : 128) << l;
+      EXPECT_EQ(L.kv_donor, l < 5 ? -1 : full ? 4 : 3) << l;
       EXPECT_FLOAT_EQ(L.attn_scale, 1.0f);
       EXPECT_TRUE(L.has_q_norm && L.has_k_norm && L.has_v_norm && L.has_post_attn_norm && L.has_output_scale);
       EXPECT_EQ(L.activation, Activation::kGeluTanh);
@@ -58,12 +58,12 @@ TEST(Gemma4, ConfigReadsTheSpecInBothLayouts) {
       }
     }
     const KvGeometry g = m->kv_geometry();
-    EXPECT_EQ(g.caches.size(), 6u);
-    EXPECT_EQ(g.layer_cache, (std::vector<int>{0, 1, 2, 3, 4, 5, 5, 5, 5, 4}));
-    EXPECT_EQ(g.layer_writes, (std::vector<bool>{true, true, true, true, true, true, false, false, false, false}));
+    EXPECT_EQ(g.caches.size(), 5u);
+    EXPECT_EQ(g.layer_cache, (std::vector<int>{0, 1, 2, 3, 4, 3, 3, 3, 3, 4}));
+    EXPECT_EQ(g.layer_writes, (std::vector<bool>{true, true, true, true, true, false, false, false, false, false}));
     EXPECT_EQ(g.caches[4].head_dim_k, 32);
     EXPECT_EQ(g.caches[4].window, 0);
-    EXPECT_EQ(g.caches[5].window, 8);
+    EXPECT_EQ(g.caches[3].window, 8);
   }
   (void)spec;
 }
@@ -208,12 +208,12 @@ TEST(Gemma4Bad, HeadSizeKeyContradictingTheTensorsNamesBoth) {
 
 TEST(Gemma4Bad, SharingKeyContradictingTheTensorsNamesBoth) {
   test::TempDir dir;
-  test::GgufEdit fewer;  // layers 6-7 would own their KV, but the file has no K for them
+  test::GgufEdit fewer;  // layers 5-7 would own their KV, but the file has no K for them
   fewer.set_keys = {{"gemma4.attention.shared_kv_layers", GgufValue::make_u32(2)}};
   test::rewrite_gguf(test::synth_gguf(Family::kGemma4), dir.path("fewer.gguf"), fewer);
   const std::string e = error_of(dir.path("fewer.gguf"));
   EXPECT_NE(e.find("gemma4.attention.shared_kv_layers = 2"), std::string::npos) << e;
-  EXPECT_NE(e.find("blk.6.attn_k.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find("blk.5.attn_k.weight"), std::string::npos) << e;
 
   test::GgufEdit more;  // no full layer would own a cache for the sharing full layers
   more.set_keys = {{"gemma4.attention.shared_kv_layers", GgufValue::make_u32(7)}};
@@ -227,7 +227,7 @@ TEST(Gemma4Bad, SharingKeyContradictingTheTensorsNamesBoth) {
   test::rewrite_hf(test::synth_hf(Family::kGemma4), dir.path("sh-hf"), he);
   const std::string h = error_of(dir.path("sh-hf"));
   EXPECT_NE(h.find("num_kv_shared_layers = 3"), std::string::npos) << h;
-  EXPECT_NE(h.find("layers.6.self_attn.k_proj.weight"), std::string::npos) << h;
+  EXPECT_NE(h.find("layers.5.self_attn.k_proj.weight"), std::string::npos) << h;
 }
 
 TEST(Gemma4Bad, PerLayerWidthContradictingTheTableNamesBoth) {

@@ -110,8 +110,10 @@ SynthSpec tiny_spec(Family f) {
       s.rms_eps = 1e-6;
       break;
     case Family::kGemma4:
-      // E2B's structure in miniature: (4 sliding, 1 full) x 2, the last 4
-      // layers share KV (3 sliding -> layer 5, 1 full -> layer 4), full
+      // E2B's structure in miniature: (4 sliding, 1 full) x 2, the last 5
+      // layers share KV (4 sliding -> layer 3, 1 full -> layer 4: as in E2B,
+      // the last owner layer is full and the one before it sliding, which
+      // llama.cpp requires of the donors, GEMMA4.md 5), full
       // layers with twice the head size and a quarter of it rotating. A
       // wider stream than the other tiny specs: ten layers of unscaled
       // attention and post-norms amplify f32 rounding less.
@@ -122,7 +124,7 @@ SynthSpec tiny_spec(Family f) {
       s.head_dim_full = 32;
       s.window = 8;
       s.sliding_pattern = 5;
-      s.n_shared_kv = 4;
+      s.n_shared_kv = 5;
       s.d_per_layer = 8;
       s.double_wide_mlp = true;
       s.partial_rotary = 0.25;
