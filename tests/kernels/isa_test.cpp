@@ -109,6 +109,19 @@ std::vector<uint8_t> raw_bytes(size_t n, uint32_t state) {
   return bytes;
 }
 
+// Raw bytes for n_out rows of t (n_in each), with edit(blk, r, b) then
+// called on every block b of every row r: it sets what must not be random
+// (scales kept normal and distinct per row, chosen extreme values).
+template <class Edit>
+std::vector<uint8_t> raw_rows(DType t, int64_t n_out, int64_t n_in, uint32_t seed, Edit edit) {
+  const DTypeInfo& info = dtype_info(t);
+  const int64_t rb = dtype_row_bytes(t, n_in);
+  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), seed);
+  for (int64_t r = 0; r < n_out; ++r)
+    for (int64_t b = 0; b < n_in / info.block; ++b) edit(bytes.data() + r * rb + b * info.block_bytes, r, b);
+  return bytes;
+}
+
 // Every ISA's matmul of w (n_out x n_in, a repacked layout) against the
 // double-precision product of deq (its values as floats), at 1, 3 and 9
 // activation rows, within the budget of the file dtype t.
@@ -345,14 +358,11 @@ TEST(IsaMatmul, RepackedQ6KAgreesWithReference) {
 // activation rounding on levels over the whole 0..63 range and scales over
 // the whole int8 range (−128 included, which only files write).
 TEST(IsaMatmul, RepackedQ6KHoldsTheSameValues) {
-  const int64_t n_out = 9, n_in = 512, rb = dtype_row_bytes(DType::Q6_K, n_in);
-  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 4242);
-  for (int64_t r = 0; r < n_out; ++r)
-    for (int64_t b = 0; b < n_in / 256; ++b) {
-      uint8_t* blk = bytes.data() + r * rb + b * 210;
-      blk[208] = static_cast<uint8_t>(r), blk[209] = 0x18;  // f16 near 2^-9, a different d per row
-      if (b == 0) blk[192] = 0x80, blk[193] = 0x7F;          // scales −128, 127
-    }
+  const int64_t n_out = 9, n_in = 512;
+  const std::vector<uint8_t> bytes = raw_rows(DType::Q6_K, n_out, n_in, 4242, [](uint8_t* blk, int64_t r, int64_t b) {
+    blk[208] = static_cast<uint8_t>(r), blk[209] = 0x18;  // f16 near 2^-9, a different d per row
+    if (b == 0) blk[192] = 0x80, blk[193] = 0x7F;          // scales −128, 127
+  });
   expect_regrouped_holds_values(DType::Q6_K, DType::Q6_K_R, bytes, n_out, n_in, 91);
 }
 
@@ -420,14 +430,11 @@ TEST(IsaMatmul, RepackedQ8_0AgreesWithReference) {
 // pointer is refused, and quants over the whole int8 range (−128 included,
 // which only files write) stay exact through the biased VNNI path.
 TEST(IsaMatmul, RepackedQ8_0HoldsTheSameValues) {
-  const int64_t n_out = 19, n_in = 96, rb = dtype_row_bytes(DType::Q8_0, n_in);
-  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 777);
-  for (int64_t r = 0; r < n_out; ++r)
-    for (int64_t b = 0; b < n_in / 32; ++b) {
-      uint8_t* blk = bytes.data() + r * rb + b * 34;
-      blk[0] = static_cast<uint8_t>(r), blk[1] = 0x20;  // f16 near 2^-7, a different scale per row
-      if (b == 0) blk[2] = 0x80, blk[3] = 0x7F, blk[4] = 0x80;
-    }
+  const int64_t n_out = 19, n_in = 96;
+  const std::vector<uint8_t> bytes = raw_rows(DType::Q8_0, n_out, n_in, 777, [](uint8_t* blk, int64_t r, int64_t b) {
+    blk[0] = static_cast<uint8_t>(r), blk[1] = 0x20;  // f16 near 2^-7, a different scale per row
+    if (b == 0) blk[2] = 0x80, blk[3] = 0x7F, blk[4] = 0x80;
+  });
   expect_interleaved_holds_values(DType::Q8_0, DType::Q8_0_R, bytes, n_out, n_in, 240);
 }
 
@@ -479,14 +486,11 @@ TEST(IsaMatmul, RepackedQ5KBatchEqualsSingleRowsAcrossPanels) {
 // Q5_K through every ISA's table, every ISA's matmul equals the Q5_K values'
 // product within the activation rounding, and unpacking restores the bytes.
 TEST(IsaMatmul, RepackedQ5KHoldsTheSameValues) {
-  const int64_t n_out = 9, n_in = 512, rb = dtype_row_bytes(DType::Q5_K, n_in);
-  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 5151);
-  for (int64_t r = 0; r < n_out; ++r)
-    for (int64_t b = 0; b < n_in / 256; ++b) {
-      uint8_t* blk = bytes.data() + r * rb + b * 176;
-      blk[0] = static_cast<uint8_t>(r), blk[1] = 0x18;      // d: f16 near 2^-9, a different one per row
-      blk[2] = static_cast<uint8_t>(3 * r), blk[3] = 0x14;  // dmin near 2^-10
-    }
+  const int64_t n_out = 9, n_in = 512;
+  const std::vector<uint8_t> bytes = raw_rows(DType::Q5_K, n_out, n_in, 5151, [](uint8_t* blk, int64_t r, int64_t) {
+    blk[0] = static_cast<uint8_t>(r), blk[1] = 0x18;      // d: f16 near 2^-9, a different one per row
+    blk[2] = static_cast<uint8_t>(3 * r), blk[3] = 0x14;  // dmin near 2^-10
+  });
   expect_regrouped_holds_values(DType::Q5_K, DType::Q5_K_R, bytes, n_out, n_in, 92);
 }
 
@@ -503,13 +507,10 @@ TEST(IsaMatmul, RepackedQ4_0AgreesWithReference) {
 // within the activation rounding on raw bytes (every level 0..15), a row
 // pointer is refused, and unpacking restores the bytes.
 TEST(IsaMatmul, RepackedQ4_0HoldsTheSameValues) {
-  const int64_t n_out = 19, n_in = 96, rb = dtype_row_bytes(DType::Q4_0, n_in);
-  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 4040);
-  for (int64_t r = 0; r < n_out; ++r)
-    for (int64_t b = 0; b < n_in / 32; ++b) {
-      uint8_t* blk = bytes.data() + r * rb + b * 18;
-      blk[0] = static_cast<uint8_t>(r), blk[1] = 0x20;  // f16 near 2^-7, a different scale per row
-    }
+  const int64_t n_out = 19, n_in = 96;
+  const std::vector<uint8_t> bytes = raw_rows(DType::Q4_0, n_out, n_in, 4040, [](uint8_t* blk, int64_t r, int64_t) {
+    blk[0] = static_cast<uint8_t>(r), blk[1] = 0x20;  // f16 near 2^-7, a different scale per row
+  });
   expect_interleaved_holds_values(DType::Q4_0, DType::Q4_0_R, bytes, n_out, n_in, 540);
 }
 
@@ -526,14 +527,11 @@ TEST(IsaMatmul, RepackedQ4KR16AgreesWithReference) {
 // shifts and masks), a different d and dmin per row; 37 rows: two groups and
 // a plain tail.
 TEST(IsaMatmul, RepackedQ4KR16HoldsTheSameValues) {
-  const int64_t n_out = 37, n_in = 512, rb = dtype_row_bytes(DType::Q4_K, n_in);
-  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 1616);
-  for (int64_t r = 0; r < n_out; ++r)
-    for (int64_t b = 0; b < n_in / 256; ++b) {
-      uint8_t* blk = bytes.data() + r * rb + b * 144;
-      blk[0] = static_cast<uint8_t>(r), blk[1] = 0x14;  // d: f16 near 2^-10
-      blk[2] = static_cast<uint8_t>(3 * r), blk[3] = 0x10;  // dmin: near 2^-11
-    }
+  const int64_t n_out = 37, n_in = 512;
+  const std::vector<uint8_t> bytes = raw_rows(DType::Q4_K, n_out, n_in, 1616, [](uint8_t* blk, int64_t r, int64_t) {
+    blk[0] = static_cast<uint8_t>(r), blk[1] = 0x14;      // d: f16 near 2^-10
+    blk[2] = static_cast<uint8_t>(3 * r), blk[3] = 0x10;  // dmin: near 2^-11
+  });
   expect_interleaved_holds_values(DType::Q4_K, DType::Q4_K_R16, bytes, n_out, n_in, 1640);
 }
 
@@ -548,13 +546,10 @@ TEST(IsaMatmul, LargeEnoughToUseTheThreadPool) {
 // exact at both ends.
 TEST(IsaMatmul, Q8_0RawBytesFullRange) {
   const int64_t n_out = 7, n_in = 96, rb = dtype_row_bytes(DType::Q8_0, n_in);
-  std::vector<uint8_t> bytes = raw_bytes(static_cast<size_t>(n_out * rb), 12345);
-  for (int64_t r = 0; r < n_out; ++r)
-    for (int64_t b = 0; b < n_in / 32; ++b) {
-      uint8_t* blk = bytes.data() + r * rb + b * 34;
-      blk[0] = 0x00, blk[1] = 0x20;  // f16 2^-7
-      if (b == 0) blk[2] = 0x80, blk[3] = 0x7F, blk[4] = 0x80;  // −128, 127, −128
-    }
+  const std::vector<uint8_t> bytes = raw_rows(DType::Q8_0, n_out, n_in, 12345, [](uint8_t* blk, int64_t, int64_t b) {
+    blk[0] = 0x00, blk[1] = 0x20;                             // f16 2^-7
+    if (b == 0) blk[2] = 0x80, blk[3] = 0x7F, blk[4] = 0x80;  // −128, 127, −128
+  });
   std::vector<float> deq(static_cast<size_t>(n_out * n_in));
   for (int64_t r = 0; r < n_out; ++r) dequantize_row(DType::Q8_0, bytes.data() + r * rb, deq.data() + r * n_in, n_in);
   ASSERT_EQ(deq[0], -1.0f);
