@@ -27,7 +27,7 @@ constexpr DType kWeightDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType:
                                    DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                    DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_K_R,
                                    DType::Q8_0_R, DType::Q6_K_R, DType::Q5_K_R, DType::Q4_0_R,
-                                   DType::Q4_K_R16};
+                                   DType::Q4_K_R16, DType::Q6_K_R16};
 
 constexpr DType kAttendDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
 
@@ -66,6 +66,7 @@ KernelTable make_ref_table() {
   set_ref_matmul<DType::Q5_K_R>(k);
   set_ref_matmul<DType::Q4_0_R>(k);
   set_ref_matmul<DType::Q4_K_R16>(k);
+  set_ref_matmul<DType::Q6_K_R16>(k);
   k.rms_norm = &ref::rms_norm;
   k.softmax = &ref::softmax;
   k.silu_mul = &ref::silu_mul;
@@ -386,6 +387,8 @@ void repack_rows(DType from, DType to, void* data, int64_t n_rows, int64_t n_in)
   if (from == DType::Q4_0_R && to == DType::Q4_0) return ref::unpack_q4_0_r(p, n_rows, n_in);
   if (from == DType::Q4_K && to == DType::Q4_K_R16) return ref::repack_q4_k_r16(p, n_rows, n_in);
   if (from == DType::Q4_K_R16 && to == DType::Q4_K) return ref::unpack_q4_k_r16(p, n_rows, n_in);
+  if (from == DType::Q6_K && to == DType::Q6_K_R16) return ref::repack_q6_k_r16(p, n_rows, n_in);
+  if (from == DType::Q6_K_R16 && to == DType::Q6_K) return ref::unpack_q6_k_r16(p, n_rows, n_in);
   fail("repack_rows: no repacking from ", dtype_name(static_cast<uint32_t>(from)), " to ",
        dtype_name(static_cast<uint32_t>(to)));
 }

@@ -13,7 +13,7 @@
 namespace og::kernels {
 
 enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
-constexpr int kNumDTypeIds = 40;  // dtype ids are < 40 (see tensor/dtype.h)
+constexpr int kNumDTypeIds = 48;  // dtype ids are < 48 (see tensor/dtype.h)
 
 // One weight dtype's matmul y[n_x, n_out] = x[n_x, n_in] · W^T, in two steps:
 // prepare() converts the activations once per matmul into act (act_bytes of

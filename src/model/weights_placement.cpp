@@ -1,8 +1,9 @@
 // place_weights_in_huge_pages: the weight matrices copied out of the source
 // (a mapped file) into one huge-page buffer, the views repointed, each copy
 // rewritten in place into the layout the matmul kernels prefer (Q4_K ->
-// Q4_K_R with AVX2 or Q4_K_R16 with AVX-512, Q5_K -> Q5_K_R, Q6_K -> Q6_K_R,
-// Q8_0 -> Q8_0_R, Q4_0 -> Q4_0_R on x86): the repacked copy is the only one kept.
+// Q4_K_R with AVX2 or Q4_K_R16 with AVX-512, Q5_K -> Q5_K_R, Q6_K -> Q6_K_R
+// with AVX2 or Q6_K_R16 with AVX-512, Q8_0 -> Q8_0_R, Q4_0 -> Q4_0_R on x86):
+// the repacked copy is the only one kept.
 #include <cstring>
 #include <vector>
 

@@ -14,7 +14,7 @@ enum class DType : uint32_t {
   IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21,
   IQ2_S = 22, IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28,
   IQ1_M = 29, BF16 = 30, TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
-  // offgraph's own in-memory layouts (never in a file: ggml retired ids 31-33, 36-38):
+  // offgraph's own in-memory layouts (never in a file: ggml retired ids 31-33, 36-38, and 47):
   // Q4_K with each block's quants regrouped for the int8 matmul (kernels/ops.h repack_rows).
   Q4_K_R = 37,
   // Q8_0 with each 8 consecutive rows interleaved per block (ref.h repack_q8_0_r):
@@ -30,6 +30,10 @@ enum class DType : uint32_t {
   // Q4_K with each 16 consecutive rows interleaved per block (ref.h repack_q4_k_r16):
   // a matrix layout like Q8_0_R, one row per lane of a 512-bit register.
   Q4_K_R16 = 33,
+  // Q6_K interleaved like Q4_K_R16 (ref.h repack_q6_k_r16). No retired ggml id
+  // is left: 47 is beyond ggml's ids (42 the last), and a file naming it is
+  // refused like any internal layout.
+  Q6_K_R16 = 47,
 };
 
 struct DTypeInfo {

@@ -172,11 +172,12 @@ TEST(IsaMatmul, BatchOfRowsEqualsSingleRowsBitForBit) {
   dtypes.push_back(DType::Q5_K_R);  // quantized as Q5_K, then regrouped
   dtypes.push_back(DType::Q4_0_R);  // quantized as Q4_0, then interleaved
   dtypes.push_back(DType::Q4_K_R16);  // quantized as Q4_K, then interleaved by 16
+  dtypes.push_back(DType::Q6_K_R16);  // quantized as Q6_K, then interleaved by 16
   for (Isa isa : available_isas())
     for (DType layout : dtypes) {
       const DType t = layout == DType::Q4_K_R || layout == DType::Q4_K_R16 ? DType::Q4_K
                       : layout == DType::Q8_0_R ? DType::Q8_0
-                      : layout == DType::Q6_K_R ? DType::Q6_K
+                      : layout == DType::Q6_K_R || layout == DType::Q6_K_R16 ? DType::Q6_K
                       : layout == DType::Q5_K_R ? DType::Q5_K
                       : layout == DType::Q4_0_R ? DType::Q4_0
                                                 : layout;
@@ -263,6 +264,7 @@ TEST(IsaMatmul, RepackedQ4KBatchEqualsSingleRowsAcrossPanels) {
 TEST(IsaMatmul, RepackedQ6KPrefillEqualsSingleRowsBitForBit) {
   set_num_threads(2);
   for (int64_t n_out : {1, 7, 33, 203}) expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R, n_out, 340);
+  expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R16, 251, 341);  // 15 groups and a tail of 11
 }
 
 // Rows longer than the zmm prefill panel's piece (16 blocks) go in pieces
@@ -533,6 +535,27 @@ TEST(IsaMatmul, RepackedQ4KR16HoldsTheSameValues) {
     blk[2] = static_cast<uint8_t>(3 * r), blk[3] = 0x10;  // dmin: near 2^-11
   });
   expect_interleaved_holds_values(DType::Q4_K, DType::Q4_K_R16, bytes, n_out, n_in, 1640);
+}
+
+// Q6_K_R16 (Q6_K rows interleaved by 16 at load, the AVX-512 layout): every
+// ISA against the double-precision product of the Q6_K weights, for the row
+// counts of decode, batched decode and prefill, every tail (n_out % 16 rows
+// stay plain Q6_K), pooled shapes and long rows.
+TEST(IsaMatmul, RepackedQ6KR16AgreesWithReference) {
+  check_interleaved(DType::Q6_K, DType::Q6_K_R16, 760);
+}
+
+// Q6_K_R16 holds the Q6_K values, on raw bytes: every level (each bit of
+// the nibbles and of the top-bit pairs the kernel shifts and merges), the
+// extreme scales −128 and 127, a different d per row; 37 rows: two groups
+// and a plain tail.
+TEST(IsaMatmul, RepackedQ6KR16HoldsTheSameValues) {
+  const int64_t n_out = 37, n_in = 512;
+  const std::vector<uint8_t> bytes = raw_rows(DType::Q6_K, n_out, n_in, 6161, [](uint8_t* blk, int64_t r, int64_t b) {
+    blk[208] = static_cast<uint8_t>(r), blk[209] = 0x18;  // f16 near 2^-9, a different d per row
+    if (b == 0) blk[192] = 0x80, blk[193] = 0x7F;          // scales −128, 127
+  });
+  expect_interleaved_holds_values(DType::Q6_K, DType::Q6_K_R16, bytes, n_out, n_in, 1660);
 }
 
 TEST(IsaMatmul, LargeEnoughToUseTheThreadPool) {

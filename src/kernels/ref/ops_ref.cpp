@@ -100,13 +100,16 @@ float dot_row(DType t, const void* w_row, const float* x, int64_t n) {
   return dot_f32(buf.data(), x, n);
 }
 
-bool is_interleaved(DType t) { return t == DType::Q8_0_R || t == DType::Q4_0_R || t == DType::Q4_K_R16; }
+bool is_interleaved(DType t) {
+  return t == DType::Q8_0_R || t == DType::Q4_0_R || t == DType::Q4_K_R16 || t == DType::Q6_K_R16;
+}
 
 DType interleaved_row(DType t, const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
   switch (t) {
     case DType::Q8_0_R: q8_0_r_row(data, n_rows, n_in, r, dst); return DType::Q8_0;
     case DType::Q4_0_R: q4_0_r_row(data, n_rows, n_in, r, dst); return DType::Q4_0;
     case DType::Q4_K_R16: q4_k_r16_row(data, n_rows, n_in, r, dst); return DType::Q4_K;
+    case DType::Q6_K_R16: q6_k_r16_row(data, n_rows, n_in, r, dst); return DType::Q6_K;
     default: fail("interleaved_row: ", dtype_info(t).name, " is not an interleaved layout");
   }
 }

@@ -139,6 +139,24 @@ void unpack_q4_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in);
 // Row r of a Q4_K_R16 matrix as plain Q4_K bytes (dst: its row bytes).
 void q4_k_r16_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst);
 
+// Q6_K_R16 (dtype.h): Q4_K_R16's interleaving of Q6_K rows, one row per
+// 32-bit lane. Group g's 256-element block b is 3360 bytes at 3360·b:
+//   384c + 64t + 4j + k   (chunk c = 0..7 of 32 elements, t = 0..3, k = 0..3)
+//             low four bits of element 32c + 4t + k of row j in the low
+//             nibble (step t) and of element 32c + 16 + 4t + k in the high
+//             nibble (step t + 4);
+//   384c + 256 + 64u + 4j + k   top two bits of step 4u + i's element k of
+//             row j in bits 2i, 2i + 1 (step s holds elements 32c + 4s..+3);
+//   3072..3103  the 16 rows' d (f16, row j at 3072 + 2j);
+//   3104 + 16l + j  row j's int8 scale of sub-block l (elements 16l..16l+15).
+// A 64-byte load is then 4 levels of 16 rows in one sub-block (steps 0-3 are
+// sub-block 2c, steps 4-7 sub-block 2c + 1), and the scales of a sub-block
+// are 16 consecutive bytes. Both rewrite in place.
+void repack_q6_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in);
+void unpack_q6_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in);
+// Row r of a Q6_K_R16 matrix as plain Q6_K bytes (dst: its row bytes).
+void q6_k_r16_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst);
+
 // The matrix layouts whose rows are interleaved in groups (Q8_0_R, Q4_0_R,
 // Q4_K_R16): a row pointer alone does not locate a row. interleaved_row
 // writes row r of such a matrix as plain bytes of its file dtype, which it

@@ -17,7 +17,6 @@
 #define OG_X86_K6XS 4
 #define OG_X86_K6RP 1  // prefill 1 x 4
 #define OG_X86_K6XP 4
-#define OG_X86_Q6R_REPACK 1  // Q6_K matrices become Q6_K_R at load
 #define OG_X86_Q8RG 1   // Q8_0_R: groups of 8 rows per tile
 #define OG_X86_Q8RXT 4
 #define OG_X86_Q8RD 2   // Q8_0_R decode: groups per tile

@@ -22,14 +22,13 @@
 #define OG_X86_ZRT 2
 #define OG_X86_ZXT 8
 #define OG_X86_ZRD 2
-#define OG_X86_Z16XT 8  // Q4_K_R16 (matmul_k16_zmm.inc): activation rows per tile
+#define OG_X86_Z16XT 8  // Q4_K_R16, Q6_K_R16 (matmul_k16_zmm.inc): activation rows per tile
 #define OG_X86_K6RD 2  // Q6_K_R tiles, weight rows x activation rows: decode 2 x 1,
 #define OG_X86_K6RS 1  // small batches 1 x n_x (n_x <= 8),
 #define OG_X86_K6XS 8
 #define OG_X86_K6RP 4  // prefill 4 x 4
 #define OG_X86_K6XP 4
 #define OG_X86_K6ZP 2  // prefill on zmm: RP x 2·K6ZP tiles (KQ6RP)
-#define OG_X86_Q6R_REPACK 1  // Q6_K matrices become Q6_K_R at load
 #define OG_X86_Q8RG 4   // Q8_0_R: groups of 8 rows per tile
 #define OG_X86_Q8RXT 3
 #define OG_X86_Q8RD 4   // Q8_0_R decode: groups per tile

@@ -1,0 +1,97 @@
+// Q6_K_R16 (ref.h): Q6_K rows interleaved in groups of 16 so that one 32-bit
+// lane of a 512-bit register holds one weight row. Repacking both ways and
+// gathering one row back as plain Q6_K.
+#include <cstring>
+#include <vector>
+
+#include "kernels/ref/ref.h"
+
+namespace og::kernels::ref {
+
+namespace {
+
+constexpr int64_t kBB = 210, kG = 16, kGB = kG * kBB;
+
+// Where the levels (0..63) of elements 4w..4w+3 (w = 0..63) live: low four
+// bits in nibbles of four consecutive bytes, top two bits in bit pairs of
+// four consecutive bytes. Plain Q6_K: ql (bytes 0..127) and qh (128..191).
+struct Place {
+  int lo_byte, lo_shift, hi_byte, hi_shift;
+};
+Place plain_place(int w) {
+  const int e = 4 * w, h = e / 128, c = (e % 128) / 32, j = e % 32;
+  return {64 * h + 32 * (c & 1) + j, 4 * (c >> 1), 128 + 32 * h + j, 2 * c};
+}
+// The same elements of row j in a group block: chunk c = w / 8, step s = w % 8.
+Place r16_place(int w, int j) {
+  const int c = w / 8, s = w % 8;
+  return {384 * c + 64 * (s % 4) + 4 * j, 4 * (s / 4), 384 * c + 256 + 64 * (s / 4) + 4 * j, 2 * (s % 4)};
+}
+
+uint32_t load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+void or32(uint8_t* p, uint32_t v) {
+  const uint32_t o = load32(p) | v;
+  std::memcpy(p, &o, 4);
+}
+// Four levels, one per byte.
+uint32_t get_levels(const uint8_t* b, Place p) {
+  return ((load32(b + p.lo_byte) >> p.lo_shift) & 0x0F0F0F0Fu) | ((load32(b + p.hi_byte) >> p.hi_shift) & 0x03030303u) << 4;
+}
+// ORs four levels into their places (which the caller has zeroed).
+void put_levels(uint8_t* b, Place p, uint32_t v) {
+  or32(b + p.lo_byte, (v & 0x0F0F0F0Fu) << p.lo_shift);
+  or32(b + p.hi_byte, ((v >> 4) & 0x03030303u) << p.hi_shift);
+}
+
+// Block b of row j (0..15) of a group: plain bytes p (210) -> group block g
+// (3360, zeroed by the caller), and back.
+void to_r16(const uint8_t* p, uint8_t* g, int j) {
+  for (int w = 0; w < 64; ++w) put_levels(g, r16_place(w, j), get_levels(p, plain_place(w)));
+  std::memcpy(g + 3072 + 2 * j, p + 208, 2);                       // d
+  for (int l = 0; l < 16; ++l) g[3104 + 16 * l + j] = p[192 + l];  // scales
+}
+void from_r16(const uint8_t* g, uint8_t* p, int j) {
+  std::memset(p, 0, 192);
+  for (int w = 0; w < 64; ++w) put_levels(p, plain_place(w), get_levels(g, r16_place(w, j)));
+  for (int l = 0; l < 16; ++l) p[192 + l] = g[3104 + 16 * l + j];
+  std::memcpy(p + 208, g + 3072 + 2 * j, 2);
+}
+
+template <bool kToR>
+void move_groups(uint8_t* data, int64_t n_rows, int64_t n_in) {
+  const int64_t nb = n_in / 256, rb = nb * kBB;
+  std::vector<uint8_t> t(static_cast<size_t>(kG * rb));
+  for (int64_t r = 0; r + kG <= n_rows; r += kG) {
+    uint8_t* grp = data + r * rb;
+    std::memcpy(t.data(), grp, t.size());
+    if (kToR) std::memset(grp, 0, t.size());
+    for (int64_t b = 0; b < nb; ++b)
+      for (int j = 0; j < kG; ++j) {
+        if (kToR)
+          to_r16(t.data() + j * rb + kBB * b, grp + kGB * b, j);
+        else
+          from_r16(t.data() + kGB * b, grp + j * rb + kBB * b, j);
+      }
+  }
+}
+
+}  // namespace
+
+void repack_q6_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<true>(data, n_rows, n_in); }
+void unpack_q6_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<false>(data, n_rows, n_in); }
+
+void q6_k_r16_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
+  const int64_t nb = n_in / 256, rb = nb * kBB;
+  if (r >= n_rows / kG * kG) {  // a tail row stays plain
+    std::memcpy(dst, data + r * rb, static_cast<size_t>(rb));
+    return;
+  }
+  const uint8_t* grp = data + r / kG * kG * rb;
+  for (int64_t b = 0; b < nb; ++b) from_r16(grp + kGB * b, dst + kBB * b, static_cast<int>(r % kG));
+}
+
+}  // namespace og::kernels::ref
