@@ -1,5 +1,6 @@
 // Scalar attention kernels over stored K/V rows, one per storage dtype: the
-// reference every faster variant (x86/attend_avx512.cpp) is tested against.
+// reference every faster variant (x86/attend_avx2.cpp, x86/attend_avx512.cpp) is
+// tested against.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -26,11 +26,13 @@ namespace og::kernels {
 namespace avx2 {
 void fill_elementwise(KernelTable& k);  // elementwise_avx2.cpp
 void fill_probe(KernelTable& k);        // probe_avx2.cpp
+void fill_attend(KernelTable& k);       // attend_avx2.cpp
 }  // namespace avx2
 
 void register_avx2(KernelTable& k) {
   avx2::fill_matmul(k);
   avx2::fill_elementwise(k);
   avx2::fill_probe(k);
+  avx2::fill_attend(k);
 }
 }  // namespace og::kernels
