@@ -2,15 +2,15 @@
 // lane of a 512-bit register holds one weight row. Repacking both ways and
 // gathering one row back as plain Q4_K.
 #include <cstring>
-#include <vector>
 
+#include "kernels/ref/r16_groups.h"
 #include "kernels/ref/ref.h"
 
 namespace og::kernels::ref {
 
 namespace {
 
-constexpr int64_t kBB = 144, kG = 16;
+constexpr int64_t kBB = 144;  // a plain block
 
 // Quant byte of element pair (32l + 4s + k, 32l + 16 + 4s + k) of a plain
 // Q4_K block: both elements sit in the same half of the same byte (a
@@ -54,36 +54,14 @@ void from_r16(const uint8_t* g, uint8_t* p, int j) {
       }
 }
 
-template <bool kToR>
-void move_groups(uint8_t* data, int64_t n_rows, int64_t n_in) {
-  const int64_t nb = n_in / 256, rb = nb * kBB;
-  std::vector<uint8_t> t(static_cast<size_t>(kG * rb));
-  for (int64_t r = 0; r + kG <= n_rows; r += kG) {
-    uint8_t* grp = data + r * rb;
-    std::memcpy(t.data(), grp, t.size());
-    for (int64_t b = 0; b < nb; ++b)
-      for (int j = 0; j < kG; ++j) {
-        if (kToR)
-          to_r16(t.data() + j * rb + kBB * b, grp + kG * kBB * b, j);
-        else
-          from_r16(t.data() + kG * kBB * b, grp + j * rb + kBB * b, j);
-      }
-  }
-}
+constexpr R16Codec kCodec{kBB, to_r16, from_r16};
 
 }  // namespace
 
-void repack_q4_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<true>(data, n_rows, n_in); }
-void unpack_q4_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<false>(data, n_rows, n_in); }
-
+void repack_q4_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in) { r16_move_groups(kCodec, true, data, n_rows, n_in); }
+void unpack_q4_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in) { r16_move_groups(kCodec, false, data, n_rows, n_in); }
 void q4_k_r16_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
-  const int64_t nb = n_in / 256, rb = nb * kBB;
-  if (r >= n_rows / kG * kG) {  // a tail row stays plain
-    std::memcpy(dst, data + r * rb, static_cast<size_t>(rb));
-    return;
-  }
-  const uint8_t* grp = data + r / kG * kG * rb;
-  for (int64_t b = 0; b < nb; ++b) from_r16(grp + kG * kBB * b, dst + kBB * b, static_cast<int>(r % kG));
+  r16_row(kCodec, data, n_rows, n_in, r, dst);
 }
 
 }  // namespace og::kernels::ref

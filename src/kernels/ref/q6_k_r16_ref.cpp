@@ -2,15 +2,15 @@
 // lane of a 512-bit register holds one weight row. Repacking both ways and
 // gathering one row back as plain Q6_K.
 #include <cstring>
-#include <vector>
 
+#include "kernels/ref/r16_groups.h"
 #include "kernels/ref/ref.h"
 
 namespace og::kernels::ref {
 
 namespace {
 
-constexpr int64_t kBB = 210, kG = 16, kGB = kG * kBB;
+constexpr int64_t kBB = 210;  // a plain block
 
 // Where the levels (0..63) of elements 4w..4w+3 (w = 0..63) live: low four
 // bits in nibbles of four consecutive bytes, top two bits in bit pairs of
@@ -61,37 +61,14 @@ void from_r16(const uint8_t* g, uint8_t* p, int j) {
   std::memcpy(p + 208, g + 3072 + 2 * j, 2);
 }
 
-template <bool kToR>
-void move_groups(uint8_t* data, int64_t n_rows, int64_t n_in) {
-  const int64_t nb = n_in / 256, rb = nb * kBB;
-  std::vector<uint8_t> t(static_cast<size_t>(kG * rb));
-  for (int64_t r = 0; r + kG <= n_rows; r += kG) {
-    uint8_t* grp = data + r * rb;
-    std::memcpy(t.data(), grp, t.size());
-    if (kToR) std::memset(grp, 0, t.size());
-    for (int64_t b = 0; b < nb; ++b)
-      for (int j = 0; j < kG; ++j) {
-        if (kToR)
-          to_r16(t.data() + j * rb + kBB * b, grp + kGB * b, j);
-        else
-          from_r16(t.data() + kGB * b, grp + j * rb + kBB * b, j);
-      }
-  }
-}
+constexpr R16Codec kCodec{kBB, to_r16, from_r16};
 
 }  // namespace
 
-void repack_q6_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<true>(data, n_rows, n_in); }
-void unpack_q6_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<false>(data, n_rows, n_in); }
-
+void repack_q6_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in) { r16_move_groups(kCodec, true, data, n_rows, n_in); }
+void unpack_q6_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in) { r16_move_groups(kCodec, false, data, n_rows, n_in); }
 void q6_k_r16_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
-  const int64_t nb = n_in / 256, rb = nb * kBB;
-  if (r >= n_rows / kG * kG) {  // a tail row stays plain
-    std::memcpy(dst, data + r * rb, static_cast<size_t>(rb));
-    return;
-  }
-  const uint8_t* grp = data + r / kG * kG * rb;
-  for (int64_t b = 0; b < nb; ++b) from_r16(grp + kGB * b, dst + kBB * b, static_cast<int>(r % kG));
+  r16_row(kCodec, data, n_rows, n_in, r, dst);
 }
 
 }  // namespace og::kernels::ref
