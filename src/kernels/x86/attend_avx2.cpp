@@ -99,28 +99,10 @@ inline void prefetch_rows(uintptr_t p, int64_t rb, int n) {
 }
 constexpr int kPrefetchRows = 24;  // how far ahead of use K and V rows are prefetched
 
-// R rows x G heads of scores (R * G <= 8 accumulators, acc[j * R + r]), dk =
-// DK (0: the runtime dk, the last chunk masked). Head j's score for row r
-// goes to s[j * s_stride + r].
-template <class L, int DK, int R, int G>
-inline void scores_tile(const float* q, int dk_rt, const uint8_t* k, int64_t rbk, float scale, float* s,
-                        int64_t s_stride) {
-  static_assert(R * G <= 8);
-  const int dk = DK > 0 ? DK : dk_rt;
-  __m256 acc[8];
-#pragma GCC unroll 8
-  for (int p = 0; p < 8; ++p) acc[p] = _mm256_setzero_ps();
-#pragma GCC unroll 4
-  for (int e = 0; e < dk; e += 8) {
-    const int left = DK > 0 && DK % 8 == 0 ? 8 : dk - e;
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m256 kv = L::load(k + r * rbk, e, left);
-#pragma GCC unroll 8
-      for (int j = 0; j < G; ++j)
-        acc[j * R + r] = _mm256_fmadd_ps(load_q(q + int64_t{j} * dk + e, left), kv, acc[j * R + r]);
-    }
-  }
+// s[j * s_stride + r] = scale · (the sum of acc[j * R + r]'s lanes), for the
+// R x G scores of a tile; every score through hsum8x8's one tree.
+template <int R, int G>
+inline void store_scores(const __m256 (&acc)[8], float scale, float* s, int64_t s_stride) {
   alignas(32) float out[8];
   _mm256_store_ps(out, _mm256_mul_ps(hsum8x8(acc), _mm256_set1_ps(scale)));
 #pragma GCC unroll 8
@@ -129,8 +111,9 @@ inline void scores_tile(const float* q, int dk_rt, const uint8_t* k, int64_t rbk
     for (int r = 0; r < R; ++r) s[j * s_stride + r] = out[j * R + r];
 }
 
-// q8_0 K: scores_tile's chunks and products (d · q, then the FMA), with each
-// row's block scale read once per block instead of once per chunk.
+// q8_0 K (scores_tile passes it here): the same chunks and products (d · q,
+// then the FMA), with each row's block scale read once per block instead of
+// once per chunk.
 template <int R, int G>
 inline void scores_tile_q8(const float* q, int dk, const uint8_t* k, int64_t rbk, float scale, float* s,
                            int64_t s_stride) {
@@ -153,12 +136,36 @@ inline void scores_tile_q8(const float* q, int dk, const uint8_t* k, int64_t rbk
       }
     }
   }
-  alignas(32) float out[8];
-  _mm256_store_ps(out, _mm256_mul_ps(hsum8x8(acc), _mm256_set1_ps(scale)));
+  store_scores<R, G>(acc, scale, s, s_stride);
+}
+
+// R rows x G heads of scores (R * G <= 8 accumulators, acc[j * R + r]), dk =
+// DK (0: the runtime dk, the last chunk masked). Head j's score for row r
+// goes to s[j * s_stride + r].
+template <class L, int DK, int R, int G>
+inline void scores_tile(const float* q, int dk_rt, const uint8_t* k, int64_t rbk, float scale, float* s,
+                        int64_t s_stride) {
+  static_assert(R * G <= 8);
+  if constexpr (std::is_same_v<L, Q8>) {
+    scores_tile_q8<R, G>(q, dk_rt, k, rbk, scale, s, s_stride);
+  } else {
+    const int dk = DK > 0 ? DK : dk_rt;
+    __m256 acc[8];
 #pragma GCC unroll 8
-  for (int j = 0; j < G; ++j)
+    for (int p = 0; p < 8; ++p) acc[p] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int e = 0; e < dk; e += 8) {
+      const int left = DK > 0 && DK % 8 == 0 ? 8 : dk - e;
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) s[j * s_stride + r] = out[j * R + r];
+      for (int r = 0; r < R; ++r) {
+        const __m256 kv = L::load(k + r * rbk, e, left);
+#pragma GCC unroll 8
+        for (int j = 0; j < G; ++j)
+          acc[j * R + r] = _mm256_fmadd_ps(load_q(q + int64_t{j} * dk + e, left), kv, acc[j * R + r]);
+      }
+    }
+    store_scores<R, G>(acc, scale, s, s_stride);
+  }
 }
 
 // n rows, G heads: tiles of 8 / G rows, then the last rows one at a time.
@@ -169,17 +176,9 @@ void scores_heads(const float* q, int dk, const uint8_t* k, int64_t rbk, int64_t
   int64_t i = 0;
   for (; i + R <= n; i += R) {
     prefetch_rows(reinterpret_cast<uintptr_t>(k) + uintptr_t((i + kPrefetchRows) * rbk), rbk, R);
-    if constexpr (std::is_same_v<L, Q8>)
-      scores_tile_q8<R, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
-    else
-      scores_tile<L, DK, R, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
+    scores_tile<L, DK, R, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
   }
-  for (; i < n; ++i) {
-    if constexpr (std::is_same_v<L, Q8>)
-      scores_tile_q8<1, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
-    else
-      scores_tile<L, DK, 1, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
-  }
+  for (; i < n; ++i) scores_tile<L, DK, 1, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
 }
 
 template <class L, int DK>
