@@ -55,6 +55,10 @@ struct KernelTable {
   // The peak-rate probe: `iters` rounds of a register-only loop of the ISA's
   // int8 dot-product (int8) or f32 FMA instruction; returns the multiply-adds done.
   int64_t (*madd_loop)(bool int8, int64_t iters) = nullptr;
+  // The read-bandwidth probe: the sum of the 64-bit words of [buf, buf +
+  // bytes) (bytes a multiple of 8), read in order with the ISA's widest loads
+  // into independent accumulators, no software prefetch: a plain stream.
+  uint64_t (*read_sum)(const void* buf, int64_t bytes) = nullptr;
 };
 
 const char* isa_str(Isa isa);

@@ -102,9 +102,14 @@ bool attend_dtype_supported(DType t);
 const AttendKernels& attend_kernels(DType t);
 
 // ---- machine probes (offgraph bench) ----
-// GB/s of reading `bytes` of buf once, split over the thread pool's threads:
-// the best of `passes` passes (other tenants only ever slow a pass down).
+// GB/s of reading `bytes` of buf once, split over the thread pool's threads,
+// each a plain stream with the active ISA's widest loads (read_sum): the best
+// of `passes` passes (other tenants only ever slow a pass down).
 double read_bandwidth(const void* buf, int64_t bytes, int passes);
+// The sum of the 64-bit words of buf (bytes a multiple of 8) as the active
+// ISA's read probe computes it; every ISA returns the same value (tests check
+// the probe against its scalar twin).
+uint64_t read_sum(const void* buf, int64_t bytes);
 // Multiply-adds per second of the active ISA's int8 dot product (int8, as
 // the quantized matmuls use) or f32 FMA, every pool thread running a
 // register-only loop for about `seconds`.

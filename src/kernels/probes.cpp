@@ -32,12 +32,34 @@ int64_t scalar_madd_loop(bool, int64_t iters) {
   return iters * 16;
 }
 
+// The scalar twin of the x86 read probes: the 64-bit words summed into four
+// independent accumulators.
+uint64_t scalar_read_sum(const void* buf, int64_t bytes) {
+  const int64_t words = bytes / 8;
+  const auto* p = static_cast<const uint8_t*>(buf);
+  uint64_t s[4] = {0, 0, 0, 0};
+  for (int64_t i = 0; i < words; ++i) {
+    uint64_t w;
+    std::memcpy(&w, p + 8 * i, 8);
+    s[i % 4] += w;
+  }
+  return s[0] + s[1] + s[2] + s[3];
+}
+
 }  // namespace
+
+uint64_t read_sum(const void* buf, int64_t bytes) {
+  OG_CHECK(buf && bytes >= 0 && bytes % 8 == 0, "read_sum: needs a buffer of whole 64-bit words");
+  const KernelTable& k = active_table();
+  return (k.read_sum ? k.read_sum : &scalar_read_sum)(buf, bytes);
+}
 
 double read_bandwidth(const void* buf, int64_t bytes, int passes) {
   OG_CHECK(buf && bytes >= 64 && passes >= 1, "read_bandwidth: needs a buffer of at least 64 bytes and a pass");
   const int64_t words = bytes / 8;
   const int threads = thread_pool().size();
+  const KernelTable& k = active_table();
+  auto sum = k.read_sum ? k.read_sum : &scalar_read_sum;
   std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8, 0);  // a line per thread
   double best = 0;
   for (int pass = 0; pass < passes; ++pass) {
@@ -45,12 +67,7 @@ double read_bandwidth(const void* buf, int64_t bytes, int passes) {
     thread_pool().parallel_for(threads, [&](int64_t t0i, int64_t t1i) {
       for (int64_t t = t0i; t < t1i; ++t) {
         const int64_t b = words * t / threads, e = words * (t + 1) / threads;
-        const uint64_t* p = static_cast<const uint64_t*>(buf);
-        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        int64_t i = b;
-        for (; i + 4 <= e; i += 4) s0 += p[i], s1 += p[i + 1], s2 += p[i + 2], s3 += p[i + 3];
-        for (; i < e; ++i) s0 += p[i];
-        sums[static_cast<size_t>(t) * 8] += s0 + s1 + s2 + s3;
+        sums[static_cast<size_t>(t) * 8] += sum(static_cast<const uint8_t*>(buf) + 8 * b, 8 * (e - b));
       }
     });
     best = std::max(best, static_cast<double>(words * 8) / seconds_since(t0) / 1e9);
