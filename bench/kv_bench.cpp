@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "kernels/ops.h"
 #include "kv/kv_attend.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_common.h"
@@ -23,17 +24,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// GB/s of one pass summing `buf` on `threads` threads (each its own contiguous share).
+// GB/s of one pass summing `buf` on `threads` threads (each its own contiguous
+// share), with the ISA's read probe (kernels::read_sum, as offgraph bench).
 double read_pass(const std::vector<uint64_t>& buf, int threads) {
   const int64_t n = int64_t(buf.size());
   std::vector<uint64_t> sums(threads);
   auto t0 = Clock::now();
   auto body = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
-      const int64_t b = n * p / threads / 4 * 4, e = n * (p + 1) / threads / 4 * 4;
-      uint64_t a = 0, c = 0, d = 0, f = 0;
-      for (int64_t i = b; i < e; i += 4) a += buf[i], c += buf[i + 1], d += buf[i + 2], f += buf[i + 3];
-      sums[p] = a + c + d + f;
+      const int64_t b = n * p / threads, e = n * (p + 1) / threads;
+      sums[p] = og::kernels::read_sum(buf.data() + b, 8 * (e - b));
     }
   };
   if (threads == 1) body(0, 1);
