@@ -734,5 +734,34 @@ TEST(IsaElementwise, F32ToF16RowEqualsScalarConversionBitForBit) {
   }
 }
 
+// Every vector ISA has its own kernel for every weight dtype (in the layout
+// its table repacks that dtype into), every elementwise op and both machine
+// probes: none falls back to the scalar twin. The tests above check that each
+// ISA agrees with the twin, not that it has kernels of its own; an AVX2
+// machine once ran scalar attention in production without a test noticing.
+TEST(IsaTable, EveryVectorIsaHasItsOwnKernels) {
+  const KernelTable& ref = kernel_table(Isa::kScalar);
+  for (Isa isa : available_isas()) {
+    if (isa == Isa::kScalar) continue;
+    const KernelTable& k = kernel_table(isa);
+    for (DType t : all_weight_dtypes()) {
+      const int id = static_cast<int>(t);
+      const int layout = k.repack_to[id] ? k.repack_to[id] : id;
+      EXPECT_NE(k.matmul[layout].rows, ref.matmul[layout].rows)
+          << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(t)) << " (layout "
+          << dtype_name(static_cast<uint32_t>(layout)) << ")";
+    }
+    EXPECT_NE(k.rms_norm, ref.rms_norm) << isa_str(isa);
+    EXPECT_NE(k.softmax, ref.softmax) << isa_str(isa);
+    EXPECT_NE(k.silu_mul, ref.silu_mul) << isa_str(isa);
+    EXPECT_NE(k.gelu_tanh_mul, ref.gelu_tanh_mul) << isa_str(isa);
+    EXPECT_NE(k.add, ref.add) << isa_str(isa);
+    EXPECT_NE(k.scale, ref.scale) << isa_str(isa);
+    EXPECT_NE(k.f32_to_f16_row, ref.f32_to_f16_row) << isa_str(isa);
+    EXPECT_NE(k.madd_loop, nullptr) << isa_str(isa);
+    EXPECT_NE(k.read_sum, nullptr) << isa_str(isa);
+  }
+}
+
 }  // namespace
 }  // namespace og::kernels
