@@ -46,20 +46,24 @@ uint64_t scalar_read_sum(const void* buf, int64_t bytes) {
   return s[0] + s[1] + s[2] + s[3];
 }
 
+// The active table's read probe, or its scalar twin.
+auto active_read_sum() {
+  const KernelTable& k = active_table();
+  return k.read_sum ? k.read_sum : &scalar_read_sum;
+}
+
 }  // namespace
 
 uint64_t read_sum(const void* buf, int64_t bytes) {
   OG_CHECK(buf && bytes >= 0 && bytes % 8 == 0, "read_sum: needs a buffer of whole 64-bit words");
-  const KernelTable& k = active_table();
-  return (k.read_sum ? k.read_sum : &scalar_read_sum)(buf, bytes);
+  return active_read_sum()(buf, bytes);
 }
 
 double read_bandwidth(const void* buf, int64_t bytes, int passes) {
   OG_CHECK(buf && bytes >= 64 && passes >= 1, "read_bandwidth: needs a buffer of at least 64 bytes and a pass");
   const int64_t words = bytes / 8;
   const int threads = thread_pool().size();
-  const KernelTable& k = active_table();
-  auto sum = k.read_sum ? k.read_sum : &scalar_read_sum;
+  const auto sum = active_read_sum();
   std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8, 0);  // a line per thread
   double best = 0;
   for (int pass = 0; pass < passes; ++pass) {

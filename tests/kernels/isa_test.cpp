@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
@@ -735,10 +736,12 @@ TEST(IsaElementwise, F32ToF16RowEqualsScalarConversionBitForBit) {
 }
 
 // Every vector ISA has its own kernel for every weight dtype (in the layout
-// its table repacks that dtype into), every elementwise op and both machine
-// probes: none falls back to the scalar twin. The tests above check that each
-// ISA agrees with the twin, not that it has kernels of its own; an AVX2
-// machine once ran scalar attention in production without a test noticing.
+// its table repacks that dtype into), every elementwise op, every attention
+// kernel of every K/V storage dtype and both machine probes: none falls back
+// to the scalar twin. The tests above check that each ISA agrees with the
+// twin, not that it has kernels of its own; AVX2 machines ran the scalar
+// attention twin in production (f16 decode attention at ~0.3 GB/s) until
+// attend_avx2.cpp, and no test noticed.
 TEST(IsaTable, EveryVectorIsaHasItsOwnKernels) {
   const KernelTable& ref = kernel_table(Isa::kScalar);
   for (Isa isa : available_isas()) {
@@ -758,6 +761,15 @@ TEST(IsaTable, EveryVectorIsaHasItsOwnKernels) {
     EXPECT_NE(k.add, ref.add) << isa_str(isa);
     EXPECT_NE(k.scale, ref.scale) << isa_str(isa);
     EXPECT_NE(k.f32_to_f16_row, ref.f32_to_f16_row) << isa_str(isa);
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+      const auto& fast = attend_kernels_with(k, t);
+      const auto& slow = attend_kernels_with(ref, t);
+      const std::string what = std::string(isa_str(isa)) + " attention over " + dtype_name(static_cast<uint32_t>(t));
+      EXPECT_NE(fast.scores, slow.scores) << what;
+      EXPECT_NE(fast.accum, slow.accum) << what;
+      EXPECT_NE(fast.exp_sum, slow.exp_sum) << what;
+      EXPECT_NE(fast.max, slow.max) << what;
+    }
     EXPECT_NE(k.madd_loop, nullptr) << isa_str(isa);
     EXPECT_NE(k.read_sum, nullptr) << isa_str(isa);
   }

@@ -81,25 +81,6 @@ TEST(KvAttend, EveryIsaKernelsMatchScalar) {
   std::printf("[ kv ] %zu instruction sets, %d with attention kernels of their own\n", isas.size(), own);
 }
 
-// Every vector instruction set has attention kernels of its own for every
-// storage dtype: without them, machines of that kind run the scalar twin in
-// production (AVX2 machines did until attend_avx2.cpp: decode attention over
-// f16 K/V at ~0.3 GB/s), and nothing else would notice.
-TEST(KvAttend, EveryVectorIsaHasItsOwnKernels) {
-  const kernels::KernelTable& ref = kernels::kernel_table(Isa::kScalar);
-  for (Isa isa : kernels::available_isas()) {
-    if (isa == Isa::kScalar) continue;
-    for (KvDType dt : {KvDType::F32, KvDType::F16, KvDType::BF16, KvDType::Q8_0}) {
-      const kv::AttendKernels& fast = kernels::attend_kernels_with(kernels::kernel_table(isa), kv::storage_dtype(dt));
-      const kv::AttendKernels& slow = kernels::attend_kernels_with(ref, kv::storage_dtype(dt));
-      EXPECT_NE(fast.scores, slow.scores) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
-      EXPECT_NE(fast.accum, slow.accum) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
-      EXPECT_NE(fast.exp_sum, slow.exp_sum) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
-      EXPECT_NE(fast.max, slow.max) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
-    }
-  }
-}
-
 // The instruction set chosen for the process (OFFGRAPH_ISA, or set_active_isa)
 // is the one attention over the cache runs with.
 TEST(KvAttend, ActiveIsaReachesAttention) {
