@@ -25,11 +25,15 @@ Pair pair_of(int l, int s, int k) {
   return {16 + 32 * c + i, 16 + 32 * c + 16 + i, 4 * (l % 2)};
 }
 
+// Where scale byte i (0..11) of row j sits in a group block: the bytes i
+// of one 32-bit lane per row, four 64-byte rows of lanes (ref.h).
+int scale_byte(int i, int j) { return 64 + 64 * (i / 4) + 4 * j + i % 4; }
+
 // Block b of row j (0..15) of a group: plain bytes p (144) <-> interleaved group block g (2304).
 void to_r16(const uint8_t* p, uint8_t* g, int j) {
   std::memcpy(g + 2 * j, p, 2);           // d
   std::memcpy(g + 32 + 2 * j, p + 2, 2);  // dmin
-  for (int i = 0; i < 12; ++i) g[64 + 16 * i + j] = p[4 + i];
+  for (int i = 0; i < 12; ++i) g[scale_byte(i, j)] = p[4 + i];
   for (int l = 0; l < 8; ++l)
     for (int s = 0; s < 4; ++s)
       for (int k = 0; k < 4; ++k) {
@@ -42,7 +46,7 @@ void to_r16(const uint8_t* p, uint8_t* g, int j) {
 void from_r16(const uint8_t* g, uint8_t* p, int j) {
   std::memcpy(p, g + 2 * j, 2);
   std::memcpy(p + 2, g + 32 + 2 * j, 2);
-  for (int i = 0; i < 12; ++i) p[4 + i] = g[64 + 16 * i + j];
+  for (int i = 0; i < 12; ++i) p[4 + i] = g[scale_byte(i, j)];
   std::memset(p + 16, 0, 128);
   for (int l = 0; l < 8; ++l)
     for (int s = 0; s < 4; ++s)

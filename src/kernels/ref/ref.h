@@ -127,7 +127,9 @@ void q4_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, ui
 // row per 32-bit lane of a 512-bit register. Group g occupies the bytes of
 // its 16 rows; its 256-element block b is 2304 bytes at 2304·b:
 //   0..31     the 16 rows' d (f16, row j at 2j); 32..63 their dmin;
-//   64..255   scale byte i (0..11, Q4_K's packing) of row j at 64 + 16i + j;
+//   64..255   scale byte i (0..11, Q4_K's packing) of row j at
+//             64 + 64·(i / 4) + 4j + i % 4 (bytes 4i'..4i'+3 of a row in its
+//             32-bit lane, so the scales widen into their row's lane in place);
 //   256 + 256l + 64s + 4j + k   (sub-block l = 0..7, step s = 0..3, k = 0..3)
 //             element 32l + 4s + k of row j in the low nibble and element
 //             32l + 16 + 4s + k in the high nibble.
