@@ -12,20 +12,15 @@ namespace {
 
 constexpr int64_t kBB = 210;  // a plain block
 
-// Where the levels (0..63) of elements 4w..4w+3 (w = 0..63) live: low four
-// bits in nibbles of four consecutive bytes, top two bits in bit pairs of
-// four consecutive bytes. Plain Q6_K: ql (bytes 0..127) and qh (128..191).
+// Where the levels (0..63) of elements 4w..4w+3 (w = 0..63) of plain Q6_K
+// live: low four bits in nibbles of four consecutive bytes (ql, bytes
+// 0..127), top two bits in bit pairs of four consecutive bytes (qh, 128..191).
 struct Place {
   int lo_byte, lo_shift, hi_byte, hi_shift;
 };
 Place plain_place(int w) {
   const int e = 4 * w, h = e / 128, c = (e % 128) / 32, j = e % 32;
   return {64 * h + 32 * (c & 1) + j, 4 * (c >> 1), 128 + 32 * h + j, 2 * c};
-}
-// The same elements of row j in a group block: chunk c = w / 8, step s = w % 8.
-Place r16_place(int w, int j) {
-  const int c = w / 8, s = w % 8;
-  return {384 * c + 64 * (s % 4) + 4 * j, 4 * (s / 4), 384 * c + 256 + 64 * (s / 4) + 4 * j, 2 * (s % 4)};
 }
 
 uint32_t load32(const uint8_t* p) {
@@ -47,16 +42,36 @@ void put_levels(uint8_t* b, Place p, uint32_t v) {
   or32(b + p.hi_byte, ((v >> 4) & 0x03030303u) << p.hi_shift);
 }
 
+// In a group block, step s = 4u + i (u = 0, 1; i = 0..3) of chunk c holds
+// elements 32c + 4s..+3 of row j in the four bytes at 4j of 64-byte rows
+// x_0, x_1, x_2 = 384c + 192u + 64·{0, 1, 2} (ref.h): levels of steps
+// 4u..4u+2 in bits 0..5 of x_i, step 4u + 3's level split over their bits 6-7.
+const uint8_t* r16_x(const uint8_t* g, int c, int u, int i, int j) { return g + 384 * c + 192 * u + 64 * i + 4 * j; }
+uint8_t* r16_x(uint8_t* g, int c, int u, int i, int j) { return g + 384 * c + 192 * u + 64 * i + 4 * j; }
+
+uint32_t get_r16(const uint8_t* g, int w, int j) {
+  const int c = w / 8, u = (w % 8) / 4, i = w % 4;
+  if (i < 3) return load32(r16_x(g, c, u, i, j)) & 0x3F3F3F3Fu;
+  uint32_t v = 0;
+  for (int k = 0; k < 3; ++k) v |= ((load32(r16_x(g, c, u, k, j)) >> 6) & 0x03030303u) << (2 * k);
+  return v;
+}
+void put_r16(uint8_t* g, int w, int j, uint32_t v) {
+  const int c = w / 8, u = (w % 8) / 4, i = w % 4;
+  if (i < 3) return or32(r16_x(g, c, u, i, j), v);
+  for (int k = 0; k < 3; ++k) or32(r16_x(g, c, u, k, j), ((v >> (2 * k)) & 0x03030303u) << 6);
+}
+
 // Block b of row j (0..15) of a group: plain bytes p (210) -> group block g
 // (3360, zeroed by the caller), and back.
 void to_r16(const uint8_t* p, uint8_t* g, int j) {
-  for (int w = 0; w < 64; ++w) put_levels(g, r16_place(w, j), get_levels(p, plain_place(w)));
+  for (int w = 0; w < 64; ++w) put_r16(g, w, j, get_levels(p, plain_place(w)));
   std::memcpy(g + 3072 + 2 * j, p + 208, 2);                       // d
   for (int l = 0; l < 16; ++l) g[3104 + 16 * l + j] = p[192 + l];  // scales
 }
 void from_r16(const uint8_t* g, uint8_t* p, int j) {
   std::memset(p, 0, 192);
-  for (int w = 0; w < 64; ++w) put_levels(p, plain_place(w), get_levels(g, r16_place(w, j)));
+  for (int w = 0; w < 64; ++w) put_levels(p, plain_place(w), get_r16(g, w, j));
   for (int l = 0; l < 16; ++l) p[192 + l] = g[3104 + 16 * l + j];
   std::memcpy(p + 208, g + 3072 + 2 * j, 2);
 }

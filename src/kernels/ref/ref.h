@@ -142,18 +142,18 @@ void unpack_q4_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in);
 void q4_k_r16_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst);
 
 // Q6_K_R16 (dtype.h): Q4_K_R16's interleaving of Q6_K rows, one row per
-// 32-bit lane. Group g's 256-element block b is 3360 bytes at 3360·b:
-//   384c + 64t + 4j + k   (chunk c = 0..7 of 32 elements, t = 0..3, k = 0..3)
-//             low four bits of element 32c + 4t + k of row j in the low
-//             nibble (step t) and of element 32c + 16 + 4t + k in the high
-//             nibble (step t + 4);
-//   384c + 256 + 64u + 4j + k   top two bits of step 4u + i's element k of
-//             row j in bits 2i, 2i + 1 (step s holds elements 32c + 4s..+3);
+// 32-bit lane. Group g's 256-element block b is 3360 bytes at 3360·b; chunk
+// c = 0..7 (32 elements) at 384c holds steps s = 4u + i (u = 0, 1; i = 0..3),
+// step s being elements 32c + 4s + k (k = 0..3). In the 64-byte rows
+// x_i = 384c + 192u + 64i (i = 0..2), byte 4j + k holds row j's
+//             level (0..63) of step 4u + i in bits 0..5, and bits 2i, 2i + 1
+//             of its level of step 4u + 3 in bits 6, 7;
 //   3072..3103  the 16 rows' d (f16, row j at 3072 + 2j);
 //   3104 + 16l + j  row j's int8 scale of sub-block l (elements 16l..16l+15).
 // A 64-byte load is then 4 levels of 16 rows in one sub-block (steps 0-3 are
-// sub-block 2c, steps 4-7 sub-block 2c + 1), and the scales of a sub-block
-// are 16 consecutive bytes. Both rewrite in place.
+// sub-block 2c, steps 4-7 sub-block 2c + 1): three of every four steps are
+// one AND away, and the scales of a sub-block are 16 consecutive bytes. Both
+// rewrite in place.
 void repack_q6_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in);
 void unpack_q6_k_r16(uint8_t* data, int64_t n_rows, int64_t n_in);
 // Row r of a Q6_K_R16 matrix as plain Q6_K bytes (dst: its row bytes).
