@@ -3,7 +3,7 @@
 // but barely this): one token of a Llama-3.2-1B-shaped model (16 layers x 8
 // KV heads x head dim 64, 4 query heads per KV head) over `depth` stored
 // positions, with the K/V of all 16 layers (streamed from memory, as in a
-// real decode step) and with one layer's K/V 16 times (in cache: the kernels'
+// real decode step: copies used in turn, so that a large L3 cannot hold them) and with one layer's K/V 16 times (in cache: the kernels'
 // arithmetic alone); then each kernel alone on in-cache rows (scores, the
 // weighted V sum, max + exp), in ns per position and KV head; and the whole
 // token on the thread pool (wall time), the heads split as a decode step does.
@@ -65,7 +65,12 @@ int main(int argc, char** argv) {
   const int64_t rb = og::kv::row_bytes(dt, kDim);
   const int64_t per_head = depth * rb;  // K (or V) bytes of one KV head
   const bool huge = argc > 4 && std::string(argv[4]) == "huge";
-  const size_t kv_bytes = size_t(kLayers) * kKv * size_t(per_head);
+  // The 16 layers' K (and V) in as many copies as make ~512 MiB of K+V, used
+  // in turn by the "from memory" runs, so that a large L3 (260 MiB on some
+  // of these machines) does not hold them between tokens.
+  const size_t layers_bytes = size_t(kLayers) * kKv * size_t(per_head);
+  const int copies = static_cast<int>(std::max<size_t>(1, ((size_t{512} << 20) + 2 * layers_bytes - 1) / (2 * layers_bytes)));
+  const size_t kv_bytes = layers_bytes * size_t(copies);
   std::vector<uint8_t> k_small, v_small;
   og::HugePageBuffer k_huge, v_huge;
   if (huge) k_huge = og::HugePageBuffer(kv_bytes), v_huge = og::HugePageBuffer(kv_bytes);
@@ -79,22 +84,32 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<float> row(kDim);
-  for (int64_t i = 0; i < int64_t(kv_bytes) / rb; ++i) {
+  for (int64_t i = 0; i < int64_t(layers_bytes) / rb; ++i) {
     for (float& x : row) x = nd(rng);
     og::kv::encode_row(dt, row.data(), kDim, k.data() + i * rb);
     for (float& x : row) x = nd(rng);
     og::kv::encode_row(dt, row.data(), kDim, v.data() + i * rb);
   }
+  for (int c = 1; c < copies; ++c) {
+    std::copy_n(k.data(), layers_bytes, k.data() + c * layers_bytes);
+    std::copy_n(v.data(), layers_bytes, v.data() + c * layers_bytes);
+  }
+  int next_copy = 0;  // the copy the next token from memory reads
+  auto copy_base = [&] {
+    const size_t at = size_t(next_copy) * layers_bytes;
+    next_copy = (next_copy + 1) % copies;
+    return at;
+  };
   std::vector<float> q(size_t(kLayers) * kKv * kGroup * kDim), out(size_t(kKv) * kGroup * kDim);
   for (float& x : q) x = nd(rng);
   const og::kv::AttendKernels& kr = og::kv::attend_kernels(dt);
   std::vector<float> scratch, state(size_t(og::kv::attend_state_floats(kGroup, kDim)));
   const float scale = 0.125f;
   // One token: every layer's 8 KV heads over all `depth` positions (layer_of(l) picks the rows).
-  auto token = [&](auto layer_of) {
+  auto token = [&](auto layer_of, size_t base) {
     for (int l = 0; l < kLayers; ++l)
       for (int h = 0; h < kKv; ++h) {
-        const int64_t at = (int64_t{layer_of(l)} * kKv + h) * per_head;
+        const int64_t at = int64_t(base) + (int64_t{layer_of(l)} * kKv + h) * per_head;
         og::kv::KvSpan span{k.data() + at, v.data() + at, depth};
         og::kv::attend_state_reset(state.data(), kGroup, kDim);
         og::kv::attend_fold(kr, q.data() + (int64_t{l} * kKv + h) * kGroup * kDim, kGroup, kDim, kDim, {&span, 1}, rb,
@@ -103,26 +118,28 @@ int main(int argc, char** argv) {
       }
   };
   const double bytes = 2.0 * kLayers * kKv * double(per_head);
-  std::printf("decode attention, %s K/V, %d layers x %d KV heads x %d, GQA %d, depth %lld: %.1f MB K+V per token, "
-              "%s pages, 1 thread, CPU time, best / median of %d\n",
-              og::kv_dtype_name(dt), kLayers, kKv, kDim, kGroup, (long long)depth, bytes / 1e6, huge ? "huge" : "small",
-              reps);
+  std::printf("decode attention, %s K/V, %d layers x %d KV heads x %d, GQA %d, depth %lld: %.1f MB K+V per token "
+              "(%d copies in turn), %s pages, 1 thread, CPU time, best / median of %d\n",
+              og::kv_dtype_name(dt), kLayers, kKv, kDim, kGroup, (long long)depth, bytes / 1e6, copies,
+              huge ? "huge" : "small", reps);
   auto report = [&](const char* what, std::pair<double, double> t, double units) {
     std::printf("  %-34s %8.3f / %8.3f ms  %6.2f / %6.2f ns per position-head  %5.1f GB/s\n", what, t.first * 1e3,
                 t.second * 1e3, t.first * 1e9 / units, t.second * 1e9 / units, bytes / t.first / 1e9);
   };
   const double units = double(kLayers) * kKv * double(depth);
-  report("token, 16 layers from memory", time_best_median(reps, [&] { token([](int l) { return l; }); }), units);
-  report("token, one layer 16x (in cache)", time_best_median(reps, [&] { token([](int) { return 0; }); }), units);
+  report("token, 16 layers from memory",
+         time_best_median(reps, [&] { token([](int l) { return l; }, copy_base()); }), units);
+  report("token, one layer 16x (in cache)", time_best_median(reps, [&] { token([](int) { return 0; }, 0); }), units);
   // The pool's threads splitting each layer's 8 KV heads as the model's decode
   // step does, in wall time (other tenants do move this one).
   auto token_pool = [&] {
+    const size_t base = copy_base();
     for (int l = 0; l < kLayers; ++l)
       og::thread_pool().parallel_for(kKv, [&](int64_t h0, int64_t h1) {
         thread_local std::vector<float> tscratch, tstate;
         tstate.resize(state.size());
         for (int64_t h = h0; h < h1; ++h) {
-          const int64_t at = (int64_t{l} * kKv + h) * per_head;
+          const int64_t at = int64_t(base) + (int64_t{l} * kKv + h) * per_head;
           og::kv::KvSpan span{k.data() + at, v.data() + at, depth};
           og::kv::attend_state_reset(tstate.data(), kGroup, kDim);
           og::kv::attend_fold(kr, q.data() + (int64_t{l} * kKv + h) * kGroup * kDim, kGroup, kDim, kDim, {&span, 1},
