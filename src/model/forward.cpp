@@ -32,6 +32,10 @@ struct Scratch {
   std::vector<float> pl_t;  // [n, n_layers * d_per_layer] their projection part
   std::vector<float> pl_g;  // [n, d_per_layer] one layer's gated per-layer input
   std::vector<double> cs;   // [n, rope_n_rot] one layer's RoPE cos/sin per row (ops.h rope_angles)
+  // What cs holds in this forward pass: the angles of cs_freq over cs_rot dims
+  // (cs_rot -1: nothing yet). Layers with the same RoPE table reuse them.
+  int64_t cs_rot = -1;
+  std::vector<float> cs_freq;
   std::vector<float> sel;   // [n, d_model] the normed rows that want logits
   std::vector<KvRow> kv_rows;  // [n]
 };
@@ -85,7 +89,7 @@ void activation_mul(Activation a, float* gate, const float* up, int64_t n) {
 }
 
 // Per-head norm (when w is set) then RoPE of x [n, n_heads, head_dim] with
-// each row's angles cs [n, rope_n_rot] (rope_angles, once per row and layer).
+// each row's angles cs [n, rope_n_rot] (rope_angles, once per row and RoPE table).
 void heads_norm_rope(const LayerConfig& L, float eps, bool norm, const std::vector<float>& norm_w, int64_t n,
                      const double* cs, int n_heads, float* x) {
   const int64_t hd = L.head_dim_k;
@@ -107,8 +111,12 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
   const kernels::MatmulTarget qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
   kernels::matmul_group(std::span(qkv, writes ? 3 : 1), s.xn.data(), n);
   if (L.has_qkv_bias) add_bias(s.q.data(), w.bq, n);
-  for (int64_t r = 0; L.rope_n_rot > 0 && r < n; ++r)
-    kernels::rope_angles(batch.rows[r].pos, L.rope_n_rot, L.rope_inv_freq.data(), s.cs.data() + r * L.rope_n_rot);
+  if (L.rope_n_rot > 0 && (s.cs_rot != L.rope_n_rot || s.cs_freq != L.rope_inv_freq)) {
+    for (int64_t r = 0; r < n; ++r)
+      kernels::rope_angles(batch.rows[r].pos, L.rope_n_rot, L.rope_inv_freq.data(), s.cs.data() + r * L.rope_n_rot);
+    s.cs_rot = L.rope_n_rot;
+    s.cs_freq = L.rope_inv_freq;
+  }
   heads_norm_rope(L, c.eps, L.has_q_norm, w.q_norm, n, s.cs.data(), L.n_heads, s.q.data());
   if (writes) {
     if (L.has_qkv_bias) {
@@ -239,6 +247,7 @@ KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& 
       if (c.embedding_scale != 1.0f) kernels::scale(s.x.data() + i * d, c.embedding_scale, d);
     }
     if (c.d_per_layer > 0) per_layer_inputs(c, w, batch, s);
+    s.cs_rot = -1;  // this batch's RoPE angles are computed by the first layer that needs them
     for (int l = 0; l < c.n_layers(); ++l) {
       const LayerConfig& L = c.layers[l];
       attention_block(c, L, w.layers[l], geometry.layer_cache[l], geometry.layer_writes[l], batch, kv_rows, cache,
