@@ -3,7 +3,8 @@
 // but barely this): one token of a Llama-3.2-1B-shaped model (16 layers x 8
 // KV heads x head dim 64, 4 query heads per KV head) over `depth` stored
 // positions, with the K/V of all 16 layers (streamed from memory, as in a
-// real decode step: copies used in turn, so that a large L3 cannot hold them) and with one layer's K/V 16 times (in cache: the kernels'
+// real decode step: copies used in turn, so that a large L3 cannot hold
+// them) and with one layer's K/V 16 times (in cache: the kernels'
 // arithmetic alone); then each kernel alone on in-cache rows (scores, the
 // weighted V sum, max + exp), in ns per position and KV head; and the whole
 // token on the thread pool (wall time), the heads split as a decode step does.
@@ -23,6 +24,7 @@
 #include "base/thread_pool.h"
 #include "kv/kv_attend.h"
 #include "kv/kv_common.h"
+#include "dram_copies.h"
 
 namespace {
 
@@ -65,11 +67,9 @@ int main(int argc, char** argv) {
   const int64_t rb = og::kv::row_bytes(dt, kDim);
   const int64_t per_head = depth * rb;  // K (or V) bytes of one KV head
   const bool huge = argc > 4 && std::string(argv[4]) == "huge";
-  // The 16 layers' K (and V) in as many copies as make ~512 MiB of K+V, used
-  // in turn by the "from memory" runs, so that a large L3 (260 MiB on some
-  // of these machines) does not hold them between tokens.
+  // The 16 layers' K (and V), in copies used in turn by the "from memory" runs (dram_copies.h).
   const size_t layers_bytes = size_t(kLayers) * kKv * size_t(per_head);
-  const int copies = static_cast<int>(std::max<size_t>(1, ((size_t{512} << 20) + 2 * layers_bytes - 1) / (2 * layers_bytes)));
+  const int copies = static_cast<int>(og::bench::dram_copies(int64_t(2 * layers_bytes)));
   const size_t kv_bytes = layers_bytes * size_t(copies);
   std::vector<uint8_t> k_small, v_small;
   og::HugePageBuffer k_huge, v_huge;

@@ -19,6 +19,7 @@
 #include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "kernels/ops.h"
+#include "dram_copies.h"
 
 using namespace og;
 using namespace og::kernels;
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
     one.push_back(quantized_rows(s.t, s.n_out));
     layer_bytes += static_cast<int64_t>(one.back().size());
   }
-  const int64_t copies = std::max<int64_t>(2, (int64_t{512} << 20) / layer_bytes);
+  const int64_t copies = og::bench::dram_copies(layer_bytes, 2);
   HugePageBuffer buf(static_cast<size_t>(copies * layer_bytes));
   std::vector<Layer> layers(static_cast<size_t>(copies));
   for (int64_t c = 0; c < copies; ++c) {

@@ -15,6 +15,7 @@
 #include "base/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
+#include "dram_copies.h"
 
 using namespace og;
 using namespace og::kernels;
@@ -75,7 +76,7 @@ double seconds_per_call(const KernelTable& k, const TensorView& w, const std::ve
 void stream_compare(DType t, int64_t n_out, int64_t n_in, int64_t threads, int rounds) {
   const DType layout = matmul_layout(t);
   const int64_t rb = dtype_row_bytes(layout, n_in), bytes = n_out * rb;
-  const int64_t copies = std::max<int64_t>(1, (int64_t{512} << 20) / bytes);
+  const int64_t copies = og::bench::dram_copies(bytes);
   HugePageBuffer buf(static_cast<size_t>(copies * bytes));
   // A few distinct quantized rows, repeated: the speed does not depend on the values.
   const int64_t distinct = std::min<int64_t>(n_out, 64);

@@ -18,6 +18,7 @@
 #include "kv/kv_attend.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_common.h"
+#include "dram_copies.h"
 
 namespace {
 
@@ -70,7 +71,7 @@ void bench_decode(og::KvDType dt, int64_t n_pos, const DecodeCase& dc, const std
   // single copy (8 MiB at 4k positions) stays in a large L3 (260 MiB on one
   // Intel Xeon here) and the figure would be the cache's, not memory's.
   const int64_t layer_bytes = nkv * n_pos * (rbk + rbv);
-  const int64_t copies = std::max<int64_t>(1, (int64_t{512} << 20) / layer_bytes);
+  const int64_t copies = og::bench::dram_copies(layer_bytes);
   const int64_t kc = nkv * n_pos * rbk, vc = nkv * n_pos * rbv;  // one copy's K and V bytes
   std::vector<uint8_t> k(copies * kc), v(copies * vc);
   std::mt19937 rng(1);
