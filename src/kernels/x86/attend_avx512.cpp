@@ -186,17 +186,26 @@ inline void scores_tile_q8(const float* q, int dk, const uint8_t* k, int64_t rbk
   }
 }
 
-// Asks for n rows of rb bytes at address p ahead of use (a prefetch never
-// faults, so rows past the span are harmless; the address is computed as an
-// integer so that no pointer leaves its object). Measured: ~3-5% on 32k-position decode.
+// How far ahead of use K and V rows are prefetched: into L1 (T0) kNearRows
+// ahead and into L2 only (T1) kFarRows ahead. On the Intel Xeon, f16 K/V at
+// depth 4096 read from memory (attend_bench, alternately, 3-4 rounds each):
+//   T0 at 24 rows:             ~10 GB/s on 1 thread, ~19 on 2
+//   T0 at 48:                  ~11.3, ~20
+//   T0 at 48 and T1 at 160:    ~13, ~24.5
+// (no prefetch: 8 GB/s; T1 at 96 gained less, at 256 or 384 the same as
+// 160). 1B Q4_K_M decode at depth 4096 on 2 threads, six pairs alternately,
+// T1 added: 28.35 -> 29.08 tok/s, 88.0 -> 90.3 % of the bound (means).
+constexpr int kNearRows = 48, kFarRows = 160;
+
+// Asks for rows [i + kNearRows, + n) and [i + kFarRows, + n) of rb bytes
+// each (row i at address p) ahead of use. A prefetch never faults, so rows
+// past the span are harmless; the addresses are computed as integers so
+// that no pointer leaves its object.
 inline void prefetch_rows(uintptr_t p, int64_t rb, int n) {
-  for (int64_t o = 0; o < n * rb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + uintptr_t(o)), _MM_HINT_T0);
+  const uintptr_t near = p + uintptr_t(kNearRows * rb), far = p + uintptr_t(kFarRows * rb);
+  for (int64_t o = 0; o < n * rb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(near + uintptr_t(o)), _MM_HINT_T0);
+  for (int64_t o = 0; o < n * rb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(far + uintptr_t(o)), _MM_HINT_T1);
 }
-// How far ahead of use K and V rows are prefetched. On the Intel Xeon, f16
-// K/V at depth 4096 read from memory (attend_bench, four rounds alternately):
-// 24 rows 9.5 GB/s on 1 thread, 19.0 on 2; 48 rows 11.3 and 20.0; T1 at 40
-// rows the same as 48; no prefetch 8 GB/s.
-constexpr int kPrefetchRows = 48;
 
 // R rows x G heads of scores (R * G <= 16 accumulators, acc[j * R + r]) for
 // f32/f16/bf16 K, dk = DK (0: the runtime dk, chunks masked). Per chunk of 16
@@ -235,7 +244,7 @@ void scores_heads16(const float* q, int dk, const uint8_t* k, int64_t rbk, int64
   constexpr int R = 16 / G;
   int64_t i = 0;
   for (; i + R <= n; i += R) {
-    prefetch_rows(reinterpret_cast<uintptr_t>(k) + uintptr_t((i + kPrefetchRows) * rbk), rbk, R);
+    prefetch_rows(reinterpret_cast<uintptr_t>(k) + uintptr_t(i * rbk), rbk, R);
     scores_tile16<L, DK, R, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
   }
   for (; i < n; ++i) scores_tile16<L, DK, 1, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
@@ -258,7 +267,7 @@ void scores_heads_q8(const float* q, int dk, const uint8_t* k, int64_t rbk, int6
   constexpr int R = G <= 4 ? 4 : 2;
   int64_t i = 0;
   for (; i + R <= n; i += R) {
-    prefetch_rows(reinterpret_cast<uintptr_t>(k) + uintptr_t((i + kPrefetchRows) * rbk), rbk, R);
+    prefetch_rows(reinterpret_cast<uintptr_t>(k) + uintptr_t(i * rbk), rbk, R);
     scores_tile_q8<R, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
   }
   for (; i < n; ++i) scores_tile_q8<1, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
@@ -300,7 +309,7 @@ void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64
     for (int c = 0; c < C; ++c) acc[j][c] = _mm512_maskz_loadu_ps(masks[c], out + int64_t{j} * dv + d0 + 16 * c);
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t* row = v + i * rbv;
-    if (d0 == 0) prefetch_rows(reinterpret_cast<uintptr_t>(row) + uintptr_t(kPrefetchRows * rbv), rbv, 1);
+    if (d0 == 0) prefetch_rows(reinterpret_cast<uintptr_t>(row), rbv, 1);
     __m512 wv[G];
 #pragma GCC unroll 8
     for (int j = 0; j < G; ++j) wv[j] = _mm512_set1_ps(w[j * ws + i]);
