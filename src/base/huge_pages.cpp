@@ -17,14 +17,23 @@ namespace {
 constexpr size_t kHuge = size_t{2} << 20;
 }  // namespace
 
-HugePageBuffer::HugePageBuffer(size_t bytes) {
+HugePageBuffer::HugePageBuffer(size_t bytes) : HugePageBuffer(bytes, std::nothrow) {
+  if (bytes != 0 && data_ == nullptr) fail("cannot allocate ", bytes, " bytes for model weights: ", std::strerror(errno));
+}
+
+HugePageBuffer::HugePageBuffer(size_t bytes, std::nothrow_t) {
   if (bytes == 0) return;
   const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
   map_bytes_ = rounded + kHuge;  // room to align the start to 2 MiB
+  if (map_bytes_ < bytes) {  // size_t overflow: no such mapping can exist
+    map_bytes_ = 0;
+    errno = ENOMEM;
+    return;
+  }
   void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     map_bytes_ = 0;
-    fail("cannot allocate ", bytes, " bytes for model weights: ", std::strerror(errno));
+    return;
   }
   map_ = p;
   const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) / kHuge * kHuge;

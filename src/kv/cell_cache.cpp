@@ -11,7 +11,9 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <utility>
 
+#include "kv/kv_buffer.h"
 #include "kv/kv_kinds.h"
 #include "kv/kv_store_base.h"
 
@@ -35,8 +37,10 @@ class Pool {
     } else {
       b = int(refs_.size());
       if (b % chunk_ == 0) {
-        chunks_k_.emplace_back(new uint8_t[chunk_ * bytes_k_]);
-        chunks_v_.emplace_back(new uint8_t[chunk_ * bytes_v_]);
+        chunks_k_.reserve(chunks_k_.size() + 1), chunks_v_.reserve(chunks_v_.size() + 1);
+        KvBuffer k(size_t(chunk_ * bytes_k_)), v(size_t(chunk_ * bytes_v_));  // may throw: nothing changed yet
+        chunks_k_.push_back(std::move(k));
+        chunks_v_.push_back(std::move(v));
       }
       refs_.push_back(0);
     }
@@ -48,8 +52,8 @@ class Pool {
     if (--refs_[b] == 0) free_.push_back(b);
   }
   int refs(int b) const { return refs_[b]; }
-  uint8_t* k(int b) const { return chunks_k_[b / chunk_].get() + (b % chunk_) * bytes_k_; }
-  uint8_t* v(int b) const { return chunks_v_[b / chunk_].get() + (b % chunk_) * bytes_v_; }
+  uint8_t* k(int b) const { return chunks_k_[b / chunk_].data() + (b % chunk_) * bytes_k_; }
+  uint8_t* v(int b) const { return chunks_v_[b / chunk_].data() + (b % chunk_) * bytes_v_; }
   void copy(int dst, int src) {
     std::memcpy(k(dst), k(src), bytes_k_);
     std::memcpy(v(dst), v(src), bytes_v_);
@@ -72,7 +76,7 @@ class Pool {
 
  private:
   int64_t bytes_k_ = 0, bytes_v_ = 0, limit_ = 0, chunk_ = 1;
-  std::vector<std::unique_ptr<uint8_t[]>> chunks_k_, chunks_v_;
+  std::vector<KvBuffer> chunks_k_, chunks_v_;  // kv_buffer.h
   std::vector<int> refs_;  // per created block
   std::vector<int> free_;
 };

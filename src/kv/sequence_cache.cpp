@@ -12,35 +12,15 @@
 #include <map>
 #include <memory>
 
+#include "kv/kv_buffer.h"
 #include "kv/kv_kinds.h"
 #include "kv/kv_store_base.h"
 
 namespace og::kv {
 namespace {
 
-// Storage left uninitialised (pages are touched only when rows are written;
-// only written rows are ever read).
-struct Bytes {
-  std::unique_ptr<uint8_t[]> p;
-  size_t n = 0;
-  void assign(size_t size) { p.reset(new uint8_t[size]), n = size; }
-  uint8_t* data() const { return p.get(); }
-  size_t size() const { return n; }
-  Bytes() = default;
-  Bytes(const Bytes& o) { *this = o; }
-  Bytes(Bytes&&) = default;
-  Bytes& operator=(Bytes&&) = default;
-  Bytes& operator=(const Bytes& o) {
-    if (this != &o) {
-      assign(o.n);
-      if (n) std::memcpy(p.get(), o.p.get(), n);
-    }
-    return *this;
-  }
-};
-
 struct CacheStore {
-  Bytes k, v;                     // [n_kv_heads][cap][row_bytes]
+  KvBuffer k, v;                  // [n_kv_heads][cap][row_bytes] (kv_buffer.h)
   int64_t cap = 0;                // rows per head
   std::vector<int64_t> slot_pos;  // ring: position held by each slot, -1 = none
 };

@@ -1,0 +1,49 @@
+// KvBuffer: the storage behind the K/V rows of the storing cache kinds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "base/huge_pages.h"
+
+namespace og::kv {
+
+// Buffers of at least this many bytes live in 2 MiB-aligned MADV_HUGEPAGE
+// memory: a decode step streams a deep history through the TLB once per
+// token, and with 4 KiB pages that costs a page walk every 32 rows of 128
+// bytes. f16 K/V at depth 4096 from memory, 1B-shaped (attend_bench, Intel
+// Xeon, alternately, four rounds): 1 thread ~11 -> ~12.5 GB/s, 2 threads
+// ~21 -> ~24. The threshold keeps small caches (tests, short prompts) in
+// ordinary pages and bounds what rounding up to whole 2 MiB pages can add
+// (under 2 MiB per buffer).
+constexpr size_t kKvHugePageMin = size_t{4} << 20;
+
+// Uninitialised bytes (only written rows are ever read; pages are committed
+// when first written, a huge page whole). Guaranteed: assign() either gives
+// `n` usable bytes or throws std::bad_alloc, leaving the buffer empty; a copy
+// is a deep copy of all n bytes.
+class KvBuffer {
+ public:
+  KvBuffer() = default;
+  explicit KvBuffer(size_t n) { assign(n); }
+  KvBuffer(const KvBuffer& o) { *this = o; }
+  KvBuffer& operator=(const KvBuffer& o);
+  KvBuffer(KvBuffer&& o) noexcept { *this = std::move(o); }
+  KvBuffer& operator=(KvBuffer&& o) noexcept;  // leaves o empty
+
+  // Replaces the contents with n uninitialised bytes.
+  void assign(size_t n);
+  uint8_t* data() const { return data_; }
+  size_t size() const { return n_; }
+  bool huge() const { return huge_.data() != nullptr; }
+
+ private:
+  HugePageBuffer huge_;
+  std::unique_ptr<uint8_t[]> small_;
+  uint8_t* data_ = nullptr;
+  size_t n_ = 0;
+};
+
+}  // namespace og::kv
