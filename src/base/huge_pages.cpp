@@ -23,8 +23,7 @@ HugePageBuffer::HugePageBuffer(size_t bytes) : HugePageBuffer(bytes, std::nothro
 
 HugePageBuffer::HugePageBuffer(size_t bytes, std::nothrow_t) {
   if (bytes == 0) return;
-  const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
-  map_bytes_ = rounded + kHuge;  // room to align the start to 2 MiB
+  map_bytes_ = bytes + kHuge;  // room to align the start to 2 MiB
   if (map_bytes_ < bytes) {  // size_t overflow: no such mapping can exist
     map_bytes_ = 0;
     errno = ENOMEM;
@@ -40,7 +39,9 @@ HugePageBuffer::HugePageBuffer(size_t bytes, std::nothrow_t) {
   data_ = reinterpret_cast<uint8_t*>(a);
   size_ = bytes;
   // Best effort: without THP the memory is ordinary pages, which still works.
-  madvise(data_, rounded, MADV_HUGEPAGE);
+  // Only whole 2 MiB pages are advised: a partial last page stays in 4 KiB
+  // pages, so nothing past `bytes` is ever committed.
+  if (const size_t whole = bytes / kHuge * kHuge; whole > 0) madvise(data_, whole, MADV_HUGEPAGE);
 }
 
 HugePageBuffer::~HugePageBuffer() { reset(); }

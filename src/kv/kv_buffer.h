@@ -10,18 +10,17 @@
 
 namespace og::kv {
 
-// Buffers of at least this many bytes live in 2 MiB-aligned MADV_HUGEPAGE
-// memory: a decode step streams a deep history through the TLB once per
-// token, and with 4 KiB pages that costs a page walk every 32 rows of 128
-// bytes. f16 K/V at depth 4096 from memory, 1B-shaped (attend_bench, Intel
-// Xeon, alternately, four rounds): 1 thread ~11 -> ~12.5 GB/s, 2 threads
-// ~21 -> ~24. The threshold keeps small caches (tests, short prompts) in
-// ordinary pages and bounds what rounding up to whole 2 MiB pages can add
-// (under 2 MiB per buffer).
-constexpr size_t kKvHugePageMin = size_t{4} << 20;
+// Buffers of at least one huge page live in 2 MiB-aligned MADV_HUGEPAGE
+// memory (base/huge_pages.h: whole 2 MiB pages only, the tail in 4 KiB
+// pages): a decode step streams a deep history once per token, and with
+// 4 KiB pages that costs a page walk every 32 rows of 128 bytes. 1B Q4_K_M
+// at depth 4096, 2 threads (Intel Xeon, alternately, four pairs): 77 -> 90 %
+// of the bandwidth bound. Smaller buffers (tests, short prompts) stay on the heap.
+constexpr size_t kKvHugePageMin = size_t{2} << 20;
 
 // Uninitialised bytes (only written rows are ever read; pages are committed
-// when first written, a huge page whole). Guaranteed: assign() either gives
+// when first written, a huge page whole: a buffer whose rows are all
+// partly written, as a flat cache after doubling, can commit all of itself). Guaranteed: assign() either gives
 // `n` usable bytes or throws std::bad_alloc, leaving the buffer empty; a copy
 // is a deep copy of all n bytes.
 class KvBuffer {

@@ -239,8 +239,8 @@ class SequenceCache final : public StoreCacheBase {
   static void grow_ring(const CacheLayout& l, const CacheStore& from, int64_t keep, int64_t cap, CacheStore* out) {
     resize_flat(l, from, keep, cap, out);
     out->slot_pos.assign(cap, -1);
-    std::copy(from.slot_pos.begin(), from.slot_pos.begin() + std::min<int64_t>(keep, int64_t(from.slot_pos.size())),
-              out->slot_pos.begin());
+    const int64_t held = std::min<int64_t>(keep, int64_t(from.slot_pos.size()));
+    if (held > 0) std::copy_n(from.slot_pos.begin(), held, out->slot_pos.begin());
   }
 
   // out = a flat store of `cap` rows per head holding the first `keep` rows of `from`.

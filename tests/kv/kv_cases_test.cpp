@@ -305,7 +305,7 @@ TEST(KvCases, SequenceClearAndRelease) {
 // Buffers past kv_buffer.h's threshold live in huge pages: the same results
 // through growth, ring wrap, fork (a copied ring), rewind and release, for
 // every storing kind. Rows of 16 KV heads x 1024 floats make 64 positions
-// 4 MiB, so the attention stays cheap.
+// 4 MiB (two huge pages), so the attention stays cheap.
 TEST(KvCases, HugePageBuffersMatchReference) {
   KvGeometry g = simple_geometry(2, {0, 60}, 16, 1024, 1024);
   const int64_t pos_bytes = 16 * (1024 + 1024) * 4;
