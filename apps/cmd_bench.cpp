@@ -32,7 +32,7 @@ struct BenchFlags {
   std::string model;
   std::vector<int64_t> n_prompt = {512}, n_gen = {128}, depth = {0}, n_seqs = {1}, threads;
   int64_t repetitions = 5, prefill_chunk = 512, seed = 1;
-  std::string kv_dtype = "f16";
+  std::string kv_dtype = "f16", cache_kind = "batched-sequence";
   bool mmap = false, json = false;
 };
 
@@ -143,6 +143,7 @@ nlohmann::json to_json(const BenchFlags& f, const Model& m, const std::vector<Re
   j["architecture"] = m.architecture();
   j["isa"] = kernels::isa_name();
   j["kv_storage_dtype"] = f.kv_dtype;
+  j["cache_kind"] = f.cache_kind;
   j["weights_in_huge_pages"] = !f.mmap;
   j["matmul_weight_bytes"] = m.weight_traffic().matmul_bytes;
   j["matmul_macs_per_token"] = m.weight_traffic().matmul_macs_per_row;
@@ -175,10 +176,10 @@ nlohmann::json to_json(const BenchFlags& f, const Model& m, const std::vector<Re
 
 void print_markdown(const BenchFlags& f, const Model& m, const std::vector<Result>& results) {
   const WeightTraffic wt = m.weight_traffic();
-  std::printf("model: %s (%s), matmul weights %.1f MiB, %.2f G multiply-adds per token; isa %s; kv %s; weights %s\n",
+  std::printf("model: %s (%s), matmul weights %.1f MiB, %.2f G multiply-adds per token; isa %s; kv %s %s; weights %s\n",
               std::filesystem::path(f.model).filename().string().c_str(), m.architecture().c_str(),
               static_cast<double>(wt.matmul_bytes) / (1 << 20), static_cast<double>(wt.matmul_macs_per_row) / 1e9,
-              kernels::isa_name(), f.kv_dtype.c_str(), f.mmap ? "mmap" : "huge pages");
+              kernels::isa_name(), f.kv_dtype.c_str(), f.cache_kind.c_str(), f.mmap ? "mmap" : "huge pages");
   std::printf("limits measured before and after each repetition (their mean): read bandwidth (decode), %s multiply-add peak (prefill)\n\n",
               quantized_weights(m) ? "int8" : "f32");
   std::printf("| test | threads | tok/s | bytes/token | GB/s | limit | %% of limit |\n");
@@ -214,6 +215,9 @@ void add_bench_flags(Flags& fl, BenchFlags& f) {
   fl.add_int("repetitions", &f.repetitions, 1, 1000, "timed runs per test");
   fl.add_short('r', "repetitions");
   fl.add_choice("kv-storage-dtype", &f.kv_dtype, {"f32", "f16", "bf16", "q8_0"}, "cache storage type");
+  fl.add_choice("cache-kind", &f.cache_kind, {"batched-sequence", "batched-cell"},
+                "cache kind: batched-sequence (own storage per sequence, -b forks copied) or batched-cell "
+                "(blocks, -b forks shared; the kind batch and serve use)");
   fl.add_int("prefill-chunk-size", &f.prefill_chunk, 1, kMaxTokens, "rows per prefill step");
   fl.add_int("seed", &f.seed, 0, int64_t{1} << 62, "seed of the random prompt tokens");
   fl.add_bool("mmap", &f.mmap, "keep weights in the mapped file instead of copying them into huge pages");
@@ -244,6 +248,7 @@ int cmd_bench(const Args& args) {
   std::unique_ptr<Model> m = Model::load(f.model, lo);
   BenchCacheOptions co;
   kv_dtype_from_name(f.kv_dtype, &co.dtype);
+  kv_kind_from_name(f.cache_kind, &co.kind);
   co.prefill_chunk = f.prefill_chunk;
   std::vector<Result> results;
   Probes probes(quantized_weights(*m));

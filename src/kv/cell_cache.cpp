@@ -1,5 +1,6 @@
 // The `batched-cell` kind: per cache one pool of fixed-size blocks of
-// block_size positions ([n_kv_heads][block_size][row] each for K and V),
+// block_size positions (chunks of blocks, [n_kv_heads][blocks][block_size][row]
+// each for K and V: see Pool),
 // per-sequence block tables, and reference counts so that a fork shares its
 // prefix without copying; a shared block is copied before it is written
 // (copy-on-write). A ring cache keeps only the blocks holding the last
@@ -20,13 +21,22 @@
 namespace og::kv {
 namespace {
 
+// Blocks are allocated in chunks laid out [n_kv_heads][chunk_ blocks][block
+// rows][row]: one head's rows of a block are head_k_ (head_v_) bytes, and of
+// consecutive blocks of a chunk adjacent, so a sequence whose blocks were
+// allocated in order reads each head's history in long runs (read_spans
+// merges them), as the `sequence` kind does. Head h of block b lies at
+// k(b) + h * k_head_stride(), the same stride in every chunk.
 class Pool {
  public:
   void init(const CacheLayout& l, int block, int64_t limit) {
-    bytes_k_ = l.n_kv_heads * block * l.row_bytes_k;
-    bytes_v_ = l.n_kv_heads * block * l.row_bytes_v;
+    n_heads_ = l.n_kv_heads;
+    head_k_ = block * l.row_bytes_k;
+    head_v_ = block * l.row_bytes_v;
+    bytes_k_ = n_heads_ * head_k_;
+    bytes_v_ = n_heads_ * head_v_;
     limit_ = limit;
-    chunk_ = std::min<int64_t>(64, limit);
+    chunk_ = std::max<int64_t>(1, std::min<int64_t>(64, limit));
   }
   int64_t available() const { return int64_t(free_.size()) + (limit_ - int64_t(refs_.size())); }
   int alloc() {
@@ -38,7 +48,11 @@ class Pool {
       b = int(refs_.size());
       if (b % chunk_ == 0) {
         chunks_k_.reserve(chunks_k_.size() + 1), chunks_v_.reserve(chunks_v_.size() + 1);
-        KvBuffer k(size_t(chunk_ * bytes_k_)), v(size_t(chunk_ * bytes_v_));  // may throw: nothing changed yet
+        // Ordinary pages: in huge pages (chunks of 128 blocks, 2 MiB) 1B Q4_K_M
+        // decode at depth 4096 fell from ~88 to ~58 % of the bound (three pairs);
+        // why is not understood (the `sequence` kind gains from them).
+        KvBuffer k(size_t(chunk_ * bytes_k_), KvBuffer::Pages::kOrdinary);  // may throw: nothing changed yet
+        KvBuffer v(size_t(chunk_ * bytes_v_), KvBuffer::Pages::kOrdinary);
         chunks_k_.push_back(std::move(k));
         chunks_v_.push_back(std::move(v));
       }
@@ -52,11 +66,17 @@ class Pool {
     if (--refs_[b] == 0) free_.push_back(b);
   }
   int refs(int b) const { return refs_[b]; }
-  uint8_t* k(int b) const { return chunks_k_[b / chunk_].data() + (b % chunk_) * bytes_k_; }
-  uint8_t* v(int b) const { return chunks_v_[b / chunk_].data() + (b % chunk_) * bytes_v_; }
+  // Head 0's rows of block b; head h's at + h * k_head_stride() (v_head_stride()).
+  uint8_t* k(int b) const { return chunks_k_[b / chunk_].data() + (b % chunk_) * head_k_; }
+  uint8_t* v(int b) const { return chunks_v_[b / chunk_].data() + (b % chunk_) * head_v_; }
+  bool same_chunk(int a, int b) const { return a >= 0 && b >= 0 && a / chunk_ == b / chunk_; }
+  int64_t k_head_stride() const { return chunk_ * head_k_; }
+  int64_t v_head_stride() const { return chunk_ * head_v_; }
   void copy(int dst, int src) {
-    std::memcpy(k(dst), k(src), bytes_k_);
-    std::memcpy(v(dst), v(src), bytes_v_);
+    for (int64_t h = 0; h < n_heads_; ++h) {
+      std::memcpy(k(dst) + h * k_head_stride(), k(src) + h * k_head_stride(), head_k_);
+      std::memcpy(v(dst) + h * v_head_stride(), v(src) + h * v_head_stride(), head_v_);
+    }
   }
   // Frees trailing chunks whose blocks are all unused.
   void trim() {
@@ -75,7 +95,8 @@ class Pool {
   int64_t used_bytes() const { return (int64_t(refs_.size()) - int64_t(free_.size())) * (bytes_k_ + bytes_v_); }
 
  private:
-  int64_t bytes_k_ = 0, bytes_v_ = 0, limit_ = 0, chunk_ = 1;
+  int64_t n_heads_ = 0, head_k_ = 0, head_v_ = 0;  // a block's rows of one head
+  int64_t bytes_k_ = 0, bytes_v_ = 0, limit_ = 0, chunk_ = 1;  // a block's rows of all heads; blocks per chunk
   std::vector<KvBuffer> chunks_k_, chunks_v_;  // kv_buffer.h
   std::vector<int> refs_;  // per created block
   std::vector<int> free_;
@@ -222,8 +243,8 @@ class CellCache final : public StoreCacheBase {
     const Table& t = seqs_.at(seq).tables[c];
     const int id = t.ids.at(pos / b - t.first);
     const int64_t r = pos % b;
-    return {pools_[c].k(id) + r * l.row_bytes_k, pools_[c].v(id) + r * l.row_bytes_v, b * l.row_bytes_k,
-            b * l.row_bytes_v};
+    return {pools_[c].k(id) + r * l.row_bytes_k, pools_[c].v(id) + r * l.row_bytes_v, pools_[c].k_head_stride(),
+            pools_[c].v_head_stride()};
   }
 
   void read_spans(int c, int seq, int64_t lo, int64_t hi, std::vector<KvSpan>* out, int64_t* ks,
@@ -231,15 +252,23 @@ class CellCache final : public StoreCacheBase {
     const CacheLayout& l = res_.caches[c];
     const int64_t b = res_.policy.block_size;
     const Table& t = seqs_.at(seq).tables[c];
-    *ks = b * l.row_bytes_k;
-    *vs = b * l.row_bytes_v;
+    *ks = pools_[c].k_head_stride();
+    *vs = pools_[c].v_head_stride();
     OG_CHECK(lo / b >= t.first && hi / b < t.first + int64_t(t.ids.size()), "kv cache: internal error: cache ", c,
              " of sequence ", seq, " lacks blocks for positions [", lo, ", ", hi, "]");
-    for (int64_t j = lo / b; j <= hi / b; ++j) {
+    int prev = -1;
+    for (int64_t j = lo / b; j <= hi / b; prev = t.ids[j - t.first], ++j) {
       const int id = t.ids[j - t.first];
       const int64_t a = std::max(lo, j * b), e = std::min(hi, j * b + b - 1);
-      out->push_back({pools_[c].k(id) + (a - j * b) * l.row_bytes_k, pools_[c].v(id) + (a - j * b) * l.row_bytes_v,
-                      e - a + 1});
+      const uint8_t* k = pools_[c].k(id) + (a - j * b) * l.row_bytes_k;
+      const uint8_t* v = pools_[c].v(id) + (a - j * b) * l.row_bytes_v;
+      KvSpan* last = out->empty() ? nullptr : &out->back();
+      if (last && pools_[c].same_chunk(id, prev) && last->k + last->n * l.row_bytes_k == k &&
+          last->v + last->n * l.row_bytes_v == v) {
+        last->n += e - a + 1;  // the next block of the same chunk: one longer span
+      } else {
+        out->push_back({k, v, e - a + 1});
+      }
     }
   }
 

@@ -7,13 +7,14 @@
 
 namespace og::kv {
 
-void KvBuffer::assign(size_t n) {
+void KvBuffer::assign(size_t n, Pages pages) {
+  pages_ = pages;
   huge_ = HugePageBuffer();
   small_.reset();
   data_ = nullptr;
   n_ = 0;
   if (n == 0) return;
-  if (n >= kKvHugePageMin) {
+  if (pages == Pages::kHugeWhenLarge && n >= kKvHugePageMin) {
     HugePageBuffer h(n, std::nothrow);
     if (h.data() == nullptr) throw std::bad_alloc();
     huge_ = std::move(h);
@@ -31,13 +32,14 @@ KvBuffer& KvBuffer::operator=(KvBuffer&& o) noexcept {
     small_ = std::move(o.small_);
     data_ = std::exchange(o.data_, nullptr);
     n_ = std::exchange(o.n_, 0);
+    pages_ = o.pages_;
   }
   return *this;
 }
 
 KvBuffer& KvBuffer::operator=(const KvBuffer& o) {
   if (this != &o) {
-    assign(o.n_);
+    assign(o.n_, o.pages_);
     if (n_) std::memcpy(data_, o.data_, n_);
   }
   return *this;

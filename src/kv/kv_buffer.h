@@ -25,15 +25,19 @@ constexpr size_t kKvHugePageMin = size_t{2} << 20;
 // is a deep copy of all n bytes.
 class KvBuffer {
  public:
+  // kHugeWhenLarge: huge pages from kKvHugePageMin bytes; kOrdinary: never
+  // (the batched-cell pool: measured slower in huge pages, see cell_cache.cpp).
+  enum class Pages { kHugeWhenLarge, kOrdinary };
+
   KvBuffer() = default;
-  explicit KvBuffer(size_t n) { assign(n); }
+  explicit KvBuffer(size_t n, Pages pages = Pages::kHugeWhenLarge) { assign(n, pages); }
   KvBuffer(const KvBuffer& o) { *this = o; }
   KvBuffer& operator=(const KvBuffer& o);
   KvBuffer(KvBuffer&& o) noexcept { *this = std::move(o); }
   KvBuffer& operator=(KvBuffer&& o) noexcept;  // leaves o empty
 
-  // Replaces the contents with n uninitialised bytes.
-  void assign(size_t n);
+  // Replaces the contents with n uninitialised bytes. A copy keeps the source's Pages.
+  void assign(size_t n, Pages pages = Pages::kHugeWhenLarge);
   uint8_t* data() const { return data_; }
   size_t size() const { return n_; }
   bool huge() const { return huge_.data() != nullptr; }
@@ -43,6 +47,7 @@ class KvBuffer {
   std::unique_ptr<uint8_t[]> small_;
   uint8_t* data_ = nullptr;
   size_t n_ = 0;
+  Pages pages_ = Pages::kHugeWhenLarge;
 };
 
 }  // namespace og::kv

@@ -14,13 +14,17 @@ namespace {
 
 void check(const KvResult& r, const char* what) { OG_CHECK(r.ok(), "bench: ", what, ": ", r.message); }
 
-std::unique_ptr<KvCache> bench_cache(const Model& model, const BenchCacheOptions& o, int64_t positions) {
+std::unique_ptr<KvCache> bench_cache(const Model& model, const BenchCacheOptions& o, int64_t positions,
+                                     int n_seqs) {
+  OG_CHECK(o.kind == KvKind::kBatchedSequence || o.kind == KvKind::kBatchedCell,
+           "bench: the cache kind must be batched-sequence or batched-cell");
   KvPolicy p;
   p.max_capacity = std::max<int64_t>(positions, 1);
   p.initial_capacity = p.max_capacity;  // no growth inside a timed region
   p.dtype = o.dtype;
   p.max_write = std::max<int64_t>(1, o.prefill_chunk);
-  std::unique_ptr<KvCache> c = make_kv_cache(KvKind::kBatchedSequence, model.kv_geometry(), p);
+  p.max_sequences = std::max(1, n_seqs);  // batched-cell: a pool for all of them
+  std::unique_ptr<KvCache> c = make_kv_cache(o.kind, model.kv_geometry(), p);
   if (c->length(0) < 0) check(c->add_sequence(0), "add_sequence");  // kinds that start without sequence 0
   return c;
 }
@@ -49,7 +53,7 @@ std::vector<int32_t> random_tokens(int64_t n, int32_t n_vocab, std::mt19937_64& 
 double bench_prefill_seconds(const Model& model, const BenchCacheOptions& o, int64_t depth, int64_t n_prompt,
                              uint64_t seed) {
   std::mt19937_64 rng(seed);
-  auto cache = bench_cache(model, o, depth + n_prompt);
+  auto cache = bench_cache(model, o, depth + n_prompt, 1);
   std::vector<float> logits;
   prefill(model, *cache, 0, 0, random_tokens(depth, model.n_vocab(), rng), o.prefill_chunk, logits);
   const std::vector<int32_t> prompt = random_tokens(n_prompt, model.n_vocab(), rng);
@@ -62,7 +66,7 @@ double bench_decode_seconds(const Model& model, const BenchCacheOptions& o, int6
                             int n_seqs, uint64_t seed) {
   OG_CHECK(n_seqs >= 1, "bench: decode needs at least one sequence");
   std::mt19937_64 rng(seed);
-  auto cache = bench_cache(model, o, depth + n_gen);
+  auto cache = bench_cache(model, o, depth + n_gen, n_seqs);
   std::vector<float> logits;
   prefill(model, *cache, 0, 0, random_tokens(depth, model.n_vocab(), rng), o.prefill_chunk, logits);
   for (int s = 1; s < n_seqs; ++s) check(cache->fork(0, s, depth), "fork");

@@ -1,6 +1,6 @@
 // The measurements behind `offgraph bench`: prefill of one sequence and
 // decode of many sequences at once, each after `depth` cached positions, on
-// a fresh batched-sequence cache and random tokens. Only the prefill chunks or
+// a fresh cache (batched-sequence or batched-cell) and random tokens. Only the prefill chunks or
 // the decode steps are timed; the depth is filled first, untimed. Also the
 // byte and multiply-add counts the report divides by.
 #pragma once
@@ -13,6 +13,7 @@
 namespace og {
 
 struct BenchCacheOptions {
+  KvKind kind = KvKind::kBatchedSequence;  // batched-sequence or batched-cell
   KvDType dtype = KvDType::F32;
   int64_t prefill_chunk = 512;  // rows one prefill step writes
 };

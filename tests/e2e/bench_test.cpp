@@ -68,6 +68,18 @@ TEST(Bench, MarkdownTableByDefault) {
   EXPECT_EQ(count(p.out, "| pp8 |"), 2u) << p.out;
   EXPECT_EQ(count(p.out, "| tg2 |"), 2u) << p.out;
   EXPECT_NE(p.out.find("weights mmap"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("kv f16 batched-sequence;"), std::string::npos) << p.out;
+}
+
+TEST(Bench, BatchedCellCacheKind) {
+  expect_data();
+  Proc p = offgraph({"bench", "--model", kGguf, "-p", "0", "-n", "3", "-b", "1,3", "-d", "40", "-r", "1", "-t", "1",
+                     "--cache-kind", "batched-cell", "--json"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  const auto j = nlohmann::json::parse(p.out);
+  EXPECT_EQ(j["cache_kind"], "batched-cell");
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (const auto& r : j["results"]) EXPECT_GT(r["tok_s_mean"].get<double>(), 0.0);
 }
 
 TEST(Bench, HelpListsTheShortFlags) {
@@ -101,6 +113,7 @@ TEST(Bench, EveryBadFlagAndValueExitsWithTwo) {
       {{"bench", "--model", m, "-r", "two"}, "--repetitions expects an integer"},
       {{"bench", "--model", m, "-r"}, "--repetitions needs a value"},
       {{"bench", "--model", m, "--kv-storage-dtype", "q4"}, "--kv-storage-dtype must be one of f32|f16|bf16|q8_0"},
+      {{"bench", "--model", m, "--cache-kind", "sequence"}, "--cache-kind must be one of batched-sequence|batched-cell"},
       {{"bench", "--model", m, "--prefill-chunk-size", "0"}, "--prefill-chunk-size must be in [1,"},
       {{"bench", "--model", m, "--json=maybe"}, "--json takes no value or true|false"},
       {{"bench", "--model", m, "-p", "0", "-n", "0"}, "nothing to measure"},

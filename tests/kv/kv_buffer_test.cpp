@@ -25,6 +25,10 @@ TEST(KvBuffer, SmallOnTheHeapLargeInHugePages) {
   EXPECT_TRUE(large.huge());
   EXPECT_EQ(reinterpret_cast<uintptr_t>(large.data()) % (size_t{2} << 20), 0u);
   std::memset(large.data(), 0x5A, large.size());  // every byte writable
+  KvBuffer ordinary(kKvHugePageMin * 2, KvBuffer::Pages::kOrdinary);
+  ASSERT_NE(ordinary.data(), nullptr);
+  EXPECT_FALSE(ordinary.huge());
+  EXPECT_FALSE(KvBuffer(ordinary).huge());  // a copy keeps its pages
   KvBuffer empty(0);
   EXPECT_EQ(empty.data(), nullptr);
   EXPECT_EQ(empty.size(), 0u);
