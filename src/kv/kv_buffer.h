@@ -19,10 +19,11 @@ namespace og::kv {
 constexpr size_t kKvHugePageMin = size_t{2} << 20;
 
 // Uninitialised bytes (only written rows are ever read; pages are committed
-// when first written, a huge page whole: a buffer whose rows are all
-// partly written, as a flat cache after doubling, can commit all of itself). Guaranteed: assign() either gives
-// `n` usable bytes or throws std::bad_alloc, leaving the buffer empty; a copy
-// is a deep copy of all n bytes.
+// when first written, a huge page whole: a buffer whose head regions are all
+// partly written, as a flat cache after doubling, can commit all of itself).
+// Guaranteed: assign() either gives `n` usable bytes or throws
+// std::bad_alloc, leaving the buffer empty; a copy is a deep copy of all n
+// bytes.
 class KvBuffer {
  public:
   // kHugeWhenLarge: huge pages from kKvHugePageMin bytes; kOrdinary: never

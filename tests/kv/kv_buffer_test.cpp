@@ -61,7 +61,7 @@ TEST(KvBuffer, ImpossibleSizeThrowsBadAllocAndLeavesItEmpty) {
   EXPECT_THROW(b.assign(size_t{1} << 62), std::bad_alloc);
   EXPECT_EQ(b.data(), nullptr);
   EXPECT_EQ(b.size(), 0u);
-  EXPECT_THROW(b.assign(~size_t{0}), std::bad_alloc);  // rounding up to 2 MiB would overflow
+  EXPECT_THROW(b.assign(~size_t{0}), std::bad_alloc);  // adding the 2 MiB alignment room would overflow
 }
 
 }  // namespace

@@ -302,10 +302,12 @@ TEST(KvCases, SequenceClearAndRelease) {
   advance(*t, *r, 0, 6, 3);
 }
 
-// Buffers past kv_buffer.h's threshold live in huge pages: the same results
-// through growth, ring wrap, fork (a copied ring), rewind and release, for
-// every storing kind. Rows of 16 KV heads x 1024 floats make 64 positions
-// 4 MiB (two huge pages), so the attention stays cheap.
+// Buffers past kv_buffer.h's threshold (huge pages for the sequence kinds;
+// the batched-cell pool keeps ordinary pages, but its chunks, 16 KV heads per
+// block, are laid out per head): the same results through growth, ring wrap,
+// fork (a copied ring, shared blocks), rewind and release, for every storing
+// kind. Rows of 16 KV heads x 1024 floats make 64 positions 4 MiB (two huge
+// pages), so the attention stays cheap.
 TEST(KvCases, HugePageBuffersMatchReference) {
   KvGeometry g = simple_geometry(2, {0, 60}, 16, 1024, 1024);
   const int64_t pos_bytes = 16 * (1024 + 1024) * 4;
