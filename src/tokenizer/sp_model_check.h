@@ -11,8 +11,11 @@
 namespace og::tok {
 
 // Throws og::Error naming `path` when a piece of the ModelProto in `bytes` is
-// empty or contains a NUL byte. Bytes that are not a well-formed protobuf
-// message are left to libsentencepiece's own parser, which reports them.
+// empty or contains a NUL byte, or when `bytes` (or a piece's message) is not
+// well-formed protobuf wire format. Only bytes this walk understands from end
+// to end reach libsentencepiece: a walk laxer or stricter than protobuf's
+// parser must never let a bad piece through (groups, wire types 3 and 4, are
+// skipped as protobuf skips them).
 void check_sentencepiece_pieces(std::string_view bytes, const std::string& path);
 
 }  // namespace og::tok

@@ -76,9 +76,50 @@ TEST(SentencePieceCheck, FuzzerFindingIsAnError) {
   expect_rejected(bytes);
 }
 
-TEST(SentencePieceCheck, MalformedBytesAreLeftToTheLibrary) {
-  EXPECT_NO_THROW(tok::check_sentencepiece_pieces(std::string("\x0a\xff\xff", 3), "x"));
-  EXPECT_THROW(tok::load_sentencepiece_bytes(std::string("\x0a\xff\xff", 3), "x"), Error);
+TEST(SentencePieceCheck, GroupInsideAPieceIsSkippedAsProtobufDoes) {
+  // The second fuzzer finding: a piece message holding an empty group
+  // (field 14, tags 0x73 0x74) after its NUL-holding piece. The walk used
+  // to give up on the group and pass the piece on to the trie builder.
+  const std::string bytes = std::string("\x0a\x0e\x0a\x05<unk>\x15\x00\x00\x00\x00\x18\x02", 16) +
+                            std::string("\x0a\x0c\x0a\x03\x00\xa4>\x15\x00\x00\x80\x81st", 14) +
+                            piece_field("\xe2\x96\x81up", 5);
+  expect_rejected(bytes);
+  // The same group in a good piece: skipped by both walks, the model loads.
+  std::string good = read_bytes(kModel);
+  const std::string needle = std::string("\x0a\x06<0x41>", 8);
+  const size_t at = good.find(needle);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_GE(at, 1u);
+  // The enclosing SentencePiece message's length byte precedes the piece.
+  const auto len = static_cast<unsigned char>(good[at - 1]);
+  ASSERT_LT(len, 125u);
+  good[at - 1] = static_cast<char>(len + 2);
+  good.insert(at + needle.size(), "st");
+  EXPECT_NO_THROW(tok::check_sentencepiece_pieces(good, kModel));
+  auto tok = tok::load_sentencepiece_bytes(good, kModel);
+  EXPECT_EQ(tok->n_vocab(), tok::load_sentencepiece_bytes(read_bytes(kModel), kModel)->n_vocab());
+}
+
+TEST(SentencePieceCheck, MalformedBytesAreAnError) {
+  // Truncated length, an end tag without a start, field number 0, a group
+  // without its end, groups nested past protobuf's depth limit: each is a
+  // one-line og::Error naming the file, never handed to the library.
+  std::string deep;
+  for (int i = 0; i < 101; ++i) deep += '\x73';
+  for (int i = 0; i < 101; ++i) deep += '\x74';
+  for (const std::string& bad : {std::string("\x0a\xff\xff", 3), std::string("\x74", 1), std::string("\x02\x00", 2),
+                                  std::string("\x73\x08\x01", 3), deep,
+                                  piece_field("<unk>", 5) + std::string("\x0a\x03\x0a\x05x", 5)}) {
+    try {
+      tok::load_sentencepiece_bytes(bad, "bad.model");
+      ADD_FAILURE() << "loaded malformed bytes";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("bad.model"), std::string::npos) << what;
+      EXPECT_NE(what.find("malformed"), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
 }
 
 }  // namespace
