@@ -21,6 +21,24 @@ int32_t Vocab::add(std::string piece, TokenType type, float score) {
   return id;
 }
 
+void Vocab::check_span(size_t n_ids, size_t n_named, const std::string& source) {
+  const size_t holes = n_ids - std::min(n_ids, n_named);
+  OG_CHECK(holes <= kMaxHoles || holes <= n_named, source, ": the vocabulary's ids go up to ", n_ids - 1,
+           " but only ", std::min(n_ids, n_named), " of them name a token");
+}
+
+void Vocab::fill_holes(const std::string& source) {
+  size_t named = 0;
+  for (const std::string& p : pieces) named += !p.empty();
+  check_span(pieces.size(), named, source);
+  types.assign(pieces.size(), TokenType::kNormal);
+  for (size_t i = 0; i < pieces.size(); ++i)
+    if (pieces[i].empty()) {
+      pieces[i] = "[UNUSED_" + std::to_string(i) + "]";
+      types[i] = TokenType::kUnused;
+    }
+}
+
 void Vocab::reindex() {
   index.clear();
   index.reserve(pieces.size());

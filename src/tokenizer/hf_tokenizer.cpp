@@ -3,6 +3,8 @@
 // an og::Error naming the component.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "tokenizer/bpe_presets.h"
@@ -237,11 +239,12 @@ void parse_model(const json& m, Ctx& c) {
            ": unsupported BPE option end_of_word_suffix");
   const json& vocab = m.at("vocab");
   OG_CHECK(vocab.is_object() && !vocab.empty(), c.name, ": model.vocab is missing or empty");
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    const int32_t id = token_id(it.value(), c, "model.vocab '" + it.key() + "'");
-    if (static_cast<size_t>(id) >= s.vocab.pieces.size()) s.vocab.pieces.resize(id + 1);
-    s.vocab.pieces[id] = it.key();
-  }
+  int32_t max_id = 0;
+  for (auto it = vocab.begin(); it != vocab.end(); ++it)
+    max_id = std::max(max_id, token_id(it.value(), c, "model.vocab '" + it.key() + "'"));
+  Vocab::check_span(static_cast<size_t>(max_id) + 1, vocab.size(), c.name);
+  s.vocab.pieces.resize(static_cast<size_t>(max_id) + 1);
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) s.vocab.pieces[it.value().get<int32_t>()] = it.key();
   s.model = ModelKind::kBpe;
   s.bpe.byte_fallback = m.value("byte_fallback", false);
   s.bpe.ignore_merges = m.value("ignore_merges", false);
@@ -260,10 +263,14 @@ void parse_added_tokens(const json& added, Ctx& c) {
     t.rstrip = a.value("rstrip", false);
     OG_CHECK(t.id >= 0 && t.id < (1 << 24) && !t.content.empty(), c.name, ": added token '", t.content,
              "' has a bad id or empty content");
-    if (static_cast<size_t>(t.id) >= s.vocab.pieces.size()) s.vocab.pieces.resize(t.id + 1);
-    s.vocab.pieces[t.id] = t.content;
     s.added.push_back(std::move(t));
   }
+  size_t n_ids = s.vocab.pieces.size(), named = 0;
+  for (const std::string& p : s.vocab.pieces) named += !p.empty();
+  for (const AddedToken& t : s.added) n_ids = std::max(n_ids, static_cast<size_t>(t.id) + 1);
+  Vocab::check_span(n_ids, named + s.added.size(), c.name);
+  s.vocab.pieces.resize(n_ids);
+  for (const AddedToken& t : s.added) s.vocab.pieces[t.id] = t.content;
 }
 
 }  // namespace
@@ -277,16 +284,11 @@ std::unique_ptr<PipelineTokenizer> load_tokenizer_json_text(const std::string& t
     parse_model(j.at("model"), c);
     const std::string unk = j["model"].value("unk_token", json()).is_string() ? j["model"]["unk_token"].get<std::string>() : "";
     parse_added_tokens(j.value("added_tokens", json()), c);
-    const size_t n = spec.vocab.pieces.size();
-    spec.vocab.types.assign(n, TokenType::kNormal);
-    for (size_t id = 0; id < n; ++id) {
-      if (spec.vocab.pieces[id].empty()) {
-        spec.vocab.pieces[id] = "[UNUSED_" + std::to_string(id) + "]";
-        spec.vocab.types[id] = TokenType::kUnused;
-      } else if (spec.bpe.byte_fallback && parse_byte_piece(spec.vocab.pieces[id]) >= 0) {
-        spec.vocab.types[id] = TokenType::kByte;
-      }
-    }
+    spec.vocab.fill_holes(name);
+    if (spec.bpe.byte_fallback)
+      for (size_t id = 0; id < spec.vocab.pieces.size(); ++id)
+        if (spec.vocab.types[id] == TokenType::kNormal && parse_byte_piece(spec.vocab.pieces[id]) >= 0)
+          spec.vocab.types[id] = TokenType::kByte;
     for (const AddedToken& a : spec.added)
       spec.vocab.types[a.id] = a.special ? TokenType::kControl : TokenType::kUserDefined;
     spec.vocab.reindex();

@@ -2,6 +2,7 @@
 // SentencePiece tokenizer.model, and the HF config files beside a tokenizer.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <climits>
 #include <optional>
 #include <sentencepiece_processor.h>
@@ -68,19 +69,17 @@ std::unique_ptr<PipelineTokenizer> load_vocab_merges(const std::string& vocab_js
   PipelineSpec spec;
   const json v = read_json_file(vocab_json);
   OG_CHECK(v.is_object() && !v.empty(), vocab_json, ": vocabulary is not a non-empty JSON object");
+  int64_t max_id = 0;
   for (auto it = v.begin(); it != v.end(); ++it) {
     OG_CHECK(it.value().is_number_integer(), vocab_json, ": id of '", it.key(), "' is not an integer");
     const int64_t id = it.value().get<int64_t>();
     OG_CHECK(id >= 0 && id < (1 << 24), vocab_json, ": id ", id, " of '", it.key(), "' is out of range");
-    if (static_cast<size_t>(id) >= spec.vocab.pieces.size()) spec.vocab.pieces.resize(id + 1);
-    spec.vocab.pieces[id] = it.key();
+    max_id = std::max(max_id, id);
   }
-  spec.vocab.types.assign(spec.vocab.pieces.size(), TokenType::kNormal);
-  for (size_t i = 0; i < spec.vocab.pieces.size(); ++i)
-    if (spec.vocab.pieces[i].empty()) {
-      spec.vocab.pieces[i] = "[UNUSED_" + std::to_string(i) + "]";
-      spec.vocab.types[i] = TokenType::kUnused;
-    }
+  Vocab::check_span(static_cast<size_t>(max_id) + 1, v.size(), vocab_json);
+  spec.vocab.pieces.resize(static_cast<size_t>(max_id) + 1);
+  for (auto it = v.begin(); it != v.end(); ++it) spec.vocab.pieces[it.value().get<int64_t>()] = it.key();
+  spec.vocab.fill_holes(vocab_json);
   spec.vocab.reindex();
   const std::string merges = read_text_file(merges_txt);
   size_t line_no = 0;

@@ -35,6 +35,17 @@ struct Vocab {
   int32_t add(std::string piece, TokenType type, float score = 0.0f);
   // Rebuilds `index` from `pieces`.
   void reindex();
+  // For sources that give ids explicitly (tokenizer.json, vocab.json): sizes
+  // `types` to `pieces` (kNormal), and makes every id no entry named an
+  // unused placeholder piece "[UNUSED_<id>]". check_span first.
+  void fill_holes(const std::string& source);
+  // Throws og::Error naming `source` when ids [0, n_ids) of which at most
+  // n_named name a token would leave more holes than both kMaxHoles and
+  // n_named: a file of a few entries must not make a vocabulary of millions
+  // (ids go to 2^24), so loaders call this before sizing `pieces` and the
+  // work stays in proportion to the file.
+  static void check_span(size_t n_ids, size_t n_named, const std::string& source);
+  static constexpr size_t kMaxHoles = 65536;
 };
 
 }  // namespace og::tok

@@ -170,6 +170,42 @@ TEST(TokenizerErrors, BadGgufVocabularies) {
             std::string::npos);
 }
 
+// A few entries with an id near 2^24 must not make a vocabulary of millions
+// of placeholders (the fuzzer's 19 KB file took 30 s): holes beyond both
+// 65536 and the number of named ids are an error; real gaps still load.
+TEST(TokenizerErrors, SparseIdsAreAnErrorNotMillionsOfPlaceholders) {
+  json j = stories_json();
+  j["model"]["vocab"]["far"] = 4488882;
+  const std::string e = load_error(j);
+  EXPECT_NE(e.find("test.json: the vocabulary's ids go up to 4488882 but only"), std::string::npos) << e;
+  j = stories_json();
+  j["added_tokens"][0]["id"] = 16777215;
+  EXPECT_NE(load_error(j).find("ids go up to 16777215"), std::string::npos) << load_error(j);
+  // A gap of 65536 ids loads, its ids are unused placeholders.
+  j = stories_json();
+  const int64_t n = static_cast<int64_t>(j["model"]["vocab"].size());
+  j["model"]["vocab"]["gap_token"] = n + 65536;
+  std::unique_ptr<tok::PipelineTokenizer> t;
+  ASSERT_NO_THROW(t = tok::load_tokenizer_json_text(j.dump(), "gap.json"));
+  EXPECT_EQ(t->n_vocab(), n + 65537);
+  EXPECT_EQ(t->token_bytes(static_cast<int32_t>(n + 65536)), "gap_token");
+  // vocab.json + merges.txt takes the same check.
+  test::TempDir dir;
+  {
+    std::FILE* f = std::fopen(dir.path("vocab.json").c_str(), "w");
+    std::fputs(R"({"a": 0, "b": 1, "ab": 9000000})", f);
+    std::fclose(f);
+    f = std::fopen(dir.path("merges.txt").c_str(), "w");
+    std::fputs("a b\n", f);
+    std::fclose(f);
+  }
+  const std::string v = dir.path("vocab.json");
+  const std::string e2 = error_of([&] { tok::load_vocab_merges(v, dir.path("merges.txt"), "gpt2"); });
+  EXPECT_NE(e2.find("vocab.json: the vocabulary's ids go up to 9000000 but only 3 of them name a token"),
+            std::string::npos)
+      << e2;
+}
+
 TEST(TokenizerErrors, BadPathsAndIds) {
   EXPECT_NE(error_of([] { Tokenizer::from_path("/nonexistent/tokenizer.json"); }).find("no such file"),
             std::string::npos);
