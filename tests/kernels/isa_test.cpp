@@ -593,6 +593,48 @@ TEST(IsaMatmul, Q8_0RawBytesFullRange) {
   }
 }
 
+// K-quant weights at their top level everywhere (Q4_K 15, Q5_K 31, Q6_K 63,
+// every 6-bit scale 63) against activations that all quantize to 127: the
+// largest integer sums any tile forms. A tile that sums too many products in
+// int16 before widening (AVX2's KR8 sums four Q4 steps but only two Q5 ones)
+// wraps here and misses the reference by far more than the budget.
+TEST(IsaMatmul, KQuantTopLevelsStayExact) {
+  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    const int64_t n_out = 19, n_in = 512, rb = dtype_row_bytes(t, n_in);
+    const std::vector<uint8_t> bytes = raw_rows(t, n_out, n_in, 99, [t](uint8_t* blk, int64_t, int64_t) {
+      if (t == DType::Q6_K) {  // ql 128, qh 64, int8 scales 16, d f16
+        std::memset(blk, 0xFF, 192);
+        std::memset(blk + 192, 127, 16);
+        blk[208] = 0x00, blk[209] = 0x20;  // d = 2^-7
+      } else {                             // d, dmin f16, 12 scale bytes, [qh 32], qs
+        blk[0] = 0x00, blk[1] = 0x20;      // d = 2^-7
+        blk[2] = 0x00, blk[3] = 0x00;      // dmin = 0
+        std::memset(blk + 4, 0xFF, static_cast<size_t>(dtype_row_bytes(t, 256)) - 4);
+      }
+    });
+    std::vector<float> deq(static_cast<size_t>(n_out * n_in));
+    for (int64_t r = 0; r < n_out; ++r) dequantize_row(t, bytes.data() + r * rb, deq.data() + r * n_in, n_in);
+    for (Isa isa : available_isas())
+      for (int64_t n_x : {1, 2, 6, 7, 13}) {
+        std::vector<uint8_t> wb = bytes;
+        const int to = kernel_table(isa).repack_to[static_cast<int>(t)];  // 0: no repacked layout
+        const DType layout = to != 0 ? static_cast<DType>(to) : t;
+        if (layout != t) repack_rows(t, layout, wb.data(), n_out, n_in);
+        TensorView w{wb.data(), layout, {n_out, n_in}, "w"};
+        std::vector<float> x(static_cast<size_t>(n_x * n_in), 1.0f), y(static_cast<size_t>(n_x * n_out));
+        matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
+        for (int64_t i = 0; i < n_x; ++i)
+          for (int64_t r = 0; r < n_out; ++r) {
+            double ref = 0;
+            for (int64_t k = 0; k < n_in; ++k) ref += deq[r * n_in + k];
+            const double tol = tolerance(t, deq.data() + r * n_in, x.data() + i * n_in, n_in);
+            ASSERT_NEAR(y[i * n_out + r], ref, tol) << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(t))
+                                                    << " n_x " << n_x << " at [" << i << ", " << r << "]";
+          }
+      }
+  }
+}
+
 TEST(IsaMatmul, LongRowsSplitActivationsIntoChunks) {
   // The K-quant kernels walk activation rows in L2-sized chunks (256 KiB of
   // int8: 16 rows of 16384) and tile each chunk: 17 rows cross a chunk edge.
