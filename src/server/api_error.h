@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace og::server {
 
@@ -27,6 +28,35 @@ class ApiError : public std::runtime_error {
   int status_;
   std::string type_, code_, param_;
 };
+
+// Client text (a field name, a role, a model id) for an error message: in
+// single quotes, with control bytes, quotes and backslashes escaped (\n,
+// \x1b, \', \\) and cut after `max` bytes at a UTF-8 boundary, so a message
+// that echoes the client stays one short line of valid UTF-8.
+inline std::string client_text(std::string_view s, size_t max = 64) {
+  size_t n = s.size() <= max ? s.size() : max;
+  while (n > 0 && n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  std::string out = "'";
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\'' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7F) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += '\'';
+  if (n < s.size()) out += " (cut; " + std::to_string(s.size()) + " bytes)";
+  return out;
+}
 
 // 400 invalid_request_error naming the field.
 [[noreturn]] inline void bad_request(const std::string& message, const std::string& param = "",

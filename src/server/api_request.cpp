@@ -89,7 +89,7 @@ class Fields {
   void reject_unknown() const {
     for (auto it = obj_.begin(); it != obj_.end(); ++it) {
       if (seen_.count(it.key()) || kIgnoredFields.count(it.key())) continue;
-      bad_request("unknown field '" + it.key() + "'", it.key(), "unknown_field");
+      bad_request("unknown field " + client_text(it.key()), it.key(), "unknown_field");
     }
   }
 
@@ -125,7 +125,7 @@ std::string message_content(const json& c, const std::string& where) {
     Fields part(c[i]);
     const auto type = part.string("type");
     if (!type) bad_request("'" + at + ".type' is required", at + ".type");
-    if (*type != "text") bad_request("'" + at + ".type' is '" + *type + "': only text parts are supported", at + ".type");
+    if (*type != "text") bad_request("'" + at + ".type' is " + client_text(*type) + ": only text parts are supported", at + ".type");
     const auto t = part.string("text");
     if (!t) bad_request("'" + at + ".text' is required", at + ".text");
     part.reject_unknown();
@@ -149,7 +149,7 @@ std::vector<ChatMessage> parse_messages(Fields& f) {
     if (!role) bad_request("'" + at + ".role' is required", at + ".role");
     if (*role == "developer") role = "system";  // OpenAI's newer name for the system role
     if (*role != "system" && *role != "user" && *role != "assistant")
-      bad_request("'" + at + ".role' is '" + *role + "': expected system, developer, user or assistant",
+      bad_request("'" + at + ".role' is " + client_text(*role) + ": expected system, developer, user or assistant",
                   at + ".role");
     const json* content = mf.get("content");
     if (!content) bad_request("'" + at + ".content' is required", at + ".content");
@@ -272,8 +272,16 @@ json parse_json_object(std::string_view body) {
                                                                                    " levels");
       return true;
     });
-  } catch (const json::parse_error& e) {
-    bad_request(std::string("the request body is not valid JSON: ") + e.what(), "", "invalid_json");
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number past double's range
+    // The parser's message ends with the text it last read, which may be long.
+    std::string what = e.what();
+    if (what.size() > 240) {
+      size_t n = 240;
+      while (n > 0 && (static_cast<unsigned char>(what[n]) & 0xC0) == 0x80) --n;
+      what.resize(n);
+      what += "...";
+    }
+    bad_request("the request body is not valid JSON: " + what, "", "invalid_json");
   }
   if (!j.is_object()) bad_request(std::string("the request body must be a JSON object, not ") + type_name(j));
   return j;

@@ -38,7 +38,7 @@ SamplerConfig sampler_of(const GenerationParams& p, const ServedModel& m) {
 void check_model(const std::string& requested, const ServedModel& m) {
   if (requested.empty() || requested == m.id) return;
   throw ApiError(400, "invalid_request_error", "model_not_found",
-                 "the model '" + requested + "' is not served here; this server serves '" + m.id + "'", "model");
+                 "the model " + client_text(requested) + " is not served here; this server serves '" + m.id + "'", "model");
 }
 
 std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m) {

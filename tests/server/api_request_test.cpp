@@ -170,6 +170,8 @@ TEST(JsonBody, MalformedAndInvalidUtf8) {
       "{\"messages\": [{\"role\": \"user\", \"content\": \"\xed\xa0\x80\"}]}",  // encoded surrogate
       R"({"messages": [{"role": "user", "content": "\ud800"}]})",               // lone surrogate escape
       R"({"a": 1} trailing)",
+      R"({"temperature": 2.00000003344381e95812434282})",  // past double's range (the fuzzer's: was a 500)
+      R"({"max_tokens": -1e999})",
   };
   for (const auto& body : cases) {
     const ApiError e = error_of([&] { parse_json_object(body); });
@@ -180,6 +182,41 @@ TEST(JsonBody, MalformedAndInvalidUtf8) {
     EXPECT_EQ(e.status(), 400) << body;
     EXPECT_NE(std::string(e.what()).find("must be a JSON object"), std::string::npos) << e.what();
   }
+}
+
+// Messages that echo client text (field names, roles, part types, the model)
+// stay one line of bounded length, whatever the text holds (the fuzzer's
+// finding: a part type with a newline went into the message raw).
+TEST(JsonBody, EchoedClientTextIsEscapedAndCut) {
+  const std::string m = R"("messages": [{"role": "user", "content": "x"}])";
+  const std::string long_key(5000, 'k');
+  const struct {
+    std::string body, want;
+  } cases[] = {
+      {"{" + m + R"(, "a\nb\u001b": 1})", R"(unknown field 'a\nb\x1b')"},
+      {"{" + m + ", \"" + long_key + "\": 1}", "(cut; 5000 bytes)"},
+      {R"({"messages": [{"role": "us'er\r", "content": "x"}]})", R"(is 'us\'er\x0d')"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "te\nxt", "text": "x"}]}]})", R"(is 'te\nxt')"},
+      {"{\"a\": \"" + std::string(100000, 'x'), "not valid JSON"},
+  };
+  for (const auto& c : cases) {
+    const ApiError e = error_of([&] { chat(c.body); });
+    const std::string what = e.what();
+    EXPECT_EQ(e.status(), 400) << c.body.substr(0, 80);
+    EXPECT_NE(what.find(c.want), std::string::npos) << what.substr(0, 300);
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what.substr(0, 300);
+    EXPECT_LT(what.size(), 400u) << what.substr(0, 300);
+  }
+  // A multi-byte character is never split.
+  const std::string e_acute = "\xc3\xa9";
+  std::string key;
+  for (int i = 0; i < 40; ++i) key += e_acute;
+  const std::string what = error_of([&] { chat("{" + m + ", \"" + key + "\": 1}"); }).what();
+  const size_t q = what.find('\'');
+  ASSERT_NE(q, std::string::npos);
+  const std::string shown = what.substr(q + 1, what.find('\'', q + 1) - q - 1);
+  EXPECT_EQ(shown.size() % 2, 0u) << what;
+  EXPECT_EQ(shown.size(), 64u) << what;
 }
 
 TEST(JsonBody, DeepNestingIsRefused) {
