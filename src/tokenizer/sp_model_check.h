@@ -1,7 +1,8 @@
 // Checks a serialized SentencePiece ModelProto for what libsentencepiece
-// cannot survive. Its trie builder (darts-clone, inside the shared library)
-// throws on a piece that is empty or holds a NUL byte, and that exception
-// cannot cross the library's frames: the process aborts. So such a file is
+// does not report as an error. Its trie builder (darts-clone, inside the
+// shared library) throws its own exception type, not og::Error and not a
+// status, on a piece that is empty or holds a NUL byte ("failed to insert
+// key: zero-length key", naming neither file nor piece). So such a file is
 // rejected here, before libsentencepiece sees it.
 #pragma once
 
