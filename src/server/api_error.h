@@ -29,13 +29,21 @@ class ApiError : public std::runtime_error {
   std::string type_, code_, param_;
 };
 
+// The length of the longest prefix of `s` of at most `max` bytes that ends on
+// a UTF-8 character boundary (so cutting valid UTF-8 there keeps it valid).
+inline size_t utf8_prefix(std::string_view s, size_t max) {
+  if (s.size() <= max) return s.size();
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
 // Client text (a field name, a role, a model id) for an error message: in
 // single quotes, with control bytes, quotes and backslashes escaped (\n,
 // \x1b, \', \\) and cut after `max` bytes at a UTF-8 boundary, so a message
 // that echoes the client stays one short line of valid UTF-8.
 inline std::string client_text(std::string_view s, size_t max = 64) {
-  size_t n = s.size() <= max ? s.size() : max;
-  while (n > 0 && n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  const size_t n = utf8_prefix(s, max);
   std::string out = "'";
   for (size_t i = 0; i < n; ++i) {
     const auto c = static_cast<unsigned char>(s[i]);

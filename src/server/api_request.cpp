@@ -275,12 +275,7 @@ json parse_json_object(std::string_view body) {
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number past double's range
     // The parser's message ends with the text it last read, which may be long.
     std::string what = e.what();
-    if (what.size() > 240) {
-      size_t n = 240;
-      while (n > 0 && (static_cast<unsigned char>(what[n]) & 0xC0) == 0x80) --n;
-      what.resize(n);
-      what += "...";
-    }
+    if (what.size() > 240) what = what.substr(0, utf8_prefix(what, 240)) + "...";
     bad_request("the request body is not valid JSON: " + what, "", "invalid_json");
   }
   if (!j.is_object()) bad_request(std::string("the request body must be a JSON object, not ") + type_name(j));
