@@ -1,5 +1,5 @@
 // The public kernel API (ops.h): argument checks, the choice of instruction
-// set at run time (OFFGRAPH_ISA=scalar|avx2|avx512 overrides it for every
+// set at run time (OFFGRAPH_ISA=scalar|avx2|avxvnni|avx512 overrides it for every
 // kernel, attention over the cache included), and the threaded matmul driver.
 // The only file that knows which ISAs exist.
 #include <cpuid.h>
@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +31,9 @@ constexpr DType kWeightDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType:
                                    DType::Q4_K_R16, DType::Q6_K_R16};
 
 constexpr DType kAttendDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
+
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512};
+static_assert(std::size(kAllIsas) == kNumIsas);
 
 int id_of(DType t) { return static_cast<int>(t); }
 
@@ -81,14 +85,15 @@ KernelTable make_ref_table() {
 KernelTable make_table(Isa isa) {
   KernelTable k = make_ref_table();
   k.isa = isa;
-  if (isa == Isa::kAvx2) register_avx2(k);
+  if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) register_avx2(k);
+  if (isa == Isa::kAvxVnni) register_avxvnni(k);
   if (isa == Isa::kAvx512) register_avx512(k);
   return k;
 }
 
 Isa best_isa() {
-  if (isa_available(Isa::kAvx512)) return Isa::kAvx512;
-  if (isa_available(Isa::kAvx2)) return Isa::kAvx2;
+  for (Isa isa : {Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2})
+    if (isa_available(isa)) return isa;
   return Isa::kScalar;
 }
 
@@ -96,12 +101,12 @@ Isa chosen_isa() {
   const char* env = std::getenv("OFFGRAPH_ISA");
   if (!env || !*env) return best_isa();
   std::string v = env;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+  for (Isa isa : kAllIsas)
     if (v == isa_str(isa)) {
       OG_CHECK(isa_available(isa), "OFFGRAPH_ISA=", v, ": this CPU does not support ", v);
       return isa;
     }
-  fail("OFFGRAPH_ISA=", v, ": unknown instruction set (expected scalar, avx2 or avx512)");
+  fail("OFFGRAPH_ISA=", v, ": unknown instruction set (expected scalar, avx2, avxvnni or avx512)");
 }
 
 void check_weight_dtype(DType t, const char* what) {
@@ -129,12 +134,20 @@ bool cpu_has_f16c() {
   return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
 }
 
+// AVX-VNNI from CPUID leaf 7 subleaf 1 (EAX bit 4): neither GCC 12's nor
+// clang 14's __builtin_cpu_supports knows it.
+bool cpu_has_avxvnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
+}
+
 }  // namespace
 
 const char* isa_str(Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx2: return "avx2";
+    case Isa::kAvxVnni: return "avxvnni";
     default: return "scalar";
   }
 }
@@ -144,6 +157,8 @@ bool isa_available(Isa isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+    case Isa::kAvxVnni:
+      return isa_available(Isa::kAvx2) && cpu_has_avxvnni();
     case Isa::kAvx512:
       return isa_available(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
@@ -155,8 +170,8 @@ bool isa_available(Isa isa) {
 
 const KernelTable& kernel_table(Isa isa) {
   OG_CHECK(isa_available(isa), "instruction set ", isa_str(isa), " is not supported by this CPU");
-  static std::once_flag once[3];
-  static std::unique_ptr<KernelTable> tables[3];
+  static std::once_flag once[kNumIsas];
+  static std::unique_ptr<KernelTable> tables[kNumIsas];
   int i = static_cast<int>(isa);
   std::call_once(once[i], [&] { tables[i] = std::make_unique<KernelTable>(make_table(isa)); });
   return *tables[i];
@@ -189,7 +204,7 @@ Isa set_active_isa(Isa isa) {
 
 std::vector<Isa> available_isas() {
   std::vector<Isa> v;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+  for (Isa isa : kAllIsas)
     if (isa_available(isa)) v.push_back(isa);
   return v;
 }

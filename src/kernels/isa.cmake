@@ -1,7 +1,10 @@
-# Files named *_avx2.cpp / *_avx512.cpp are the only ones compiled for newer
-# instruction sets; src/kernels/dispatch.cpp picks them at run time.
+# Files named *_avx2.cpp / *_avxvnni.cpp / *_avx512.cpp are the only ones
+# compiled for newer instruction sets; src/kernels/dispatch.cpp picks them at
+# run time.
 file(GLOB_RECURSE og_avx2_srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/*_avx2.cpp")
+file(GLOB_RECURSE og_avxvnni_srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/*_avxvnni.cpp")
 file(GLOB_RECURSE og_avx512_srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/*_avx512.cpp")
 set_source_files_properties(${og_avx2_srcs} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+set_source_files_properties(${og_avxvnni_srcs} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavxvnni")
 set_source_files_properties(${og_avx512_srcs} PROPERTIES COMPILE_OPTIONS
   "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16")

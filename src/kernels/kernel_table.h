@@ -12,7 +12,11 @@
 
 namespace og::kernels {
 
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+// Ordered by preference: a later one is chosen when the CPU has it. kAvxVnni
+// is AVX2 with AVX-VNNI (VEX vpdpbusd on ymm: Intel Alder Lake and later
+// client cores, Sapphire Rapids and later, Zen 5).
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512 = 3 };
+constexpr int kNumIsas = 4;
 constexpr int kNumDTypeIds = 48;  // dtype ids are < 48 (see tensor/dtype.h)
 
 // One weight dtype's matmul y[n_x, n_out] = x[n_x, n_in] · W^T, in two steps:
@@ -81,9 +85,12 @@ const AttendKernels& attend_kernels_with(const KernelTable& k, DType t);
 float dot_row_with(const KernelTable& k, DType t, const void* w_row, const float* x, int64_t n);
 void dequantize_row_with(const KernelTable& k, DType t, const void* src, float* dst, int64_t n);
 
-// Fill in each instruction set's variants (x86/*_avx2.cpp, *_avx512.cpp);
-// dispatch.cpp calls them only when the CPU has that instruction set.
+// Fill in each instruction set's variants (x86/*_avx2.cpp, *_avxvnni.cpp,
+// *_avx512.cpp); dispatch.cpp calls them only when the CPU has that
+// instruction set. register_avxvnni overrides the int8 matmuls of a table
+// that register_avx2 filled.
 void register_avx2(KernelTable& k);
+void register_avxvnni(KernelTable& k);
 void register_avx512(KernelTable& k);
 
 }  // namespace og::kernels

@@ -116,6 +116,6 @@ uint64_t read_sum(const void* buf, int64_t bytes);
 double madd_peak(bool int8, double seconds);
 
 // ---- info ----
-const char* isa_name();  // the instruction set chosen at run time: "avx512", "avx2", "scalar"
+const char* isa_name();  // the instruction set chosen at run time: "avx512", "avxvnni", "avx2", "scalar"
 
 }  // namespace og::kernels

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -18,13 +19,6 @@ namespace {
 
 using testing::all_weight_dtypes;
 using testing::random_normal;
-
-std::vector<Isa> available_isas() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-    if (isa_available(i)) v.push_back(i);
-  return v;
-}
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
@@ -669,8 +663,19 @@ TEST(IsaMatmul, ActivationOutliersAndZeros) {
 
 TEST(IsaMatmul, ThisMachineHasTheIsaItClaims) {
   // The chosen table is the best one available unless OFFGRAPH_ISA says otherwise.
-  std::string n = isa_name();
-  EXPECT_TRUE(isa_available(n == "avx512" ? Isa::kAvx512 : n == "avx2" ? Isa::kAvx2 : Isa::kScalar));
+  const std::string n = isa_name();
+  const std::vector<Isa> all = available_isas();
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front(), Isa::kScalar);
+  const char* env = std::getenv("OFFGRAPH_ISA");
+  if (!env || !*env) {
+    EXPECT_EQ(n, isa_str(all.back()));  // the last (most preferred) one this CPU runs
+  } else {
+    EXPECT_EQ(n, env);
+  }
+  bool found = false;
+  for (Isa isa : all) found = found || n == isa_str(isa);
+  EXPECT_TRUE(found) << n;
 }
 
 }  // namespace
@@ -691,8 +696,8 @@ void expect_close(const std::vector<float>& a, const std::vector<float>& b, cons
 
 TEST(IsaElementwise, EveryIsaAgreesWithReference) {
   const KernelTable& ref = kernel_table(Isa::kScalar);
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
-    if (!isa_available(isa)) continue;
+  for (Isa isa : available_isas()) {
+    if (isa == Isa::kScalar) continue;
     const KernelTable& k = kernel_table(isa);
     for (int64_t n : {1, 3, 7, 8, 9, 16, 17, 31, 37, 576, 1001}) {
       std::vector<float> g = testing::random_normal(n, 40 + n, 4.0f), up = testing::random_normal(n, 41 + n);

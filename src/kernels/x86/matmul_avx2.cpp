@@ -8,7 +8,8 @@
 #define OG_X86_QXT 4
 #define OG_X86_KRT 1
 #define OG_X86_KXT 4
-#define OG_X86_KR8XT 6  // Q4_K_R, Q5_K_R prefill tiles (KR8): 1 weight row x 6 activation rows
+#define OG_X86_KR8RT 1  // Q4_K_R, Q5_K_R prefill tiles (KR8): 1 weight row x 6 activation rows
+#define OG_X86_KR8XT 6
 #define OG_X86_KXT6 4
 #define OG_X86_KRD 2
 #define OG_X86_KRD6 2
