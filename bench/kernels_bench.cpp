@@ -122,7 +122,7 @@ std::vector<int64_t> parse_list(const std::string& v) {
 
 // --stream (alone): for each dtype, shape and thread count, the decode
 // matvec's GB/s against a plain read of the same bytes (stream_compare).
-// Options (each a comma list): --isa scalar,avx2,avx512  --nx 1,64
+// Options (each a comma list): --isa scalar,avx2,avxvnni,avx512  --nx 1,64
 // --threads 1,2  --shape 2048x2048,8192x2048 (n_out x n_in); --cpu-time
 // (alone) times the calling thread's CPU time, for --threads 1 only; --plain
 // (alone) also times the file's layout where the loader repacks (Q6_K next to
@@ -132,7 +132,7 @@ std::vector<int64_t> parse_list(const std::string& v) {
 // alternations.
 int main(int argc, char** argv) {
   std::vector<DType> dtypes;
-  std::vector<Isa> isas = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
+  std::vector<Isa> isas = available_isas();
   std::vector<int64_t> nxs = {1, 64}, thread_counts = {1, 2};
   struct Shape {
     int64_t n_out, n_in;
@@ -164,8 +164,10 @@ int main(int argc, char** argv) {
         with_plain = true;
       } else if (a == "--isa") {
         isas.clear();
-        for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
-          if (v.find(isa_str(isa)) != std::string::npos) isas.push_back(isa);
+        for (int i = 0; i < kNumIsas; ++i) {  // each ISA named in the comma list
+          const std::string name = isa_str(static_cast<Isa>(i));
+          if (("," + v + ",").find("," + name + ",") != std::string::npos) isas.push_back(static_cast<Isa>(i));
+        }
       } else if (a == "--nx") {
         nxs = parse_list(v);
       } else if (a == "--rounds") {

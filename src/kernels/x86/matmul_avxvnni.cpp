@@ -20,10 +20,10 @@
 #define OG_X86_K6RD 2  // Q6_K_R tiles, weight rows x activation rows: decode 2 x 1,
 #define OG_X86_K6RS 1  // small batches 1 x n_x (n_x <= 4),
 #define OG_X86_K6XS 4
-#define OG_X86_K6RP 1  // prefill 1 x 4
-#define OG_X86_K6XP 4
+#define OG_X86_K6RP 1  // prefill 1 x 8
+#define OG_X86_K6XP 8  // (AVX2: 1 x 4)
 #define OG_X86_Q8RG 1   // Q8_0_R: groups of 8 rows per tile
-#define OG_X86_Q8RXT 4
+#define OG_X86_Q8RXT 8  // 1 x 8 (AVX2: 1 x 4)
 #define OG_X86_Q8RD 2   // Q8_0_R decode: groups per tile
 #include "kernels/x86/matmul_x86.inc"
 
