@@ -73,7 +73,7 @@ TEST(Run, ReferenceContinuationFromHf) {
 
 // OFFGRAPH_ISA picks the instruction set of every kernel, attention over the
 // cache included: each one this CPU has gives the reference text (f32 and f16
-// caches), and an unknown name is one line and exit code 2.
+// caches); one it lacks, or an unknown name, is one line and exit code 2.
 TEST(Run, ReferenceContinuationOnEveryIsa) {
   expect_data();
   for (kernels::Isa isa : kernels::available_isas()) {
@@ -83,6 +83,16 @@ TEST(Run, ReferenceContinuationOnEveryIsa) {
       EXPECT_EQ(p.code, 0) << kernels::isa_str(isa) << " " << dtype << "\n" << p.err;
       EXPECT_EQ(p.out, kContinuation) << kernels::isa_str(isa) << " " << dtype;
     }
+  }
+  // A known instruction set this CPU lacks (none on a CPU with all of them).
+  for (int i = 0; i < kernels::kNumIsas; ++i) {
+    const auto isa = static_cast<kernels::Isa>(i);
+    if (kernels::isa_available(isa)) continue;
+    ASSERT_EQ(setenv("OFFGRAPH_ISA", kernels::isa_str(isa), 1), 0);
+    Proc lacking = offgraph(run_args(kGguf));
+    EXPECT_EQ(lacking.code, 2) << lacking.err;
+    EXPECT_NE(lacking.err.find("does not support"), std::string::npos) << lacking.err;
+    EXPECT_EQ(std::count(lacking.err.begin(), lacking.err.end(), '\n'), 1) << lacking.err;
   }
   ASSERT_EQ(setenv("OFFGRAPH_ISA", "avx9000", 1), 0);
   Proc bad = offgraph(run_args(kGguf));
