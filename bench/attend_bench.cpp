@@ -8,6 +8,8 @@
 // arithmetic alone); then each kernel alone on in-cache rows (scores, the
 // weighted V sum, max + exp), in ns per position and KV head; and the whole
 // token on the thread pool (wall time), the heads split as a decode step does.
+// K is laid out as the sequence kinds keep it (in blocks of 16 keys for
+// f32/f16/bf16, in rows for q8_0).
 // Usage: bench_attend_bench [depth=4096] [repetitions=15] [f16|bf16|f32|q8_0] [small|huge]
 // (the K/V buffers in ordinary pages or in 2 MiB-aligned MADV_HUGEPAGE memory).
 #include <time.h>
@@ -65,6 +67,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int64_t rb = og::kv::row_bytes(dt, kDim);
+  // K laid out as the sequence kinds keep it: in blocks of kKeyBlock keys
+  // where the dtype allows (depth is a multiple of it, so every head's
+  // region starts a block), else in rows.
+  const bool blocked = og::kv::k_blocked(dt) && depth % og::kv::kKeyBlock == 0;
+  constexpr int64_t kB = og::kv::kKeyBlock;
+  const int lane0 = blocked ? 0 : -1;
   const int64_t per_head = depth * rb;  // K (or V) bytes of one KV head
   const bool huge = argc > 4 && std::string(argv[4]) == "huge";
   // The 16 layers' K (and V), in copies used in turn by the "from memory" runs (dram_copies.h).
@@ -86,7 +94,8 @@ int main(int argc, char** argv) {
   std::vector<float> row(kDim);
   for (int64_t i = 0; i < int64_t(layers_bytes) / rb; ++i) {
     for (float& x : row) x = nd(rng);
-    og::kv::encode_row(dt, row.data(), kDim, k.data() + i * rb);
+    if (blocked) og::kv::encode_key_lane(dt, row.data(), kDim, k.data() + i / kB * kB * rb, int(i % kB));
+    else og::kv::encode_row(dt, row.data(), kDim, k.data() + i * rb);
     for (float& x : row) x = nd(rng);
     og::kv::encode_row(dt, row.data(), kDim, v.data() + i * rb);
   }
@@ -110,7 +119,7 @@ int main(int argc, char** argv) {
     for (int l = 0; l < kLayers; ++l)
       for (int h = 0; h < kKv; ++h) {
         const int64_t at = int64_t(base) + (int64_t{layer_of(l)} * kKv + h) * per_head;
-        og::kv::KvSpan span{k.data() + at, v.data() + at, depth};
+        og::kv::KvSpan span{k.data() + at, v.data() + at, depth, lane0};
         og::kv::attend_state_reset(state.data(), kGroup, kDim);
         og::kv::attend_fold(kr, q.data() + (int64_t{l} * kKv + h) * kGroup * kDim, kGroup, kDim, kDim, {&span, 1}, rb,
                             rb, scale, scratch, state.data());
@@ -118,9 +127,11 @@ int main(int argc, char** argv) {
       }
   };
   const double bytes = 2.0 * kLayers * kKv * double(per_head);
-  std::printf("decode attention, %s K/V, %d layers x %d KV heads x %d, GQA %d, depth %lld: %.1f MB K+V per token "
+  std::printf("decode attention, %s K/V (K in %s), %d layers x %d KV heads x %d, GQA %d, depth %lld: %.1f MB K+V "
+              "per token "
               "(%d copies in turn), %s pages, 1 thread, CPU time, best / median of %d\n",
-              og::kv_dtype_name(dt), kLayers, kKv, kDim, kGroup, (long long)depth, bytes / 1e6, copies,
+              og::kv_dtype_name(dt), blocked ? "blocks of 16 keys" : "rows", kLayers, kKv, kDim, kGroup, (long long)depth,
+              bytes / 1e6, copies,
               huge ? "huge" : "small", reps);
   auto report = [&](const char* what, std::pair<double, double> t, double units) {
     std::printf("  %-34s %8.3f / %8.3f ms  %6.2f / %6.2f ns per position-head  %5.1f GB/s\n", what, t.first * 1e3,
@@ -140,7 +151,7 @@ int main(int argc, char** argv) {
         tstate.resize(state.size());
         for (int64_t h = h0; h < h1; ++h) {
           const int64_t at = int64_t(base) + (int64_t{l} * kKv + h) * per_head;
-          og::kv::KvSpan span{k.data() + at, v.data() + at, depth};
+          og::kv::KvSpan span{k.data() + at, v.data() + at, depth, lane0};
           og::kv::attend_state_reset(tstate.data(), kGroup, kDim);
           og::kv::attend_fold(kr, q.data() + (int64_t{l} * kKv + h) * kGroup * kDim, kGroup, kDim, kDim, {&span, 1},
                               rb, rb, scale, tscratch, tstate.data());
@@ -172,7 +183,10 @@ int main(int argc, char** argv) {
         for (int64_t i = 0; i < depth; i += B) f(int64_t{h} * per_head + i * rb, std::min(B, depth - i));
   };
   report("  scores", time_best_median(reps, [&] {
-           each_block([&](int64_t at, int64_t n) { kr.scores(q.data(), kGroup, kDim, k.data() + at, rb, n, scale, s.data(), B); });
+           each_block([&](int64_t at, int64_t n) {
+             if (blocked) kr.scores_blocked(q.data(), kGroup, kDim, k.data() + at, 0, n, scale, s.data(), B);
+             else kr.scores(q.data(), kGroup, kDim, k.data() + at, rb, n, scale, s.data(), B);
+           });
          }), kunits);
   for (float& x : s) x = -std::abs(nd(rng));
   report("  accum", time_best_median(reps, [&] {

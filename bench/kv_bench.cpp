@@ -67,6 +67,10 @@ void bench_decode(og::KvDType dt, int64_t n_pos, const DecodeCase& dc, const std
   const int nkv = dc.nkv, group = dc.group, dk = dc.d, dv = dc.d;
   const int threads = dc.all_threads ? og::thread_pool().size() : 1;
   const int64_t rbk = og::kv::row_bytes(dt, dk), rbv = og::kv::row_bytes(dt, dv);
+  // K as the sequence kinds keep it: in blocks of kKeyBlock keys where the
+  // dtype allows (n_pos is a multiple of it: each head starts a block).
+  const bool blocked = og::kv::k_blocked(dt) && n_pos % og::kv::kKeyBlock == 0;
+  constexpr int64_t kB = og::kv::kKeyBlock;
   // One layer's K/V, in as many copies as make ~512 MiB, used in turn: a
   // single copy (8 MiB at 4k positions) stays in a large L3 (260 MiB on one
   // Intel Xeon here) and the figure would be the cache's, not memory's.
@@ -79,7 +83,8 @@ void bench_decode(og::KvDType dt, int64_t n_pos, const DecodeCase& dc, const std
   std::vector<float> row(std::max(dk, dv));
   for (int64_t i = 0; i < nkv * n_pos; ++i) {
     for (float& x : row) x = u(rng);
-    og::kv::encode_row(dt, row.data(), dk, k.data() + i * rbk);
+    if (blocked) og::kv::encode_key_lane(dt, row.data(), dk, k.data() + i / kB * kB * rbk, int(i % kB));
+    else og::kv::encode_row(dt, row.data(), dk, k.data() + i * rbk);
     og::kv::encode_row(dt, row.data(), dv, v.data() + i * rbv);
   }
   for (int64_t c = 1; c < copies; ++c) {
@@ -102,8 +107,9 @@ void bench_decode(og::KvDType dt, int64_t n_pos, const DecodeCase& dc, const std
     for (int64_t i = i0; i < i1; ++i) {
       const og::kv::AttendPart& pt = parts[i];
       const int64_t h = pt.task;
-      og::kv::KvSpan span{k.data() + cur * kc + (h * n_pos + pt.begin) * rbk,
-                          v.data() + cur * vc + (h * n_pos + pt.begin) * rbv, pt.n};
+      const int64_t key = h * n_pos + pt.begin;  // the span's first key in the copy
+      og::kv::KvSpan span{k.data() + cur * kc + (blocked ? key / kB * kB : key) * rbk,
+                          v.data() + cur * vc + key * rbv, pt.n, blocked ? int(key % kB) : -1};
       float* st = pt.slot >= 0 ? partials.data() + pt.slot * state_n : state.data();
       og::kv::attend_state_reset(st, group, dv);
       og::kv::attend_fold(kr, q.data() + h * group * dk, group, dk, dv, {&span, 1}, rbk, rbv, 0.088f, scratch, st);

@@ -84,10 +84,26 @@ void f32_to_f16_row(const float* x, void* dst, int64_t n);
 // online softmax, splits). A row holds one KV head's d values in its storage
 // dtype: F32, F16, BF16, or Q8_0 as ceil(d / 32) blocks of an f16 scale and
 // 32 int8, the last block zero-padded (so d need not be a multiple of 32).
+// Keys per block of a blocked K layout (scores_blocked): the width of the
+// AVX-512 kernel's vector, so that a block's dim e is one load for 16 keys
+// and the scores need no horizontal sums.
+constexpr int kKeyBlock = 16;
 struct AttendKernels {
   // s[j*s_stride+i] = scale*(q_j·k_i), q [g, dk], k n rows of rbk bytes; same bits for any g, n, place
   void (*scores)(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
                  int64_t s_stride) = nullptr;
+  // The same scores for K stored in blocks of kKeyBlock keys (F32, F16 and
+  // BF16 only; nullptr for Q8_0): a block is [dk][kKeyBlock] values, value e
+  // of the block's key l at element e * kKeyBlock + l, and blocks follow each
+  // other (kKeyBlock * dk values apart). Key i is lane (lane + i) % kKeyBlock
+  // of block (lane + i) / kKeyBlock from kb; lane < kKeyBlock. Only the n
+  // keys' values are read (the other lanes of a block may be unwritten).
+  // Guaranteed: a score's bits depend only on q_j, k_i and scale, never on
+  // g, n, lane or the key's place (as scores), so a key scored in rows of one
+  // call equals the same key scored alone. Within the per-dtype budget of
+  // the row kernel (the summation order differs).
+  void (*scores_blocked)(const float* q, int g, int dk, const uint8_t* kb, int lane, int64_t n, float scale,
+                         float* s, int64_t s_stride) = nullptr;
   // out_j[dv] += Σ_i w[j * w_stride + i] * v_i, v: n rows of rbv bytes, added in row order
   void (*accum)(const float* w, int64_t w_stride, int g, const uint8_t* v, int64_t rbv, int64_t n, int dv,
                 float* out) = nullptr;

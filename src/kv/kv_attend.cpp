@@ -71,7 +71,13 @@ void attend_fold_rows(const AttendKernels& kr, const float* q, int m, int g, int
       const KvSpan& sp = spans[si];
       const int64_t take = std::min({kAttendBlock - nb, sp.n - off, n_max - done - nb});
       if (take > 0) {
-        kr.scores(q, gq, dk, sp.k + off * rbk, rbk, take, scale, s + nb, kAttendBlock);
+        if (sp.k_lane < 0) {
+          kr.scores(q, gq, dk, sp.k + off * rbk, rbk, take, scale, s + nb, kAttendBlock);
+        } else {
+          const int64_t at = sp.k_lane + off;
+          kr.scores_blocked(q, gq, dk, sp.k + (at / kKeyBlock) * kKeyBlock * rbk, int(at % kKeyBlock), take, scale,
+                            s + nb, kAttendBlock);
+        }
         pieces[np++] = {sp.v + off * rbv, nb, take};
         nb += take;
         off += take;

@@ -18,12 +18,19 @@
 
 namespace og::kv {
 
-// n consecutive stored rows of one KV head: K row i at k + i * row_bytes_k.
+// n consecutive stored rows of one KV head: V row i at v + i * row_bytes_v;
+// K row i at k + i * row_bytes_k when k_lane < 0 (K in rows), else key i is
+// lane (k_lane + i) % kKeyBlock of the (k_lane + i) / kKeyBlock-th block from
+// k (K in blocks of kKeyBlock keys, ops.h scores_blocked; a block is
+// kKeyBlock * row_bytes_k bytes).
 struct KvSpan {
   const uint8_t* k = nullptr;
   const uint8_t* v = nullptr;
   int64_t n = 0;
+  int k_lane = -1;
 };
+
+using kernels::kKeyBlock;
 
 using kernels::AttendKernels;
 

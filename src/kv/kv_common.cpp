@@ -111,6 +111,22 @@ void encode_row(KvDType t, const float* x, int dim, uint8_t* dst) {
   }
 }
 
+bool k_blocked(KvDType t) { return t != KvDType::Q8_0; }
+
+void encode_key_lane(KvDType t, const float* x, int dim, uint8_t* block, int lane) {
+  OG_CHECK(k_blocked(t) && lane >= 0 && lane < kernels::kKeyBlock, "kv cache: internal error: no blocked K of ",
+           kv_dtype_name(t), " at lane ", lane);
+  const int es = t == KvDType::F32 ? 4 : 2;
+  constexpr int kChunk = 64;  // values encoded at once, then spread over their lanes
+  uint8_t row[kChunk * 4];
+  for (int e0 = 0; e0 < dim; e0 += kChunk) {
+    const int m = std::min(kChunk, dim - e0);
+    encode_row(t, x + e0, m, row);
+    for (int e = 0; e < m; ++e)
+      std::memcpy(block + (int64_t{e0 + e} * kernels::kKeyBlock + lane) * es, row + e * es, size_t(es));
+  }
+}
+
 void decode_row(KvDType t, const uint8_t* src, int dim, float* x) {
   uint16_t h;
   switch (t) {

@@ -31,6 +31,15 @@ void encode_row(KvDType t, const float* x, int dim, uint8_t* dst);
 // src[row_bytes(t, dim)] -> x[dim]
 void decode_row(KvDType t, const uint8_t* src, int dim, float* x);
 
+// Whether the storing kinds that block K (sequence, batched-sequence) keep
+// K of dtype t in blocks of kernels::kKeyBlock keys (kv_attend.h KvSpan):
+// F32, F16 and BF16 (scores without horizontal sums); Q8_0 stays in rows
+// (its scales run along the head dim).
+bool k_blocked(KvDType t);
+// x[dim] as key `lane` of a block of K (k_blocked(t)): value e at element
+// e * kKeyBlock + lane of `block`, each value encoded as encode_row does.
+void encode_key_lane(KvDType t, const float* x, int dim, uint8_t* block, int lane);
+
 // One cache with the run's policy applied.
 struct CacheLayout {
   int n_kv_heads = 0;

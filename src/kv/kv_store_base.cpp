@@ -49,7 +49,8 @@ void StoreCacheBase::update_and_attend(int cache_id, std::span<const KvRow> rows
     for (size_t i = 0; i < rows.size(); ++i) {
       RowSlot s = write_slot(cache_id, rows[i].seq, rows[i].pos);
       for (int h = 0; h < nkv; ++h) {
-        encode_row(dt, k + (i * nkv + h) * dk, dk, s.k + h * s.k_head_stride);
+        if (s.k_lane < 0) encode_row(dt, k + (i * nkv + h) * dk, dk, s.k + h * s.k_head_stride);
+        else encode_key_lane(dt, k + (i * nkv + h) * dk, dk, s.k + h * s.k_head_stride, s.k_lane);
         encode_row(dt, v + (i * nkv + h) * dv, dv, s.v + h * s.v_head_stride);
       }
     }

@@ -28,11 +28,14 @@ class StoreCacheBase : public KvCache {
   std::string describe() const override { return describe_text(kind_, geo_, res_); }
 
  protected:
-  // Where one position lives: head h's K row at k + h * k_head_stride.
+  // Where one position lives: head h's V row at v + h * v_head_stride, its
+  // K row at k + h * k_head_stride, or (k_lane >= 0, K in blocks: KvSpan)
+  // lane k_lane of the block at k + h * k_head_stride.
   struct RowSlot {
     uint8_t* k = nullptr;
     uint8_t* v = nullptr;
     int64_t k_head_stride = 0, v_head_stride = 0;
+    int k_lane = -1;
   };
   // Kind-specific checks and reservation after the common ones; changes
   // nothing observable on refusal.

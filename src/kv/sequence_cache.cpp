@@ -7,6 +7,9 @@
 // every position is below cap, so slot = position % cap = position and growing
 // copies rows as a flat cache does); slot = position % slots, and each slot's
 // position recorded so that lost history is detected, never read.
+// K of F32, F16 and BF16 (kv_common.h k_blocked) is kept in blocks of
+// kKeyBlock keys (kv_attend.h KvSpan): a head's region holds cap rounded up
+// to whole blocks, and slot i is lane i % kKeyBlock of block i / kKeyBlock.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -20,7 +23,9 @@ namespace og::kv {
 namespace {
 
 struct CacheStore {
-  KvBuffer k, v;                  // [n_kv_heads][cap][row_bytes] (kv_buffer.h)
+  // [n_kv_heads][cap][row_bytes] (kv_buffer.h); blocked K (k_blocked):
+  // [n_kv_heads][k_rows(cap) / kKeyBlock][dk][kKeyBlock] values.
+  KvBuffer k, v;
   int64_t cap = 0;                // rows per head
   std::vector<int64_t> slot_pos;  // ring: position held by each slot, -1 = none
 };
@@ -33,7 +38,9 @@ struct SeqStore {
 class SequenceCache final : public StoreCacheBase {
  public:
   SequenceCache(const KvGeometry& g, const KvPolicy& p, bool batched)
-      : StoreCacheBase(g, p, batched ? "batched-sequence" : "sequence"), batched_(batched) {
+      : StoreCacheBase(g, p, batched ? "batched-sequence" : "sequence"),
+        batched_(batched),
+        k_blocked_(k_blocked(res_.policy.dtype)) {
     seqs_[0] = new_store();
   }
 
@@ -193,15 +200,17 @@ class SequenceCache final : public StoreCacheBase {
       idx = pos % cs.cap;
       cs.slot_pos[idx] = pos;
     }
-    return {cs.k.data() + idx * l.row_bytes_k, cs.v.data() + idx * l.row_bytes_v, cs.cap * l.row_bytes_k,
-            cs.cap * l.row_bytes_v};
+    const int64_t ks = k_rows(cs.cap) * l.row_bytes_k, vs = cs.cap * l.row_bytes_v;
+    if (!k_blocked_) return {cs.k.data() + idx * l.row_bytes_k, cs.v.data() + idx * l.row_bytes_v, ks, vs};
+    return {cs.k.data() + (idx / kKeyBlock) * kKeyBlock * l.row_bytes_k, cs.v.data() + idx * l.row_bytes_v, ks, vs,
+            int(idx % kKeyBlock)};
   }
 
   void read_spans(int c, int seq, int64_t lo, int64_t hi, std::vector<KvSpan>* out, int64_t* ks,
                   int64_t* vs) const override {
     const CacheLayout& l = res_.caches[c];
     const CacheStore& cs = seqs_.at(seq).caches[c];
-    *ks = cs.cap * l.row_bytes_k;
+    *ks = k_rows(cs.cap) * l.row_bytes_k;
     *vs = cs.cap * l.row_bytes_v;
     const int64_t n = hi - lo + 1;
     int64_t a = lo;
@@ -211,12 +220,20 @@ class SequenceCache final : public StoreCacheBase {
       a = lo % cs.cap;
     }
     const int64_t first = std::min(n, cs.cap - a);
-    out->push_back({cs.k.data() + a * l.row_bytes_k, cs.v.data() + a * l.row_bytes_v, first});
-    if (first < n) out->push_back({cs.k.data(), cs.v.data(), n - first});
+    if (k_blocked_) {
+      out->push_back({cs.k.data() + (a / kKeyBlock) * kKeyBlock * l.row_bytes_k, cs.v.data() + a * l.row_bytes_v,
+                      first, int(a % kKeyBlock)});
+      if (first < n) out->push_back({cs.k.data(), cs.v.data(), n - first, 0});
+    } else {
+      out->push_back({cs.k.data() + a * l.row_bytes_k, cs.v.data() + a * l.row_bytes_v, first});
+      if (first < n) out->push_back({cs.k.data(), cs.v.data(), n - first});
+    }
   }
 
  private:
   int64_t l_max() const { return res_.policy.max_capacity; }
+  // K rows a head's region holds for `rows` slots: whole blocks when K is blocked.
+  int64_t k_rows(int64_t rows) const { return k_blocked_ ? (rows + kKeyBlock - 1) / kKeyBlock * kKeyBlock : rows; }
 
   SeqStore new_store() const {
     SeqStore s;
@@ -236,7 +253,7 @@ class SequenceCache final : public StoreCacheBase {
 
   // out = a ring of `cap` rows per head holding rows [0, keep) of `from`, which
   // has not wrapped (slot = position for every held position).
-  static void grow_ring(const CacheLayout& l, const CacheStore& from, int64_t keep, int64_t cap, CacheStore* out) {
+  void grow_ring(const CacheLayout& l, const CacheStore& from, int64_t keep, int64_t cap, CacheStore* out) const {
     resize_flat(l, from, keep, cap, out);
     out->slot_pos.assign(cap, -1);
     const int64_t held = std::min<int64_t>(keep, int64_t(from.slot_pos.size()));
@@ -244,15 +261,16 @@ class SequenceCache final : public StoreCacheBase {
   }
 
   // out = a flat store of `cap` rows per head holding the first `keep` rows of `from`.
-  static void resize_flat(const CacheLayout& l, const CacheStore& from, int64_t keep, int64_t cap, CacheStore* out) {
+  // Blocked K copies whole blocks (the unwritten lanes of the last one too).
+  void resize_flat(const CacheLayout& l, const CacheStore& from, int64_t keep, int64_t cap, CacheStore* out) const {
     out->cap = cap;
-    out->k.assign(l.n_kv_heads * cap * l.row_bytes_k);
+    out->k.assign(l.n_kv_heads * k_rows(cap) * l.row_bytes_k);
     out->v.assign(l.n_kv_heads * cap * l.row_bytes_v);
     out->slot_pos.clear();
     if (keep == 0) return;
     for (int h = 0; h < l.n_kv_heads; ++h) {
-      std::memcpy(out->k.data() + h * cap * l.row_bytes_k, from.k.data() + h * from.cap * l.row_bytes_k,
-                  keep * l.row_bytes_k);
+      std::memcpy(out->k.data() + h * k_rows(cap) * l.row_bytes_k, from.k.data() + h * k_rows(from.cap) * l.row_bytes_k,
+                  k_rows(keep) * l.row_bytes_k);
       std::memcpy(out->v.data() + h * cap * l.row_bytes_v, from.v.data() + h * from.cap * l.row_bytes_v,
                   keep * l.row_bytes_v);
     }
@@ -281,6 +299,7 @@ class SequenceCache final : public StoreCacheBase {
   }
 
   bool batched_;
+  bool k_blocked_;  // K in blocks of kKeyBlock keys (k_blocked(dtype))
   std::map<int, SeqStore> seqs_;
 };
 

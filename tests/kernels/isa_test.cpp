@@ -813,6 +813,8 @@ TEST(IsaTable, EveryVectorIsaHasItsOwnKernels) {
       const auto& slow = attend_kernels_with(ref, t);
       const std::string what = std::string(isa_str(isa)) + " attention over " + dtype_name(static_cast<uint32_t>(t));
       EXPECT_NE(fast.scores, slow.scores) << what;
+      if (t == DType::Q8_0) EXPECT_EQ(fast.scores_blocked, nullptr) << what;  // q8_0 K stays in rows
+      else EXPECT_NE(fast.scores_blocked, slow.scores_blocked) << what;
       EXPECT_NE(fast.accum, slow.accum) << what;
       EXPECT_NE(fast.exp_sum, slow.exp_sum) << what;
       EXPECT_NE(fast.max, slow.max) << what;

@@ -30,17 +30,36 @@ int compare_with_scalar(const kv::AttendKernels& fast, const kv::AttendKernels& 
     const int dk = dims[rng() % 11], dv = dims[rng() % 11], g = groups[rng() % 7];
     const int64_t n = 1 + rng() % 150;
     const int64_t rbk = kv::row_bytes(dt, dk), rbv = kv::row_bytes(dt, dv);
-    std::vector<uint8_t> k(n * rbk), v(n * rbv);
+    // The same keys in rows and in blocks of kKeyBlock from a random lane;
+    // the blocks' unwritten lanes hold all-ones bits (NaN in every dtype),
+    // which must not reach a score.
+    const int lane = int(rng() % kv::kKeyBlock);
+    const int64_t n_blocks = (lane + n + kv::kKeyBlock - 1) / kv::kKeyBlock;
+    std::vector<uint8_t> k(n * rbk), v(n * rbv), kb(size_t(n_blocks * kv::kKeyBlock * rbk), 0xff);
     for (int64_t i = 0; i < n; ++i) {
       auto kr = kvtest::random_vec(rng, dk), vr = kvtest::random_vec(rng, dv);
       kv::encode_row(dt, kr.data(), dk, k.data() + i * rbk);
       kv::encode_row(dt, vr.data(), dv, v.data() + i * rbv);
+      if (kv::k_blocked(dt))
+        kv::encode_key_lane(dt, kr.data(), dk, kb.data() + (lane + i) / kv::kKeyBlock * kv::kKeyBlock * rbk,
+                            int((lane + i) % kv::kKeyBlock));
     }
     auto q = kvtest::random_vec(rng, size_t(g) * dk);
     std::vector<float> s1(g * n), s2(g * n);
     fast.scores(q.data(), g, dk, k.data(), rbk, n, 0.7f, s1.data(), n);
     slow.scores(q.data(), g, dk, k.data(), rbk, n, 0.7f, s2.data(), n);
     for (size_t i = 0; i < s1.size(); ++i) EXPECT_NEAR(s1[i], s2[i], 1e-5f * (1 + std::fabs(s2[i]))) << dk;
+    EXPECT_EQ(fast.scores_blocked != nullptr, kv::k_blocked(dt));
+    EXPECT_EQ(slow.scores_blocked != nullptr, kv::k_blocked(dt));
+    if (kv::k_blocked(dt) && fast.scores_blocked && slow.scores_blocked) {
+      std::vector<float> b1(g * n), b2(g * n);
+      fast.scores_blocked(q.data(), g, dk, kb.data(), lane, n, 0.7f, b1.data(), n);
+      slow.scores_blocked(q.data(), g, dk, kb.data(), lane, n, 0.7f, b2.data(), n);
+      for (size_t i = 0; i < s1.size(); ++i) {
+        EXPECT_NEAR(b1[i], s2[i], 1e-5f * (1 + std::fabs(s2[i]))) << "blocked, dk " << dk << " lane " << lane;
+        EXPECT_NEAR(b2[i], s2[i], 1e-5f * (1 + std::fabs(s2[i]))) << "blocked scalar, dk " << dk << " lane " << lane;
+      }
+    }
     auto w = kvtest::random_vec(rng, g * n, 0.f, 1.f);
     std::vector<float> o1(g * dv, 0.5f), o2(g * dv, 0.5f);
     fast.accum(w.data(), n, g, v.data(), rbv, n, dv, o1.data());
@@ -70,8 +89,8 @@ TEST(KvAttend, EveryIsaKernelsMatchScalar) {
       const kv::AttendKernels& fast = kernels::attend_kernels_with(table, kv::storage_dtype(dt));
       ASSERT_TRUE(fast.scores && fast.accum && fast.exp_sum && fast.max) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
       const kv::AttendKernels& slow = kernels::attend_kernels_with(ref, kv::storage_dtype(dt));
-      differs |= fast.scores != slow.scores || fast.accum != slow.accum || fast.exp_sum != slow.exp_sum ||
-                 fast.max != slow.max;
+      differs |= fast.scores != slow.scores || fast.scores_blocked != slow.scores_blocked ||
+                 fast.accum != slow.accum || fast.exp_sum != slow.exp_sum || fast.max != slow.max;
       SCOPED_TRACE(::testing::Message() << kernels::isa_str(isa) << " " << kv_dtype_name(dt));
       cases += compare_with_scalar(fast, slow, dt, 11 + static_cast<uint32_t>(dt));
     }
@@ -91,6 +110,7 @@ TEST(KvAttend, ActiveIsaReachesAttention) {
       const kv::AttendKernels& want = kernels::attend_kernels_with(kernels::kernel_table(isa), kv::storage_dtype(dt));
       const kv::AttendKernels& got = kv::attend_kernels(dt);
       EXPECT_EQ(got.scores, want.scores) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
+      EXPECT_EQ(got.scores_blocked, want.scores_blocked) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
       EXPECT_EQ(got.accum, want.accum) << kernels::isa_str(isa) << " " << kv_dtype_name(dt);
     }
   }

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "kv/kv_attend.h"
 #include "kv/kv_buffer.h"
 #include "kv/kv_cache.h"
 #include "kv_test_util.h"
@@ -102,6 +103,14 @@ TEST(KvCases, DescribeText) {
   EXPECT_EQ(make_kv_cache(KvKind::kReference, gemma3_1b_geometry(), p)->policy().initial_capacity, 1024);
 }
 
+// Bytes a sequence-kind cache holds for `slots` positions of k_row + v_row
+// bytes (all KV heads): K of f32/f16/bf16 in whole blocks of kKeyBlock keys
+// (sequence_cache.cpp), V in rows.
+int64_t seq_bytes(int64_t slots, int64_t k_row, int64_t v_row) {
+  const int64_t k_slots = (slots + kv::kKeyBlock - 1) / kv::kKeyBlock * kv::kKeyBlock;
+  return k_slots * k_row + slots * v_row;
+}
+
 TEST(KvCases, Gemma3MemoryFormula) {
   KvPolicy p;
   p.max_capacity = 32768;
@@ -111,7 +120,7 @@ TEST(KvCases, Gemma3MemoryFormula) {
     p.max_write = mw;
     auto c = make_kv_cache(KvKind::kSequence, gemma3_1b_geometry(), p);
     // Rings start at the initial capacity (512) and grow to window + max_write - 1 slots.
-    const int64_t full = 22 * (512 + mw - 1) * pos_bytes;
+    const int64_t full = 22 * seq_bytes(512 + mw - 1, 256 * 2, 256 * 2);
     KvMemory m = c->memory();
     std::printf("[ kv ] gemma-3-1b bf16 max_write=%lld: ring %.1f MiB at start (at most %.1f MiB), flat %.1f MiB\n",
                 (long long)mw, m.ring_allocated / 1048576.0, full / 1048576.0, m.flat_allocated / 1048576.0);
@@ -138,14 +147,15 @@ TEST(KvCases, RingsGrowLazilyUpToTheirSlots) {
     auto t = make_kv_cache(kind, g, p);
     auto r = make_kv_cache(KvKind::kReference, g, p);
     const int64_t pos_bytes = 2 * (8 + 8) * 4;
-    EXPECT_EQ(t->memory().ring_allocated, 4 * pos_bytes + 4 * pos_bytes);  // both rings at the initial 4
+    const int64_t row = pos_bytes / 2;  // K (or V) bytes of a position
+    EXPECT_EQ(t->memory().ring_allocated, 2 * seq_bytes(4, row, row));  // both rings at the initial 4
     advance(*t, *r, 0, 37, 4);
     // The huge ring doubled to 64 rows (>= 37); the small one stopped at its 8 slots and wrapped.
-    EXPECT_EQ(t->memory().ring_allocated, 64 * pos_bytes + 8 * pos_bytes);
+    EXPECT_EQ(t->memory().ring_allocated, seq_bytes(64, row, row) + seq_bytes(8, row, row));
     ASSERT_TRUE(t->rewind(0, 3).ok());
     ASSERT_TRUE(r->rewind(0, 3).ok());
     advance(*t, *r, 0, 40, 3);
-    EXPECT_EQ(t->memory().ring_allocated, 128 * pos_bytes + 8 * pos_bytes);
+    EXPECT_EQ(t->memory().ring_allocated, seq_bytes(128, row, row) + seq_bytes(8, row, row));
   }
 }
 
@@ -298,7 +308,7 @@ TEST(KvCases, SequenceClearAndRelease) {
   EXPECT_EQ(t->memory().flat_allocated, grown);
   advance(*t, *r, 0, 6, 3);
   t->release_unused();
-  EXPECT_EQ(t->memory().flat_allocated, 6 * (8 + 8) * 4);
+  EXPECT_EQ(t->memory().flat_allocated, seq_bytes(6, 8 * 4, 8 * 4));
   advance(*t, *r, 0, 6, 3);
 }
 

@@ -62,6 +62,31 @@ TEST(KvTile, ScoresDoNotDependOnHowManyQueriesOrKeys) {
                 << " k " << i;
             ++checked;
           }
+        // Blocked K (kv_common.h k_blocked): the same keys from a random
+        // first lane, scored in one call, equal each key alone at lane 0.
+        if (kv::k_blocked(dt)) {
+          const int lane = int(rng() % kv::kKeyBlock);
+          const int64_t block = kv::kKeyBlock * r.rbk;
+          std::vector<uint8_t> kb(size_t((lane + n + kv::kKeyBlock - 1) / kv::kKeyBlock * block), 0xff);
+          std::vector<uint8_t> alone(size_t(block), 0xff);
+          std::vector<float> x(static_cast<size_t>(dk));
+          for (int64_t i = 0; i < n; ++i) {
+            kv::decode_row(dt, r.k.data() + i * r.rbk, dk, x.data());
+            kv::encode_key_lane(dt, x.data(), dk, kb.data() + (lane + i) / kv::kKeyBlock * block,
+                                int((lane + i) % kv::kKeyBlock));
+          }
+          kr.scores_blocked(q.data(), g, dk, kb.data(), lane, n, 0.7f, all.data(), n);
+          for (int j = 0; j < g; ++j)
+            for (int64_t i = 0; i < n; ++i) {
+              kv::decode_row(dt, r.k.data() + i * r.rbk, dk, x.data());
+              kv::encode_key_lane(dt, x.data(), dk, alone.data(), 0);
+              kr.scores_blocked(q.data() + int64_t{j} * dk, 1, dk, alone.data(), 0, 1, 0.7f, one.data(), 1);
+              ASSERT_TRUE(same_bits(all[size_t(j * n + i)], one[0]))
+                  << "blocked " << kernels::isa_str(isa) << " " << kv_dtype_name(dt) << " g " << g << " n " << n
+                  << " lane " << lane << " q " << j << " k " << i;
+              ++checked;
+            }
+        }
         // accum: g outputs together equal each alone.
         auto w = kvtest::random_vec(rng, size_t(g * n), 0.f, 1.f);
         std::vector<float> o_all(size_t(g) * dk, 0.25f), o_one(static_cast<size_t>(dk));

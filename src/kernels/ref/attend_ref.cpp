@@ -15,6 +15,7 @@ constexpr int kQ8Block = 32;             // values per q8_0 block
 constexpr int kQ8BlockBytes = 2 + kQ8Block;  // f16 scale + int8 values
 
 struct LoadF32 {
+  static constexpr int kBytes = 4;
   static float at(const uint8_t* row, int e) {
     float f;
     std::memcpy(&f, row + 4 * e, 4);
@@ -22,9 +23,11 @@ struct LoadF32 {
   }
 };
 struct LoadF16 {
+  static constexpr int kBytes = 2;
   static float at(const uint8_t* row, int e) { return load_f16(row + 2 * e); }
 };
 struct LoadBF16 {
+  static constexpr int kBytes = 2;
   static float at(const uint8_t* row, int e) {
     uint16_t b;
     std::memcpy(&b, row + 2 * e, 2);
@@ -41,6 +44,25 @@ void scores_plain(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, 
       const float* qj = q + int64_t{j} * dk;
       float d = 0.f;
       for (int e = 0; e < dk; ++e) d += qj[e] * L::at(row, e);
+      s[j * s_stride + i] = d * scale;
+    }
+  }
+}
+
+// K in blocks of kKeyBlock keys (ops.h): key i's value e is element
+// e * kKeyBlock + l of its block, l its lane; a block is dk * kKeyBlock values.
+template <class L>
+void scores_blocked_plain(const float* q, int g, int dk, const uint8_t* kb, int lane, int64_t n, float scale,
+                          float* s, int64_t s_stride) {
+  const int64_t block_bytes = L::kBytes * int64_t{dk} * kKeyBlock;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t at = lane + i;
+    const uint8_t* block = kb + (at / kKeyBlock) * block_bytes;
+    const int l = int(at % kKeyBlock);
+    for (int j = 0; j < g; ++j) {
+      const float* qj = q + int64_t{j} * dk;
+      float d = 0.f;
+      for (int e = 0; e < dk; ++e) d += qj[e] * L::at(block, e * kKeyBlock + l);
       s[j * s_stride + i] = d * scale;
     }
   }
@@ -107,10 +129,11 @@ float max_of(const float* x, int64_t n) {
   return m;
 }
 
-const AttendKernels kF32{scores_plain<LoadF32>, accum_plain<LoadF32>, exp_sum, max_of};
-const AttendKernels kF16{scores_plain<LoadF16>, accum_plain<LoadF16>, exp_sum, max_of};
-const AttendKernels kBF16{scores_plain<LoadBF16>, accum_plain<LoadBF16>, exp_sum, max_of};
-const AttendKernels kQ8{scores_q8, accum_q8, exp_sum, max_of};
+const AttendKernels kF32{scores_plain<LoadF32>, scores_blocked_plain<LoadF32>, accum_plain<LoadF32>, exp_sum, max_of};
+const AttendKernels kF16{scores_plain<LoadF16>, scores_blocked_plain<LoadF16>, accum_plain<LoadF16>, exp_sum, max_of};
+const AttendKernels kBF16{scores_plain<LoadBF16>, scores_blocked_plain<LoadBF16>, accum_plain<LoadBF16>, exp_sum,
+                         max_of};
+const AttendKernels kQ8{scores_q8, nullptr, accum_q8, exp_sum, max_of};
 
 }  // namespace
 

@@ -204,6 +204,113 @@ void scores(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_
     scores_dk<L, 0>(q, g, dk, k, rbk, n, scale, s, ss);
 }
 
+// ---- K in blocks of kKeyBlock = 16 keys (ops.h scores_blocked) ----
+// Dim e of a block is two vectors of 8 keys: each lane is one key's score,
+// no horizontal sums.
+
+// Element e of a row as f32 (a lone value of a partial block).
+template <class L>
+inline float value_at(const uint8_t* row, int e) {
+  if constexpr (std::is_same_v<L, F32>) {
+    float f;
+    std::memcpy(&f, row + 4 * e, 4);
+    return f;
+  } else {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * e, 2);
+    if constexpr (std::is_same_v<L, F16>) return _cvtsh_ss(h);
+    const uint32_t b = uint32_t{h} << 16;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+}
+
+// The G heads' scores of lanes [lo, hi) of one block (lane l's score of
+// head j at s[j * ss + l - shift]; only those lanes are read and stored). Each
+// score is one chain of FMAs from zero over the dims in order, then * scale:
+// the same bits whatever G, lo, hi or the block.
+template <class L, int DK, int G, bool kFull>
+inline void block_tile(const float* q, int dk_rt, const uint8_t* kb, int lo, int hi, int shift, float scale,
+                       float* s, int64_t ss) {
+  const int dk = DK > 0 ? DK : dk_rt;
+  const auto load = [&](int e, int h) {  // lanes 8h..8h+7 of dim e
+    if constexpr (kFull) {
+      return L::load(kb, e * kKeyBlock + 8 * h, 8);
+    } else {
+      alignas(32) float t[8] = {};
+      for (int l = std::max(lo - 8 * h, 0); l < std::min(hi - 8 * h, 8); ++l)
+        t[l] = value_at<L>(kb, e * kKeyBlock + 8 * h + l);
+      return _mm256_load_ps(t);
+    }
+  };
+  __m256 a[G][2];
+#pragma GCC unroll 8
+  for (int j = 0; j < G; ++j) a[j][0] = a[j][1] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+  for (int e = 0; e < dk; ++e) {
+    const __m256 k0 = load(e, 0), k1 = load(e, 1);
+#pragma GCC unroll 8
+    for (int j = 0; j < G; ++j) {
+      const __m256 qe = _mm256_broadcast_ss(q + int64_t{j} * dk + e);
+      a[j][0] = _mm256_fmadd_ps(qe, k0, a[j][0]);
+      a[j][1] = _mm256_fmadd_ps(qe, k1, a[j][1]);
+    }
+  }
+  const __m256 vs = _mm256_set1_ps(scale);
+#pragma GCC unroll 8
+  for (int j = 0; j < G; ++j) {
+    const __m256 o0 = _mm256_mul_ps(a[j][0], vs), o1 = _mm256_mul_ps(a[j][1], vs);
+    if constexpr (kFull) {
+      _mm256_storeu_ps(s + j * ss, o0);
+      _mm256_storeu_ps(s + j * ss + 8, o1);
+    } else {
+      alignas(32) float t[kKeyBlock];
+      _mm256_store_ps(t, o0);
+      _mm256_store_ps(t + 8, o1);
+      for (int l = lo; l < hi; ++l) s[j * ss + l - shift] = t[l];
+    }
+  }
+}
+
+// n keys from lane `lane` of block kb, G heads: a partial first block, whole
+// blocks (prefetched kPrefetchRows keys ahead, as the row tiles), a partial last block.
+template <class L, int DK, int G>
+void blocked_heads(const float* q, int dk, const uint8_t* kb, int lane, int64_t n, float scale, float* s,
+                   int64_t ss) {
+  const int64_t kbytes = int64_t{dk} * (std::is_same_v<L, F32> ? 4 : 2);  // one key's share of a block
+  const int64_t bb = kbytes * kKeyBlock;
+  int64_t i = 0;
+  if (lane > 0) {  // the first block's lanes [lane, min(16, lane + n)), to s[0..)
+    const int hi = int(std::min<int64_t>(kKeyBlock, lane + n));
+    block_tile<L, DK, G, false>(q, dk, kb, lane, hi, lane, scale, s, ss);
+    i = hi - lane;
+    kb += bb;
+  }
+  for (; i + kKeyBlock <= n; i += kKeyBlock, kb += bb) {
+    prefetch_rows(reinterpret_cast<uintptr_t>(kb) + uintptr_t(kPrefetchRows * kbytes), kbytes, kKeyBlock);
+    block_tile<L, DK, G, true>(q, dk, kb, 0, kKeyBlock, 0, scale, s + i, ss);
+  }
+  if (i < n) block_tile<L, DK, G, false>(q, dk, kb, 0, int(n - i), 0, scale, s + i, ss);
+}
+
+template <class L, int DK>
+void blocked_dk(const float* q, int g, int dk, const uint8_t* kb, int lane, int64_t n, float scale, float* s,
+                int64_t ss) {
+  int j = 0;
+  for (; j + 4 <= g; j += 4) blocked_heads<L, DK, 4>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
+  for (; j + 2 <= g; j += 2) blocked_heads<L, DK, 2>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
+  for (; j < g; ++j) blocked_heads<L, DK, 1>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
+}
+
+template <class L>
+void scores_blocked(const float* q, int g, int dk, const uint8_t* kb, int lane, int64_t n, float scale, float* s,
+                    int64_t ss) {
+  if (dk == 64) blocked_dk<L, 64>(q, g, dk, kb, lane, n, scale, s, ss);
+  else if (dk == 128) blocked_dk<L, 128>(q, g, dk, kb, lane, n, scale, s, ss);
+  else blocked_dk<L, 0>(q, g, dk, kb, lane, n, scale, s, ss);
+}
+
 // out_j += Σ_i w_ji v_i over the rows of one block (at most kAccumRows, still
 // in L1), in tiles of G heads x C chunks of 8 dims (G * C = 8 accumulators):
 // each V chunk is loaded and converted once per row and used by its G heads.
@@ -327,10 +434,10 @@ float max_of(const float* x, int64_t n) {
   return _mm_cvtss_f32(s);
 }
 
-const AttendKernels kF32{scores<F32>, accum<F32>, exp_sum, max_of};
-const AttendKernels kF16{scores<F16>, accum<F16>, exp_sum, max_of};
-const AttendKernels kBF16{scores<BF16>, accum<BF16>, exp_sum, max_of};
-const AttendKernels kQ8{scores<Q8>, accum<Q8>, exp_sum, max_of};
+const AttendKernels kF32{scores<F32>, scores_blocked<F32>, accum<F32>, exp_sum, max_of};
+const AttendKernels kF16{scores<F16>, scores_blocked<F16>, accum<F16>, exp_sum, max_of};
+const AttendKernels kBF16{scores<BF16>, scores_blocked<BF16>, accum<BF16>, exp_sum, max_of};
+const AttendKernels kQ8{scores<Q8>, nullptr, accum<Q8>, exp_sum, max_of};
 
 }  // namespace
 
