@@ -8,6 +8,9 @@
 // `sequence` kind's ring, rounded out to whole blocks) and frees the rest.
 // Pool size: max_sequences * (blocks one sequence can need + 1), allocated
 // lazily in chunks; a step that needs more is refused (kPoolExhausted).
+// With a block_size that is a multiple of kKeyBlock (the default 16), K of
+// f32/f16/bf16 (k_blocked) is kept in blocks of kKeyBlock keys inside each
+// block's head rows (kv_attend.h KvSpan), as the `sequence` kinds keep it.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -115,7 +118,9 @@ struct CellSeq {
 
 class CellCache final : public StoreCacheBase {
  public:
-  CellCache(const KvGeometry& g, const KvPolicy& p) : StoreCacheBase(g, p, "batched-cell") {
+  CellCache(const KvGeometry& g, const KvPolicy& p)
+      : StoreCacheBase(g, p, "batched-cell"),
+        k_blocked_(k_blocked(res_.policy.dtype) && res_.policy.block_size % kKeyBlock == 0) {
     const int64_t b = res_.policy.block_size;
     pools_.resize(res_.caches.size());
     for (size_t c = 0; c < res_.caches.size(); ++c) {
@@ -243,8 +248,11 @@ class CellCache final : public StoreCacheBase {
     const Table& t = seqs_.at(seq).tables[c];
     const int id = t.ids.at(pos / b - t.first);
     const int64_t r = pos % b;
-    return {pools_[c].k(id) + r * l.row_bytes_k, pools_[c].v(id) + r * l.row_bytes_v, pools_[c].k_head_stride(),
-            pools_[c].v_head_stride()};
+    if (!k_blocked_)
+      return {pools_[c].k(id) + r * l.row_bytes_k, pools_[c].v(id) + r * l.row_bytes_v, pools_[c].k_head_stride(),
+              pools_[c].v_head_stride()};
+    return {pools_[c].k(id) + r / kKeyBlock * kKeyBlock * l.row_bytes_k, pools_[c].v(id) + r * l.row_bytes_v,
+            pools_[c].k_head_stride(), pools_[c].v_head_stride(), int(r % kKeyBlock)};
   }
 
   void read_spans(int c, int seq, int64_t lo, int64_t hi, std::vector<KvSpan>* out, int64_t* ks,
@@ -260,14 +268,23 @@ class CellCache final : public StoreCacheBase {
     for (int64_t j = lo / b; j <= hi / b; prev = t.ids[j - t.first], ++j) {
       const int id = t.ids[j - t.first];
       const int64_t a = std::max(lo, j * b), e = std::min(hi, j * b + b - 1);
-      const uint8_t* k = pools_[c].k(id) + (a - j * b) * l.row_bytes_k;
-      const uint8_t* v = pools_[c].v(id) + (a - j * b) * l.row_bytes_v;
+      // Blocked K: key r of a block is lane r % kKeyBlock of its r / kKeyBlock-th key block.
+      const int64_t r = a - j * b;
+      const int lane = k_blocked_ ? int(r % kKeyBlock) : -1;
+      const uint8_t* k = pools_[c].k(id) + (k_blocked_ ? r / kKeyBlock * kKeyBlock : r) * l.row_bytes_k;
+      const uint8_t* v = pools_[c].v(id) + r * l.row_bytes_v;
       KvSpan* last = out->empty() ? nullptr : &out->back();
-      if (last && pools_[c].same_chunk(id, prev) && last->k + last->n * l.row_bytes_k == k &&
+      // Where the key after `last` would be (a block starts at lane 0, so a
+      // blocked span continues only from a whole last key block).
+      const int64_t end = k_blocked_ && last ? last->k_lane + last->n : 0;
+      const uint8_t* k_next = !last ? nullptr
+                              : k_blocked_ ? last->k + end / kKeyBlock * kKeyBlock * l.row_bytes_k
+                                           : last->k + last->n * l.row_bytes_k;
+      if (last && pools_[c].same_chunk(id, prev) && k_next == k && (!k_blocked_ || end % kKeyBlock == lane) &&
           last->v + last->n * l.row_bytes_v == v) {
         last->n += e - a + 1;  // the next block of the same chunk: one longer span
       } else {
-        out->push_back({k, v, e - a + 1});
+        out->push_back({k, v, e - a + 1, lane});
       }
     }
   }
@@ -365,6 +382,7 @@ class CellCache final : public StoreCacheBase {
   }
 
   std::vector<Pool> pools_;
+  bool k_blocked_;  // K in blocks of kKeyBlock keys (k_blocked(dtype), block_size a multiple of kKeyBlock)
   std::map<int, CellSeq> seqs_;
 };
 

@@ -55,7 +55,7 @@ RandomSetup random_setup(std::mt19937& rng, KvDType dtype) {
   s.policy.initial_capacity = pick(1, 16);
   s.policy.max_write = pick(1, 12);
   s.policy.max_sequences = 6;
-  s.policy.block_size = pick(1, 8);
+  s.policy.block_size = pick(0, 2) == 0 ? 16 * pick(1, 2) : pick(1, 8);  // 16, 32: batched-cell K in key blocks
   if (pick(0, 3) == 0) {
     int n = pick(1, 3);
     for (int i = 0; i < n; ++i) s.policy.windows.push_back(pick(0, 1) ? 0 : pick(1, 20));
