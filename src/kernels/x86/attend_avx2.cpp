@@ -21,9 +21,13 @@
 
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
+#include "kernels/x86/attend_dispatch.h"
 
 namespace og::kernels::avx2 {
 namespace {
+
+using x86::for_head_groups;
+using x86::with_head_dim;
 
 constexpr int kQ8Block = 32;                 // values per q8_0 block
 constexpr int kQ8BlockBytes = 2 + kQ8Block;  // f16 scale + int8 values
@@ -181,27 +185,16 @@ void scores_heads(const float* q, int dk, const uint8_t* k, int64_t rbk, int64_t
   for (; i < n; ++i) scores_tile<L, DK, 1, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
 }
 
-template <class L, int DK>
-void scores_dk(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
-               int64_t ss) {
-  int j = 0;
-  for (; j + 8 <= g; j += 8) scores_heads<L, DK, 8>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-  for (; j + 4 <= g; j += 4) scores_heads<L, DK, 4>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-  for (; j + 2 <= g; j += 2) scores_heads<L, DK, 2>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-  for (; j < g; ++j) scores_heads<L, DK, 1>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-}
-
 // Head dims 64 and 128 (most models) get tiles compiled for them; every dk
 // gives the same bits through either (the chunks and the tree are the same).
 template <class L>
 void scores(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
             int64_t ss) {
-  if (dk == 64)
-    scores_dk<L, 64>(q, g, dk, k, rbk, n, scale, s, ss);
-  else if (dk == 128)
-    scores_dk<L, 128>(q, g, dk, k, rbk, n, scale, s, ss);
-  else
-    scores_dk<L, 0>(q, g, dk, k, rbk, n, scale, s, ss);
+  with_head_dim(dk, [&]<int DK>() {
+    for_head_groups<8, 4, 2, 1>(g, [&]<int G>(int j) {
+      scores_heads<L, DK, G>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
+    });
+  });
 }
 
 // ---- K in blocks of kKeyBlock = 16 keys (ops.h scores_blocked) ----
@@ -294,21 +287,14 @@ void blocked_heads(const float* q, int dk, const uint8_t* kb, int lane, int64_t 
   if (i < n) block_tile<L, DK, G, false>(q, dk, kb, 0, int(n - i), 0, scale, s + i, ss);
 }
 
-template <class L, int DK>
-void blocked_dk(const float* q, int g, int dk, const uint8_t* kb, int lane, int64_t n, float scale, float* s,
-                int64_t ss) {
-  int j = 0;
-  for (; j + 4 <= g; j += 4) blocked_heads<L, DK, 4>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
-  for (; j + 2 <= g; j += 2) blocked_heads<L, DK, 2>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
-  for (; j < g; ++j) blocked_heads<L, DK, 1>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
-}
-
 template <class L>
 void scores_blocked(const float* q, int g, int dk, const uint8_t* kb, int lane, int64_t n, float scale, float* s,
                     int64_t ss) {
-  if (dk == 64) blocked_dk<L, 64>(q, g, dk, kb, lane, n, scale, s, ss);
-  else if (dk == 128) blocked_dk<L, 128>(q, g, dk, kb, lane, n, scale, s, ss);
-  else blocked_dk<L, 0>(q, g, dk, kb, lane, n, scale, s, ss);
+  with_head_dim(dk, [&]<int DK>() {
+    for_head_groups<4, 2, 1>(g, [&]<int G>(int j) {  // 4 heads: 8 accumulators of the 16 ymm registers
+      blocked_heads<L, DK, G>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
+    });
+  });
 }
 
 // out_j += Σ_i w_ji v_i over the rows of one block (at most kAccumRows, still

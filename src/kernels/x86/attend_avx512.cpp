@@ -17,9 +17,13 @@
 
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
+#include "kernels/x86/attend_dispatch.h"
 
 namespace og::kernels::avx512 {
 namespace {
+
+using x86::for_head_groups;
+using x86::with_head_dim;
 
 constexpr int kQ8Block = 32;                 // values per q8_0 block
 constexpr int kQ8BlockBytes = 2 + kQ8Block;  // f16 scale + int8 values
@@ -250,16 +254,6 @@ void scores_heads16(const float* q, int dk, const uint8_t* k, int64_t rbk, int64
   for (; i < n; ++i) scores_tile16<L, DK, 1, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
 }
 
-template <class L, int DK>
-void scores_dk(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
-               int64_t ss) {
-  int j = 0;
-  for (; j + 8 <= g; j += 8) scores_heads16<L, DK, 8>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-  for (; j + 4 <= g; j += 4) scores_heads16<L, DK, 4>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-  for (; j + 2 <= g; j += 2) scores_heads16<L, DK, 2>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-  for (; j < g; ++j) scores_heads16<L, DK, 1>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-}
-
 // q8_0: rows in groups of R (4 for 1-4 heads, 2 for 8), heads in groups of 8/4/2/1.
 template <int G>
 void scores_heads_q8(const float* q, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
@@ -279,17 +273,15 @@ template <class L>
 void scores(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
             int64_t ss) {
   if constexpr (std::is_same_v<L, Q8>) {
-    int j = 0;
-    for (; j + 8 <= g; j += 8) scores_heads_q8<8>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-    for (; j + 4 <= g; j += 4) scores_heads_q8<4>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-    for (; j + 2 <= g; j += 2) scores_heads_q8<2>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-    for (; j < g; ++j) scores_heads_q8<1>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
-  } else if (dk == 64) {
-    scores_dk<L, 64>(q, g, dk, k, rbk, n, scale, s, ss);
-  } else if (dk == 128) {
-    scores_dk<L, 128>(q, g, dk, k, rbk, n, scale, s, ss);
+    for_head_groups<8, 4, 2, 1>(g, [&]<int G>(int j) {
+      scores_heads_q8<G>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
+    });
   } else {
-    scores_dk<L, 0>(q, g, dk, k, rbk, n, scale, s, ss);
+    with_head_dim(dk, [&]<int DK>() {
+      for_head_groups<8, 4, 2, 1>(g, [&]<int G>(int j) {
+        scores_heads16<L, DK, G>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
+      });
+    });
   }
 }
 
@@ -378,22 +370,14 @@ void blocked_heads(const float* q, int dk, const uint8_t* kb, int lane, int64_t 
   if (i < n) block_tile<L, DK, G, false>(q, dk, kb, tail_mask(int(n - i)), scale, s + i, ss);
 }
 
-template <class L, int DK>
-void blocked_dk(const float* q, int g, int dk, const uint8_t* kb, int lane, int64_t n, float scale, float* s,
-                int64_t ss) {
-  int j = 0;
-  for (; j + 8 <= g; j += 8) blocked_heads<L, DK, 8>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
-  for (; j + 4 <= g; j += 4) blocked_heads<L, DK, 4>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
-  for (; j + 2 <= g; j += 2) blocked_heads<L, DK, 2>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
-  for (; j < g; ++j) blocked_heads<L, DK, 1>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
-}
-
 template <class L>
 void scores_blocked(const float* q, int g, int dk, const uint8_t* kb, int lane, int64_t n, float scale, float* s,
                     int64_t ss) {
-  if (dk == 64) blocked_dk<L, 64>(q, g, dk, kb, lane, n, scale, s, ss);
-  else if (dk == 128) blocked_dk<L, 128>(q, g, dk, kb, lane, n, scale, s, ss);
-  else blocked_dk<L, 0>(q, g, dk, kb, lane, n, scale, s, ss);
+  with_head_dim(dk, [&]<int DK>() {
+    for_head_groups<8, 4, 2, 1>(g, [&]<int G>(int j) {
+      blocked_heads<L, DK, G>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
+    });
+  });
 }
 
 // out_j += Σ_i w_ji v_i over the rows of one block (at most kAccumRows, still
