@@ -383,8 +383,11 @@ void scores_blocked(const float* q, int g, int dk, const uint8_t* kb, int lane, 
 // out_j += Σ_i w_ji v_i over the rows of one block (at most kAccumRows, still
 // in L1), in tiles of G heads x C chunks of 16 dims: each V chunk is loaded and
 // converted once per tile and used by its G heads; the G*C accumulators stay
-// in registers over the rows.
-template <class L, int G, int C>
+// in registers over the rows. kFull: all C chunks lie within dv, so each is
+// one unmasked load that the conversion takes as its memory operand
+// (vcvtph2ps zmm, m256: one vector uop where a masked load into a register
+// and the register form cost two; the same values, so the same bits).
+template <class L, int G, int C, bool kFull = false>
 void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64_t n, int dv, int d0, float* out) {
   __mmask16 masks[C];
 #pragma GCC unroll 8
@@ -409,6 +412,8 @@ void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64
         // when the block lies within the head dim (mask of its first chunk non-zero).
         if (c % 2 == 0) d = masks[c] != 0 ? _mm512_set1_ps(Q8::scale(row, d0 + 16 * c)) : _mm512_setzero_ps();
         x = _mm512_mul_ps(d, Q8::load(row, d0 + 16 * c, masks[c]));
+      } else if constexpr (kFull) {
+        x = load_all<L>(row, d0 + 16 * c);
       } else {
         x = L::load(row, d0 + 16 * c, masks[c]);
       }
@@ -422,6 +427,22 @@ void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64
     for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(out + int64_t{j} * dv + d0 + 16 * c, masks[c], acc[j][c]);
 }
 
+// One row of G-head tiles over the head dim, C chunks of 16 dims each: the
+// tiles that lie wholly within dv take the unmasked path (not q8_0, whose
+// loads carry their block scales).
+template <class L, int G, int C>
+void accum_heads(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64_t n, int dv, float* out) {
+  for (int d0 = 0; d0 < dv; d0 += 16 * C) {
+    if constexpr (!std::is_same_v<L, Q8>) {
+      if (d0 + 16 * C <= dv) {
+        accum_tile<L, G, C, true>(w, ws, v, rbv, n, dv, d0, out);
+        continue;
+      }
+    }
+    accum_tile<L, G, C>(w, ws, v, rbv, n, dv, d0, out);
+  }
+}
+
 template <class L>
 void accum(const float* w, int64_t ws, int g, const uint8_t* v, int64_t rbv, int64_t n, int dv, float* out) {
   for (int64_t i0 = 0; i0 < n; i0 += kAccumRows) {
@@ -429,14 +450,10 @@ void accum(const float* w, int64_t ws, int g, const uint8_t* v, int64_t rbv, int
     const float* wb = w + i0;
     const uint8_t* vb = v + i0 * rbv;
     int j = 0;
-    for (; j + 8 <= g; j += 8)
-      for (int d0 = 0; d0 < dv; d0 += 32) accum_tile<L, 8, 2>(wb + j * ws, ws, vb, rbv, nb, dv, d0, out + int64_t{j} * dv);
-    for (; j + 4 <= g; j += 4)
-      for (int d0 = 0; d0 < dv; d0 += 64) accum_tile<L, 4, 4>(wb + j * ws, ws, vb, rbv, nb, dv, d0, out + int64_t{j} * dv);
-    for (; j + 2 <= g; j += 2)
-      for (int d0 = 0; d0 < dv; d0 += 128) accum_tile<L, 2, 8>(wb + j * ws, ws, vb, rbv, nb, dv, d0, out + int64_t{j} * dv);
-    for (; j < g; ++j)
-      for (int d0 = 0; d0 < dv; d0 += 128) accum_tile<L, 1, 8>(wb + j * ws, ws, vb, rbv, nb, dv, d0, out + int64_t{j} * dv);
+    for (; j + 8 <= g; j += 8) accum_heads<L, 8, 2>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
+    for (; j + 4 <= g; j += 4) accum_heads<L, 4, 4>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
+    for (; j + 2 <= g; j += 2) accum_heads<L, 2, 8>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
+    for (; j < g; ++j) accum_heads<L, 1, 8>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
   }
 }
 
