@@ -427,9 +427,9 @@ void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64
     for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(out + int64_t{j} * dv + d0 + 16 * c, masks[c], acc[j][c]);
 }
 
-// One row of G-head tiles over the head dim, C chunks of 16 dims each: the
-// tiles that lie wholly within dv take the unmasked path (not q8_0, whose
-// loads carry their block scales).
+// One group of G heads over the whole head dim, in tiles of C chunks of 16
+// dims: the tiles that lie wholly within dv take the unmasked path (not q8_0,
+// whose loads carry their block scales).
 template <class L, int G, int C>
 void accum_heads(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64_t n, int dv, float* out) {
   for (int d0 = 0; d0 < dv; d0 += 16 * C) {
