@@ -143,6 +143,15 @@ bool cpu_has_avxvnni() {
 
 }  // namespace
 
+bool far_l2_prefetch_pays() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return true;
+  const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
+  if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return true;
+  const unsigned base = (a >> 8) & 0xf, family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
+  return family != 26;
+}
+
 const char* isa_str(Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return "avx512";

@@ -65,6 +65,13 @@ struct KernelTable {
   uint64_t (*read_sum)(const void* buf, int64_t bytes) = nullptr;
 };
 
+// Whether streaming kernels should also prefetch far ahead into L2 only (T1),
+// on top of their L1 prefetch nearer: false on AMD family 26 (Zen 5), where
+// Q8_0_R's zmm decode streamed 3-4 % faster without it, true elsewhere (the
+// Intel Xeon gained 5 %; other CPUs unmeasured). A tuning fact of the running
+// CPU, not a feature: kernels that read it compute the same values either way.
+bool far_l2_prefetch_pays();
+
 const char* isa_str(Isa isa);
 // Whether this CPU can run `isa`'s kernels.
 bool isa_available(Isa isa);
