@@ -65,12 +65,12 @@ struct KernelTable {
   uint64_t (*read_sum)(const void* buf, int64_t bytes) = nullptr;
 };
 
-// Whether Q8_0_R's zmm decode should also prefetch far ahead into L2 only
-// (T1), on top of its L1 prefetch nearer: false on AMD family 26 (Zen 5),
-// where it streamed 3-5 % faster without it, true elsewhere (the Intel Xeon
-// gained 5 %; other CPUs unmeasured). Only that kernel reads it: the R16 tiles
-// and attention keep their T1 prefetch on every CPU (on the Zen 5 no variant
-// of theirs stood out of the noise). A tuning fact of the running CPU, not a
+// Whether Q8_0_R's zmm decode and the AVX-512 attention kernels should also
+// prefetch far ahead into L2 only (T1), on top of their L1 prefetch nearer:
+// false on AMD family 26 (Zen 5), where the Q8_0_R matvec streamed 3-5 % and
+// attention over an f16 cache 5-10 % faster without it, true elsewhere (the
+// Intel Xeon gained 5 % and 15-22 %; other CPUs unmeasured). The R16 tiles keep
+// their T1 prefetch on every CPU. A tuning fact of the running CPU, not a
 // feature: the kernels it selects compute the same values.
 bool far_l2_prefetch_pays();
 

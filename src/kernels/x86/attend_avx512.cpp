@@ -199,16 +199,24 @@ inline void scores_tile_q8(const float* q, int dk, const uint8_t* k, int64_t rbk
 // (no prefetch: 8 GB/s; T1 at 96 gained less, at 256 or 384 the same as
 // 160). 1B Q4_K_M decode at depth 4096 on 2 threads, six pairs alternately,
 // T1 added: 28.35 -> 29.08 tok/s, 88.0 -> 90.3 % of the bound (means).
+// On the AMD Zen 5 (family 26) the T1 prefetch costs more than it brings,
+// so there the table holds the kFarL2 = false kernels, T0 only
+// (kernel_table.h far_l2_prefetch_pays). attend_bench, f16 at depth 4096,
+// three rounds alternately: from memory 20.9-21.6 -> 22.4-23.2 GB/s on 1
+// thread, 31.7-41.1 -> 35.6-43.4 on 2; 1B Q4_K_M decode at depth 4096 on 2
+// threads, four pairs alternately: 45.2-49.0 -> 48.8-50.6 tok/s.
 constexpr int kNearRows = 48, kFarRows = 160;
 
-// Asks for rows [i + kNearRows, + n) and [i + kFarRows, + n) of rb bytes
-// each (row i at address p) ahead of use. A prefetch never faults, so rows
-// past the span are harmless; the addresses are computed as integers so
-// that no pointer leaves its object.
+// Asks for rows [i + kNearRows, + n) (with kFarL2 also [i + kFarRows, + n),
+// into L2 only) of rb bytes each (row i at address p) ahead of use. A
+// prefetch never faults, so rows past the span are harmless; the addresses
+// are computed as integers so that no pointer leaves its object.
+template <bool kFarL2>
 inline void prefetch_rows(uintptr_t p, int64_t rb, int n) {
   const uintptr_t near = p + uintptr_t(kNearRows * rb), far = p + uintptr_t(kFarRows * rb);
   for (int64_t o = 0; o < n * rb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(near + uintptr_t(o)), _MM_HINT_T0);
-  for (int64_t o = 0; o < n * rb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(far + uintptr_t(o)), _MM_HINT_T1);
+  if constexpr (kFarL2)
+    for (int64_t o = 0; o < n * rb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(far + uintptr_t(o)), _MM_HINT_T1);
 }
 
 // R rows x G heads of scores (R * G <= 16 accumulators, acc[j * R + r]) for
@@ -242,26 +250,26 @@ inline void scores_tile16(const float* q, int dk_rt, const uint8_t* k, int64_t r
 }
 
 // n rows, G heads: tiles of 16 / G rows, then the last rows one at a time.
-template <class L, int DK, int G>
+template <class L, int DK, int G, bool kFarL2>
 void scores_heads16(const float* q, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
                     int64_t ss) {
   constexpr int R = 16 / G;
   int64_t i = 0;
   for (; i + R <= n; i += R) {
-    prefetch_rows(reinterpret_cast<uintptr_t>(k) + uintptr_t(i * rbk), rbk, R);
+    prefetch_rows<kFarL2>(reinterpret_cast<uintptr_t>(k) + uintptr_t(i * rbk), rbk, R);
     scores_tile16<L, DK, R, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
   }
   for (; i < n; ++i) scores_tile16<L, DK, 1, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
 }
 
 // q8_0: rows in groups of R (4 for 1-4 heads, 2 for 8), heads in groups of 8/4/2/1.
-template <int G>
+template <int G, bool kFarL2>
 void scores_heads_q8(const float* q, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
                      int64_t ss) {
   constexpr int R = G <= 4 ? 4 : 2;
   int64_t i = 0;
   for (; i + R <= n; i += R) {
-    prefetch_rows(reinterpret_cast<uintptr_t>(k) + uintptr_t(i * rbk), rbk, R);
+    prefetch_rows<kFarL2>(reinterpret_cast<uintptr_t>(k) + uintptr_t(i * rbk), rbk, R);
     scores_tile_q8<R, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
   }
   for (; i < n; ++i) scores_tile_q8<1, G>(q, dk, k + i * rbk, rbk, scale, s + i, ss);
@@ -269,17 +277,17 @@ void scores_heads_q8(const float* q, int dk, const uint8_t* k, int64_t rbk, int6
 
 // Head dims 64 and 128 (most models) get tiles compiled for them; every dk
 // gives the same bits through either (the chunks and the tree are the same).
-template <class L>
+template <class L, bool kFarL2>
 void scores(const float* q, int g, int dk, const uint8_t* k, int64_t rbk, int64_t n, float scale, float* s,
             int64_t ss) {
   if constexpr (std::is_same_v<L, Q8>) {
     for_head_groups<8, 4, 2, 1>(g, [&]<int G>(int j) {
-      scores_heads_q8<G>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
+      scores_heads_q8<G, kFarL2>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
     });
   } else {
     with_head_dim(dk, [&]<int DK>() {
       for_head_groups<8, 4, 2, 1>(g, [&]<int G>(int j) {
-        scores_heads16<L, DK, G>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
+        scores_heads16<L, DK, G, kFarL2>(q + int64_t{j} * dk, dk, k, rbk, n, scale, s + j * ss, ss);
       });
     });
   }
@@ -348,7 +356,7 @@ constexpr int64_t block_bytes(int dk) {
 
 // n keys from lane `lane` of block kb, G heads: a partial first block, whole
 // blocks (prefetched as the row tiles prefetch rows), a partial last block.
-template <class L, int DK, int G>
+template <class L, int DK, int G, bool kFarL2>
 void blocked_heads(const float* q, int dk, const uint8_t* kb, int lane, int64_t n, float scale, float* s,
                    int64_t ss) {
   const int64_t bb = block_bytes<L>(dk);
@@ -364,18 +372,18 @@ void blocked_heads(const float* q, int dk, const uint8_t* kb, int lane, int64_t 
     kb += bb;
   }
   for (; i + kKeyBlock <= n; i += kKeyBlock, kb += bb) {
-    prefetch_rows(reinterpret_cast<uintptr_t>(kb), bb / kKeyBlock, kKeyBlock);
+    prefetch_rows<kFarL2>(reinterpret_cast<uintptr_t>(kb), bb / kKeyBlock, kKeyBlock);
     block_tile<L, DK, G, true>(q, dk, kb, 0xffff, scale, s + i, ss);
   }
   if (i < n) block_tile<L, DK, G, false>(q, dk, kb, tail_mask(int(n - i)), scale, s + i, ss);
 }
 
-template <class L>
+template <class L, bool kFarL2>
 void scores_blocked(const float* q, int g, int dk, const uint8_t* kb, int lane, int64_t n, float scale, float* s,
                     int64_t ss) {
   with_head_dim(dk, [&]<int DK>() {
     for_head_groups<8, 4, 2, 1>(g, [&]<int G>(int j) {
-      blocked_heads<L, DK, G>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
+      blocked_heads<L, DK, G, kFarL2>(q + int64_t{j} * dk, dk, kb, lane, n, scale, s + j * ss, ss);
     });
   });
 }
@@ -387,7 +395,7 @@ void scores_blocked(const float* q, int g, int dk, const uint8_t* kb, int lane, 
 // one unmasked load that the conversion takes as its memory operand
 // (vcvtph2ps zmm, m256: one vector uop where a masked load into a register
 // and the register form cost two; the same values, so the same bits).
-template <class L, int G, int C, bool kFull = false>
+template <class L, int G, int C, bool kFarL2, bool kFull = false>
 void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64_t n, int dv, int d0, float* out) {
   __mmask16 masks[C];
 #pragma GCC unroll 8
@@ -399,7 +407,7 @@ void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64
     for (int c = 0; c < C; ++c) acc[j][c] = _mm512_maskz_loadu_ps(masks[c], out + int64_t{j} * dv + d0 + 16 * c);
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t* row = v + i * rbv;
-    if (d0 == 0) prefetch_rows(reinterpret_cast<uintptr_t>(row), rbv, 1);
+    if (d0 == 0) prefetch_rows<kFarL2>(reinterpret_cast<uintptr_t>(row), rbv, 1);
     __m512 wv[G];
 #pragma GCC unroll 8
     for (int j = 0; j < G; ++j) wv[j] = _mm512_set1_ps(w[j * ws + i]);
@@ -430,30 +438,30 @@ void accum_tile(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64
 // One group of G heads over the whole head dim, in tiles of C chunks of 16
 // dims: the tiles that lie wholly within dv take the unmasked path (not q8_0,
 // whose loads carry their block scales).
-template <class L, int G, int C>
+template <class L, int G, int C, bool kFarL2>
 void accum_heads(const float* w, int64_t ws, const uint8_t* v, int64_t rbv, int64_t n, int dv, float* out) {
   for (int d0 = 0; d0 < dv; d0 += 16 * C) {
     if constexpr (!std::is_same_v<L, Q8>) {
       if (d0 + 16 * C <= dv) {
-        accum_tile<L, G, C, true>(w, ws, v, rbv, n, dv, d0, out);
+        accum_tile<L, G, C, kFarL2, true>(w, ws, v, rbv, n, dv, d0, out);
         continue;
       }
     }
-    accum_tile<L, G, C>(w, ws, v, rbv, n, dv, d0, out);
+    accum_tile<L, G, C, kFarL2>(w, ws, v, rbv, n, dv, d0, out);
   }
 }
 
-template <class L>
+template <class L, bool kFarL2>
 void accum(const float* w, int64_t ws, int g, const uint8_t* v, int64_t rbv, int64_t n, int dv, float* out) {
   for (int64_t i0 = 0; i0 < n; i0 += kAccumRows) {
     const int64_t nb = std::min(n - i0, kAccumRows);
     const float* wb = w + i0;
     const uint8_t* vb = v + i0 * rbv;
     int j = 0;
-    for (; j + 8 <= g; j += 8) accum_heads<L, 8, 2>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
-    for (; j + 4 <= g; j += 4) accum_heads<L, 4, 4>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
-    for (; j + 2 <= g; j += 2) accum_heads<L, 2, 8>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
-    for (; j < g; ++j) accum_heads<L, 1, 8>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
+    for (; j + 8 <= g; j += 8) accum_heads<L, 8, 2, kFarL2>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
+    for (; j + 4 <= g; j += 4) accum_heads<L, 4, 4, kFarL2>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
+    for (; j + 2 <= g; j += 2) accum_heads<L, 2, 8, kFarL2>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
+    for (; j < g; ++j) accum_heads<L, 1, 8, kFarL2>(wb + j * ws, ws, vb, rbv, nb, dv, out + int64_t{j} * dv);
   }
 }
 
@@ -500,18 +508,27 @@ float max_of(const float* x, int64_t n) {
   return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
 }
 
-const AttendKernels kF32{scores<F32>, scores_blocked<F32>, accum<F32>, exp_sum, max_of};
-const AttendKernels kF16{scores<F16>, scores_blocked<F16>, accum<F16>, exp_sum, max_of};
-const AttendKernels kBF16{scores<BF16>, scores_blocked<BF16>, accum<BF16>, exp_sum, max_of};
-const AttendKernels kQ8{scores<Q8>, nullptr, accum<Q8>, exp_sum, max_of};
+// The kernels of one storage type, with or without the far T1 prefetch.
+template <class L, bool kFarL2>
+AttendKernels kernels_of() {
+  if constexpr (std::is_same_v<L, Q8>) return {scores<Q8, kFarL2>, nullptr, accum<Q8, kFarL2>, exp_sum, max_of};
+  else return {scores<L, kFarL2>, scores_blocked<L, kFarL2>, accum<L, kFarL2>, exp_sum, max_of};
+}
+
+template <bool kFarL2>
+void fill_attend_as(KernelTable& k) {
+  k.attend[static_cast<int>(DType::F32)] = kernels_of<F32, kFarL2>();
+  k.attend[static_cast<int>(DType::F16)] = kernels_of<F16, kFarL2>();
+  k.attend[static_cast<int>(DType::BF16)] = kernels_of<BF16, kFarL2>();
+  k.attend[static_cast<int>(DType::Q8_0)] = kernels_of<Q8, kFarL2>();
+}
 
 }  // namespace
 
+// Both variants compute the same values; far_l2_prefetch_pays picks one for this CPU.
 void fill_attend(KernelTable& k) {
-  k.attend[static_cast<int>(DType::F32)] = kF32;
-  k.attend[static_cast<int>(DType::F16)] = kF16;
-  k.attend[static_cast<int>(DType::BF16)] = kBF16;
-  k.attend[static_cast<int>(DType::Q8_0)] = kQ8;
+  if (far_l2_prefetch_pays()) fill_attend_as<true>(k);
+  else fill_attend_as<false>(k);
 }
 
 }  // namespace og::kernels::avx512
