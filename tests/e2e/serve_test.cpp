@@ -313,7 +313,7 @@ TEST(Serve, ClientLeavingMidStreamCancelsItsRequest) {
   const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}])";
   const std::string cancelled = "offgraph:requests_total{model_name=\"slow\",endpoint=\"chat\",finish_reason=\"cancelled\"}";
   const int64_t before = metric(s, cancelled);
-  const std::string sbody = "{" + msgs + R"(, "max_tokens": 1000, "stream": true, "ignore_eos": true})";
+  const std::string sbody = "{" + msgs + R"(, "max_tokens": 2000, "stream": true, "ignore_eos": true})";
   const std::string sreq = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                            "Content-Length: " + std::to_string(sbody.size()) + "\r\n\r\n" + sbody;
   const std::string partial = send_raw(s.port(), sreq, 600);  // reads a few events, then closes
@@ -324,8 +324,10 @@ TEST(Serve, ClientLeavingMidStreamCancelsItsRequest) {
     after = metric(s, cancelled);
   }
   EXPECT_EQ(after, before + 1);
-  // It was cut short: far fewer than 1000 tokens were generated.
-  EXPECT_LT(metric(s, "offgraph:generation_tokens_total{model_name=\"slow\"}"), 500);
+  // It was cut short (finish_reason "cancelled", not "length"): fewer than the
+  // 2000 tokens asked for. How many came before the cancel depends on the
+  // machine's speed (a fast idle one makes 600+ in the first half second).
+  EXPECT_LT(metric(s, "offgraph:generation_tokens_total{model_name=\"slow\"}"), 2000);
   expect_healthy(s);
   EXPECT_EQ(s.stop(), 0) << s.stderr_text();
 }
@@ -338,7 +340,7 @@ TEST(Serve, ClientLeavingAWholeAnswerCancelsItsRequest) {
   const std::string cancelled =
       "offgraph:requests_total{model_name=\"slow\",endpoint=\"completion\",finish_reason=\"cancelled\"}";
   const int64_t before = metric(s, cancelled);
-  const std::string body = R"({"prompt": "hi", "max_tokens": 1000, "ignore_eos": true})";
+  const std::string body = R"({"prompt": "hi", "max_tokens": 2000, "ignore_eos": true})";
   const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   const int fd = connect_raw(s.port());
@@ -350,8 +352,8 @@ TEST(Serve, ClientLeavingAWholeAnswerCancelsItsRequest) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     after = metric(s, cancelled);
   }
-  EXPECT_EQ(after, before + 1);
-  EXPECT_LT(metric(s, "offgraph:generation_tokens_total{model_name=\"slow\"}"), 500);
+  EXPECT_EQ(after, before + 1);  // "cancelled", not "length": cut short
+  EXPECT_LT(metric(s, "offgraph:generation_tokens_total{model_name=\"slow\"}"), 2000);
   expect_healthy(s);
   EXPECT_EQ(s.stop(), 0) << s.stderr_text();
 }
