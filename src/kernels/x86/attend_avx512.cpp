@@ -352,8 +352,9 @@ inline void block_tile(const float* q, int dk_rt, const uint8_t* kb, __mmask16 m
 // score the same two chains as block_tile's, so the same bits. One block has
 // 2·G chains of dk/2 dependent FMAs, about as many as the two FMA pipes need
 // in flight, so a lone block waits on its chains; two blocks interleaved have
-// twice the chains, and each q broadcast serves both (bench_attend_bench, f16 at depth 4096, scores alone in cache,
-// three rounds alternately: 3.54-3.56 -> 2.95-3.36 ns per position and KV head).
+// twice the chains. bench_attend_bench, f16 at depth 4096, scores alone in
+// cache, three rounds alternately: 3.54-3.56 -> 2.95-3.36 ns per position and
+// KV head.
 template <class L, int DK, int G>
 inline void block_tile2(const float* q, int dk_rt, const uint8_t* kb, int64_t bb, float scale, float* s,
                         int64_t ss) {
