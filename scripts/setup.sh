@@ -9,7 +9,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libpcre2-dev libsentencepiece-dev libicu-dev
       clang libclang-rt-14-dev python3
-      libcpp-httplib-dev curl nodejs)
+      libcpp-httplib-dev curl nodejs python3-jinja2)
 
 missing=()
 for p in "${PKGS[@]}"; do

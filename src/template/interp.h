@@ -1,0 +1,100 @@
+// The evaluator's state shared by statements, expressions, filters, tests and
+// methods: scopes, the output buffer, the render's bounds and its counters.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "template/ast.h"
+#include "template/template.h"
+#include "template/value.h"
+
+namespace og::jinja {
+
+// An og::Error whose message already names its template line.
+class LinedError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct Scope {
+  std::vector<std::pair<std::string, Value>> vars;
+  std::shared_ptr<Scope> parent;
+  const Value* lookup(std::string_view name) const;
+  void set(const std::string& name, Value v);
+};
+
+enum class Flow { Normal, Break, Continue };
+
+class Interp {
+ public:
+  Interp(const RenderOptions& opt, const Value& vars);
+  ~Interp();
+
+  std::string render(const Body& body);
+
+  // statements (render.cpp)
+  Flow exec_body(const Body& body, const std::shared_ptr<Scope>& scope);
+  Flow exec(const Stmt& s, const std::shared_ptr<Scope>& scope);
+  // Renders body into a fresh buffer and returns it.
+  std::string capture(const Body& body, const std::shared_ptr<Scope>& scope);
+
+  // expressions (eval.cpp)
+  Value eval(const Expr& e, const std::shared_ptr<Scope>& scope);
+  Value call(const Value& fn, CallArgs& args);
+  Value filter(const std::string& name, const Value& v, CallArgs& args);  // filters.cpp
+  bool test(const std::string& name, const Value& v, CallArgs& args);     // tests.cpp
+  bool has_test(const std::string& name) const;
+
+  // bounds
+  void count_iteration();
+  void check_size(size_t bytes) const;
+  void append(std::string_view s);
+  struct DepthGuard {
+    Interp& in;
+    explicit DepthGuard(Interp& i);
+    ~DepthGuard() { --in.depth_; }
+  };
+
+  Value make_namespace(Dict d);
+  Value lookup(const std::string& name, const std::shared_ptr<Scope>& scope) const;
+  const RenderOptions& options() const { return opt_; }
+
+ private:
+  Value eval_inner(const Expr& e, const std::shared_ptr<Scope>& scope);
+  Value eval_call(const Expr& e, const std::shared_ptr<Scope>& scope);
+  Value eval_filter(const Expr& e, const Value& target, const std::shared_ptr<Scope>& scope);
+  CallArgs eval_args(const Expr& e, size_t first, const std::shared_ptr<Scope>& scope);
+  Value eval_compare(const Expr& e, const std::shared_ptr<Scope>& scope);
+  Flow exec_for(const Stmt& s, const std::shared_ptr<Scope>& scope);
+  void exec_set(const Stmt& s, const std::shared_ptr<Scope>& scope);
+  Value make_macro(const Stmt& s, const std::shared_ptr<Scope>& scope, bool is_caller);
+  void install_globals();
+
+  const RenderOptions& opt_;
+  std::shared_ptr<Scope> root_;
+  std::shared_ptr<Scope> globals_;
+  std::string* out_ = nullptr;
+  int64_t iterations_ = 0;
+  int depth_ = 0;
+  std::vector<Value> namespace_values_;  // emptied at the end: a namespace may hold itself
+};
+
+// Python semantics shared by the evaluator and the filters (ops.cpp).
+Value binary_op(const std::string& op, const Value& a, const Value& b, const Interp& in);
+bool contains(const Value& container, const Value& item);
+// Iterating a value as Python's for does (dict: keys; str: characters; undefined: nothing).
+std::vector<Value> iterate(const Value& v);
+// obj.name and obj[key] as jinja2's sandboxed getattr / getitem (methods.cpp).
+Value get_attr(const Value& obj, const std::string& name);
+Value get_item(const Value& obj, const Value& key);
+[[noreturn]] void fail_undefined(const Value& v);
+// v[a:b:c] (none: an omitted bound), on strings by code point (eval.cpp).
+Value slice_value(const Value& v, const Value& a, const Value& b, const Value& c);
+// Python's "fmt % args" (ops.cpp).
+std::string percent_format(const std::string& fmt, const Value& args);
+int64_t to_int_arg(const Value& v, const char* what);
+
+}  // namespace og::jinja

@@ -1,0 +1,332 @@
+// Attribute and item access as jinja2's immutable sandbox does it: dict keys by
+// `.key` or `[key]`, list and string indexing, and the str / dict / list methods
+// templates call. Mutating methods (append, update, ...) are refused as jinja2
+// refuses them; names beginning with "_" reach nothing.
+#include <algorithm>
+
+#include "template/interp.h"
+#include "template/text.h"
+
+namespace og::jinja {
+namespace {
+
+std::u32string strip_set(const CallArgs& a, size_t idx) {
+  if (a.pos.size() > idx && a.pos[idx].is_string()) return utf8_decode(a.pos[idx].str());
+  if (a.pos.size() > idx && !a.pos[idx].is_none()) fail("strip arg must be None or str");
+  return U"";
+}
+
+std::string do_strip(const std::string& s, const CallArgs& a, bool left, bool right) {
+  std::u32string chars = strip_set(a, 0);
+  bool ws = a.pos.empty() || a.pos[0].is_none();
+  std::u32string u = utf8_decode(s);
+  auto drop = [&](char32_t c) { return ws ? py_isspace(c) : chars.find(c) != std::u32string::npos; };
+  size_t b = 0, e = u.size();
+  if (left)
+    while (b < e && drop(u[b])) ++b;
+  if (right)
+    while (e > b && drop(u[e - 1])) --e;
+  return utf8_encode(std::u32string_view(u).substr(b, e - b));
+}
+
+int64_t maxsplit_arg(const CallArgs& a) {
+  for (const auto& [k, v] : a.kw)
+    if (k == "maxsplit") return to_int_arg(v, "maxsplit");
+  return a.pos.size() > 1 ? to_int_arg(a.pos[1], "maxsplit") : -1;
+}
+
+const Value* sep_arg(const CallArgs& a) {
+  for (const auto& [k, v] : a.kw)
+    if (k == "sep") return &v;
+  return a.pos.empty() ? nullptr : &a.pos[0];
+}
+
+Value do_split(const std::string& s, const CallArgs& a, bool reverse) {
+  const Value* sep = sep_arg(a);
+  int64_t maxsplit = maxsplit_arg(a);
+  std::vector<std::string> parts;
+  if (!sep || sep->is_none()) {
+    // Runs of whitespace separate; no empty strings.
+    std::u32string u = utf8_decode(s);
+    std::vector<std::pair<size_t, size_t>> words;
+    size_t i = 0;
+    while (i < u.size()) {
+      while (i < u.size() && py_isspace(u[i])) ++i;
+      if (i >= u.size()) break;
+      size_t b = i;
+      while (i < u.size() && !py_isspace(u[i])) ++i;
+      words.emplace_back(b, i);
+    }
+    if (maxsplit >= 0 && static_cast<int64_t>(words.size()) > maxsplit + 1) {
+      if (!reverse) {
+        size_t last = static_cast<size_t>(maxsplit);
+        size_t e = u.size();
+        while (e > words[last].first && py_isspace(u[e - 1])) --e;
+        words.resize(last + 1);
+        words[last].second = e;
+      } else {
+        size_t first = words.size() - static_cast<size_t>(maxsplit) - 1;
+        size_t b = 0;
+        while (b < words[first].second && py_isspace(u[b])) ++b;
+        words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(first));
+        words[0].first = b;
+      }
+    }
+    std::vector<Value> out;
+    for (auto [b, e] : words) out.emplace_back(utf8_encode(std::u32string_view(u).substr(b, e - b)));
+    return Value::list(std::move(out));
+  }
+  if (!sep->is_string()) fail("must be str or None, not ", sep->type_name());
+  const std::string& d = sep->str();
+  if (d.empty()) fail("empty separator");
+  if (!reverse) {
+    size_t pos = 0;
+    while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
+      size_t f = s.find(d, pos);
+      if (f == std::string::npos) break;
+      parts.push_back(s.substr(pos, f - pos));
+      pos = f + d.size();
+    }
+    parts.push_back(s.substr(pos));
+  } else {
+    size_t end = s.size();
+    while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
+      if (end < d.size()) break;
+      size_t f = s.rfind(d, end - d.size());
+      if (f == std::string::npos) break;
+      parts.push_back(s.substr(f + d.size(), end - f - d.size()));
+      end = f;
+    }
+    parts.push_back(s.substr(0, end));
+    std::reverse(parts.begin(), parts.end());
+  }
+  std::vector<Value> out;
+  for (auto& p : parts) out.emplace_back(std::move(p));
+  return Value::list(std::move(out));
+}
+
+bool affix_match(const std::string& s, const Value& arg, bool prefix) {
+  auto one = [&](const Value& v) {
+    if (!v.is_string()) fail(prefix ? "startswith" : "endswith", " first arg must be str or a tuple of str");
+    const std::string& x = v.str();
+    if (x.size() > s.size()) return false;
+    return prefix ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0;
+  };
+  if (arg.kind() == Value::Kind::Tuple) {
+    for (const Value& v : arg.items())
+      if (one(v)) return true;
+    return false;
+  }
+  return one(arg);
+}
+
+const Value& arg(const CallArgs& a, size_t i, const char* method) {
+  if (a.pos.size() <= i) fail(method, "() takes at least ", i + 1, " argument(s)");
+  return a.pos[i];
+}
+
+const std::string& str_arg(const CallArgs& a, size_t i, const char* method) {
+  const Value& v = arg(a, i, method);
+  if (!v.is_string()) fail(method, "() argument must be str, not ", v.type_name());
+  return v.str();
+}
+
+int64_t cp_index(const std::string& s, size_t byte) {
+  return static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, byte)));
+}
+
+Value string_method(const std::string& s, const std::string& name, CallArgs& a) {
+  if (name == "strip") return Value(do_strip(s, a, true, true));
+  if (name == "lstrip") return Value(do_strip(s, a, true, false));
+  if (name == "rstrip") return Value(do_strip(s, a, false, true));
+  if (name == "split") return do_split(s, a, false);
+  if (name == "rsplit") return do_split(s, a, true);
+  if (name == "startswith") return Value(affix_match(s, arg(a, 0, "startswith"), true));
+  if (name == "endswith") return Value(affix_match(s, arg(a, 0, "endswith"), false));
+  if (name == "upper") return Value(str_upper(s));
+  if (name == "lower") return Value(str_lower(s));
+  if (name == "title") return Value(str_title(s));
+  if (name == "capitalize") return Value(str_capitalize(s));
+  if (name == "replace") {
+    const std::string& from = str_arg(a, 0, "replace");
+    const std::string& to = str_arg(a, 1, "replace");
+    int64_t count = a.pos.size() > 2 ? to_int_arg(a.pos[2], "replace") : -1;
+    std::string out;
+    size_t pos = 0;
+    int64_t done = 0;
+    if (from.empty()) {
+      std::u32string u = utf8_decode(s);
+      for (size_t i = 0; i <= u.size(); ++i) {
+        if (count < 0 || done < count) {
+          out += to;
+          ++done;
+        }
+        if (i < u.size()) utf8_append(out, u[i]);
+        if (out.size() > (64u << 20)) fail("replace: result too large");
+      }
+      return Value(std::move(out));
+    }
+    while (count < 0 || done < count) {
+      size_t f = s.find(from, pos);
+      if (f == std::string::npos) break;
+      out.append(s, pos, f - pos);
+      out += to;
+      pos = f + from.size();
+      ++done;
+      if (out.size() > (64u << 20)) fail("replace: result too large");
+    }
+    out.append(s, pos, std::string::npos);
+    return Value(std::move(out));
+  }
+  if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
+    const std::string& x = str_arg(a, 0, name.c_str());
+    size_t f = name[0] == 'r' ? s.rfind(x) : s.find(x);
+    if (f == std::string::npos) {
+      if (name.find("index") != std::string::npos) fail("substring not found");
+      return Value(int64_t{-1});
+    }
+    return Value(cp_index(s, f));
+  }
+  if (name == "count") {
+    const std::string& x = str_arg(a, 0, "count");
+    if (x.empty()) return Value(static_cast<int64_t>(utf8_length(s) + 1));
+    int64_t n = 0;
+    for (size_t f = s.find(x); f != std::string::npos; f = s.find(x, f + x.size())) ++n;
+    return Value(n);
+  }
+  if (name == "join") {
+    std::string out;
+    std::vector<Value> items = iterate(arg(a, 0, "join"));
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].is_string()) fail("sequence item ", i, ": expected str instance, ", items[i].type_name(), " found");
+      if (i) out += s;
+      out += items[i].str();
+      if (out.size() > (64u << 20)) fail("join: result too large");
+    }
+    return Value(std::move(out));
+  }
+  if (name == "splitlines") {
+    std::vector<Value> out;
+    for (auto& line : py_splitlines(s)) out.emplace_back(std::move(line));
+    return Value::list(std::move(out));
+  }
+  auto all = [&](auto pred) {
+    std::u32string u = utf8_decode(s);
+    if (u.empty()) return Value(false);
+    for (char32_t c : u)
+      if (!pred(c)) return Value(false);
+    return Value(true);
+  };
+  if (name == "isdigit" || name == "isnumeric" || name == "isdecimal")
+    return all([](char32_t c) { return c >= '0' && c <= '9'; });
+  if (name == "isspace") return all(py_isspace);
+  if (name == "isalnum") return all(py_isalnum);
+  if (name == "isalpha") return all([](char32_t c) { return py_isalnum(c) && !(c >= '0' && c <= '9'); });
+  if (name == "isupper") return all([](char32_t c) { return !py_islower(c); });
+  if (name == "islower") return all([](char32_t c) { return !py_isupper(c); });
+  fail("'str' object has no attribute '", name, "'");
+}
+
+bool is_string_method(const std::string& n) {
+  static const char* const kNames[] = {
+      "strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith", "upper", "lower",
+      "title", "capitalize", "replace", "find", "rfind", "index", "rindex", "count", "join",
+      "splitlines", "isdigit", "isnumeric", "isdecimal", "isspace", "isalnum", "isalpha", "isupper", "islower"};
+  for (const char* k : kNames)
+    if (n == k) return true;
+  return false;
+}
+
+Value dict_method(const Value& d, const std::string& name, CallArgs& a) {
+  const Dict& dict = d.dict_ref();
+  if (name == "items") {
+    std::vector<Value> out;
+    for (const auto& kv : dict.items) out.push_back(Value::tuple({kv.first, kv.second}));
+    return Value::list(std::move(out));
+  }
+  if (name == "keys" || name == "values") {
+    std::vector<Value> out;
+    for (const auto& kv : dict.items) out.push_back(name == "keys" ? kv.first : kv.second);
+    return Value::list(std::move(out));
+  }
+  // get
+  const Value* v = dict.find(arg(a, 0, "get"));
+  if (v) return *v;
+  return a.pos.size() > 1 ? a.pos[1] : Value::none();
+}
+
+Value list_method(const Value& l, const std::string& name, CallArgs& a) {
+  const Value& x = arg(a, 0, name.c_str());
+  int64_t n = 0;
+  for (size_t i = 0; i < l.items().size(); ++i) {
+    if (!equals(l.items()[i], x)) continue;
+    if (name == "index") return Value(static_cast<int64_t>(i));
+    ++n;
+  }
+  if (name == "index") fail(x.repr(), " is not in list");
+  return Value(n);
+}
+
+bool is_mutating(const Value& obj, const std::string& n) {
+  if (obj.is_sequence())
+    return n == "append" || n == "extend" || n == "insert" || n == "pop" || n == "remove" || n == "clear" ||
+           n == "sort" || n == "reverse";
+  if (obj.is_dict())
+    return n == "update" || n == "pop" || n == "popitem" || n == "setdefault" || n == "clear";
+  return false;
+}
+
+Value bound(const Value& obj, const std::string& name, Value (*fn)(const Value&, const std::string&, CallArgs&)) {
+  return Value::callable(name, [obj, name, fn](CallArgs& a) { return fn(obj, name, a); });
+}
+
+}  // namespace
+
+Value get_attr(const Value& obj, const std::string& name) {
+  if (!name.empty() && name[0] != '_') {
+    if (obj.is_string() && is_string_method(name))
+      return bound(obj, name, [](const Value& o, const std::string& n, CallArgs& a) { return string_method(o.str(), n, a); });
+    if (obj.is_dict() && (name == "items" || name == "keys" || name == "values" || name == "get"))
+      return bound(obj, name, dict_method);
+    if (obj.is_sequence() && (name == "index" || name == "count")) return bound(obj, name, list_method);
+    if (is_mutating(obj, name))
+      return Value::undefined("access to attribute '" + name + "' of '" + obj.type_name() + "' object is unsafe.");
+  }
+  if (obj.is_dict() || obj.is_namespace()) {
+    if (const Value* v = obj.dict_ref().find(std::string_view(name))) return *v;
+  }
+  return Value::undefined("'" + std::string(obj.is_namespace() ? "Namespace" : obj.type_name() + " object") +
+                          "' has no attribute '" + name + "'");
+}
+
+Value get_item(const Value& obj, const Value& key) {
+  if (obj.is_dict() || obj.is_namespace()) {
+    if (const Value* v = obj.dict_ref().find(key)) return *v;
+    if (key.is_string()) return get_attr(obj, key.str());
+    return Value::undefined("'" + obj.type_name() + " object' has no attribute " + key.repr());
+  }
+  if ((obj.is_sequence() || obj.is_string()) && (key.is_int() || key.is_bool())) {
+    int64_t i = key.as_int();
+    if (obj.is_string()) {
+      if (is_ascii(obj.str())) {
+        int64_t n = static_cast<int64_t>(obj.str().size());
+        if (i < 0) i += n;
+        if (i < 0 || i >= n) return Value::undefined("'str object' has no attribute " + key.repr());
+        return Value(obj.str().substr(static_cast<size_t>(i), 1));
+      }
+      std::u32string u = utf8_decode(obj.str());
+      int64_t n = static_cast<int64_t>(u.size());
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return Value::undefined("'str object' has no attribute " + key.repr());
+      return Value(utf8_encode(u.substr(static_cast<size_t>(i), 1)));
+    }
+    int64_t n = static_cast<int64_t>(obj.items().size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return Value::undefined("'" + obj.type_name() + " object' has no attribute " + key.repr());
+    return obj.items()[static_cast<size_t>(i)];
+  }
+  if (key.is_string()) return get_attr(obj, key.str());
+  return Value::undefined("'" + obj.type_name() + " object' has no attribute " + key.repr());
+}
+
+}  // namespace og::jinja

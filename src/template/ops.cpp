@@ -1,0 +1,249 @@
+// Python's operators over engine values: arithmetic (int64 with overflow
+// errors, Python's floor division and modulo), concatenation, repetition,
+// `in`, iteration, and printf-style "%" formatting.
+#include <cmath>
+#include <cstdio>
+
+#include "template/interp.h"
+#include "template/text.h"
+
+namespace og::jinja {
+
+void fail_undefined(const Value& v) {
+  fail(v.hint().empty() ? std::string("value is undefined") : v.hint());
+}
+
+int64_t to_int_arg(const Value& v, const char* what) {
+  if (v.is_int() || v.is_bool()) return v.as_int();
+  if (v.is_undefined()) fail_undefined(v);
+  fail(what, ": '", v.type_name(), "' object cannot be interpreted as an integer");
+}
+
+namespace {
+
+[[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
+  if (a.is_undefined()) fail_undefined(a);
+  if (b.is_undefined()) fail_undefined(b);
+  fail("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '", b.type_name(), "'");
+}
+
+Value int_op(const std::string& op, int64_t x, int64_t y) {
+  int64_t r = 0;
+  bool overflow = false;
+  if (op == "+") overflow = __builtin_add_overflow(x, y, &r);
+  else if (op == "-") overflow = __builtin_sub_overflow(x, y, &r);
+  else if (op == "*") overflow = __builtin_mul_overflow(x, y, &r);
+  else if (op == "/") {
+    if (y == 0) fail("division by zero");
+    return Value(static_cast<double>(x) / static_cast<double>(y));
+  } else if (op == "//" || op == "%") {
+    if (y == 0) fail("integer division or modulo by zero");
+    if (x == INT64_MIN && y == -1) fail("integer overflow");
+    int64_t q = x / y, m = x % y;
+    if (m != 0 && ((m < 0) != (y < 0))) {
+      q -= 1;
+      m += y;
+    }
+    return Value(op == "//" ? q : m);
+  } else if (op == "**") {
+    if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
+    r = 1;
+    int64_t base = x;
+    while (y > 0 && !overflow) {
+      if (y & 1) overflow = __builtin_mul_overflow(r, base, &r);
+      y >>= 1;
+      if (y > 0 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+    }
+  }
+  if (overflow) fail("integer overflow in '", op, "'");
+  return Value(r);
+}
+
+Value float_op(const std::string& op, double x, double y) {
+  if (op == "+") return Value(x + y);
+  if (op == "-") return Value(x - y);
+  if (op == "*") return Value(x * y);
+  if (op == "/") {
+    if (y == 0) fail("float division by zero");
+    return Value(x / y);
+  }
+  if (op == "//" || op == "%") {
+    if (y == 0) fail("float modulo");
+    double m = std::fmod(x, y);
+    if (m != 0 && ((m < 0) != (y < 0))) m += y;
+    if (op == "%") return Value(m);
+    return Value(std::floor(x / y));
+  }
+  return Value(std::pow(x, y));
+}
+
+Value repeat(const Value& seq, int64_t n, const Interp& in) {
+  if (n < 0) n = 0;
+  if (seq.is_string()) {
+    in.check_size(seq.str().size() * static_cast<size_t>(n));
+    std::string out;
+    for (int64_t i = 0; i < n; ++i) out += seq.str();
+    return Value(std::move(out));
+  }
+  in.check_size(seq.items().size() * static_cast<size_t>(n) * 8);
+  std::vector<Value> out;
+  for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
+  return seq.kind() == Value::Kind::Tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+}
+
+}  // namespace
+
+Value binary_op(const std::string& op, const Value& a, const Value& b, const Interp& in) {
+  if (op == "~") {
+    std::string s = a.to_str();
+    std::string t = b.to_str();
+    in.check_size(s.size() + t.size());
+    return Value(s + t);
+  }
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float() || (op == "/")) {
+      if (op == "/" && !a.is_float() && !b.is_float()) return int_op(op, a.as_int(), b.as_int());
+      return float_op(op, a.as_float(), b.as_float());
+    }
+    return int_op(op, a.as_int(), b.as_int());
+  }
+  if (op == "+") {
+    if (a.is_string() && b.is_string()) {
+      in.check_size(a.str().size() + b.str().size());
+      return Value(a.str() + b.str());
+    }
+    if (a.is_sequence() && b.kind() == a.kind()) {
+      std::vector<Value> out = a.items();
+      out.insert(out.end(), b.items().begin(), b.items().end());
+      in.check_size(out.size() * 8);
+      return a.kind() == Value::Kind::Tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+    }
+  }
+  if (op == "*") {
+    if ((a.is_string() || a.is_sequence()) && (b.is_int() || b.is_bool())) return repeat(a, b.as_int(), in);
+    if ((b.is_string() || b.is_sequence()) && (a.is_int() || a.is_bool())) return repeat(b, a.as_int(), in);
+  }
+  if (op == "%" && a.is_string()) {
+    std::string s = percent_format(a.str(), b);
+    in.check_size(s.size());
+    return Value(std::move(s));
+  }
+  unsupported(op, a, b);
+}
+
+bool contains(const Value& c, const Value& item) {
+  switch (c.kind()) {
+    case Value::Kind::String:
+      if (!item.is_string()) fail("'in <string>' requires string as left operand, not ", item.type_name());
+      return c.str().find(item.str()) != std::string::npos;
+    case Value::Kind::List:
+    case Value::Kind::Tuple:
+      for (const Value& v : c.items())
+        if (equals(v, item)) return true;
+      return false;
+    case Value::Kind::Dict: return c.dict_ref().find(item) != nullptr;
+    case Value::Kind::Undefined: return false;
+    default: fail("argument of type '", c.type_name(), "' is not iterable");
+  }
+}
+
+std::vector<Value> iterate(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::Undefined: return {};
+    case Value::Kind::List:
+    case Value::Kind::Tuple: return v.items();
+    case Value::Kind::Dict: {
+      std::vector<Value> keys;
+      for (const auto& kv : v.dict_ref().items) keys.push_back(kv.first);
+      return keys;
+    }
+    case Value::Kind::String: {
+      std::vector<Value> chars;
+      for (char32_t c : utf8_decode(v.str())) chars.emplace_back(utf8_encode(std::u32string(1, c)));
+      return chars;
+    }
+    default: fail("'", v.type_name(), "' object is not iterable");
+  }
+}
+
+namespace {
+
+std::string format_one(char conv, const std::string& flags, int width, int prec, const Value& v) {
+  std::string body;
+  switch (conv) {
+    case 's': body = v.to_str(); break;
+    case 'r': body = v.repr(); break;
+    case 'd':
+    case 'i':
+    case 'x':
+    case 'X':
+    case 'o': {
+      if (!v.is_number()) fail("%", conv, " format: a real number is required, not ", v.type_name());
+      int64_t n = v.is_float() ? static_cast<int64_t>(v.as_float()) : v.as_int();
+      char buf[64];
+      const char* f = conv == 'x' ? "%llx" : conv == 'X' ? "%llX" : conv == 'o' ? "%llo" : "%lld";
+      std::snprintf(buf, sizeof buf, f, static_cast<long long>(n < 0 && conv != 'd' && conv != 'i' ? -n : n));
+      body = (n < 0 && conv != 'd' && conv != 'i' ? "-" : "") + std::string(buf);
+      if (flags.find('+') != std::string::npos && n >= 0) body = "+" + body;
+      break;
+    }
+    case 'f':
+    case 'F':
+    case 'e':
+    case 'E':
+    case 'g':
+    case 'G': {
+      if (!v.is_number()) fail("must be real number, not ", v.type_name());
+      char buf[512];
+      std::string f = "%" + flags + "." + std::to_string(prec < 0 ? 6 : std::min(prec, 100)) + conv;
+      std::snprintf(buf, sizeof buf, f.c_str(), v.as_float());
+      body = buf;
+      break;
+    }
+    default: fail("unsupported format character '", conv, "'");
+  }
+  if (conv == 's' || conv == 'r') {
+    if (prec >= 0 && static_cast<size_t>(prec) < body.size()) body = body.substr(0, static_cast<size_t>(prec));
+  }
+  int len = static_cast<int>(utf8_length(body));
+  if (width > len) {
+    std::string pad(static_cast<size_t>(width - len), flags.find('0') != std::string::npos && conv != 's' ? '0' : ' ');
+    body = flags.find('-') != std::string::npos ? body + pad : pad + body;
+  }
+  return body;
+}
+
+}  // namespace
+
+std::string percent_format(const std::string& fmt, const Value& args) {
+  std::vector<Value> list = args.kind() == Value::Kind::Tuple ? args.items() : std::vector<Value>{args};
+  size_t next = 0;
+  std::string out;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') {
+      out.push_back(fmt[i]);
+      continue;
+    }
+    if (++i >= fmt.size()) fail("incomplete format");
+    if (fmt[i] == '%') {
+      out.push_back('%');
+      continue;
+    }
+    std::string flags;
+    while (i < fmt.size() && std::string("-+ #0").find(fmt[i]) != std::string::npos) flags.push_back(fmt[i++]);
+    int width = 0, prec = -1;
+    while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])) && width < 100000) width = width * 10 + (fmt[i++] - '0');
+    if (i < fmt.size() && fmt[i] == '.') {
+      prec = 0;
+      ++i;
+      while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])) && prec < 100000) prec = prec * 10 + (fmt[i++] - '0');
+    }
+    if (i >= fmt.size()) fail("incomplete format");
+    if (next >= list.size()) fail("not enough arguments for format string");
+    out += format_one(fmt[i], flags, std::min(width, 100000), prec, list[next++]);
+  }
+  if (next < list.size() && args.kind() == Value::Kind::Tuple) fail("not all arguments converted during string formatting");
+  return out;
+}
+
+}  // namespace og::jinja

@@ -1,0 +1,253 @@
+// Values of the Jinja engine (see value.h): construction, Python truthiness,
+// str()/repr(), equality and ordering, and conversion from JSON.
+#include "template/value.h"
+
+#include "base/error.h"
+#include "template/text.h"
+
+namespace og::jinja {
+
+const Value* Dict::find(const Value& key) const {
+  for (const auto& kv : items)
+    if (equals(kv.first, key)) return &kv.second;
+  return nullptr;
+}
+
+const Value* Dict::find(std::string_view key) const {
+  for (const auto& kv : items)
+    if (kv.first.is_string() && kv.first.str() == key) return &kv.second;
+  return nullptr;
+}
+
+void Dict::set(const Value& key, Value v) {
+  for (auto& kv : items) {
+    if (equals(kv.first, key)) {
+      kv.second = std::move(v);
+      return;
+    }
+  }
+  items.emplace_back(key, std::move(v));
+}
+
+Value Value::undefined(std::string hint) {
+  Value v;
+  v.s_ = std::move(hint);
+  return v;
+}
+
+Value Value::none() {
+  Value v;
+  v.kind_ = Kind::None;
+  return v;
+}
+
+Value::Value(bool b) : kind_(Kind::Bool), b_(b), i_(b ? 1 : 0) {}
+Value::Value(int64_t v) : kind_(Kind::Int), i_(v) {}
+Value::Value(double v) : kind_(Kind::Float), f_(v) {}
+Value::Value(std::string s) : kind_(Kind::String), s_(std::move(s)) {}
+
+Value Value::list(std::vector<Value> items) {
+  Value v;
+  v.kind_ = Kind::List;
+  v.list_ = std::make_shared<std::vector<Value>>(std::move(items));
+  return v;
+}
+
+Value Value::tuple(std::vector<Value> items) {
+  Value v = list(std::move(items));
+  v.kind_ = Kind::Tuple;
+  return v;
+}
+
+Value Value::dict(Dict d) {
+  Value v;
+  v.kind_ = Kind::Dict;
+  v.dict_ = std::make_shared<Dict>(std::move(d));
+  return v;
+}
+
+Value Value::make_namespace(Dict d) {
+  Value v = dict(std::move(d));
+  v.kind_ = Kind::Namespace;
+  return v;
+}
+
+Value Value::callable(std::string name, std::function<Value(CallArgs&)> fn) {
+  Value v;
+  v.kind_ = Kind::Callable;
+  v.fn_ = std::make_shared<Callable>(Callable{std::move(name), std::move(fn)});
+  return v;
+}
+
+bool Value::truthy() const {
+  switch (kind_) {
+    case Kind::Undefined:
+    case Kind::None: return false;
+    case Kind::Bool: return b_;
+    case Kind::Int: return i_ != 0;
+    case Kind::Float: return f_ != 0;
+    case Kind::String: return !s_.empty();
+    case Kind::List:
+    case Kind::Tuple: return !list_->empty();
+    case Kind::Dict: return !dict_->items.empty();
+    case Kind::Namespace:
+    case Kind::Callable: return true;
+  }
+  return false;
+}
+
+std::string Value::type_name() const {
+  switch (kind_) {
+    case Kind::Undefined: return "Undefined";
+    case Kind::None: return "NoneType";
+    case Kind::Bool: return "bool";
+    case Kind::Int: return "int";
+    case Kind::Float: return "float";
+    case Kind::String: return "str";
+    case Kind::List: return "list";
+    case Kind::Tuple: return "tuple";
+    case Kind::Dict: return "dict";
+    case Kind::Namespace: return "Namespace";
+    case Kind::Callable: return "function";
+  }
+  return "?";
+}
+
+std::string Value::to_str() const {
+  switch (kind_) {
+    case Kind::Undefined: return "";
+    case Kind::String: return s_;
+    default: return repr();
+  }
+}
+
+namespace {
+
+std::string seq_repr(const std::vector<Value>& items, const char* open, const char* close, bool tuple) {
+  std::string out = open;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ", ";
+    out += items[i].repr();
+  }
+  if (tuple && items.size() == 1) out += ",";
+  return out + close;
+}
+
+std::string dict_repr(const Dict& d) {
+  std::string out = "{";
+  for (size_t i = 0; i < d.items.size(); ++i) {
+    if (i) out += ", ";
+    out += d.items[i].first.repr() + ": " + d.items[i].second.repr();
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+std::string Value::repr() const {
+  switch (kind_) {
+    case Kind::Undefined: return "Undefined";
+    case Kind::None: return "None";
+    case Kind::Bool: return b_ ? "True" : "False";
+    case Kind::Int: return std::to_string(i_);
+    case Kind::Float: return py_float_repr(f_);
+    case Kind::String: return py_str_repr(s_);
+    case Kind::List: return seq_repr(*list_, "[", "]", false);
+    case Kind::Tuple: return seq_repr(*list_, "(", ")", true);
+    case Kind::Dict: return dict_repr(*dict_);
+    case Kind::Namespace: return "<Namespace " + dict_repr(*dict_) + ">";
+    case Kind::Callable: return "<function " + fn_->name + ">";
+  }
+  return "";
+}
+
+bool equals(const Value& a, const Value& b) {
+  using K = Value::Kind;
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
+    return a.as_int() == b.as_int();
+  }
+  if (a.is_sequence() && b.is_sequence()) {
+    if (a.kind() != b.kind() || a.items().size() != b.items().size()) return false;
+    for (size_t i = 0; i < a.items().size(); ++i)
+      if (!equals(a.items()[i], b.items()[i])) return false;
+    return true;
+  }
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case K::Undefined:
+    case K::None: return true;
+    case K::String: return a.str() == b.str();
+    case K::Dict:
+    case K::Namespace: {
+      const Dict& x = a.dict_ref();
+      const Dict& y = b.dict_ref();
+      if (&x == &y) return true;
+      if (a.is_namespace() || x.items.size() != y.items.size()) return false;
+      for (const auto& kv : x.items) {
+        const Value* other = y.find(kv.first);
+        if (!other || !equals(kv.second, *other)) return false;
+      }
+      return true;
+    }
+    case K::Callable: return &a.fn() == &b.fn();
+    default: return false;
+  }
+}
+
+bool less(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_float() < b.as_float();
+    return a.as_int() < b.as_int();
+  }
+  if (a.is_string() && b.is_string()) return a.str() < b.str();
+  if (a.is_sequence() && b.kind() == a.kind()) {
+    const auto& x = a.items();
+    const auto& y = b.items();
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      if (!equals(x[i], y[i])) return less(x[i], y[i]);
+    }
+    return x.size() < y.size();
+  }
+  fail("'<' not supported between instances of '", a.type_name(), "' and '", b.type_name(), "'");
+}
+
+namespace {
+
+constexpr int kMaxJsonDepth = 512;
+
+Value from_json(const nlohmann::ordered_json& j, int depth) {
+  OG_CHECK(depth < kMaxJsonDepth, "template variables nest deeper than ", kMaxJsonDepth, " levels");
+  switch (j.type()) {
+    case nlohmann::ordered_json::value_t::null: return Value::none();
+    case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<int64_t>());
+    case nlohmann::ordered_json::value_t::number_unsigned: {
+      uint64_t u = j.get<uint64_t>();
+      if (u > static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<double>(u));
+      return Value(static_cast<int64_t>(u));
+    }
+    case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
+    case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::array: {
+      std::vector<Value> items;
+      items.reserve(j.size());
+      for (const auto& x : j) items.push_back(from_json(x, depth + 1));
+      return Value::list(std::move(items));
+    }
+    case nlohmann::ordered_json::value_t::object: {
+      Dict d;
+      d.items.reserve(j.size());
+      for (auto it = j.begin(); it != j.end(); ++it)
+        d.items.emplace_back(Value(it.key()), from_json(it.value(), depth + 1));
+      return Value::dict(std::move(d));
+    }
+    default: return Value::none();
+  }
+}
+
+}  // namespace
+
+Value value_from_json(const nlohmann::ordered_json& j) { return from_json(j, 0); }
+
+}  // namespace og::jinja
