@@ -45,6 +45,7 @@ struct ServeFlags {
   std::vector<std::string> api_keys;
   std::string api_key_file, alias;
   int64_t timeout_s = 600, max_body_bytes = 8 << 20, http_threads = 0;
+  int64_t header_timeout_s = 10, max_connections = 4096;
   double shutdown_grace_s = 10;
 };
 
@@ -72,6 +73,10 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
              "requests waiting beyond --parallel before new ones get 429; 0 = unbounded");
   fl.add_int("timeout-s", &f.timeout_s, 1, 86400,
              "socket read/write timeout: how long a client may stall sending a request or reading a reply");
+  fl.add_int("header-timeout-s", &f.header_timeout_s, 1, 3600,
+             "how long a client may take to send a request line and headers (408, then closed)");
+  fl.add_int("max-connections", &f.max_connections, 1, 1 << 20,
+             "open connections beyond which new ones get 503 and are closed (capped by the open-file limit)");
   fl.add_float("shutdown-grace-s", &f.shutdown_grace_s, 0, 3600,
                "on SIGINT/SIGTERM, how long running requests may finish before they are cancelled");
   fl.add_int("max-body-bytes", &f.max_body_bytes, 1024, kIntMax, "largest request body (413 beyond)");
@@ -197,6 +202,8 @@ int cmd_serve(const Args& args) {
   ho.api_keys = api_keys_of(f);
   ho.max_body_bytes = f.max_body_bytes;
   ho.timeout_s = static_cast<int>(f.timeout_s);
+  ho.header_timeout_s = static_cast<int>(f.header_timeout_s);
+  ho.max_connections = static_cast<int>(f.max_connections);
   const int64_t parallel = f.sched.sessions;
   ho.max_in_flight = f.max_queue > 0 ? static_cast<int>(parallel + f.max_queue) : 0;
   ho.http_threads =

@@ -1,17 +1,15 @@
-// /v1/chat/completions and /v1/completions: parse, check against the model,
-// take an in-flight slot, submit, then answer whole (waiting for on_finish)
-// or as Server-Sent Events from a chunked content provider. The provider
-// polls the request's stream; when the client is gone (a write fails or the
-// socket is no longer writable) it cancels the request, so the scheduler
-// frees its cache at the next step. A whole answer's wait checks the
-// connection's socket as it waits and cancels the same way when the client
-// closed it.
+// /v1/chat/completions and /v1/completions, on a worker thread: parse, check
+// against the model, take an in-flight slot, submit, then answer whole
+// (waiting for on_finish) or as Server-Sent Events written chunk by chunk as
+// the request's stream yields text. When the client is gone (a write fails,
+// or the connection's socket shows it closed while the writer waits) the
+// request is cancelled, so the scheduler frees its cache at the next step; a
+// whole answer's wait checks the socket the same way.
 #include <chrono>
 #include <ctime>
 #include <memory>
 
 #include "server/api_response.h"
-#include "server/connection_probe.h"
 #include "server/generation.h"
 #include "server/http_internal.h"
 
@@ -111,18 +109,15 @@ void HttpServer::Impl::release_slot() {
 namespace {
 
 // Waits for a whole answer's pieces and report; cancels the request when the
-// client closes its connection meanwhile (the socket is looked up once the
-// first wait ran out, so short answers never pay for the lookup).
-StreamUpdate wait_whole(RequestStream& stream, SchedulerPort& sched, uint64_t id, const httplib::Request& req,
+// client closes its connection (or the server stops) meanwhile.
+StreamUpdate wait_whole(RequestStream& stream, SchedulerPort& sched, uint64_t id, const ResponseWriter& w,
                         std::vector<Piece>* pieces, bool* client_left) {
   StreamUpdate u;
-  int fd = -2;  // -2: not looked up yet; -1: not found
   while (!u.finished) {
     u = stream.take(kWholePoll);
     for (auto& p : u.pieces) pieces->push_back(std::move(p));
     if (u.finished || *client_left) continue;
-    if (fd == -2) fd = find_connection_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
-    if (fd >= 0 && peer_closed(fd)) {
+    if (w.client_gone()) {
       *client_left = true;
       sched.cancel(id);
     }
@@ -130,14 +125,29 @@ StreamUpdate wait_whole(RequestStream& stream, SchedulerPort& sched, uint64_t id
   return u;
 }
 
+// Writes the events as they come until the request finishes or the client
+// goes; a request not finished here is cancelled.
+void write_stream(StreamState& st, ResponseWriter& w) {
+  HttpResponse head;
+  head.content_type = "text/event-stream";
+  head.set_header("Cache-Control", "no-cache");
+  head.set_header("X-Accel-Buffering", "no");
+  bool alive = w.start_stream(head);
+  while (alive && !st.complete) {
+    const std::string out = st.next_events();
+    alive = out.empty() ? !w.client_gone() : w.stream(out);
+  }
+  if (alive) w.end_stream();
+  if (!st.complete) st.sched->cancel(st.id);  // the client is gone: free its place in the batch
+}
+
 }  // namespace
 
-void HttpServer::Impl::handle_generation(Endpoint ep, const httplib::Request& req, const std::string& body,
-                                         httplib::Response& res) {
+void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, ResponseWriter& w) {
   if (draining.load()) throw ApiError(503, "server_error", "shutting_down", "the server is shutting down");
   const ServedModel& m = *model.load();
   SchedulerPort& s = *sched.load();
-  const nlohmann::json j = parse_json_object(body);
+  const nlohmann::json j = parse_json_object(req.body);
   const GenerationRequest r = ep == Endpoint::kChat ? parse_chat_request(j) : parse_completion_request(j);
   check_model(r.model, m);
   RequestOptions o = build_request_options(r, m, encode_prompt(r, m));
@@ -163,41 +173,32 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const httplib::Request& re
   if (!r.params.stream) {
     std::vector<Piece> pieces;
     bool client_left = false;
-    const StreamUpdate u = wait_whole(*stream, s, id, req, &pieces, &client_left);
+    const StreamUpdate u = wait_whole(*stream, s, id, w, &pieces, &client_left);
     slot->drop();
     if (client_left && !normal_finish(*u.finished))
-      return send_error(res, ApiError(499, "invalid_request_error", "client_closed", "the client closed the connection"));
-    if (!normal_finish(*u.finished)) return send_error(res, unfinished_error(*u.finished));
-    res.set_content(completion_body(meta, collect_result(pieces, u, r.params.logprobs)), "application/json");
+      return (void)w.send(api_error_response(
+          ApiError(499, "invalid_request_error", "client_closed", "the client closed the connection")));
+    if (!normal_finish(*u.finished)) return (void)w.send(api_error_response(unfinished_error(*u.finished)));
+    w.send(json_response(completion_body(meta, collect_result(pieces, u, r.params.logprobs))));
     return;
   }
 
-  auto st = std::make_shared<StreamState>();
-  st->stream = stream;
-  st->slot = slot;
-  st->sched = &s;
-  st->meta = meta;
-  st->id = id;
-  st->include_usage = r.params.include_usage;
-  st->logprobs = r.params.logprobs;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [st](size_t, httplib::DataSink& sink) {
-        const std::string out = st->next_events();
-        const bool alive = out.empty() ? sink.is_writable() : sink.write(out.data(), out.size());
-        if (!alive) {
-          st->sched->cancel(st->id);  // the client is gone: free its place in the batch
-          return false;
-        }
-        if (st->complete) sink.done();
-        return true;
-      },
-      [st](bool success) {
-        if (!success || !st->complete) st->sched->cancel(st->id);
-        st->slot->drop();
-      });
+  StreamState st;
+  st.stream = stream;
+  st.slot = slot;
+  st.sched = &s;
+  st.meta = meta;
+  st.id = id;
+  st.include_usage = r.params.include_usage;
+  st.logprobs = r.params.logprobs;
+  try {
+    write_stream(st, w);
+  } catch (...) {
+    s.cancel(id);
+    slot->drop();
+    throw;
+  }
+  slot->drop();
 }
 
 }  // namespace og::server

@@ -1,48 +1,42 @@
 // HttpServer's private state, shared by http_server.cpp (routes, checks,
-// tokenize) and generation_http.cpp (completions, whole and streamed). Only
-// these two files include httplib.h.
+// cheap answers, tokenize) and generation_http.cpp (completions, whole and
+// streamed). The connections themselves live in http_conn.h.
 #pragma once
-
-#include <httplib.h>
 
 #include <atomic>
 #include <condition_variable>
-#include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 
 #include "server/api_error.h"
 #include "server/api_request.h"
 #include "server/auth.h"
+#include "server/http_conn.h"
 #include "server/http_server.h"
 
 namespace og::server {
 
-void send_error(httplib::Response& res, const ApiError& e);
-void send_error(httplib::Response& res, int status, const std::string& message);
+// The Retry-After a 503 carries (seconds): while loading or shutting down a
+// client should come back later, or go to another replica.
+inline constexpr const char* kRetryAfterS = "5";
 
-// httplib's server with a listen backlog fit for many clients at once: the
-// library listens with a backlog of 5, and a burst of connections beyond it
-// overflows the accept queue (clients then see resets and stalls).
-class BackloggedServer : public httplib::Server {
- public:
-  // Re-listens on the bound socket with `backlog` (Linux updates it in place).
-  bool set_backlog(int backlog);
-};
+HttpResponse json_response(std::string body);
+HttpResponse api_error_response(const ApiError& e);
+// 503 with Retry-After.
+HttpResponse unavailable(const std::string& message);
 
 struct HttpServer::Impl {
-  using BodyHandler = std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
-
   HttpOptions opts;
   ApiKeys keys;
-  BackloggedServer svr;
-  std::thread thread;
+  std::unique_ptr<ConnectionLoop> loop;
   bool bound = false;
   ServerMetrics metrics;
   std::atomic<const ServedModel*> model{nullptr};
   std::atomic<SchedulerPort*> sched{nullptr};
   std::atomic<bool> draining{false};
+  std::atomic<bool> stopping{false};  // stop(): generation waits end, their requests are cancelled
 
   // Generation requests submitted whose answer is not finished, or whose
   // on_finish has not come yet: the server's count is never below the
@@ -51,15 +45,15 @@ struct HttpServer::Impl {
   std::mutex idle_mu;
   std::condition_variable idle_cv;
 
-  void install();
-  // The pre-routing checks; false when `res` already holds the answer.
-  bool check_request(const httplib::Request& req, httplib::Response& res);
-  // A POST route whose body is read with the size bound, errors answered.
-  void post(const char* path, BodyHandler h);
+  // ConnHandlers (http_conn.h): route checks on the head, the answers the
+  // event loop gives itself, and the worker's answers.
+  std::optional<HttpResponse> check_head(const HttpRequest& req);
+  std::optional<HttpResponse> answer_now(const HttpRequest& req);
+  void answer_on_worker(const HttpRequest& req, ResponseWriter& w);
 
-  void handle_generation(Endpoint ep, const httplib::Request& req, const std::string& body, httplib::Response& res);
-  void handle_tokenize(const std::string& body, httplib::Response& res);
-  void handle_detokenize(const std::string& body, httplib::Response& res);
+  void handle_generation(Endpoint ep, const HttpRequest& req, ResponseWriter& w);
+  HttpResponse handle_tokenize(const std::string& body);
+  HttpResponse handle_detokenize(const std::string& body);
 
   // Takes a slot (429 when max_in_flight are taken) / gives it back.
   void acquire_slot();

@@ -1,16 +1,16 @@
-// The HTTP server: route table, the checks made before a body is read (route,
-// method, size, key, readiness), and the handlers. Generation answers are
-// written by generation_http.cpp; this file owns the httplib server itself.
+// The HTTP server: route table, the checks made from the request head before
+// a body is read (route, method, declared size, key, readiness), the answers
+// the event loop gives itself (/health, /ready, /metrics, /v1/models, 503
+// while draining) and the worker's tokenize routes. Generation answers are
+// written by generation_http.cpp. The server used cpp-httplib until its
+// thread-per-connection pool let a few dozen idle sockets starve every route
+// (a worker waits on each connection's request line); it now runs on its own
+// epoll layer (http_conn.h), which needs nothing beyond the C library. The
+// tests still use httplib's client.
 #include "server/http_server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
-
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "base/error.h"
 #include "server/api_request.h"
@@ -57,47 +57,61 @@ std::string allowed_methods(const std::string& path) {
   return out;
 }
 
-constexpr int kListenBacklog = 1024;
+bool is_generation(const std::string& path) { return path == "/v1/chat/completions" || path == "/v1/completions"; }
 
 }  // namespace
 
-bool BackloggedServer::set_backlog(int backlog) {
-  const socket_t fd = svr_sock_;
-  return fd != INVALID_SOCKET && ::listen(fd, backlog) == 0;
+HttpResponse json_response(std::string body) {
+  HttpResponse r;
+  r.body = std::move(body);
+  return r;
 }
 
-void send_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.status();
-  res.set_content(error_body(e), "application/json");
+HttpResponse api_error_response(const ApiError& e) {
+  HttpResponse r;
+  r.status = e.status();
+  r.body = error_body(e);
+  return r;
 }
 
-void send_error(httplib::Response& res, int status, const std::string& message) {
-  res.status = status;
-  res.set_content(error_body(status, message), "application/json");
+HttpResponse unavailable(const std::string& message) {
+  HttpResponse r = error_response(503, message);
+  r.set_header("Retry-After", kRetryAfterS);
+  return r;
 }
 
 HttpServer::HttpServer(HttpOptions opts) : impl_(std::make_unique<Impl>()) {
-  impl_->opts = std::move(opts);
-  impl_->keys = ApiKeys(impl_->opts.api_keys);
-  impl_->install();
+  Impl& m = *impl_;
+  m.opts = std::move(opts);
+  m.keys = ApiKeys(m.opts.api_keys);
+  ConnOptions co;
+  co.host = m.opts.host;
+  co.port = m.opts.port;
+  co.header_timeout_s = m.opts.header_timeout_s;
+  co.timeout_s = m.opts.timeout_s;
+  co.max_connections = m.opts.max_connections;
+  co.workers = m.opts.http_threads > 0 ? m.opts.http_threads : 16;
+  co.max_body_bytes = m.opts.max_body_bytes;
+  ConnHandlers h;
+  h.check_head = [&m](const HttpRequest& req) { return m.check_head(req); };
+  h.answer_now = [&m](const HttpRequest& req) { return m.answer_now(req); };
+  h.answer_on_worker = [&m](const HttpRequest& req, ResponseWriter& w) { m.answer_on_worker(req, w); };
+  // Counted before the response is written, so a client that reads /metrics next sees its own response.
+  h.count_status = [&m](int status) { m.metrics.count_http(status); };
+  m.loop = std::make_unique<ConnectionLoop>(std::move(co), std::move(h));
 }
 
 HttpServer::~HttpServer() { stop(); }
 
 int HttpServer::bind() {
-  const int port = impl_->opts.port == 0 ? impl_->svr.bind_to_any_port(impl_->opts.host)
-                                         : (impl_->svr.bind_to_port(impl_->opts.host, impl_->opts.port)
-                                                ? impl_->opts.port
-                                                : -1);
-  if (port < 0) fail("cannot listen on ", impl_->opts.host, ":", impl_->opts.port, " (address in use or not local?)");
-  OG_CHECK(impl_->svr.set_backlog(kListenBacklog), "cannot set the listen backlog on ", impl_->opts.host, ":", port);
+  const int port = impl_->loop->bind();
   impl_->bound = true;
   return port;
 }
 
 void HttpServer::start() {
   OG_CHECK(impl_->bound, "HttpServer::start before bind");
-  impl_->thread = std::thread([this] { impl_->svr.listen_after_bind(); });
+  impl_->loop->start();
 }
 
 void HttpServer::set_model(const ServedModel& model, SchedulerPort& sched) {
@@ -115,154 +129,101 @@ bool HttpServer::wait_idle(double seconds) {
 
 void HttpServer::stop() {
   if (!impl_->bound) return;
-  impl_->svr.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->stopping.store(true);
+  impl_->loop->stop();
   impl_->bound = false;
 }
 
 int HttpServer::in_flight() const { return impl_->in_flight.load(); }
 
+int HttpServer::open_connections() const { return impl_->loop->open_connections(); }
+
+int HttpServer::max_connections() const { return impl_->loop->max_connections(); }
+
 ServerMetrics& HttpServer::metrics() { return impl_->metrics; }
 
-void HttpServer::Impl::install() {
-  const int threads = opts.http_threads > 0 ? opts.http_threads : 16;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  svr.set_read_timeout(opts.timeout_s, 0);
-  svr.set_write_timeout(opts.timeout_s, 0);
-  svr.set_payload_max_length(static_cast<size_t>(opts.max_body_bytes));
-  // httplib's default sets SO_REUSEPORT, which lets a second server bind the same
-  // port and take half the connections; SO_REUSEADDR alone allows a quick restart.
-  svr.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    return check_request(req, res) ? httplib::Server::HandlerResponse::Unhandled
-                                   : httplib::Server::HandlerResponse::Handled;
-  });
-  // Statuses httplib sets itself (a malformed request line, an unreadable body)
-  // get OpenAI's error shape too.
-  svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string msg = res.status == 413   ? "the request body is too large"
-                            : res.status == 404 ? "no such route"
-                                                : "bad HTTP request (status " + std::to_string(res.status) + ")";
-    res.set_content(error_body(res.status, msg), "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      send_error(res, 500, std::string("internal error: ") + e.what());
-    } catch (...) {
-      send_error(res, 500, "internal error");
-    }
-  });
-  // Counted before the response is written, so a client that reads /metrics next sees its own response.
-  svr.set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) { metrics.count_http(res.status); });
-
-  svr.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (!model.load()) return send_error(res, 503, "the model is loading");
-    if (draining.load()) return send_error(res, 503, "the server is shutting down");
-    res.set_content("{\"status\":\"ok\"}", "application/json");
-  });
-  svr.Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
-    if (!model.load()) return send_error(res, 503, "the model is loading");
-    if (draining.load()) return send_error(res, 503, "the server is shutting down");
-    res.set_content("{\"status\":\"ready\"}", "application/json");
-  });
-  svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    const ServedModel* m = model.load();
-    SchedulerPort* s = sched.load();
-    res.set_content(render_prometheus(s ? s->snapshot() : SchedulerSnapshot{}, metrics, m ? m->id : ""),
-                    "text/plain; version=0.0.4; charset=utf-8");
-  });
-  svr.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    const ServedModel& m = *model.load();
-    res.set_content(models_body(m.id, m.created, m.max_session_tokens), "application/json");
-  });
-  post("/v1/chat/completions", [this](const httplib::Request& req, const std::string& body, httplib::Response& res) {
-    handle_generation(Endpoint::kChat, req, body, res);
-  });
-  post("/v1/completions", [this](const httplib::Request& req, const std::string& body, httplib::Response& res) {
-    handle_generation(Endpoint::kCompletion, req, body, res);
-  });
-  post("/tokenize", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-    handle_tokenize(body, res);
-  });
-  post("/detokenize", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-    handle_detokenize(body, res);
-  });
-}
-
-bool HttpServer::Impl::check_request(const httplib::Request& req, httplib::Response& res) {
+std::optional<HttpResponse> HttpServer::Impl::check_head(const HttpRequest& req) {
   bool path_known = false;
   const Route* r = find_route(req.path, req.method, &path_known);
   if (!r) {
-    if (!path_known) {
-      send_error(res, 404, "no route " + req.method + " " + req.path);
-    } else {
-      res.set_header("Allow", allowed_methods(req.path));
-      send_error(res, 405, "method " + req.method + " is not allowed on " + req.path);
-    }
-    return false;
+    if (!path_known) return error_response(404, "no route " + client_text(req.method) + " " + client_text(req.path));
+    HttpResponse res = error_response(405, "method " + client_text(req.method) + " is not allowed on " + req.path);
+    res.set_header("Allow", allowed_methods(req.path));
+    return res;
   }
-  if (req.has_header("Content-Length")) {
-    const std::string len = req.get_header_value("Content-Length");
-    const bool numeric = !len.empty() && len.find_first_not_of("0123456789") == std::string::npos;
-    if (!numeric) return send_error(res, 400, "bad Content-Length header: '" + len + "'"), false;
-    if (len.size() > 18 || std::stoll(len) > opts.max_body_bytes) {
-      res.set_header("Connection", "close");
-      send_error(res, 413, "the request body is " + len + " bytes; this server takes at most " +
-                               std::to_string(opts.max_body_bytes) + " (--max-body-bytes)");
-      return false;
-    }
+  if (req.content_length > opts.max_body_bytes) {
+    const std::string len = req.content_length == HttpRequest::kHugeLength ? req.header_value("content-length")
+                                                                            : std::to_string(req.content_length);
+    HttpResponse res = error_response(413, "the request body is " + len + " bytes; this server takes at most " +
+                                               std::to_string(opts.max_body_bytes) + " (--max-body-bytes)");
+    res.close = true;
+    return res;
   }
-  if (req.is_multipart_form_data()) return send_error(res, 415, "the request body must be JSON, not multipart"), false;
-  if (r->needs_key && !keys.allows(req.get_header_value("Authorization"))) {
+  if (req.header_value("content-type").rfind("multipart/form-data", 0) == 0)
+    return error_response(415, "the request body must be JSON, not multipart");
+  if (r->needs_key && !keys.allows(req.header_value("authorization"))) {
+    HttpResponse res = api_error_response(ApiError(401, "authentication_error", "invalid_api_key",
+                                                   req.header("authorization")
+                                                       ? "the API key is not valid"
+                                                       : "an API key is required (Authorization: Bearer KEY)"));
     res.set_header("WWW-Authenticate", "Bearer");
-    send_error(res, ApiError(401, "authentication_error", "invalid_api_key",
-                             req.has_header("Authorization") ? "the API key is not valid"
-                                                             : "an API key is required (Authorization: Bearer KEY)"));
-    return false;
+    return res;
   }
-  if (r->needs_model && !model.load()) return send_error(res, 503, "the model is loading"), false;
-  return true;
+  if (r->needs_model && !model.load()) return unavailable("the model is loading");
+  return std::nullopt;
 }
 
-void HttpServer::Impl::post(const char* path, BodyHandler h) {
-  svr.Post(path, [this, h](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    std::string body;
-    bool over = false;
-    const bool ok = reader([&](const char* data, size_t n) {
-      if (static_cast<int64_t>(body.size() + n) > opts.max_body_bytes) {
-        over = true;
-        return false;
-      }
-      body.append(data, n);
-      return true;
-    });
-    if (!ok || over) {
-      res.set_header("Connection", "close");
-      if (over || res.status == 413)
-        return send_error(res, 413, "the request body is larger than this server takes (" +
-                                        std::to_string(opts.max_body_bytes) + " bytes, --max-body-bytes)");
-      return send_error(res, 400, "the request body could not be read");
-    }
-    try {
-      h(req, body, res);
-    } catch (const ApiError& e) {
-      send_error(res, e);
-    } catch (const og::Error& e) {
-      send_error(res, 500, e.what());
-    } catch (const std::bad_alloc&) {
-      send_error(res, 500, "out of memory");
-    }
-  });
+// The answers that cost the loop microseconds: never a lock held across a
+// model step (the scheduler's snapshot is a copy under its own mutex).
+std::optional<HttpResponse> HttpServer::Impl::answer_now(const HttpRequest& req) {
+  const std::string& p = req.path;
+  if (p == "/health" || p == "/ready") {
+    if (!model.load()) return unavailable("the model is loading");
+    if (draining.load()) return unavailable("the server is shutting down");
+    return json_response(p == "/health" ? "{\"status\":\"ok\"}" : "{\"status\":\"ready\"}");
+  }
+  if (p == "/metrics") {
+    const ServedModel* m = model.load();
+    SchedulerPort* s = sched.load();
+    HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = render_prometheus(s ? s->snapshot() : SchedulerSnapshot{}, metrics, m ? m->id : "");
+    return r;
+  }
+  if (p == "/v1/models") {
+    const ServedModel& m = *model.load();
+    return json_response(models_body(m.id, m.created, m.max_session_tokens));
+  }
+  if (is_generation(p) && draining.load()) return unavailable("the server is shutting down");
+  return std::nullopt;
 }
 
-void HttpServer::Impl::handle_tokenize(const std::string& body, httplib::Response& res) {
+void HttpServer::Impl::answer_on_worker(const HttpRequest& req, ResponseWriter& w) {
+  // Once part of a response is written an error can no longer be sent: the
+  // connection is closed instead (the writer is then not reusable).
+  auto answer = [&](const HttpResponse& r) {
+    if (!w.started()) w.send(r);
+  };
+  try {
+    if (req.path == "/v1/chat/completions") return handle_generation(Endpoint::kChat, req, w);
+    if (req.path == "/v1/completions") return handle_generation(Endpoint::kCompletion, req, w);
+    if (req.path == "/tokenize") return answer(handle_tokenize(req.body));
+    if (req.path == "/detokenize") return answer(handle_detokenize(req.body));
+    answer(error_response(404, "no route " + client_text(req.path)));
+  } catch (const ApiError& e) {
+    answer(api_error_response(e));
+  } catch (const og::Error& e) {
+    answer(error_response(500, e.what()));
+  } catch (const std::bad_alloc&) {
+    answer(error_response(500, "out of memory"));
+  } catch (const std::exception& e) {
+    answer(error_response(500, std::string("internal error: ") + e.what()));
+  } catch (...) {
+    answer(error_response(500, "internal error"));
+  }
+}
+
+HttpResponse HttpServer::Impl::handle_tokenize(const std::string& body) {
   const ServedModel& m = *model.load();
   const TokenizeRequest r = parse_tokenize_request(parse_json_object(body));
   check_model(r.model, m);
@@ -274,10 +235,10 @@ void HttpServer::Impl::handle_tokenize(const std::string& body, httplib::Respons
     bad_request(std::string("cannot tokenize: ") + e.what(), r.use_messages ? "messages" : "prompt");
   }
   json j = {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", m.max_session_tokens}};
-  res.set_content(dump_json(j), "application/json");
+  return json_response(dump_json(j));
 }
 
-void HttpServer::Impl::handle_detokenize(const std::string& body, httplib::Response& res) {
+HttpResponse HttpServer::Impl::handle_detokenize(const std::string& body) {
   const ServedModel& m = *model.load();
   const DetokenizeRequest r = parse_detokenize_request(parse_json_object(body));
   check_model(r.model, m);
@@ -290,7 +251,7 @@ void HttpServer::Impl::handle_detokenize(const std::string& body, httplib::Respo
                   "tokens");
     ids.push_back(static_cast<int32_t>(r.tokens[i]));
   }
-  res.set_content(dump_json({{"prompt", m.tok->decode(ids)}}), "application/json");
+  return json_response(dump_json({{"prompt", m.tok->decode(ids)}}));
 }
 
 }  // namespace og::server

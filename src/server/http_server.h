@@ -1,9 +1,12 @@
-// HttpServer: the OpenAI-compatible HTTP front of the scheduler, on
-// cpp-httplib. It listens before the model is loaded (/health answers 503
-// "loading" until set_model()), checks API keys and body sizes before reading
-// bodies, parses requests strictly into native structs, submits them through
-// a SchedulerPort and answers whole or as Server-Sent Events. A client that
-// goes away mid-stream has its request cancelled. Route table:
+// HttpServer: the OpenAI-compatible HTTP front of the scheduler, on the
+// server's own event-driven HTTP/1.1 layer (http_conn.h). It listens before
+// the model is loaded (/health answers 503 "loading" until set_model()),
+// checks routes, API keys and declared body sizes from the request head,
+// parses requests strictly into native structs, submits them through a
+// SchedulerPort and answers whole or as Server-Sent Events. /health, /ready
+// and /metrics are answered by the event loop itself, so no number of idle or
+// slow connections delays them; generation runs on the worker pool. A client
+// that goes away mid-stream has its request cancelled. Route table:
 //
 //   GET  /health               200 {"status":"ok"} | 503 loading/shutting down   (open)
 //   GET  /ready                200 when serving | 503                              (open)
@@ -15,8 +18,9 @@
 //   POST /detokenize           ids -> text                                         (key)
 //
 // Errors are OpenAI's {"error": {...}}: 400 bad request, 401 key, 404 route,
-// 405 method, 413 body, 429 too many requests in flight, 500 engine failure,
-// 503 loading or shutting down.
+// 405 method, 408 head or body too slow, 413 body, 429 too many requests in
+// flight, 500 engine failure, 503 loading, shutting down (with Retry-After)
+// or too many connections.
 #pragma once
 
 #include <cstdint>
@@ -34,11 +38,22 @@ struct HttpOptions {
   int port = 8080;  // 0 = any free port (bind() says which)
   std::vector<std::string> api_keys;  // empty = no key needed
   int64_t max_body_bytes = 8 << 20;
-  int timeout_s = 600;  // socket read/write timeout: how long a client may stall
+  // The request line and headers must arrive within this many seconds of the
+  // connection opening (or of the previous response): 408, then closed.
+  int header_timeout_s = 10;
+  // One deadline for the rest: the body must arrive within timeout_s of the
+  // head (else 408), and a response write the client takes no byte of for
+  // timeout_s drops the connection. A stream that keeps flowing has no limit.
+  int timeout_s = 600;
+  // Open connections beyond which a new one is answered 503 and closed (also
+  // capped by the open-file limit, which bind() raises to its hard limit).
+  int max_connections = 4096;
   // Generation requests in flight (running + waiting) beyond which new ones get
   // 429; 0 = unbounded.
   int max_in_flight = 0;
-  int http_threads = 16;  // connections served at once (each stream holds one)
+  // Worker threads: requests answered at once past the event loop
+  // (generation, tokenize); each stream holds one while it runs.
+  int http_threads = 16;
 };
 
 class HttpServer {
@@ -64,9 +79,11 @@ class HttpServer {
   void stop();
 
   int in_flight() const;  // generation requests submitted and not yet answered
+  int open_connections() const;
+  int max_connections() const;  // the cap in force (after bind())
   ServerMetrics& metrics();
 
-  struct Impl;  // http_internal.h (kept out of this header with httplib)
+  struct Impl;  // http_internal.h
 
  private:
   std::unique_ptr<Impl> impl_;
