@@ -70,21 +70,6 @@ std::vector<Value> sorted(std::vector<Value> items, bool reverse, bool case_sens
   return out;
 }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
-
 // jinja2's title filter: each piece after "-", whitespace or an opening bracket starts upper-case.
 std::string jinja_title(const std::string& s) {
   std::u32string u = utf8_decode(s);
@@ -235,12 +220,15 @@ Value Interp::filter(const std::string& name, const Value& v, CallArgs& raw) {
   Args a(raw, name.c_str());
   auto need_str = [&]() -> std::string { return v.to_str(); };
   if (name == "tojson") return tojson(v, a);
-  if (name == "safe" || name == "string") return name == "safe" ? v : Value(v.to_str());
-  if (name == "e" || name == "escape" || name == "forceescape") return Value(html_escape(need_str()));
+  if (name == "safe") return v.is_markup() ? v : Value::markup(v.to_str());
+  if (name == "string") return v.is_markup() ? v : Value(v.to_str());
+  if (name == "e" || name == "escape" || name == "forceescape")
+    return v.is_markup() && name != "forceescape" ? v : Value::markup(html_escape(need_str()));
+  auto keep_markup = [&](Value r) { return v.is_markup() ? Value::markup(r.str()) : r; };
   if (name == "trim") {
     CallArgs sa;
     sa.pos.push_back(a.get(0, "chars"));
-    return get_attr(Value(need_str()), "strip").fn().fn(sa);
+    return keep_markup(get_attr(Value(need_str()), "strip").fn().fn(sa));
   }
   if (name == "length" || name == "count") {
     if (v.is_string()) return Value(static_cast<int64_t>(utf8_length(v.str())));
@@ -274,6 +262,7 @@ Value Interp::filter(const std::string& name, const Value& v, CallArgs& raw) {
   }
   if (name == "map") {
     std::vector<Value> out;
+    if (!v.truthy()) return Value::list();
     if (a.has(99, "attribute")) {
       Value attribute = a.get(99, "attribute");
       Value dflt = a.get(99, "default", Value());
@@ -313,10 +302,10 @@ Value Interp::filter(const std::string& name, const Value& v, CallArgs& raw) {
   }
   if (name == "round")
     return py_round(v, to_int_arg(a.get(0, "precision", Value(int64_t{0})), "round"), a.get(1, "method", Value("common")).to_str());
-  if (name == "lower") return Value(str_lower(need_str()));
-  if (name == "upper") return Value(str_upper(need_str()));
-  if (name == "capitalize") return Value(str_capitalize(need_str()));
-  if (name == "title") return Value(jinja_title(need_str()));
+  if (name == "lower") return keep_markup(Value(str_lower(need_str())));
+  if (name == "upper") return keep_markup(Value(str_upper(need_str())));
+  if (name == "capitalize") return keep_markup(Value(str_capitalize(need_str())));
+  if (name == "title") return keep_markup(Value(jinja_title(need_str())));
   if (name == "replace") {
     CallArgs ra;
     ra.pos = {a.get(0, "old"), a.get(1, "new")};

@@ -93,6 +93,8 @@ Value get_item(const Value& obj, const Value& key);
 [[noreturn]] void fail_undefined(const Value& v);
 // v[a:b:c] (none: an omitted bound), on strings by code point (eval.cpp).
 Value slice_value(const Value& v, const Value& a, const Value& b, const Value& c);
+// markupsafe's escape(): & < > " ' as entities (ops.cpp).
+std::string html_escape(const std::string& s);
 // Python's "fmt % args" (ops.cpp).
 std::string percent_format(const std::string& fmt, const Value& args);
 int64_t to_int_arg(const Value& v, const char* what);

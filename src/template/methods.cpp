@@ -285,7 +285,13 @@ Value bound(const Value& obj, const std::string& name, Value (*fn)(const Value&,
 Value get_attr(const Value& obj, const std::string& name) {
   if (!name.empty() && name[0] != '_') {
     if (obj.is_string() && is_string_method(name))
-      return bound(obj, name, [](const Value& o, const std::string& n, CallArgs& a) { return string_method(o.str(), n, a); });
+      return bound(obj, name, [](const Value& o, const std::string& n, CallArgs& a) {
+        Value r = string_method(o.str(), n, a);
+        // markupsafe keeps these methods' results safe
+        bool keeps = n == "strip" || n == "lstrip" || n == "rstrip" || n == "upper" || n == "lower" ||
+                     n == "title" || n == "capitalize" || n == "replace";
+        return o.is_markup() && keeps ? Value::markup(r.str()) : r;
+      });
     if (obj.is_dict() && (name == "items" || name == "keys" || name == "values" || name == "get"))
       return bound(obj, name, dict_method);
     if (obj.is_sequence() && (name == "index" || name == "count")) return bound(obj, name, list_method);

@@ -19,6 +19,21 @@ int64_t to_int_arg(const Value& v, const char* what) {
   fail(what, ": '", v.type_name(), "' object cannot be interpreted as an integer");
 }
 
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
 namespace {
 
 [[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
@@ -110,6 +125,9 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, const Int
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
       in.check_size(a.str().size() + b.str().size());
+      if (a.is_markup() || b.is_markup())
+        return Value::markup((a.is_markup() ? a.str() : html_escape(a.str())) +
+                             (b.is_markup() ? b.str() : html_escape(b.str())));
       return Value(a.str() + b.str());
     }
     if (a.is_sequence() && b.kind() == a.kind()) {

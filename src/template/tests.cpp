@@ -120,6 +120,7 @@ Value select_items(Interp& in, const Value& v, CallArgs& raw, bool by_attr, bool
   targs.pos.assign(raw.pos.begin() + static_cast<std::ptrdiff_t>(next), raw.pos.end());
   targs.kw = raw.kw;
   std::vector<Value> out;
+  if (!v.truthy()) return Value::list();  // jinja2 yields nothing from a falsy sequence
   for (const Value& x : iterate(v)) {
     Value subject = x;
     if (by_attr) {

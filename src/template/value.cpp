@@ -46,6 +46,12 @@ Value::Value(int64_t v) : kind_(Kind::Int), i_(v) {}
 Value::Value(double v) : kind_(Kind::Float), f_(v) {}
 Value::Value(std::string s) : kind_(Kind::String), s_(std::move(s)) {}
 
+Value Value::markup(std::string s) {
+  Value v(std::move(s));
+  v.b_ = true;
+  return v;
+}
+
 Value Value::list(std::vector<Value> items) {
   Value v;
   v.kind_ = Kind::List;

@@ -55,6 +55,9 @@ class Value {
   static Value dict(Dict d = {});
   static Value make_namespace(Dict d = {});
   static Value callable(std::string name, std::function<Value(CallArgs&)> fn);
+  // A string marked safe (jinja2's Markup, from |safe or |escape): `+` with a
+  // plain string HTML-escapes the plain one, as markupsafe does.
+  static Value markup(std::string s);
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::Undefined; }
@@ -68,6 +71,7 @@ class Value {
   bool is_dict() const { return kind_ == Kind::Dict; }
   bool is_namespace() const { return kind_ == Kind::Namespace; }
   bool is_callable() const { return kind_ == Kind::Callable; }
+  bool is_markup() const { return kind_ == Kind::String && b_; }
 
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == Kind::Float ? static_cast<int64_t>(f_) : i_; }
