@@ -79,6 +79,11 @@ class ServeProc {
   const std::string& ready_output() const { return stdout_; }
   std::string stderr_text() const { return slurp(err_path_); }
 
+  // Sends `sig` without waiting (a shutdown then runs while the test talks to the server).
+  void signal(int sig) {
+    if (pid_ > 0 && !reaped_) kill(pid_, sig);
+  }
+
   // Sends `sig` and waits up to `seconds` for the exit; the exit code, or -1
   // when it did not exit in time (then it is killed).
   int stop(int sig = SIGTERM, double seconds = 60) {
