@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (build-fuzz/) and runs each for N
-# seconds (default 60; 7 targets), seeded from fuzz/corpus/<target>/ and the
+# seconds (default 60; 8 targets), seeded from fuzz/corpus/<target>/ and the
 # real test data (copied into build-fuzz/seeds/<target>/, never into the repo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
