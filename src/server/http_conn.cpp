@@ -157,7 +157,7 @@ void ConnectionLoop::Impl::linger(Conn& c) {
 void ConnectionLoop::Impl::respond(Conn& c, const HttpResponse& r, bool close) {
   const bool keep = !close && !r.close && c.req.keep_alive;
   if (h.count_status) h.count_status(r.status);
-  c.out = serialize_response(r, keep, c.req.method == "HEAD");
+  c.out = serialize_response(r, keep, c.req.method == "HEAD", /*chunked=*/false, c.req.version_minor == 0);
   c.out_pos = 0;
   c.close_after = !keep;
   c.state = ConnState::kWriting;

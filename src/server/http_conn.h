@@ -30,7 +30,7 @@ struct ConnOptions {
   int max_connections = 4096;  // lowered to what the open-file limit allows
   int workers = 16;
   int64_t max_body_bytes = 8 << 20;
-  size_t max_head_bytes = 64 << 10;
+  size_t max_head_bytes = 32 << 10;  // request line + headers (431 beyond)
 };
 
 // What the routes do; every callback must not throw.

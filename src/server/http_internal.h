@@ -36,7 +36,6 @@ struct HttpServer::Impl {
   std::atomic<const ServedModel*> model{nullptr};
   std::atomic<SchedulerPort*> sched{nullptr};
   std::atomic<bool> draining{false};
-  std::atomic<bool> stopping{false};  // stop(): generation waits end, their requests are cancelled
 
   // Generation requests submitted whose answer is not finished, or whose
   // on_finish has not come yet: the server's count is never below the

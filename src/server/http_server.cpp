@@ -129,7 +129,6 @@ bool HttpServer::wait_idle(double seconds) {
 
 void HttpServer::stop() {
   if (!impl_->bound) return;
-  impl_->stopping.store(true);
   impl_->loop->stop();
   impl_->bound = false;
 }

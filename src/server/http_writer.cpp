@@ -20,7 +20,7 @@ HttpResponse error_response(int status, const std::string& message) {
   return r;
 }
 
-std::string serialize_response(const HttpResponse& r, bool keep_alive, bool head_only, bool chunked) {
+std::string serialize_response(const HttpResponse& r, bool keep_alive, bool head_only, bool chunked, bool http10) {
   std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + reason_phrase(r.status) + "\r\n";
   if (!r.content_type.empty()) out += "Content-Type: " + r.content_type + "\r\n";
   for (const auto& [name, value] : r.headers) out += name + ": " + value + "\r\n";
@@ -30,6 +30,7 @@ std::string serialize_response(const HttpResponse& r, bool keep_alive, bool head
     out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
   }
   if (!keep_alive) out += "Connection: close\r\n";
+  if (keep_alive && http10) out += "Connection: keep-alive\r\n";
   out += "\r\n";
   if (!head_only && !chunked) out += r.body;
   return out;
@@ -77,7 +78,7 @@ bool ResponseWriter::send(const HttpResponse& r) {
   const bool keep = keep_alive_ && !r.close;
   if (!keep) keep_alive_ = false;
   if (on_status_) on_status_(r.status);
-  complete_ = write_all(serialize_response(r, keep, head_only_));
+  complete_ = write_all(serialize_response(r, keep, head_only_, /*chunked=*/false, !http11_));
   return complete_;
 }
 

@@ -31,8 +31,10 @@ HttpResponse error_response(int status, const std::string& message);
 
 // The status line and headers (with Content-Length = body size unless
 // `chunked`), then the body unless `head_only` (a HEAD request) or `chunked`.
-// `keep_alive` false adds "Connection: close".
-std::string serialize_response(const HttpResponse& r, bool keep_alive, bool head_only, bool chunked = false);
+// `keep_alive` false adds "Connection: close"; true for an HTTP/1.0 client
+// (`http10`) adds "Connection: keep-alive", which 1.0 needs to keep it.
+std::string serialize_response(const HttpResponse& r, bool keep_alive, bool head_only, bool chunked = false,
+                               bool http10 = false);
 
 // Answers one request on a worker thread. Not thread-safe; one per request.
 class ResponseWriter {

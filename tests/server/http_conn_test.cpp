@@ -331,6 +331,18 @@ TEST_F(Conn, KeepAlivePipeliningAndHead) {
   }
   EXPECT_EQ(rd.rest(), "") << "HEAD sent a body";
   close(fd);
+  // HTTP/1.0 keeps a connection only when both sides say so.
+  const int old = connect_to(port_);
+  ResponseReader rd10(old);
+  for (int i = 0; i < 2; ++i) {
+    send_str(old, "GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    const std::string r = rd10.next();
+    EXPECT_NE(r.find("Connection: keep-alive\r\n"), std::string::npos) << r;
+  }
+  send_str(old, "GET /health HTTP/1.0\r\n\r\n");
+  EXPECT_NE(rd10.next().find("Connection: close\r\n"), std::string::npos);
+  EXPECT_EQ(rd10.next(), "");  // then closed
+  close(old);
 }
 
 TEST_F(Conn, ChunkedBodiesAndExpectContinue) {
