@@ -459,7 +459,8 @@ TEST(Serve, HalfOpenSocketsDoNotStarveHealth) {
   for (int i = 0; i < kHalfOpen; ++i) {
     const int fd = connect_raw(s.port());
     ASSERT_GE(fd, 0);
-    send(fd, "POST /v1/completions HTTP/1.1\r\n", 32, MSG_NOSIGNAL);
+    const std::string line = "POST /v1/completions HTTP/1.1\r\n";  // the request line only
+    send(fd, line.data(), line.size(), MSG_NOSIGNAL);
     idle.push_back(fd);
   }
   std::atomic<int> served{0}, running{kClients};
