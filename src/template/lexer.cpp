@@ -156,6 +156,7 @@ std::vector<Token> Lexer::run() {
       tag = src_.find('{', tag + 1);
     if (tag == std::string::npos || tag + 1 >= src_.size()) {
       out_.push_back({Tok::Text, src_.substr(pos_), line_});
+      line_ += count_newlines(src_, pos_, src_.size());
       break;
     }
     char kind = src_[tag + 1];
@@ -172,7 +173,8 @@ std::vector<Token> Lexer::run() {
     pos_ = body;
     lex_tag(kind == '%');
   }
-  out_.push_back({Tok::Eof, "", line_});
+  // As jinja2, the end of the template is on the line of the last token.
+  out_.push_back({Tok::Eof, "", out_.empty() ? 1 : out_.back().line});
   return std::move(out_);
 }
 
@@ -186,7 +188,7 @@ void Lexer::lex_tag(bool block) {
       ++p;
     }
     pos_ = p;
-    if (pos_ >= src_.size()) error(block ? "unexpected end of template, expected '%}'" : "unexpected end of template, expected '}}'");
+    if (pos_ >= src_.size()) return;  // the parser reports the missing end of the tag
     if (balance_.empty()) {
       bool minus = src_[pos_] == '-' && src_.compare(pos_ + 1, 2, close) == 0;
       bool plus = block && src_[pos_] == '+' && src_.compare(pos_ + 1, 2, close) == 0;

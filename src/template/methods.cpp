@@ -301,6 +301,8 @@ Value get_attr(const Value& obj, const std::string& name) {
   if (obj.is_dict() || obj.is_namespace()) {
     if (const Value* v = obj.dict_ref().find(std::string_view(name))) return *v;
   }
+  if (!name.empty() && name[0] == '_')
+    return Value::undefined("access to attribute '" + name + "' of '" + obj.type_name() + "' object is unsafe.");
   return Value::undefined("'" + std::string(obj.is_namespace() ? "Namespace" : obj.type_name() + " object") +
                           "' has no attribute '" + name + "'");
 }

@@ -25,6 +25,18 @@ class Parser {
     }
     ~Nest() { --p.nesting_; }
   };
+  // A left-leaning chain (a + b + c, a.b.c, x|f|g) deepens the tree by one per
+  // link: each link counts as a level of nesting until the chain ends.
+  struct Chain {
+    Parser& p;
+    int links = 0;
+    explicit Chain(Parser& parser) : p(parser) {}
+    void link() {
+      ++links;
+      if (++p.nesting_ > p.max_nesting_) p.error(cat("template nests deeper than ", p.max_nesting_, " levels"));
+    }
+    ~Chain() { p.nesting_ -= links; }
+  };
 
   const Token& peek(size_t k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
   const Token& next() { return t_[std::min(i_++, t_.size() - 1)]; }
@@ -194,6 +206,7 @@ std::unique_ptr<Stmt> Parser::parse_if() {
   s->body = parse_body({"elif", "else", "endif"});
   ++i_;  // {%
   if (is_name("elif")) {
+    Nest nest(*this);
     s->else_body.push_back(parse_if());
     return s;
   }
@@ -346,7 +359,9 @@ ExprPtr Parser::parse_expression(bool with_condexpr) {
   Nest nest(*this);
   if (!with_condexpr) return parse_or();
   ExprPtr expr = parse_or();
+  Chain chain(*this);
   while (skip_name("if")) {
+    chain.link();
     auto e = make(ExprKind::CondExpr);
     e->line = expr->line;
     e->kids.push_back(parse_or());
@@ -359,13 +374,21 @@ ExprPtr Parser::parse_expression(bool with_condexpr) {
 
 ExprPtr Parser::parse_or() {
   ExprPtr l = parse_and();
-  while (skip_name("or")) l = binary(ExprKind::Or, "or", std::move(l), parse_and());
+  Chain chain(*this);
+  while (skip_name("or")) {
+    chain.link();
+    l = binary(ExprKind::Or, "or", std::move(l), parse_and());
+  }
   return l;
 }
 
 ExprPtr Parser::parse_and() {
   ExprPtr l = parse_not();
-  while (skip_name("and")) l = binary(ExprKind::And, "and", std::move(l), parse_not());
+  Chain chain(*this);
+  while (skip_name("and")) {
+    chain.link();
+    l = binary(ExprKind::And, "and", std::move(l), parse_not());
+  }
   return l;
 }
 
@@ -410,7 +433,9 @@ ExprPtr Parser::parse_compare() {
 
 ExprPtr Parser::parse_math1() {
   ExprPtr l = parse_concat();
+  Chain chain(*this);
   while (is_op("+") || is_op("-")) {
+    chain.link();
     std::string op = next().text;
     l = binary(ExprKind::Binary, op, std::move(l), parse_concat());
   }
@@ -419,13 +444,19 @@ ExprPtr Parser::parse_math1() {
 
 ExprPtr Parser::parse_concat() {
   ExprPtr l = parse_math2();
-  while (skip_op("~")) l = binary(ExprKind::Binary, "~", std::move(l), parse_math2());
+  Chain chain(*this);
+  while (skip_op("~")) {
+    chain.link();
+    l = binary(ExprKind::Binary, "~", std::move(l), parse_math2());
+  }
   return l;
 }
 
 ExprPtr Parser::parse_math2() {
   ExprPtr l = parse_pow();
+  Chain chain(*this);
   while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+    chain.link();
     std::string op = next().text;
     l = binary(ExprKind::Binary, op, std::move(l), parse_pow());
   }
@@ -434,7 +465,11 @@ ExprPtr Parser::parse_math2() {
 
 ExprPtr Parser::parse_pow() {
   ExprPtr l = parse_unary();
-  while (skip_op("**")) l = binary(ExprKind::Binary, "**", std::move(l), parse_unary());
+  Chain chain(*this);
+  while (skip_op("**")) {
+    chain.link();
+    l = binary(ExprKind::Binary, "**", std::move(l), parse_unary());
+  }
   return l;
 }
 
@@ -518,7 +553,9 @@ ExprPtr Parser::parse_primary() {
 }
 
 ExprPtr Parser::parse_postfix(ExprPtr node) {
+  Chain chain(*this);
   while (true) {
+    chain.link();
     if (is_op(".")) {
       ++i_;
       auto e = make(ExprKind::Attr);
@@ -592,7 +629,9 @@ void Parser::parse_call_args(Expr& e) {
 }
 
 ExprPtr Parser::parse_filter_expr(ExprPtr node) {
+  Chain chain(*this);
   while (true) {
+    chain.link();
     if (is_op("|")) {
       node = parse_filter(std::move(node), false);
     } else if (is_name("is")) {
@@ -611,8 +650,9 @@ ExprPtr Parser::parse_filter_expr(ExprPtr node) {
 // | name[.name](args) | ... ; start_inline: the chain of a {% filter %} or {% set x | f %}.
 ExprPtr Parser::parse_filter(ExprPtr node, bool start_inline) {
   bool first = true;
+  Chain chain(*this);
   while (is_op("|") || (start_inline && first)) {
-    Nest nest(*this);
+    chain.link();
     if (!(start_inline && first && !is_op("|"))) expect_op("|");
     first = false;
     auto e = make(ExprKind::Filter);

@@ -153,6 +153,7 @@ void bind_targets(const std::vector<std::string>& targets, const Value& v, Scope
     scope.set(targets[0], v);
     return;
   }
+  if (!v.is_sequence() && !v.is_dict() && !v.is_string()) fail("cannot unpack non-iterable ", v.type_name(), " object");
   std::vector<Value> items = iterate(v);
   if (items.size() != targets.size())
     fail(items.size() < targets.size() ? "not enough" : "too many", " values to unpack (expected ", targets.size(),
@@ -217,6 +218,7 @@ void Interp::exec_set(const Stmt& s, const std::shared_ptr<Scope>& scope) {
   if (!s.text.empty()) {
     Value ns = lookup(s.targets[0], scope);
     if (!ns.is_namespace()) fail("cannot assign attribute on non-namespace object");
+    ns.note_attribute(v);
     ns.dict_mut().set(Value(s.text), std::move(v));
     return;
   }
@@ -272,10 +274,14 @@ void Interp::install_globals() {
       if (a.pos.size() == 3) step = to_int_arg(a.pos[2], "range");
     }
     if (step == 0) fail("range() arg 3 must not be zero");
+    // jinja2's sandbox refuses ranges of more than 100000 items.
+    constexpr int64_t kMaxRange = 100000;
     std::vector<Value> out;
     for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-      count_iteration();
+      if (static_cast<int64_t>(out.size()) >= kMaxRange)
+        fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (", kMaxRange, ").");
       out.emplace_back(i);
+      if ((step > 0 && i > INT64_MAX - step) || (step < 0 && i < INT64_MIN - step)) break;
     }
     return Value::list(std::move(out));
   }));

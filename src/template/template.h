@@ -32,7 +32,7 @@ struct RenderOptions {
 class Template {
  public:
   // Nesting of expressions and blocks is bounded by max_nesting.
-  static Template parse(std::string_view source, int max_nesting = 200);
+  static Template parse(std::string_view source, int max_nesting = 256);
   // vars: a dict of the template's variables (anything else renders with none).
   std::string render(const Value& vars, const RenderOptions& options = {}) const;
 

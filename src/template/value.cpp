@@ -2,6 +2,8 @@
 // str()/repr(), equality and ordering, and conversion from JSON.
 #include "template/value.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "template/text.h"
 
@@ -52,8 +54,47 @@ Value Value::markup(std::string s) {
   return v;
 }
 
+namespace {
+
+int depth_of(const std::vector<Value>& items) {
+  int d = 0;
+  for (const Value& v : items) d = std::max(d, v.depth());
+  OG_CHECK(d + 1 <= kMaxValueDepth, "values nest deeper than ", kMaxValueDepth, " levels");
+  return d + 1;
+}
+
+int depth_of(const Dict& dict) {
+  int d = 0;
+  for (const auto& kv : dict.items) d = std::max({d, kv.first.depth(), kv.second.depth()});
+  OG_CHECK(d + 1 <= kMaxValueDepth, "values nest deeper than ", kMaxValueDepth, " levels");
+  return d + 1;
+}
+
+// Bounds recursion in repr() and equals() (a namespace may contain itself).
+thread_local int g_walk_depth = 0;
+struct WalkGuard {
+  WalkGuard() {
+    if (++g_walk_depth > 2 * kMaxValueDepth) {
+      g_walk_depth = 0;
+      fail("value nests too deeply (or contains itself)");
+    }
+  }
+  ~WalkGuard() {
+    if (g_walk_depth > 0) --g_walk_depth;
+  }
+};
+
+}  // namespace
+
+void Value::note_attribute(const Value& v) {
+  int d = std::max(dict_->depth, v.depth() + 1);
+  OG_CHECK(d <= kMaxValueDepth, "values nest deeper than ", kMaxValueDepth, " levels");
+  dict_->depth = d;
+}
+
 Value Value::list(std::vector<Value> items) {
   Value v;
+  v.depth_ = depth_of(items);
   v.kind_ = Kind::List;
   v.list_ = std::make_shared<std::vector<Value>>(std::move(items));
   return v;
@@ -67,6 +108,8 @@ Value Value::tuple(std::vector<Value> items) {
 
 Value Value::dict(Dict d) {
   Value v;
+  v.depth_ = depth_of(d);
+  d.depth = v.depth_;
   v.kind_ = Kind::Dict;
   v.dict_ = std::make_shared<Dict>(std::move(d));
   return v;
@@ -151,6 +194,7 @@ std::string dict_repr(const Dict& d) {
 }  // namespace
 
 std::string Value::repr() const {
+  WalkGuard guard;
   switch (kind_) {
     case Kind::Undefined: return "Undefined";
     case Kind::None: return "None";
@@ -168,6 +212,7 @@ std::string Value::repr() const {
 }
 
 bool equals(const Value& a, const Value& b) {
+  WalkGuard guard;
   using K = Value::Kind;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
@@ -202,6 +247,7 @@ bool equals(const Value& a, const Value& b) {
 }
 
 bool less(const Value& a, const Value& b) {
+  WalkGuard guard;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_float() < b.as_float();
     return a.as_int() < b.as_int();

@@ -29,9 +29,14 @@ struct Callable {
   std::function<Value(CallArgs&)> fn;
 };
 
+// Containers nest at most this deep (deeper ones would overflow the stack
+// when printed, compared or freed).
+constexpr int kMaxValueDepth = 512;
+
 // A dict keeps its keys in insertion order (as Python's does since 3.7).
 struct Dict {
   std::vector<std::pair<Value, Value>> items;
+  int depth = 1;  // of a namespace, whose attributes change after it is made
   const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
   void set(const Value& key, Value v);
@@ -85,6 +90,11 @@ class Value {
   // For an undefined value: why it is undefined ("'x' is undefined").
   const std::string& hint() const { return s_; }
 
+  // Container nesting: 0 for scalars, 1 + the deepest element for containers.
+  int depth() const { return kind_ == Kind::Namespace ? dict_->depth : depth_; }
+  // Raises a namespace's depth after `set ns.attr = v`; og::Error past kMaxValueDepth.
+  void note_attribute(const Value& v);
+
   bool truthy() const;
   // Python's type name, for error messages ("dict", "str", "NoneType").
   std::string type_name() const;
@@ -98,6 +108,7 @@ class Value {
   bool b_ = false;
   int64_t i_ = 0;
   double f_ = 0;
+  int depth_ = 0;
   std::string s_;
   std::shared_ptr<std::vector<Value>> list_;
   std::shared_ptr<Dict> dict_;

@@ -5,7 +5,8 @@ engine (tests/template/oracle_test.cpp runs it through /usr/bin/python3).
 
 Usage: jinja_oracle.py CASES.json RESULTS.json
 CASES.json: {"now": <unix seconds>, "cases": [{"template": str, "vars": {...}}, ...]}
-RESULTS.json: [{"ok": true, "out": str} | {"ok": false, "kind": str, "error": str}, ...]
+RESULTS.json: [{"ok": true, "out": str} | {"ok": false, "kind": str, "error": str[, "line": N]}, ...]
+(line: where a syntax error is)
 """
 import datetime
 import json
@@ -62,7 +63,10 @@ def main():
             results.append({"ok": True, "out": out})
         except Exception as e:  # every failure is a result the engine must reproduce
             kind = "raise_exception" if type(e) is TemplateError else type(e).__name__
-            results.append({"ok": False, "kind": kind, "error": str(e)})
+            result = {"ok": False, "kind": kind, "error": str(e)}
+            if isinstance(e, jinja2.TemplateSyntaxError):
+                result["line"] = e.lineno
+            results.append(result)
     with open(sys.argv[2], "w", encoding="utf-8") as f:
         json.dump(results, f, ensure_ascii=True)
 
