@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (build-fuzz/) and runs each for N
-# seconds (default 60; 8 targets), seeded from fuzz/corpus/<target>/ and the
+# seconds (default 60; 9 targets), seeded from fuzz/corpus/<target>/ and the
 # real test data (copied into build-fuzz/seeds/<target>/, never into the repo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +12,7 @@ seed_files() {
     fuzz_config) echo "$TESTDATA/models/stories260K-hf/config.json" ;;
     fuzz_tokenizer_json) echo "$TESTDATA/models/stories260K-hf/tokenizer.json" ;;
     fuzz_tokenizer_model) echo "$TESTDATA/models/stories260K/tok512.model" ;;
+    fuzz_jinja) echo tests/template/data/templates/*.jinja ;;
   esac
 }
 exec 9>/tmp/offgraph-build.lock
