@@ -147,6 +147,7 @@ Value py_round(const Value& v, int64_t precision, const std::string& method) {
   if (method == "ceil") return Value(std::ceil(x * p) / p);
   if (method == "floor") return Value(std::floor(x * p) / p);
   if (method != "common") fail("method must be common, ceil or floor");
+  if (!v.is_float() && precision >= 0) return Value(v.as_int());  // Python's round(int, n) is that int
   if (!std::isfinite(x)) return Value(x);
   char buf[512];
   std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(std::clamp<int64_t>(precision, 0, 300)), x);
@@ -238,7 +239,6 @@ Value Interp::filter(const std::string& name, const Value& v, CallArgs& raw) {
     fail("object of type '", v.type_name(), "' has no len()");
   }
   if (name == "first" || name == "last") {
-    if (v.is_undefined()) fail_undefined(v);
     std::vector<Value> items = iterate(v);
     if (items.empty()) return Value::undefined(cat("No ", name, " item, sequence was empty."));
     return name == "first" ? items.front() : items.back();

@@ -80,6 +80,7 @@ void dump(const Value& v, const JsonFormat& f, int level, std::string& out) {
     case Value::Kind::String: out += json_quote(v.str(), f.ensure_ascii); return;
     case Value::Kind::List:
     case Value::Kind::Tuple: {
+      if (v.is_dict_view()) fail("Object of type ", v.repr().substr(0, v.repr().find('(')), " is not JSON serializable");
       const auto& items = v.items();
       if (items.empty()) { out += "[]"; return; }
       out.push_back('[');

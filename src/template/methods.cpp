@@ -242,12 +242,12 @@ Value dict_method(const Value& d, const std::string& name, CallArgs& a) {
   if (name == "items") {
     std::vector<Value> out;
     for (const auto& kv : dict.items) out.push_back(Value::tuple({kv.first, kv.second}));
-    return Value::list(std::move(out));
+    return Value::dict_view(std::move(out), "dict_items");
   }
   if (name == "keys" || name == "values") {
     std::vector<Value> out;
     for (const auto& kv : dict.items) out.push_back(name == "keys" ? kv.first : kv.second);
-    return Value::list(std::move(out));
+    return Value::dict_view(std::move(out), name == "keys" ? "dict_keys" : "dict_values");
   }
   // get
   const Value* v = dict.find(arg(a, 0, "get"));
@@ -313,7 +313,7 @@ Value get_item(const Value& obj, const Value& key) {
     if (key.is_string()) return get_attr(obj, key.str());
     return Value::undefined("'" + obj.type_name() + " object' has no attribute " + key.repr());
   }
-  if ((obj.is_sequence() || obj.is_string()) && (key.is_int() || key.is_bool())) {
+  if ((obj.is_sequence() || obj.is_string()) && !obj.is_dict_view() && (key.is_int() || key.is_bool())) {
     int64_t i = key.as_int();
     if (obj.is_string()) {
       if (is_ascii(obj.str())) {

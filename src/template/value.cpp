@@ -100,6 +100,12 @@ Value Value::list(std::vector<Value> items) {
   return v;
 }
 
+Value Value::dict_view(std::vector<Value> items, std::string view_name) {
+  Value v = list(std::move(items));
+  v.s_ = std::move(view_name);
+  return v;
+}
+
 Value Value::tuple(std::vector<Value> items) {
   Value v = list(std::move(items));
   v.kind_ = Kind::Tuple;
@@ -202,7 +208,9 @@ std::string Value::repr() const {
     case Kind::Int: return std::to_string(i_);
     case Kind::Float: return py_float_repr(f_);
     case Kind::String: return py_str_repr(s_);
-    case Kind::List: return seq_repr(*list_, "[", "]", false);
+    case Kind::List:
+      if (!s_.empty()) return s_ + "(" + seq_repr(*list_, "[", "]", false) + ")";
+      return seq_repr(*list_, "[", "]", false);
     case Kind::Tuple: return seq_repr(*list_, "(", ")", true);
     case Kind::Dict: return dict_repr(*dict_);
     case Kind::Namespace: return "<Namespace " + dict_repr(*dict_) + ">";
@@ -219,7 +227,8 @@ bool equals(const Value& a, const Value& b) {
     return a.as_int() == b.as_int();
   }
   if (a.is_sequence() && b.is_sequence()) {
-    if (a.kind() != b.kind() || a.items().size() != b.items().size()) return false;
+    if (a.kind() != b.kind() || a.is_dict_view() || b.is_dict_view() || a.items().size() != b.items().size())
+      return false;
     for (size_t i = 0; i < a.items().size(); ++i)
       if (!equals(a.items()[i], b.items()[i])) return false;
     return true;

@@ -57,6 +57,10 @@ class Value {
   Value(const char* s) : Value(std::string(s)) {}
   static Value list(std::vector<Value> items = {});
   static Value tuple(std::vector<Value> items);
+  // dict.keys() / values() / items(): iterable like a list, printed as
+  // "dict_keys([...])", not indexable, not JSON serializable (as in Python).
+  static Value dict_view(std::vector<Value> items, std::string view_name);
+  bool is_dict_view() const { return kind_ == Kind::List && !s_.empty(); }
   static Value dict(Dict d = {});
   static Value make_namespace(Dict d = {});
   static Value callable(std::string name, std::function<Value(CallArgs&)> fn);
