@@ -55,6 +55,7 @@ struct Conn {
   bool close_after = false;  // once `out` is sent
   bool worker_close = false;  // set by the worker: the connection cannot serve another request
   Clock::time_point deadline;
+  size_t accounted = 0;  // in + req.body as last counted into Impl::buffered
 };
 
 // The one 503 the loop writes when it is at max_connections.
@@ -75,6 +76,11 @@ struct ConnectionLoop::Impl {
   std::vector<std::thread> workers;
   std::atomic<bool> stopping{false};
   std::atomic<int> open{0};
+  // Request bytes the connections hold (heads, bodies, pipelined bytes; a
+  // body until its worker is done), bounded by `budget` so that slow senders
+  // cannot hold memory without limit: a read past it is answered 503.
+  size_t buffered = 0, budget = 0;
+  std::atomic<size_t> buffered_pub{0};
   bool started = false;
   std::unordered_map<Conn*, std::unique_ptr<Conn>> conns;  // loop thread only (after start)
   std::vector<std::unique_ptr<Conn>> dead;  // closed in this event batch; freed after it
@@ -103,6 +109,7 @@ struct ConnectionLoop::Impl {
   void flush(Conn& c);
   void linger(Conn& c);
   void close_conn(Conn& c);
+  void account(Conn& c);
   void set_events(Conn& c, uint32_t ev);
   void sweep(Clock::time_point now);
   void take_returned();
@@ -135,6 +142,9 @@ void ConnectionLoop::Impl::close_conn(Conn& c) {
   set_events(c, 0);
   ::close(c.fd);
   c.state = ConnState::kClosed;
+  buffered -= c.accounted;
+  buffered_pub.store(buffered);
+  c.accounted = 0;
   auto it = conns.find(&c);
   if (it != conns.end()) {
     dead.push_back(std::move(it->second));
@@ -143,12 +153,22 @@ void ConnectionLoop::Impl::close_conn(Conn& c) {
   open.store(static_cast<int>(conns.size()));
 }
 
+// Brings `buffered` up to date with what c holds (not while a worker has it).
+void ConnectionLoop::Impl::account(Conn& c) {
+  if (c.state == ConnState::kClosed || c.state == ConnState::kWorker) return;
+  const size_t held = c.in.size() + c.req.body.size();
+  buffered = buffered - c.accounted + held;
+  c.accounted = held;
+  buffered_pub.store(buffered);
+}
+
 // Stops sending, then reads and drops what the client still sends for a
 // moment, so that closing with unread input does not reset the connection
 // before the client has read the response.
 void ConnectionLoop::Impl::linger(Conn& c) {
   ::shutdown(c.fd, SHUT_WR);
   c.in.clear();
+  c.req.body.clear();
   c.state = ConnState::kLinger;
   c.deadline = Clock::now() + kLinger;
   set_events(c, EPOLLIN | EPOLLRDHUP);
@@ -194,12 +214,18 @@ bool ConnectionLoop::Impl::read_some(Conn& c) {
     const ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n > 0) {
       total += static_cast<size_t>(n);
-      if (c.state != ConnState::kLinger) c.in.append(buf, static_cast<size_t>(n));
-      if (c.state == ConnState::kHead || c.state == ConnState::kBody) {
-        process(c);
-        if (c.state != ConnState::kHead && c.state != ConnState::kBody && c.state != ConnState::kLinger)
-          return c.state != ConnState::kClosed;
+      if (c.state == ConnState::kLinger) continue;
+      if (buffered - c.accounted + c.in.size() + c.req.body.size() + static_cast<size_t>(n) > budget) {
+        HttpResponse r = error_response(503, "the server holds too many request bytes from slow clients; retry later");
+        r.set_header("Retry-After", "1");
+        c.req = HttpRequest();
+        respond(c, r, true);
+        return c.state != ConnState::kClosed;
       }
+      c.in.append(buf, static_cast<size_t>(n));
+      process(c);
+      if (c.state != ConnState::kHead && c.state != ConnState::kBody && c.state != ConnState::kLinger)
+        return c.state != ConnState::kClosed;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -216,9 +242,10 @@ void ConnectionLoop::Impl::on_event(Conn& c, uint32_t ev) {
     if (ev & (EPOLLERR | EPOLLHUP)) return close_conn(c);
     flush(c);
     if (c.state == ConnState::kHead) process(c);
-    return;
+  } else if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+    read_some(c);
   }
-  if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) read_some(c);
+  account(c);
 }
 
 // Reads the body from c.in; true once it is whole (in c.req.body). An error
@@ -253,6 +280,7 @@ bool ConnectionLoop::Impl::read_body(Conn& c) {
 
 void ConnectionLoop::Impl::dispatch(Conn& c) {
   if (auto r = h.answer_now(c.req)) return respond(c, *r, false);
+  account(c);  // the body stays counted until the worker hands the connection back
   c.state = ConnState::kWorker;
   set_events(c, 0);
   {
@@ -369,6 +397,7 @@ void ConnectionLoop::Impl::sweep(Clock::time_point now) {
         close_conn(*c);  // a client that does not read its response, or a lingering close
         break;
     }
+    account(*c);
   }
 }
 
@@ -382,14 +411,16 @@ void ConnectionLoop::Impl::take_returned() {
     c->req.body.clear();
     c->req.body.shrink_to_fit();
     if (c->worker_close) {
+      c->state = ConnState::kHead;  // the loop's again (linger() sets its state)
       linger(*c);
-      continue;
+    } else {
+      c->state = ConnState::kHead;
+      c->req = HttpRequest();
+      c->deadline = Clock::now() + std::chrono::seconds(opts.header_timeout_s);
+      set_events(*c, EPOLLIN | EPOLLRDHUP);
+      process(*c);  // a pipelined request may be waiting in c->in
     }
-    c->state = ConnState::kHead;
-    c->req = HttpRequest();
-    c->deadline = Clock::now() + std::chrono::seconds(opts.header_timeout_s);
-    set_events(*c, EPOLLIN | EPOLLRDHUP);
-    process(*c);  // a pipelined request may be waiting in c->in
+    account(*c);
   }
 }
 
@@ -469,6 +500,10 @@ void ConnectionLoop::Impl::worker_main() {
 ConnectionLoop::ConnectionLoop(ConnOptions opts, ConnHandlers handlers) : impl_(std::make_unique<Impl>()) {
   impl_->opts = std::move(opts);
   impl_->h = std::move(handlers);
+  // At least one largest request fits, whatever the option says.
+  const ConnOptions& o = impl_->opts;
+  impl_->budget = static_cast<size_t>(std::max<int64_t>(
+      o.max_buffered_bytes, o.max_body_bytes + static_cast<int64_t>(o.max_head_bytes + 2 * kReadChunk)));
 }
 
 ConnectionLoop::~ConnectionLoop() { stop(); }
@@ -557,6 +592,8 @@ void ConnectionLoop::stop() {
   m.jobs.clear();
   m.returned.clear();
   m.open.store(0);
+  m.buffered = 0;
+  m.buffered_pub.store(0);
   ::close(m.epoll_fd);
   ::close(m.wake_fd);
   m.started = false;
@@ -565,5 +602,7 @@ void ConnectionLoop::stop() {
 int ConnectionLoop::open_connections() const { return impl_->open.load(); }
 
 int ConnectionLoop::max_connections() const { return impl_->max_conns; }
+
+int64_t ConnectionLoop::buffered_bytes() const { return static_cast<int64_t>(impl_->buffered_pub.load()); }
 
 }  // namespace og::server

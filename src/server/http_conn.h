@@ -31,6 +31,9 @@ struct ConnOptions {
   int workers = 16;
   int64_t max_body_bytes = 8 << 20;
   size_t max_head_bytes = 32 << 10;  // request line + headers (431 beyond)
+  // Request bytes held for all connections together (503 beyond); never
+  // less than one largest request.
+  int64_t max_buffered_bytes = int64_t{256} << 20;
 };
 
 // What the routes do; every callback must not throw.
@@ -66,6 +69,7 @@ class ConnectionLoop {
 
   int open_connections() const;
   int max_connections() const;  // as capped by the open-file limit (after bind())
+  int64_t buffered_bytes() const;  // request bytes the connections hold now
 
   struct Impl;
 

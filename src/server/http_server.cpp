@@ -92,6 +92,7 @@ HttpServer::HttpServer(HttpOptions opts) : impl_(std::make_unique<Impl>()) {
   co.max_connections = m.opts.max_connections;
   co.workers = m.opts.http_threads > 0 ? m.opts.http_threads : 16;
   co.max_body_bytes = m.opts.max_body_bytes;
+  co.max_buffered_bytes = m.opts.max_buffered_bytes;
   ConnHandlers h;
   h.check_head = [&m](const HttpRequest& req) { return m.check_head(req); };
   h.answer_now = [&m](const HttpRequest& req) { return m.answer_now(req); };
@@ -138,6 +139,8 @@ int HttpServer::in_flight() const { return impl_->in_flight.load(); }
 int HttpServer::open_connections() const { return impl_->loop->open_connections(); }
 
 int HttpServer::max_connections() const { return impl_->loop->max_connections(); }
+
+int64_t HttpServer::buffered_request_bytes() const { return impl_->loop->buffered_bytes(); }
 
 ServerMetrics& HttpServer::metrics() { return impl_->metrics; }
 

@@ -48,6 +48,9 @@ struct HttpOptions {
   // Open connections beyond which a new one is answered 503 and closed (also
   // capped by the open-file limit, which bind() raises to its hard limit).
   int max_connections = 4096;
+  // Request bytes all connections together may hold while they are read
+  // (slow senders' partial bodies): a read past it is answered 503.
+  int64_t max_buffered_bytes = int64_t{256} << 20;
   // Generation requests in flight (running + waiting) beyond which new ones get
   // 429; 0 = unbounded.
   int max_in_flight = 0;
@@ -81,6 +84,7 @@ class HttpServer {
   int in_flight() const;  // generation requests submitted and not yet answered
   int open_connections() const;
   int max_connections() const;  // the cap in force (after bind())
+  int64_t buffered_request_bytes() const;
   ServerMetrics& metrics();
 
   struct Impl;  // http_internal.h

@@ -180,6 +180,7 @@ TEST_F(Conn, HalfOpenSocketsDoNotStarveTheServer) {
   for (int i = 0; i < 300 && server_->open_connections() > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(server_->open_connections(), 0);
+  EXPECT_EQ(server_->buffered_request_bytes(), 0);
 }
 
 TEST_F(Conn, ConnectionCapAnswers503AndCloses) {
@@ -269,6 +270,48 @@ TEST_F(Conn, OversizedContentLengthIs413AtOnce) {
   EXPECT_EQ(resp.rfind("HTTP/1.1 413", 0), 0u) << resp;
   EXPECT_NE(resp.find("Connection: close"), std::string::npos) << resp;
   EXPECT_EQ(timed_get(port_, "/health").first, 200);
+}
+
+// Slow senders' partial bodies are bounded all together: once they hold the
+// budget, the next read is answered 503 (and the bytes are given back as
+// connections close), so they cannot hold memory without limit.
+TEST_F(Conn, BufferedRequestBytesAreBounded) {
+  HttpOptions o;
+  o.max_body_bytes = 40000;
+  o.max_buffered_bytes = 1;  // raised to one largest request + a little (~170 KB)
+  start(o);
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 40000\r\n\r\n";
+  std::vector<int> slow;
+  int refused_at = -1;
+  for (int i = 0; i < 12 && refused_at < 0; ++i) {
+    const int fd = connect_to(port_, 1);
+    send_str(fd, head + std::string(39000, ' '));
+    slow.push_back(fd);
+    char buf[256] = {};
+    timeval tv{0, 300000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    if (n > 0) {
+      EXPECT_EQ(std::string(buf).rfind("HTTP/1.1 503", 0), 0u) << buf;
+      EXPECT_NE(std::string(buf).find("Retry-After: 1"), std::string::npos) << buf;
+      refused_at = i;
+    }
+    EXPECT_LE(server_->buffered_request_bytes(), 40000 + (32 << 10) + (128 << 10));
+  }
+  EXPECT_GE(refused_at, 3);  // three fit in the budget
+  EXPECT_EQ(timed_get(port_, "/health").first, 200);
+  for (int fd : slow) close(fd);
+  for (int i = 0; i < 300 && server_->open_connections() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server_->buffered_request_bytes(), 0);
+  // A whole request fits again.
+  const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 2})";
+  const int fd = connect_to(port_);
+  send_str(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(read_until_close(fd).rfind("HTTP/1.1 200", 0), 0u);
+  close(fd);
+  EXPECT_EQ(server_->buffered_request_bytes(), 0);
 }
 
 TEST_F(Conn, DrainAnswers503WithRetryAfter) {

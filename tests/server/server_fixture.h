@@ -210,6 +210,13 @@ class ServerFixture : public ::testing::Test {
     if (load) server_->set_model(model_, *sched_);
   }
   void TearDown() override {
+    // Once every client has gone, the connections hold no request bytes (the
+    // loop's accounting of buffered bytes has not leaked).
+    for (int i = 0; server_ && i < 200 && server_->open_connections() > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (server_ && server_->open_connections() == 0) {
+      EXPECT_EQ(server_->buffered_request_bytes(), 0);
+    }
     if (server_) server_->stop();
     server_.reset();
     sched_.reset();
