@@ -117,27 +117,43 @@ Value slice_value(const Value& v, const Value& a, const Value& b, const Value& c
   fail("'", v.type_name(), "' object is not subscriptable");
 }
 
+Value Interp::eval_container(const Expr& e, const std::shared_ptr<Scope>& scope) {
+  if (e.kind == ExprKind::Dict) {
+    Dict d;
+    for (size_t i = 0; i + 1 < e.kids.size(); i += 2) {
+      Value k = eval(*e.kids[i], scope);
+      if (k.kind() == Value::Kind::List || k.is_dict()) fail("unhashable type: '", k.type_name(), "'");
+      d.set(k, eval(*e.kids[i + 1], scope));
+    }
+    return Value::dict(std::move(d));
+  }
+  std::vector<Value> items;
+  items.reserve(e.kids.size());
+  for (const auto& k : e.kids) items.push_back(eval(*k, scope));
+  return e.kind == ExprKind::List ? Value::list(std::move(items)) : Value::tuple(std::move(items));
+}
+
+namespace {
+
+Value unary_op(const std::string& op, const Value& v) {
+  if (op == "not") return Value(!v.truthy());
+  if (v.is_undefined()) fail_undefined(v);
+  if (!v.is_number()) fail("bad operand type for unary ", op, ": '", v.type_name(), "'");
+  if (op == "+") return v.is_float() ? v : Value(v.as_int());
+  if (v.is_float()) return Value(-v.as_float());
+  if (v.as_int() == INT64_MIN) fail("integer overflow");
+  return Value(-v.as_int());
+}
+
+}  // namespace
+
 Value Interp::eval_inner(const Expr& e, const std::shared_ptr<Scope>& scope) {
   switch (e.kind) {
     case ExprKind::Literal: return e.value;
     case ExprKind::Name: return lookup(e.name, scope);
     case ExprKind::List:
-    case ExprKind::Tuple: {
-      std::vector<Value> items;
-      items.reserve(e.kids.size());
-      for (const auto& k : e.kids) items.push_back(eval(*k, scope));
-      return e.kind == ExprKind::List ? Value::list(std::move(items)) : Value::tuple(std::move(items));
-    }
-    case ExprKind::Dict: {
-      Dict d;
-      for (size_t i = 0; i + 1 < e.kids.size(); i += 2) {
-        Value k = eval(*e.kids[i], scope);
-        if (k.is_sequence() && k.kind() == Value::Kind::List) fail("unhashable type: 'list'");
-        if (k.is_dict()) fail("unhashable type: 'dict'");
-        d.set(k, eval(*e.kids[i + 1], scope));
-      }
-      return Value::dict(std::move(d));
-    }
+    case ExprKind::Tuple:
+    case ExprKind::Dict: return eval_container(e, scope);
     case ExprKind::Attr: {
       Value obj = eval(*e.kids[0], scope);
       if (obj.is_undefined()) fail_undefined(obj);
@@ -162,16 +178,7 @@ Value Interp::eval_inner(const Expr& e, const std::shared_ptr<Scope>& scope) {
       CallArgs args = eval_args(e, 1, scope);
       return Value(test(e.name, v, args) != e.negate);
     }
-    case ExprKind::Unary: {
-      Value v = eval(*e.kids[0], scope);
-      if (e.name == "not") return Value(!v.truthy());
-      if (v.is_undefined()) fail_undefined(v);
-      if (!v.is_number()) fail("bad operand type for unary ", e.name, ": '", v.type_name(), "'");
-      if (e.name == "+") return v.is_float() ? v : Value(v.as_int());
-      if (v.is_float()) return Value(-v.as_float());
-      if (v.as_int() == INT64_MIN) fail("integer overflow");
-      return Value(-v.as_int());
-    }
+    case ExprKind::Unary: return unary_op(e.name, eval(*e.kids[0], scope));
     case ExprKind::Binary:
       return binary_op(e.name, eval(*e.kids[0], scope), eval(*e.kids[1], scope), *this);
     case ExprKind::Compare: return eval_compare(e, scope);

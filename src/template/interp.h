@@ -65,6 +65,7 @@ class Interp {
  private:
   Value eval_inner(const Expr& e, const std::shared_ptr<Scope>& scope);
   Value eval_call(const Expr& e, const std::shared_ptr<Scope>& scope);
+  Value eval_container(const Expr& e, const std::shared_ptr<Scope>& scope);
   Value eval_filter(const Expr& e, const Value& target, const std::shared_ptr<Scope>& scope);
   CallArgs eval_args(const Expr& e, size_t first, const std::shared_ptr<Scope>& scope);
   Value eval_compare(const Expr& e, const std::shared_ptr<Scope>& scope);

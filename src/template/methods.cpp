@@ -10,6 +10,9 @@
 namespace og::jinja {
 namespace {
 
+// What one string method may build (the render's own bound applies on top).
+constexpr size_t kMaxMethodResult = 64u << 20;
+
 std::u32string strip_set(const CallArgs& a, size_t idx) {
   if (a.pos.size() > idx && a.pos[idx].is_string()) return utf8_decode(a.pos[idx].str());
   if (a.pos.size() > idx && !a.pos[idx].is_none()) fail("strip arg must be None or str");
@@ -135,6 +138,85 @@ int64_t cp_index(const std::string& s, size_t byte) {
   return static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, byte)));
 }
 
+Value str_replace(const std::string& s, CallArgs& a) {
+  const std::string& from = str_arg(a, 0, "replace");
+  const std::string& to = str_arg(a, 1, "replace");
+  int64_t count = a.pos.size() > 2 ? to_int_arg(a.pos[2], "replace") : -1;
+  std::string out;
+  int64_t done = 0;
+  if (from.empty()) {  // Python inserts `to` between every character and at both ends
+    std::u32string u = utf8_decode(s);
+    for (size_t i = 0; i <= u.size(); ++i) {
+      if (count < 0 || done < count) {
+        out += to;
+        ++done;
+      }
+      if (i < u.size()) utf8_append(out, u[i]);
+      if (out.size() > kMaxMethodResult) fail("replace: result too large");
+    }
+    return Value(std::move(out));
+  }
+  size_t pos = 0;
+  while (count < 0 || done < count) {
+    size_t f = s.find(from, pos);
+    if (f == std::string::npos) break;
+    out.append(s, pos, f - pos);
+    out += to;
+    pos = f + from.size();
+    ++done;
+    if (out.size() > kMaxMethodResult) fail("replace: result too large");
+  }
+  out.append(s, pos, std::string::npos);
+  return Value(std::move(out));
+}
+
+Value str_find(const std::string& s, const std::string& name, CallArgs& a) {
+  const std::string& x = str_arg(a, 0, name.c_str());
+  size_t f = name[0] == 'r' ? s.rfind(x) : s.find(x);
+  if (f == std::string::npos) {
+    if (name.find("index") != std::string::npos) fail("substring not found");
+    return Value(int64_t{-1});
+  }
+  return Value(cp_index(s, f));
+}
+
+Value str_count(const std::string& s, CallArgs& a) {
+  const std::string& x = str_arg(a, 0, "count");
+  if (x.empty()) return Value(static_cast<int64_t>(utf8_length(s) + 1));
+  int64_t n = 0;
+  for (size_t f = s.find(x); f != std::string::npos; f = s.find(x, f + x.size())) ++n;
+  return Value(n);
+}
+
+Value str_join(const std::string& s, CallArgs& a) {
+  std::string out;
+  std::vector<Value> items = iterate(arg(a, 0, "join"));
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].is_string()) fail("sequence item ", i, ": expected str instance, ", items[i].type_name(), " found");
+    if (i) out += s;
+    out += items[i].str();
+    if (out.size() > kMaxMethodResult) fail("join: result too large");
+  }
+  return Value(std::move(out));
+}
+
+// isdigit(), isspace(), ...: true when s is not empty and every character qualifies.
+Value str_predicate(const std::string& s, const std::string& name) {
+  bool (*pred)(char32_t) = nullptr;
+  if (name == "isdigit" || name == "isnumeric" || name == "isdecimal") pred = [](char32_t c) { return c >= '0' && c <= '9'; };
+  else if (name == "isspace") pred = py_isspace;
+  else if (name == "isalnum") pred = py_isalnum;
+  else if (name == "isalpha") pred = [](char32_t c) { return py_isalnum(c) && !(c >= '0' && c <= '9'); };
+  else if (name == "isupper") pred = [](char32_t c) { return !py_islower(c); };
+  else if (name == "islower") pred = [](char32_t c) { return !py_isupper(c); };
+  else fail("'str' object has no attribute '", name, "'");
+  std::u32string u = utf8_decode(s);
+  if (u.empty()) return Value(false);
+  for (char32_t c : u)
+    if (!pred(c)) return Value(false);
+  return Value(true);
+}
+
 Value string_method(const std::string& s, const std::string& name, CallArgs& a) {
   if (name == "strip") return Value(do_strip(s, a, true, true));
   if (name == "lstrip") return Value(do_strip(s, a, true, false));
@@ -147,84 +229,16 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& a) 
   if (name == "lower") return Value(str_lower(s));
   if (name == "title") return Value(str_title(s));
   if (name == "capitalize") return Value(str_capitalize(s));
-  if (name == "replace") {
-    const std::string& from = str_arg(a, 0, "replace");
-    const std::string& to = str_arg(a, 1, "replace");
-    int64_t count = a.pos.size() > 2 ? to_int_arg(a.pos[2], "replace") : -1;
-    std::string out;
-    size_t pos = 0;
-    int64_t done = 0;
-    if (from.empty()) {
-      std::u32string u = utf8_decode(s);
-      for (size_t i = 0; i <= u.size(); ++i) {
-        if (count < 0 || done < count) {
-          out += to;
-          ++done;
-        }
-        if (i < u.size()) utf8_append(out, u[i]);
-        if (out.size() > (64u << 20)) fail("replace: result too large");
-      }
-      return Value(std::move(out));
-    }
-    while (count < 0 || done < count) {
-      size_t f = s.find(from, pos);
-      if (f == std::string::npos) break;
-      out.append(s, pos, f - pos);
-      out += to;
-      pos = f + from.size();
-      ++done;
-      if (out.size() > (64u << 20)) fail("replace: result too large");
-    }
-    out.append(s, pos, std::string::npos);
-    return Value(std::move(out));
-  }
-  if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
-    const std::string& x = str_arg(a, 0, name.c_str());
-    size_t f = name[0] == 'r' ? s.rfind(x) : s.find(x);
-    if (f == std::string::npos) {
-      if (name.find("index") != std::string::npos) fail("substring not found");
-      return Value(int64_t{-1});
-    }
-    return Value(cp_index(s, f));
-  }
-  if (name == "count") {
-    const std::string& x = str_arg(a, 0, "count");
-    if (x.empty()) return Value(static_cast<int64_t>(utf8_length(s) + 1));
-    int64_t n = 0;
-    for (size_t f = s.find(x); f != std::string::npos; f = s.find(x, f + x.size())) ++n;
-    return Value(n);
-  }
-  if (name == "join") {
-    std::string out;
-    std::vector<Value> items = iterate(arg(a, 0, "join"));
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (!items[i].is_string()) fail("sequence item ", i, ": expected str instance, ", items[i].type_name(), " found");
-      if (i) out += s;
-      out += items[i].str();
-      if (out.size() > (64u << 20)) fail("join: result too large");
-    }
-    return Value(std::move(out));
-  }
+  if (name == "replace") return str_replace(s, a);
+  if (name == "find" || name == "rfind" || name == "index" || name == "rindex") return str_find(s, name, a);
+  if (name == "count") return str_count(s, a);
+  if (name == "join") return str_join(s, a);
   if (name == "splitlines") {
     std::vector<Value> out;
     for (auto& line : py_splitlines(s)) out.emplace_back(std::move(line));
     return Value::list(std::move(out));
   }
-  auto all = [&](auto pred) {
-    std::u32string u = utf8_decode(s);
-    if (u.empty()) return Value(false);
-    for (char32_t c : u)
-      if (!pred(c)) return Value(false);
-    return Value(true);
-  };
-  if (name == "isdigit" || name == "isnumeric" || name == "isdecimal")
-    return all([](char32_t c) { return c >= '0' && c <= '9'; });
-  if (name == "isspace") return all(py_isspace);
-  if (name == "isalnum") return all(py_isalnum);
-  if (name == "isalpha") return all([](char32_t c) { return py_isalnum(c) && !(c >= '0' && c <= '9'); });
-  if (name == "isupper") return all([](char32_t c) { return !py_islower(c); });
-  if (name == "islower") return all([](char32_t c) { return !py_isupper(c); });
-  fail("'str' object has no attribute '", name, "'");
+  return str_predicate(s, name);
 }
 
 bool is_string_method(const std::string& n) {

@@ -2,7 +2,7 @@
 // the select / reject / selectattr / rejectattr filters that apply them.
 #include <cmath>
 
-#include "template/interp.h"
+#include "template/filters.h"
 #include "template/text.h"
 
 namespace og::jinja {
@@ -50,7 +50,6 @@ bool Interp::has_test(const std::string& n) const {
 }
 
 bool Interp::test(const std::string& n, const Value& v, CallArgs& a) {
-  using K = Value::Kind;
   if (n == "defined") return !v.is_undefined();
   if (n == "undefined") return v.is_undefined();
   if (n == "none") return v.is_none();
@@ -87,19 +86,7 @@ bool Interp::test(const std::string& n, const Value& v, CallArgs& a) {
   if (n == "lower") return all_chars(v, py_islower);
   if (n == "upper") return all_chars(v, py_isupper);
   if (n == "test") return v.is_string() && has_test(v.str());
-  if (n == "filter") {
-    static const char* const kFilters[] = {"tojson", "safe", "string", "e", "escape", "trim", "length", "count", "first",
-                                           "last", "default", "d", "join", "map", "select", "reject", "selectattr",
-                                           "rejectattr", "items", "list", "int", "float", "abs", "round", "lower",
-                                           "upper", "capitalize", "title", "replace", "indent", "unique", "sort",
-                                           "dictsort", "reverse", "wordcount", "center", "batch", "min", "max", "sum",
-                                           "format", "attr", "pprint", "forceescape"};
-    if (!v.is_string()) return false;
-    for (const char* f : kFilters)
-      if (v.str() == f) return true;
-    return false;
-  }
-  (void)K::None;
+  if (n == "filter") return v.is_string() && has_filter(v.str());
   fail("No test named '", n, "'.");
 }
 
