@@ -54,6 +54,7 @@ enum class StmtKind {
   CallBlock,    // call(params) expr: body  (body becomes `caller`)
   FilterBlock,  // filter filters: body
   Scope,        // a body rendered as is ({% generation %})
+  With,         // with params[i] = defaults[i], ...: body (in a scope of its own)
   Break,
   Continue,
 };

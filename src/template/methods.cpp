@@ -217,7 +217,46 @@ Value str_predicate(const std::string& s, const std::string& name) {
   return Value(true);
 }
 
+// str.format() with {} / {0} / {name} fields and {{ }} escapes; a format spec or
+// conversion is refused rather than rendered differently from Python.
+Value str_format(const std::string& s, CallArgs& a) {
+  std::string out;
+  size_t auto_index = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if ((c == '{' || c == '}') && i + 1 < s.size() && s[i + 1] == c) {
+      out.push_back(c);
+      ++i;
+      continue;
+    }
+    if (c == '}') fail("Single '}' encountered in format string");
+    if (c != '{') {
+      out.push_back(c);
+      continue;
+    }
+    size_t end = s.find('}', i);
+    if (end == std::string::npos) fail("Single '{' encountered in format string");
+    std::string field = s.substr(i + 1, end - i - 1);
+    if (field.find_first_of(":!{[.") != std::string::npos) fail("str.format: only plain {} fields are supported");
+    const Value* v = nullptr;
+    if (field.empty() || std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+      size_t idx = field.empty() ? auto_index++ : std::stoul(field.substr(0, 9));
+      if (idx >= a.pos.size()) fail("Replacement index ", idx, " out of range for positional args tuple");
+      v = &a.pos[idx];
+    } else {
+      for (const auto& [k, x] : a.kw)
+        if (k == field) v = &x;
+      if (!v) fail("KeyError: '", field, "'");
+    }
+    out += v->to_str();
+    if (out.size() > kMaxMethodResult) fail("format: result too large");
+    i = end;
+  }
+  return Value(std::move(out));
+}
+
 Value string_method(const std::string& s, const std::string& name, CallArgs& a) {
+  if (name == "format") return str_format(s, a);
   if (name == "strip") return Value(do_strip(s, a, true, true));
   if (name == "lstrip") return Value(do_strip(s, a, true, false));
   if (name == "rstrip") return Value(do_strip(s, a, false, true));
@@ -245,7 +284,7 @@ bool is_string_method(const std::string& n) {
   static const char* const kNames[] = {
       "strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith", "upper", "lower",
       "title", "capitalize", "replace", "find", "rfind", "index", "rindex", "count", "join",
-      "splitlines", "isdigit", "isnumeric", "isdecimal", "isspace", "isalnum", "isalpha", "isupper", "islower"};
+      "splitlines", "format", "isdigit", "isnumeric", "isdecimal", "isspace", "isalnum", "isalpha", "isupper", "islower"};
   for (const char* k : kNames)
     if (n == k) return true;
   return false;

@@ -185,6 +185,20 @@ std::unique_ptr<Stmt> Parser::parse_statement() {
     end_tag();
     return s;
   }
+  if (name == "with") {
+    s->kind = StmtKind::With;
+    while (peek().kind != Tok::BlockEnd) {
+      if (!s->params.empty()) expect_op(",");
+      s->params.push_back(expect_name());
+      expect_op("=");
+      s->defaults.push_back(parse_expression());
+    }
+    end_tag();
+    s->body = parse_body({"endwith"});
+    i_ += 2;
+    end_tag();
+    return s;
+  }
   if (name == "generation") {
     s->kind = StmtKind::Scope;
     end_tag();

@@ -135,6 +135,12 @@ Flow Interp::exec(const Stmt& s, const std::shared_ptr<Scope>& scope) {
         return Flow::Normal;
       }
       case StmtKind::Scope: return exec_body(s.body, scope);
+      case StmtKind::With: {
+        auto inner = std::make_shared<Scope>();
+        inner->parent = scope;
+        for (size_t i = 0; i < s.params.size(); ++i) inner->set(s.params[i], eval(*s.defaults[i], scope));
+        return exec_body(s.body, inner);
+      }
       case StmtKind::Break: return Flow::Break;
       case StmtKind::Continue: return Flow::Continue;
     }
