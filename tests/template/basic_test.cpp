@@ -115,6 +115,14 @@ TEST(JinjaExpr, MethodsAndFilters) {
             "x=3&lt;a&gt;32.52.0");
 }
 
+TEST(JinjaExpr, WithFormatMarkupAndDictViews) {
+  EXPECT_EQ(render("{% with a = 1 %}{{ a }}{% set b = 2 %}{% endwith %}[{{ a }}{{ b }}]"), "1[]");
+  EXPECT_EQ(render("{{ '{} {x}'.format(1, x='y') }}"), "1 y");
+  // |safe makes a Markup string: adding a plain one escapes the plain one (markupsafe).
+  EXPECT_EQ(render("{{ '<a>' | safe + '<b>' }}|{{ '<a>' ~ '<b>' | safe }}"), "<a>&lt;b&gt;|<a><b>");
+  EXPECT_EQ(render("{{ {'a': 1}.keys() }}{{ {'a': 1}.items() | list }}"), "dict_keys(['a'])[('a', 1)]");
+}
+
 TEST(JinjaExpr, StrftimeNowUsesTheGivenTime) {
   RenderOptions opt;
   opt.now_unix = 1753524000;  // 2025-07-26 10:00 UTC
