@@ -12,10 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "base/thread_pool.h"
 #include "batch_report.h"
 #include "commands.h"
-#include "flags.h"
+#include "base/flags.h"
 #include "llm_common.h"
 #include "runtime/engine.h"
 #include "runtime/scheduler.h"
@@ -133,7 +132,7 @@ int cmd_batch(const Args& args) {
   }
   check_llm_flags(fl, f, /*run=*/false);
   if (b.positional.empty() && b.prompts_file.empty()) usage_fail("give prompts as arguments or --prompts-file");
-  check_scheduler_flags(b.sched, kSchedulerNames, f);
+  check_scheduler_flags(b.sched, kSchedulerNames, f.run.cache);
   if (!b.out_prefix.empty()) {
     // A missing folder is found now, not after the first generation.
     const std::filesystem::path dir = std::filesystem::path(b.out_prefix).parent_path();
@@ -146,15 +145,11 @@ int cmd_batch(const Args& args) {
   if (!b.prompts_file.empty())
     for (PromptSpec& p : read_prompts_file(b.prompts_file)) specs.push_back(std::move(p));
   if (specs.empty()) fail("--prompts-file: ", b.prompts_file, " holds no prompts");
-  if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
 
-  Loaded l = load_llm(f);
-  CacheSetup cs = cache_setup_of(f);
-  cs.max_sequences = static_cast<int>(b.sched.sessions + b.sched.prefix_cache_entries);
-  std::string warning;
-  const KvPolicy policy = kv_policy_of(cs, *l.model, &warning);
-  if (!warning.empty()) std::fprintf(stderr, "[warning] %s\n", warning.c_str());
-  const SchedulerOptions so = scheduler_options_of(b.sched, policy.max_capacity);
+  f.run.cache.max_sequences = static_cast<int>(b.sched.sessions + b.sched.prefix_cache_entries);
+  const Run run = build_llm_run(f.run);
+  const LoadedModel& l = run.loaded;
+  const SchedulerOptions so = scheduler_options_of(b.sched, run.policy.max_capacity);
 
   // Every prompt through the chat template, as `run` renders it.
   std::vector<std::vector<int32_t>> prompts;
@@ -165,10 +160,10 @@ int cmd_batch(const Args& args) {
     prompts.push_back(encode_chat(*l.tok, l.tmpl->render_segments(messages, true), true));
   }
   ModelEngine engine(*l.model);
-  Scheduler sched(engine, *l.tok, make_cache(cs, *l.model, policy), so);
+  Scheduler sched(engine, *l.tok, run.make_cache(), so);
   std::fprintf(stderr, "%s\n", sched.describe().c_str());
-  const SamplerConfig sc = sampler_config_of(f);
-  if (sc.temperature > 0 && f.seed < 0)
+  const SamplerConfig sc = sampler_config_of(f.sampling);
+  if (sc.temperature > 0 && f.sampling.seed < 0)
     std::fprintf(stderr, "[sampler] seed %llu\n", static_cast<unsigned long long>(sc.seed));
 
   BatchReport report(f.stats == "json", l.load_s);

@@ -19,7 +19,8 @@
 #include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "commands.h"
-#include "flags.h"
+#include "shared_flags.h"
+#include "base/flags.h"
 #include "kernels/ops.h"
 #include "model/config.h"
 #include "runtime/bench.h"
@@ -200,7 +201,7 @@ void print_markdown(const BenchFlags& f, const Model& m, const std::vector<Resul
 
 void add_bench_flags(Flags& fl, BenchFlags& f) {
   constexpr int64_t kMaxTokens = int64_t{1} << 20;
-  fl.add_string("model", &f.model, "model: a .gguf file or a Hugging Face checkpoint directory (required)", "PATH");
+  add_model_flag(fl, &f.model);
   fl.add_int_list("n-prompt", &f.n_prompt, 0, kMaxTokens, "prefill tests: prompt lengths; 0 = no prefill test");
   fl.add_short('p', "n-prompt");
   fl.add_int_list("n-gen", &f.n_gen, 0, kMaxTokens, "decode tests: tokens generated per sequence; 0 = no decode test");
@@ -214,13 +215,13 @@ void add_bench_flags(Flags& fl, BenchFlags& f) {
   fl.add_short('t', "threads");
   fl.add_int("repetitions", &f.repetitions, 1, 1000, "timed runs per test");
   fl.add_short('r', "repetitions");
-  fl.add_choice("kv-storage-dtype", &f.kv_dtype, {"f32", "f16", "bf16", "q8_0"}, "cache storage type");
-  fl.add_choice("cache-kind", &f.cache_kind, {"batched-sequence", "batched-cell"},
-                "cache kind: batched-sequence (own storage per sequence, -b forks copied) or batched-cell "
-                "(blocks, -b forks shared; the kind batch and serve use)");
-  fl.add_int("prefill-chunk-size", &f.prefill_chunk, 1, kMaxTokens, "rows per prefill step");
+  add_kv_dtype_flag(fl, &f.kv_dtype);
+  add_shared_cache_kind_flag(fl, &f.cache_kind,
+                             "cache kind: batched-sequence (own storage per sequence, -b forks copied) or "
+                             "batched-cell (blocks, -b forks shared; the kind batch and serve use)");
+  add_prefill_chunk_flag(fl, &f.prefill_chunk, 1, "rows per prefill step");
   fl.add_int("seed", &f.seed, 0, int64_t{1} << 62, "seed of the random prompt tokens");
-  fl.add_bool("mmap", &f.mmap, "keep weights in the mapped file instead of copying them into huge pages");
+  add_mmap_flag(fl, &f.mmap);
   fl.add_bool("json", &f.json, "one JSON object on stdout instead of the markdown table");
 }
 
@@ -234,18 +235,17 @@ int cmd_bench(const Args& args) {
     std::fputs(fl.help().c_str(), stdout);
     return 0;
   }
-  if (f.model.empty()) usage_fail("--model is required");
-  std::error_code ec;
-  if (!std::filesystem::exists(f.model, ec)) usage_fail("--model: no such file or directory: " + f.model);
+  check_model_given(f.model);
   bool any = false;
   for (int64_t p : f.n_prompt) any = any || p > 0;
   for (int64_t n : f.n_gen) any = any || n > 0;
   if (!any) usage_fail("nothing to measure: every -p and -n value is 0");
   if (f.threads.empty()) f.threads = {default_num_threads()};
 
-  LoadOptions lo;
-  lo.mmap_only = f.mmap;
-  std::unique_ptr<Model> m = Model::load(f.model, lo);
+  ModelSetup ms;
+  ms.model = f.model;
+  ms.mmap = f.mmap;
+  std::unique_ptr<Model> m = open_model(ms);  // a missing path: exit 1, as in every command
   BenchCacheOptions co;
   kv_dtype_from_name(f.kv_dtype, &co.dtype);
   kv_kind_from_name(f.cache_kind, &co.kind);

@@ -15,7 +15,7 @@
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
 #include "commands.h"
-#include "flags.h"
+#include "base/flags.h"
 #include "llm_common.h"
 #include "runtime/engine.h"
 
@@ -81,7 +81,8 @@ struct TurnMark {
 
 class Chat {
  public:
-  Chat(const LlmFlags& f, Loaded& l, Session& s) : f_(f), l_(l), s_(s), sampler_(sampler_config_of(f)) {
+  Chat(const LlmFlags& f, const LoadedModel& l, Session& s)
+      : f_(f), l_(l), s_(s), sampler_(sampler_config_of(f.sampling)) {
     opts_ = generate_options_of(f, l);
     if (!f.system.empty()) messages_.push_back({"system", f.system});
     base_messages_ = messages_.size();
@@ -300,7 +301,7 @@ class Chat {
   }
 
   const LlmFlags& f_;
-  Loaded& l_;
+  const LoadedModel& l_;
   Session& s_;
   Sampler sampler_;
   GenerateOptions opts_;
@@ -322,11 +323,10 @@ class Chat {
 
 int run_chat(const LlmFlags& f) {
   check_fd_readable(STDIN_FILENO, "stdin");  // a directory would read as an empty conversation
-  if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
-  Loaded l = load_llm(f);
-  const KvPolicy policy = kv_policy_of(f, *l.model);
+  const Run run = build_llm_run(f.run);
+  const LoadedModel& l = run.loaded;
   ModelEngine engine(*l.model);
-  Session session(engine, make_cache_of(f, *l.model, policy), *l.tok);
+  Session session(engine, run.make_cache(), *l.tok);
   session.stats().load_s = l.load_s;
   print_cache_describe(session.cache());
   print_fill("after load", session);

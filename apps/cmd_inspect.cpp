@@ -15,7 +15,8 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "commands.h"
-#include "flags.h"
+#include "base/flags.h"
+#include "shared_flags.h"
 #include "format/gguf.h"
 #include "format/hf_config.h"
 #include "kv/kv_types.h"
@@ -331,7 +332,7 @@ int cmd_inspect(const Args& args) {
           "1 when the file cannot be read, or can be read but not run (an unknown\n"
           "architecture, a missing tensor, a vocabulary-only file): what it holds is\n"
           "printed first, then the reason as the error line; 2 for bad usage.");
-  f.add_string("model", &model_flag, "the model, instead of the MODEL argument", "PATH");
+  add_model_flag(f, &model_flag, "the model, instead of the MODEL argument");
   f.add_bool("json", &json, "print one JSON object instead of text (\"error\" holds the reason it cannot run)");
   std::vector<std::string> positional;
   if (!f.parse(args, &positional)) {
@@ -342,7 +343,7 @@ int cmd_inspect(const Args& args) {
   if (positional.empty()) usage_fail("missing MODEL (a .gguf file or a Hugging Face directory)");
   if (positional.size() > 1) usage_fail("more than one MODEL given ('" + positional[0] + "', '" + positional[1] + "')");
   const std::string& model = positional[0];
-  if (!file_exists(model)) fail(model, ": no such file or directory");
+  check_path_exists(model, "--model");
   const bool hf = is_directory(model);
   Json j = hf ? inspect_hf(model) : inspect_gguf(model);
   const std::string why = add_model(j, model, hf);

@@ -5,7 +5,7 @@
 
 #include "commands.h"
 #include "convert_common.h"
-#include "flags.h"
+#include "base/flags.h"
 
 namespace og::app {
 

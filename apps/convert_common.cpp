@@ -3,7 +3,8 @@
 
 #include <cstdio>
 
-#include "base/thread_pool.h"
+#include "api/run_builder.h"
+#include "shared_flags.h"
 
 namespace og::app {
 
@@ -13,7 +14,7 @@ double mib(int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
 
 void add_convert_flags(Flags& fl, ConvertFlags& f) {
   fl.add_bool("force", &f.force, "overwrite OUT when it exists");
-  fl.add_int("threads", &f.threads, 0, 1024, "worker threads; 0 = all cores");
+  add_threads_flag(fl, &f.threads);
   fl.add_int("prefill-chunk-size", &f.prefill_chunk_size, 0, INT32_MAX,
              "the default prefill chunk stored as offgraph.kv.prefill_chunk_size; 0 = keep the source's, else 512");
   fl.add_bool("quiet", &f.quiet, "no per-tensor progress lines");
@@ -26,7 +27,7 @@ ConvertOptions convert_options_of(const ConvertFlags& f) {
     for (const std::string& n : weight_type_names()) names += (names.empty() ? "" : ", ") + n;
     usage_fail("unknown weight type '" + f.dtype + "' (expected one of " + names + ")");
   }
-  if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
+  apply_threads(f.threads);
   o.overwrite = f.force;
   o.prefill_chunk_size = f.prefill_chunk_size;
   if (!f.quiet)

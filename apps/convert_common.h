@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "flags.h"
+#include "base/flags.h"
 #include "model/gguf_convert.h"
 
 namespace og::app {

@@ -1,4 +1,4 @@
-// Flags, loading and reports shared by `offgraph run` and `offgraph chat`.
+// Flags, the built run and reports shared by `offgraph run`, `chat` and `batch`.
 #include "llm_common.h"
 
 #include <signal.h>
@@ -8,7 +8,6 @@
 #include <csignal>
 #include <cstring>
 #include <cstdio>
-#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -27,119 +26,44 @@ double mib(int64_t bytes) { return bytes / (1024.0 * 1024.0); }
 
 }  // namespace
 
-void add_sampling_flags(Flags& fl, LlmFlags& f, const std::string& prefix, double max_temperature) {
-  fl.add_float("temperature", &f.temperature, 0, max_temperature, prefix + "sampling temperature; 0 = greedy");
-  fl.add_int("top-k", &f.top_k, 0, kIntMax, prefix + "keep the k most likely tokens; 0 = off");
-  fl.add_float("top-p", &f.top_p, 0, 1, prefix + "keep the smallest set with this probability mass; 1 = off", true);
-  fl.add_float("min-p", &f.min_p, 0, 1, prefix + "drop tokens below min-p times the top probability; 0 = off");
-  fl.add_float("repeat-penalty", &f.repeat_penalty, 0, 100, prefix + "penalty on recently seen tokens; 1 = off", true);
-  fl.add_int("repeat-last-n", &f.repeat_last_n, 0, kIntMax, prefix + "how many recent tokens the penalty looks at");
-  fl.add_float("presence-penalty", &f.presence_penalty, -2, 2,
-               prefix + "penalty subtracted once from each token already generated this turn; 0 = off");
-  fl.add_float("frequency-penalty", &f.frequency_penalty, -2, 2,
-               prefix + "penalty subtracted per earlier generation of a token this turn; 0 = off");
-}
-
 void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
-  fl.add_string("model", &f.model, "model: a .gguf file or a Hugging Face checkpoint directory (required)", "PATH");
-  fl.add_string("tokenizer", &f.tokenizer,
-                "tokenizer file or directory, instead of the one in or beside the model", "PATH");
+  add_model_flag(fl, &f.run.model.model);
+  add_tokenizer_flag(fl, &f.run.model.tokenizer);
   if (run) {
     fl.add_string("prompt", &f.prompt, "the prompt (required unless --interactive); not echoed to stdout");
     fl.add_bool("interactive", &f.interactive, "multi-turn chat on stdin, as `offgraph chat`");
   }
   fl.add_string("system", &f.system, "system message (chat templates that have one)");
-  std::vector<std::string> chats = chat_template_names();
-  chats.insert(chats.begin(), "auto");
-  fl.add_choice("chat", &f.chat, chats,
-                "chat template; auto = the one stored with the model (raw text if none); 0 = raw text");
-  add_sampling_flags(fl, f, "", 100);
-  fl.add_int("seed", &f.seed, -1, std::numeric_limits<int64_t>::max(),
-             "sampling seed; the same seed gives the same output; -1 = random");
+  add_chat_flag(fl, &f.run.model.chat, "chat template");
+  add_sampling_flags(fl, f.sampling, "", 100, "sampling seed; the same seed gives the same output; -1 = random");
   fl.add_int("max-new-tokens", &f.max_new_tokens, 0, kIntMax,
               run ? "tokens to generate (the prompt excluded)"
                  : batch ? "tokens to generate per prompt (a JSON line may set its own)" : "tokens to generate per turn");
   fl.add_repeated("stop", &f.stop, "stop when the generated text contains this string (not printed)");
-  fl.add_int("kv-max-capacity", &f.kv_max_capacity, 0, kIntMax,
-             batch ? "positions one session's cache may hold; 0 = --max-session-tokens, else min(model context "
-                     "length, 4096)"
-                   : "positions the cache may hold; 0 = min(model context length, 4096)");
-  fl.add_int("kv-initial-capacity", &f.kv_initial_capacity, 1, kIntMax,
-             "positions allocated at start for flat layers (grows by doubling, clamped to the max)");
-  fl.add_choice("kv-storage-dtype", &f.kv_storage_dtype, {"f32", "f16", "bf16", "q8_0"}, "cache storage type");
-  fl.add_int_list("kv-windows", &f.kv_windows, 0, kIntMax,
-                  "window override repeated over the model's caches; 0 = flat", "the model's windows");
-  if (batch) {
-    f.kv_cache = "batched-cell";
-    fl.add_choice("cache-kind", &f.kv_cache, {"batched-cell", "batched-sequence"},
-                  "shared cache kind: batched-cell (blocks shared copy-on-write by prefix forks) or "
-                  "batched-sequence (own storage per sequence, prefixes copied)");
-  } else {
-    fl.add_choice("kv-cache", &f.kv_cache, {"sequence", "reference"},
-                  "cache kind: sequence (rings for windowed layers) or reference (keeps everything)");
-  }
-  fl.add_int("prefill-chunk-size", &f.prefill_chunk_size, 1, kIntMax,
-             "prefill runs in chunks of this many tokens; bounds ring layers; when not given (shown as 0): the "
-             "model file's offgraph.kv.prefill_chunk_size, else 512");
-  fl.add_int("threads", &f.threads, 0, 1024, "worker threads; 0 = all cores");
-  fl.add_bool("mmap", &f.mmap, "keep weights in the mapped file instead of copying them into huge pages at load (faster load, fewer resident pages)");
+  add_cache_flags(fl, f.run.cache, batch ? CacheScope::kShared : CacheScope::kOneSession);
+  add_threads_flag(fl, &f.run.threads);
+  add_mmap_flag(fl, &f.run.model.mmap);
   if (run) fl.add_bool("warmup", &f.warmup, "one unmeasured run first (not with --interactive)");
   fl.add_choice("stats", &f.stats, {"text", "json"}, "report format on stderr");
   fl.add_string("stats-file", &f.stats_file, "also write the report as one JSON object to this file", "PATH");
 }
 
 void check_llm_flags(const Flags& fl, const LlmFlags& f, bool run) {
-  if (f.model.empty()) usage_fail("--model is required");
-  std::error_code ec;
-  // A path that does not exist is an unreadable file (exit 1), as in every command.
-  if (!std::filesystem::exists(f.model, ec)) fail(f.model, ": no such file or directory (--model)");
-  if (!f.tokenizer.empty() && !std::filesystem::exists(f.tokenizer, ec))
-    fail(f.tokenizer, ": no such file or directory (--tokenizer)");
+  check_run_flags(fl, f.run);
   if (run && !f.interactive && !fl.given("prompt")) usage_fail("--prompt is required (or use --interactive)");
   if (run && f.interactive && fl.given("prompt"))
     usage_fail("--prompt cannot be combined with --interactive (type the turns on stdin)");
   if (run && f.interactive && f.warmup) usage_fail("--warmup cannot be combined with --interactive");
-  if (f.kv_max_capacity > 0 && fl.given("kv-initial-capacity") && f.kv_initial_capacity > f.kv_max_capacity)
-    usage_fail("--kv-initial-capacity " + std::to_string(f.kv_initial_capacity) + " exceeds --kv-max-capacity " +
-               std::to_string(f.kv_max_capacity));
-  if (f.temperature == 0 && (fl.given("top-k") || fl.given("top-p") || fl.given("min-p")))
-    usage_fail("--top-k, --top-p and --min-p need --temperature > 0 (temperature 0 is greedy)");
+  check_sampling_flags(fl, f.sampling);
 }
 
-ModelSetup model_setup_of(const LlmFlags& f) {
-  ModelSetup s;
-  s.model = f.model;
-  s.tokenizer = f.tokenizer;
-  s.chat = f.chat;
-  s.mmap = f.mmap;
-  return s;
+Run build_llm_run(const RunConfig& c) {
+  Run r = build_run(c);
+  if (!r.warning.empty()) std::fprintf(stderr, "[warning] %s\n", r.warning.c_str());
+  return r;
 }
 
-CacheSetup cache_setup_of(const LlmFlags& f) {
-  CacheSetup s;
-  s.kind = f.kv_cache;
-  s.max_capacity = f.kv_max_capacity;
-  s.initial_capacity = f.kv_initial_capacity;
-  s.storage_dtype = f.kv_storage_dtype;
-  s.windows = f.kv_windows;
-  s.prefill_chunk_size = f.prefill_chunk_size;
-  return s;
-}
-
-Loaded load_llm(const LlmFlags& f) { return load_model(model_setup_of(f)); }
-
-KvPolicy kv_policy_of(const LlmFlags& f, const Model& model) {
-  std::string warning;
-  const KvPolicy p = kv_policy_of(cache_setup_of(f), model, &warning);
-  if (!warning.empty()) std::fprintf(stderr, "[warning] %s\n", warning.c_str());
-  return p;
-}
-
-std::unique_ptr<KvCache> make_cache_of(const LlmFlags& f, const Model& model, const KvPolicy& policy) {
-  return make_cache(cache_setup_of(f), model, policy);
-}
-
-SamplerConfig sampler_config_of(const LlmFlags& f) {
+SamplerConfig sampler_config_of(const SamplingFlags& f) {
   SamplerConfig c;
   c.temperature = f.temperature;
   c.top_k = static_cast<int>(f.top_k);
@@ -153,7 +77,7 @@ SamplerConfig sampler_config_of(const LlmFlags& f) {
   return c;
 }
 
-GenerateOptions generate_options_of(const LlmFlags& f, const Loaded& l) {
+GenerateOptions generate_options_of(const LlmFlags& f, const LoadedModel& l) {
   GenerateOptions o;
   o.max_new_tokens = f.max_new_tokens;
   o.stop_ids = l.stop_ids;

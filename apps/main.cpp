@@ -1,6 +1,6 @@
 // offgraph: dispatch to a subcommand. Errors from any layer arrive here as
 // og::Error and become one line on stderr with exit code 1; bad usage
-// (og::app::UsageError) exits with code 2.
+// (og::UsageError) exits with code 2.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "commands.h"
-#include "flags.h"
+#include "base/flags.h"
 #include "kernels/ops.h"
 
 namespace {
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   }
   for (const auto& c : og::app::commands()) {
     if (std::strcmp(argv[1], c.name) != 0) continue;
-    og::app::Args args(argv + 1, argv + argc);
+    og::Args args(argv + 1, argv + argc);
     try {
       // OFFGRAPH_ISA is read once for every kernel; a bad value is bad usage,
       // reported before any work starts.
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
       if (std::fflush(stdout) != 0 || std::ferror(stdout))
         og::fail("cannot write the output to stdout: ", std::strerror(errno));
       return rc;
-    } catch (const og::app::UsageError& e) {
+    } catch (const og::UsageError& e) {
       std::fprintf(stderr, "offgraph %s: error: %s (see offgraph %s --help)\n", c.name, e.what(), c.name);
       return 2;
     } catch (const og::Error& e) {

@@ -68,6 +68,8 @@ KvPolicy kv_policy_of(const CacheSetup& s, const Model& model, std::string* warn
   const int64_t stored = model.config().prefill_chunk_size;  // offgraph.kv.prefill_chunk_size, 0 = none
   p.max_write = s.prefill_chunk_size > 0 ? s.prefill_chunk_size : stored > 0 ? stored : 512;
   p.max_sequences = std::max(1, s.max_sequences);
+  OG_CHECK(s.block_size >= 1 && s.block_size <= 4096, "--kv-block-size ", s.block_size, " is outside [1, 4096]");
+  p.block_size = static_cast<int>(s.block_size);
   return p;
 }
 

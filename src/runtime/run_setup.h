@@ -41,11 +41,12 @@ struct CacheSetup {
   std::string kind = "sequence";    // sequence | reference | batched-sequence | batched-cell
   int64_t max_capacity = 0;         // positions per sequence; 0 = min(model n_ctx, kDefaultMaxCapacity)
   int64_t initial_capacity = 512;   // flat layers start here and double
-  std::string storage_dtype = "f32";
+  std::string storage_dtype = "f16";
   std::vector<int64_t> windows;     // override repeated over the caches; empty = the model's
   int64_t prefill_chunk_size = 0;   // max rows one sequence writes per step; 0 = the model file's
                                     // offgraph.kv.prefill_chunk_size, else 512
   int max_sequences = 1;            // batched kinds: sequences the cache holds at once
+  int64_t block_size = 16;          // batched-cell: positions per block
 };
 
 // The policy `s` asks for on `model`. A max capacity beyond the model's trained

@@ -1,4 +1,5 @@
-// The one flag parser of the offgraph commands: `--flag value` and
+// The one flag parser of the offgraph commands and of the developer tools
+// (og-synth, bench/): `--flag value` and
 // `--flag=value`, underscore spellings as aliases (--max_new_tokens ==
 // --max-new-tokens), typed values checked against their range, repeatable
 // flags, unknown flags rejected with a suggestion, and --help listing every
@@ -11,9 +12,11 @@
 #include <vector>
 
 #include "base/error.h"
-#include "commands.h"
 
-namespace og::app {
+namespace og {
+
+// A command's arguments; args[0] is the command's own name.
+using Args = std::vector<std::string>;
 
 // Bad usage: main() prints it as one line and exits with code 2.
 class UsageError : public og::Error {
@@ -23,8 +26,10 @@ class UsageError : public og::Error {
 
 class Flags {
  public:
-  // command: e.g. "run"; synopsis: the usage line after "offgraph run".
-  Flags(std::string command, std::string synopsis);
+  // command: e.g. "run"; synopsis: the usage line after "offgraph run";
+  // program: what the usage line starts with (a tool passes its own name and an
+  // empty command).
+  Flags(std::string command, std::string synopsis, std::string program = "offgraph");
 
   // Registration. `name` is spelled with dashes and without them leading
   // ("max-new-tokens"); the current value of *out is the default shown by --help.
@@ -71,11 +76,11 @@ class Flags {
   std::string suggestion(const std::string& name) const;
   [[noreturn]] void bad(const std::string& msg) const;
 
-  std::string command_, synopsis_;
+  std::string command_, synopsis_, program_;
   std::vector<Flag> flags_;
 };
 
 // Throws UsageError "MESSAGE" (for checks made after parse(), e.g. combinations).
 [[noreturn]] void usage_fail(const std::string& message);
 
-}  // namespace og::app
+}  // namespace og

@@ -1,5 +1,5 @@
 // Flags: parsing, value checks, suggestions and the --help text.
-#include "flags.h"
+#include "base/flags.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace og::app {
+namespace og {
 
 namespace {
 
@@ -75,8 +75,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 void usage_fail(const std::string& message) { throw UsageError(message); }
 
-Flags::Flags(std::string command, std::string synopsis)
-    : command_(std::move(command)), synopsis_(std::move(synopsis)) {}
+Flags::Flags(std::string command, std::string synopsis, std::string program)
+    : command_(std::move(command)), synopsis_(std::move(synopsis)), program_(std::move(program)) {}
 
 void Flags::bad(const std::string& msg) const { throw UsageError(msg); }
 
@@ -266,7 +266,7 @@ bool Flags::parse(const Args& args, std::vector<std::string>* positional) {
 
 std::string Flags::help() const {
   std::ostringstream os;
-  os << "usage: offgraph " << command_ << " " << synopsis_ << "\n\noptions:\n";
+  os << "usage: " << program_ << (command_.empty() ? "" : " ") << command_ << " " << synopsis_ << "\n\noptions:\n";
   // Descriptions start in one column; a flag too long for it (a long list of
   // choices) puts its description on the next line instead.
   constexpr size_t kMaxWidth = 30;
@@ -290,4 +290,4 @@ std::string Flags::help() const {
   return os.str();
 }
 
-}  // namespace og::app
+}  // namespace og
