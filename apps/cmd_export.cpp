@@ -16,7 +16,7 @@ int cmd_export(const Args& args) {
   std::string model, out;
   ConvertFlags f;
   f.dtype = "f16";
-  Flags fl("export", "--model HF_DIR --out X.gguf [--dtype T] [options]");
+  Flags fl = command_flags("export", "--model HF_DIR --out X.gguf [--dtype T] [options]");
   add_model_flag(fl, &model, "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer) (required)");
   fl.add_string("out", &out, "output .gguf file (written under a temporary name, renamed when complete) (required)",
                 "PATH");
@@ -38,9 +38,7 @@ int cmd_export(const Args& args) {
     fail(model, ": not a directory (--model; export reads Hugging Face checkpoint directories)");
   ConvertOptions o = convert_options_of(f);
   o.metadata = tokenizer_gguf_keys(model);
-  const ConvertSummary s = export_hf_to_gguf(model, out, o);
-  print_summary(s, out);
-  return 0;
+  return run_conversion([&] { return export_hf_to_gguf(model, out, o); }, out);
 }
 
 }  // namespace og::app

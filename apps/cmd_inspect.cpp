@@ -325,7 +325,7 @@ void print_text(const Json& j, const std::string& kv_why) {
 int cmd_inspect(const Args& args) {
   std::string model_flag;
   bool json = false;
-  Flags f("inspect",
+  Flags f = command_flags("inspect",
           "MODEL [--json]   (or --model MODEL)\n\n"
           "Prints what a .gguf file or a Hugging Face checkpoint directory holds and the\n"
           "configuration the loader reads from it. Exit code 0 when the model can be run;\n"

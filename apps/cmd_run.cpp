@@ -29,7 +29,7 @@ void write_stdout(std::string_view piece) {
 
 int cmd_run(const Args& args) {
   LlmFlags f;
-  Flags fl("run", "--model M --prompt P [options]");
+  Flags fl = command_flags("run", "--model M --prompt P [options]");
   add_llm_flags(fl, f, /*run=*/true);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);
@@ -53,8 +53,7 @@ int cmd_run(const Args& args) {
   print_cache_describe(session.cache());
   print_fill("after load", session);
   const SamplerConfig sc = sampler_config_of(f.sampling);
-  if (sc.temperature > 0 && f.sampling.seed < 0)
-    std::fprintf(stderr, "[sampler] seed %llu\n", static_cast<unsigned long long>(sc.seed));
+  if (sc.temperature > 0 && f.sampling.seed < 0) diag("[sampler] seed %llu\n", static_cast<unsigned long long>(sc.seed));
   GenerateOptions opts = generate_options_of(f, l);
   if (f.warmup) {
     Sampler warm(sc);
@@ -69,14 +68,16 @@ int cmd_run(const Args& args) {
   const TurnResult r = session.generate(prompt, sampler, opts, write_stdout);
   // On a terminal the text ends its line before the reports on stderr; a pipe
   // or file receives exactly the generated text.
-  if (isatty(STDOUT_FILENO) && !r.text.empty() && r.text.back() != '\n') write_stdout("\n");
+  // The JSON report (--stats json) is a line of its own after the text.
+  const bool json_line = f.stats == "json" && f.stats_file.empty();
+  if ((json_line || isatty(STDOUT_FILENO)) && !r.text.empty() && r.text.back() != '\n') write_stdout("\n");
   if (r.reason == StopReason::kCapacity)
     std::fprintf(stderr, "[generation stopped: the cache is full at %lld/%lld positions; raise --kv-max-capacity]\n",
                  static_cast<long long>(session.cached()), static_cast<long long>(session.capacity()));
   if (r.reason == StopReason::kInterrupted) std::fputs("[interrupted]\n", stderr);
   print_fill("after decode", session);
   print_report(f, session, stop_reason_name(r.reason));
-  return r.reason == StopReason::kInterrupted ? kExitInterrupted : 0;
+  return r.reason == StopReason::kInterrupted ? interrupted_exit_code() : 0;
 }
 
 }  // namespace og::app

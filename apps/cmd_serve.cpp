@@ -169,7 +169,7 @@ std::string one_line(const std::string& s) {
 
 int cmd_serve(const Args& args) {
   ServeFlags f;
-  Flags fl("serve", "--model M [--host 127.0.0.1] [--port 8080] [options]");
+  Flags fl = command_flags("serve", "--model M [--host 127.0.0.1] [--port 8080] [options]");
   add_serve_flags(fl, f);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);

@@ -69,7 +69,7 @@ std::string printable(const std::string& s) {
 
 int run_tokenize(const Args& args) {
   Options o;
-  Flags f("tokenize",
+  Flags f = command_flags("tokenize",
           "--model M [flags] [TEXT...]\n\nPrints the token ids of TEXT (the arguments joined by single spaces;\n"
           "stdin, read verbatim, when no TEXT is given) on one line, separated by spaces.\n"
           "Text that starts with '-' goes after --.");
@@ -144,7 +144,7 @@ std::string parse_ids(const std::vector<std::string>& words, std::vector<int64_t
 
 int run_detokenize(const Args& args) {
   Options o;
-  Flags f("detokenize",
+  Flags f = command_flags("detokenize",
           "--model M [flags] [ID...]\n\nPrints the text of the token ids, then a newline. Without ids they are\n"
           "read from stdin, separated by spaces, commas or newlines, optionally inside [ ].");
   add_source_flags(f, o);

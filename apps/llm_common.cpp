@@ -31,7 +31,9 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   add_tokenizer_flag(fl, &f.run.model.tokenizer);
   if (run) {
     fl.add_string("prompt", &f.prompt, "the prompt (required unless --interactive); not echoed to stdout");
+    fl.add_short('p', "prompt");
     fl.add_bool("interactive", &f.interactive, "multi-turn chat on stdin, as `offgraph chat`");
+    fl.add_short('i', "interactive");
   }
   fl.add_string("system", &f.system, "system message (chat templates that have one)");
   add_chat_flag(fl, &f.run.model.chat, "chat template");
@@ -39,12 +41,16 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   fl.add_int("max-new-tokens", &f.max_new_tokens, 0, kIntMax,
               run ? "tokens to generate (the prompt excluded)"
                  : batch ? "tokens to generate per prompt (a JSON line may set its own)" : "tokens to generate per turn");
+  fl.add_short('n', "max-new-tokens");
+  fl.add_alias("--n-predict", "max-new-tokens");
   fl.add_repeated("stop", &f.stop, "stop when the generated text contains this string (not printed)");
   add_cache_flags(fl, f.run.cache, batch ? CacheScope::kShared : CacheScope::kOneSession);
   add_threads_flag(fl, &f.run.threads);
   add_mmap_flag(fl, &f.run.model.mmap);
   if (run) fl.add_bool("warmup", &f.warmup, "one unmeasured run first (not with --interactive)");
-  fl.add_choice("stats", &f.stats, {"text", "json"}, "report format on stderr");
+  fl.add_choice("stats", &f.stats, {"text", "json"},
+                "report format: text lines on stderr, or one JSON object as the last line of stdout (only in "
+                "--stats-file when that is given; stderr then carries no diagnostics unless --verbose)");
   fl.add_string("stats-file", &f.stats_file, "also write the report as one JSON object to this file", "PATH");
 }
 
@@ -55,11 +61,12 @@ void check_llm_flags(const Flags& fl, const LlmFlags& f, bool run) {
     usage_fail("--prompt cannot be combined with --interactive (type the turns on stdin)");
   if (run && f.interactive && f.warmup) usage_fail("--warmup cannot be combined with --interactive");
   check_sampling_flags(fl, f.sampling);
+  set_machine_output(f.stats == "json");
 }
 
 Run build_llm_run(const RunConfig& c) {
   Run r = build_run(c);
-  if (!r.warning.empty()) std::fprintf(stderr, "[warning] %s\n", r.warning.c_str());
+  if (!r.warning.empty()) warn(r.warning);
   return r;
 }
 
@@ -87,15 +94,15 @@ GenerateOptions generate_options_of(const LlmFlags& f, const LoadedModel& l) {
 }
 
 void print_cache_describe(const KvCache& cache) {
-  std::fprintf(stderr, "%s\n", cache.describe().c_str());
+  diag("%s\n", cache.describe().c_str());
 }
 
 void print_fill(const char* when, const Session& s) {
   const KvMemory m = s.cache().memory();
-  std::fprintf(stderr, "[cache] %s: %lld/%lld positions, %.2f MiB allocated, %.2f MiB used (flat %.2f/%.2f, ring %.2f/%.2f)\n",
+  diag("[cache] %s: %lld/%lld positions, %.2f MiB allocated, %.2f MiB used (flat %.2f/%.2f, ring %.2f/%.2f)\n",
                when, static_cast<long long>(s.cached()), static_cast<long long>(s.capacity()), mib(m.allocated()),
                mib(m.used()), mib(m.flat_allocated), mib(m.flat_used), mib(m.ring_allocated), mib(m.ring_used));
-  std::fprintf(stderr, "[mem] %s: rss %.1f MiB, peak rss %.1f MiB\n", when, mib(current_rss_bytes()),
+  diag("[mem] %s: rss %.1f MiB, peak rss %.1f MiB\n", when, mib(current_rss_bytes()),
                mib(peak_rss_bytes()));
 }
 
@@ -117,7 +124,29 @@ std::string report_json(const Session& s, const char* stop_reason) {
   j["cache_capacity"] = s.capacity();
   j["cache_bytes_allocated"] = s.cache().memory().allocated();
   if (stop_reason) j["stop_reason"] = stop_reason;
+  j["warnings"] = warnings();
   return j.dump();
+}
+
+namespace {
+
+void print_report_text(const Session& s, const char* stop_reason) {
+  const Stats& st = s.stats();
+  std::fprintf(stderr, "[stats] prompt tokens: %lld, generated tokens: %lld%s%s\n",
+               static_cast<long long>(st.prompt_tokens), static_cast<long long>(st.generated_tokens),
+               stop_reason ? ", stopped by: " : "", stop_reason ? stop_reason : "");
+  std::fprintf(stderr, "[stats] load: %.1f ms, time to first token: %.1f ms, sampling: %.1f ms\n", st.load_s * 1e3,
+               st.ttft_s * 1e3, st.sampling_s * 1e3);
+  std::fprintf(stderr, "[stats] prefill: %.1f tok/s (%.1f ms), decode: %.1f tok/s (%.1f ms)\n", st.prefill_tok_s(),
+               st.prefill_s * 1e3, st.decode_tok_s(), st.decode_s * 1e3);
+  std::fprintf(stderr, "[stats] peak rss: %.1f MiB\n", mib(peak_rss_bytes()));
+}
+
+}  // namespace
+
+void write_stdout_line(const std::string& line) {
+  if (std::fprintf(stdout, "%s\n", line.c_str()) < 0 || std::fflush(stdout) != 0)
+    fail("cannot write the output to stdout: ", std::strerror(errno));
 }
 
 void print_report(const LlmFlags& f, const Session& s, const char* stop_reason) {
@@ -130,39 +159,45 @@ void print_report(const LlmFlags& f, const Session& s, const char* stop_reason) 
       fail(f.stats_file, ": cannot write the report (--stats-file): ", std::strerror(errno));
   }
   if (f.stats == "json") {
-    std::fprintf(stderr, "%s\n", report_json(s, stop_reason).c_str());
+    if (f.stats_file.empty()) write_stdout_line(report_json(s, stop_reason));
     return;
   }
-  const Stats& st = s.stats();
-  std::fprintf(stderr, "[stats] prompt tokens: %lld, generated tokens: %lld%s%s\n",
-               static_cast<long long>(st.prompt_tokens), static_cast<long long>(st.generated_tokens),
-               stop_reason ? ", stopped by: " : "", stop_reason ? stop_reason : "");
-  std::fprintf(stderr, "[stats] load: %.1f ms, time to first token: %.1f ms, sampling: %.1f ms\n", st.load_s * 1e3,
-               st.ttft_s * 1e3, st.sampling_s * 1e3);
-  std::fprintf(stderr, "[stats] prefill: %.1f tok/s (%.1f ms), decode: %.1f tok/s (%.1f ms)\n", st.prefill_tok_s(),
-               st.prefill_s * 1e3, st.decode_tok_s(), st.decode_s * 1e3);
-  std::fprintf(stderr, "[stats] peak rss: %.1f MiB\n", mib(peak_rss_bytes()));
+  if (diagnostics_on()) print_report_text(s, stop_reason);
+}
+
+void print_report_asked(const LlmFlags& f, const Session& s, const char* stop_reason) {
+  if (f.stats == "json") std::fprintf(stderr, "%s\n", report_json(s, stop_reason).c_str());
+  else print_report_text(s, stop_reason);
 }
 
 namespace {
 std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_stop_signal{0};
 
-extern "C" void on_sigint(int) {
-  // A second Ctrl-C before the first was handled: end as SIGINT would.
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal.store(sig);
+  // A second signal before the first was handled: end as the signal would.
   if (g_interrupted.exchange(true)) {
-    std::signal(SIGINT, SIG_DFL);
-    std::raise(SIGINT);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
   }
 }
 }  // namespace
 
 void install_interrupt_handler(bool restart_reads) {
   struct sigaction sa {};
-  sa.sa_handler = on_sigint;
+  sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = restart_reads ? SA_RESTART : 0;
+  // Installed whatever the inherited disposition: a job started in the
+  // background by a shell (SIGINT ignored) must still stop on SIGINT.
   sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 }
+
+int stop_signal() { return g_stop_signal.load(); }
+
+int interrupted_exit_code() { return 128 + (g_stop_signal.load() ? g_stop_signal.load() : SIGINT); }
 
 std::atomic<bool>& interrupted() { return g_interrupted; }
 

@@ -49,19 +49,28 @@ GenerateOptions generate_options_of(const LlmFlags& f, const LoadedModel& l);
 void print_cache_describe(const KvCache& cache);
 // "[cache] <when>: ..." and "[mem] <when>: ..." to stderr.
 void print_fill(const char* when, const Session& session);
-// The report: text lines or one JSON object (--stats json), to stderr; with
-// --stats-file also the JSON object to that file (an og::Error if it cannot be
-// written). stop_reason: the (last) turn's, or null when there was none.
+// The report: text lines on stderr (when diagnostics are on), or one JSON
+// object (--stats json) as the last line of stdout; with --stats-file the JSON
+// object goes to that file (an og::Error if it cannot be written), and with
+// --stats json only there. stop_reason: the (last) turn's, or null.
 void print_report(const LlmFlags& f, const Session& session, const char* stop_reason);
 std::string report_json(const Session& session, const char* stop_reason);
+// chat's /stats: the report on stderr now (JSON with --stats json, else text),
+// whatever the verbosity, since it was asked for; no file is written.
+void print_report_asked(const LlmFlags& f, const Session& session, const char* stop_reason);
+// `line` and a newline on stdout; an og::Error when it cannot be written.
+void write_stdout_line(const std::string& line);
 
-// Ctrl-C. The first SIGINT sets interrupted() (generation stops at the next
-// step: GenerateOptions.interrupt; chat's line reader polls it); a second one
-// while it is still set ends the process as SIGINT does (exit status 130).
-// restart_reads: interrupted reads and writes resume (SA_RESTART). Clear the
-// flag to arm it again.
+// Ctrl-C and SIGTERM. The first SIGINT or SIGTERM sets interrupted() (work
+// stops at the next safe point: GenerateOptions.interrupt, the batch loop,
+// bench's repetitions, the converters' tensors; chat's line reader polls it); a
+// second one while it is still set ends the process as the signal does.
+// Installed whatever the inherited disposition (a background job's ignored
+// SIGINT included). restart_reads: interrupted reads and writes resume
+// (SA_RESTART). Clear the flag to arm it again.
 void install_interrupt_handler(bool restart_reads);
 std::atomic<bool>& interrupted();
-constexpr int kExitInterrupted = 130;
+int stop_signal();            // the last SIGINT/SIGTERM received, 0 = none
+int interrupted_exit_code();  // 130 after SIGINT, 143 after SIGTERM (128 + the signal)
 
 }  // namespace og::app

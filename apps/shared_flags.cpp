@@ -1,19 +1,67 @@
 // The shared flag table (shared_flags.h).
 #include "shared_flags.h"
 
+#include <cstdarg>
+#include <cstdio>
 #include <limits>
 
+#include "llama_habits.h"
 #include "tokenizer/chat_template.h"
 
 namespace og::app {
 
 namespace {
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+bool g_quiet = false, g_verbose = false, g_machine = false;
 }  // namespace
+
+Flags command_flags(const std::string& command, const std::string& synopsis) {
+  Flags fl(command, synopsis);
+  g_quiet = g_verbose = g_machine = false;
+  fl.add_bool("quiet", &g_quiet, "errors and warnings only on stderr");
+  fl.add_short('q', "quiet");
+  fl.add_bool("verbose", &g_verbose, "every diagnostic line on stderr, also next to machine-readable output");
+  fl.add_short('v', "verbose");
+  add_llama_cpp_habits(fl, command);
+  return fl;
+}
+
+Verbosity verbosity() {
+  if (g_verbose) return Verbosity::kVerbose;
+  return g_quiet ? Verbosity::kQuiet : Verbosity::kNormal;
+}
+
+void set_machine_output(bool on) { g_machine = on; }
+
+bool diagnostics_on() { return g_verbose || (!g_quiet && !g_machine); }
+
+void diag(const char* fmt, ...) {
+  if (!diagnostics_on()) return;
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
+
+namespace {
+std::vector<std::string>& warning_list() {
+  static std::vector<std::string> w;
+  return w;
+}
+}  // namespace
+
+void warn(const std::string& text) {
+  warning_list().push_back(text);
+  if (g_machine && !g_verbose) return;
+  std::fprintf(stderr, "[warning] %s\n", text.c_str());
+}
+
+const std::vector<std::string>& warnings() { return warning_list(); }
 
 void add_model_flag(Flags& fl, std::string* path, const std::string& what) {
   fl.add_string("model", path,
                 what.empty() ? "model: a .gguf file or a Hugging Face checkpoint directory (required)" : what, "PATH");
+  fl.add_short('m', "model");
 }
 
 void add_tokenizer_flag(Flags& fl, std::string* path) {
@@ -34,6 +82,7 @@ void add_mmap_flag(Flags& fl, bool* mmap) {
 
 void add_threads_flag(Flags& fl, int64_t* threads, const std::string& what) {
   fl.add_int("threads", threads, 0, 1024, what + "; 0 = all cores");
+  fl.add_short('t', "threads");
 }
 
 void add_model_flags(Flags& fl, ModelSetup& m, const std::string& chat_use) {
@@ -61,6 +110,10 @@ void add_cache_flags(Flags& fl, CacheSetup& c, CacheScope scope) {
              shared ? "positions one session's cache may hold; 0 = --max-session-tokens, else min(model context "
                       "length, 4096)"
                     : "positions the cache may hold; 0 = min(model context length, 4096)");
+  if (!shared) {  // llama.cpp's context size means the same for one session (serve: see llama_habits.cpp)
+    fl.add_short('c', "kv-max-capacity");
+    fl.add_alias("--ctx-size", "kv-max-capacity");
+  }
   fl.add_int("kv-initial-capacity", &c.initial_capacity, 1, kIntMax,
              shared ? "positions allocated at start for flat layers (batched-sequence; grows by doubling)"
                     : "positions allocated at start for flat layers (grows by doubling, clamped to the max)");
@@ -86,6 +139,7 @@ void add_cache_flags(Flags& fl, CacheSetup& c, CacheScope scope) {
 void add_sampling_flags(Flags& fl, SamplingFlags& s, const std::string& prefix, double max_temperature,
                         const std::string& seed_help) {
   fl.add_float("temperature", &s.temperature, 0, max_temperature, prefix + "sampling temperature; 0 = greedy");
+  fl.add_alias("--temp", "temperature");
   fl.add_int("top-k", &s.top_k, 0, kIntMax, prefix + "keep the k most likely tokens; 0 = off");
   fl.add_float("top-p", &s.top_p, 0, 1, prefix + "keep the smallest set with this probability mass; 1 = off", true);
   fl.add_float("min-p", &s.min_p, 0, 1, prefix + "drop tokens below min-p times the top probability; 0 = off");
@@ -96,6 +150,7 @@ void add_sampling_flags(Flags& fl, SamplingFlags& s, const std::string& prefix, 
   fl.add_float("frequency-penalty", &s.frequency_penalty, -2, 2,
                prefix + "penalty subtracted per earlier generation of a token this turn; 0 = off");
   fl.add_int("seed", &s.seed, -1, std::numeric_limits<int64_t>::max(), seed_help);
+  fl.add_short('s', "seed");
 }
 
 void check_model_given(const std::string& model) {

@@ -15,7 +15,29 @@
 
 namespace og::app {
 
-// --model PATH. `what` replaces the standard description where a command takes
+// Every command's Flags: its usage line, -q/--quiet and -v/--verbose, and
+// llama.cpp's flags that offgraph lacks answered with what to do instead.
+Flags command_flags(const std::string& command, const std::string& synopsis);
+
+// What goes to stderr besides errors. kQuiet: errors and warnings only;
+// kNormal: also the diagnostic lines ([cache], [mem], [stats], progress);
+// kVerbose: everything, even where machine-readable output asks for silence.
+enum class Verbosity { kQuiet, kNormal, kVerbose };
+Verbosity verbosity();
+// Machine-readable output was asked for (--stats json): stderr then carries
+// no diagnostic lines unless --verbose.
+void set_machine_output(bool on);
+// Whether diagnostic lines are printed now.
+bool diagnostics_on();
+// A diagnostic line on stderr (printf-style; the caller ends it with \n), only
+// when diagnostics_on().
+void diag(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// A warning: "[warning] TEXT" on stderr, even with --quiet; with machine output
+// (and no --verbose) it is kept for the JSON report instead (warnings()).
+void warn(const std::string& text);
+const std::vector<std::string>& warnings();
+
+// --model PATH (also -m, llama.cpp's). `what` replaces the standard description where a command takes
 // a narrower kind of file (export: an HF directory).
 void add_model_flag(Flags& fl, std::string* path, const std::string& what = "");
 // --tokenizer PATH.

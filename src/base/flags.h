@@ -52,10 +52,19 @@ class Flags {
   // A one-letter alias: `-p 512` / `-p=512` mean `--<name> 512` (llama-bench's
   // habit); --help shows "-p, --<name>". The flag must be registered first.
   void add_short(char letter, const std::string& name);
+  // Another spelling of a registered flag, written with its dashes: "--n-predict"
+  // or "-np" (another program's habit, llama.cpp's mostly). --help names it.
+  void add_alias(const std::string& spelling, const std::string& name);
+  // A flag of another program that this command does not have ("--lora",
+  // "-ngl"): using it is a usage error saying `why` (what to do instead), not a
+  // suggestion of a similar-looking flag. Ignored when the spelling is ours.
+  void add_foreign(const std::string& spelling, const std::string& why);
 
   // Parses args (args[0] is the command name). Returns false when --help / -h
   // was given (the caller prints help() and exits 0). Positional arguments go to
-  // *positional; when positional is null they are an error. Throws UsageError.
+  // *positional; when positional is null they are an error. A value that begins
+  // with "--" must be attached (--out=--x): `--out --quiet` is a forgotten value,
+  // not a file named "--quiet". Throws UsageError.
   bool parse(const Args& args, std::vector<std::string>* positional = nullptr);
 
   bool given(const std::string& name) const;  // was the flag on the command line?
@@ -66,6 +75,7 @@ class Flags {
   struct Flag {
     std::string name, metavar, help, default_text;
     char letter = 0;  // add_short's alias, 0 = none
+    std::vector<std::string> aliases;  // add_alias's spellings, with their dashes
     bool takes_value = true;
     bool repeatable = false;
     bool given = false;
@@ -73,11 +83,14 @@ class Flags {
   };
   Flag& add(const std::string& name, const std::string& metavar, const std::string& help, std::string default_text);
   Flag* find(const std::string& name);
+  Flag* find_alias(const std::string& spelling);
+  const std::string* foreign(const std::string& spelling) const;
   std::string suggestion(const std::string& name) const;
   [[noreturn]] void bad(const std::string& msg) const;
 
   std::string command_, synopsis_, program_;
   std::vector<Flag> flags_;
+  std::vector<std::pair<std::string, std::string>> foreign_;  // spelling -> why
 };
 
 // Throws UsageError "MESSAGE" (for checks made after parse(), e.g. combinations).
