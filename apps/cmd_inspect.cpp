@@ -18,6 +18,8 @@
 #include "base/flags.h"
 #include "shared_flags.h"
 #include "format/gguf.h"
+#include "template/template.h"
+#include "tokenizer/chat_template.h"
 #include "format/hf_config.h"
 #include "kv/kv_types.h"
 #include "model/config.h"
@@ -72,6 +74,20 @@ Json stored_kv(const GgufFile& g) {
   return j;
 }
 
+// What `--chat auto` renders with: the model's Jinja template when our engine
+// parses it, else the built-in of its format, else raw text.
+std::string template_used(const std::optional<std::string>& source) {
+  if (!source || source->find_first_not_of(" \t\r\n") == std::string::npos) return "raw text (no template)";
+  const std::optional<std::string> format = detect_chat_template(*source);
+  try {
+    jinja::Template::parse(*source);
+    return "the model's own template (Jinja)" + (format ? " in the " + *format + " format" : std::string());
+  } catch (const Error& e) {
+    if (format) return "the built-in " + *format + " template (the model's does not parse: " + e.what() + ")";
+    return std::string("nothing: the model's template does not parse (") + e.what() + "); give --chat NAME";
+  }
+}
+
 Json inspect_gguf(const std::string& path) {
   std::unique_ptr<GgufFile> g = GgufFile::open(path);
   Json j;
@@ -93,6 +109,7 @@ Json inspect_gguf(const std::string& path) {
   }
   j["tokenizer"] = tok;
   j["chat_template"] = g->get("tokenizer.chat_template") != nullptr;
+  j["chat_template_used"] = template_used(g->get_string("tokenizer.chat_template"));
   j["kv_stored"] = stored_kv(*g);
   return j;
 }
@@ -147,6 +164,7 @@ Json inspect_hf(const std::string& dir) {
   j["tensors"] = tensor_summary(*c.weights);
   j["tokenizer"] = hf_tokenizer(c);
   j["chat_template"] = c.chat_template().has_value();
+  j["chat_template_used"] = template_used(c.chat_template());
   return j;
 }
 
@@ -278,7 +296,8 @@ void print_text(const Json& j, const std::string& kv_why) {
     if (tok.contains("pre")) std::printf(", pre %s", tok["pre"].get<std::string>().c_str());
     std::printf("\n");
   }
-  std::printf("chat template: %s\n", j["chat_template"].get<bool>() ? "yes" : "no");
+  std::printf("chat template: %s; --chat auto uses %s\n", j["chat_template"].get<bool>() ? "yes" : "no",
+              j["chat_template_used"].get<std::string>().c_str());
   if (j.contains("kv_stored") && !j["kv_stored"].is_null()) {
     const Json& s = j["kv_stored"];
     if (s.contains("error")) {

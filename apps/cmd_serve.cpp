@@ -55,7 +55,7 @@ const SchedulerFlagNames kSchedulerNames{"parallel", "requests decoded at once (
 void add_serve_flags(Flags& fl, ServeFlags& f) {
   add_model_flag(fl, &f.run.model.model);
   add_tokenizer_flag(fl, &f.run.model.tokenizer);
-  add_chat_flag(fl, &f.run.model.chat, "chat template for /v1/chat/completions");
+  add_chat_flag(fl, f.run.model, "chat template for /v1/chat/completions");
   fl.add_string("alias", &f.alias, "the model id clients name; default: the model file's name", "NAME");
   fl.add_string("host", &f.host, "address to listen on", "ADDR");
   fl.add_int("port", &f.port, 0, 65535, "port to listen on; 0 = any free port (the ready line says which)");
@@ -228,7 +228,7 @@ int cmd_serve(const Args& args) {
   port = std::make_unique<server::SchedulerAdapter<Scheduler>>(*sched);
   http.set_model(served, *port);
   std::printf("[serve] ready on http://%s:%d | model %s | template %s | %d sessions x %lld tokens | %s\n",
-              f.host.c_str(), bound, served.id.c_str(), loaded.tmpl->name().c_str(), so.max_decode_sequences,
+              f.host.c_str(), bound, served.id.c_str(), describe_chat_template(*loaded.tmpl).c_str(), so.max_decode_sequences,
               static_cast<long long>(so.max_session_tokens), one_line(sched->describe()).c_str());
   std::fflush(stdout);
 

@@ -36,7 +36,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
     fl.add_short('i', "interactive");
   }
   fl.add_string("system", &f.system, "system message (chat templates that have one)");
-  add_chat_flag(fl, &f.run.model.chat, "chat template");
+  add_chat_flag(fl, f.run.model, "chat template");
   add_sampling_flags(fl, f.sampling, "", 100, "sampling seed; the same seed gives the same output; -1 = random");
   fl.add_int("max-new-tokens", &f.max_new_tokens, 0, kIntMax,
               run ? "tokens to generate (the prompt excluded)"

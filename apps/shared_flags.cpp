@@ -68,10 +68,16 @@ void add_tokenizer_flag(Flags& fl, std::string* path) {
   fl.add_string("tokenizer", path, "tokenizer file or directory, instead of the one in or beside the model", "PATH");
 }
 
-void add_chat_flag(Flags& fl, std::string* name, const std::string& use) {
+void add_chat_flag(Flags& fl, ModelSetup& m, const std::string& use) {
   std::vector<std::string> chats = chat_template_names();
   chats.insert(chats.begin(), "auto");
-  fl.add_choice("chat", name, chats, use + "; auto = the one stored with the model (raw text if none); 0 = raw text");
+  fl.add_choice("chat", &m.chat, chats,
+                use + ": auto = the model's own Jinja template (raw text if it has none), or a built-in format; 0 = "
+                      "raw text");
+  fl.add_string("chat-template-file", &m.chat_template_file,
+                "a Jinja chat template file to use instead of the model's (rendered as Hugging Face transformers "
+                "does)",
+                "PATH");
 }
 
 void add_mmap_flag(Flags& fl, bool* mmap) {
@@ -88,7 +94,7 @@ void add_threads_flag(Flags& fl, int64_t* threads, const std::string& what) {
 void add_model_flags(Flags& fl, ModelSetup& m, const std::string& chat_use) {
   add_model_flag(fl, &m.model);
   add_tokenizer_flag(fl, &m.tokenizer);
-  add_chat_flag(fl, &m.chat, chat_use);
+  add_chat_flag(fl, m, chat_use);
   add_mmap_flag(fl, &m.mmap);
 }
 

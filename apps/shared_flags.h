@@ -42,8 +42,9 @@ const std::vector<std::string>& warnings();
 void add_model_flag(Flags& fl, std::string* path, const std::string& what = "");
 // --tokenizer PATH.
 void add_tokenizer_flag(Flags& fl, std::string* path);
-// --chat NAME|auto|0; `use` says what the template is for in this command.
-void add_chat_flag(Flags& fl, std::string* name, const std::string& use);
+// --chat NAME|auto|0 and --chat-template-file PATH; `use` says what the
+// template is for in this command.
+void add_chat_flag(Flags& fl, ModelSetup& m, const std::string& use);
 // --mmap.
 void add_mmap_flag(Flags& fl, bool* mmap);
 // --threads N (0 = all cores).

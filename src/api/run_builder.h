@@ -46,4 +46,13 @@ Run build_run(const RunConfig& c);
 // Only the weights (bench, inspect): the path check and the mmap choice of `s`.
 std::unique_ptr<Model> open_model(const ModelSetup& s);
 
+// The chat template a run uses (--chat, --chat-template-file): a file's Jinja
+// template; with "auto" the model's own Jinja template when it has one (a
+// template our engine cannot parse falls back to the matching built-in, with
+// *warning saying so), raw text when it has none; any other name a built-in.
+std::unique_ptr<ChatTemplate> choose_chat_template(const ModelSetup& s, const std::optional<std::string>& model_template,
+                                                   const Tokenizer& tok, std::string* warning);
+// One line for reports: "jinja (the model's)", "jinja (FILE)", or a built-in's name.
+std::string describe_chat_template(const ChatTemplate& t);
+
 }  // namespace og

@@ -24,13 +24,10 @@ LoadedModel load_model(const ModelSetup& s) {
   } else {
     l.tok = Tokenizer::from_path(s.model);
   }
-  std::optional<std::string> model_template =
-      l.model->gguf() ? read_chat_template(*l.model->gguf()) : read_chat_template(s.model);
-  if (!model_template && !s.tokenizer.empty()) model_template = read_chat_template(s.tokenizer);
-  l.tmpl = make_chat_template(s.chat, model_template);
+  l.model_template = l.model->gguf() ? read_chat_template(*l.model->gguf()) : read_chat_template(s.model);
+  if (!l.model_template && !s.tokenizer.empty()) l.model_template = read_chat_template(s.tokenizer);
   OG_CHECK(l.tok->n_vocab() <= l.model->n_vocab(), "the tokenizer has ", l.tok->n_vocab(),
            " tokens but the model only ", l.model->n_vocab());
-  l.stop_ids = chat_stop_ids(*l.tmpl, *l.tok);
   l.load_s = t.seconds();
   return l;
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,8 @@ constexpr int64_t kDefaultMaxCapacity = 4096;  // cap on the default max capacit
 struct ModelSetup {
   std::string model;           // a .gguf file or an HF checkpoint directory
   std::string tokenizer;       // optional: a tokenizer file or directory instead of the model's
-  std::string chat = "auto";   // chat template name; auto = the model's; 0 = raw text
+  std::string chat = "auto";   // chat template: auto = the model's own (Jinja), else a built-in name; 0 = raw text
+  std::string chat_template_file;  // a Jinja template file instead of the model's (--chat-template-file)
   bool mmap = false;           // keep weights in the mapped file
 };
 
@@ -29,12 +31,14 @@ struct ModelSetup {
 struct LoadedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tok;
-  std::unique_ptr<ChatTemplate> tmpl;
-  std::vector<int32_t> stop_ids;  // the model's end ids plus the template's turn end
+  std::unique_ptr<ChatTemplate> tmpl;          // chosen by the run builder (api/run_builder.h)
+  std::vector<int32_t> stop_ids;               // the model's end ids plus the template's turn end
+  std::optional<std::string> model_template;  // the Jinja template stored with the model, if any
   double load_s = 0;
 };
 
-// Throws og::Error naming the file and the problem.
+// The model, its tokenizer and its stored template text (tmpl and stop_ids
+// are left to the run builder). Throws og::Error naming the file and the problem.
 LoadedModel load_model(const ModelSetup& s);
 
 struct CacheSetup {
