@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "shared_flags.h"
+
 #include "runtime/stats.h"
 
 namespace og::app {
@@ -16,7 +18,7 @@ double mib(int64_t bytes) { return bytes / (1024.0 * 1024.0); }
 void BatchReport::generation(int64_t k, const RequestReport& r) {
   if (r.reason == FinishReason::kRefused || r.reason == FinishReason::kFailed) ++failed_;
   const double ms_per_token = r.generated_tokens > 1 ? r.decode_s * 1e3 / (r.generated_tokens - 1) : 0.0;
-  if (json_) {
+  {
     nlohmann::json g;
     g["generation"] = k;
     g["prompt_tokens"] = r.prompt_tokens;
@@ -29,10 +31,9 @@ void BatchReport::generation(int64_t k, const RequestReport& r) {
     g["finish_reason"] = finish_reason_name(r.reason);
     if (!r.message.empty()) g["message"] = r.message;
     generations_[k] = std::move(g);
-    return;
   }
-  std::fprintf(stderr,
-               "[gen %lld] prompt %lld tokens (%lld reused), queue %.1f ms, prefill %.1f ms, ttft %.1f ms, decode "
+  if (json_) return;
+  diag("[gen %lld] prompt %lld tokens (%lld reused), queue %.1f ms, prefill %.1f ms, ttft %.1f ms, decode "
                "%.2f ms/token, %lld tokens, finish: %s%s%s\n",
                static_cast<long long>(k), static_cast<long long>(r.prompt_tokens),
                static_cast<long long>(r.cached_tokens), r.queue_s * 1e3, r.prefill_s * 1e3, r.ttft_s * 1e3,
@@ -40,12 +41,12 @@ void BatchReport::generation(int64_t k, const RequestReport& r) {
                r.message.empty() ? "" : " - ", r.message.c_str());
 }
 
-void BatchReport::finish(const SchedulerSnapshot& s) {
+std::string BatchReport::finish(const SchedulerSnapshot& s, const std::vector<std::string>& warnings) {
   const double wall = wall_.seconds();
   const double mean_rows = s.steps > 0 ? static_cast<double>(s.rows) / s.steps : 0.0;
   // Aggregate decode: rows of decode-only steps over those steps' wall time.
   const double agg = s.step_s_decode_only > 0 ? s.rows_decode_only / s.step_s_decode_only : 0.0;
-  if (json_) {
+  {
     nlohmann::json j;
     j["generations"] = nlohmann::json::array();
     for (auto& [k, g] : generations_) j["generations"].push_back(g);
@@ -64,20 +65,20 @@ void BatchReport::finish(const SchedulerSnapshot& s) {
     run["peak_cache_bytes"] = s.peak_cache_bytes;
     run["peak_rss_bytes"] = peak_rss_bytes();
     j["run"] = std::move(run);
-    std::fprintf(stderr, "%s\n", j.dump().c_str());
-    return;
+    j["warnings"] = warnings;
+    if (json_) return j.dump();
   }
-  std::fprintf(stderr, "[batch] wall %.1f ms (load %.1f ms), %lld generated tokens, aggregate decode %.1f tok/s\n",
+  diag("[batch] wall %.1f ms (load %.1f ms), %lld generated tokens, aggregate decode %.1f tok/s\n",
                wall * 1e3, load_s_ * 1e3, static_cast<long long>(s.generated_tokens), agg);
-  std::fprintf(stderr, "[batch] steps: %lld decode-only, %lld mixed, %lld prefill-only; %.1f rows per step; peak %d "
+  diag("[batch] steps: %lld decode-only, %lld mixed, %lld prefill-only; %.1f rows per step; peak %d "
                "concurrent sessions\n",
                static_cast<long long>(s.steps_decode_only), static_cast<long long>(s.steps_mixed),
                static_cast<long long>(s.steps_prefill_only), mean_rows, s.peak_running);
-  std::fprintf(stderr, "[batch] prefix cache: %lld lookups, %lld hits, %lld hit tokens, %lld evictions\n",
+  diag("[batch] prefix cache: %lld lookups, %lld hits, %lld hit tokens, %lld evictions\n",
                static_cast<long long>(s.prefix_lookups), static_cast<long long>(s.prefix_hits),
                static_cast<long long>(s.prefix_hit_tokens), static_cast<long long>(s.prefix_evictions));
-  std::fprintf(stderr, "[batch] peak cache memory %.2f MiB, peak rss %.1f MiB\n", mib(s.peak_cache_bytes),
-               mib(peak_rss_bytes()));
+  diag("[batch] peak cache memory %.2f MiB, peak rss %.1f MiB\n", mib(s.peak_cache_bytes), mib(peak_rss_bytes()));
+  return "";
 }
 
 }  // namespace og::app

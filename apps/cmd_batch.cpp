@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "base/thread_pool.h"
+#include "shared_flags.h"
 #include "batch_report.h"
 #include "commands.h"
-#include "flags.h"
+#include "base/flags.h"
 #include "llm_common.h"
 #include "runtime/engine.h"
 #include "runtime/scheduler.h"
@@ -29,7 +29,7 @@ constexpr int64_t kIntMax = 2147483647;
 
 struct BatchFlags {
   std::vector<std::string> positional;
-  std::string prompts_file, out_prefix;
+  std::string prompts_file, out_prefix, output = "text";
   SchedulerFlags sched;
   int64_t prompt_rounds = 1;
 };
@@ -86,45 +86,102 @@ void add_batch_flags(Flags& fl, BatchFlags& b) {
              "is kept)");
   fl.add_string("out-prefix", &b.out_prefix,
                 "write generation k (k = round * n_prompts + i) to P_<k>.txt instead of stdout", "P");
+  fl.add_choice("output", &b.output, {"text", "jsonl"},
+                "stdout format: text = generation k's text on line k, with backslash, newline, CR and tab escaped "
+                "as \\\\ \\n \\r \\t; jsonl = one JSON object per generation (index, prompt_index, round, text, "
+                "tokens, finish_reason)");
 }
 
-// Writes generation texts in order of k as they become complete.
+// One finished (or cancelled) generation as the output shows it.
+struct Generation {
+  int64_t k = 0, prompt_index = 0, round = 0;
+  std::string text;
+  int64_t tokens = 0;
+  std::string finish_reason;
+};
+
+// `text` on one line: backslash, newline, carriage return and tab escaped as
+// \\, \n, \r and \t, so that line k of the output is generation k.
+std::string one_line(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else out += c;
+  }
+  return out;
+}
+
+// Writes generations in order of k as they become complete: to stdout as
+// text lines or JSON lines (--output), or to P_<k>.txt files (--out-prefix).
 class Output {
  public:
-  Output(std::string prefix) : prefix_(std::move(prefix)) {}
-  void done(int64_t k, std::string text) {
-    texts_[k] = std::move(text);
-    while (texts_.count(next_)) {
-      write(next_, texts_[next_]);
-      texts_.erase(next_++);
+  Output(std::string prefix, std::string format) : prefix_(std::move(prefix)), format_(std::move(format)) {}
+  void done(Generation g) {
+    const int64_t k = g.k;
+    pending_[k] = std::move(g);
+    while (pending_.count(next_)) {
+      write(pending_[next_]);
+      pending_.erase(next_++);
     }
   }
 
  private:
-  void write(int64_t k, const std::string& text) {
+  void write(const Generation& g) {
     if (prefix_.empty()) {
-      std::printf("%s\n", text.c_str());
-      std::fflush(stdout);
+      std::string line;
+      if (format_ == "jsonl") {
+        nlohmann::json j;
+        j["index"] = g.k;
+        j["prompt_index"] = g.prompt_index;
+        j["round"] = g.round;
+        j["text"] = g.text;
+        j["tokens"] = g.tokens;
+        j["finish_reason"] = g.finish_reason;
+        // Text cut inside a UTF-8 sequence (a cancelled generation) is kept, marked, not fatal.
+        line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      } else {
+        line = one_line(g.text);
+      }
+      write_stdout_line(line);
       return;
     }
-    const std::string path = prefix_ + "_" + std::to_string(k) + ".txt";
+    const std::string path = prefix_ + "_" + std::to_string(g.k) + ".txt";
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (!f) fail("--out-prefix: cannot write ", path, ": ", std::strerror(errno));
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    const bool ok = std::fwrite(g.text.data(), 1, g.text.size(), f) == g.text.size();
     if (std::fclose(f) != 0 || !ok) fail("--out-prefix: cannot write ", path, ": ", std::strerror(errno));
   }
 
-  std::string prefix_;
-  std::map<int64_t, std::string> texts_;
+  std::string prefix_, format_;
+  std::map<int64_t, Generation> pending_;
   int64_t next_ = 0;
 };
+
+// The most bytes one token stands for: a prompt of B bytes needs at least
+// B / this many tokens, which refuses a huge line before tokenizing it.
+size_t max_token_bytes(const Tokenizer& tok) {
+  size_t m = 1;
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) m = std::max(m, tok.token_bytes(id).size());
+  return m;
+}
+
+void write_file(const std::string& path, const std::string& text, const char* flag) {
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  if (!out) fail(path, ": cannot write the report (", flag, "): ", std::strerror(errno));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  if (std::fclose(out) != 0 || !ok) fail(path, ": cannot write the report (", flag, "): ", std::strerror(errno));
+}
 
 }  // namespace
 
 int cmd_batch(const Args& args) {
   LlmFlags f;
   BatchFlags b;
-  Flags fl("batch", "--model M [PROMPT...] [--prompts-file F] [options]");
+  Flags fl = command_flags("batch", "--model M [PROMPT...] [--prompts-file F] [options]");
   add_llm_flags(fl, f, /*run=*/false, /*batch=*/true);
   add_batch_flags(fl, b);
   if (!fl.parse(args, &b.positional)) {
@@ -133,7 +190,7 @@ int cmd_batch(const Args& args) {
   }
   check_llm_flags(fl, f, /*run=*/false);
   if (b.positional.empty() && b.prompts_file.empty()) usage_fail("give prompts as arguments or --prompts-file");
-  check_scheduler_flags(b.sched, kSchedulerNames, f);
+  check_scheduler_flags(b.sched, kSchedulerNames, f.run.cache);
   if (!b.out_prefix.empty()) {
     // A missing folder is found now, not after the first generation.
     const std::filesystem::path dir = std::filesystem::path(b.out_prefix).parent_path();
@@ -146,38 +203,58 @@ int cmd_batch(const Args& args) {
   if (!b.prompts_file.empty())
     for (PromptSpec& p : read_prompts_file(b.prompts_file)) specs.push_back(std::move(p));
   if (specs.empty()) fail("--prompts-file: ", b.prompts_file, " holds no prompts");
-  if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
 
-  Loaded l = load_llm(f);
-  CacheSetup cs = cache_setup_of(f);
-  cs.max_sequences = static_cast<int>(b.sched.sessions + b.sched.prefix_cache_entries);
-  std::string warning;
-  const KvPolicy policy = kv_policy_of(cs, *l.model, &warning);
-  if (!warning.empty()) std::fprintf(stderr, "[warning] %s\n", warning.c_str());
-  const SchedulerOptions so = scheduler_options_of(b.sched, policy.max_capacity);
+  f.run.cache.max_sequences = static_cast<int>(b.sched.sessions + b.sched.prefix_cache_entries);
+  const Run run = build_llm_run(f.run);
+  const LoadedModel& l = run.loaded;
+  const SchedulerOptions so = scheduler_options_of(b.sched, run.policy.max_capacity);
 
-  // Every prompt through the chat template, as `run` renders it.
-  std::vector<std::vector<int32_t>> prompts;
-  for (const PromptSpec& p : specs) {
+  // Every prompt through the chat template, as `run` renders it. A prompt whose
+  // size alone rules it out (more bytes than a session's tokens can stand
+  // for) is refused without tokenizing it: a 10 MB line costs nothing.
+  const size_t token_bytes = max_token_bytes(*l.tok);
+  std::vector<std::vector<int32_t>> prompts(specs.size());
+  std::vector<std::string> refusals(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const size_t bytes = specs[i].text.size() + f.system.size();
+    const int64_t at_least = static_cast<int64_t>(bytes / token_bytes);
+    if (at_least > so.max_session_tokens) {
+      refusals[i] = "the prompt is " + std::to_string(bytes) + " bytes, at least " + std::to_string(at_least) +
+                    " tokens, which exceeds the session limit of " + std::to_string(so.max_session_tokens) +
+                    " tokens (not tokenized)";
+      continue;
+    }
     std::vector<ChatMessage> messages;
     if (!f.system.empty()) messages.push_back({"system", f.system});
-    messages.push_back({"user", p.text});
-    prompts.push_back(encode_chat(*l.tok, l.tmpl->render_segments(messages, true), true));
+    messages.push_back({"user", specs[i].text});
+    prompts[i] = encode_chat(*l.tok, l.tmpl->render_segments(messages, true), true);
   }
   ModelEngine engine(*l.model);
-  Scheduler sched(engine, *l.tok, make_cache(cs, *l.model, policy), so);
-  std::fprintf(stderr, "%s\n", sched.describe().c_str());
-  const SamplerConfig sc = sampler_config_of(f);
-  if (sc.temperature > 0 && f.seed < 0)
-    std::fprintf(stderr, "[sampler] seed %llu\n", static_cast<unsigned long long>(sc.seed));
+  Scheduler sched(engine, *l.tok, run.make_cache(), so);
+  diag("%s\n", sched.describe().c_str());
+  const SamplerConfig sc = sampler_config_of(f.sampling);
+  if (sc.temperature > 0 && f.sampling.seed < 0) diag("[sampler] seed %llu\n", static_cast<unsigned long long>(sc.seed));
 
   BatchReport report(f.stats == "json", l.load_s);
-  Output out(b.out_prefix);
+  Output out(b.out_prefix, b.output);
+  install_interrupt_handler(/*restart_reads=*/true);
   const int64_t n = static_cast<int64_t>(specs.size());
-  for (int64_t round = 0; round < b.prompt_rounds; ++round) {
+  for (int64_t round = 0; round < b.prompt_rounds && !interrupted(); ++round) {
     std::map<int64_t, std::string> texts;
+    std::vector<uint64_t> ids;
     for (int64_t i = 0; i < n; ++i) {
       const int64_t k = round * n + i;
+      auto finished = [&, k, i, round](const RequestReport& rep) {
+        report.generation(k, rep);
+        out.done({k, i, round, texts[k], rep.generated_tokens, finish_reason_name(rep.reason)});
+      };
+      if (!refusals[i].empty()) {
+        RequestReport rep;
+        rep.reason = FinishReason::kRefused;
+        rep.message = refusals[i];
+        finished(rep);
+        continue;
+      }
       RequestOptions r;
       r.prompt = prompts[i];
       r.max_new_tokens = specs[i].max_new_tokens >= 0 ? specs[i].max_new_tokens : f.max_new_tokens;
@@ -186,15 +263,26 @@ int cmd_batch(const Args& args) {
       r.stop_strings = f.stop;
       RequestCallbacks cb;
       cb.on_text = [&texts, k](std::string_view piece) { texts[k] += piece; };
-      cb.on_finish = [&, k](const RequestReport& rep) {
-        report.generation(k, rep);
-        out.done(k, texts[k]);
-      };
-      sched.submit(std::move(r), std::move(cb));
+      cb.on_finish = finished;
+      ids.push_back(sched.submit(std::move(r), std::move(cb)));
     }
-    sched.run_until_idle();
+    // Steps until idle; SIGINT/SIGTERM cancel what runs or waits (each reported
+    // "cancelled", its text so far written) and no later round starts.
+    bool cancelled = false;
+    while (sched.step()) {
+      if (interrupted() && !cancelled) {
+        for (uint64_t id : ids) sched.cancel(id);
+        cancelled = true;
+      }
+    }
   }
-  report.finish(sched.snapshot());
+  const std::string json = report.finish(sched.snapshot(), warnings());
+  if (!f.stats_file.empty()) write_file(f.stats_file, json + "\n", "--stats-file");
+  if (f.stats == "json" && f.stats_file.empty()) write_stdout_line(json);
+  if (interrupted()) {
+    std::fputs("[interrupted]\n", stderr);
+    return interrupted_exit_code();
+  }
   return report.all_ok() ? 0 : 1;
 }
 

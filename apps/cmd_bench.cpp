@@ -8,18 +8,24 @@
 // token × tokens/s ÷ read bandwidth, prefill as multiply-adds per token ×
 // tokens/s ÷ peak multiply-add rate. The fraction shown is the mean of the
 // repetitions' fractions; the limit the mean of their limits.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "commands.h"
-#include "flags.h"
+#include "llm_common.h"
+#include "shared_flags.h"
+#include "base/flags.h"
 #include "kernels/ops.h"
 #include "model/config.h"
 #include "runtime/bench.h"
@@ -33,7 +39,7 @@ struct BenchFlags {
   std::vector<int64_t> n_prompt = {512}, n_gen = {128}, depth = {0}, n_seqs = {1}, threads;
   int64_t repetitions = 5, prefill_chunk = 512, seed = 1;
   std::string kv_dtype = "f16", cache_kind = "batched-sequence";
-  bool mmap = false, json = false;
+  bool mmap = false, json = false, no_progress = false;
 };
 
 struct Limits {
@@ -108,7 +114,25 @@ double decode_bytes_per_token(const Model& m, const BenchFlags& f, const Result&
   return static_cast<double>(m.weight_traffic().matmul_bytes) / static_cast<double>(r.n_seqs) + kv;
 }
 
-void run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, Probes& probes, Result& r) {
+// On a terminal, one stderr line updated in place while a test runs.
+void show_progress(const BenchFlags& f, const Result& r, int64_t threads, int64_t rep, int64_t reps, int64_t test,
+                   int64_t tests) {
+  if (f.no_progress || !diagnostics_on() || !isatty(STDERR_FILENO)) return;
+  std::fprintf(stderr, "\r\033[K[bench] test %lld/%lld: %s, %lld thread%s, repetition %lld/%lld",
+               static_cast<long long>(test), static_cast<long long>(tests), test_name(r).c_str(),
+               static_cast<long long>(threads), threads == 1 ? "" : "s", static_cast<long long>(rep),
+               static_cast<long long>(reps));
+  std::fflush(stderr);
+}
+
+void clear_progress(const BenchFlags& f) {
+  if (!f.no_progress && diagnostics_on() && isatty(STDERR_FILENO)) std::fputs("\r\033[K", stderr);
+}
+
+// Runs the test's repetitions; false when SIGINT/SIGTERM stopped it (before
+// its first timed repetition finished: nothing to report).
+bool run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, Probes& probes, Result& r,
+             int64_t test, int64_t tests) {
   const bool prefill = r.kind == "prefill";
   auto once = [&](uint64_t seed, bool warm) {
     if (prefill)
@@ -120,7 +144,9 @@ void run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, P
   if (!prefill) r.bytes_per_token = decode_bytes_per_token(m, f, r);
   const double work = prefill ? static_cast<double>(m.weight_traffic().matmul_macs_per_row) : r.bytes_per_token;
   double limit_sum = 0, fraction_sum = 0;
-  for (int64_t i = 0; i < f.repetitions; ++i) {
+  int64_t done = 0;
+  for (int64_t i = 0; i < f.repetitions && !interrupted(); ++i) {
+    show_progress(f, r, r.threads, i + 1, f.repetitions, test, tests);
     auto probe = [&] { return prefill ? probes.madd_peak() : probes.read_gbs() * 1e9; };
     const double before = probe();
     const double s = once(static_cast<uint64_t>(f.seed + i), false);
@@ -129,12 +155,16 @@ void run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, P
     r.tok_s.push_back(tokens / s);
     limit_sum += limit;
     fraction_sum += r.tok_s.back() * work / limit;
+    ++done;
   }
+  clear_progress(f);
+  if (done == 0) return false;
   mean_sd(r);
-  const double n = static_cast<double>(f.repetitions);
+  const double n = static_cast<double>(done);
   if (prefill) r.limits.madd_peak = limit_sum / n;
   else r.limits.read_gbs = limit_sum / n / 1e9;
   r.fraction = fraction_sum / n;
+  return true;
 }
 
 nlohmann::json to_json(const BenchFlags& f, const Model& m, const std::vector<Result>& results) {
@@ -174,7 +204,7 @@ nlohmann::json to_json(const BenchFlags& f, const Model& m, const std::vector<Re
   return j;
 }
 
-void print_markdown(const BenchFlags& f, const Model& m, const std::vector<Result>& results) {
+void print_markdown_header(const BenchFlags& f, const Model& m) {
   const WeightTraffic wt = m.weight_traffic();
   std::printf("model: %s (%s), matmul weights %.1f MiB, %.2f G multiply-adds per token; isa %s; kv %s %s; weights %s\n",
               std::filesystem::path(f.model).filename().string().c_str(), m.architecture().c_str(),
@@ -184,23 +214,27 @@ void print_markdown(const BenchFlags& f, const Model& m, const std::vector<Resul
               quantized_weights(m) ? "int8" : "f32");
   std::printf("| test | threads | tok/s | bytes/token | GB/s | limit | %% of limit |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
-  for (const Result& r : results) {
-    char bytes[32] = "-", gbs[32] = "-", limit[48];
-    if (r.kind == "decode") {
-      std::snprintf(bytes, sizeof bytes, "%.1f MB", r.bytes_per_token / 1e6);
-      std::snprintf(gbs, sizeof gbs, "%.1f", r.mean * r.bytes_per_token / 1e9);
-      std::snprintf(limit, sizeof limit, "%.1f GB/s", r.limits.read_gbs);
-    } else {
-      std::snprintf(limit, sizeof limit, "%.0f G madd/s", r.limits.madd_peak / 1e9);
-    }
-    std::printf("| %s | %lld | %.2f ± %.2f | %s | %s | %s | %.1f %% |\n", test_name(r).c_str(),
-                static_cast<long long>(r.threads), r.mean, r.sd, bytes, gbs, limit, 100.0 * r.fraction);
+  std::fflush(stdout);
+}
+
+// One table row, printed as soon as its test finishes (llama-bench's habit).
+void print_markdown_row(const Result& r) {
+  char bytes[32] = "-", gbs[32] = "-", limit[48];
+  if (r.kind == "decode") {
+    std::snprintf(bytes, sizeof bytes, "%.1f MB", r.bytes_per_token / 1e6);
+    std::snprintf(gbs, sizeof gbs, "%.1f", r.mean * r.bytes_per_token / 1e9);
+    std::snprintf(limit, sizeof limit, "%.1f GB/s", r.limits.read_gbs);
+  } else {
+    std::snprintf(limit, sizeof limit, "%.0f G madd/s", r.limits.madd_peak / 1e9);
   }
+  std::printf("| %s | %lld | %.2f ± %.2f | %s | %s | %s | %.1f %% |\n", test_name(r).c_str(),
+              static_cast<long long>(r.threads), r.mean, r.sd, bytes, gbs, limit, 100.0 * r.fraction);
+  std::fflush(stdout);
 }
 
 void add_bench_flags(Flags& fl, BenchFlags& f) {
   constexpr int64_t kMaxTokens = int64_t{1} << 20;
-  fl.add_string("model", &f.model, "model: a .gguf file or a Hugging Face checkpoint directory (required)", "PATH");
+  add_model_flag(fl, &f.model);
   fl.add_int_list("n-prompt", &f.n_prompt, 0, kMaxTokens, "prefill tests: prompt lengths; 0 = no prefill test");
   fl.add_short('p', "n-prompt");
   fl.add_int_list("n-gen", &f.n_gen, 0, kMaxTokens, "decode tests: tokens generated per sequence; 0 = no decode test");
@@ -214,63 +248,89 @@ void add_bench_flags(Flags& fl, BenchFlags& f) {
   fl.add_short('t', "threads");
   fl.add_int("repetitions", &f.repetitions, 1, 1000, "timed runs per test");
   fl.add_short('r', "repetitions");
-  fl.add_choice("kv-storage-dtype", &f.kv_dtype, {"f32", "f16", "bf16", "q8_0"}, "cache storage type");
-  fl.add_choice("cache-kind", &f.cache_kind, {"batched-sequence", "batched-cell"},
-                "cache kind: batched-sequence (own storage per sequence, -b forks copied) or batched-cell "
-                "(blocks, -b forks shared; the kind batch and serve use)");
-  fl.add_int("prefill-chunk-size", &f.prefill_chunk, 1, kMaxTokens, "rows per prefill step");
+  add_kv_dtype_flag(fl, &f.kv_dtype);
+  add_shared_cache_kind_flag(fl, &f.cache_kind,
+                             "cache kind: batched-sequence (own storage per sequence, -b forks copied) or "
+                             "batched-cell (blocks, -b forks shared; the kind batch and serve use)");
+  add_prefill_chunk_flag(fl, &f.prefill_chunk, 1, "rows per prefill step");
   fl.add_int("seed", &f.seed, 0, int64_t{1} << 62, "seed of the random prompt tokens");
-  fl.add_bool("mmap", &f.mmap, "keep weights in the mapped file instead of copying them into huge pages");
+  add_mmap_flag(fl, &f.mmap);
   fl.add_bool("json", &f.json, "one JSON object on stdout instead of the markdown table");
+  fl.add_bool("no-progress", &f.no_progress, "no progress line on stderr (shown only on a terminal)");
 }
 
 }  // namespace
 
 int cmd_bench(const Args& args) {
   BenchFlags f;
-  Flags fl("bench", "--model M [-p 512] [-n 128] [-d 0] [-b 1,2,4] [-t 1,2] [-r 5] [--json]");
+  Flags fl = command_flags("bench", "--model M [-p 512] [-n 128] [-d 0] [-b 1,2,4] [-t 1,2] [-r 5] [--json]");
   add_bench_flags(fl, f);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);
     return 0;
   }
-  if (f.model.empty()) usage_fail("--model is required");
-  std::error_code ec;
-  if (!std::filesystem::exists(f.model, ec)) usage_fail("--model: no such file or directory: " + f.model);
+  check_model_given(f.model);
+  set_machine_output(f.json);
   bool any = false;
   for (int64_t p : f.n_prompt) any = any || p > 0;
   for (int64_t n : f.n_gen) any = any || n > 0;
   if (!any) usage_fail("nothing to measure: every -p and -n value is 0");
   if (f.threads.empty()) f.threads = {default_num_threads()};
+  // More threads than a few per hardware thread only wait for a core (and a
+  // test at -t 1000 ran for minutes on 2 cores before printing anything).
+  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  for (int64_t t : f.threads)
+    if (t > 4 * hw)
+      usage_fail("--threads " + std::to_string(t) + " is more than 4x this machine's " + std::to_string(hw) +
+                 " hardware threads (" + std::to_string(4 * hw) + "): extra threads only wait for a core");
 
-  LoadOptions lo;
-  lo.mmap_only = f.mmap;
-  std::unique_ptr<Model> m = Model::load(f.model, lo);
+  ModelSetup ms;
+  ms.model = f.model;
+  ms.mmap = f.mmap;
+  std::unique_ptr<Model> m = open_model(ms);  // a missing path: exit 1, as in every command
+  // A test longer than the trained context still runs (the cache grows), as
+  // in run and batch, with a warning.
+  const int64_t n_ctx = m->config().n_ctx;
+  for (int64_t d : f.depth) {
+    const int64_t longest = d + std::max(*std::max_element(f.n_prompt.begin(), f.n_prompt.end()),
+                                         *std::max_element(f.n_gen.begin(), f.n_gen.end()));
+    if (n_ctx > 0 && longest > n_ctx)
+      warn("a test reaches position " + std::to_string(longest) + " (depth " + std::to_string(d) +
+           "), beyond the model's trained context length " + std::to_string(n_ctx));
+  }
   BenchCacheOptions co;
   kv_dtype_from_name(f.kv_dtype, &co.dtype);
   kv_kind_from_name(f.cache_kind, &co.kind);
   co.prefill_chunk = f.prefill_chunk;
-  std::vector<Result> results;
-  Probes probes(quantized_weights(*m));
-  for (int64_t t : f.threads) {
-    set_num_threads(static_cast<int>(t));
-    auto add = [&](Result r) {
-      r.threads = t;
-      run_one(*m, f, co, probes, r);
-      if (!f.json) std::fprintf(stderr, "[bench] %s, %lld threads: %.2f tok/s\n", test_name(r).c_str(),
-                                static_cast<long long>(t), r.mean);
-      results.push_back(std::move(r));
-    };
+  std::vector<Result> plan;
+  for (int64_t t : f.threads)
     for (int64_t d : f.depth) {
       for (int64_t p : f.n_prompt)
-        if (p > 0) add(make_result("prefill", p, 0, d, 1));
+        if (p > 0) plan.push_back(make_result("prefill", p, 0, d, 1)), plan.back().threads = t;
       for (int64_t n : f.n_gen)
         if (n > 0)
-          for (int64_t b : f.n_seqs) add(make_result("decode", 0, n, d, b));
+          for (int64_t b : f.n_seqs) plan.push_back(make_result("decode", 0, n, d, b)), plan.back().threads = t;
     }
+  if (!f.json) print_markdown_header(f, *m);
+  install_interrupt_handler(/*restart_reads=*/true);
+  std::vector<Result> results;
+  Probes probes(quantized_weights(*m));
+  for (size_t i = 0; i < plan.size() && !interrupted(); ++i) {
+    Result r = plan[i];
+    set_num_threads(static_cast<int>(r.threads));
+    if (!run_one(*m, f, co, probes, r, static_cast<int64_t>(i) + 1, static_cast<int64_t>(plan.size()))) break;
+    if (!f.json) print_markdown_row(r);
+    results.push_back(std::move(r));
   }
-  if (f.json) std::printf("%s\n", to_json(f, *m, results).dump().c_str());
-  else print_markdown(f, *m, results);
+  if (f.json) {
+    nlohmann::json j = to_json(f, *m, results);
+    j["warnings"] = warnings();
+    std::printf("%s\n", j.dump().c_str());
+  }
+  if (interrupted()) {
+    std::fprintf(stderr, "[interrupted: %zu of %zu tests done]\n", results.size(), plan.size());
+    return interrupted_exit_code();
+  }
   return 0;
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -15,7 +16,7 @@
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
 #include "commands.h"
-#include "flags.h"
+#include "base/flags.h"
 #include "llm_common.h"
 #include "runtime/engine.h"
 
@@ -81,7 +82,8 @@ struct TurnMark {
 
 class Chat {
  public:
-  Chat(const LlmFlags& f, Loaded& l, Session& s) : f_(f), l_(l), s_(s), sampler_(sampler_config_of(f)) {
+  Chat(const LlmFlags& f, const LoadedModel& l, Session& s)
+      : f_(f), l_(l), s_(s), sampler_(sampler_config_of(f.sampling)) {
     opts_ = generate_options_of(f, l);
     if (!f.system.empty()) messages_.push_back({"system", f.system});
     base_messages_ = messages_.size();
@@ -113,7 +115,7 @@ class Chat {
     if (line == "/quit" || line == "/exit") return false;
     if (line == "/help") std::fputs(kChatHelp, stderr);
     else if (line == "/reset") reset();
-    else if (line == "/stats") print_report(f_, s_, last_stop_reason());
+    else if (line == "/stats") print_report_asked(f_, s_, last_stop_reason());
     else if (line == "/undo") undo_turn();
     else if (line.rfind("/undo ", 0) == 0) undo_tokens(line.substr(6));
     else std::fprintf(stderr, "[unknown command %s; /help lists the commands]\n", line.c_str());
@@ -126,8 +128,7 @@ class Chat {
   int64_t used() const { return std::min(s_.position(), s_.capacity()); }
 
   void fill_line() {
-    std::fprintf(stderr, "[%lld/%lld tokens]\n", static_cast<long long>(used()),
-                 static_cast<long long>(s_.capacity()));
+    diag("[%lld/%lld tokens]\n", static_cast<long long>(used()), static_cast<long long>(s_.capacity()));
   }
 
   // A turn of `need` tokens that does not fit now. /undo and /reset help only
@@ -188,6 +189,7 @@ class Chat {
     if (r.reason == StopReason::kCapacity)
       std::fprintf(stderr, "[reply cut: the cache is full at %lld/%lld tokens; /undo or /reset]\n",
                    static_cast<long long>(s_.cached()), static_cast<long long>(s_.capacity()));
+    if (r.reason == StopReason::kInterrupted && stop_signal() == SIGTERM) return true;  // the loop leaves
     if (r.reason == StopReason::kInterrupted) {
       // Back to the prompt: the next Ctrl-C there (or Ctrl-D) leaves.
       interrupted() = false;
@@ -300,7 +302,7 @@ class Chat {
   }
 
   const LlmFlags& f_;
-  Loaded& l_;
+  const LoadedModel& l_;
   Session& s_;
   Sampler sampler_;
   GenerateOptions opts_;
@@ -322,17 +324,16 @@ class Chat {
 
 int run_chat(const LlmFlags& f) {
   check_fd_readable(STDIN_FILENO, "stdin");  // a directory would read as an empty conversation
-  if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
-  Loaded l = load_llm(f);
-  const KvPolicy policy = kv_policy_of(f, *l.model);
+  const Run run = build_llm_run(f.run);
+  const LoadedModel& l = run.loaded;
   ModelEngine engine(*l.model);
-  Session session(engine, make_cache_of(f, *l.model, policy), *l.tok);
+  Session session(engine, run.make_cache(), *l.tok);
   session.stats().load_s = l.load_s;
   print_cache_describe(session.cache());
   print_fill("after load", session);
-  std::fprintf(stderr, "[chat template: %s]\n", l.tmpl->name().c_str());
+  diag("[chat template: %s]\n", describe_chat_template(*l.tmpl).c_str());
   const bool tty = isatty(STDIN_FILENO);
-  if (tty) std::fputs(kChatHelp, stderr);
+  if (tty && verbosity() != Verbosity::kQuiet) std::fputs(kChatHelp, stderr);
   Chat chat(f, l, session);
   install_interrupt_handler(/*restart_reads=*/true);
   LineReader in;
@@ -348,10 +349,14 @@ int run_chat(const LlmFlags& f) {
     if (got == LineReader::Got::kEnd) break;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!chat.handle(line)) break;
+    if (stop_signal() == SIGTERM && interrupted()) {  // SIGTERM ends the conversation after the turn
+      by_interrupt = true;
+      break;
+    }
   }
   if (by_interrupt) std::fputs("\n[interrupted]\n", stderr);
   print_report(f, session, chat.last_stop_reason());
-  if (by_interrupt) return kExitInterrupted;
+  if (by_interrupt) return interrupted_exit_code();
   if (chat.turns() > 0 && chat.failed_turns() == chat.turns())
     fail("every turn failed (", chat.turns(), " of ", chat.turns(), "); see the messages above");
   return 0;
@@ -359,7 +364,7 @@ int run_chat(const LlmFlags& f) {
 
 int cmd_chat(const Args& args) {
   LlmFlags f;
-  Flags fl("chat", "--model M [options]   (turns on stdin; /help inside lists the commands)");
+  Flags fl = command_flags("chat", "--model M [options]   (turns on stdin; /help inside lists the commands)");
   add_llm_flags(fl, f, /*run=*/false);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);

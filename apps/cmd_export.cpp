@@ -6,7 +6,8 @@
 
 #include "commands.h"
 #include "convert_common.h"
-#include "flags.h"
+#include "base/flags.h"
+#include "shared_flags.h"
 #include "tokenizer/gguf_vocab_export.h"
 
 namespace og::app {
@@ -15,9 +16,8 @@ int cmd_export(const Args& args) {
   std::string model, out;
   ConvertFlags f;
   f.dtype = "f16";
-  Flags fl("export", "--model HF_DIR --out X.gguf [--dtype T] [options]");
-  fl.add_string("model", &model, "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer) (required)",
-                "DIR");
+  Flags fl = command_flags("export", "--model HF_DIR --out X.gguf [--dtype T] [options]");
+  add_model_flag(fl, &model, "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer) (required)");
   fl.add_string("out", &out, "output .gguf file (written under a temporary name, renamed when complete) (required)",
                 "PATH");
   fl.add_string("dtype", &f.dtype,
@@ -30,16 +30,15 @@ int cmd_export(const Args& args) {
     std::fputs(fl.help().c_str(), stdout);
     return 0;
   }
-  if (model.empty()) usage_fail("--model is required");
+  check_model_given(model);
   if (out.empty()) usage_fail("--out is required");
+  check_path_exists(model, "--model");  // a missing path: exit 1, as in every command
   std::error_code ec;
   if (!std::filesystem::is_directory(model, ec))
-    usage_fail("--model: not a directory: " + model + " (export reads Hugging Face checkpoint directories)");
+    fail(model, ": not a directory (--model; export reads Hugging Face checkpoint directories)");
   ConvertOptions o = convert_options_of(f);
   o.metadata = tokenizer_gguf_keys(model);
-  const ConvertSummary s = export_hf_to_gguf(model, out, o);
-  print_summary(s, out);
-  return 0;
+  return run_conversion([&] { return export_hf_to_gguf(model, out, o); }, out);
 }
 
 }  // namespace og::app

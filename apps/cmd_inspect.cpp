@@ -15,8 +15,11 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "commands.h"
-#include "flags.h"
+#include "base/flags.h"
+#include "shared_flags.h"
 #include "format/gguf.h"
+#include "template/template.h"
+#include "tokenizer/chat_template.h"
 #include "format/hf_config.h"
 #include "kv/kv_types.h"
 #include "model/config.h"
@@ -71,6 +74,20 @@ Json stored_kv(const GgufFile& g) {
   return j;
 }
 
+// What `--chat auto` renders with: the model's Jinja template when our engine
+// parses it, else the built-in of its format, else raw text.
+std::string template_used(const std::optional<std::string>& source) {
+  if (!source || source->find_first_not_of(" \t\r\n") == std::string::npos) return "raw text (no template)";
+  const std::optional<std::string> format = detect_chat_template(*source);
+  try {
+    jinja::Template::parse(*source);
+    return "the model's own template (Jinja)" + (format ? " in the " + *format + " format" : std::string());
+  } catch (const Error& e) {
+    if (format) return "the built-in " + *format + " template (the model's does not parse: " + e.what() + ")";
+    return std::string("nothing: the model's template does not parse (") + e.what() + "); give --chat NAME";
+  }
+}
+
 Json inspect_gguf(const std::string& path) {
   std::unique_ptr<GgufFile> g = GgufFile::open(path);
   Json j;
@@ -92,6 +109,7 @@ Json inspect_gguf(const std::string& path) {
   }
   j["tokenizer"] = tok;
   j["chat_template"] = g->get("tokenizer.chat_template") != nullptr;
+  j["chat_template_used"] = template_used(g->get_string("tokenizer.chat_template"));
   j["kv_stored"] = stored_kv(*g);
   return j;
 }
@@ -146,6 +164,7 @@ Json inspect_hf(const std::string& dir) {
   j["tensors"] = tensor_summary(*c.weights);
   j["tokenizer"] = hf_tokenizer(c);
   j["chat_template"] = c.chat_template().has_value();
+  j["chat_template_used"] = template_used(c.chat_template());
   return j;
 }
 
@@ -277,7 +296,8 @@ void print_text(const Json& j, const std::string& kv_why) {
     if (tok.contains("pre")) std::printf(", pre %s", tok["pre"].get<std::string>().c_str());
     std::printf("\n");
   }
-  std::printf("chat template: %s\n", j["chat_template"].get<bool>() ? "yes" : "no");
+  std::printf("chat template: %s; --chat auto uses %s\n", j["chat_template"].get<bool>() ? "yes" : "no",
+              j["chat_template_used"].get<std::string>().c_str());
   if (j.contains("kv_stored") && !j["kv_stored"].is_null()) {
     const Json& s = j["kv_stored"];
     if (s.contains("error")) {
@@ -324,14 +344,14 @@ void print_text(const Json& j, const std::string& kv_why) {
 int cmd_inspect(const Args& args) {
   std::string model_flag;
   bool json = false;
-  Flags f("inspect",
+  Flags f = command_flags("inspect",
           "MODEL [--json]   (or --model MODEL)\n\n"
           "Prints what a .gguf file or a Hugging Face checkpoint directory holds and the\n"
           "configuration the loader reads from it. Exit code 0 when the model can be run;\n"
           "1 when the file cannot be read, or can be read but not run (an unknown\n"
           "architecture, a missing tensor, a vocabulary-only file): what it holds is\n"
           "printed first, then the reason as the error line; 2 for bad usage.");
-  f.add_string("model", &model_flag, "the model, instead of the MODEL argument", "PATH");
+  add_model_flag(f, &model_flag, "the model, instead of the MODEL argument");
   f.add_bool("json", &json, "print one JSON object instead of text (\"error\" holds the reason it cannot run)");
   std::vector<std::string> positional;
   if (!f.parse(args, &positional)) {
@@ -342,7 +362,7 @@ int cmd_inspect(const Args& args) {
   if (positional.empty()) usage_fail("missing MODEL (a .gguf file or a Hugging Face directory)");
   if (positional.size() > 1) usage_fail("more than one MODEL given ('" + positional[0] + "', '" + positional[1] + "')");
   const std::string& model = positional[0];
-  if (!file_exists(model)) fail(model, ": no such file or directory");
+  check_path_exists(model, "--model");
   const bool hf = is_directory(model);
   Json j = hf ? inspect_hf(model) : inspect_gguf(model);
   const std::string why = add_model(j, model, hf);

@@ -5,14 +5,15 @@
 
 #include "commands.h"
 #include "convert_common.h"
-#include "flags.h"
+#include "shared_flags.h"
+#include "base/flags.h"
 
 namespace og::app {
 
 int cmd_quantize(const Args& args) {
   ConvertFlags f;
   bool allow_requantize = false;
-  Flags fl("quantize", "IN.gguf OUT.gguf TYPE [options]\n"
+  Flags fl = command_flags("quantize", "IN.gguf OUT.gguf TYPE [options]\n"
                        "  TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k, or the mixes q4_k_m q5_k_m\n"
                        "        (llama.cpp's presets; README.md has the table); 1-D tensors are copied.\n"
                        "  Importance matrices (--imatrix) are not supported");
@@ -29,9 +30,7 @@ int cmd_quantize(const Args& args) {
   f.dtype = pos[2];
   ConvertOptions o = convert_options_of(f);
   o.allow_requantize = allow_requantize;
-  const ConvertSummary s = quantize_gguf(pos[0], pos[1], o);
-  print_summary(s, pos[1]);
-  return 0;
+  return run_conversion([&] { return quantize_gguf(pos[0], pos[1], o); }, pos[1]);
 }
 
 }  // namespace og::app

@@ -8,9 +8,8 @@
 #include <cstring>
 
 #include "base/error.h"
-#include "base/thread_pool.h"
 #include "commands.h"
-#include "flags.h"
+#include "base/flags.h"
 #include "llm_common.h"
 #include "runtime/engine.h"
 
@@ -30,7 +29,7 @@ void write_stdout(std::string_view piece) {
 
 int cmd_run(const Args& args) {
   LlmFlags f;
-  Flags fl("run", "--model M --prompt P [options]");
+  Flags fl = command_flags("run", "--model M --prompt P [options]");
   add_llm_flags(fl, f, /*run=*/true);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);
@@ -38,25 +37,23 @@ int cmd_run(const Args& args) {
   }
   check_llm_flags(fl, f, /*run=*/true);
   if (f.interactive) return run_chat(f);
-  if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
 
-  Loaded l = load_llm(f);
-  const KvPolicy policy = kv_policy_of(f, *l.model);
+  const Run run = build_llm_run(f.run);
+  const LoadedModel& l = run.loaded;
   std::vector<ChatMessage> messages;
   if (!f.system.empty()) messages.push_back({"system", f.system});
   messages.push_back({"user", f.prompt});
   const std::vector<int32_t> prompt = encode_chat(*l.tok, l.tmpl->render_segments(messages, true), true);
-  if (static_cast<int64_t>(prompt.size()) > policy.max_capacity)
+  if (static_cast<int64_t>(prompt.size()) > run.policy.max_capacity)
     usage_fail("the prompt is " + std::to_string(prompt.size()) + " tokens but the cache holds " +
-               std::to_string(policy.max_capacity) + " positions (raise --kv-max-capacity)");
+               std::to_string(run.policy.max_capacity) + " positions (raise --kv-max-capacity)");
 
   ModelEngine engine(*l.model);
-  Session session(engine, make_cache_of(f, *l.model, policy), *l.tok);
+  Session session(engine, run.make_cache(), *l.tok);
   print_cache_describe(session.cache());
   print_fill("after load", session);
-  const SamplerConfig sc = sampler_config_of(f);
-  if (sc.temperature > 0 && f.seed < 0)
-    std::fprintf(stderr, "[sampler] seed %llu\n", static_cast<unsigned long long>(sc.seed));
+  const SamplerConfig sc = sampler_config_of(f.sampling);
+  if (sc.temperature > 0 && f.sampling.seed < 0) diag("[sampler] seed %llu\n", static_cast<unsigned long long>(sc.seed));
   GenerateOptions opts = generate_options_of(f, l);
   if (f.warmup) {
     Sampler warm(sc);
@@ -71,14 +68,16 @@ int cmd_run(const Args& args) {
   const TurnResult r = session.generate(prompt, sampler, opts, write_stdout);
   // On a terminal the text ends its line before the reports on stderr; a pipe
   // or file receives exactly the generated text.
-  if (isatty(STDOUT_FILENO) && !r.text.empty() && r.text.back() != '\n') write_stdout("\n");
+  // The JSON report (--stats json) is a line of its own after the text.
+  const bool json_line = f.stats == "json" && f.stats_file.empty();
+  if ((json_line || isatty(STDOUT_FILENO)) && !r.text.empty() && r.text.back() != '\n') write_stdout("\n");
   if (r.reason == StopReason::kCapacity)
     std::fprintf(stderr, "[generation stopped: the cache is full at %lld/%lld positions; raise --kv-max-capacity]\n",
                  static_cast<long long>(session.cached()), static_cast<long long>(session.capacity()));
   if (r.reason == StopReason::kInterrupted) std::fputs("[interrupted]\n", stderr);
   print_fill("after decode", session);
   print_report(f, session, stop_reason_name(r.reason));
-  return r.reason == StopReason::kInterrupted ? kExitInterrupted : 0;
+  return r.reason == StopReason::kInterrupted ? interrupted_exit_code() : 0;
 }
 
 }  // namespace og::app

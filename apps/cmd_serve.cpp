@@ -16,12 +16,11 @@
 #include <limits>
 
 #include "base/error.h"
-#include "base/thread_pool.h"
 #include "commands.h"
-#include "flags.h"
+#include "base/flags.h"
 #include "llm_common.h"
 #include "runtime/engine.h"
-#include "runtime/run_setup.h"
+#include "api/run_builder.h"
 #include "runtime/scheduler.h"
 #include "server/backend.h"
 #include "scheduler_flags.h"
@@ -34,14 +33,16 @@ namespace {
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
 struct ServeFlags {
-  LlmFlags llm;  // model, template, sampling defaults, cache
+  RunConfig run;           // model, template, cache, threads
+  SamplingFlags sampling;  // the defaults of requests that give none
+  int64_t max_new_tokens = 0;
   std::string host = "127.0.0.1";
   int64_t port = 8080;
   // The prefix cache is on by default here, and prompts are prefilled one per
   // step (the median time to first token matters more to a server's clients
   // than to an offline batch).
   SchedulerFlags sched{.step_prefills = 1, .prefix_cache_entries = 8};
-  int64_t max_queue = 64, kv_block_size = 16;
+  int64_t max_queue = 64;
   std::vector<std::string> api_keys;
   std::string api_key_file, alias;
   int64_t timeout_s = 600, max_body_bytes = 8 << 20, http_threads = 0;
@@ -52,15 +53,9 @@ struct ServeFlags {
 const SchedulerFlagNames kSchedulerNames{"parallel", "requests decoded at once (sessions in the batch)", "request"};
 
 void add_serve_flags(Flags& fl, ServeFlags& f) {
-  LlmFlags& l = f.llm;
-  l.kv_cache = "batched-cell";
-  l.max_new_tokens = 0;
-  fl.add_string("model", &l.model, "model: a .gguf file or a Hugging Face checkpoint directory (required)", "PATH");
-  fl.add_string("tokenizer", &l.tokenizer, "tokenizer file or directory, instead of the one in or beside the model",
-                "PATH");
-  std::vector<std::string> chats = chat_template_names();
-  chats.insert(chats.begin(), "auto");
-  fl.add_choice("chat", &l.chat, chats, "chat template for /v1/chat/completions; auto = the model's; 0 = raw text");
+  add_model_flag(fl, &f.run.model.model);
+  add_tokenizer_flag(fl, &f.run.model.tokenizer);
+  add_chat_flag(fl, f.run.model, "chat template for /v1/chat/completions");
   fl.add_string("alias", &f.alias, "the model id clients name; default: the model file's name", "NAME");
   fl.add_string("host", &f.host, "address to listen on", "ADDR");
   fl.add_int("port", &f.port, 0, 65535, "port to listen on; 0 = any free port (the ready line says which)");
@@ -83,26 +78,13 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
   fl.add_int("http-threads", &f.http_threads, 0, 65536,
              "connections served at once; 0 = --parallel + --max-queue + 16");
   // Defaults of requests that give none; temperature within OpenAI's range as requests are.
-  add_sampling_flags(fl, l, "default for requests that give none: ", 2);
-  fl.add_int("seed", &l.seed, -1, std::numeric_limits<int64_t>::max(),
-             "seed of requests that give none; -1 = a random seed per request");
-  fl.add_int("max-new-tokens", &l.max_new_tokens, 0, kIntMax,
+  add_sampling_flags(fl, f.sampling, "default for requests that give none: ", 2,
+                     "seed of requests that give none; -1 = a random seed per request");
+  fl.add_int("max-new-tokens", &f.max_new_tokens, 0, kIntMax,
              "max tokens of a chat request that gives none; 0 = up to the session limit");
-  fl.add_choice("cache-kind", &l.kv_cache, {"batched-cell", "batched-sequence"},
-                "shared cache kind: batched-cell (blocks shared copy-on-write by prefix forks) or batched-sequence "
-                "(own storage per sequence, prefixes copied)");
-  fl.add_int("kv-max-capacity", &l.kv_max_capacity, 0, kIntMax,
-             "positions one session's cache may hold; 0 = --max-session-tokens, else min(model context length, 4096)");
-  fl.add_int("kv-initial-capacity", &l.kv_initial_capacity, 1, kIntMax,
-             "positions allocated at start for flat layers (batched-sequence; grows by doubling)");
-  fl.add_int("kv-block-size", &f.kv_block_size, 1, 4096, "positions per block (batched-cell)");
-  fl.add_choice("kv-storage-dtype", &l.kv_storage_dtype, {"f32", "f16", "bf16", "q8_0"}, "cache storage type");
-  fl.add_int_list("kv-windows", &l.kv_windows, 0, kIntMax,
-                  "window override repeated over the model's caches; 0 = flat", "the model's windows");
-  fl.add_int("prefill-chunk-size", &l.prefill_chunk_size, 0, kIntMax,
-             "most prompt rows one session writes per step; 0 = the model file's, else 512");
-  fl.add_int("threads", &l.threads, 0, 1024, "worker threads of the forward pass; 0 = all cores");
-  fl.add_bool("mmap", &l.mmap, "keep weights in the mapped file instead of copying them into huge pages");
+  add_cache_flags(fl, f.run.cache, CacheScope::kShared);
+  add_threads_flag(fl, &f.run.threads, "worker threads of the forward pass");
+  add_mmap_flag(fl, &f.run.model.mmap);
 }
 
 // --api-key values and the lines of --api-key-file; usage errors for empty keys or an unreadable file.
@@ -127,13 +109,11 @@ std::vector<std::string> api_keys_of(const ServeFlags& f) {
   return keys;
 }
 
-void check_serve_flags(ServeFlags& f) {
-  if (f.llm.model.empty()) usage_fail("--model is required");
-  std::error_code ec;
-  if (!std::filesystem::exists(f.llm.model, ec)) usage_fail("--model: no such file or directory: " + f.llm.model);
-  if (!f.llm.tokenizer.empty() && !std::filesystem::exists(f.llm.tokenizer, ec))
-    usage_fail("--tokenizer: no such file or directory: " + f.llm.tokenizer);
-  check_scheduler_flags(f.sched, kSchedulerNames, f.llm);
+void check_serve_flags(const Flags& fl, ServeFlags& f) {
+  check_run_flags(fl, f.run);
+  // No sampling combination check: these are defaults, and a request that sets
+  // its own temperature takes --top-k and the others with it.
+  check_scheduler_flags(f.sched, kSchedulerNames, f.run.cache);
 }
 
 // SIGINT / SIGTERM write to a pipe the main thread waits on (a handler, not a
@@ -189,13 +169,13 @@ std::string one_line(const std::string& s) {
 
 int cmd_serve(const Args& args) {
   ServeFlags f;
-  Flags fl("serve", "--model M [--host 127.0.0.1] [--port 8080] [options]");
+  Flags fl = command_flags("serve", "--model M [--host 127.0.0.1] [--port 8080] [options]");
   add_serve_flags(fl, f);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);
     return 0;
   }
-  check_serve_flags(f);
+  check_serve_flags(fl, f);
   server::HttpOptions ho;
   ho.host = f.host;
   ho.port = static_cast<int>(f.port);
@@ -208,11 +188,10 @@ int cmd_serve(const Args& args) {
   ho.max_in_flight = f.max_queue > 0 ? static_cast<int>(parallel + f.max_queue) : 0;
   ho.http_threads =
       static_cast<int>(f.http_threads > 0 ? f.http_threads : parallel + (f.max_queue > 0 ? f.max_queue : 64) + 16);
-  if (f.llm.threads > 0) set_num_threads(static_cast<int>(f.llm.threads));
   install_signal_handlers();
 
   // Declared in the order that lets the HTTP server go first on every exit path.
-  LoadedModel loaded;
+  Run run;
   std::unique_ptr<ModelEngine> engine;
   std::unique_ptr<Scheduler> sched;
   server::ServedModel served;
@@ -220,38 +199,36 @@ int cmd_serve(const Args& args) {
   server::HttpServer http(ho);
   const int bound = http.bind();
   http.start();
-  std::fprintf(stderr, "[serve] listening on http://%s:%d, loading %s\n", f.host.c_str(), bound, f.llm.model.c_str());
+  std::fprintf(stderr, "[serve] listening on http://%s:%d, loading %s\n", f.host.c_str(), bound, f.run.model.model.c_str());
 
-  loaded = load_llm(f.llm);
-  CacheSetup cs = cache_setup_of(f.llm);
-  cs.max_sequences = static_cast<int>(parallel + f.sched.prefix_cache_entries);
-  KvPolicy policy = kv_policy_of(f.llm, *loaded.model);
-  policy.max_sequences = cs.max_sequences;
-  policy.block_size = static_cast<int>(f.kv_block_size);
-  SchedulerOptions so = scheduler_options_of(f.sched, policy.max_capacity);
+  f.run.cache.max_sequences = static_cast<int>(parallel + f.sched.prefix_cache_entries);
+  run = build_run(f.run);
+  if (!run.warning.empty()) std::fprintf(stderr, "[warning] %s\n", run.warning.c_str());
+  const LoadedModel& loaded = run.loaded;
+  SchedulerOptions so = scheduler_options_of(f.sched, run.policy.max_capacity);
   // The server alone bounds requests in flight (--parallel + --max-queue, 429
   // beyond): it counts a request until its HTTP reply is written, the scheduler
   // until the step after it finishes, so a second bound here could refuse a
   // request the server just made room for.
   so.max_queue = 0;
   engine = std::make_unique<ModelEngine>(*loaded.model);
-  sched = std::make_unique<Scheduler>(*engine, *loaded.tok, make_cache(cs, *loaded.model, policy), so);
+  sched = std::make_unique<Scheduler>(*engine, *loaded.tok, run.make_cache(), so);
   sched->start();
 
-  served.id = f.alias.empty() ? model_name_of(f.llm.model) : f.alias;
+  served.id = f.alias.empty() ? model_name_of(f.run.model.model) : f.alias;
   served.tok = loaded.tok.get();
   served.tmpl = loaded.tmpl.get();
   served.stop_ids = loaded.stop_ids;
   served.max_session_tokens = so.max_session_tokens;
-  served.default_max_tokens = f.llm.max_new_tokens;
-  served.sampler = sampler_config_of(f.llm);
-  served.random_seed = f.llm.seed < 0;
+  served.default_max_tokens = f.max_new_tokens;
+  served.sampler = sampler_config_of(f.sampling);
+  served.random_seed = f.sampling.seed < 0;
   served.use_prefix_cache = f.sched.prefix_cache_entries > 0;
   served.created = static_cast<int64_t>(std::time(nullptr));
   port = std::make_unique<server::SchedulerAdapter<Scheduler>>(*sched);
   http.set_model(served, *port);
   std::printf("[serve] ready on http://%s:%d | model %s | template %s | %d sessions x %lld tokens | %s\n",
-              f.host.c_str(), bound, served.id.c_str(), loaded.tmpl->name().c_str(), so.max_decode_sequences,
+              f.host.c_str(), bound, served.id.c_str(), describe_chat_template(*loaded.tmpl).c_str(), so.max_decode_sequences,
               static_cast<long long>(so.max_session_tokens), one_line(sched->describe()).c_str());
   std::fflush(stdout);
 

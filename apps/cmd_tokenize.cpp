@@ -15,7 +15,8 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "commands.h"
-#include "flags.h"
+#include "base/flags.h"
+#include "shared_flags.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og::app {
@@ -28,13 +29,15 @@ struct Options {
 };
 
 void add_source_flags(Flags& f, Options& o) {
-  f.add_string("model", &o.model, "a .gguf file (vocabulary-only files too) or a Hugging Face directory", "M");
-  f.add_string("tokenizer", &o.tokenizer,
-               "read the tokenizer from T instead (tokenizer.json, tokenizer.model, a directory or a .gguf)", "T");
+  add_model_flag(f, &o.model, "a .gguf file (vocabulary-only files too) or a Hugging Face directory");
+  add_tokenizer_flag(f, &o.tokenizer);
 }
 
 void require_source(const Options& o) {
-  if (o.model.empty() && o.tokenizer.empty()) usage_fail("missing --model");
+  if (o.model.empty() && o.tokenizer.empty()) usage_fail("--model is required (or --tokenizer)");
+  // The same missing-path message and exit code as every command.
+  if (!o.model.empty()) check_path_exists(o.model, "--model");
+  if (!o.tokenizer.empty()) check_path_exists(o.tokenizer, "--tokenizer");
 }
 
 // All of stdin; one that cannot be read (a directory) is an error, not empty text.
@@ -66,7 +69,7 @@ std::string printable(const std::string& s) {
 
 int run_tokenize(const Args& args) {
   Options o;
-  Flags f("tokenize",
+  Flags f = command_flags("tokenize",
           "--model M [flags] [TEXT...]\n\nPrints the token ids of TEXT (the arguments joined by single spaces;\n"
           "stdin, read verbatim, when no TEXT is given) on one line, separated by spaces.\n"
           "Text that starts with '-' goes after --.");
@@ -141,7 +144,7 @@ std::string parse_ids(const std::vector<std::string>& words, std::vector<int64_t
 
 int run_detokenize(const Args& args) {
   Options o;
-  Flags f("detokenize",
+  Flags f = command_flags("detokenize",
           "--model M [flags] [ID...]\n\nPrints the text of the token ids, then a newline. Without ids they are\n"
           "read from stdin, separated by spaces, commas or newlines, optionally inside [ ].");
   add_source_flags(f, o);

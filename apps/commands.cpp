@@ -18,6 +18,8 @@ int cmd_quantize(const Args& args);  // cmd_quantize.cpp
 
 int cmd_serve(const Args& args);  // cmd_serve.cpp
 
+int cmd_template(const Args& args);  // cmd_template.cpp
+
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"inspect", "what a model file holds: architecture, shapes, tensors, tokenizer, KV geometry", cmd_inspect},
@@ -26,6 +28,7 @@ const std::vector<Command>& commands() {
       {"batch", "many prompts as concurrent sessions over one shared cache (prefix cache optional)", cmd_batch},
       {"tokenize", "text -> token ids with a model's tokenizer", cmd_tokenize},
       {"detokenize", "token ids -> text with a model's tokenizer", cmd_detokenize},
+      {"template", "a chat request rendered by the model's own (Jinja) chat template", cmd_template},
       {"export", "Hugging Face checkpoint -> GGUF (offgraph and llama.cpp), cache geometry included", cmd_export},
       {"quantize", "GGUF -> GGUF with other weight types (q8_0, q4_k_m, ...)", cmd_quantize},
       {"bench", "prefill and batched decode speed against the machine's measured limits", cmd_bench},

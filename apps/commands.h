@@ -3,12 +3,9 @@
 // 2 bad usage (flag, value, combination).
 #pragma once
 
-#include <string>
-#include <vector>
+#include "base/flags.h"
 
 namespace og::app {
-
-using Args = std::vector<std::string>;
 
 struct Command {
   const char* name;

@@ -1,39 +1,57 @@
 // offgraph: dispatch to a subcommand. Errors from any layer arrive here as
 // og::Error and become one line on stderr with exit code 1; bad usage
-// (og::app::UsageError) exits with code 2.
+// (og::UsageError) exits with code 2.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "commands.h"
-#include "flags.h"
+#include "base/flags.h"
 #include "kernels/ops.h"
+#include "og_git_version.h"
 
 namespace {
 
 void print_help() {
   std::printf("usage: offgraph <command> [options]\n\ncommands:\n");
   for (const auto& c : og::app::commands()) std::printf("  %-11s %s\n", c.name, c.summary);
-  std::printf("\n`offgraph <command> --help` lists that command's options.\n");
+  std::printf("\n`offgraph <command> --help` (or `offgraph help <command>`) lists that command's options.\n"
+              "`offgraph --version` names the build. Exit codes: 0 ok, 1 failure (an unreadable or bad input\n"
+              "included), 2 bad usage, 130 interrupted by SIGINT, 143 stopped by SIGTERM.\n");
+}
+
+int print_version() {
+  std::printf("offgraph %s (commit %s)\n", OG_VERSION, OG_GIT_COMMIT);
+  try {
+    std::printf("instruction sets: %s\n", og::kernels::isa_summary().c_str());
+  } catch (const og::Error& e) {  // a bad OFFGRAPH_ISA
+    std::printf("instruction sets: %s\n", e.what());
+  }
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
-      !std::strcmp(argv[1], "help")) {
+  // `offgraph help CMD` is `offgraph CMD --help`.
+  std::vector<std::string> argv_s(argv, argv + argc);
+  if (argc == 3 && argv_s[1] == "help") argv_s = {argv_s[0], argv_s[2], "--help"};
+  if (argv_s.size() < 2 || argv_s[1] == "--help" || argv_s[1] == "-h" || argv_s[1] == "help") {
+    if (argv_s.size() > 3) {
+      std::fprintf(stderr, "offgraph help: expected one command, got %zu arguments\n", argv_s.size() - 2);
+      return 2;
+    }
     print_help();
-    return argc < 2 ? 2 : 0;
+    return argv_s.size() < 2 ? 2 : 0;
   }
-  if (!std::strcmp(argv[1], "--version")) {
-    std::printf("offgraph 0.1.0\n");
-    return 0;
-  }
+  if (argv_s[1] == "--version" || argv_s[1] == "-V") return print_version();
   for (const auto& c : og::app::commands()) {
-    if (std::strcmp(argv[1], c.name) != 0) continue;
-    og::app::Args args(argv + 1, argv + argc);
+    if (argv_s[1] != c.name) continue;
+    og::Args args(argv_s.begin() + 1, argv_s.end());
     try {
       // OFFGRAPH_ISA is read once for every kernel; a bad value is bad usage,
       // reported before any work starts.
@@ -48,7 +66,7 @@ int main(int argc, char** argv) {
       if (std::fflush(stdout) != 0 || std::ferror(stdout))
         og::fail("cannot write the output to stdout: ", std::strerror(errno));
       return rc;
-    } catch (const og::app::UsageError& e) {
+    } catch (const og::UsageError& e) {
       std::fprintf(stderr, "offgraph %s: error: %s (see offgraph %s --help)\n", c.name, e.what(), c.name);
       return 2;
     } catch (const og::Error& e) {
@@ -62,6 +80,6 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::fprintf(stderr, "offgraph: unknown command '%s' (see offgraph --help)\n", argv[1]);
+  std::fprintf(stderr, "offgraph: unknown command '%s' (see offgraph --help)\n", argv_s[1].c_str());
   return 2;
 }

@@ -25,16 +25,16 @@ void add_scheduler_flags(Flags& fl, SchedulerFlags& f, const SchedulerFlagNames&
              "byte bound of the prefix cache; 0 = none beyond the entries");
 }
 
-void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& n, LlmFlags& llm) {
+void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& n, CacheSetup& cache) {
   if (f.step_tokens < f.sessions)
     usage_fail("--step-tokens " + std::to_string(f.step_tokens) + " is below --" + n.sessions_flag + " " +
                std::to_string(f.sessions) + ": a step must carry every running session's decode row");
-  if (llm.kv_max_capacity > 0 && f.max_session_tokens > llm.kv_max_capacity)
+  if (cache.max_capacity > 0 && f.max_session_tokens > cache.max_capacity)
     usage_fail("--max-session-tokens " + std::to_string(f.max_session_tokens) + " exceeds --kv-max-capacity " +
-               std::to_string(llm.kv_max_capacity));
-  if (llm.kv_max_capacity == 1 || f.max_session_tokens == 1)
+               std::to_string(cache.max_capacity));
+  if (cache.max_capacity == 1 || f.max_session_tokens == 1)
     usage_fail("the session limit must be at least 2 tokens (a prompt token and a reply token)");
-  if (llm.kv_max_capacity == 0) llm.kv_max_capacity = f.max_session_tokens;
+  if (cache.max_capacity == 0) cache.max_capacity = f.max_session_tokens;
 }
 
 SchedulerOptions scheduler_options_of(const SchedulerFlags& f, int64_t max_capacity) {

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "flags.h"
-#include "llm_common.h"
+#include "base/flags.h"
+#include "runtime/run_setup.h"
 #include "runtime/scheduler.h"
 
 namespace og::app {
@@ -33,7 +33,7 @@ struct SchedulerFlagNames {
 void add_scheduler_flags(Flags& fl, SchedulerFlags& f, const SchedulerFlagNames& names);
 // Checks what parse() cannot (usage errors) and resolves --kv-max-capacity 0
 // to --max-session-tokens, as both commands size the cache from it.
-void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& names, LlmFlags& llm);
+void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& names, CacheSetup& cache);
 // The scheduler's options; the session limit defaults to the cache's capacity.
 SchedulerOptions scheduler_options_of(const SchedulerFlags& f, int64_t max_capacity);
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/flags.h"
 #include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "kernels/ops.h"
@@ -60,21 +61,20 @@ double now_us() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 2, rounds = 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--threads") threads = std::max(1, std::atoi(argv[i + 1]));
-    else if (a == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
-    else {
-      std::fprintf(stderr, "unknown option %s (expected --threads N, --rounds N)\n", a.c_str());
-      return 2;
+  int64_t threads = 2, rounds = 20;
+  og::Flags fl("", "[--threads N] [--rounds N]", "bench_group_bench");
+  fl.add_int("threads", &threads, 1, 1024, "worker threads");
+  fl.add_int("rounds", &rounds, 1, 1000000, "timed rounds");
+  try {
+    if (!fl.parse(og::Args(argv, argv + argc))) {
+      std::fputs(fl.help().c_str(), stdout);
+      return 0;
     }
-  }
-  if (argc % 2 == 0) {
-    std::fprintf(stderr, "option %s needs a value\n", argv[argc - 1]);
+  } catch (const og::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   }
-  set_num_threads(threads);
+  set_num_threads(static_cast<int>(threads));
   int64_t layer_bytes = 0;
   std::vector<std::vector<uint8_t>> one;
   for (const Spec& s : kSpecs) {

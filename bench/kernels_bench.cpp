@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/flags.h"
 #include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "kernels/kernel_table.h"
@@ -106,18 +107,6 @@ void stream_compare(DType t, int64_t n_out, int64_t n_in, int64_t threads, int r
   std::fflush(stdout);
 }
 
-std::vector<int64_t> parse_list(const std::string& v) {
-  std::vector<int64_t> out;
-  size_t i = 0;
-  while (i < v.size()) {
-    size_t j = v.find(',', i);
-    if (j == std::string::npos) j = v.size();
-    out.push_back(std::stoll(v.substr(i, j - i)));
-    i = j + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 // --stream (alone): for each dtype, shape and thread count, the decode
@@ -140,62 +129,61 @@ int main(int argc, char** argv) {
   std::vector<Shape> shapes = {{2048, 2048}, {8192, 2048}};
   bool cpu_time = false, with_plain = false, stream = false;
   DType vs = DType::F32;  // with --vs: the other layout (F32: the file's own)
-  int rounds = 1;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--stream") {
-      stream = true;
-      continue;
+  int64_t rounds = 1;
+  std::string isa_list, shape_list, vs_name;
+  std::vector<std::string> dtype_names;
+  og::Flags fl("", "[DTYPE...] [options]", "bench_kernels_bench");
+  fl.add_string("isa", &isa_list, "instruction sets to time, a comma list (scalar,avx2,avxvnni,avx512)", "LIST");
+  fl.add_int_list("nx", &nxs, 1, 1 << 20, "rows of x per call");
+  fl.add_int_list("threads", &thread_counts, 1, 1024, "thread counts");
+  fl.add_string("shape", &shape_list, "n_out x n_in pairs, a comma list (default 2048x2048,8192x2048)", "LIST");
+  fl.add_bool("cpu-time", &cpu_time, "time the calling thread's CPU time (--threads 1 only)");
+  fl.add_bool("plain", &with_plain, "also time the file's layout where the loader repacks, alternating, with the ratio");
+  fl.add_string("vs", &vs_name, "as --plain, against the weights repacked into this in-memory layout (e.g. q4_k_r)",
+                "LAYOUT");
+  fl.add_bool("stream", &stream, "matvec streaming rate against the read bandwidth");
+  fl.add_int("rounds", &rounds, 1, 1000000, "best of N alternations");
+  try {
+    if (!fl.parse(og::Args(argv, argv + argc), &dtype_names)) {
+      std::fputs(fl.help().c_str(), stdout);
+      return 0;
     }
-    if (a == "--cpu-time" || a == "--plain") {
-      (a == "--plain" ? with_plain : cpu_time) = true;
-      continue;
+    if (!vs_name.empty()) {
+      bool found = false;
+      for (uint32_t id = 0; id < kNumDTypeIds && !found; ++id)
+        if (dtype_info(id) && dtype_name(id) == vs_name) vs = static_cast<DType>(id), found = true;
+      if (!found) og::usage_fail("--vs " + vs_name + ": unknown layout");
+      with_plain = true;
     }
-    if (a.rfind("--", 0) == 0 && i + 1 < argc) {
-      std::string v = argv[++i];
-      if (a == "--vs") {
-        bool found = false;
-        for (uint32_t id = 0; id < kNumDTypeIds && !found; ++id)
-          if (dtype_info(id) && dtype_name(id) == v) vs = static_cast<DType>(id), found = true;
-        if (!found) {
-          std::fprintf(stderr, "--vs %s: unknown layout\n", v.c_str());
-          return 2;
-        }
-        with_plain = true;
-      } else if (a == "--isa") {
-        isas.clear();
-        for (int i = 0; i < kNumIsas; ++i) {  // each ISA named in the comma list
-          const std::string name = isa_str(static_cast<Isa>(i));
-          if (("," + v + ",").find("," + name + ",") != std::string::npos) isas.push_back(static_cast<Isa>(i));
-        }
-      } else if (a == "--nx") {
-        nxs = parse_list(v);
-      } else if (a == "--rounds") {
-        rounds = std::max(1, std::atoi(v.c_str()));
-      } else if (a == "--threads") {
-        thread_counts = parse_list(v);
-      } else if (a == "--shape") {
-        shapes.clear();
-        for (size_t p = 0; p < v.size();) {
-          size_t q = v.find(',', p);
-          if (q == std::string::npos) q = v.size();
-          std::string one = v.substr(p, q - p);
-          size_t x = one.find('x');
-          shapes.push_back({std::stoll(one.substr(0, x)), std::stoll(one.substr(x + 1))});
-          p = q + 1;
-        }
-      } else {
-        std::fprintf(stderr, "unknown option %s\n", a.c_str());
-        return 2;
+    if (!isa_list.empty()) {
+      isas.clear();
+      for (int i = 0; i < kNumIsas; ++i) {  // each ISA named in the comma list
+        const std::string name = isa_str(static_cast<Isa>(i));
+        if (("," + isa_list + ",").find("," + name + ",") != std::string::npos) isas.push_back(static_cast<Isa>(i));
       }
-      continue;
+      if (isas.empty()) og::usage_fail("--isa " + isa_list + ": no known instruction set");
     }
-    DType t;
-    if (!dtype_from_name(argv[i], &t) || !weight_dtype_supported(t)) {
-      std::fprintf(stderr, "unknown or unsupported dtype %s\n", argv[i]);
-      return 2;
+    if (!shape_list.empty()) {
+      shapes.clear();
+      for (size_t p = 0; p < shape_list.size();) {
+        size_t q = shape_list.find(',', p);
+        if (q == std::string::npos) q = shape_list.size();
+        const std::string one = shape_list.substr(p, q - p);
+        Shape sh{0, 0};
+        if (std::sscanf(one.c_str(), "%ldx%ld", &sh.n_out, &sh.n_in) != 2 || sh.n_out < 1 || sh.n_in < 1)
+          og::usage_fail("--shape expects N_OUTxN_IN pairs, got '" + one + "'");
+        shapes.push_back(sh);
+        p = q + 1;
+      }
     }
-    dtypes.push_back(t);
+    for (const std::string& n : dtype_names) {
+      DType t;
+      if (!dtype_from_name(n, &t) || !weight_dtype_supported(t)) og::usage_fail("unknown or unsupported dtype " + n);
+      dtypes.push_back(t);
+    }
+  } catch (const og::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
   }
   for (int64_t t : thread_counts)
     if (cpu_time && t != 1) {
@@ -208,7 +196,7 @@ int main(int argc, char** argv) {
     std::printf("%-7s %-12s %2s %11s %9s %9s %8s\n", "layout", "shape", "T", "bytes", "mv GB/s", "read GB/s", "share");
     for (DType t : dtypes)
       for (const auto& s : shapes)
-        for (int64_t threads : thread_counts) stream_compare(t, s.n_out, s.n_in, threads, rounds);
+        for (int64_t threads : thread_counts) stream_compare(t, s.n_out, s.n_in, threads, static_cast<int>(rounds));
     return 0;
   }
   std::printf("%-6s %-11s %4s %2s %-7s %10s %8s %9s\n", "dtype", "shape", "n_x", "T", "isa", "us/call", "GB/s",

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/flags.h"
 #include "base/thread_pool.h"
 
 using namespace og;
@@ -63,35 +64,27 @@ Stats time_calls(ThreadPool& pool, int calls, double gap_us) {
   return {t[t.size() / 2], t[t.size() * 9 / 10]};
 }
 
-std::vector<int> parse_list(const std::string& v) {
-  std::vector<int> out;
-  for (size_t i = 0; i < v.size();) {
-    size_t j = v.find(',', i);
-    if (j == std::string::npos) j = v.size();
-    out.push_back(std::atoi(v.substr(i, j - i).c_str()));
-    i = j + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> thread_counts = {2};
-  int calls = 20000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--threads") {
-      thread_counts = parse_list(argv[i + 1]);
-    } else if (a == "--calls") {
-      calls = std::max(10, std::atoi(argv[i + 1]));
-    } else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      return 2;
+  std::vector<int64_t> thread_counts = {2};
+  int64_t calls_flag = 20000;
+  og::Flags fl("", "[--threads N,N,...] [--calls N]", "bench_pool_bench");
+  fl.add_int_list("threads", &thread_counts, 1, 1024, "pool sizes");
+  fl.add_int("calls", &calls_flag, 10, 1 << 30, "calls timed in the hot case");
+  try {
+    if (!fl.parse(og::Args(argv, argv + argc))) {
+      std::fputs(fl.help().c_str(), stdout);
+      return 0;
     }
+  } catch (const og::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
   }
+  const int calls = static_cast<int>(calls_flag);
   std::printf("%-7s %-22s %10s %10s %8s\n", "threads", "case", "median us", "p90 us", "sleeps");
-  for (int threads : thread_counts) {
+  for (int64_t threads_flag : thread_counts) {
+    const int threads = static_cast<int>(threads_flag);
     ThreadPool pool(threads);
     struct Case {
       const char* name;

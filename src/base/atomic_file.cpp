@@ -27,11 +27,15 @@ extern "C" void remove_temp_and_die(int sig) {
   raise(sig);
 }
 
+// Only where nobody handles the signal: a program that catches it itself stops
+// at a safe point and lets ~AtomicOutput remove the temporary file.
 void install_handlers() {
   static bool done = false;
   if (done) return;
   done = true;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) continue;
     struct sigaction sa {};
     sa.sa_handler = remove_temp_and_die;
     sigemptyset(&sa.sa_mask);

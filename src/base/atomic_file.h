@@ -2,7 +2,8 @@
 // directory and renamed onto its final name only when complete, so an
 // interrupted run or a full disk never leaves a truncated file under the final
 // name. A fatal signal (SIGINT, SIGTERM, SIGHUP) removes the temporary file of
-// the output being written before the process dies.
+// the output being written before the process dies; a program that handles
+// the signal itself keeps its handler (and the destructor removes the file).
 #pragma once
 
 #include <string>

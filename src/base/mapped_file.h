@@ -40,6 +40,9 @@ std::string read_fd_to_end(int fd, const std::string& name);
 // with EISDIR, which line readers take for the end of input).
 void check_fd_readable(int fd, const std::string& name);
 bool file_exists(const std::string& path);
+// The name exists in its directory, even as a dangling or looping symlink
+// (whose open then fails with the real reason instead of "no such file").
+bool entry_exists(const std::string& path);
 bool is_directory(const std::string& path);
 
 }  // namespace og

@@ -83,9 +83,9 @@ std::unique_ptr<SafetensorsSource> SafetensorsSource::parse(const uint8_t* data,
 
 std::unique_ptr<SafetensorsSource> SafetensorsSource::open_dir(const std::string& dir) {
   std::string index_path = dir + "/model.safetensors.index.json";
-  if (!file_exists(index_path)) {
+  if (!entry_exists(index_path)) {
     std::string single = dir + "/model.safetensors";
-    if (!file_exists(single)) fail(dir, ": no model.safetensors or model.safetensors.index.json");
+    if (!entry_exists(single)) fail(dir, ": no model.safetensors or model.safetensors.index.json");
     auto s = open_file(single);
     s->name_ = dir;
     return s;

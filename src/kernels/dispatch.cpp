@@ -211,6 +211,15 @@ Isa set_active_isa(Isa isa) {
   return previous;
 }
 
+std::string isa_summary() {
+  std::string compiled, detected;
+  for (Isa isa : kAllIsas) {
+    compiled += std::string(compiled.empty() ? "" : " ") + isa_str(isa);
+    if (isa_available(isa)) detected += std::string(detected.empty() ? "" : " ") + isa_str(isa);
+  }
+  return "compiled: " + compiled + "; this CPU: " + detected + "; in use: " + isa_name();
+}
+
 std::vector<Isa> available_isas() {
   std::vector<Isa> v;
   for (Isa isa : kAllIsas)

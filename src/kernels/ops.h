@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <span>
 
 #include "tensor/tensor_view.h"
@@ -133,5 +134,7 @@ double madd_peak(bool int8, double seconds);
 
 // ---- info ----
 const char* isa_name();  // the instruction set chosen at run time: "avx512", "avxvnni", "avx2", "scalar"
+// "compiled: scalar avx2 avxvnni avx512; this CPU: ...; in use: ..." (offgraph --version).
+std::string isa_summary();
 
 }  // namespace og::kernels

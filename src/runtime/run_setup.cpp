@@ -24,13 +24,10 @@ LoadedModel load_model(const ModelSetup& s) {
   } else {
     l.tok = Tokenizer::from_path(s.model);
   }
-  std::optional<std::string> model_template =
-      l.model->gguf() ? read_chat_template(*l.model->gguf()) : read_chat_template(s.model);
-  if (!model_template && !s.tokenizer.empty()) model_template = read_chat_template(s.tokenizer);
-  l.tmpl = make_chat_template(s.chat, model_template);
+  l.model_template = l.model->gguf() ? read_chat_template(*l.model->gguf()) : read_chat_template(s.model);
+  if (!l.model_template && !s.tokenizer.empty()) l.model_template = read_chat_template(s.tokenizer);
   OG_CHECK(l.tok->n_vocab() <= l.model->n_vocab(), "the tokenizer has ", l.tok->n_vocab(),
            " tokens but the model only ", l.model->n_vocab());
-  l.stop_ids = chat_stop_ids(*l.tmpl, *l.tok);
   l.load_s = t.seconds();
   return l;
 }
@@ -68,6 +65,8 @@ KvPolicy kv_policy_of(const CacheSetup& s, const Model& model, std::string* warn
   const int64_t stored = model.config().prefill_chunk_size;  // offgraph.kv.prefill_chunk_size, 0 = none
   p.max_write = s.prefill_chunk_size > 0 ? s.prefill_chunk_size : stored > 0 ? stored : 512;
   p.max_sequences = std::max(1, s.max_sequences);
+  OG_CHECK(s.block_size >= 1 && s.block_size <= 4096, "--kv-block-size ", s.block_size, " is outside [1, 4096]");
+  p.block_size = static_cast<int>(s.block_size);
   return p;
 }
 

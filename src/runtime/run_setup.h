@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,8 @@ constexpr int64_t kDefaultMaxCapacity = 4096;  // cap on the default max capacit
 struct ModelSetup {
   std::string model;           // a .gguf file or an HF checkpoint directory
   std::string tokenizer;       // optional: a tokenizer file or directory instead of the model's
-  std::string chat = "auto";   // chat template name; auto = the model's; 0 = raw text
+  std::string chat = "auto";   // chat template: auto = the model's own (Jinja), else a built-in name; 0 = raw text
+  std::string chat_template_file;  // a Jinja template file instead of the model's (--chat-template-file)
   bool mmap = false;           // keep weights in the mapped file
 };
 
@@ -29,23 +31,26 @@ struct ModelSetup {
 struct LoadedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tok;
-  std::unique_ptr<ChatTemplate> tmpl;
-  std::vector<int32_t> stop_ids;  // the model's end ids plus the template's turn end
+  std::unique_ptr<ChatTemplate> tmpl;          // chosen by the run builder (api/run_builder.h)
+  std::vector<int32_t> stop_ids;               // the model's end ids plus the template's turn end
+  std::optional<std::string> model_template;  // the Jinja template stored with the model, if any
   double load_s = 0;
 };
 
-// Throws og::Error naming the file and the problem.
+// The model, its tokenizer and its stored template text (tmpl and stop_ids
+// are left to the run builder). Throws og::Error naming the file and the problem.
 LoadedModel load_model(const ModelSetup& s);
 
 struct CacheSetup {
   std::string kind = "sequence";    // sequence | reference | batched-sequence | batched-cell
   int64_t max_capacity = 0;         // positions per sequence; 0 = min(model n_ctx, kDefaultMaxCapacity)
   int64_t initial_capacity = 512;   // flat layers start here and double
-  std::string storage_dtype = "f32";
+  std::string storage_dtype = "f16";
   std::vector<int64_t> windows;     // override repeated over the caches; empty = the model's
   int64_t prefill_chunk_size = 0;   // max rows one sequence writes per step; 0 = the model file's
                                     // offgraph.kv.prefill_chunk_size, else 512
   int max_sequences = 1;            // batched kinds: sequences the cache holds at once
+  int64_t block_size = 16;          // batched-cell: positions per block
 };
 
 // The policy `s` asks for on `model`. A max capacity beyond the model's trained

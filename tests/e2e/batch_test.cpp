@@ -60,8 +60,9 @@ TEST(Batch, TwoRoundsWithAndWithoutThePrefixCacheWriteFourEqualFiles) {
                              "--prefix-cache-entries", entries, "--out-prefix", prefix, "--max-new-tokens", "30",
                              "--stats", "json"});
     ASSERT_EQ(p.code, 0) << p.err;
-    EXPECT_EQ(p.out, "");
-    reports.push_back(stats_json(p.err));
+    EXPECT_EQ(p.err, "");  // --stats json: no diagnostics on stderr
+    ASSERT_EQ(lines(p.out).size(), 1u) << p.out;  // the texts went to files: stdout is the report alone
+    reports.push_back(stats_json(p.out));
   }
   const std::string first = slurp(dir + "/cache-0_0.txt");
   EXPECT_FALSE(first.empty());
@@ -82,7 +83,7 @@ TEST(Batch, PromptsFileWithPlainAndJsonLines) {
   const Proc p = offgraph({"batch", "--model", kGguf, "--prompts-file", path, "--max-new-tokens", "12", "--stats",
                            "json"});
   ASSERT_EQ(p.code, 0) << p.err;
-  const nlohmann::json j = stats_json(p.err);
+  const nlohmann::json j = stats_json(p.out);  // the report is stdout's last line
   ASSERT_EQ(j["generations"].size(), 3u);
   EXPECT_EQ(j["generations"][0]["generated_tokens"], 12);
   EXPECT_EQ(j["generations"][1]["generated_tokens"], 5);
@@ -90,7 +91,7 @@ TEST(Batch, PromptsFileWithPlainAndJsonLines) {
   EXPECT_EQ(j["run"]["peak_concurrent_sessions"], 3);
   for (const char* key : {"aggregate_decode_tok_s", "mean_rows_per_step", "wall_ms", "peak_cache_bytes"})
     EXPECT_TRUE(j["run"].contains(key)) << key;
-  EXPECT_EQ(lines(p.out).size(), 3u);
+  EXPECT_EQ(lines(p.out).size(), 4u);  // three generations and the report
 }
 
 TEST(Batch, APromptThatCanNeverFitIsRefusedAndTheRestRun) {

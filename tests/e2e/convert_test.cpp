@@ -108,7 +108,8 @@ TEST(Convert, BadUsageExitsTwoAndBadFilesOne) {
       {{"export", "--out", d + "/o.gguf"}, 2, "--model is required"},
       {{"export", "--model", tiny_hf()}, 2, "--out is required"},
       {{"export", "--model", tiny_hf(), "--out", d + "/o.gguf", "--dtype", "q3_k"}, 2, "unknown weight type 'q3_k'"},
-      {{"export", "--model", d + "/none", "--out", d + "/o.gguf"}, 2, "not a directory"},
+      {{"export", "--model", d + "/none", "--out", d + "/o.gguf"}, 1, "none: no such file or directory (--model)"},
+      {{"export", "--model", tiny_hf() + "/config.json", "--out", d + "/o.gguf"}, 1, "not a directory"},
       {{"export", "--model", tiny_hf(), "--out", d + "/no/dir/o.gguf"}, 1, "does not exist"},
       {{"export", "--model", tiny_hf(), "--out", "/dev/full"}, 1, "/dev/full: write failed"},
       {{"export", "--model", tiny_hf(), "--out", d}, 1, "is a directory"},
@@ -176,8 +177,13 @@ void interrupt_export(int sig, const std::string& name) {
     Proc i = offgraph({"inspect", out});
     EXPECT_EQ(i.code, 0) << i.err;
     std::printf("[note] the export finished before signal %d arrived\n", sig);
-  } else {
+  } else if (sig == SIGKILL) {
     EXPECT_TRUE(WIFSIGNALED(status)) << slurp(err);
+  } else {
+    // Stopped at the next tensor: a message, the partial file removed, exit 128 + the signal.
+    ASSERT_TRUE(WIFEXITED(status)) << slurp(err);
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << slurp(err);
+    EXPECT_NE(slurp(err).find("[interrupted: " + out + " was not written]"), std::string::npos) << slurp(err);
   }
   if (sig != SIGKILL) {
     EXPECT_FALSE(has_temp_files(d)) << "signal " << sig << " left the temporary file";

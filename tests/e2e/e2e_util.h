@@ -97,4 +97,18 @@ inline size_t count(const std::string& hay, const std::string& needle) {
   return n;
 }
 
+// stdout of a run with --stats json: the generated text, then the report as
+// its last line (after a newline added when the text did not end with one).
+struct TextAndReport {
+  std::string text;    // the text without that separating newline
+  std::string report;  // the JSON line
+};
+inline TextAndReport split_report(const std::string& out) {
+  std::string body = out;
+  if (!body.empty() && body.back() == '\n') body.pop_back();
+  const size_t nl = body.rfind('\n');
+  if (nl == std::string::npos) return {"", body};
+  return {body.substr(0, nl), body.substr(nl + 1)};
+}
+
 }  // namespace og::e2e

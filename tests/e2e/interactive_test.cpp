@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_proc.h"
 #include "e2e_util.h"
 
 namespace og::e2e {
@@ -25,97 +26,6 @@ namespace {
 
 const std::string kGguf = std::string(OG_TESTDATA_DIR) + "/models/stories260K/stories260K.gguf";
 
-// A running offgraph: stdin a pipe we write, stdout a pipe (or a pty) we read,
-// stderr a file.
-struct Child {
-  pid_t pid = -1;
-  int in = -1, out = -1;
-  std::string err_path, out_text;
-
-  // Reads stdout until it holds `n` bytes or `seconds` pass; false on timeout or EOF.
-  bool read_at_least(size_t n, double seconds) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (out_text.size() < n) {
-      if (std::chrono::steady_clock::now() > end) return false;
-      if (!read_some(50)) return false;
-    }
-    return true;
-  }
-  // One poll + read; false at EOF.
-  bool read_some(int ms) {
-    pollfd p{out, POLLIN, 0};
-    if (::poll(&p, 1, ms) <= 0) return true;
-    char buf[4096];
-    const ssize_t r = ::read(out, buf, sizeof buf);
-    if (r <= 0) return false;  // EOF (a pty answers EIO when the other side closed)
-    out_text.append(buf, static_cast<size_t>(r));
-    return true;
-  }
-  std::string err() const { return slurp(err_path); }
-  // Waits until stderr contains `s` (false after `seconds`).
-  bool wait_err(const std::string& s, double seconds) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (err().find(s) == std::string::npos) {
-      if (std::chrono::steady_clock::now() > end) return false;
-      read_some(20);
-    }
-    return true;
-  }
-  // Reads stdout to EOF and reaps the child; kills it after `seconds`. Returns the exit code.
-  int finish(double seconds) {
-    if (in >= 0) ::close(in), in = -1;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (read_some(50)) {
-      if (std::chrono::steady_clock::now() > end) {
-        ::kill(pid, SIGKILL);
-        break;
-      }
-    }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    ::close(out);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-};
-
-Child spawn(const std::vector<std::string>& args, bool stdout_pty = false) {
-  static int counter = 0;
-  Child c;
-  c.err_path = scratch_dir() + "/interactive" + std::to_string(counter++) + ".err";
-  int in_pipe[2], out_pipe[2];
-  EXPECT_EQ(::pipe(in_pipe), 0);
-  int out_slave = -1;
-  if (stdout_pty) {
-    EXPECT_EQ(::openpty(&c.out, &out_slave, nullptr, nullptr, nullptr), 0);
-  } else {
-    EXPECT_EQ(::pipe(out_pipe), 0);
-    c.out = out_pipe[0];
-    out_slave = out_pipe[1];
-  }
-  const std::string exe = std::string(OG_BINARY_DIR) + "/offgraph";
-  std::vector<std::string> argv_s = {exe};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  c.pid = ::fork();
-  if (c.pid == 0) {
-    const int fe = ::open(c.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(in_pipe[0], 0);
-    ::dup2(out_slave, 1);
-    ::dup2(fe, 2);
-    ::close(in_pipe[1]);
-    ::close(c.out);
-    ::execv(exe.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(in_pipe[0]);
-  ::close(out_slave);
-  c.in = in_pipe[1];
-  return c;
-}
-
-void write_all(int fd, const std::string& s) { ASSERT_EQ(::write(fd, s.data(), s.size()), ssize_t(s.size())); }
 
 // A generation long enough to be interrupted (stories260K decodes thousands of tokens a second).
 const std::vector<std::string> kLong = {"--max-new-tokens", "100000", "--kv-max-capacity", "120000", "--chat", "0"};
@@ -131,9 +41,9 @@ TEST(Interrupt, RunStopsCleanlyPrintsTheReportAndExits130) {
   const std::string err = c.err();
   EXPECT_EQ(code, 130) << err;
   EXPECT_NE(err.find("[interrupted]"), std::string::npos) << err;
-  EXPECT_NE(err.find("[cache] after decode"), std::string::npos) << err;
-  const std::string last = err.substr(err.rfind('{'));
-  const nlohmann::json j = nlohmann::json::parse(last);
+  EXPECT_EQ(err.find("[cache] after decode"), std::string::npos) << err;  // --stats json: no diagnostics
+  const std::string out = c.out_text;
+  const nlohmann::json j = nlohmann::json::parse(out.substr(out.rfind('{')));
   EXPECT_EQ(j["stop_reason"], "interrupted");
   EXPECT_GT(j["generated_tokens"].get<int>(), 10);
   EXPECT_LT(j["generated_tokens"].get<int>(), 100000);
@@ -142,7 +52,8 @@ TEST(Interrupt, RunStopsCleanlyPrintsTheReportAndExits130) {
 
 TEST(Interrupt, ChatKeepsTheTurnAndASecondCtrlCLeaves) {
   ASSERT_TRUE(std::filesystem::exists(kGguf)) << "missing test data " << kGguf;
-  std::vector<std::string> args = {"chat", "--model", kGguf, "--stats", "json"};
+  // --verbose: the fill lines stay on stderr next to the JSON report.
+  std::vector<std::string> args = {"chat", "--model", kGguf, "--stats", "json", "--verbose"};
   args.insert(args.end(), kLong.begin(), kLong.end());
   Child c = spawn(args);
   write_all(c.in, "Once upon a time\n");
@@ -158,8 +69,9 @@ TEST(Interrupt, ChatKeepsTheTurnAndASecondCtrlCLeaves) {
   const std::string err = c.err();
   EXPECT_EQ(code, 130) << err;
   EXPECT_NE(err.find("\n[interrupted]\n"), std::string::npos) << err;
-  // The reply was committed: the report counts its tokens.
-  const nlohmann::json j = nlohmann::json::parse(err.substr(err.rfind('{')));
+  // The reply was committed: the report (stdout's last line) counts its tokens.
+  const std::string out = c.out_text;
+  const nlohmann::json j = nlohmann::json::parse(out.substr(out.rfind('{')));
   EXPECT_GT(j["generated_tokens"].get<int>(), 10);
   EXPECT_GT(j["cache_positions"].get<int>(), 15);
 }
@@ -194,7 +106,8 @@ TEST(ChatDetails, BlankLinesStopReasonAndStatsFile) {
   EXPECT_EQ(j["stop_reason"], "max_new_tokens");
   EXPECT_EQ(j["generated_tokens"], 5);
   const Proc json = offgraph({"chat", "--model", kGguf, "--max-new-tokens", "5", "--stats", "json"}, "Hi\n");
-  EXPECT_NE(json.err.find("\"stop_reason\":\"max_new_tokens\""), std::string::npos) << json.err;
+  EXPECT_NE(split_report(json.out).report.find("\"stop_reason\":\"max_new_tokens\""), std::string::npos) << json.out;
+  EXPECT_EQ(json.err, "") << json.err;  // --stats json: stderr carries no diagnostics
   const Proc bad = offgraph({"run", "--model", kGguf, "--prompt", "a", "--max-new-tokens", "2", "--stats-file",
                              scratch_dir() + "/no/such/dir/x.json"});
   EXPECT_EQ(bad.code, 1) << bad.err;

@@ -132,9 +132,9 @@ TEST(Run, StatsJsonHoldsEveryField) {
   expect_data();
   Proc p = offgraph(run_args(kGguf, {"--stats", "json", "--warmup"}));
   ASSERT_EQ(p.code, 0) << p.err;
-  const auto ls = lines(p.err);
-  ASSERT_FALSE(ls.empty());
-  const nlohmann::json j = nlohmann::json::parse(ls.back());
+  // The report is the last line of stdout; stderr carries no diagnostics.
+  EXPECT_EQ(p.err, "");
+  const nlohmann::json j = nlohmann::json::parse(split_report(p.out).report);
   EXPECT_EQ(j.at("prompt_tokens").get<int>(), 5);
   EXPECT_EQ(j.at("generated_tokens").get<int>(), 60);  // the warmup run is not counted
   EXPECT_EQ(j.at("stop_reason").get<std::string>(), "max_new_tokens");
@@ -154,8 +154,8 @@ TEST(Run, StopStringEndsAndIsNotPrinted) {
   expect_data();
   Proc p = offgraph(run_args(kGguf, {"--stop", "park", "--stop", "never-there", "--stats", "json"}));
   ASSERT_EQ(p.code, 0) << p.err;
-  EXPECT_EQ(p.out, ", there was a little girl named Lily. She loved to play outside in the ");
-  EXPECT_NE(p.err.find("\"stop_reason\":\"stop_string\""), std::string::npos) << p.err;
+  EXPECT_EQ(split_report(p.out).text, ", there was a little girl named Lily. She loved to play outside in the ");
+  EXPECT_NE(split_report(p.out).report.find("\"stop_reason\":\"stop_string\""), std::string::npos) << p.out;
 }
 
 TEST(Run, SeedMakesSamplingRepeatable) {
@@ -184,11 +184,12 @@ TEST(Run, CapacityCapsTheGeneration) {
   expect_data();
   Proc p = offgraph(run_args(kGguf, {"--kv-max-capacity", "12", "--stats", "json"}));
   ASSERT_EQ(p.code, 0) << p.err;
-  EXPECT_EQ(p.out, kContinuation.substr(0, p.out.size()));
+  const TextAndReport r = split_report(p.out);
+  EXPECT_EQ(r.text, kContinuation.substr(0, r.text.size()));
   EXPECT_NE(p.err.find("[generation stopped: the cache is full at 12/12"), std::string::npos) << p.err;
   // 5 prompt positions + 7 forwarded tokens fill the 12; the 8th is sampled from the last.
-  EXPECT_NE(p.err.find("\"generated_tokens\":8"), std::string::npos) << p.err;
-  EXPECT_NE(p.err.find("\"cache_positions\":12"), std::string::npos) << p.err;
+  EXPECT_NE(r.report.find("\"generated_tokens\":8"), std::string::npos) << p.out;
+  EXPECT_NE(r.report.find("\"cache_positions\":12"), std::string::npos) << p.out;
 }
 
 // Every position of the cache is used, and the stop line and the fill line
@@ -226,10 +227,11 @@ TEST(Run, HelpListsEveryFlagWithItsDefault) {
         "--top-p", "--min-p", "--repeat-penalty", "--seed", "--max-new-tokens", "--stop", "--kv-max-capacity",
         "--kv-initial-capacity", "--kv-storage-dtype", "--kv-windows", "--kv-cache", "--prefill-chunk-size",
         "--threads", "--warmup", "--stats"}) {
-    const size_t at = p.out.find(std::string("  ") + flag + " ");
+    size_t at = p.out.find(std::string("  ") + flag + " ");
+    if (at == std::string::npos) at = p.out.find(std::string(", ") + flag + " ");  // after a one-letter alias
     ASSERT_NE(at, std::string::npos) << flag << "\n" << p.out;
     // The description may start on the next line (after a long list of choices).
-    const size_t next = p.out.find("\n  --", at + 1);
+    const size_t next = p.out.find("\n  -", at + 1);
     EXPECT_NE(p.out.substr(at, next - at).find("(default: "), std::string::npos) << flag;
     EXPECT_EQ(count(p.out.substr(at, next - at), "(default: "), 1u) << flag;
   }
@@ -361,11 +363,16 @@ TEST(Chat, Llama3TemplateUndoReproduces) {
   spec.tokenizer = "llama3";
   const std::string path = scratch_dir() + "/qwen2_llama3.gguf";
   synth::write_gguf(spec, path);
+  int n = 0;
   auto chat = [&](const std::string& script) {
+    // --stats-file: stdout holds only the replies; --verbose: the diagnostics stay on stderr.
+    const std::string report = scratch_dir() + "/undo-report-" + std::to_string(n++) + ".json";
     Proc p = offgraph({"chat", "--model", path, "--chat", "llama3", "--system", "Be brief.", "--max-new-tokens", "6",
-                       "--stats", "json"},
+                       "--stats", "json", "--stats-file", report, "--verbose"},
                       script);
     EXPECT_EQ(p.code, 0) << p.err;
+    p.err += "\n" + slurp(report);  // the report as the last line, as the checks below read it
+    while (!p.err.empty() && p.err.back() == '\n') p.err.pop_back();
     return p;
   };
   Proc one = chat("Hello there\n");

@@ -537,7 +537,6 @@ TEST(Serve, BadFlags) {
       {"serve", "--model", kStories, "--step-prefills", "-1"},
       {"serve", "--model", kStories, "--api-key-file", "/nonexistent/keys"},
       {"serve", "--model", kStories, "--api-key", ""},
-      {"serve", "--model", "/nonexistent.gguf"},
       {"serve", "--model", kStories, "--bogus"},
   };
   for (const auto& a : cases) {
@@ -545,6 +544,14 @@ TEST(Serve, BadFlags) {
     EXPECT_EQ(p.code, 2) << a.back() << ": " << p.err;
     EXPECT_EQ(count(p.err, "\n"), 1u) << p.err;
   }
+}
+
+// A model path that does not exist is an unreadable input: exit 1, as in every command.
+TEST(Serve, MissingModelExitsOne) {
+  Proc p = offgraph({"serve", "--model", "/nonexistent.gguf"});
+  EXPECT_EQ(p.code, 1) << p.err;
+  EXPECT_NE(p.err.find("/nonexistent.gguf: no such file or directory (--model)"), std::string::npos) << p.err;
+  EXPECT_EQ(count(p.err, "\n"), 1u) << p.err;
 }
 
 TEST(Serve, PortInUseIsOneLine) {

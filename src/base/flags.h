@@ -1,4 +1,5 @@
-// The one flag parser of the offgraph commands: `--flag value` and
+// The one flag parser of the offgraph commands and of the developer tools
+// (og-synth, bench/): `--flag value` and
 // `--flag=value`, underscore spellings as aliases (--max_new_tokens ==
 // --max-new-tokens), typed values checked against their range, repeatable
 // flags, unknown flags rejected with a suggestion, and --help listing every
@@ -11,9 +12,11 @@
 #include <vector>
 
 #include "base/error.h"
-#include "commands.h"
 
-namespace og::app {
+namespace og {
+
+// A command's arguments; args[0] is the command's own name.
+using Args = std::vector<std::string>;
 
 // Bad usage: main() prints it as one line and exits with code 2.
 class UsageError : public og::Error {
@@ -23,8 +26,10 @@ class UsageError : public og::Error {
 
 class Flags {
  public:
-  // command: e.g. "run"; synopsis: the usage line after "offgraph run".
-  Flags(std::string command, std::string synopsis);
+  // command: e.g. "run"; synopsis: the usage line after "offgraph run";
+  // program: what the usage line starts with (a tool passes its own name and an
+  // empty command).
+  Flags(std::string command, std::string synopsis, std::string program = "offgraph");
 
   // Registration. `name` is spelled with dashes and without them leading
   // ("max-new-tokens"); the current value of *out is the default shown by --help.
@@ -47,10 +52,19 @@ class Flags {
   // A one-letter alias: `-p 512` / `-p=512` mean `--<name> 512` (llama-bench's
   // habit); --help shows "-p, --<name>". The flag must be registered first.
   void add_short(char letter, const std::string& name);
+  // Another spelling of a registered flag, written with its dashes: "--n-predict"
+  // or "-np" (another program's habit, llama.cpp's mostly). --help names it.
+  void add_alias(const std::string& spelling, const std::string& name);
+  // A flag of another program that this command does not have ("--lora",
+  // "-ngl"): using it is a usage error saying `why` (what to do instead), not a
+  // suggestion of a similar-looking flag. Ignored when the spelling is ours.
+  void add_foreign(const std::string& spelling, const std::string& why);
 
   // Parses args (args[0] is the command name). Returns false when --help / -h
   // was given (the caller prints help() and exits 0). Positional arguments go to
-  // *positional; when positional is null they are an error. Throws UsageError.
+  // *positional; when positional is null they are an error. A value that begins
+  // with "--" must be attached (--out=--x): `--out --quiet` is a forgotten value,
+  // not a file named "--quiet". Throws UsageError.
   bool parse(const Args& args, std::vector<std::string>* positional = nullptr);
 
   bool given(const std::string& name) const;  // was the flag on the command line?
@@ -61,6 +75,7 @@ class Flags {
   struct Flag {
     std::string name, metavar, help, default_text;
     char letter = 0;  // add_short's alias, 0 = none
+    std::vector<std::string> aliases;  // add_alias's spellings, with their dashes
     bool takes_value = true;
     bool repeatable = false;
     bool given = false;
@@ -68,14 +83,17 @@ class Flags {
   };
   Flag& add(const std::string& name, const std::string& metavar, const std::string& help, std::string default_text);
   Flag* find(const std::string& name);
+  Flag* find_alias(const std::string& spelling);
+  const std::string* foreign(const std::string& spelling) const;
   std::string suggestion(const std::string& name) const;
   [[noreturn]] void bad(const std::string& msg) const;
 
-  std::string command_, synopsis_;
+  std::string command_, synopsis_, program_;
   std::vector<Flag> flags_;
+  std::vector<std::pair<std::string, std::string>> foreign_;  // spelling -> why
 };
 
 // Throws UsageError "MESSAGE" (for checks made after parse(), e.g. combinations).
 [[noreturn]] void usage_fail(const std::string& message);
 
-}  // namespace og::app
+}  // namespace og

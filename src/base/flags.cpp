@@ -1,5 +1,5 @@
 // Flags: parsing, value checks, suggestions and the --help text.
-#include "flags.h"
+#include "base/flags.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace og::app {
+namespace og {
 
 namespace {
 
@@ -75,8 +75,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 void usage_fail(const std::string& message) { throw UsageError(message); }
 
-Flags::Flags(std::string command, std::string synopsis)
-    : command_(std::move(command)), synopsis_(std::move(synopsis)) {}
+Flags::Flags(std::string command, std::string synopsis, std::string program)
+    : command_(std::move(command)), synopsis_(std::move(synopsis)), program_(std::move(program)) {}
 
 void Flags::bad(const std::string& msg) const { throw UsageError(msg); }
 
@@ -194,6 +194,29 @@ void Flags::add_short(char letter, const std::string& name) {
   f->letter = letter;
 }
 
+void Flags::add_alias(const std::string& spelling, const std::string& name) {
+  Flag* f = find(name);
+  if (!f || spelling.size() < 2 || spelling[0] != '-') throw std::logic_error("add_alias: bad alias " + spelling);
+  f->aliases.push_back(spelling);
+}
+
+void Flags::add_foreign(const std::string& spelling, const std::string& why) {
+  foreign_.emplace_back(spelling, why);
+}
+
+Flags::Flag* Flags::find_alias(const std::string& spelling) {
+  for (auto& f : flags_)
+    for (const auto& a : f.aliases)
+      if (a == spelling) return &f;
+  return nullptr;
+}
+
+const std::string* Flags::foreign(const std::string& spelling) const {
+  for (const auto& [s, why] : foreign_)
+    if (s == spelling) return &why;
+  return nullptr;
+}
+
 Flags::Flag* Flags::find(const std::string& name) {
   const std::string c = canonical(name);
   for (auto& f : flags_)
@@ -237,17 +260,19 @@ bool Flags::parse(const Args& args, std::vector<std::string>* positional) {
     if (a == "-h" || a == "--help") return false;
     if (a.rfind("--help=", 0) == 0) bad("--help takes no value, got " + quoted(a.substr(7)));
     const size_t eq = a.find('=');
-    Flag* f = nullptr;
-    std::string name;
-    if (a.rfind("--", 0) != 0) {  // -x: a one-letter alias
+    const std::string spelling = a.substr(0, eq);
+    Flag* f = find_alias(spelling);
+    if (!f && a.rfind("--", 0) != 0) {  // -x: a one-letter alias
       if (a.size() == 2 || eq == 2)
         for (auto& g : flags_)
           if (g.letter == a[1]) f = &g;
-      if (!f) bad("unknown flag " + quoted(a) + suggestion(a.substr(1)));
-    } else {
-      name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-      f = find(name);
-      if (!f) bad("unknown flag --" + name + suggestion(name));
+    } else if (!f) {
+      f = find(spelling.substr(2));
+    }
+    if (!f) {
+      if (const std::string* why = foreign(spelling)) bad(spelling + ": " + *why);
+      if (a.rfind("--", 0) != 0) bad("unknown flag " + quoted(a) + suggestion(a.substr(1)));
+      bad("unknown flag " + spelling + suggestion(spelling.substr(2)));
     }
     if (f->given && !f->repeatable) bad("--" + f->name + " given more than once");
     std::string value;
@@ -256,6 +281,9 @@ bool Flags::parse(const Args& args, std::vector<std::string>* positional) {
     } else if (f->takes_value) {
       if (i + 1 >= args.size()) bad("--" + f->name + " needs a value");
       value = args[++i];
+      if (value.size() > 2 && value.rfind("--", 0) == 0)
+        bad("--" + f->name + " needs a value, got the flag-like " + quoted(value) + " (write --" + f->name + "=" +
+            value + " if that is the value)");
     }
     // --flag= and --flag "" are the same empty value; the flag's type judges it.
     f->set(value);
@@ -266,7 +294,7 @@ bool Flags::parse(const Args& args, std::vector<std::string>* positional) {
 
 std::string Flags::help() const {
   std::ostringstream os;
-  os << "usage: offgraph " << command_ << " " << synopsis_ << "\n\noptions:\n";
+  os << "usage: " << program_ << (command_.empty() ? "" : " ") << command_ << " " << synopsis_ << "\n\noptions:\n";
   // Descriptions start in one column; a flag too long for it (a long list of
   // choices) puts its description on the next line instead.
   constexpr size_t kMaxWidth = 30;
@@ -281,13 +309,16 @@ std::string Flags::help() const {
     else os << std::string(width - left.size(), ' ');
     os << "  " << text << "\n";
   };
-  for (const auto& f : flags_)
+  for (const auto& f : flags_) {
+    std::string also;
+    for (const auto& a : f.aliases) also += (also.empty() ? "; also " : ", ") + a;
     line((f.letter ? std::string("-") + f.letter + ", " : std::string()) + "--" + f.name +
              (f.metavar.empty() ? "" : " " + f.metavar),
-         f.help + " (default: " + f.default_text + ")");
+         f.help + " (default: " + f.default_text + also + ")");
+  }
   line("--help", "this text");
   os << "\nFlags may be written --flag value or --flag=value; '_' may replace '-' in names.\n";
   return os.str();
 }
 
-}  // namespace og::app
+}  // namespace og

@@ -1,0 +1,108 @@
+// `offgraph template`: one chat request (OpenAI's chat shape: messages, tools,
+// chat_template_kwargs, add_generation_prompt) rendered by a model's own Jinja
+// chat template or a template file, printed exactly as rendered and nothing
+// more. A template that raises is exit 1 with its message.
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "api/jinja_chat.h"
+#include "api/run_builder.h"
+#include "base/error.h"
+#include "base/flags.h"
+#include "base/mapped_file.h"
+#include "commands.h"
+#include "llm_common.h"
+#include "shared_flags.h"
+#include "tokenizer/tokenizer.h"
+
+namespace og::app {
+
+namespace {
+
+struct TemplateFlags {
+  std::string model, template_file, request = "-", date;
+  std::string bos, eos;
+};
+
+std::string read_request(const std::string& path) {
+  if (path == "-") return read_fd_to_end(0, "stdin");
+  check_path_exists(path, "--request");
+  MappedFile f = MappedFile::open(path);
+  return std::string(reinterpret_cast<const char*>(f.data()), f.size());
+}
+
+// YYYY-MM-DD as seconds since the epoch at 00:00 UTC; a usage error otherwise.
+int64_t parse_date(const std::string& d) {
+  std::tm tm{};
+  int y = 0, m = 0, day = 0;
+  char rest = 0;
+  if (std::sscanf(d.c_str(), "%4d-%2d-%2d%c", &y, &m, &day, &rest) != 3 || m < 1 || m > 12 || day < 1 || day > 31 ||
+      d.size() != 10)
+    usage_fail("--template-date expects YYYY-MM-DD, got '" + d + "'");
+  tm.tm_year = y - 1900;
+  tm.tm_mon = m - 1;
+  tm.tm_mday = day;
+  const time_t t = timegm(&tm);
+  std::tm back{};
+  gmtime_r(&t, &back);
+  if (back.tm_mday != day) usage_fail("--template-date: no such day '" + d + "'");
+  return static_cast<int64_t>(t);
+}
+
+}  // namespace
+
+int cmd_template(const Args& args) {
+  TemplateFlags f;
+  Flags fl = command_flags("template",
+                           "(--model M | --chat-template-file T) [--request R.json|-] [options]\n\n"
+                           "Renders one chat request (a JSON object in OpenAI's chat shape: messages, tools,\n"
+                           "chat_template_kwargs, add_generation_prompt, default true) with the model's own chat\n"
+                           "template or a template file and prints exactly the rendered text.");
+  add_model_flag(fl, &f.model, "the model whose chat template renders (and whose BOS/EOS texts are the defaults)");
+  fl.add_string("chat-template-file", &f.template_file, "a Jinja chat template file instead of the model's", "PATH");
+  fl.add_string("request", &f.request, "the chat request as a JSON file; - = stdin", "PATH");
+  fl.add_string("bos-token", &f.bos, "what {{ bos_token }} prints (default: the model's BOS text)", "TEXT");
+  fl.add_string("eos-token", &f.eos, "what {{ eos_token }} prints (default: the model's EOS text)", "TEXT");
+  fl.add_string("template-date", &f.date, "the day strftime_now sees, YYYY-MM-DD (default: today)", "DATE");
+  if (!fl.parse(args)) {
+    std::fputs(fl.help().c_str(), stdout);
+    return 0;
+  }
+  if (f.model.empty() && f.template_file.empty()) usage_fail("--model or --chat-template-file is required");
+  const int64_t now = f.date.empty() ? -1 : parse_date(f.date);
+  if (!f.model.empty()) check_path_exists(f.model, "--model");
+  if (!f.template_file.empty()) check_path_exists(f.template_file, "--chat-template-file");
+
+  JinjaChatOptions o;
+  std::string source, origin;
+  if (!f.model.empty()) {
+    const std::unique_ptr<Tokenizer> tok = Tokenizer::from_path(f.model);
+    o = jinja_options_of(*tok);
+  }
+  if (!f.template_file.empty()) {
+    MappedFile t = MappedFile::open(f.template_file);
+    source.assign(reinterpret_cast<const char*>(t.data()), t.size());
+    origin = f.template_file;
+  } else {
+    const std::optional<std::string> stored = read_chat_template(f.model);
+    if (!stored) fail(f.model, ": the model has no chat template (give one with --chat-template-file)");
+    source = *stored;
+    origin = "the model's";
+  }
+  if (fl.given("bos-token")) o.bos_token = f.bos;
+  if (fl.given("eos-token")) o.eos_token = f.eos;
+  o.now_unix = now;
+  const std::string text = read_request(f.request);
+  const nlohmann::ordered_json request = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (request.is_discarded()) fail("--request: not valid JSON");
+  const JinjaChatTemplate tmpl(std::move(source), o, origin);
+  const std::string rendered = tmpl.render_request(request);
+  if (std::fwrite(rendered.data(), 1, rendered.size(), stdout) != rendered.size())
+    fail("cannot write the output to stdout");
+  return 0;
+}
+
+}  // namespace og::app

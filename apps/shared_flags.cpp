@@ -1,0 +1,180 @@
+// The shared flag table (shared_flags.h).
+#include "shared_flags.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <limits>
+
+#include "llama_habits.h"
+#include "tokenizer/chat_template.h"
+
+namespace og::app {
+
+namespace {
+constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+bool g_quiet = false, g_verbose = false, g_machine = false;
+}  // namespace
+
+Flags command_flags(const std::string& command, const std::string& synopsis) {
+  Flags fl(command, synopsis);
+  g_quiet = g_verbose = g_machine = false;
+  fl.add_bool("quiet", &g_quiet, "errors and warnings only on stderr");
+  fl.add_short('q', "quiet");
+  fl.add_bool("verbose", &g_verbose, "every diagnostic line on stderr, also next to machine-readable output");
+  fl.add_short('v', "verbose");
+  add_llama_cpp_habits(fl, command);
+  return fl;
+}
+
+Verbosity verbosity() {
+  if (g_verbose) return Verbosity::kVerbose;
+  return g_quiet ? Verbosity::kQuiet : Verbosity::kNormal;
+}
+
+void set_machine_output(bool on) { g_machine = on; }
+
+bool diagnostics_on() { return g_verbose || (!g_quiet && !g_machine); }
+
+void diag(const char* fmt, ...) {
+  if (!diagnostics_on()) return;
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
+
+namespace {
+std::vector<std::string>& warning_list() {
+  static std::vector<std::string> w;
+  return w;
+}
+}  // namespace
+
+void warn(const std::string& text) {
+  warning_list().push_back(text);
+  if (g_machine && !g_verbose) return;
+  std::fprintf(stderr, "[warning] %s\n", text.c_str());
+}
+
+const std::vector<std::string>& warnings() { return warning_list(); }
+
+void add_model_flag(Flags& fl, std::string* path, const std::string& what) {
+  fl.add_string("model", path,
+                what.empty() ? "model: a .gguf file or a Hugging Face checkpoint directory (required)" : what, "PATH");
+  fl.add_short('m', "model");
+}
+
+void add_tokenizer_flag(Flags& fl, std::string* path) {
+  fl.add_string("tokenizer", path, "tokenizer file or directory, instead of the one in or beside the model", "PATH");
+}
+
+void add_chat_flag(Flags& fl, ModelSetup& m, const std::string& use) {
+  std::vector<std::string> chats = chat_template_names();
+  chats.insert(chats.begin(), "auto");
+  fl.add_choice("chat", &m.chat, chats,
+                use + ": auto = the model's own Jinja template (raw text if it has none), or a built-in format; 0 = "
+                      "raw text");
+  fl.add_string("chat-template-file", &m.chat_template_file,
+                "a Jinja chat template file to use instead of the model's (rendered as Hugging Face transformers "
+                "does)",
+                "PATH");
+}
+
+void add_mmap_flag(Flags& fl, bool* mmap) {
+  fl.add_bool("mmap", mmap,
+              "keep weights in the mapped file instead of copying them into huge pages at load (faster load, fewer "
+              "resident pages)");
+}
+
+void add_threads_flag(Flags& fl, int64_t* threads, const std::string& what) {
+  fl.add_int("threads", threads, 0, 1024, what + "; 0 = all cores");
+  fl.add_short('t', "threads");
+}
+
+void add_model_flags(Flags& fl, ModelSetup& m, const std::string& chat_use) {
+  add_model_flag(fl, &m.model);
+  add_tokenizer_flag(fl, &m.tokenizer);
+  add_chat_flag(fl, m, chat_use);
+  add_mmap_flag(fl, &m.mmap);
+}
+
+void add_kv_dtype_flag(Flags& fl, std::string* dtype) {
+  fl.add_choice("kv-storage-dtype", dtype, {"f32", "f16", "bf16", "q8_0"}, "cache storage type");
+}
+
+void add_shared_cache_kind_flag(Flags& fl, std::string* kind, const std::string& help) {
+  fl.add_choice("cache-kind", kind, {"batched-cell", "batched-sequence"}, help);
+}
+
+void add_prefill_chunk_flag(Flags& fl, int64_t* rows, int64_t min, const std::string& help) {
+  fl.add_int("prefill-chunk-size", rows, min, kIntMax, help);
+}
+
+void add_cache_flags(Flags& fl, CacheSetup& c, CacheScope scope) {
+  const bool shared = scope == CacheScope::kShared;
+  fl.add_int("kv-max-capacity", &c.max_capacity, 0, kIntMax,
+             shared ? "positions one session's cache may hold; 0 = --max-session-tokens, else min(model context "
+                      "length, 4096)"
+                    : "positions the cache may hold; 0 = min(model context length, 4096)");
+  if (!shared) {  // llama.cpp's context size means the same for one session (serve: see llama_habits.cpp)
+    fl.add_short('c', "kv-max-capacity");
+    fl.add_alias("--ctx-size", "kv-max-capacity");
+  }
+  fl.add_int("kv-initial-capacity", &c.initial_capacity, 1, kIntMax,
+             shared ? "positions allocated at start for flat layers (batched-sequence; grows by doubling)"
+                    : "positions allocated at start for flat layers (grows by doubling, clamped to the max)");
+  add_kv_dtype_flag(fl, &c.storage_dtype);
+  fl.add_int_list("kv-windows", &c.windows, 0, kIntMax,
+                  "window override repeated over the model's caches; 0 = flat", "the model's windows");
+  if (shared) {
+    c.kind = "batched-cell";
+    add_shared_cache_kind_flag(fl, &c.kind,
+                               "shared cache kind: batched-cell (blocks shared copy-on-write by prefix forks) or "
+                               "batched-sequence (own storage per sequence, prefixes copied)");
+    fl.add_int("kv-block-size", &c.block_size, 1, 4096, "positions per block (batched-cell)");
+  } else {
+    c.kind = "sequence";
+    fl.add_choice("kv-cache", &c.kind, {"sequence", "reference"},
+                  "cache kind: sequence (rings for windowed layers) or reference (keeps everything)");
+  }
+  add_prefill_chunk_flag(fl, &c.prefill_chunk_size, 1,
+                         "most prompt rows one session writes per step; bounds ring layers; when not given (shown "
+                         "as 0): the model file's offgraph.kv.prefill_chunk_size, else 512");
+}
+
+void add_sampling_flags(Flags& fl, SamplingFlags& s, const std::string& prefix, double max_temperature,
+                        const std::string& seed_help) {
+  fl.add_float("temperature", &s.temperature, 0, max_temperature, prefix + "sampling temperature; 0 = greedy");
+  fl.add_alias("--temp", "temperature");
+  fl.add_int("top-k", &s.top_k, 0, kIntMax, prefix + "keep the k most likely tokens; 0 = off");
+  fl.add_float("top-p", &s.top_p, 0, 1, prefix + "keep the smallest set with this probability mass; 1 = off", true);
+  fl.add_float("min-p", &s.min_p, 0, 1, prefix + "drop tokens below min-p times the top probability; 0 = off");
+  fl.add_float("repeat-penalty", &s.repeat_penalty, 0, 100, prefix + "penalty on recently seen tokens; 1 = off", true);
+  fl.add_int("repeat-last-n", &s.repeat_last_n, 0, kIntMax, prefix + "how many recent tokens the penalty looks at");
+  fl.add_float("presence-penalty", &s.presence_penalty, -2, 2,
+               prefix + "penalty subtracted once from each token already generated this turn; 0 = off");
+  fl.add_float("frequency-penalty", &s.frequency_penalty, -2, 2,
+               prefix + "penalty subtracted per earlier generation of a token this turn; 0 = off");
+  fl.add_int("seed", &s.seed, -1, std::numeric_limits<int64_t>::max(), seed_help);
+  fl.add_short('s', "seed");
+}
+
+void check_model_given(const std::string& model) {
+  if (model.empty()) usage_fail("--model is required");
+}
+
+void check_run_flags(const Flags& fl, const RunConfig& c) {
+  check_model_given(c.model.model);
+  // A path that does not exist is an unreadable input (exit 1), as in every command.
+  check_model_paths(c.model);
+  if (c.cache.max_capacity > 0 && fl.given("kv-initial-capacity") && c.cache.initial_capacity > c.cache.max_capacity)
+    usage_fail("--kv-initial-capacity " + std::to_string(c.cache.initial_capacity) + " exceeds --kv-max-capacity " +
+               std::to_string(c.cache.max_capacity));
+}
+
+void check_sampling_flags(const Flags& fl, const SamplingFlags& s) {
+  if (s.temperature == 0 && (fl.given("top-k") || fl.given("top-p") || fl.given("min-p")))
+    usage_fail("--top-k, --top-p and --min-p need --temperature > 0 (temperature 0 is greedy)");
+}
+
+}  // namespace og::app
