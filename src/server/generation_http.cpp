@@ -24,11 +24,11 @@ constexpr std::chrono::milliseconds kWholePoll{100};
 
 // Released twice (the answer is done; on_finish came), then gives the slot back.
 struct Slot {
-  explicit Slot(HttpServer::Impl* s) : server(s) {}
+  explicit Slot(std::shared_ptr<HttpServer::Impl::InFlight> c) : count(std::move(c)) {}
   void drop() {
-    if (refs.fetch_sub(1) == 1) server->release_slot();
+    if (refs.fetch_sub(1) == 1) count->release();
   }
-  HttpServer::Impl* server;
+  std::shared_ptr<HttpServer::Impl::InFlight> count;
   std::atomic<int> refs{2};
 };
 
@@ -88,22 +88,20 @@ struct StreamState {
 }  // namespace
 
 void HttpServer::Impl::acquire_slot() {
-  int n = in_flight.load();
+  int n = in_flight->n.load();
   while (true) {
     if (opts.max_in_flight > 0 && n >= opts.max_in_flight)
       throw ApiError(429, "rate_limit_error", "queue_full",
                      "the server has " + std::to_string(n) +
                          " requests in flight, its limit (--parallel + --max-queue); retry later");
-    if (in_flight.compare_exchange_weak(n, n + 1)) return;
+    if (in_flight->n.compare_exchange_weak(n, n + 1)) return;
   }
 }
 
-void HttpServer::Impl::release_slot() {
-  {
-    std::lock_guard<std::mutex> lock(idle_mu);
-    in_flight.fetch_sub(1);
-  }
-  idle_cv.notify_all();
+void HttpServer::Impl::InFlight::release() {
+  std::lock_guard<std::mutex> lock(mu);
+  n.fetch_sub(1);
+  idle.notify_all();
 }
 
 namespace {
@@ -153,10 +151,15 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
   RequestOptions o = build_request_options(r, m, encode_prompt(r, m));
 
   acquire_slot();
-  auto slot = std::make_shared<Slot>(this);
+  auto slot = std::make_shared<Slot>(in_flight);
   auto stream = std::make_shared<RequestStream>(m, &metrics, ep, r.params.logprobs);
   RequestCallbacks cb = RequestStream::callbacks(stream);
-  cb.on_finish = [inner = std::move(cb.on_finish), slot](const RequestReport& rep) {
+  // The callbacks keep what they touch alive: the metrics and the in-flight
+  // count are shared with the server, which may be gone when the last comes.
+  std::shared_ptr<ServerMetrics> keep = metrics_owner;
+  if (cb.on_text) cb.on_text = [inner = std::move(cb.on_text), keep](std::string_view t) { inner(t); };
+  if (cb.on_token) cb.on_token = [inner = std::move(cb.on_token), keep](const TokenEvent& ev) { inner(ev); };
+  cb.on_finish = [inner = std::move(cb.on_finish), slot, keep](const RequestReport& rep) {
     inner(rep);
     slot->drop();
   };

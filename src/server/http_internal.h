@@ -32,7 +32,9 @@ struct HttpServer::Impl {
   ApiKeys keys;
   std::unique_ptr<ConnectionLoop> loop;
   bool bound = false;
-  ServerMetrics metrics;
+  // Shared with the callbacks of requests in the scheduler, which may outlive the server.
+  std::shared_ptr<ServerMetrics> metrics_owner = std::make_shared<ServerMetrics>();
+  ServerMetrics& metrics = *metrics_owner;
   std::atomic<const ServedModel*> model{nullptr};
   std::atomic<SchedulerPort*> sched{nullptr};
   std::atomic<bool> draining{false};
@@ -40,9 +42,15 @@ struct HttpServer::Impl {
   // Generation requests submitted whose answer is not finished, or whose
   // on_finish has not come yet: the server's count is never below the
   // scheduler's, so the scheduler's own queue bound is never the one hit.
-  std::atomic<int> in_flight{0};
-  std::mutex idle_mu;
-  std::condition_variable idle_cv;
+  // Shared with each request's slot, because a scheduler's last on_finish
+  // may come after the server is gone (a test's teardown, an error path).
+  struct InFlight {
+    std::atomic<int> n{0};
+    std::mutex mu;
+    std::condition_variable idle;
+    void release();
+  };
+  std::shared_ptr<InFlight> in_flight = std::make_shared<InFlight>();
 
   // ConnHandlers (http_conn.h): route checks on the head, the answers the
   // event loop gives itself, and the worker's answers.
@@ -54,9 +62,8 @@ struct HttpServer::Impl {
   HttpResponse handle_tokenize(const std::string& body);
   HttpResponse handle_detokenize(const std::string& body);
 
-  // Takes a slot (429 when max_in_flight are taken) / gives it back.
+  // Takes a slot (429 when max_in_flight are taken); InFlight::release gives it back.
   void acquire_slot();
-  void release_slot();
 };
 
 }  // namespace og::server

@@ -123,9 +123,9 @@ void HttpServer::set_model(const ServedModel& model, SchedulerPort& sched) {
 void HttpServer::drain() { impl_->draining.store(true); }
 
 bool HttpServer::wait_idle(double seconds) {
-  std::unique_lock<std::mutex> lock(impl_->idle_mu);
-  return impl_->idle_cv.wait_for(lock, std::chrono::duration<double>(seconds),
-                                 [&] { return impl_->in_flight.load() == 0; });
+  Impl::InFlight& f = *impl_->in_flight;
+  std::unique_lock<std::mutex> lock(f.mu);
+  return f.idle.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return f.n.load() == 0; });
 }
 
 void HttpServer::stop() {
@@ -134,7 +134,7 @@ void HttpServer::stop() {
   impl_->bound = false;
 }
 
-int HttpServer::in_flight() const { return impl_->in_flight.load(); }
+int HttpServer::in_flight() const { return impl_->in_flight->n.load(); }
 
 int HttpServer::open_connections() const { return impl_->loop->open_connections(); }
 

@@ -311,6 +311,8 @@ TEST_F(Conn, BufferedRequestBytesAreBounded) {
                    std::to_string(body.size()) + "\r\n\r\n" + body);
   EXPECT_EQ(read_until_close(fd).rfind("HTTP/1.1 200", 0), 0u);
   close(fd);
+  for (int i = 0; i < 300 && server_->open_connections() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(server_->buffered_request_bytes(), 0);
 }
 
