@@ -35,7 +35,6 @@ struct FilterEntry {
   FilterFn fn;
 };
 
-bool has_filter(const std::string& name);
 // The filters on sequences and mappings (filters_seq.cpp); a null name ends the list.
 const FilterEntry* sequence_filters();
 // "a.b.0" walked through dict keys, attributes and indexes (jinja2's attribute getter).

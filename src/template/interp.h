@@ -46,7 +46,6 @@ class Interp {
   Value call(const Value& fn, CallArgs& args);
   Value filter(const std::string& name, const Value& v, CallArgs& args);  // filters.cpp
   bool test(const std::string& name, const Value& v, CallArgs& args);     // tests.cpp
-  bool has_test(const std::string& name) const;
 
   // bounds
   void count_iteration();
@@ -82,6 +81,10 @@ class Interp {
   int depth_ = 0;
   std::vector<Value> namespace_values_;  // emptied at the end: a namespace may hold itself
 };
+
+// Whether a filter / test of that name exists (filters.cpp, tests.cpp).
+bool has_filter(const std::string& name);
+bool has_test(const std::string& name);
 
 // Python semantics shared by the evaluator and the filters (ops.cpp).
 Value binary_op(const std::string& op, const Value& a, const Value& b, const Interp& in);

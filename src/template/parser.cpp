@@ -701,7 +701,9 @@ ExprPtr Parser::parse_test(ExprPtr node) {
 }  // namespace
 
 Body parse_template(std::string_view source, int max_nesting) {
-  return Parser(tokenize(source), max_nesting).parse_all();
+  Body body = Parser(tokenize(source), max_nesting).parse_all();
+  check_names(body);
+  return body;
 }
 
 }  // namespace og::jinja

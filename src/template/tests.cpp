@@ -38,7 +38,7 @@ bool all_chars(const Value& v, bool (*pred)(char32_t)) {
 
 }  // namespace
 
-bool Interp::has_test(const std::string& n) const {
+bool has_test(const std::string& n) {
   static const char* const kTests[] = {
       "defined", "undefined", "none", "boolean", "false", "true", "integer", "float", "number", "string",
       "mapping", "iterable", "sequence", "callable", "sameas", "escaped", "odd", "even", "divisibleby",
