@@ -8,7 +8,9 @@ namespace og::jinja {
 
 Value Interp::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
   try {
-    return eval_inner(e, scope);
+    Value v = eval_inner(e, scope);
+    charge_work(v.is_string() ? v.str().size() : v.is_sequence() ? v.items().size() : 1);
+    return v;
   } catch (const LinedError&) {
     throw;
   } catch (const Error& err) {

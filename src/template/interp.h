@@ -50,6 +50,9 @@ class Interp {
   // bounds
   void count_iteration();
   void check_size(size_t bytes) const;
+  // Every value computed costs its size: a template that loops over huge
+  // strings fails instead of running for hours (the budget: 64 x max_output_bytes).
+  void charge_work(size_t units);
   void append(std::string_view s);
   struct DepthGuard {
     Interp& in;
@@ -78,6 +81,7 @@ class Interp {
   std::shared_ptr<Scope> globals_;
   std::string* out_ = nullptr;
   int64_t iterations_ = 0;
+  int64_t work_ = 0;
   int depth_ = 0;
   std::vector<Value> namespace_values_;  // emptied at the end: a namespace may hold itself
 };

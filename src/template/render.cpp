@@ -1,6 +1,7 @@
 // Rendering statements: text and output, if, for (with loop.*, else, filters,
 // break/continue), set (names, tuples, namespace attributes, blocks), macros,
 // call and filter blocks; the render's bounds; and the Template entry points.
+#include <algorithm>
 #include <ctime>
 
 #include "template/interp.h"
@@ -56,6 +57,12 @@ Interp::DepthGuard::DepthGuard(Interp& i) : in(i) {
 void Interp::count_iteration() {
   if (++iterations_ > opt_.max_loop_iterations)
     fail("more than ", opt_.max_loop_iterations, " loop iterations");
+}
+
+void Interp::charge_work(size_t units) {
+  work_ += static_cast<int64_t>(units);
+  const int64_t budget = 64 * std::max<int64_t>(opt_.max_output_bytes, 1 << 16);
+  if (work_ > budget) fail("the template computes more than ", budget, " bytes of values; giving up");
 }
 
 void Interp::check_size(size_t bytes) const {

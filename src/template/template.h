@@ -24,7 +24,8 @@ struct Stmt;
 
 struct RenderOptions {
   int64_t max_loop_iterations = 1'000'000;  // total over every loop of one render (and range() sizes)
-  int64_t max_output_bytes = 16 << 20;      // the output and every string built on the way
+  int64_t max_output_bytes = 16 << 20;      // the output and every string built on the way;
+                                            // all values computed: 64 times this
   int max_depth = 64;                       // nested macro / caller calls
   int64_t now_unix = -1;                    // the time strftime_now formats (UTC); < 0: the current time
 };

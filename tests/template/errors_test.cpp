@@ -77,6 +77,15 @@ TEST(JinjaErrors, OutputBound) {
             std::string::npos);
 }
 
+TEST(JinjaErrors, WorkBound) {
+  // Each iteration is cheap to count but copies a large string: the work budget stops it.
+  RenderOptions opt;
+  opt.max_output_bytes = 1 << 16;
+  std::string e = error_of("{% set s = 'x' * 60000 %}{% for i in range(100000) %}{% set t = s.upper() %}{% endfor %}",
+                           Json::object(), opt);
+  EXPECT_NE(e.find("bytes of values"), std::string::npos) << e;
+}
+
 TEST(JinjaErrors, RecursionDepthBound) {
   std::string e = error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
   EXPECT_NE(e.find("recursion depth"), std::string::npos) << e;
