@@ -150,12 +150,17 @@ def test_keyboard_interrupt_cancels_generation(model):
     def interrupt_soon():
         _thread.interrupt_main()
 
+    # Python's own SIGINT handler, even when this process started with SIGINT ignored.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     st = s.stream(PROMPT, max_new_tokens=2000)
-    with pytest.raises(KeyboardInterrupt):
-        for piece in st:
-            seen.append(piece)
-            if len(seen) == 3:
-                threading.Thread(target=interrupt_soon).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for piece in st:
+                seen.append(piece)
+                if len(seen) == 3:
+                    threading.Thread(target=interrupt_soon).start()
+    finally:
+        signal.signal(signal.SIGINT, old)
     st.cancel()  # what the KeyboardInterrupt left (already cancelled when it hit stream_next)
     assert st.result is not None and st.result.stop_reason == "cancelled"
     assert 3 <= len(st.result.tokens) < 2000
