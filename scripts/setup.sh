@@ -9,7 +9,8 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libpcre2-dev libsentencepiece-dev libicu-dev
       clang libclang-rt-14-dev python3
-      libcpp-httplib-dev curl nodejs python3-jinja2)
+      libcpp-httplib-dev curl nodejs python3-jinja2
+      pybind11-dev python3-dev python3-numpy python3-pytest)
 
 missing=()
 for p in "${PKGS[@]}"; do

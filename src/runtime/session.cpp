@@ -114,7 +114,7 @@ void Session::reset() {
   OG_CHECK(r.ok(), "cannot clear the cache: ", r.message);
 }
 
-void Session::prefill(std::span<const int32_t> tokens) {
+void Session::prefill(std::span<const int32_t> tokens, bool want_logits) {
   OG_CHECK(!turn_, "cannot prefill during a turn");
   OG_CHECK(position() + static_cast<int64_t>(tokens.size()) <= capacity(), "prefill of ", tokens.size(),
            " tokens does not fit: ", position(), "/", capacity(), " positions used");
@@ -122,7 +122,10 @@ void Session::prefill(std::span<const int32_t> tokens) {
   const int64_t before = cached();
   history_.insert(history_.end(), tokens.begin(), tokens.end());
   try {
-    forward_until(position(), false, &stats_.prefill_s);
+    if (want_logits && cached() == position() && position() > 0) {
+      rewind_cache(position() - 1, nullptr);  // everything is cached: forward the last token again
+    }
+    forward_until(position(), want_logits, &stats_.prefill_s);
   } catch (...) {
     restore(old_len, before);
     throw;
@@ -278,6 +281,22 @@ void Session::interrupt_turn() {
   if (!t.filter.matched()) emit(t.filter.flush());
 }
 
+void Session::step() {
+  OG_CHECK(turn_ && !turn_->done, "session: no turn to step");
+  Batch batch;
+  const bool prefill = in_prefill();
+  add_rows(batch, cache_->policy().max_write);
+  Timer tf;
+  forward_checked(batch);
+  if (prefill) {
+    stats_.prefill_s += tf.seconds();
+  } else {
+    stats_.decode_s += tf.seconds();
+    ++stats_.decode_steps;
+  }
+  accept(batch.rows.back().want_logits ? logits_.data() : nullptr);
+}
+
 TurnResult Session::generate(std::span<const int32_t> prompt, Sampler& sampler, const GenerateOptions& opts,
                              const TextCallback& on_text) {
   begin_turn(prompt, sampler, opts, on_text);
@@ -287,18 +306,7 @@ TurnResult Session::generate(std::span<const int32_t> prompt, Sampler& sampler, 
         interrupt_turn();
         break;
       }
-      Batch batch;
-      const bool prefill = in_prefill();
-      add_rows(batch, cache_->policy().max_write);
-      Timer tf;
-      forward_checked(batch);
-      if (prefill) {
-        stats_.prefill_s += tf.seconds();
-      } else {
-        stats_.decode_s += tf.seconds();
-        ++stats_.decode_steps;
-      }
-      accept(batch.rows.back().want_logits ? logits_.data() : nullptr);
+      step();
     }
   } catch (...) {
     abort_turn();

@@ -151,8 +151,17 @@ class Session {
   // kInterrupted.
   void interrupt_turn();
 
-  // Prefills `tokens` (appended to the history) without generating.
-  void prefill(std::span<const int32_t> tokens);
+  // One step of a turn begun with begin_turn, driving this session alone (a
+  // prefill chunk or one decode row): generate() is begin_turn, step() until
+  // turn_done(), end_turn(). Throws as generate() does (then call abort_turn()).
+  void step();
+
+  // Prefills `tokens` (appended to the history) without generating;
+  // want_logits keeps the last row's logits (logits()).
+  void prefill(std::span<const int32_t> tokens, bool want_logits = false);
+  // [n_vocab] logits of the last forwarded row that asked for them; not
+  // meaningful (empty or stale) when the last forward asked for none.
+  std::span<const float> logits() const { return logits_; }
 
   // Truncates the history to `length` tokens and the cache with it; when the
   // cache answers kHistoryUnavailable it is cleared and refilled from the history.

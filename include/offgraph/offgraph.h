@@ -1,0 +1,328 @@
+/* offgraph.h: the C API of offgraph, the LLM runtime whose KV cache lives off
+ * the model graph. Opaque handles; every call returns an og_status, and on an
+ * error og_last_error() gives one line saying what was wrong (no C++ exception
+ * crosses this header).
+ *
+ * Ownership. Every object a call creates is freed by its matching *_free /
+ * og_model_close. Strings and token arrays returned in og_string / og_tokens
+ * belong to the caller (og_string_free, og_tokens_free). Pointers returned as
+ * `const` (model info strings, token pieces, logits, stream text) belong to
+ * the library and stay valid as each function says.
+ *
+ * Handles. A freed or closed handle, or one that was never created, is
+ * recognised and answered with OG_ERR_INVALID_HANDLE (never a crash). A
+ * session and an engine keep their model's weights alive: closing a model
+ * while they exist is allowed; the model handle itself is then unusable.
+ *
+ * Thread safety. og_model: every call may be made from any thread at once.
+ * og_session: one thread at a time; a call made while another thread (or a
+ * callback of the same session) is inside a call on it is refused with
+ * OG_ERR_BUSY. og_engine: every call may be made from any thread at once.
+ * og_last_error() is per thread.
+ */
+#ifndef OFFGRAPH_H
+#define OFFGRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exported from liboffgraph.so (built with hidden visibility elsewhere). */
+#if defined(OG_BUILDING_LIBRARY)
+#define OG_API __attribute__((visibility("default")))
+#else
+#define OG_API
+#endif
+
+#define OG_VERSION_MAJOR 0
+#define OG_VERSION_MINOR 1
+#define OG_VERSION_PATCH 0
+#define OG_VERSION_STRING "0.1.0"
+/* Comparable version number: major * 10000 + minor * 100 + patch. */
+#define OG_VERSION (OG_VERSION_MAJOR * 10000 + OG_VERSION_MINOR * 100 + OG_VERSION_PATCH)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ status */
+
+typedef enum og_status {
+  OG_OK = 0,
+  OG_ERR_INVALID_ARGUMENT = 1, /* a null pointer, a bad option value, an unknown name */
+  OG_ERR_INVALID_HANDLE = 2,   /* null, freed, closed or never-created handle */
+  OG_ERR_OUT_OF_RANGE = 3,     /* a token id outside [0, n_vocab), a length past the history */
+  OG_ERR_BUSY = 4,             /* the session is in use by another thread (or its own callback) */
+  OG_ERR_STATE = 5,            /* not now: e.g. no stream running, no logits yet, nothing to undo */
+  OG_ERR_CAPACITY = 6,         /* the tokens do not fit in the session's cache */
+  OG_ERR_RUNTIME = 7           /* a failure while loading or running (a bad file, out of memory, ...) */
+} og_status;
+
+/* The library's version, "MAJOR.MINOR.PATCH" (equals OG_VERSION_STRING of the headers it was built with). */
+OG_API const char* og_version(void);
+/* The message of this thread's last failed call ("" when none); valid until its next failing call. */
+OG_API const char* og_last_error(void);
+/* "ok", "invalid_argument", "invalid_handle", "out_of_range", "busy", "state", "capacity", "runtime". */
+OG_API const char* og_status_name(og_status status);
+
+/* Memory the library hands to the caller. */
+typedef struct og_string {
+  char* data; /* NUL-terminated; may hold other NUL bytes (len is the length) */
+  size_t len;
+} og_string;
+typedef struct og_tokens {
+  int32_t* ids;
+  size_t n;
+} og_tokens;
+/* Free what a call returned; a zeroed or already freed struct is fine (the fields are reset). */
+OG_API void og_string_free(og_string* s);
+OG_API void og_tokens_free(og_tokens* t);
+
+/* ------------------------------------------------------------------- model */
+
+typedef struct og_model og_model;
+
+typedef struct og_model_options {
+  const char* tokenizer;     /* NULL: the model's own; else a tokenizer file or directory */
+  const char* chat_template; /* NULL or "auto": the model's; a built-in name; "0": raw text */
+  int mmap;                  /* nonzero: keep the weights in the mapped file */
+  int threads;               /* forward-pass workers (process-wide); 0 = all cores */
+} og_model_options;
+OG_API void og_model_options_init(og_model_options* opts);
+
+/* Loads a .gguf file or an HF checkpoint directory. opts may be NULL (defaults). */
+OG_API og_status og_model_open(const char* path, const og_model_options* opts, og_model** out);
+/* Closes the handle (NULL is fine). Sessions and engines made from it keep working. */
+OG_API og_status og_model_close(og_model* model);
+
+typedef struct og_model_info {
+  const char* architecture;   /* "llama", "qwen2", ...; valid until og_model_close */
+  const char* chat_template;  /* the chat template in use ("llama3", "chatml", "0" = raw text, ...) */
+  const char* tokenizer_kind; /* e.g. "gguf llama (SentencePiece BPE)" */
+  int32_t n_vocab;
+  int64_t n_ctx;   /* trained context length */
+  int64_t d_model;
+  int32_t n_layers;
+  int32_t n_heads;    /* of layer 0 */
+  int32_t n_kv_heads; /* of layer 0 */
+  int32_t head_dim;   /* of layer 0 (keys) */
+  int64_t d_ff;       /* of layer 0 */
+  int32_t n_kv_caches; /* caches the model needs (layers sharing KV share one) */
+} og_model_info;
+OG_API og_status og_model_get_info(const og_model* model, og_model_info* out);
+
+/* --------------------------------------------------------------- tokenizer */
+
+typedef struct og_special_ids {
+  int32_t bos, eos, eot, pad, unk; /* -1 = none */
+  int add_bos;                     /* nonzero: encode with specials prepends BOS */
+} og_special_ids;
+OG_API og_status og_special_tokens(const og_model* model, og_special_ids* out);
+/* Every id that ends an assistant turn (the vocabulary's and the chat template's). */
+OG_API og_status og_stop_ids(const og_model* model, og_tokens* out);
+
+/* add_special: BOS/EOS as the vocabulary says; parse_special: special-token texts in `text` become special tokens. */
+OG_API og_status og_tokenize(const og_model* model, const char* text, size_t len, int add_special,
+                             int parse_special, og_tokens* out);
+/* skip_special: control tokens spell nothing. Any id outside [0, n_vocab) is OG_ERR_OUT_OF_RANGE. */
+OG_API og_status og_detokenize(const og_model* model, const int32_t* ids, size_t n, int skip_special,
+                               og_string* out);
+/* The vocabulary entry of `id` as stored; valid until og_model_close. */
+OG_API og_status og_token_piece(const og_model* model, int32_t id, const char** piece, size_t* len);
+
+/* ----------------------------------------------------------- chat template */
+
+typedef struct og_chat_message {
+  const char* role; /* "system", "user" or "assistant" */
+  const char* content;
+} og_chat_message;
+/* The conversation as text (for display; use og_chat_encode to get ids). */
+OG_API og_status og_chat_render(const og_model* model, const og_chat_message* messages, size_t n,
+                                int add_generation_prompt, og_string* out);
+/* The conversation as the ids a new session prefills (BOS as the vocabulary wants; contents cannot inject specials). */
+OG_API og_status og_chat_encode(const og_model* model, const og_chat_message* messages, size_t n,
+                                int add_generation_prompt, og_tokens* out);
+
+/* ----------------------------------------------------------------- session */
+
+typedef struct og_session og_session;
+
+typedef struct og_session_options {
+  const char* kv_kind;        /* "sequence" (default) or "reference" */
+  const char* kv_dtype;       /* cache storage: "f16" (default), "f32", "bf16", "q8_0", ... */
+  int64_t kv_max_capacity;    /* positions; 0 = min(model context, 4096) */
+  int64_t kv_initial_capacity; /* flat layers start here and double; default 512 */
+  const int64_t* kv_windows;  /* window override repeated over the caches (0 = full); NULL = the model's */
+  size_t n_kv_windows;
+  int64_t prefill_chunk_size; /* rows per prefill step; 0 = the model file's, else 512 */
+} og_session_options;
+OG_API void og_session_options_init(og_session_options* opts);
+
+typedef struct og_sampler_options {
+  double temperature; /* 0 = greedy (default) */
+  int32_t top_k;      /* 0 = off */
+  double top_p;       /* 1 = off */
+  double min_p;       /* 0 = off */
+  double repeat_penalty; /* 1 = off */
+  int32_t repeat_last_n; /* default 64 */
+  double presence_penalty, frequency_penalty; /* 0 = off */
+  int64_t seed;       /* >= 0: as is; -1 = random */
+} og_sampler_options;
+
+/* Called for each sampled token / each piece of text (never split inside a UTF-8
+ * character, stop strings never included). Return nonzero to cancel: the turn
+ * ends at the next step with OG_STOP_CANCELLED, keeping what was generated. */
+typedef int (*og_token_callback)(void* user_data, int32_t token);
+typedef int (*og_text_callback)(void* user_data, const char* text, size_t len);
+
+typedef struct og_generate_options {
+  int64_t max_new_tokens;   /* default 256 */
+  og_sampler_options sampler;
+  const char* const* stop_strings; /* text that ends generation (never streamed) */
+  size_t n_stop_strings;
+  int stop_at_model_stop_ids; /* nonzero (default): the model's end ids end generation */
+  og_token_callback on_token; /* optional */
+  og_text_callback on_text;   /* optional */
+  void* user_data;
+} og_generate_options;
+OG_API void og_generate_options_init(og_generate_options* opts);
+
+typedef enum og_stop_reason {
+  OG_STOP_NONE = 0,
+  OG_STOP_TOKEN = 1,       /* a stop id was sampled (it is in the tokens and the history) */
+  OG_STOP_STRING = 2,      /* a stop string appeared (not in the text) */
+  OG_STOP_MAX_TOKENS = 3,
+  OG_STOP_CAPACITY = 4,    /* the cache is full */
+  OG_STOP_CANCELLED = 5    /* a callback or og_session_stream_cancel */
+} og_stop_reason;
+/* "none", "stop_token", "stop_string", "max_new_tokens", "capacity", "cancelled". */
+OG_API const char* og_stop_reason_name(og_stop_reason reason);
+
+typedef struct og_generation {
+  og_tokens tokens; /* the generated ids, the final one included */
+  og_string text;   /* the generated text (stop string excluded) */
+  og_stop_reason stop_reason;
+  int64_t prompt_tokens; /* tokens prefilled this turn */
+} og_generation;
+OG_API void og_generation_free(og_generation* g);
+
+/* A session: one conversation over its own KV cache of the policy in opts (NULL: defaults). */
+OG_API og_status og_session_new(og_model* model, const og_session_options* opts, og_session** out);
+OG_API og_status og_session_free(og_session* session);
+/* A new session holding the same history (recomputed into its own cache of the same policy) and logits. */
+OG_API og_status og_session_fork(og_session* session, og_session** out);
+
+/* Appends `tokens` to the history and the cache without generating. want_logits:
+ * keep the logits of the last row (og_session_logits). */
+OG_API og_status og_session_prefill(og_session* session, const int32_t* tokens, size_t n, int want_logits);
+/* One turn: prefills `prompt` (may be empty when the history is not), then samples until a stop rule. */
+OG_API og_status og_session_generate(og_session* session, const int32_t* prompt, size_t n,
+                                     const og_generate_options* opts, og_generation* out);
+
+/* The same turn pulled step by step: start, then next until *done, then finish.
+ * Callbacks in opts are called as in og_session_generate. The session is busy
+ * (for other threads) only inside each call, but no other call but
+ * og_session_stream_* is accepted until finish. */
+OG_API og_status og_session_stream_start(og_session* session, const int32_t* prompt, size_t n,
+                                         const og_generate_options* opts);
+/* Steps until a token is sampled or the turn ends. *token: the sampled id (-1 when
+ * none); *text and *len: the text that became ready (owned by the session, valid until
+ * the next call on it); *done: nonzero once the turn has ended. */
+OG_API og_status og_session_stream_next(og_session* session, int32_t* token, const char** text, size_t* len,
+                                        int* done);
+/* Ends the turn early, keeping what was generated (reason OG_STOP_CANCELLED); finish still follows. */
+OG_API og_status og_session_stream_cancel(og_session* session);
+/* Ends a stream (done or not: not done counts as cancelled); out may be NULL. */
+OG_API og_status og_session_stream_finish(og_session* session, og_generation* out);
+
+/* The logits [n_vocab] of the last row that asked for them (the distribution the last
+ * token was sampled from, or a prefill with want_logits). The buffer is the session's
+ * and the same for its whole life (free it and it is gone); each og_session_logits call
+ * refreshes its values. OG_ERR_STATE when there are none (new, reset, rewound). */
+OG_API og_status og_session_logits(og_session* session, const float** logits, size_t* n_vocab);
+
+/* Number of tokens in the history, and a copy of them. */
+OG_API og_status og_session_position(og_session* session, int64_t* position);
+OG_API og_status og_session_history(og_session* session, og_tokens* out);
+OG_API og_status og_session_capacity(og_session* session, int64_t* capacity);
+/* Truncates the history (and cache) to `length` tokens. */
+OG_API og_status og_session_rewind(og_session* session, int64_t length);
+/* Takes back the last prefill or generate (turn by turn); OG_ERR_STATE when there is none. */
+OG_API og_status og_session_undo(og_session* session);
+/* Empty history, cache cleared. */
+OG_API og_status og_session_reset(og_session* session);
+
+typedef struct og_session_stats {
+  int64_t prompt_tokens, generated_tokens, decode_steps, recomputed_tokens;
+  double ttft_s, prefill_s, decode_s, sampling_s;
+  int64_t cache_positions, cache_capacity, cache_bytes_allocated;
+} og_session_stats;
+OG_API og_status og_session_get_stats(og_session* session, og_session_stats* out);
+
+/* ------------------------------------------------------ engine (scheduler) */
+
+/* Many requests over one shared cache, continuous batching on a thread of its own. */
+typedef struct og_engine og_engine;
+
+typedef struct og_engine_options {
+  int32_t max_sequences;      /* requests running at once (default 4) */
+  int64_t max_session_tokens; /* prompt + max_new_tokens of one request (default 1024) */
+  int64_t step_tokens;        /* rows per forward step (default 512) */
+  int32_t max_queue;          /* requests waiting beyond max_sequences; 0 = unbounded */
+  int32_t prefix_cache_entries; /* 0 = no shared prefix cache */
+  const char* kv_kind;        /* "batched-sequence" (default) or "batched-cell" */
+  const char* kv_dtype;       /* "f16" (default), "f32", ... */
+} og_engine_options;
+OG_API void og_engine_options_init(og_engine_options* opts);
+
+OG_API og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engine** out);
+/* Cancels what is left (each request finishes as cancelled) and frees the engine. */
+OG_API og_status og_engine_free(og_engine* engine);
+
+/* Queues a request; its callbacks in opts are not used (stream it with og_engine_next).
+ * *id > 0. A request that can never run is accepted and finishes as refused. */
+OG_API og_status og_engine_submit(og_engine* engine, const int32_t* prompt, size_t n,
+                                  const og_generate_options* opts, uint64_t* id);
+
+typedef enum og_event_kind {
+  OG_EVENT_NONE = 0,     /* the timeout passed with nothing new */
+  OG_EVENT_TOKEN = 1,    /* a sampled token (token) */
+  OG_EVENT_TEXT = 2,     /* a piece of text (text, len) */
+  OG_EVENT_FINISHED = 3  /* the last event of the request (finish_reason, message) */
+} og_event_kind;
+typedef enum og_finish_reason {
+  OG_FINISH_STOP = 0, OG_FINISH_LENGTH = 1, OG_FINISH_CANCELLED = 2, OG_FINISH_REFUSED = 3, OG_FINISH_FAILED = 4
+} og_finish_reason;
+typedef struct og_event {
+  og_event_kind kind;
+  int32_t token;
+  const char* text; /* TEXT, and FINISHED's message ("" or why it was refused / failed); valid until the
+                     * next og_engine_next on this request (FINISHED: this thread's next og_engine_next) */
+  size_t len;
+  og_finish_reason finish_reason;
+  int64_t prompt_tokens, cached_tokens, generated_tokens; /* FINISHED */
+} og_event;
+/* Waits up to timeout_ms (< 0: forever) for the request's next event. After FINISHED
+ * the id is forgotten (a later call is OG_ERR_INVALID_ARGUMENT). One reader per request. */
+OG_API og_status og_engine_next(og_engine* engine, uint64_t id, int32_t timeout_ms, og_event* out);
+/* Cancels a request (it then finishes as cancelled); unknown or finished ids are ignored. */
+OG_API og_status og_engine_cancel(og_engine* engine, uint64_t id);
+/* "stop", "length", "cancelled", "refused", "failed". */
+OG_API const char* og_finish_reason_name(og_finish_reason reason);
+
+/* A metrics snapshot (consistent; any thread). */
+typedef struct og_engine_stats {
+  int32_t waiting, running, peak_running;
+  double kv_cache_usage; /* 0..1 */
+  int64_t steps, rows, decode_rows;
+  int64_t prompt_tokens, generated_tokens;
+  int64_t prefix_lookups, prefix_hits, prefix_hit_tokens;
+  int64_t cache_bytes_allocated, peak_cache_bytes;
+  uint64_t finished, cancelled, refused, failed;
+} og_engine_stats;
+OG_API og_status og_engine_get_stats(og_engine* engine, og_engine_stats* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OFFGRAPH_H */

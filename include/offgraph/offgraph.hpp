@@ -1,0 +1,260 @@
+// offgraph.hpp: a thin RAII C++ layer over the C API (offgraph.h). Each class
+// owns one handle (movable, not copyable) and frees it in its destructor; a
+// failed call throws offgraph::Error carrying the status and the C message.
+// Thread safety is the C API's: Model and Engine from any thread, a Session
+// from one thread at a time.
+#ifndef OFFGRAPH_HPP
+#define OFFGRAPH_HPP
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "offgraph/offgraph.h"
+
+namespace offgraph {
+
+class Error : public std::runtime_error {
+ public:
+  Error(og_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  og_status status() const { return status_; }
+
+ private:
+  og_status status_;
+};
+
+inline void check(og_status s) {
+  if (s != OG_OK) throw Error(s, og_last_error());
+}
+
+// Takes ownership of what a C call returned.
+inline std::vector<int32_t> take(og_tokens t) {
+  std::vector<int32_t> v(t.ids, t.ids + t.n);
+  og_tokens_free(&t);
+  return v;
+}
+inline std::string take(og_string s) {
+  std::string v(s.data ? s.data : "", s.len);
+  og_string_free(&s);
+  return v;
+}
+
+struct ChatMessage {
+  std::string role, content;
+};
+
+struct Generation {
+  std::vector<int32_t> tokens;
+  std::string text;
+  og_stop_reason stop_reason = OG_STOP_NONE;
+  int64_t prompt_tokens = 0;
+};
+
+inline Generation take(og_generation g) {
+  Generation r{std::vector<int32_t>(g.tokens.ids, g.tokens.ids + g.tokens.n), std::string(g.text.data, g.text.len),
+               g.stop_reason, g.prompt_tokens};
+  og_generation_free(&g);
+  return r;
+}
+
+inline og_generate_options default_generate_options() {
+  og_generate_options o;
+  og_generate_options_init(&o);
+  return o;
+}
+
+// Owns a handle; Free is the C function that releases it.
+template <class H, og_status (*Free)(H*)>
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(H* h) : h_(h) {}
+  Handle(Handle&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  Handle& operator=(Handle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      h_ = std::exchange(o.h_, nullptr);
+    }
+    return *this;
+  }
+  ~Handle() { reset(); }
+  void reset() {
+    if (h_) Free(h_);
+    h_ = nullptr;
+  }
+  H* get() const { return h_; }
+  explicit operator bool() const { return h_ != nullptr; }
+
+ private:
+  H* h_ = nullptr;
+};
+
+class Session {
+ public:
+  explicit Session(og_session* s) : h_(s) {}
+  og_session* get() const { return h_.get(); }
+
+  void prefill(const std::vector<int32_t>& tokens, bool want_logits = false) {
+    check(og_session_prefill(h_.get(), tokens.data(), tokens.size(), want_logits ? 1 : 0));
+  }
+  // on_text (optional) receives the text as it streams; return false from it to cancel.
+  Generation generate(const std::vector<int32_t>& prompt, og_generate_options opts = default_generate_options(),
+                      std::function<bool(std::string_view)> on_text = nullptr) {
+    if (on_text) {
+      opts.user_data = &on_text;
+      opts.on_text = [](void* ud, const char* t, size_t n) -> int {
+        return (*static_cast<std::function<bool(std::string_view)>*>(ud))(std::string_view(t, n)) ? 0 : 1;
+      };
+    }
+    og_generation g{};
+    check(og_session_generate(h_.get(), prompt.data(), prompt.size(), &opts, &g));
+    return take(g);
+  }
+  std::vector<float> logits() const {
+    const float* l = nullptr;
+    size_t n = 0;
+    check(og_session_logits(h_.get(), &l, &n));
+    return std::vector<float>(l, l + n);
+  }
+  int64_t position() const {
+    int64_t p = 0;
+    check(og_session_position(h_.get(), &p));
+    return p;
+  }
+  std::vector<int32_t> history() const {
+    og_tokens t{};
+    check(og_session_history(h_.get(), &t));
+    return take(t);
+  }
+  void rewind(int64_t length) { check(og_session_rewind(h_.get(), length)); }
+  void undo() { check(og_session_undo(h_.get())); }
+  void reset() { check(og_session_reset(h_.get())); }
+  Session fork() const {
+    og_session* f = nullptr;
+    check(og_session_fork(h_.get(), &f));
+    return Session(f);
+  }
+
+ private:
+  Handle<og_session, og_session_free> h_;
+};
+
+class Model {
+ public:
+  explicit Model(const std::string& path, const og_model_options* opts = nullptr) {
+    og_model* m = nullptr;
+    check(og_model_open(path.c_str(), opts, &m));
+    h_ = Handle<og_model, og_model_close>(m);
+  }
+  og_model* get() const { return h_.get(); }
+
+  og_model_info info() const {
+    og_model_info i{};
+    check(og_model_get_info(h_.get(), &i));
+    return i;
+  }
+  og_special_ids special() const {
+    og_special_ids s{};
+    check(og_special_tokens(h_.get(), &s));
+    return s;
+  }
+  std::vector<int32_t> stop_ids() const {
+    og_tokens t{};
+    check(og_stop_ids(h_.get(), &t));
+    return take(t);
+  }
+  std::vector<int32_t> encode(std::string_view text, bool add_special = true, bool parse_special = false) const {
+    og_tokens t{};
+    check(og_tokenize(h_.get(), text.data(), text.size(), add_special, parse_special, &t));
+    return take(t);
+  }
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special = true) const {
+    og_string s{};
+    check(og_detokenize(h_.get(), ids.data(), ids.size(), skip_special, &s));
+    return take(s);
+  }
+  std::string piece(int32_t id) const {
+    const char* p = nullptr;
+    size_t n = 0;
+    check(og_token_piece(h_.get(), id, &p, &n));
+    return std::string(p, n);
+  }
+  std::string render_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const {
+    const std::vector<og_chat_message> m = c_messages(messages);
+    og_string s{};
+    check(og_chat_render(h_.get(), m.data(), m.size(), add_generation_prompt, &s));
+    return take(s);
+  }
+  std::vector<int32_t> encode_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const {
+    const std::vector<og_chat_message> m = c_messages(messages);
+    og_tokens t{};
+    check(og_chat_encode(h_.get(), m.data(), m.size(), add_generation_prompt, &t));
+    return take(t);
+  }
+  Session session(const og_session_options* opts = nullptr) const {
+    og_session* s = nullptr;
+    check(og_session_new(h_.get(), opts, &s));
+    return Session(s);
+  }
+
+ private:
+  static std::vector<og_chat_message> c_messages(const std::vector<ChatMessage>& messages) {
+    std::vector<og_chat_message> m;
+    for (const ChatMessage& x : messages) m.push_back({x.role.c_str(), x.content.c_str()});
+    return m;
+  }
+  Handle<og_model, og_model_close> h_;
+};
+
+class Engine {
+ public:
+  explicit Engine(const Model& model, const og_engine_options* opts = nullptr) {
+    og_engine* e = nullptr;
+    check(og_engine_new(model.get(), opts, &e));
+    h_ = Handle<og_engine, og_engine_free>(e);
+  }
+  og_engine* get() const { return h_.get(); }
+
+  uint64_t submit(const std::vector<int32_t>& prompt, const og_generate_options& opts = default_generate_options()) {
+    uint64_t id = 0;
+    check(og_engine_submit(h_.get(), prompt.data(), prompt.size(), &opts, &id));
+    return id;
+  }
+  // The next event of request `id` (kind OG_EVENT_NONE after timeout_ms; < 0 waits).
+  og_event next(uint64_t id, int32_t timeout_ms = -1) {
+    og_event e{};
+    check(og_engine_next(h_.get(), id, timeout_ms, &e));
+    return e;
+  }
+  // Reads request `id` to its end: its tokens and text, and how it finished.
+  Generation collect(uint64_t id, og_finish_reason* reason = nullptr) {
+    Generation g;
+    for (;;) {
+      const og_event e = next(id);
+      if (e.kind == OG_EVENT_TOKEN) g.tokens.push_back(e.token);
+      if (e.kind == OG_EVENT_TEXT) g.text.append(e.text, e.len);
+      if (e.kind == OG_EVENT_FINISHED) {
+        if (reason) *reason = e.finish_reason;
+        g.prompt_tokens = e.prompt_tokens;
+        return g;
+      }
+    }
+  }
+  void cancel(uint64_t id) { check(og_engine_cancel(h_.get(), id)); }
+  og_engine_stats stats() const {
+    og_engine_stats s{};
+    check(og_engine_get_stats(h_.get(), &s));
+    return s;
+  }
+
+ private:
+  Handle<og_engine, og_engine_free> h_;
+};
+
+}  // namespace offgraph
+
+#endif  // OFFGRAPH_HPP

@@ -1,0 +1,437 @@
+"""offgraph: an LLM runtime whose KV cache lives off the model graph.
+
+The Python module over the C library (liboffgraph.so)::
+
+    import offgraph
+    model = offgraph.Model("stories260K.gguf")
+    session = model.session(kv_dtype="f32")
+    print(session.generate("Once upon a time", max_new_tokens=60).text)
+    for piece in session.stream(" The end.", max_new_tokens=20):
+        print(piece, end="", flush=True)
+
+Compute runs with the GIL released. Ctrl-C (KeyboardInterrupt) during
+generate(), a stream or an engine request cancels that generation cleanly
+(what was generated is kept, stop reason "cancelled") and is then re-raised.
+A Session is used by one thread at a time (another thread gets BusyError);
+a Model and an Engine may be used from any thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _offgraph
+from ._errors import (BusyError, CapacityError, ClosedError, Error, InvalidArgumentError, OutOfRangeError,
+                      StateError)
+
+__all__ = [
+    "Model", "Tokenizer", "ChatTemplate", "Session", "Stream", "Generation", "Engine", "Request",
+    "Error", "InvalidArgumentError", "ClosedError", "OutOfRangeError", "BusyError", "StateError",
+    "CapacityError", "__version__",
+]
+
+__version__: str = _offgraph.version()
+
+Prompt = Union[str, Sequence[int], None]
+Message = Union[Mapping[str, str], Tuple[str, str]]
+
+
+def _text(b: bytes) -> str:
+    # Pieces never split a UTF-8 character, but byte-fallback tokens may spell invalid UTF-8.
+    return b.decode("utf-8", errors="replace")
+
+
+@dataclasses.dataclass
+class Generation:
+    """The result of one generation."""
+
+    text: str
+    tokens: List[int]
+    stop_reason: str  # "stop_token", "stop_string", "max_new_tokens", "capacity", "cancelled" (engine: "stop", "length", ...)
+    prompt_tokens: int = 0
+
+
+def _gen_opts(max_new_tokens: int = 256, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
+              min_p: float = 0.0, repeat_penalty: float = 1.0, repeat_last_n: int = 64,
+              presence_penalty: float = 0.0, frequency_penalty: float = 0.0, seed: int = -1,
+              stop: Optional[Iterable[str]] = None, stop_at_eos: bool = True) -> "_offgraph.GenOpts":
+    return _offgraph.GenOpts(int(max_new_tokens), float(temperature), int(top_k), float(top_p), float(min_p),
+                             float(repeat_penalty), int(repeat_last_n), float(presence_penalty),
+                             float(frequency_penalty), int(seed), list(stop or []), bool(stop_at_eos))
+
+
+def _messages(messages: Iterable[Message]) -> List[Tuple[str, str]]:
+    out = []
+    for m in messages:
+        if isinstance(m, Mapping):
+            out.append((str(m["role"]), str(m["content"])))
+        else:
+            role, content = m
+            out.append((str(role), str(content)))
+    return out
+
+
+class Tokenizer:
+    """The model's tokenizer: text <-> token ids."""
+
+    def __init__(self, model: "Model"):
+        self._m = model._m
+
+    def encode(self, text: str, add_special: bool = True, parse_special: bool = False) -> List[int]:
+        """Token ids of `text`; add_special adds BOS/EOS as the vocabulary says; parse_special lets
+        special-token texts inside `text` become special tokens."""
+        return self._m.encode(text, add_special, parse_special)
+
+    def decode(self, ids: Sequence[int], skip_special: bool = True) -> str:
+        """The text the ids spell (invalid UTF-8 replaced); skip_special drops control tokens."""
+        return _text(self._m.decode(list(ids), skip_special))
+
+    def decode_bytes(self, ids: Sequence[int], skip_special: bool = True) -> bytes:
+        """The raw bytes the ids spell."""
+        return self._m.decode(list(ids), skip_special)
+
+    def piece(self, token: int) -> str:
+        """The vocabulary entry of `token` as stored."""
+        return _text(self._m.piece(token))
+
+    @property
+    def n_vocab(self) -> int:
+        return self._m.info()["n_vocab"]
+
+    @property
+    def special_ids(self) -> dict:
+        """{"bos", "eos", "eot", "pad", "unk"} (-1 = none) and "add_bos"."""
+        return self._m.special()
+
+    @property
+    def bos(self) -> int:
+        return self._m.special()["bos"]
+
+    @property
+    def eos(self) -> int:
+        return self._m.special()["eos"]
+
+    @property
+    def stop_ids(self) -> List[int]:
+        """Every id that ends an assistant turn."""
+        return self._m.stop_ids()
+
+
+class ChatTemplate:
+    """The chat template the model was opened with."""
+
+    def __init__(self, model: "Model"):
+        self._m = model._m
+
+    @property
+    def name(self) -> str:
+        return self._m.info()["chat_template"]
+
+    def render(self, messages: Iterable[Message], add_generation_prompt: bool = True) -> str:
+        """The conversation as text; messages are {"role", "content"} dicts or (role, content) pairs."""
+        return _text(self._m.render_chat(_messages(messages), add_generation_prompt))
+
+    def encode(self, messages: Iterable[Message], add_generation_prompt: bool = True) -> List[int]:
+        """The ids a new session prefills for the conversation (contents cannot inject special tokens)."""
+        return self._m.encode_chat(_messages(messages), add_generation_prompt)
+
+
+class Model:
+    """A loaded model (.gguf file or HF checkpoint directory).
+
+    Args:
+        path: the model.
+        tokenizer: a tokenizer file or directory instead of the model's own.
+        chat_template: "auto" (the model's), a built-in name ("llama3", "chatml", ...) or "0" (raw text).
+        mmap: keep the weights in the mapped file.
+        threads: forward-pass workers (process-wide); 0 = all cores.
+    """
+
+    def __init__(self, path: str, *, tokenizer: Optional[str] = None, chat_template: str = "auto",
+                 mmap: bool = False, threads: int = 0):
+        self._m = _offgraph.Model(str(path), tokenizer or "", chat_template, mmap, threads)
+        self.tokenizer = Tokenizer(self)
+        self.chat_template = ChatTemplate(self)
+
+    @property
+    def info(self) -> dict:
+        """architecture, chat_template, tokenizer_kind, n_vocab, n_ctx, d_model, n_layers, n_heads,
+        n_kv_heads, head_dim, d_ff, n_kv_caches."""
+        return self._m.info()
+
+    def session(self, *, kv_windows: Optional[Sequence[int]] = None, kv_dtype: str = "f16",
+                kv_kind: str = "sequence", kv_max_capacity: int = 0, kv_initial_capacity: int = 512,
+                prefill_chunk_size: int = 0) -> "Session":
+        """A new conversation over its own KV cache of this policy (see Session)."""
+        return Session(self, kv_windows=kv_windows, kv_dtype=kv_dtype, kv_kind=kv_kind,
+                       kv_max_capacity=kv_max_capacity, kv_initial_capacity=kv_initial_capacity,
+                       prefill_chunk_size=prefill_chunk_size)
+
+    def engine(self, **options) -> "Engine":
+        """An Engine over this model (see Engine for the options)."""
+        return Engine(self, **options)
+
+    def close(self) -> None:
+        """Closes the model; sessions and engines made from it keep working on token ids
+        (text prompts need the model's tokenizer and raise ClosedError)."""
+        self._m.close()
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Stream:
+    """Iterates over the text pieces of one generation; `result` holds the Generation once it ends.
+
+    Breaking out of the loop early leaves the turn running until close() (or the
+    next call on the session, which closes it); KeyboardInterrupt cancels it.
+    """
+
+    def __init__(self, session: "Session", prompt: List[int], opts: "_offgraph.GenOpts"):
+        self._session = session
+        self.tokens: List[int] = []
+        self.result: Optional[Generation] = None
+        session._s.stream_start(prompt, opts)
+        session._stream = self
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        while self.result is None:
+            try:
+                token, text, done = self._session._s.stream_next()
+            except KeyboardInterrupt:
+                self.cancel()
+                raise
+            except BaseException:
+                self._finish()
+                raise
+            if token >= 0:
+                self.tokens.append(token)
+            if done:
+                self._finish()
+            if text:
+                return _text(text)
+        raise StopIteration
+
+    def cancel(self) -> None:
+        """Ends the generation now, keeping what was generated (stop reason "cancelled")."""
+        if self.result is None:
+            try:
+                self._session._s.stream_cancel()
+            finally:
+                self._finish()
+
+    close = cancel
+
+    def _finish(self) -> None:
+        if self.result is not None:
+            return
+        d = self._session._s.stream_finish()
+        self._session._stream = None
+        self.result = Generation(_text(d["text"]), d["tokens"], d["stop_reason"], d["prompt_tokens"])
+
+
+class Session:
+    """One conversation over its own KV cache. Use it from one thread at a time.
+
+    Args (the cache policy): kv_windows (a window per cache, repeated; 0 = full
+    attention), kv_dtype ("f16", "f32", "bf16", "q8_0"), kv_kind ("sequence" or
+    "reference"), kv_max_capacity (positions; 0 = min(model context, 4096)),
+    kv_initial_capacity, prefill_chunk_size (0 = the model's, else 512).
+    """
+
+    def __init__(self, model: Model, *, kv_windows: Optional[Sequence[int]] = None, kv_dtype: str = "f16",
+                 kv_kind: str = "sequence", kv_max_capacity: int = 0, kv_initial_capacity: int = 512,
+                 prefill_chunk_size: int = 0, _handle=None):
+        self.model = model
+        self._stream: Optional[Stream] = None
+        if _handle is not None:
+            self._s = _handle
+        else:
+            self._s = _offgraph.Session(model._m, kv_kind, kv_dtype, int(kv_max_capacity), int(kv_initial_capacity),
+                                        [int(w) for w in (kv_windows or [])], int(prefill_chunk_size))
+
+    def _ids(self, prompt: Prompt) -> List[int]:
+        self._close_stream()
+        if prompt is None:
+            return []
+        if isinstance(prompt, str):
+            # A conversation's first text gets BOS as the vocabulary wants; later text continues it.
+            return self.model._m.encode(prompt, self._s.position() == 0, False)
+        return [int(t) for t in prompt]
+
+    def _close_stream(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+
+    def prefill(self, prompt: Prompt, logits: bool = False) -> None:
+        """Adds `prompt` (text or ids) to the history without generating; logits=True keeps the
+        last row's logits for logits()."""
+        self._s.prefill(self._ids(prompt), logits)
+
+    def generate(self, prompt: Prompt = None, max_new_tokens: int = 256, temperature: float = 0.0, **sampling) -> Generation:
+        """One turn: prefills `prompt` (text, ids, or None to continue the history) and samples until a
+        stop rule. Sampling: top_k, top_p, min_p, repeat_penalty, repeat_last_n, presence_penalty,
+        frequency_penalty, seed (-1 = random), stop (strings), stop_at_eos. Ctrl-C cancels it."""
+        s = Stream(self, self._ids(prompt), _gen_opts(max_new_tokens, temperature, **sampling))
+        try:
+            for _ in s:
+                pass
+        except KeyboardInterrupt:
+            s.cancel()
+            raise
+        assert s.result is not None
+        return s.result
+
+    def stream(self, prompt: Prompt = None, max_new_tokens: int = 256, temperature: float = 0.0, **sampling) -> Stream:
+        """As generate(), as an iterator over the text pieces (Stream.result: the Generation)."""
+        return Stream(self, self._ids(prompt), _gen_opts(max_new_tokens, temperature, **sampling))
+
+    def logits(self, copy: bool = False):
+        """numpy float32 [n_vocab]: the logits of the last row that asked for them (the distribution the
+        last token was sampled from, or prefill(..., logits=True)). Without copy, a read-only view of
+        the session's buffer, whose values the next logits() call refreshes."""
+        a = self._s.logits()
+        return a.copy() if copy else a
+
+    @property
+    def position(self) -> int:
+        """Tokens in the history."""
+        return self._s.position()
+
+    @property
+    def history(self) -> List[int]:
+        return self._s.history()
+
+    @property
+    def capacity(self) -> int:
+        return self._s.capacity()
+
+    def rewind(self, length: int) -> None:
+        """Truncates the history (and the cache) to `length` tokens."""
+        self._close_stream()
+        self._s.rewind(length)
+
+    def undo(self) -> None:
+        """Takes back the last generate() / prefill()."""
+        self._close_stream()
+        self._s.undo()
+
+    def reset(self) -> None:
+        """Empty history, cache cleared."""
+        self._close_stream()
+        self._s.reset()
+
+    def fork(self) -> "Session":
+        """A new session with the same history and logits (recomputed into its own cache)."""
+        self._close_stream()
+        return Session(self.model, _handle=self._s.fork())
+
+    def stats(self) -> dict:
+        return self._s.stats()
+
+    def close(self) -> None:
+        self._close_stream()
+        self._s.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Request:
+    """One request of an Engine: iterate for its text pieces; result() reads it to the end."""
+
+    def __init__(self, engine: "Engine", request_id: int):
+        self._engine = engine
+        self.id = request_id
+        self.tokens: List[int] = []
+        self._text: List[str] = []
+        self.finish: Optional[dict] = None  # finish_reason, message, prompt_tokens, cached_tokens, generated_tokens
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        while self.finish is None:
+            try:
+                kind, token, text, fin = self._engine._e.next(self.id, 100)
+            except KeyboardInterrupt:
+                self.cancel()
+                raise
+            if kind == "token":
+                self.tokens.append(token)
+            elif kind == "text":
+                piece = _text(text)
+                self._text.append(piece)
+                return piece
+            elif kind == "finished":
+                self.finish = fin
+        raise StopIteration
+
+    def cancel(self) -> None:
+        """Cancels the request (it finishes as "cancelled"); Ctrl-C while reading does this."""
+        if self.finish is None:
+            self._engine._e.cancel(self.id)
+
+    def result(self) -> Generation:
+        """Reads to the end: the text, tokens and finish reason ("stop", "length", "cancelled", "refused", "failed")."""
+        for _ in self:
+            pass
+        assert self.finish is not None
+        return Generation("".join(self._text), self.tokens, self.finish["finish_reason"], self.finish["prompt_tokens"])
+
+
+class Engine:
+    """Many requests through the scheduler (continuous batching over one shared cache, on a thread of its own).
+
+    Args: max_sequences (requests running at once), max_session_tokens (prompt + max_new_tokens of one
+    request), step_tokens (rows per step), max_queue (0 = unbounded), prefix_cache_entries (0 = off),
+    kv_kind ("batched-sequence" or "batched-cell"), kv_dtype.
+    """
+
+    def __init__(self, model: Model, *, max_sequences: int = 4, max_session_tokens: int = 1024,
+                 step_tokens: int = 512, max_queue: int = 0, prefix_cache_entries: int = 0,
+                 kv_kind: str = "batched-sequence", kv_dtype: str = "f16"):
+        self.model = model
+        self._e = _offgraph.Engine(model._m, max_sequences, max_session_tokens, step_tokens, max_queue,
+                                   prefix_cache_entries, kv_kind, kv_dtype)
+
+    def submit(self, prompt: Union[str, Sequence[int]], max_new_tokens: int = 256, temperature: float = 0.0,
+               **sampling) -> Request:
+        """Queues a request (text is encoded with BOS; ids as given) and returns it at once."""
+        ids = self.model._m.encode(prompt, True, False) if isinstance(prompt, str) else [int(t) for t in prompt]
+        return Request(self, self._e.submit(ids, _gen_opts(max_new_tokens, temperature, **sampling)))
+
+    def generate(self, prompts: Iterable[Union[str, Sequence[int]]], max_new_tokens: int = 256,
+                 temperature: float = 0.0, **sampling) -> List[Generation]:
+        """Submits every prompt, then reads each to its end (they run batched)."""
+        requests = [self.submit(p, max_new_tokens, temperature, **sampling) for p in prompts]
+        try:
+            return [r.result() for r in requests]
+        except KeyboardInterrupt:
+            for r in requests:
+                r.cancel()
+            raise
+
+    def stats(self) -> dict:
+        """A metrics snapshot: waiting, running, kv_cache_usage, steps, tokens, finished, cancelled, ..."""
+        return self._e.stats()
+
+    def close(self) -> None:
+        """Cancels what is left and stops the engine."""
+        self._e.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

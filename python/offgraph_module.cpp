@@ -1,0 +1,485 @@
+// offgraph._offgraph: the pybind11 layer over the C API (offgraph.h) that the
+// pure-Python package (python/offgraph/__init__.py) builds its classes on.
+// Every call that computes releases the GIL; a failed C call raises the
+// exception class of its status (offgraph._errors) with the C message.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "offgraph/offgraph.h"
+
+namespace py = pybind11;
+
+namespace {
+
+[[noreturn]] void raise(og_status s) {
+  const char* name = "Error";
+  switch (s) {
+    case OG_ERR_INVALID_ARGUMENT: name = "InvalidArgumentError"; break;
+    case OG_ERR_INVALID_HANDLE: name = "ClosedError"; break;
+    case OG_ERR_OUT_OF_RANGE: name = "OutOfRangeError"; break;
+    case OG_ERR_BUSY: name = "BusyError"; break;
+    case OG_ERR_STATE: name = "StateError"; break;
+    case OG_ERR_CAPACITY: name = "CapacityError"; break;
+    default: break;
+  }
+  py::object cls = py::module_::import("offgraph._errors").attr(name);
+  PyErr_SetString(cls.ptr(), og_last_error());
+  throw py::error_already_set();
+}
+
+void check(og_status s) {
+  if (s != OG_OK) raise(s);
+}
+
+// A status from a call made without the GIL: the message is per thread, and this is the same thread.
+void check_nogil(og_status s) { check(s); }
+
+[[noreturn]] void raise_closed(const char* what) {
+  py::object cls = py::module_::import("offgraph._errors").attr("ClosedError");
+  PyErr_SetString(cls.ptr(), (std::string("the ") + what + " is closed").c_str());
+  throw py::error_already_set();
+}
+
+py::bytes take_bytes(og_string s) {
+  py::bytes b(s.data ? s.data : "", s.len);
+  og_string_free(&s);
+  return b;
+}
+
+std::vector<int32_t> take_ids(og_tokens t) {
+  std::vector<int32_t> v(t.ids, t.ids + t.n);
+  og_tokens_free(&t);
+  return v;
+}
+
+std::vector<og_chat_message> c_messages(const std::vector<std::pair<std::string, std::string>>& m) {
+  std::vector<og_chat_message> out;
+  for (const auto& [role, content] : m) out.push_back({role.c_str(), content.c_str()});
+  return out;
+}
+
+// Generation options; the strings live in `stops`.
+struct GenOpts {
+  og_generate_options o{};
+  std::vector<std::string> stops;
+  std::vector<const char*> stop_ptrs;
+
+  GenOpts(int64_t max_new_tokens, double temperature, int top_k, double top_p, double min_p, double repeat_penalty,
+          int repeat_last_n, double presence_penalty, double frequency_penalty, int64_t seed,
+          std::vector<std::string> stop, bool stop_at_eos)
+      : stops(std::move(stop)) {
+    og_generate_options_init(&o);
+    o.max_new_tokens = max_new_tokens;
+    o.sampler = og_sampler_options{temperature,     top_k, top_p, min_p, repeat_penalty, repeat_last_n,
+                                   presence_penalty, frequency_penalty, seed};
+    for (const std::string& s : stops) stop_ptrs.push_back(s.c_str());
+    o.stop_strings = stop_ptrs.data();
+    o.n_stop_strings = stop_ptrs.size();
+    o.stop_at_model_stop_ids = stop_at_eos ? 1 : 0;
+  }
+};
+
+py::dict generation_dict(og_generation g) {
+  py::dict d;
+  d["tokens"] = std::vector<int32_t>(g.tokens.ids, g.tokens.ids + g.tokens.n);
+  d["text"] = py::bytes(g.text.data ? g.text.data : "", g.text.len);
+  d["stop_reason"] = og_stop_reason_name(g.stop_reason);
+  d["prompt_tokens"] = g.prompt_tokens;
+  og_generation_free(&g);
+  return d;
+}
+
+class PyModel {
+ public:
+  PyModel(const std::string& path, const std::string& tokenizer, const std::string& chat_template, bool mmap,
+          int threads) {
+    og_model_options o;
+    og_model_options_init(&o);
+    o.tokenizer = tokenizer.empty() ? nullptr : tokenizer.c_str();
+    o.chat_template = chat_template.c_str();
+    o.mmap = mmap;
+    o.threads = threads;
+    og_status s;
+    {
+      py::gil_scoped_release nogil;
+      s = og_model_open(path.c_str(), &o, &m_);
+    }
+    check_nogil(s);
+  }
+  ~PyModel() { og_model_close(m_); }
+  void close() {
+    og_model* m = m_;
+    m_ = nullptr;
+    check(og_model_close(m));
+  }
+  og_model* get() const { return h(); }
+
+  py::dict info() const {
+    og_model_info i{};
+    check(og_model_get_info(h(), &i));
+    py::dict d;
+    d["architecture"] = i.architecture;
+    d["chat_template"] = i.chat_template;
+    d["tokenizer_kind"] = i.tokenizer_kind;
+    d["n_vocab"] = i.n_vocab;
+    d["n_ctx"] = i.n_ctx;
+    d["d_model"] = i.d_model;
+    d["n_layers"] = i.n_layers;
+    d["n_heads"] = i.n_heads;
+    d["n_kv_heads"] = i.n_kv_heads;
+    d["head_dim"] = i.head_dim;
+    d["d_ff"] = i.d_ff;
+    d["n_kv_caches"] = i.n_kv_caches;
+    return d;
+  }
+  py::dict special() const {
+    og_special_ids s{};
+    check(og_special_tokens(h(), &s));
+    py::dict d;
+    d["bos"] = s.bos;
+    d["eos"] = s.eos;
+    d["eot"] = s.eot;
+    d["pad"] = s.pad;
+    d["unk"] = s.unk;
+    d["add_bos"] = s.add_bos != 0;
+    return d;
+  }
+  std::vector<int32_t> stop_ids() const {
+    og_tokens t{};
+    check(og_stop_ids(h(), &t));
+    return take_ids(t);
+  }
+  std::vector<int32_t> encode(const std::string& text, bool add_special, bool parse_special) const {
+    og_tokens t{};
+    og_status s;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      s = og_tokenize(handle, text.data(), text.size(), add_special, parse_special, &t);
+    }
+    check_nogil(s);
+    return take_ids(t);
+  }
+  py::bytes decode(const std::vector<int32_t>& ids, bool skip_special) const {
+    og_string out{};
+    check(og_detokenize(h(), ids.data(), ids.size(), skip_special, &out));
+    return take_bytes(out);
+  }
+  py::bytes piece(int32_t id) const {
+    const char* p = nullptr;
+    size_t n = 0;
+    check(og_token_piece(h(), id, &p, &n));
+    return py::bytes(p, n);
+  }
+  py::bytes render_chat(const std::vector<std::pair<std::string, std::string>>& messages, bool add_gen) const {
+    const auto m = c_messages(messages);
+    og_string out{};
+    check(og_chat_render(h(), m.data(), m.size(), add_gen, &out));
+    return take_bytes(out);
+  }
+  std::vector<int32_t> encode_chat(const std::vector<std::pair<std::string, std::string>>& messages,
+                                   bool add_gen) const {
+    const auto m = c_messages(messages);
+    og_tokens t{};
+    check(og_chat_encode(h(), m.data(), m.size(), add_gen, &t));
+    return take_ids(t);
+  }
+
+ private:
+  // The handle, or ClosedError once close() was called.
+  og_model* h() const {
+    if (!m_) raise_closed("model");
+    return m_;
+  }
+  og_model* m_ = nullptr;
+};
+
+class PySession {
+ public:
+  PySession(PyModel& model, const std::string& kv_kind, const std::string& kv_dtype, int64_t kv_max_capacity,
+            int64_t kv_initial_capacity, const std::vector<int64_t>& kv_windows, int64_t prefill_chunk_size) {
+    og_session_options o;
+    og_session_options_init(&o);
+    o.kv_kind = kv_kind.c_str();
+    o.kv_dtype = kv_dtype.c_str();
+    o.kv_max_capacity = kv_max_capacity;
+    o.kv_initial_capacity = kv_initial_capacity;
+    o.kv_windows = kv_windows.empty() ? nullptr : kv_windows.data();
+    o.n_kv_windows = kv_windows.size();
+    o.prefill_chunk_size = prefill_chunk_size;
+    check(og_session_new(model.get(), &o, &s_));
+  }
+  explicit PySession(og_session* s) : s_(s) {}
+  ~PySession() { og_session_free(s_); }
+  void close() {
+    og_session* s = s_;
+    s_ = nullptr;
+    check(og_session_free(s));
+  }
+
+  void prefill(const std::vector<int32_t>& ids, bool want_logits) {
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_session_prefill(handle, ids.data(), ids.size(), want_logits);
+    }
+    check_nogil(st);
+  }
+  void stream_start(const std::vector<int32_t>& ids, const GenOpts& g) {
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_session_stream_start(handle, ids.data(), ids.size(), &g.o);
+    }
+    check_nogil(st);
+  }
+  // (token or -1, text bytes, done)
+  py::tuple stream_next() {
+    int32_t tok = -1;
+    const char* text = nullptr;
+    size_t len = 0;
+    int done = 0;
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_session_stream_next(handle, &tok, &text, &len, &done);
+    }
+    check_nogil(st);
+    return py::make_tuple(tok, py::bytes(text, len), done != 0);
+  }
+  void stream_cancel() { check(og_session_stream_cancel(h())); }
+  py::dict stream_finish() {
+    og_generation g{};
+    check(og_session_stream_finish(h(), &g));
+    return generation_dict(g);
+  }
+  // A read-only view of the session's logits buffer (no copy); `self` keeps it alive.
+  py::array logits(py::object self) {
+    const float* l = nullptr;
+    size_t n = 0;
+    check(og_session_logits(h(), &l, &n));
+    py::array_t<float> a({static_cast<py::ssize_t>(n)}, {static_cast<py::ssize_t>(sizeof(float))}, l, self);
+    a.attr("flags").attr("writeable") = false;
+    return a;
+  }
+  int64_t position() const {
+    int64_t p = 0;
+    check(og_session_position(h(), &p));
+    return p;
+  }
+  int64_t capacity() const {
+    int64_t p = 0;
+    check(og_session_capacity(h(), &p));
+    return p;
+  }
+  std::vector<int32_t> history() const {
+    og_tokens t{};
+    check(og_session_history(h(), &t));
+    return take_ids(t);
+  }
+  void rewind(int64_t n) {
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_session_rewind(handle, n);
+    }
+    check_nogil(st);
+  }
+  void undo() {
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_session_undo(handle);
+    }
+    check_nogil(st);
+  }
+  void reset() { check(og_session_reset(h())); }
+  PySession* fork() {
+    og_session* f = nullptr;
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_session_fork(handle, &f);
+    }
+    check_nogil(st);
+    return new PySession(f);
+  }
+  py::dict stats() const {
+    og_session_stats s{};
+    check(og_session_get_stats(h(), &s));
+    py::dict d;
+    d["prompt_tokens"] = s.prompt_tokens;
+    d["generated_tokens"] = s.generated_tokens;
+    d["decode_steps"] = s.decode_steps;
+    d["recomputed_tokens"] = s.recomputed_tokens;
+    d["ttft_s"] = s.ttft_s;
+    d["prefill_s"] = s.prefill_s;
+    d["decode_s"] = s.decode_s;
+    d["sampling_s"] = s.sampling_s;
+    d["cache_positions"] = s.cache_positions;
+    d["cache_capacity"] = s.cache_capacity;
+    d["cache_bytes_allocated"] = s.cache_bytes_allocated;
+    return d;
+  }
+
+ private:
+  // The handle, or ClosedError once close() was called.
+  og_session* h() const {
+    if (!s_) raise_closed("session");
+    return s_;
+  }
+  og_session* s_ = nullptr;
+};
+
+class PyEngine {
+ public:
+  PyEngine(PyModel& model, int max_sequences, int64_t max_session_tokens, int64_t step_tokens, int max_queue,
+           int prefix_cache_entries, const std::string& kv_kind, const std::string& kv_dtype) {
+    og_engine_options o;
+    og_engine_options_init(&o);
+    o.max_sequences = max_sequences;
+    o.max_session_tokens = max_session_tokens;
+    o.step_tokens = step_tokens;
+    o.max_queue = max_queue;
+    o.prefix_cache_entries = prefix_cache_entries;
+    o.kv_kind = kv_kind.c_str();
+    o.kv_dtype = kv_dtype.c_str();
+    check(og_engine_new(model.get(), &o, &e_));
+  }
+  ~PyEngine() {
+    py::gil_scoped_release nogil;
+    og_engine_free(e_);
+  }
+  void close() {
+    og_engine* e = e_;
+    e_ = nullptr;
+    og_status st;
+    {
+      py::gil_scoped_release nogil;
+      st = og_engine_free(e);
+    }
+    check_nogil(st);
+  }
+  uint64_t submit(const std::vector<int32_t>& ids, const GenOpts& g) {
+    uint64_t id = 0;
+    check(og_engine_submit(h(), ids.data(), ids.size(), &g.o, &id));
+    return id;
+  }
+  // (kind, token, text bytes, finish dict or None); kind "none" after the timeout.
+  py::tuple next(uint64_t id, int timeout_ms) {
+    og_event ev{};
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_engine_next(handle, id, timeout_ms, &ev);
+    }
+    check_nogil(st);
+    static const char* kinds[] = {"none", "token", "text", "finished"};
+    py::object fin = py::none();
+    if (ev.kind == OG_EVENT_FINISHED) {
+      py::dict d;
+      d["finish_reason"] = og_finish_reason_name(ev.finish_reason);
+      d["message"] = std::string(ev.text, ev.len);
+      d["prompt_tokens"] = ev.prompt_tokens;
+      d["cached_tokens"] = ev.cached_tokens;
+      d["generated_tokens"] = ev.generated_tokens;
+      fin = d;
+    }
+    const bool has_text = ev.kind == OG_EVENT_TEXT;
+    return py::make_tuple(kinds[ev.kind], ev.token, py::bytes(has_text ? ev.text : "", has_text ? ev.len : 0), fin);
+  }
+  void cancel(uint64_t id) { check(og_engine_cancel(h(), id)); }
+  py::dict stats() const {
+    og_engine_stats s{};
+    check(og_engine_get_stats(h(), &s));
+    py::dict d;
+    d["waiting"] = s.waiting;
+    d["running"] = s.running;
+    d["peak_running"] = s.peak_running;
+    d["kv_cache_usage"] = s.kv_cache_usage;
+    d["steps"] = s.steps;
+    d["rows"] = s.rows;
+    d["decode_rows"] = s.decode_rows;
+    d["prompt_tokens"] = s.prompt_tokens;
+    d["generated_tokens"] = s.generated_tokens;
+    d["prefix_lookups"] = s.prefix_lookups;
+    d["prefix_hits"] = s.prefix_hits;
+    d["prefix_hit_tokens"] = s.prefix_hit_tokens;
+    d["cache_bytes_allocated"] = s.cache_bytes_allocated;
+    d["peak_cache_bytes"] = s.peak_cache_bytes;
+    d["finished"] = s.finished;
+    d["cancelled"] = s.cancelled;
+    d["refused"] = s.refused;
+    d["failed"] = s.failed;
+    return d;
+  }
+
+ private:
+  // The handle, or ClosedError once close() was called.
+  og_engine* h() const {
+    if (!e_) raise_closed("engine");
+    return e_;
+  }
+  og_engine* e_ = nullptr;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_offgraph, m) {
+  m.doc() = "The C API of offgraph (liboffgraph.so) for the offgraph package; use `import offgraph`.";
+  m.def("version", [] { return std::string(og_version()); });
+
+  py::class_<GenOpts>(m, "GenOpts")
+      .def(py::init<int64_t, double, int, double, double, double, int, double, double, int64_t,
+                    std::vector<std::string>, bool>());
+
+  py::class_<PyModel>(m, "Model")
+      .def(py::init<const std::string&, const std::string&, const std::string&, bool, int>())
+      .def("close", &PyModel::close)
+      .def("info", &PyModel::info)
+      .def("special", &PyModel::special)
+      .def("stop_ids", &PyModel::stop_ids)
+      .def("encode", &PyModel::encode)
+      .def("decode", &PyModel::decode)
+      .def("piece", &PyModel::piece)
+      .def("render_chat", &PyModel::render_chat)
+      .def("encode_chat", &PyModel::encode_chat);
+
+  py::class_<PySession>(m, "Session")
+      .def(py::init<PyModel&, const std::string&, const std::string&, int64_t, int64_t, const std::vector<int64_t>&,
+                    int64_t>())
+      .def("close", &PySession::close)
+      .def("prefill", &PySession::prefill)
+      .def("stream_start", &PySession::stream_start)
+      .def("stream_next", &PySession::stream_next)
+      .def("stream_cancel", &PySession::stream_cancel)
+      .def("stream_finish", &PySession::stream_finish)
+      .def("logits", [](py::object self) { return self.cast<PySession&>().logits(self); })
+      .def("position", &PySession::position)
+      .def("capacity", &PySession::capacity)
+      .def("history", &PySession::history)
+      .def("rewind", &PySession::rewind)
+      .def("undo", &PySession::undo)
+      .def("reset", &PySession::reset)
+      .def("fork", &PySession::fork, py::return_value_policy::take_ownership)
+      .def("stats", &PySession::stats);
+
+  py::class_<PyEngine>(m, "Engine")
+      .def(py::init<PyModel&, int, int64_t, int64_t, int, int, const std::string&, const std::string&>())
+      .def("close", &PyEngine::close)
+      .def("submit", &PyEngine::submit)
+      .def("next", &PyEngine::next)
+      .def("cancel", &PyEngine::cancel)
+      .def("stats", &PyEngine::stats);
+}

@@ -1,0 +1,258 @@
+"""The offgraph Python module on stories260K: reference text, streaming, undo / fork,
+logits, chat template, the engine, KeyboardInterrupt, and bad inputs."""
+import _thread
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import offgraph
+from conftest import CONTINUATION, PROMPT, PROMPT_IDS
+
+
+def test_version_and_info(model):
+    assert offgraph.__version__.count(".") == 2
+    info = model.info
+    assert info["architecture"] == "llama"
+    assert info["n_vocab"] == 512
+    assert model.chat_template.name == "0"
+
+
+def test_tokenizer(model):
+    tok = model.tokenizer
+    assert tok.encode(PROMPT) == PROMPT_IDS
+    assert tok.encode(PROMPT, add_special=False) == PROMPT_IDS[1:]
+    assert tok.decode(PROMPT_IDS) == PROMPT
+    assert tok.bos == 1 and tok.eos == 2
+    assert tok.piece(1) == "<s>"
+    assert tok.n_vocab == 512
+    assert 2 in tok.stop_ids
+
+
+def test_greedy_generate_equals_reference(model):
+    s = model.session()
+    g = s.generate(PROMPT, max_new_tokens=60)
+    assert g.text == CONTINUATION
+    assert len(g.tokens) == 60
+    assert g.stop_reason == "max_new_tokens"
+    assert s.position == 65
+    assert s.stats()["generated_tokens"] == 60
+
+
+def test_stream_equals_generate(model):
+    s = model.session(kv_dtype="f32")
+    st = s.stream(PROMPT, max_new_tokens=60)
+    pieces = list(st)
+    assert "".join(pieces) == CONTINUATION
+    assert len(pieces) > 10
+    assert st.result.text == CONTINUATION
+    assert st.result.tokens == st.tokens
+    s2 = model.session(kv_dtype="f32")
+    assert s2.generate(PROMPT_IDS, max_new_tokens=60).tokens == st.tokens
+
+
+def test_session_options(model):
+    s = model.session(kv_windows=[0], kv_dtype="f32", kv_kind="reference", kv_max_capacity=100, prefill_chunk_size=2)
+    assert s.capacity == 100
+    assert s.generate(PROMPT, max_new_tokens=60).text == CONTINUATION
+
+
+def test_undo_reset_fork(model):
+    s = model.session()
+    a = s.generate(PROMPT, max_new_tokens=10)
+    b = s.generate(" Lily", max_new_tokens=10)
+    pos = s.position
+    s.undo()
+    assert s.position == 15
+    assert s.generate(" Lily", max_new_tokens=10).text == b.text
+    assert s.position == pos
+    f = s.fork()
+    assert f.history == s.history
+    np.testing.assert_array_equal(f.logits(), s.logits())
+    assert f.generate(None, max_new_tokens=20).text == s.generate(None, max_new_tokens=20).text
+    s.reset()
+    assert s.position == 0
+    with pytest.raises(offgraph.StateError, match="nothing to undo"):
+        s.undo()
+    assert a.text == CONTINUATION[: len(a.text)]
+
+
+def test_logits_are_numpy_views(model):
+    s = model.session()
+    with pytest.raises(offgraph.StateError, match="no logits"):
+        s.logits()
+    s.prefill(PROMPT, logits=True)
+    lg = s.logits()
+    assert isinstance(lg, np.ndarray) and lg.dtype == np.float32 and lg.shape == (512,)
+    assert int(np.argmax(lg)) == 432
+    assert not lg.flags.writeable and not lg.flags.owndata  # a view, no copy
+    kept = s.logits(copy=True)
+    assert kept.flags.owndata
+    g = s.generate(None, max_new_tokens=60)
+    assert g.text == CONTINUATION
+
+
+def test_chat_template(model_path):
+    m = offgraph.Model(model_path, chat_template="chatml")
+    text = m.chat_template.render([{"role": "user", "content": "hi"}])
+    assert text == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    assert m.chat_template.render([("user", "hi")], add_generation_prompt=False) == "<|im_start|>user\nhi<|im_end|>\n"
+    ids = m.chat_template.encode([{"role": "user", "content": "hi"}])
+    assert ids[0] == 1
+    with pytest.raises(offgraph.InvalidArgumentError, match="robot"):
+        m.chat_template.render([{"role": "robot", "content": "x"}])
+    m.close()
+
+
+def test_engine_batch_equals_single_runs(model):
+    prompts = [PROMPT, "Lily", "The dog", "Once upon a time, there", "Tom", "A big"]
+    singles = [model.session(kv_dtype="f32").generate(p, max_new_tokens=40).text for p in prompts]
+    with model.engine(max_sequences=3, kv_dtype="f32", max_session_tokens=256) as e:
+        results = e.generate(prompts, max_new_tokens=40)
+        assert [r.text for r in results] == singles
+        assert all(r.stop_reason == "length" for r in results)
+        # Per-request iterators, read interleaved.
+        reqs = [e.submit(p, max_new_tokens=40) for p in prompts[:3]]
+        pieces = [[] for _ in reqs]
+        live = True
+        while live:
+            live = False
+            for i, r in enumerate(reqs):
+                piece = next(r, None)
+                if piece is not None:
+                    pieces[i].append(piece)
+                    live = True
+        assert ["".join(p) for p in pieces] == singles[:3]
+        st = e.stats()
+        assert st["finished"] == len(prompts) + 3
+        assert results[0].text == CONTINUATION[: len(results[0].text)]
+
+
+def test_engine_cancel(model):
+    with model.engine(max_sequences=1, max_session_tokens=512) as e:
+        r = e.submit(PROMPT, max_new_tokens=400)
+        next(r)
+        r.cancel()
+        assert r.result().stop_reason == "cancelled"
+        refused = e.submit(PROMPT, max_new_tokens=1000).result()
+        assert refused.stop_reason == "refused"
+
+
+def test_keyboard_interrupt_cancels_generation(model):
+    s = model.session(kv_max_capacity=2048)
+    seen = []
+
+    def interrupt_soon():
+        _thread.interrupt_main()
+
+    # Python's own SIGINT handler, even when this process started with SIGINT ignored.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    st = s.stream(PROMPT, max_new_tokens=2000)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for piece in st:
+                seen.append(piece)
+                if len(seen) == 3:
+                    threading.Thread(target=interrupt_soon).start()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    st.cancel()  # what the KeyboardInterrupt left (already cancelled when it hit stream_next)
+    assert st.result is not None and st.result.stop_reason == "cancelled"
+    assert 3 <= len(st.result.tokens) < 2000
+    # The session is usable afterwards.
+    s.undo()
+    assert s.position == 0
+    assert s.generate(PROMPT, max_new_tokens=60).text == CONTINUATION
+
+
+def test_sigint_in_a_real_process(model_path):
+    # Ctrl-C to a process in a long generate(): KeyboardInterrupt, the turn cancelled, the session usable.
+    script = textwrap.dedent(f"""
+        import signal, sys, offgraph
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
+        m = offgraph.Model({model_path!r})
+        s = m.session(kv_max_capacity=4096)
+        print("started", flush=True)
+        try:
+            s.generate("Once upon a time", max_new_tokens=4000, stop_at_eos=False)
+            print("finished", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", s.position < 4005, flush=True)
+        s.undo()
+        print(s.generate("Once upon a time", max_new_tokens=5).stop_reason, flush=True)
+    """)
+    env = dict(os.environ)
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env)
+    assert p.stdout.readline().strip() == "started"
+    import time
+    time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    lines = out.split()
+    assert lines[:2] == ["interrupted", "True"], out
+    assert lines[-1] == "max_new_tokens", out
+
+
+def test_bad_inputs_raise_with_the_c_message(model, model_path):
+    with pytest.raises(offgraph.InvalidArgumentError, match="no such file or directory"):
+        offgraph.Model("/nonexistent/model.gguf")
+    s = model.session()
+    with pytest.raises(offgraph.OutOfRangeError, match=r"token id 999 at index 1 is outside the vocabulary \[0, 512\)"):
+        s.generate([1, 999])
+    with pytest.raises(IndexError):
+        model.tokenizer.decode([5000])
+    with pytest.raises(offgraph.InvalidArgumentError, match="temperature -1"):
+        s.generate(PROMPT, temperature=-1)
+    with pytest.raises(ValueError, match='kv_dtype "f8"'):
+        model.session(kv_dtype="f8")
+    with pytest.raises(offgraph.CapacityError, match="does not fit"):
+        model.session(kv_max_capacity=4).generate(PROMPT)
+    with pytest.raises(offgraph.InvalidArgumentError, match="nothing to generate from"):
+        s.generate(None)
+    assert s.position == 0
+    m = offgraph.Model(model_path)
+    s2 = m.session()
+    m.close()
+    with pytest.raises(offgraph.ClosedError, match="closed"):
+        m.tokenizer.encode("x")
+    # Sessions keep the weights (token ids; text needs the closed model's tokenizer).
+    assert s2.generate(PROMPT_IDS, max_new_tokens=60).text == CONTINUATION
+    with pytest.raises(offgraph.ClosedError, match="the model is closed"):
+        s2.generate(PROMPT)
+    s2.close()
+    with pytest.raises(offgraph.ClosedError):
+        s2.position
+
+
+def test_session_from_two_threads_is_busy(model):
+    s = model.session(kv_max_capacity=4096)
+    errors = []
+    started = threading.Event()
+
+    def worker():
+        st = s.stream(PROMPT, max_new_tokens=3000, stop_at_eos=False)
+        started.set()
+        for _ in st:
+            pass
+
+    t = threading.Thread(target=worker)
+    t.start()
+    started.wait()
+    import time
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and t.is_alive():
+        try:
+            s._s.position()  # the worker is inside stream_next (GIL released) most of the time
+        except offgraph.BusyError as e:
+            errors.append(str(e))
+            break
+        time.sleep(0.0005)
+    t.join()
+    assert errors and "in use by another thread" in errors[0]

@@ -1,0 +1,119 @@
+// What the C API's files share (include/offgraph/offgraph.h): the structs
+// behind the opaque handles, the registry of live handles that turns a null,
+// freed or foreign pointer into OG_ERR_INVALID_HANDLE, the per-thread error
+// message, and guarded(), which keeps every C++ exception on this side.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "api/run_builder.h"
+#include "base/error.h"
+#include "offgraph/offgraph.h"
+#include "runtime/engine.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+
+namespace og::capi {
+
+// An error with the status the C caller sees.
+class ApiError : public Error {
+ public:
+  ApiError(og_status status, const std::string& message) : Error(message), status_(status) {}
+  og_status status() const { return status_; }
+
+ private:
+  og_status status_;
+};
+
+template <class... A>
+[[noreturn]] void api_fail(og_status status, const A&... a) {
+  throw ApiError(status, cat(a...));
+}
+
+// Records the message for og_last_error() and returns `status`.
+og_status set_error(og_status status, const std::string& message);
+
+// Runs f(); any exception becomes a status and this thread's message.
+template <class F>
+og_status guarded(F&& f) noexcept {
+  try {
+    f();
+    return OG_OK;
+  } catch (const ApiError& e) {
+    return set_error(e.status(), e.what());
+  } catch (const Error& e) {
+    return set_error(OG_ERR_RUNTIME, e.what());
+  } catch (const std::bad_alloc&) {
+    return set_error(OG_ERR_RUNTIME, "out of memory");
+  } catch (const std::exception& e) {
+    return set_error(OG_ERR_RUNTIME, e.what());
+  } catch (...) {
+    return set_error(OG_ERR_RUNTIME, "unknown error");
+  }
+}
+
+// The forward pass of one model, one call at a time: sessions on different
+// threads and engines share the process-wide worker pool.
+class SerialEngine : public Engine {
+ public:
+  explicit SerialEngine(const Model& model) : inner_(model) {}
+  int32_t n_vocab() const override { return inner_.n_vocab(); }
+  KvGeometry kv_geometry() const override { return inner_.kv_geometry(); }
+  KvResult forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return inner_.forward(batch, cache, logits);
+  }
+
+ private:
+  ModelEngine inner_;
+  std::mutex mu_;
+};
+
+// A loaded model, shared by its handle, its sessions and its engines.
+struct ModelCore {
+  Run run;
+  std::unique_ptr<SerialEngine> engine;
+  std::string architecture, template_name, tokenizer_kind;
+
+  const Tokenizer& tok() const { return run.tokenizer(); }
+  int32_t n_vocab() const { return run.tokenizer().n_vocab(); }
+};
+
+// Which struct a registered pointer is.
+enum class Kind { kModel, kSession, kEngine };
+void register_handle(const void* h, Kind k);
+// Under the registry's lock: whether `h` is a live handle of kind `k`.
+bool is_live_locked(const void* h, Kind k);
+void unregister_locked(const void* h);
+std::mutex& registry_mutex();
+// "model", "session", "engine" for messages.
+const char* kind_name(Kind k);
+
+// The model of a live handle (OG_ERR_INVALID_HANDLE otherwise).
+std::shared_ptr<ModelCore> model_core(const og_model* m);
+
+// Checks that `p` is not null ("NAME is NULL").
+void need(const void* p, const char* name);
+// Every id in [0, n_vocab): OG_ERR_OUT_OF_RANGE naming the first that is not.
+void check_ids(const int32_t* ids, size_t n, int32_t n_vocab, const char* what);
+
+// Copies into caller-owned memory (malloc, freed by og_*_free).
+og_string make_string(const std::string& s);
+og_tokens make_tokens(const std::vector<int32_t>& ids);
+
+// The runtime's options from the C structs (OG_ERR_INVALID_ARGUMENT on a bad value).
+SamplerConfig sampler_config_of(const og_sampler_options& o);
+void check_generate_options(const og_generate_options& o);
+
+}  // namespace og::capi
+
+// The structs behind the handles.
+struct og_model {
+  std::shared_ptr<og::capi::ModelCore> core;
+};

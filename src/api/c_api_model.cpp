@@ -1,0 +1,340 @@
+// The C API (offgraph.h): version, errors, the handle registry, memory handed
+// to the caller, and the model, tokenizer and chat-template calls.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <unordered_map>
+
+#include "api/c_api_internal.h"
+#include "model/config.h"
+#include "tokenizer/chat_template.h"
+
+namespace og::capi {
+
+namespace {
+thread_local std::string t_error;
+
+std::unordered_map<const void*, Kind>& registry() {
+  static auto* r = new std::unordered_map<const void*, Kind>();  // never destroyed: handles may outlive statics
+  return *r;
+}
+}  // namespace
+
+og_status set_error(og_status status, const std::string& message) {
+  t_error = message;
+  return status;
+}
+
+std::mutex& registry_mutex() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+
+void register_handle(const void* h, Kind k) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry()[h] = k;
+}
+
+bool is_live_locked(const void* h, Kind k) {
+  auto it = registry().find(h);
+  return it != registry().end() && it->second == k;
+}
+
+void unregister_locked(const void* h) { registry().erase(h); }
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::kModel: return "model";
+    case Kind::kSession: return "session";
+    case Kind::kEngine: return "engine";
+  }
+  return "handle";
+}
+
+std::shared_ptr<ModelCore> model_core(const og_model* m) {
+  if (!m) api_fail(OG_ERR_INVALID_HANDLE, "the model handle is NULL");
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  if (!is_live_locked(m, Kind::kModel))
+    api_fail(OG_ERR_INVALID_HANDLE, "the model handle is closed or not a model");
+  return m->core;
+}
+
+void need(const void* p, const char* name) {
+  if (!p) api_fail(OG_ERR_INVALID_ARGUMENT, name, " is NULL");
+}
+
+void check_ids(const int32_t* ids, size_t n, int32_t n_vocab, const char* what) {
+  if (n > 0) need(ids, what);
+  for (size_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= n_vocab)
+      api_fail(OG_ERR_OUT_OF_RANGE, what, ": token id ", ids[i], " at index ", i, " is outside the vocabulary [0, ",
+               n_vocab, ")");
+}
+
+og_string make_string(const std::string& s) {
+  og_string out{static_cast<char*>(std::malloc(s.size() + 1)), s.size()};
+  if (!out.data) throw std::bad_alloc();
+  std::memcpy(out.data, s.data(), s.size());
+  out.data[s.size()] = '\0';
+  return out;
+}
+
+og_tokens make_tokens(const std::vector<int32_t>& ids) {
+  og_tokens out{static_cast<int32_t*>(std::malloc(std::max<size_t>(1, ids.size()) * sizeof(int32_t))), ids.size()};
+  if (!out.ids) throw std::bad_alloc();
+  if (!ids.empty()) std::memcpy(out.ids, ids.data(), ids.size() * sizeof(int32_t));
+  return out;
+}
+
+SamplerConfig sampler_config_of(const og_sampler_options& o) {
+  auto bad = [](const char* name, double v, const char* range) {
+    api_fail(OG_ERR_INVALID_ARGUMENT, "sampler ", name, " ", v, " is outside ", range);
+  };
+  if (!std::isfinite(o.temperature) || o.temperature < 0) bad("temperature", o.temperature, "[0, inf)");
+  if (o.top_k < 0) bad("top_k", o.top_k, "[0, inf)");
+  if (!(o.top_p > 0 && o.top_p <= 1)) bad("top_p", o.top_p, "(0, 1]");
+  if (!(o.min_p >= 0 && o.min_p <= 1)) bad("min_p", o.min_p, "[0, 1]");
+  if (!std::isfinite(o.repeat_penalty) || o.repeat_penalty <= 0) bad("repeat_penalty", o.repeat_penalty, "(0, inf)");
+  if (o.repeat_last_n < 0) bad("repeat_last_n", o.repeat_last_n, "[0, inf)");
+  if (!std::isfinite(o.presence_penalty)) bad("presence_penalty", o.presence_penalty, "the finite numbers");
+  if (!std::isfinite(o.frequency_penalty)) bad("frequency_penalty", o.frequency_penalty, "the finite numbers");
+  if (o.seed < -1) bad("seed", static_cast<double>(o.seed), "[-1, inf)");
+  SamplerConfig c;
+  c.temperature = o.temperature;
+  c.top_k = o.top_k;
+  c.top_p = o.top_p;
+  c.min_p = o.min_p;
+  c.repeat_penalty = o.repeat_penalty;
+  c.repeat_last_n = o.repeat_last_n;
+  c.presence_penalty = o.presence_penalty;
+  c.frequency_penalty = o.frequency_penalty;
+  c.seed = resolve_seed(o.seed);
+  return c;
+}
+
+void check_generate_options(const og_generate_options& o) {
+  if (o.max_new_tokens < 0)
+    api_fail(OG_ERR_INVALID_ARGUMENT, "max_new_tokens ", o.max_new_tokens, " is negative");
+  if (o.n_stop_strings > 0) need(o.stop_strings, "stop_strings");
+  for (size_t i = 0; i < o.n_stop_strings; ++i) {
+    if (!o.stop_strings[i]) api_fail(OG_ERR_INVALID_ARGUMENT, "stop_strings[", i, "] is NULL");
+    if (!*o.stop_strings[i]) api_fail(OG_ERR_INVALID_ARGUMENT, "stop_strings[", i, "] is empty");
+  }
+  sampler_config_of(o.sampler);
+}
+
+namespace {
+
+std::vector<ChatMessage> messages_of(const og_chat_message* messages, size_t n) {
+  if (n > 0) need(messages, "messages");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (!messages[i].role || !messages[i].content)
+      api_fail(OG_ERR_INVALID_ARGUMENT, "messages[", i, "] has a NULL role or content");
+    const std::string role = messages[i].role;
+    if (role != "system" && role != "user" && role != "assistant")
+      api_fail(OG_ERR_INVALID_ARGUMENT, "messages[", i, "].role \"", role,
+               "\" is not one of system, user, assistant");
+    out.push_back({role, messages[i].content});
+  }
+  return out;
+}
+
+}  // namespace
+
+}  // namespace og::capi
+
+using namespace og;
+using namespace og::capi;
+
+extern "C" {
+
+const char* og_version(void) { return OG_VERSION_STRING; }
+
+const char* og_last_error(void) { return t_error.c_str(); }
+
+const char* og_status_name(og_status status) {
+  switch (status) {
+    case OG_OK: return "ok";
+    case OG_ERR_INVALID_ARGUMENT: return "invalid_argument";
+    case OG_ERR_INVALID_HANDLE: return "invalid_handle";
+    case OG_ERR_OUT_OF_RANGE: return "out_of_range";
+    case OG_ERR_BUSY: return "busy";
+    case OG_ERR_STATE: return "state";
+    case OG_ERR_CAPACITY: return "capacity";
+    case OG_ERR_RUNTIME: return "runtime";
+  }
+  return "unknown";
+}
+
+void og_string_free(og_string* s) {
+  if (!s) return;
+  std::free(s->data);
+  s->data = nullptr;
+  s->len = 0;
+}
+
+void og_tokens_free(og_tokens* t) {
+  if (!t) return;
+  std::free(t->ids);
+  t->ids = nullptr;
+  t->n = 0;
+}
+
+void og_model_options_init(og_model_options* opts) {
+  if (opts) *opts = og_model_options{nullptr, nullptr, 0, 0};
+}
+
+og_status og_model_open(const char* path, const og_model_options* opts, og_model** out) {
+  return guarded([&] {
+    need(out, "out");
+    *out = nullptr;
+    need(path, "path");
+    og_model_options o;
+    og_model_options_init(&o);
+    if (opts) o = *opts;
+    if (o.threads < 0 || o.threads > 1024)
+      api_fail(OG_ERR_INVALID_ARGUMENT, "threads ", o.threads, " is outside [0, 1024]");
+    RunConfig c;
+    c.model.model = path;
+    if (o.tokenizer) c.model.tokenizer = o.tokenizer;
+    if (o.chat_template) c.model.chat = o.chat_template;
+    c.model.mmap = o.mmap != 0;
+    c.threads = o.threads;
+    if (c.model.model.empty()) api_fail(OG_ERR_INVALID_ARGUMENT, "path is empty");
+    // A missing file is the caller's input; anything wrong inside one is OG_ERR_RUNTIME.
+    std::error_code ec;
+    if (!std::filesystem::exists(c.model.model, ec))
+      api_fail(OG_ERR_INVALID_ARGUMENT, c.model.model, ": no such file or directory");
+    if (!c.model.tokenizer.empty() && !std::filesystem::exists(c.model.tokenizer, ec))
+      api_fail(OG_ERR_INVALID_ARGUMENT, c.model.tokenizer, ": no such file or directory (tokenizer)");
+    if (c.model.chat != "auto") {
+      try {
+        make_chat_template(c.model.chat, std::nullopt);  // an unknown name fails before the load
+      } catch (const Error& e) {
+        api_fail(OG_ERR_INVALID_ARGUMENT, "chat_template: ", e.what());
+      }
+    }
+    auto core = std::make_shared<ModelCore>();
+    core->run = build_run(c);
+    core->engine = std::make_unique<SerialEngine>(core->run.model());
+    core->architecture = core->run.model().architecture();
+    core->template_name = core->run.chat_template().name();
+    core->tokenizer_kind = core->run.tokenizer().kind();
+    auto* m = new og_model{std::move(core)};
+    register_handle(m, Kind::kModel);
+    *out = m;
+  });
+}
+
+og_status og_model_close(og_model* model) {
+  if (!model) return OG_OK;
+  return guarded([&] {
+    {
+      std::lock_guard<std::mutex> lock(registry_mutex());
+      if (!is_live_locked(model, Kind::kModel))
+        api_fail(OG_ERR_INVALID_HANDLE, "the model handle is closed or not a model");
+      unregister_locked(model);
+    }
+    delete model;
+  });
+}
+
+og_status og_model_get_info(const og_model* model, og_model_info* out) {
+  return guarded([&] {
+    auto core = model_core(model);
+    need(out, "out");
+    const ModelConfig& c = core->run.model().config();
+    og_model_info i{};
+    i.architecture = core->architecture.c_str();
+    i.chat_template = core->template_name.c_str();
+    i.tokenizer_kind = core->tokenizer_kind.c_str();
+    i.n_vocab = core->n_vocab();
+    i.n_ctx = c.n_ctx;
+    i.d_model = c.d_model;
+    i.n_layers = c.n_layers();
+    if (!c.layers.empty()) {
+      i.n_heads = c.layers[0].n_heads;
+      i.n_kv_heads = c.layers[0].n_kv_heads;
+      i.head_dim = c.layers[0].head_dim_k;
+      i.d_ff = c.layers[0].d_ff;
+    }
+    i.n_kv_caches = static_cast<int32_t>(core->run.model().kv_geometry().caches.size());
+    *out = i;
+  });
+}
+
+og_status og_special_tokens(const og_model* model, og_special_ids* out) {
+  return guarded([&] {
+    auto core = model_core(model);
+    need(out, "out");
+    const SpecialTokens& s = core->tok().special();
+    *out = og_special_ids{s.bos, s.eos, s.eot, s.pad, s.unk, s.add_bos ? 1 : 0};
+  });
+}
+
+og_status og_stop_ids(const og_model* model, og_tokens* out) {
+  return guarded([&] {
+    auto core = model_core(model);
+    need(out, "out");
+    *out = make_tokens(core->run.loaded.stop_ids);
+  });
+}
+
+og_status og_tokenize(const og_model* model, const char* text, size_t len, int add_special, int parse_special,
+                      og_tokens* out) {
+  return guarded([&] {
+    auto core = model_core(model);
+    need(out, "out");
+    if (len > 0) need(text, "text");
+    *out = make_tokens(core->tok().encode(std::string_view(text ? text : "", len), add_special != 0,
+                                          parse_special != 0));
+  });
+}
+
+og_status og_detokenize(const og_model* model, const int32_t* ids, size_t n, int skip_special, og_string* out) {
+  return guarded([&] {
+    auto core = model_core(model);
+    need(out, "out");
+    check_ids(ids, n, core->n_vocab(), "ids");
+    *out = make_string(core->tok().decode(std::span<const int32_t>(ids, n), skip_special != 0));
+  });
+}
+
+og_status og_token_piece(const og_model* model, int32_t id, const char** piece, size_t* len) {
+  return guarded([&] {
+    auto core = model_core(model);
+    need(piece, "piece");
+    need(len, "len");
+    check_ids(&id, 1, core->n_vocab(), "id");
+    const std::string& p = core->tok().piece(id);
+    *piece = p.c_str();
+    *len = p.size();
+  });
+}
+
+og_status og_chat_render(const og_model* model, const og_chat_message* messages, size_t n,
+                         int add_generation_prompt, og_string* out) {
+  return guarded([&] {
+    auto core = model_core(model);
+    need(out, "out");
+    const std::vector<ChatMessage> m = messages_of(messages, n);
+    *out = make_string(core->run.chat_template().render(m, add_generation_prompt != 0));
+  });
+}
+
+og_status og_chat_encode(const og_model* model, const og_chat_message* messages, size_t n,
+                         int add_generation_prompt, og_tokens* out) {
+  return guarded([&] {
+    auto core = model_core(model);
+    need(out, "out");
+    const std::vector<ChatMessage> m = messages_of(messages, n);
+    *out = make_tokens(
+        encode_chat(core->tok(), core->run.chat_template().render_segments(m, add_generation_prompt != 0), true));
+  });
+}
+
+}  // extern "C"

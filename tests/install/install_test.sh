@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix and builds the examples against
+# that prefix only: examples/c through pkg-config, examples/cpp through
+# find_package(offgraph); runs them and the installed Python module on the
+# real model and checks the greedy reference text.
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR MODEL
+set -euo pipefail
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) model=$3
+[ -f "$model" ] || { echo "the test model is missing: $model"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+expected="Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.
+Lily"
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+# Only the public headers are installed.
+headers=$(cd "$prefix/include" && find . -type f | sort | tr '\n' ' ')
+[ "$headers" = "./offgraph/offgraph.h ./offgraph/offgraph.hpp " ] || { echo "installed headers: $headers"; exit 1; }
+
+# C through pkg-config (nothing from the build tree on any path).
+export PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name offgraph.pc)")
+libdir=$(pkg-config --variable=libdir offgraph)
+[ -e "$libdir/liboffgraph.so.0" ] || { echo "no liboffgraph.so.0 in $libdir"; exit 1; }
+cc -std=c11 -Wall -Wextra -Werror "$src/examples/c/generate.c" $(pkg-config --cflags --libs offgraph) \
+   -Wl,-rpath,"$libdir" -o "$tmp/generate_c"
+out=$("$tmp/generate_c" "$model" 2>"$tmp/c.err") || { cat "$tmp/c.err"; exit 1; }
+[ "$out" = "$expected" ] || { echo "C example printed: $out"; cat "$tmp/c.err"; exit 1; }
+grep -q "expected error: .*token id 100000" "$tmp/c.err" || { cat "$tmp/c.err"; exit 1; }
+echo "[install] C example through pkg-config: ok"
+
+# C++ through find_package.
+cmake -S "$src/examples/cpp" -B "$tmp/cpp" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+      -DCMAKE_BUILD_RPATH="$libdir" >/dev/null
+cmake --build "$tmp/cpp" >/dev/null
+out=$("$tmp/cpp/generate" "$model")
+want="$expected
+engine: same (length)
+error: cannot rewind to 100 tokens: the history holds 65"
+[ "$out" = "$want" ] || { echo "C++ example printed: $out"; exit 1; }
+echo "[install] C++ example through find_package: ok"
+
+# The installed Python module.
+pydir=$(dirname "$(find "$prefix" -path '*dist-packages/offgraph/__init__.py')")
+if [ "$pydir" = "." ]; then
+  [ -z "${OG_EXPECT_PYTHON:-}" ] || { echo "the Python module was not installed"; exit 1; }
+  echo "[install] Python module: not built (no pybind11)"
+else
+  out=$(cd "$tmp" && PYTHONPATH=$(dirname "$pydir") /usr/bin/python3 "$src/examples/python/generate.py" "$model" 2>"$tmp/py.err") ||
+    { cat "$tmp/py.err"; exit 1; }
+  [ "$out" = "$expected" ] || { echo "installed Python module printed: $out"; exit 1; }
+  echo "[install] Python module: ok"
+fi
