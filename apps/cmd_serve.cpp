@@ -76,7 +76,8 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
                "on SIGINT/SIGTERM, how long running requests may finish before they are cancelled");
   fl.add_int("max-body-bytes", &f.max_body_bytes, 1024, kIntMax, "largest request body (413 beyond)");
   fl.add_int("http-threads", &f.http_threads, 0, 65536,
-             "connections served at once; 0 = --parallel + --max-queue + 16");
+             "requests answered at once (generation and tokenize; idle connections cost none); 0 = --parallel + "
+             "--max-queue + 16");
   // Defaults of requests that give none; temperature within OpenAI's range as requests are.
   add_sampling_flags(fl, f.sampling, "default for requests that give none: ", 2,
                      "seed of requests that give none; -1 = a random seed per request");
@@ -120,8 +121,8 @@ void check_serve_flags(const Flags& fl, ServeFlags& f) {
 // signal mask, so that threads started by libraries cannot swallow them).
 int g_signal_pipe[2] = {-1, -1};
 
-void on_signal(int) {
-  const char c = 1;
+void on_signal(int sig) {
+  const char c = static_cast<char>(sig);
   const ssize_t n = write(g_signal_pipe[1], &c, 1);
   (void)n;
 }
@@ -232,7 +233,7 @@ int cmd_serve(const Args& args) {
               static_cast<long long>(so.max_session_tokens), one_line(sched->describe()).c_str());
   std::fflush(stdout);
 
-  wait_for_signal();
+  const int sig = wait_for_signal();
   std::fprintf(stderr, "[serve] shutting down: %d requests in flight, %.1f s grace\n", http.in_flight(),
                f.shutdown_grace_s);
   http.drain();
@@ -243,7 +244,9 @@ int cmd_serve(const Args& args) {
   std::fprintf(stderr, "[serve] stopped: %llu finished, %llu cancelled, %llu refused, %llu failed\n",
                static_cast<unsigned long long>(s.finished), static_cast<unsigned long long>(s.cancelled),
                static_cast<unsigned long long>(s.refused), static_cast<unsigned long long>(s.failed));
-  return 0;
+  // As every command that a signal stops: 130 after SIGINT, 143 after SIGTERM
+  // (the drain above is what "graceful" means; the code says why it ended).
+  return 128 + (sig > 0 ? sig : SIGTERM);
 }
 
 }  // namespace og::app

