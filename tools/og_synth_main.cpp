@@ -1,6 +1,7 @@
 // og-synth: writes a synthetic random-weight model (tests, benchmarks).
 //   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b|gemma4-e2b]
 //            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4] [shape overrides]
+//            [--chat-template FILE] [--script FILE]
 // Flags are parsed by the commands' flag library (base/flags.h): the same
 // spellings, checks and messages; bad usage exits 2, a failed write 1.
 #include <cstdio>
@@ -10,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/flags.h"
+#include "base/mapped_file.h"
 #include "model/quant_mix.h"
 #include "synth/synth.h"
 
@@ -19,7 +21,7 @@ using og::synth::Family;
 using og::synth::SynthSpec;
 
 struct SynthFlags {
-  std::string family, format, out, preset = "tiny", dtype, tokenizer;
+  std::string family, format, out, preset = "tiny", dtype, tokenizer, chat_template, script;
   int64_t seed = 1;
   // Shape overrides; applied only when given (the preset's value otherwise).
   int64_t d_model = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, d_ff = 0, ctx = 0, window = 0;
@@ -44,6 +46,14 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
   fl.add_string("tokenizer", &f.tokenizer,
                 "stories (512 pieces) | llama3 (128256 tokens) | gemma4 (--vocab tokens); default: the preset's",
                 "T");
+  fl.add_string("chat-template", &f.chat_template,
+                "store this Jinja chat template file's text with the model (GGUF tokenizer.chat_template; HF "
+                "chat_template.jinja); default: the tokenizer's own",
+                "FILE");
+  fl.add_string("script", &f.script,
+                "a JSON reply script (docs/tools.md): bigram chains of token texts the model follows under greedy "
+                "decoding; implies --tokenizer llama3 and an untied output (families llama, qwen2, qwen3)",
+                "FILE");
   const std::string shape = "override the preset's ";
   fl.add_int("d-model", &f.d_model, 1, kMax, shape + "model width");
   fl.add_int("layers", &f.layers, 1, kMax, shape + "layer count");
@@ -104,6 +114,13 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
   take("shared-kv", f.shared_kv, s.n_shared_kv);
   take("per-layer", f.per_layer, s.d_per_layer);
   take("vocab", f.vocab, s.vocab);
+  // Files are read after every usage check: a missing one is a failed write (exit 1).
+  if (!f.chat_template.empty()) s.chat_template = og::read_text_file(f.chat_template);
+  if (!f.script.empty()) {
+    if (f.tokenizer.empty()) s.tokenizer = "llama3";
+    s.tied = false;
+    s.script = og::synth::read_script(f.script);
+  }
   return s;
 }
 

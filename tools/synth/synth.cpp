@@ -213,6 +213,7 @@ void validate(const SynthSpec& s) {
   if (s.family == Family::kGemma4) validate_gemma4(s);
   OG_CHECK(dtype_info(static_cast<uint32_t>(s.weight_dtype)), "synthetic model: unknown weight dtype");
   n_vocab(s);
+  script_plan(s);  // a script that cannot be written fails here, before any file is made
 }
 
 bool is_sliding_layer(const SynthSpec& s, int64_t layer) {
@@ -281,6 +282,7 @@ std::vector<float> block_values(const SynthSpec& s, const PlannedTensor& t, int6
   std::vector<float> v = normals(s.seed, cat(t.hf_name, "#", block), rows * t.shape[1]);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(t.fan_in)));
   for (float& x : v) x *= scale;
+  apply_script(s, t, v, block * rows_per_block(t));
   return v;
 }
 
@@ -314,6 +316,7 @@ std::vector<float> hf_values(const SynthSpec& s, const PlannedTensor& t) {
       break;
   }
   for (float& x : v) x = x * scale + offset;
+  apply_script(s, t, v, 0);
   return v;
 }
 

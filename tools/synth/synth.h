@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tensor/dtype.h"
 
@@ -16,6 +17,35 @@ namespace og::synth {
 enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3, kGemma4 };
 const char* family_name(Family f);  // "llama", "qwen2", ...
 bool family_from_name(const std::string& s, Family* out);
+
+// A scripted reply machine (og-synth --script; docs/tools.md): under greedy
+// decoding (and under sampling at ordinary temperatures) the model follows
+// fixed bigrams, so a prompt ending in a chain's first token is answered with
+// the rest of that chain. The residual stream carries only the token
+// embedding (every attention output and MLP down projection is zero), each
+// token with a successor gets an embedding dimension of its own (one-hot),
+// and the untied output matrix maps that dimension to its successor alone
+// (logit ~100, every other logit 0). Needs the llama3 tokenizer and a family
+// without embedding scaling (llama, qwen2, qwen3).
+struct SynthScript {
+  struct Token {
+    std::string text;
+    bool special = false;  // a control token (chat markers); else user-defined (matched before BPE, printed)
+  };
+  std::string source = "script";  // names the script in error messages
+  // Texts that become single tokens, in place of the vocabulary's
+  // <|reserved_special_token_N|> entries (a text that already is one token keeps its id).
+  std::vector<Token> tokens;
+  // Each chain a list of token texts; consecutive pairs are bigrams. A token
+  // has at most one successor across all chains.
+  std::vector<std::vector<std::string>> chains;
+  bool empty() const { return tokens.empty() && chains.empty(); }
+};
+
+// {"tokens": [{"text": T, "special": B} | T, ...], "chains": [[T, T, ...], ...], "description": "..."}:
+// throws og::Error naming `name` on a malformed script.
+SynthScript parse_script(const std::string& json_text, const std::string& name);
+SynthScript read_script(const std::string& path);
 
 struct SynthSpec {
   Family family = Family::kLlama;
@@ -53,6 +83,10 @@ struct SynthSpec {
   // or "gemma4" (a Gemma-4-style BPE over UTF-8 with merges derived from the
   // stories pieces, Gemma 4's special tokens, padded to `vocab`).
   std::string tokenizer = "stories";
+  // The Jinja chat template stored with the model (GGUF tokenizer.chat_template;
+  // HF chat_template.jinja and tokenizer_config.json); "" = the tokenizer's own.
+  std::string chat_template;
+  SynthScript script;  // empty = random weights only
 };
 
 // Small shapes for tests, windows smaller than test sequences (e.g. 8).

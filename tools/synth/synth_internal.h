@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,28 @@ void write_gemma4_hf_tokenizer(const SynthSpec& spec, const std::string& dir);
 TokenizerInfo gemma4_tokenizer_info(const SynthSpec& spec);
 // Copies/writes tokenizer.json, tokenizer_config.json into dir.
 void write_hf_tokenizer(const SynthSpec& spec, const std::string& dir);
+
+// The Llama 3.2 tokenizer.json of the test data, and a check that a test-data file exists.
+std::string llama3_json();
+void require(const std::string& path);
+
+// A script resolved against the spec's vocabulary (synth_script.cpp).
+struct ScriptPlan {
+  struct Placed {
+    int64_t id = 0;
+    std::string text;
+    bool special = false;
+  };
+  std::vector<Placed> placed;       // the script's new tokens, in reserved slots
+  std::map<int64_t, int64_t> next;  // token id -> its successor
+  std::map<int64_t, int64_t> dim;   // token id with a successor -> its embedding dimension
+};
+// Null when the spec has no script; throws og::Error on a script that cannot be
+// written (not a single token, conflicting bigrams, d_model too small, wrong
+// family or tokenizer). Resolved once per spec and kept.
+const ScriptPlan* script_plan(const SynthSpec& spec);
+// Rewrites the script's tensors in HF layout: v holds rows [first_row, ...) of t.
+void apply_script(const SynthSpec& spec, const PlannedTensor& t, std::vector<float>& v, int64_t first_row);
 
 std::string join_path(const std::string& a, const std::string& b);
 void write_text_file(const std::string& path, const std::string& text);

@@ -17,12 +17,6 @@ namespace {
 
 std::string stories_gguf() { return join_path(testdata_dir(), "models/stories260K/stories260K.gguf"); }
 std::string stories_hf() { return join_path(testdata_dir(), "models/stories260K-hf"); }
-std::string llama3_json() { return join_path(testdata_dir(), "vocab/llama3.2-bpe/tokenizer.json"); }
-
-void require(const std::string& path) {
-  OG_CHECK(file_exists(path), path, ": missing (synthetic models take their tokenizer from the test data; set "
-           "OFFGRAPH_TESTDATA to its directory)");
-}
 
 // A Llama-3-style chat format: header tokens around the role, <|eot_id|> after each turn.
 constexpr const char* kLlama3Template =
@@ -36,6 +30,13 @@ constexpr const char* kLlama3Template =
 constexpr int64_t kLlama3Bos = 128000, kLlama3Eos = 128001, kLlama3Eot = 128009;
 
 }  // namespace
+
+std::string llama3_json() { return join_path(testdata_dir(), "vocab/llama3.2-bpe/tokenizer.json"); }
+
+void require(const std::string& path) {
+  OG_CHECK(file_exists(path), path, ": missing (synthetic models take their tokenizer from the test data; set "
+           "OFFGRAPH_TESTDATA to its directory)");
+}
 
 TokenizerInfo tokenizer_info(const SynthSpec& spec) {
   if (spec.tokenizer == "gemma4") return gemma4_tokenizer_info(spec);
@@ -80,6 +81,8 @@ void add_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w) {
     place(a.at("id").get<int64_t>(), a.at("content").get<std::string>(), a.value("special", false) ? 3 : 4);
   for (int64_t id = 0; id < V; ++id)
     if (types[static_cast<size_t>(id)] == 5) tokens[static_cast<size_t>(id)] = cat("[PAD", id, "]");
+  if (const ScriptPlan* script = script_plan(spec))
+    for (const ScriptPlan::Placed& p : script->placed) place(p.id, p.text, p.special ? 3 : 4);
   std::vector<GgufValue> tok_v, type_v, merge_v;
   tok_v.reserve(tokens.size());
   for (auto& t : tokens) tok_v.push_back(GgufValue::make_string(std::move(t)));
@@ -117,7 +120,23 @@ void write_hf_tokenizer(const SynthSpec& spec, const std::string& dir) {
   }
   n_vocab(spec);
   require(llama3_json());
-  write_text_file(join_path(dir, "tokenizer.json"), read_text_file(llama3_json()));
+  if (const ScriptPlan* script = script_plan(spec)) {
+    // The script's tokens replace their reserved entries among the added tokens.
+    // (Parsed unordered: an ordered_json object of 128000 keys takes quadratic
+    // time; the keys' order means nothing to a tokenizer.json reader.)
+    nlohmann::json j = read_json_file(llama3_json());
+    std::map<int64_t, const ScriptPlan::Placed*> by_id;
+    for (const ScriptPlan::Placed& p : script->placed) by_id[p.id] = &p;
+    for (auto& a : j.at("added_tokens")) {
+      auto it = by_id.find(a.at("id").get<int64_t>());
+      if (it == by_id.end()) continue;
+      a["content"] = it->second->text;
+      a["special"] = it->second->special;
+    }
+    write_text_file(join_path(dir, "tokenizer.json"), j.dump(2) + "\n");
+  } else {
+    write_text_file(join_path(dir, "tokenizer.json"), read_text_file(llama3_json()));
+  }
   nlohmann::ordered_json cfg = {
       {"add_bos_token", true},
       {"add_eos_token", false},

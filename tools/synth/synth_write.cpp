@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "base/mapped_file.h"
 #include "format/safetensors.h"
 #include "model/families/family.h"
 #include "model/gguf_export.h"
@@ -127,6 +128,7 @@ void write_gguf(const SynthSpec& spec, const std::string& path) {
   w.set("general.file_type", GgufValue::make_u32(mix ? mix->file_type : file_type(spec.weight_dtype)));
   w.set("general.quantization_version", GgufValue::make_u32(2));
   add_gguf_tokenizer(spec, w);
+  if (!spec.chat_template.empty()) w.set("tokenizer.chat_template", GgufValue::make_string(spec.chat_template));
   TokenizerInfo tok = tokenizer_info(spec);
   w.set("tokenizer.ggml.bos_token_id", GgufValue::make_u32(static_cast<uint32_t>(tok.bos)));
   w.set("tokenizer.ggml.eos_token_id", GgufValue::make_u32(static_cast<uint32_t>(tok.eos)));
@@ -246,6 +248,14 @@ void write_hf(const SynthSpec& spec, const std::string& dir) {
   else gen["eos_token_id"] = tok.eos_all;
   write_text_file(join_path(dir, "generation_config.json"), gen.dump(2) + "\n");
   write_hf_tokenizer(spec, dir);
+  if (!spec.chat_template.empty()) {
+    // chat_template.jinja is what readers look at first; tokenizer_config.json agrees with it.
+    write_text_file(join_path(dir, "chat_template.jinja"), spec.chat_template);
+    const std::string cfg_path = join_path(dir, "tokenizer_config.json");
+    nlohmann::ordered_json cfg = nlohmann::ordered_json::parse(read_text_file(cfg_path));
+    cfg["chat_template"] = spec.chat_template;
+    write_text_file(cfg_path, cfg.dump(2) + "\n");
+  }
   std::vector<SafetensorsTensor> st;
   for (const PlannedTensor& t : tensors) {
     SafetensorsTensor x;
