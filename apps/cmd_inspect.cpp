@@ -19,6 +19,7 @@
 #include "shared_flags.h"
 #include "format/gguf.h"
 #include "template/template.h"
+#include "server/reply_parser.h"
 #include "tokenizer/chat_template.h"
 #include "format/hf_config.h"
 #include "kv/kv_types.h"
@@ -88,6 +89,17 @@ std::string template_used(const std::optional<std::string>& source) {
   }
 }
 
+// The template's named variants and the reply formats `serve` parses with it.
+void add_template_facts(Json& j, const std::optional<std::string>& source,
+                        const std::map<std::string, std::string>& variants) {
+  Json names = Json::array();
+  for (const auto& [name, text] : variants) names.push_back(name);
+  j["chat_template_variants"] = names;
+  const server::ReplyFormat f = server::detect_reply_format(source.value_or(""));
+  j["reply_format"] = {{"tool_calls", server::tool_call_format_name(f.tools)},
+                       {"reasoning", server::reasoning_format_name(f.reasoning)}};
+}
+
 Json inspect_gguf(const std::string& path) {
   std::unique_ptr<GgufFile> g = GgufFile::open(path);
   Json j;
@@ -110,6 +122,7 @@ Json inspect_gguf(const std::string& path) {
   j["tokenizer"] = tok;
   j["chat_template"] = g->get("tokenizer.chat_template") != nullptr;
   j["chat_template_used"] = template_used(g->get_string("tokenizer.chat_template"));
+  add_template_facts(j, g->get_string("tokenizer.chat_template"), read_chat_template_variants(*g));
   j["kv_stored"] = stored_kv(*g);
   return j;
 }
@@ -165,6 +178,7 @@ Json inspect_hf(const std::string& dir) {
   j["tokenizer"] = hf_tokenizer(c);
   j["chat_template"] = c.chat_template().has_value();
   j["chat_template_used"] = template_used(c.chat_template());
+  add_template_facts(j, c.chat_template(), c.chat_template_variants());
   return j;
 }
 
@@ -298,6 +312,14 @@ void print_text(const Json& j, const std::string& kv_why) {
   }
   std::printf("chat template: %s; --chat auto uses %s\n", j["chat_template"].get<bool>() ? "yes" : "no",
               j["chat_template_used"].get<std::string>().c_str());
+  if (j.contains("reply_format")) {
+    std::string variants;
+    for (const auto& v : j["chat_template_variants"]) variants += (variants.empty() ? "" : ", ") + v.get<std::string>();
+    std::printf("replies:       tool calls %s, reasoning %s%s\n",
+                j["reply_format"]["tool_calls"].get<std::string>().c_str(),
+                j["reply_format"]["reasoning"].get<std::string>().c_str(),
+                variants.empty() ? "" : ("; template variants: " + variants).c_str());
+  }
   if (j.contains("kv_stored") && !j["kv_stored"].is_null()) {
     const Json& s = j["kv_stored"];
     if (s.contains("error")) {

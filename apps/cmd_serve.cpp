@@ -48,6 +48,7 @@ struct ServeFlags {
   int64_t timeout_s = 600, max_body_bytes = 8 << 20, http_threads = 0;
   int64_t header_timeout_s = 10, max_connections = 4096;
   double shutdown_grace_s = 10;
+  std::string reasoning_format = "auto";
 };
 
 const SchedulerFlagNames kSchedulerNames{"parallel", "requests decoded at once (sessions in the batch)", "request"};
@@ -56,6 +57,9 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
   add_model_flag(fl, &f.run.model.model);
   add_tokenizer_flag(fl, &f.run.model.tokenizer);
   add_chat_flag(fl, f.run.model, "chat template for /v1/chat/completions");
+  fl.add_choice("reasoning-format", &f.reasoning_format, {"auto", "none"},
+                "auto: a reply's reasoning (<think>...</think>, Gemma 4's thought channel) comes back as "
+                "reasoning_content; none: it stays in content");
   fl.add_string("alias", &f.alias, "the model id clients name; default: the model file's name", "NAME");
   fl.add_string("host", &f.host, "address to listen on", "ADDR");
   fl.add_int("port", &f.port, 0, 65535, "port to listen on; 0 = any free port (the ready line says which)");
@@ -196,6 +200,7 @@ int cmd_serve(const Args& args) {
   std::unique_ptr<ModelEngine> engine;
   std::unique_ptr<Scheduler> sched;
   server::ServedModel served;
+  std::unique_ptr<JinjaChatTemplate> tool_use;  // the model's "tool_use" template variant, when it has one
   std::unique_ptr<server::SchedulerAdapter<Scheduler>> port;
   server::HttpServer http(ho);
   const int bound = http.bind();
@@ -219,6 +224,24 @@ int cmd_serve(const Args& args) {
   served.id = f.alias.empty() ? model_name_of(f.run.model.model) : f.alias;
   served.tok = loaded.tok.get();
   served.tmpl = loaded.tmpl.get();
+  served.jinja = dynamic_cast<const JinjaChatTemplate*>(loaded.tmpl.get());
+  if (served.jinja) served.reply_format = server::detect_reply_format(served.jinja->source());
+  // The model's "tool_use" variant renders requests with tools (transformers' rule), when
+  // the default template is the model's own (a --chat-template-file replaces both).
+  if (served.jinja && f.run.model.chat_template_file.empty()) {
+    if (auto it = loaded.model_template_variants.find("tool_use"); it != loaded.model_template_variants.end()) {
+      try {
+        tool_use = std::make_unique<JinjaChatTemplate>(it->second, jinja_options_of(*loaded.tok),
+                                                       "the model's tool_use");
+        served.jinja_tool_use = tool_use.get();
+        if (served.reply_format.tools == server::ToolCallFormat::kNone)
+          served.reply_format.tools = server::detect_reply_format(tool_use->source()).tools;
+      } catch (const Error& e) {
+        std::fprintf(stderr, "[warning] %s; requests with tools use the default template\n", e.what());
+      }
+    }
+  }
+  served.parse_reasoning = f.reasoning_format == "auto";
   served.stop_ids = loaded.stop_ids;
   served.max_session_tokens = so.max_session_tokens;
   served.default_max_tokens = f.max_new_tokens;
@@ -228,8 +251,13 @@ int cmd_serve(const Args& args) {
   served.created = static_cast<int64_t>(std::time(nullptr));
   port = std::make_unique<server::SchedulerAdapter<Scheduler>>(*sched);
   http.set_model(served, *port);
-  std::printf("[serve] ready on http://%s:%d | model %s | template %s | %d sessions x %lld tokens | %s\n",
-              f.host.c_str(), bound, served.id.c_str(), describe_chat_template(*loaded.tmpl).c_str(), so.max_decode_sequences,
+  const std::string replies = std::string("tool calls ") + server::tool_call_format_name(served.reply_format.tools) +
+                              ", reasoning " +
+                              (served.parse_reasoning ? server::reasoning_format_name(served.reply_format.reasoning)
+                                                      : "left in content");
+  std::printf("[serve] ready on http://%s:%d | model %s | template %s (%s) | %d sessions x %lld tokens | %s\n",
+              f.host.c_str(), bound, served.id.c_str(), describe_chat_template(*loaded.tmpl).c_str(), replies.c_str(),
+              so.max_decode_sequences,
               static_cast<long long>(so.max_session_tokens), one_line(sched->describe()).c_str());
   std::fflush(stdout);
 

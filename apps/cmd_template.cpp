@@ -98,6 +98,17 @@ int cmd_template(const Args& args) {
   const std::string text = read_request(f.request);
   const nlohmann::ordered_json request = nlohmann::ordered_json::parse(text, nullptr, false);
   if (request.is_discarded()) fail("--request: not valid JSON");
+  // A request with tools renders with the model's "tool_use" variant when it
+  // has one (transformers' rule, as serve does).
+  const bool tools = request.is_object() && request.contains("tools") && request["tools"].is_array() &&
+                     !request["tools"].empty();
+  if (f.template_file.empty() && tools) {
+    const auto variants = read_chat_template_variants(f.model);
+    if (auto it = variants.find("tool_use"); it != variants.end()) {
+      source = it->second;
+      origin = "the model's tool_use";
+    }
+  }
   const JinjaChatTemplate tmpl(std::move(source), o, origin);
   const std::string rendered = tmpl.render_request(request);
   if (std::fwrite(rendered.data(), 1, rendered.size(), stdout) != rendered.size())

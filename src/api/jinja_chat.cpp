@@ -198,14 +198,19 @@ ChatSegments JinjaChatTemplate::render_segments(std::span<const ChatMessage> mes
     OG_CHECK(m.role == "system" || m.role == "user" || m.role == "assistant" || m.role == "tool" ||
                  m.role == "developer",
              "unknown chat role '", m.role, "'");
-  std::string real = render_vars(vars_of(messages, add_generation_prompt));
   std::vector<ChatMessage> marked(messages.begin(), messages.end());
   std::vector<std::string> contents;
   for (size_t i = 0; i < marked.size(); ++i) {
     contents.push_back(marked[i].content);
     marked[i].content = placeholder(i);
   }
-  std::string with_placeholders = render_vars(vars_of(marked, add_generation_prompt));
+  return split_render(vars_of(messages, add_generation_prompt), vars_of(marked, add_generation_prompt), contents);
+}
+
+ChatSegments JinjaChatTemplate::split_render(const Json& vars, const Json& marked_vars,
+                                             const std::vector<std::string>& contents) const {
+  std::string real = render_vars(vars);
+  std::string with_placeholders = render_vars(marked_vars);
   // The BOS rule (chat_template.h): a render never starts with the BOS text;
   // encode_chat prepends BOS itself when the vocabulary says so.
   const std::string& bos = options_.bos_token;
@@ -220,18 +225,36 @@ ChatSegments JinjaChatTemplate::render_segments(std::span<const ChatMessage> mes
   return whole;
 }
 
-std::string JinjaChatTemplate::render_request(const Json& request) const {
+Json JinjaChatTemplate::request_vars(const Json& request) const {
   OG_CHECK(request.is_object(), "the request must be a JSON object");
   OG_CHECK(request.contains("messages"), "the request has no \"messages\"");
   Json vars = vars_of({}, request.value("add_generation_prompt", true));
   vars["messages"] = normalize_chat_messages(request["messages"]);
+  // OpenAI's "developer" role is the system role for templates that do not know it.
+  if (source_.find("developer") == std::string::npos)
+    for (Json& m : vars["messages"])
+      if (m.value("role", "") == "developer") m["role"] = "system";
   if (request.contains("tools") && !request["tools"].is_null()) vars["tools"] = request["tools"];
   if (request.contains("chat_template_kwargs")) {
     const Json& kw = request["chat_template_kwargs"];
     OG_CHECK(kw.is_object(), "\"chat_template_kwargs\" must be an object");
     for (auto it = kw.begin(); it != kw.end(); ++it) vars[it.key()] = it.value();
   }
-  return render_vars(vars);
+  return vars;
+}
+
+std::string JinjaChatTemplate::render_request(const Json& request) const { return render_vars(request_vars(request)); }
+
+ChatSegments JinjaChatTemplate::render_request_segments(const Json& request) const {
+  const Json vars = request_vars(request);
+  Json marked = vars;
+  std::vector<std::string> contents;
+  for (Json& m : marked["messages"]) {
+    if (!m.is_object() || !m.contains("content") || !m["content"].is_string()) continue;
+    contents.push_back(m["content"].get<std::string>());
+    m["content"] = placeholder(contents.size() - 1);
+  }
+  return split_render(vars, marked, contents);
 }
 
 }  // namespace og

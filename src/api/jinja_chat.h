@@ -55,8 +55,15 @@ class JinjaChatTemplate : public ChatTemplate {
   // mapping), `tools`, `add_generation_prompt` (default true) and
   // `chat_template_kwargs`, whose keys become template variables.
   std::string render_request(const nlohmann::ordered_json& request) const;
+  // render_request as prompt segments (what the server encodes): the leading
+  // BOS text dropped (the BOS rule of chat_template.h), the messages'
+  // contents kept as contents as render_segments does.
+  ChatSegments render_request_segments(const nlohmann::ordered_json& request) const;
 
  private:
+  nlohmann::ordered_json request_vars(const nlohmann::ordered_json& request) const;
+  ChatSegments split_render(const nlohmann::ordered_json& vars, const nlohmann::ordered_json& marked_vars,
+                            const std::vector<std::string>& contents) const;
   std::string render_vars(const nlohmann::ordered_json& vars) const;
   nlohmann::ordered_json vars_of(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
 

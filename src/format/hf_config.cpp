@@ -110,6 +110,20 @@ std::optional<std::string> template_from_json(const nlohmann::json& j, const std
   return (*chosen)["template"].get<std::string>();
 }
 
+// The list form's entries other than the default one.
+std::map<std::string, std::string> variants_from_json(const nlohmann::json& j, const std::string& file) {
+  std::map<std::string, std::string> out;
+  const nlohmann::json* t = field(j, "chat_template");
+  if (!t || !t->is_array()) return out;
+  for (const auto& e : *t) {
+    OG_CHECK(e.is_object() && json_has(e, "template") && e["template"].is_string(), file,
+             ": each chat_template entry must be an object with a string 'template'");
+    const std::optional<std::string> name = json_string(e, "name", file);
+    if (name && *name != "default" && !name->empty()) out.emplace(*name, e["template"].get<std::string>());
+  }
+  return out;
+}
+
 }  // namespace
 
 HfCheckpoint HfCheckpoint::open_files(const std::string& dir) {
@@ -148,6 +162,16 @@ std::optional<std::string> HfCheckpoint::chat_template() const {
   if (!chat_template_json_path.empty())
     return template_from_json(read_json_file(chat_template_json_path), chat_template_json_path);
   return std::nullopt;
+}
+
+std::map<std::string, std::string> HfCheckpoint::chat_template_variants() const {
+  if (tokenizer_config) {
+    auto v = variants_from_json(*tokenizer_config, join(dir, "tokenizer_config.json"));
+    if (!v.empty()) return v;
+  }
+  if (!chat_template_json_path.empty())
+    return variants_from_json(read_json_file(chat_template_json_path), chat_template_json_path);
+  return {};
 }
 
 }  // namespace og

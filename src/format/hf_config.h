@@ -5,6 +5,7 @@
 // og::Error naming the file and the field.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,9 @@ struct HfCheckpoint {
   // `chat_template` (a string, or a list of {name, template} from which
   // "default" or else the first is taken), else chat_template.json.
   std::optional<std::string> chat_template() const;
+  // The named templates besides the default one (a tokenizer_config.json or
+  // chat_template.json list of {name, template}: "tool_use", "rag", ...).
+  std::map<std::string, std::string> chat_template_variants() const;
 };
 
 // Typed field access. A null field counts as absent (HF configs write null for

@@ -26,6 +26,10 @@ LoadedModel load_model(const ModelSetup& s) {
   }
   l.model_template = l.model->gguf() ? read_chat_template(*l.model->gguf()) : read_chat_template(s.model);
   if (!l.model_template && !s.tokenizer.empty()) l.model_template = read_chat_template(s.tokenizer);
+  l.model_template_variants = l.model->gguf() ? read_chat_template_variants(*l.model->gguf())
+                                              : read_chat_template_variants(s.model);
+  if (l.model_template_variants.empty() && !s.tokenizer.empty())
+    l.model_template_variants = read_chat_template_variants(s.tokenizer);
   OG_CHECK(l.tok->n_vocab() <= l.model->n_vocab(), "the tokenizer has ", l.tok->n_vocab(),
            " tokens but the model only ", l.model->n_vocab());
   l.load_s = t.seconds();

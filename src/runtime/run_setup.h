@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +35,7 @@ struct LoadedModel {
   std::unique_ptr<ChatTemplate> tmpl;          // chosen by the run builder (api/run_builder.h)
   std::vector<int32_t> stop_ids;               // the model's end ids plus the template's turn end
   std::optional<std::string> model_template;  // the Jinja template stored with the model, if any
+  std::map<std::string, std::string> model_template_variants;  // its named variants ("tool_use", ...)
   double load_s = 0;
 };
 

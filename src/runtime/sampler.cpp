@@ -59,6 +59,12 @@ Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.see
   OG_CHECK(config.repeat_last_n >= 0, "sampler: repeat_last_n must be >= 0");
   OG_CHECK(std::isfinite(config.presence_penalty), "sampler: presence_penalty must be finite");
   OG_CHECK(std::isfinite(config.frequency_penalty), "sampler: frequency_penalty must be finite");
+  for (const auto& [t, b] : config.logit_bias) OG_CHECK(std::isfinite(b), "sampler: logit_bias of ", t, " must be finite");
+}
+
+void Sampler::apply_logit_bias(std::vector<float>& logits) const {
+  for (const auto& [t, b] : config_.logit_bias)
+    if (t >= 0 && static_cast<size_t>(t) < logits.size()) logits[static_cast<size_t>(t)] += b;
 }
 
 void Sampler::apply_repeat_penalty(std::vector<float>& logits, std::span<const int32_t> recent) const {
@@ -85,7 +91,7 @@ void Sampler::apply_additive_penalties(std::vector<float>& logits, std::span<con
 bool Sampler::penalised(std::span<const int32_t> recent, std::span<const int32_t> generated) const {
   const bool repeat = config_.repeat_penalty != 1.0 && config_.repeat_last_n > 0 && !recent.empty();
   const bool additive = (config_.presence_penalty != 0.0 || config_.frequency_penalty != 0.0) && !generated.empty();
-  return repeat || additive;
+  return repeat || additive || !config_.logit_bias.empty();
 }
 
 std::vector<std::pair<int32_t, double>> Sampler::distribution(std::span<const float> logits,
@@ -99,6 +105,7 @@ std::vector<std::pair<int32_t, double>> Sampler::candidates(std::span<const floa
                                                             std::span<const int32_t> generated, bool sorted) const {
   OG_CHECK(!logits_in.empty(), "sampler: empty logits");
   std::vector<float> logits(logits_in.begin(), logits_in.end());
+  apply_logit_bias(logits);
   apply_repeat_penalty(logits, recent);
   apply_additive_penalties(logits, generated);
   if (config_.temperature == 0.0) return {{argmax(logits), 1.0}};

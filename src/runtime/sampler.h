@@ -1,6 +1,7 @@
 // Sampler: turns one row of logits into a token id. Temperature 0 is greedy
-// (argmax, ties to the lowest id) over the penalised logits; otherwise the
-// order is repeat penalty -> presence / frequency penalty -> temperature ->
+// (argmax, ties to the lowest id) over the biased and penalised logits;
+// otherwise the order is logit bias -> repeat penalty -> presence / frequency
+// penalty -> temperature ->
 // top-k -> softmax -> top-p -> min-p -> draw from our own PRNG, so a given seed
 // gives the same tokens on every machine.
 #pragma once
@@ -25,6 +26,10 @@ struct SamplerConfig {
   // negative values favour repetition.
   double presence_penalty = 0.0;
   double frequency_penalty = 0.0;
+  // OpenAI's logit_bias: added to a token's logit before anything else (ids
+  // outside the logits are ignored; the server checks them against the
+  // vocabulary). -100 bans a token in practice, +100 all but forces it.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   uint64_t seed = 0;
 };
 
@@ -61,6 +66,7 @@ class Sampler {
   void reseed(uint64_t seed) { rng_.reseed(seed); }
 
  private:
+  void apply_logit_bias(std::vector<float>& logits) const;
   void apply_repeat_penalty(std::vector<float>& logits, std::span<const int32_t> recent) const;
   void apply_additive_penalties(std::vector<float>& logits, std::span<const int32_t> generated) const;
   // Whether any penalty would change these logits (else greedy needs no copy).

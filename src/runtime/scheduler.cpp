@@ -214,6 +214,7 @@ bool Scheduler::Impl::admit_one(Request& r) {
   r.gen.stop_strings = r.opts.stop_strings;
   r.gen.logprobs = r.opts.logprobs;
   r.gen.top_logprobs = r.opts.top_logprobs;
+  r.gen.special_text = r.opts.special_text;
   Request* self = &r;
   r.gen.on_token = [self](const TokenEvent& ev) {
     if (self->first_token_at < 0) self->first_token_at = self->since_submit.seconds();

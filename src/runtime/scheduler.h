@@ -47,6 +47,7 @@ struct RequestOptions {
   int top_logprobs = 0;                   // > 0: TokenEvent.top holds that many alternatives
   bool logprobs = false;                  // TokenEvent.logprob filled in
   bool use_prefix_cache = true;           // may start from (and feed) the shared prefix cache
+  bool special_text = false;              // streamed text keeps control tokens' texts (GenerateOptions)
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kRefused, kFailed };

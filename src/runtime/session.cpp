@@ -162,6 +162,7 @@ void Session::begin_turn(std::span<const int32_t> prompt, Sampler& sampler, cons
   t.res.prefilled = position() - cached();
   if (after_text) decoder_.reset_continuation();
   else decoder_.reset();
+  decoder_.set_skip_special(!opts.special_text);
   turn_.emplace(std::move(t));
 }
 

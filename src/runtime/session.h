@@ -58,6 +58,10 @@ struct GenerateOptions {
   std::function<void(const TokenEvent&)> on_token;  // optional: each sampled token
   bool logprobs = false;                  // on_token events carry the token's logprob
   int top_logprobs = 0;                   // ... and this many alternatives
+  // The text keeps control tokens' texts (a tool-call marker such as
+  // <|python_tag|> or [TOOL_CALLS] that a reply parser reads); stop ids are
+  // never text either way.
+  bool special_text = false;
   // Set from anywhere (a SIGINT handler): generate() ends the turn at the next
   // step boundary as interrupt_turn() does. Null: never interrupted.
   const std::atomic<bool>* interrupt = nullptr;

@@ -1,25 +1,26 @@
-// Strict parsers of the OpenAI request bodies into GenerationRequest and the
+// Parsers of the OpenAI request bodies into GenerationRequest and the
 // tokenize/detokenize structs. Every field is read through one typed accessor
-// that names the field in its error; a field we do not know is an error (a
-// silently ignored setting would give an answer the client did not ask for),
-// except for a few metadata fields that change nothing about the output.
+// that names the field in its error; a field we do not know is accepted and
+// listed in `ignored` (the server logs each name once), as vLLM does.
 #include "server/api_request.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "server/api_error.h"
 
 namespace og::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 
-// Fields that carry no generation setting (OpenAI metadata); accepted and ignored.
-const std::set<std::string> kIgnoredFields = {"user", "store", "metadata", "service_tier", "parallel_tool_calls"};
+// OpenAI fields that change nothing about the output (metadata, and an echoed
+// assistant message's refusal/annotations): accepted without a log line.
+const std::set<std::string> kQuietFields = {"user", "store", "metadata", "service_tier", "refusal", "annotations",
+                                            "audio"};
 
 const char* type_name(const json& v) {
   switch (v.type()) {
@@ -42,7 +43,9 @@ const char* type_name(const json& v) {
 // The body's fields, each read once; what is left at the end is unknown.
 class Fields {
  public:
-  explicit Fields(const json& obj) : obj_(obj) {}
+  // prefix: where the object is ("messages[0]."), for the names of ignored fields.
+  Fields(const json& obj, std::vector<std::string>* ignored, std::string prefix = "")
+      : obj_(obj), ignored_(ignored), prefix_(std::move(prefix)) {}
 
   // The value of `name` when present and not null.
   const json* get(const std::string& name) {
@@ -85,11 +88,12 @@ class Fields {
     return v->get<std::string>();
   }
 
-  // Every field not read (nor ignored) is an error.
-  void reject_unknown() const {
+  // Every field not read is listed as ignored (the quiet ones are not).
+  void note_unknown() const {
+    if (!ignored_) return;
     for (auto it = obj_.begin(); it != obj_.end(); ++it) {
-      if (seen_.count(it.key()) || kIgnoredFields.count(it.key())) continue;
-      bad_request("unknown field " + client_text(it.key()), it.key(), "unknown_field");
+      if (seen_.count(it.key()) || kQuietFields.count(it.key())) continue;
+      ignored_->push_back(prefix_ + it.key());
     }
   }
 
@@ -111,51 +115,150 @@ class Fields {
     return j.dump();
   }
   const json& obj_;
+  std::vector<std::string>* ignored_;
+  std::string prefix_;
   std::set<std::string> seen_;
 };
 
 // Message content: a string, or an array of {"type": "text", "text": ...} parts (joined).
-std::string message_content(const json& c, const std::string& where) {
+std::string message_content(const json& c, const std::string& where, std::vector<std::string>* ignored) {
   if (c.is_string()) return c.get<std::string>();
   if (!c.is_array()) wrong_type(where, "a string or an array of text parts", c);
   std::string text;
   for (size_t i = 0; i < c.size(); ++i) {
     const std::string at = where + "[" + std::to_string(i) + "]";
     if (!c[i].is_object()) wrong_type(at, "an object", c[i]);
-    Fields part(c[i]);
+    Fields part(c[i], ignored, at + ".");
     const auto type = part.string("type");
     if (!type) bad_request("'" + at + ".type' is required", at + ".type");
-    if (*type != "text") bad_request("'" + at + ".type' is " + client_text(*type) + ": only text parts are supported", at + ".type");
+    if (*type != "text")
+      bad_request("'" + at + ".type' is " + client_text(*type) + ": only text parts are supported", at + ".type",
+                  "unsupported_parameter");
     const auto t = part.string("text");
     if (!t) bad_request("'" + at + ".text' is required", at + ".text");
-    part.reject_unknown();
+    part.note_unknown();
     text += *t;
   }
   return text;
 }
 
-std::vector<ChatMessage> parse_messages(Fields& f) {
+// A function name as OpenAI allows it: 1-64 of [A-Za-z0-9_-] (dots and
+// colons too, which some clients' namespaced tools use).
+void check_function_name(const std::string& name, const std::string& where) {
+  bool ok = !name.empty() && name.size() <= 64;
+  for (unsigned char c : name)
+    if (!(std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == ':')) ok = false;
+  if (!ok)
+    bad_request("'" + where + "' is " + client_text(name) + ": a function name is 1-64 letters, digits, _ - . :",
+                where);
+}
+
+// An assistant message's tool_calls, with each call's arguments (a JSON string
+// as OpenAI sends it, or already an object) as a mapping for the template.
+json parse_tool_calls(const json& calls, const std::string& where, std::vector<std::string>* ignored) {
+  if (!calls.is_array()) wrong_type(where, "an array", calls);
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (!calls[i].is_object()) wrong_type(at, "an object", calls[i]);
+    Fields cf(calls[i], ignored, at + ".");
+    json call = json::object();
+    if (auto id = cf.string("id")) call["id"] = *id;
+    const auto type = cf.string("type").value_or("function");
+    if (type != "function")
+      bad_request("'" + at + ".type' is " + client_text(type) + ": only function calls are supported", at + ".type");
+    call["type"] = "function";
+    const json* fn = cf.get("function");
+    if (!fn) bad_request("'" + at + ".function' is required", at + ".function");
+    if (!fn->is_object()) wrong_type(at + ".function", "an object", *fn);
+    Fields ff(*fn, ignored, at + ".function.");
+    const auto name = ff.string("name");
+    if (!name) bad_request("'" + at + ".function.name' is required", at + ".function.name");
+    json f = json::object();
+    f["name"] = *name;
+    const json* args = ff.get("arguments");
+    if (!args) {
+      f["arguments"] = json::object();
+    } else if (args->is_string()) {
+      json parsed = json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded())
+        bad_request("'" + at + ".function.arguments' is not valid JSON: " + client_text(args->get<std::string>(), 80),
+                    at + ".function.arguments");
+      f["arguments"] = std::move(parsed);
+    } else if (args->is_object()) {
+      f["arguments"] = *args;
+    } else {
+      wrong_type(at + ".function.arguments", "a JSON string or an object", *args);
+    }
+    ff.note_unknown();
+    cf.note_unknown();
+    call["function"] = std::move(f);
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+struct Messages {
+  std::vector<ChatMessage> plain;
+  json normalized = json::array();
+  std::string needs_jinja;  // the first field only a Jinja template renders
+};
+
+Messages parse_messages(Fields& f, std::vector<std::string>* ignored) {
   const json* m = f.get("messages");
   if (!m) bad_request("'messages' is required", "messages");
   if (!m->is_array()) wrong_type("messages", "an array", *m);
   if (m->empty()) bad_request("'messages' is empty: give at least one message", "messages");
-  std::vector<ChatMessage> out;
+  Messages out;
+  auto needs = [&](const std::string& field) {
+    if (out.needs_jinja.empty()) out.needs_jinja = field;
+  };
   for (size_t i = 0; i < m->size(); ++i) {
     const std::string at = "messages[" + std::to_string(i) + "]";
     const json& msg = (*m)[i];
     if (!msg.is_object()) wrong_type(at, "an object", msg);
-    Fields mf(msg);
+    Fields mf(msg, ignored, at + ".");
     auto role = mf.string("role");
     if (!role) bad_request("'" + at + ".role' is required", at + ".role");
-    if (*role == "developer") role = "system";  // OpenAI's newer name for the system role
-    if (*role != "system" && *role != "user" && *role != "assistant")
-      bad_request("'" + at + ".role' is " + client_text(*role) + ": expected system, developer, user or assistant",
+    if (*role != "system" && *role != "developer" && *role != "user" && *role != "assistant" && *role != "tool")
+      bad_request("'" + at + ".role' is " + client_text(*role) + ": expected system, developer, user, assistant or tool",
                   at + ".role");
+    json n = json::object();
+    n["role"] = *role;
     const json* content = mf.get("content");
-    if (!content) bad_request("'" + at + ".content' is required", at + ".content");
-    mf.string("name");  // a participant's name: accepted, not rendered (no template we have uses it)
-    mf.reject_unknown();
-    out.push_back({*role, message_content(*content, at + ".content")});
+    const json* calls = *role == "assistant" ? mf.get("tool_calls") : nullptr;
+    if (!content && *role != "assistant")
+      bad_request("'" + at + ".content' is required", at + ".content");
+    std::string text;
+    if (content) {
+      text = message_content(*content, at + ".content", ignored);
+      n["content"] = text;
+    } else {
+      // An assistant turn of tool calls only: "" as vLLM gives templates (many
+      // call string methods on content; with null 11 of the 56 real templates
+      // we test raise, and 5 print "None" into the prompt).
+      n["content"] = "";
+    }
+    if (auto name = mf.string("name")) n["name"] = *name;
+    if (*role == "tool") {
+      needs(at + ".role");
+      if (auto id = mf.string("tool_call_id")) n["tool_call_id"] = *id;
+    }
+    if (calls) {
+      n["tool_calls"] = parse_tool_calls(*calls, at + ".tool_calls", ignored);
+      if (!n["tool_calls"].empty()) needs(at + ".tool_calls");
+    }
+    if (*role == "assistant") {
+      if (auto r = mf.string("reasoning_content")) {
+        n["reasoning_content"] = *r;
+        needs(at + ".reasoning_content");
+      }
+    }
+    mf.note_unknown();
+    // The built-in templates know system, user and assistant; developer is
+    // OpenAI's newer name for system.
+    out.plain.push_back({*role == "developer" ? "system" : *role, text});
+    out.normalized.push_back(std::move(n));
   }
   return out;
 }
@@ -183,7 +286,7 @@ std::vector<std::string> parse_stop(Fields& f) {
 }
 
 // The settings both endpoints share.
-GenerationParams parse_params(Fields& f, Endpoint ep) {
+GenerationParams parse_params(Fields& f, Endpoint ep, std::vector<std::string>* ignored) {
   GenerationParams p;
   constexpr int64_t kI32 = std::numeric_limits<int32_t>::max();
   const auto max_tokens = f.integer("max_tokens", 1, kI32);
@@ -205,32 +308,171 @@ GenerationParams parse_params(Fields& f, Endpoint ep) {
   if (auto n = f.integer("n", 1, kI32); n && *n != 1)
     bad_request("'n' is " + std::to_string(*n) + ": this server generates one choice per request (n = 1)", "n",
                 "unsupported_parameter");
+  if (const json* lb = f.get("logit_bias")) {
+    if (!lb->is_object()) wrong_type("logit_bias", "an object of token id -> bias", *lb);
+    if (lb->size() > 1024) bad_request("'logit_bias' has " + std::to_string(lb->size()) + " entries; at most 1024",
+                                       "logit_bias");
+    for (auto it = lb->begin(); it != lb->end(); ++it) {
+      const std::string& key = it.key();
+      int64_t id = -1;
+      bool digits = !key.empty() && key.size() <= 10;
+      for (char c : key) digits = digits && c >= '0' && c <= '9';
+      if (digits) id = std::stoll(key);
+      if (!digits || id > std::numeric_limits<int32_t>::max())
+        bad_request("'logit_bias' key " + client_text(key) + " is not a token id", "logit_bias");
+      if (!it->is_number()) wrong_type("logit_bias[" + key + "]", "a number", *it);
+      const double b = it->get<double>();
+      if (!std::isfinite(b) || b < -100 || b > 100)
+        bad_request("'logit_bias[" + key + "]' is " + it->dump() + ", outside [-100, 100]", "logit_bias");
+      p.logit_bias.emplace_back(id, b);
+    }
+  }
   p.stop = parse_stop(f);
   p.ignore_eos = f.boolean("ignore_eos").value_or(false);
   p.stream = f.boolean("stream").value_or(false);
   if (const json* so = f.get("stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
     if (!p.stream) bad_request("'stream_options' is only allowed with 'stream': true", "stream_options");
-    Fields sf(*so);
+    Fields sf(*so, ignored, "stream_options.");
     p.include_usage = sf.boolean("include_usage").value_or(false);
     sf.boolean("continuous_usage_stats");  // vLLM's: usage is only sent at the end; false is what we do
-    sf.reject_unknown();
+    sf.note_unknown();
   }
   return p;
 }
 
 // Settings OpenAI has that this server cannot honour: an error unless absent or neutral.
-void reject_unsupported(Fields& f) {
-  for (const char* name : {"tools", "tool_choice", "functions", "function_call", "audio", "modalities", "prediction",
-                           "suffix", "web_search_options", "reasoning_effort"})
-    if (f.get(name)) bad_request(std::string("'") + name + "' is not supported by this server", name,
-                                 "unsupported_parameter");
-  if (const json* lb = f.get("logit_bias"); lb && !(lb->is_object() && lb->empty()))
-    bad_request("'logit_bias' is not supported by this server", "logit_bias", "unsupported_parameter");
+void reject_unsupported(Fields& f, Endpoint ep) {
+  for (const char* name : {"functions", "function_call", "modalities", "prediction", "web_search_options"})
+    if (f.get(name))
+      bad_request(std::string("'") + name + "' is not supported by this server" +
+                      (name[0] == 'f' ? " (send 'tools' and 'tool_choice', which replace it)" : ""),
+                  name, "unsupported_parameter");
+  if (ep == Endpoint::kCompletion && f.get("suffix"))
+    bad_request("'suffix' is not supported by this server", "suffix", "unsupported_parameter");
   if (const json* rf = f.get("response_format")) {
     if (!rf->is_object() || rf->value("type", json()) != "text" || rf->size() != 1)
       bad_request("'response_format' supports only {\"type\": \"text\"}", "response_format", "unsupported_parameter");
   }
+}
+
+// tools: [{"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}].
+json parse_tools(Fields& f, std::vector<std::string>* ignored) {
+  const json* t = f.get("tools");
+  if (!t) return json::array();
+  if (!t->is_array()) wrong_type("tools", "an array", *t);
+  if (t->size() > kMaxTools)
+    bad_request("'tools' has " + std::to_string(t->size()) + " tools; at most " + std::to_string(kMaxTools), "tools");
+  std::set<std::string> names;
+  for (size_t i = 0; i < t->size(); ++i) {
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    const json& tool = (*t)[i];
+    if (!tool.is_object()) wrong_type(at, "an object", tool);
+    Fields tf(tool, ignored, at + ".");
+    const auto type = tf.string("type");
+    if (!type) bad_request("'" + at + ".type' is required", at + ".type");
+    if (*type != "function")
+      bad_request("'" + at + ".type' is " + client_text(*type) + ": only function tools are supported", at + ".type",
+                  "unsupported_parameter");
+    const json* fn = tf.get("function");
+    if (!fn) bad_request("'" + at + ".function' is required", at + ".function");
+    if (!fn->is_object()) wrong_type(at + ".function", "an object", *fn);
+    Fields ff(*fn, ignored, at + ".function.");
+    const auto name = ff.string("name");
+    if (!name) bad_request("'" + at + ".function.name' is required", at + ".function.name");
+    check_function_name(*name, at + ".function.name");
+    if (!names.insert(*name).second)
+      bad_request("'" + at + ".function.name' " + client_text(*name) + " is given twice", at + ".function.name");
+    ff.string("description");
+    if (const json* params = ff.get("parameters"); params && !params->is_object())
+      wrong_type(at + ".function.parameters", "an object (a JSON schema)", *params);
+    ff.boolean("strict");
+    ff.note_unknown();
+    tf.note_unknown();
+  }
+  return *t;
+}
+
+// tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}}.
+ToolChoice parse_tool_choice(Fields& f, const json& tools, std::vector<std::string>* ignored) {
+  ToolChoice c;
+  const json* v = f.get("tool_choice");
+  if (!v) {
+    if (tools.empty()) c.kind = ToolChoice::Kind::kNone;
+    return c;
+  }
+  if (v->is_string()) {
+    const std::string s = v->get<std::string>();
+    if (s == "none") c.kind = ToolChoice::Kind::kNone;
+    else if (s == "auto") c.kind = ToolChoice::Kind::kAuto;
+    else if (s == "required") c.kind = ToolChoice::Kind::kRequired;
+    else bad_request("'tool_choice' is " + client_text(s) + ": expected none, auto, required or a function", "tool_choice");
+  } else if (v->is_object()) {
+    Fields cf(*v, ignored, "tool_choice.");
+    const auto type = cf.string("type");
+    if (type != "function")
+      bad_request("'tool_choice.type' must be 'function'", "tool_choice.type");
+    const json* fn = cf.get("function");
+    if (!fn || !fn->is_object()) bad_request("'tool_choice.function' must be an object with a name", "tool_choice.function");
+    Fields ff(*fn, ignored, "tool_choice.function.");
+    const auto name = ff.string("name");
+    if (!name) bad_request("'tool_choice.function.name' is required", "tool_choice.function.name");
+    ff.note_unknown();
+    cf.note_unknown();
+    c.kind = ToolChoice::Kind::kFunction;
+    c.function = *name;
+    bool known = false;
+    for (const json& t : tools) known = known || t["function"]["name"] == *name;
+    if (!known)
+      bad_request("'tool_choice' names the function " + client_text(*name) + ", which is not in 'tools'",
+                  "tool_choice.function.name");
+  } else {
+    wrong_type("tool_choice", "a string or an object", *v);
+  }
+  if (tools.empty() && (c.kind == ToolChoice::Kind::kRequired || c.kind == ToolChoice::Kind::kFunction))
+    bad_request("'tool_choice' asks for a tool call but 'tools' is empty or missing", "tool_choice");
+  return c;
+}
+
+// chat_template_kwargs (an object; its keys become template variables) and
+// reasoning_effort (a template variable too, as gpt-oss's template reads it).
+json parse_template_kwargs(Fields& f) {
+  json kw = json::object();
+  if (const json* k = f.get("chat_template_kwargs")) {
+    if (!k->is_object()) wrong_type("chat_template_kwargs", "an object", *k);
+    kw = *k;
+  }
+  if (auto e = f.string("reasoning_effort")) {
+    if (*e != "minimal" && *e != "low" && *e != "medium" && *e != "high" && *e != "none")
+      bad_request("'reasoning_effort' is " + client_text(*e) + ": expected none, minimal, low, medium or high",
+                  "reasoning_effort");
+    if (!kw.contains("reasoning_effort")) kw["reasoning_effort"] = *e;
+  }
+  return kw;
+}
+
+// The chat part every chat-shaped request shares: messages, tools and kwargs.
+struct ChatPart {
+  Messages messages;
+  json tools = json::array();
+  json template_request = json::object();
+};
+
+ChatPart parse_chat_part(Fields& f, std::vector<std::string>* ignored) {
+  ChatPart c;
+  c.messages = parse_messages(f, ignored);
+  c.tools = parse_tools(f, ignored);
+  const json kwargs = parse_template_kwargs(f);
+  c.template_request["messages"] = c.messages.normalized;
+  if (!c.tools.empty()) {
+    c.template_request["tools"] = c.tools;
+    if (c.messages.needs_jinja.empty()) c.messages.needs_jinja = "tools";
+  }
+  if (!kwargs.empty()) {
+    c.template_request["chat_template_kwargs"] = kwargs;
+    if (c.messages.needs_jinja.empty()) c.messages.needs_jinja = "chat_template_kwargs";
+  }
+  return c;
 }
 
 std::vector<int64_t> token_list(const json& v, const std::string& name) {
@@ -283,29 +525,35 @@ json parse_json_object(std::string_view body) {
 }
 
 GenerationRequest parse_chat_request(const json& body) {
-  Fields f(body);
   GenerationRequest r;
+  Fields f(body, &r.ignored);
   r.endpoint = Endpoint::kChat;
   r.model = f.string("model").value_or("");
-  r.messages = parse_messages(f);
-  r.params = parse_params(f, Endpoint::kChat);
+  ChatPart chat = parse_chat_part(f, &r.ignored);
+  r.messages = std::move(chat.messages.plain);
+  r.needs_jinja = chat.messages.needs_jinja;
+  r.n_tools = chat.tools.size();
+  r.tool_choice = parse_tool_choice(f, chat.tools, &r.ignored);
+  r.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
+  r.template_request = std::move(chat.template_request);
+  r.params = parse_params(f, Endpoint::kChat, &r.ignored);
   r.params.logprobs = f.boolean("logprobs").value_or(false);
   if (auto t = f.integer("top_logprobs", 0, kMaxTopLogprobs)) {
     if (!r.params.logprobs && *t > 0) bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
     r.params.top_logprobs = static_cast<int>(*t);
   }
-  reject_unsupported(f);
-  f.reject_unknown();
+  reject_unsupported(f, Endpoint::kChat);
+  f.note_unknown();
   return r;
 }
 
 GenerationRequest parse_completion_request(const json& body) {
-  Fields f(body);
   GenerationRequest r;
+  Fields f(body, &r.ignored);
   r.endpoint = Endpoint::kCompletion;
   r.model = f.string("model").value_or("");
   parse_prompt(f, &r);
-  r.params = parse_params(f, Endpoint::kCompletion);
+  r.params = parse_params(f, Endpoint::kCompletion, &r.ignored);
   if (auto lp = f.integer("logprobs", 0, kMaxCompletionLogprobs)) {
     r.params.logprobs = true;
     r.params.top_logprobs = static_cast<int>(*lp);
@@ -315,14 +563,14 @@ GenerationRequest parse_completion_request(const json& body) {
   if (auto b = f.integer("best_of", 1, std::numeric_limits<int32_t>::max()); b && *b != 1)
     bad_request("'best_of' must be 1: this server generates one choice per request", "best_of",
                 "unsupported_parameter");
-  reject_unsupported(f);
-  f.reject_unknown();
+  reject_unsupported(f, Endpoint::kCompletion);
+  f.note_unknown();
   return r;
 }
 
 TokenizeRequest parse_tokenize_request(const json& body) {
-  Fields f(body);
   TokenizeRequest r;
+  Fields f(body, &r.ignored);
   r.model = f.string("model").value_or("");
   r.add_special = f.boolean("add_special_tokens").value_or(true);
   const bool has_prompt = body.contains("prompt") && !body["prompt"].is_null();
@@ -331,23 +579,40 @@ TokenizeRequest parse_tokenize_request(const json& body) {
   if (has_prompt) {
     r.prompt = *f.string("prompt");
   } else {
-    r.messages = parse_messages(f);
+    ChatPart chat = parse_chat_part(f, &r.ignored);
+    r.messages = std::move(chat.messages.plain);
+    r.needs_jinja = chat.messages.needs_jinja;
+    r.template_request = std::move(chat.template_request);
     r.use_messages = true;
   }
   r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
-  f.reject_unknown();
+  if (r.use_messages) r.template_request["add_generation_prompt"] = r.add_generation_prompt;
+  f.note_unknown();
   return r;
 }
 
 DetokenizeRequest parse_detokenize_request(const json& body) {
-  Fields f(body);
   DetokenizeRequest r;
+  Fields f(body, nullptr);
   r.model = f.string("model").value_or("");
   const json* t = f.get("tokens");
   if (!t) bad_request("'tokens' is required", "tokens");
   if (!t->is_array()) wrong_type("tokens", "an array of token ids", *t);
   r.tokens = token_list(*t, "tokens");
-  f.reject_unknown();
+  return r;
+}
+
+ApplyTemplateRequest parse_apply_template_request(const json& body) {
+  ApplyTemplateRequest r;
+  Fields f(body, &r.ignored);
+  r.model = f.string("model").value_or("");
+  ChatPart chat = parse_chat_part(f, &r.ignored);
+  r.messages = std::move(chat.messages.plain);
+  r.needs_jinja = chat.messages.needs_jinja;
+  r.template_request = std::move(chat.template_request);
+  r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+  r.template_request["add_generation_prompt"] = r.add_generation_prompt;
+  f.note_unknown();
   return r;
 }
 

@@ -1,10 +1,18 @@
 // The native form of the OpenAI requests the server accepts, and the strict
-// parsers that build them from a request body. Parsing checks every field's
-// type and range, rejects unknown fields and settings the engine cannot honour
-// (n != 1, non-zero presence/frequency penalties, tools), and throws ApiError
-// (400) naming the field. Nothing here knows the model: the token-level checks
-// (prompt length, token ids in range, the model id) are made where the request
-// meets the model (generation.h).
+// parsers that build them from a request body. Parsing checks the type and
+// range of every field it knows, refuses settings the engine cannot honour
+// (n != 1, a JSON response_format, images) with ApiError (400)
+// naming the field, and accepts fields it does not know, listing them in
+// `ignored` for the log (as vLLM does: clients send many extras). Nothing
+// here knows the model: the token-level checks (prompt length, token ids in
+// range, the model id) are made where the request meets the model
+// (generation.h).
+//
+// Chat requests are kept twice: as plain ChatMessages (role + text, what the
+// built-in templates render) and as `template_request`, the request in the
+// shape Jinja chat templates read (messages with tool_calls whose arguments
+// are mappings, tool results, reasoning_content; tools; the
+// chat_template_kwargs), key order kept.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "tokenizer/chat_template.h"
 
@@ -32,6 +40,9 @@ struct GenerationParams {
   std::optional<double> presence_penalty;    // [-2, 2], over the generated tokens
   std::optional<double> frequency_penalty;   // [-2, 2], over the generated tokens
   std::optional<uint64_t> seed;
+  // logit_bias: token id -> bias in [-100, 100] (ids checked against the
+  // vocabulary where the request meets the model).
+  std::vector<std::pair<int64_t, double>> logit_bias;
   std::vector<std::string> stop;  // each non-empty
   bool ignore_eos = false;  // vLLM / llama-server extension: only max_tokens and stop strings end the reply
   bool logprobs = false;
@@ -40,15 +51,34 @@ struct GenerationParams {
   bool include_usage = false;  // stream_options.include_usage
 };
 
+// tool_choice: "auto" (the default with tools), "none", "required", or one
+// named function.
+struct ToolChoice {
+  enum class Kind { kAuto, kNone, kRequired, kFunction };
+  Kind kind = Kind::kAuto;
+  std::string function;  // kFunction: its name (one of the request's tools)
+};
+
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;                  // "" = not given (the served model)
   std::vector<ChatMessage> messages;  // kChat: not empty
+  // kChat: {"messages", "tools"?, "chat_template_kwargs"?} for a Jinja template
+  // (see above); reasoning_effort, when given, is one of the kwargs.
+  nlohmann::ordered_json template_request;
+  // kChat: the request holds what only a Jinja template can render (tools,
+  // tool calls, tool results, reasoning_content, chat_template_kwargs): the
+  // field that does, for the error a built-in template gives.
+  std::string needs_jinja;
+  size_t n_tools = 0;
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
   // kCompletion: the prompt as text, or as token ids when prompt_is_ids.
   std::string prompt_text;
   std::vector<int64_t> prompt_ids;
   bool prompt_is_ids = false;
   GenerationParams params;
+  std::vector<std::string> ignored;  // fields accepted but not known ("messages[0].refusal", ...)
 };
 
 // POST /tokenize: text (with add_special) or chat messages (template applied).
@@ -59,6 +89,20 @@ struct TokenizeRequest {
   bool use_messages = false;
   bool add_special = true;            // text: BOS/EOS as the vocabulary says
   bool add_generation_prompt = true;  // messages: end with the assistant header
+  nlohmann::ordered_json template_request;  // messages: as GenerationRequest's
+  std::string needs_jinja;
+  std::vector<std::string> ignored;
+};
+
+// POST /apply-template (llama-server's route): a chat request rendered by
+// the served model's template, returned as text.
+struct ApplyTemplateRequest {
+  std::string model;
+  nlohmann::ordered_json template_request;  // with "add_generation_prompt"
+  std::vector<ChatMessage> messages;
+  bool add_generation_prompt = true;
+  std::string needs_jinja;
+  std::vector<std::string> ignored;
 };
 
 // POST /detokenize.
@@ -73,14 +117,17 @@ constexpr size_t kMaxStopStrings = 16;
 constexpr int kMaxTopLogprobs = 20;      // chat top_logprobs
 constexpr int kMaxCompletionLogprobs = 5;  // completions logprobs
 
-// Parses a request body as one JSON object. Malformed JSON (invalid UTF-8 and
-// lone surrogates included), nesting deeper than kMaxJsonDepth, or a body that
-// is not an object: ApiError 400.
-nlohmann::json parse_json_object(std::string_view body);
+constexpr size_t kMaxTools = 512;
 
-GenerationRequest parse_chat_request(const nlohmann::json& body);
-GenerationRequest parse_completion_request(const nlohmann::json& body);
-TokenizeRequest parse_tokenize_request(const nlohmann::json& body);
-DetokenizeRequest parse_detokenize_request(const nlohmann::json& body);
+// Parses a request body as one JSON object (key order kept). Malformed JSON
+// (invalid UTF-8 and lone surrogates included), nesting deeper than
+// kMaxJsonDepth, or a body that is not an object: ApiError 400.
+nlohmann::ordered_json parse_json_object(std::string_view body);
+
+GenerationRequest parse_chat_request(const nlohmann::ordered_json& body);
+GenerationRequest parse_completion_request(const nlohmann::ordered_json& body);
+TokenizeRequest parse_tokenize_request(const nlohmann::ordered_json& body);
+DetokenizeRequest parse_detokenize_request(const nlohmann::ordered_json& body);
+ApplyTemplateRequest parse_apply_template_request(const nlohmann::ordered_json& body);
 
 }  // namespace og::server

@@ -93,7 +93,17 @@ std::string completion_body(const ResponseMeta& m, const CompletionResult& r) {
   json choice = {{"index", 0}, {"finish_reason", r.finish_reason}};
   choice["logprobs"] = r.with_logprobs ? logprobs_json(m.endpoint, r.logprobs) : json(nullptr);
   if (m.endpoint == Endpoint::kChat) {
-    choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+    json msg = {{"role", "assistant"}};
+    // OpenAI's shape: content null when the reply is only tool calls.
+    msg["content"] = r.text.empty() && !r.tool_calls.empty() ? json(nullptr) : json(r.text);
+    if (!r.reasoning.empty()) msg["reasoning_content"] = r.reasoning;
+    if (!r.tool_calls.empty()) {
+      json calls = json::array();
+      for (const ToolCall& c : r.tool_calls)
+        calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      msg["tool_calls"] = std::move(calls);
+    }
+    choice["message"] = std::move(msg);
   } else {
     choice["text"] = r.text;
   }
@@ -123,6 +133,39 @@ std::string chunk_text(const ResponseMeta& m, std::string_view text, const std::
   j["choices"] = json::array({choice});
   if (include_usage) j["usage"] = nullptr;
   return dump_json(j);
+}
+
+namespace {
+
+std::string chat_delta_chunk(const ResponseMeta& m, json delta, const std::vector<TokenLogprobs>* lp,
+                             bool include_usage) {
+  json j = head(m, true);
+  json choice = {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", nullptr}};
+  choice["logprobs"] = lp && !lp->empty() ? logprobs_json(m.endpoint, *lp) : json(nullptr);
+  j["choices"] = json::array({choice});
+  if (include_usage) j["usage"] = nullptr;
+  return dump_json(j);
+}
+
+}  // namespace
+
+std::string chunk_reasoning(const ResponseMeta& m, std::string_view text, const std::vector<TokenLogprobs>* lp,
+                            bool include_usage) {
+  return chat_delta_chunk(m, {{"reasoning_content", std::string(text)}}, lp, include_usage);
+}
+
+std::string chunk_tool_call(const ResponseMeta& m, const ToolCallDelta& d, const std::vector<TokenLogprobs>* lp,
+                            bool include_usage) {
+  json call = {{"index", d.index}};
+  json fn = json::object();
+  if (!d.id.empty()) {
+    call["id"] = d.id;
+    call["type"] = "function";
+    fn["name"] = d.name;
+  }
+  fn["arguments"] = d.arguments;
+  call["function"] = std::move(fn);
+  return chat_delta_chunk(m, {{"tool_calls", json::array({call})}}, lp, include_usage);
 }
 
 std::string chunk_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage) {

@@ -15,6 +15,7 @@
 
 #include "server/api_error.h"
 #include "server/api_request.h"
+#include "server/reply_parser.h"
 
 namespace og::server {
 
@@ -46,7 +47,9 @@ struct TokenLogprobs {
 
 // A whole (non-streamed) result.
 struct CompletionResult {
-  std::string text;
+  std::string text;       // chat: the message's content
+  std::string reasoning;  // chat: reasoning_content ("" = none)
+  std::vector<ToolCall> tool_calls;
   std::string finish_reason;  // "stop" or "length"
   Usage usage;
   bool with_logprobs = false;
@@ -75,6 +78,14 @@ std::string completion_body(const ResponseMeta& m, const CompletionResult& r);
 std::string chunk_role(const ResponseMeta& m, bool include_usage);
 std::string chunk_text(const ResponseMeta& m, std::string_view text, const std::vector<TokenLogprobs>* lp,
                        bool include_usage, int64_t text_offset = 0);
+// A chat stream's reasoning piece (delta.reasoning_content) and a tool call's
+// piece (delta.tool_calls: [{index, id, type, function: {name, arguments}}],
+// id/type/name only in a call's first piece). lp: logprobs of the tokens that
+// made them (may be null).
+std::string chunk_reasoning(const ResponseMeta& m, std::string_view text, const std::vector<TokenLogprobs>* lp,
+                            bool include_usage);
+std::string chunk_tool_call(const ResponseMeta& m, const ToolCallDelta& d, const std::vector<TokenLogprobs>* lp,
+                            bool include_usage);
 std::string chunk_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage);
 std::string chunk_usage(const ResponseMeta& m, const Usage& u);
 

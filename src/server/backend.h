@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "api/jinja_chat.h"
 #include "runtime/sampler.h"
 #include "runtime/scheduler.h"
 #include "tokenizer/chat_template.h"
+#include "server/reply_parser.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og::server {
@@ -47,6 +49,16 @@ struct ServedModel {
   std::string id;  // the model id clients name (--alias, else the file's name)
   const Tokenizer* tok = nullptr;
   const ChatTemplate* tmpl = nullptr;
+  // The same template when it is a Jinja one (the model's or a file's): it
+  // renders tools, tool calls and kwargs; null for a built-in.
+  const JinjaChatTemplate* jinja = nullptr;
+  // The model's "tool_use" template variant, rendered instead of `jinja` for
+  // requests with tools (transformers' rule); null when there is none.
+  const JinjaChatTemplate* jinja_tool_use = nullptr;
+  // What replies hold (tool-call and reasoning markers), from the template;
+  // parse_reasoning false: --reasoning-format none (reasoning stays content).
+  ReplyFormat reply_format;
+  bool parse_reasoning = true;
   std::vector<int32_t> stop_ids;   // ids that end a reply (the model's and the template's)
   int64_t max_session_tokens = 0;  // prompt + generated tokens of one request
   int64_t default_max_tokens = 0;  // chat without max_tokens; 0 = up to the session limit

@@ -25,6 +25,7 @@ SamplerConfig sampler_of(const GenerationParams& p, const ServedModel& m) {
   if (p.repetition_penalty) c.repeat_penalty = *p.repetition_penalty;
   if (p.presence_penalty) c.presence_penalty = *p.presence_penalty;
   if (p.frequency_penalty) c.frequency_penalty = *p.frequency_penalty;
+  for (const auto& [id, b] : p.logit_bias) c.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
   if (p.seed) {
     c.seed = *p.seed;
   } else if (m.random_seed) {
@@ -41,11 +42,31 @@ void check_model(const std::string& requested, const ServedModel& m) {
                  "the model " + client_text(requested) + " is not served here; this server serves '" + m.id + "'", "model");
 }
 
-std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m) {
+ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& template_request,
+                           const std::vector<ChatMessage>& messages, const std::string& needs_jinja, bool has_tools,
+                           bool add_generation_prompt) {
+  const JinjaChatTemplate* j = has_tools && m.jinja_tool_use ? m.jinja_tool_use : m.jinja;
+  if (j) {
+    nlohmann::ordered_json r = template_request;
+    r["add_generation_prompt"] = add_generation_prompt;
+    return j->render_request_segments(r);
+  }
+  if (!needs_jinja.empty())
+    bad_request("'" + needs_jinja + "' needs a Jinja chat template, and this server renders with the built-in '" +
+                    m.tmpl->name() +
+                    "' template (serve a model that ships one with --chat auto, or give --chat-template-file)",
+                needs_jinja, "unsupported_parameter");
+  return m.tmpl->render_segments(messages, add_generation_prompt);
+}
+
+std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m, std::string* rendered) {
   std::vector<int32_t> ids;
   try {
     if (req.endpoint == Endpoint::kChat) {
-      ids = encode_chat(*m.tok, m.tmpl->render_segments(req.messages, true), true);
+      const ChatSegments segs =
+          chat_segments(m, req.template_request, req.messages, req.needs_jinja, req.n_tools > 0, true);
+      if (rendered) *rendered = chat_text(segs);
+      ids = encode_chat(*m.tok, segs, true);
     } else if (req.prompt_is_ids) {
       const int64_t n_vocab = m.tok->n_vocab();
       for (size_t i = 0; i < req.prompt_ids.size(); ++i) {
@@ -66,6 +87,30 @@ std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedMod
   return ids;
 }
 
+ReplyParserOptions reply_options(const GenerationRequest& req, const ServedModel& m, const std::string& rendered) {
+  ReplyParserOptions o;
+  if (req.endpoint != Endpoint::kChat) {
+    o.parse_tools = o.parse_reasoning = false;
+    return o;
+  }
+  o.format = m.reply_format;
+  o.parse_tools = req.n_tools > 0 && req.tool_choice.kind != ToolChoice::Kind::kNone &&
+                  o.format.tools != ToolCallFormat::kNone;
+  o.parse_reasoning = m.parse_reasoning && o.format.reasoning != ReasoningFormat::kNone;
+  o.starts_in_reasoning = o.parse_reasoning && prompt_opens_reasoning(rendered, o.format.reasoning);
+  return o;
+}
+
+bool reply_needs_special_text(const ReplyParserOptions& o) {
+  // Markers that are control tokens in these families' vocabularies.
+  const bool tools = o.parse_tools && (o.format.tools == ToolCallFormat::kLlama3Json ||
+                                       o.format.tools == ToolCallFormat::kMistral ||
+                                       o.format.tools == ToolCallFormat::kGemma4);
+  const bool reasoning = o.parse_reasoning && (o.format.reasoning == ReasoningFormat::kGemma4Channel ||
+                                               o.format.reasoning == ReasoningFormat::kMistralThink);
+  return tools || reasoning;
+}
+
 RequestOptions build_request_options(const GenerationRequest& req, const ServedModel& m, std::vector<int32_t> prompt) {
   const int64_t n = static_cast<int64_t>(prompt.size()), limit = m.max_session_tokens;
   if (n + 1 > limit)
@@ -83,6 +128,12 @@ RequestOptions build_request_options(const GenerationRequest& req, const ServedM
     const int64_t def = req.endpoint == Endpoint::kChat ? m.default_max_tokens : m.default_completion_max_tokens;
     max_new = def > 0 ? std::min(def, limit - n) : limit - n;
   }
+  const int64_t n_vocab = m.tok->n_vocab();
+  for (const auto& [id, b] : req.params.logit_bias)
+    if (id >= n_vocab)
+      bad_request("'logit_bias' names token id " + std::to_string(id) + ", outside the vocabulary [0, " +
+                      std::to_string(n_vocab) + ")",
+                  "logit_bias");
   RequestOptions o;
   o.prompt = std::move(prompt);
   o.max_new_tokens = max_new;
@@ -190,7 +241,8 @@ Usage usage_of(const RequestReport& r) {
   return u;
 }
 
-CompletionResult collect_result(const std::vector<Piece>& pieces, const StreamUpdate& last, bool logprobs) {
+CompletionResult collect_result(const std::vector<Piece>& pieces, const StreamUpdate& last, bool logprobs,
+                                const ReplyParserOptions* parse) {
   CompletionResult c;
   for (const auto& p : pieces) {
     c.text += p.text;
@@ -198,8 +250,15 @@ CompletionResult collect_result(const std::vector<Piece>& pieces, const StreamUp
   }
   if (logprobs) c.logprobs.insert(c.logprobs.end(), last.trailing.begin(), last.trailing.end());
   c.with_logprobs = logprobs;
+  if (parse && (parse->parse_tools || parse->parse_reasoning)) {
+    ParsedReply r = parse_reply(c.text, *parse);
+    c.text = std::move(r.content);
+    c.reasoning = std::move(r.reasoning);
+    c.tool_calls = std::move(r.tool_calls);
+  }
   if (last.finished) {
     c.finish_reason = openai_finish_reason(last.finished->reason);
+    if (!c.tool_calls.empty() && last.finished->reason == FinishReason::kStop) c.finish_reason = "tool_calls";
     c.usage = usage_of(*last.finished);
   }
   return c;

@@ -26,11 +26,27 @@ namespace og::server {
 // A model field naming another model: ApiError 400 (code model_not_found).
 void check_model(const std::string& requested, const ServedModel& m);
 
+// A chat request's prompt segments: through the model's Jinja template
+// (its tool_use variant when tools are given and it has one) with tools,
+// tool calls and kwargs, else the built-in template (ApiError 400 naming
+// `needs_jinja` when the request holds what a built-in cannot render).
+ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& template_request,
+                           const std::vector<ChatMessage>& messages, const std::string& needs_jinja, bool has_tools,
+                           bool add_generation_prompt);
+
 // The prompt's token ids: chat messages through the template (contents never
 // parsed for control tokens), completion text encoded with the vocabulary's
 // BOS, or the given ids (each checked against the vocabulary). ApiError 400 on
 // a template that refuses the messages, an id out of range or an empty prompt.
-std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m);
+// rendered (chat only, may be null): the rendered prompt text.
+std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m, std::string* rendered = nullptr);
+
+// How a chat reply is split into reasoning, content and tool calls (the
+// rendered prompt tells whether the reply starts inside a reasoning block).
+// Completions: nothing is parsed.
+ReplyParserOptions reply_options(const GenerationRequest& req, const ServedModel& m, const std::string& rendered);
+// Whether the reply's text must keep control tokens for the parser to see its markers.
+bool reply_needs_special_text(const ReplyParserOptions& o);
 
 // The scheduler request. ApiError 400 when the prompt cannot fit the session
 // limit with at least one generated token, or prompt + max_tokens exceeds it.
@@ -86,8 +102,11 @@ class RequestStream {
   bool any_token_ = false;
 };
 
-// The whole result of a finished request (non-streamed answer).
-CompletionResult collect_result(const std::vector<Piece>& pieces, const StreamUpdate& last, bool logprobs);
+// The whole result of a finished request (non-streamed answer); a chat reply
+// is split by `parse` (reasoning, content, tool calls; finish_reason
+// "tool_calls" when it called any).
+CompletionResult collect_result(const std::vector<Piece>& pieces, const StreamUpdate& last, bool logprobs,
+                                const ReplyParserOptions* parse = nullptr);
 
 // Usage of a finished request.
 Usage usage_of(const RequestReport& r);

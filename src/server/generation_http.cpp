@@ -8,6 +8,7 @@
 #include <chrono>
 #include <ctime>
 #include <memory>
+#include <optional>
 
 #include "server/api_response.h"
 #include "server/generation.h"
@@ -60,6 +61,31 @@ struct StreamState {
   bool opened = false;
   bool complete = false;
   int64_t text_offset = 0;
+  // Chat replies with tool calls or reasoning: the text goes through the parser.
+  std::optional<ReplyParser> parser;
+  std::vector<TokenLogprobs> held_lp;  // logprobs of text the parser holds back
+  bool called_tools = false;
+
+  // The events of what the parser released (the held logprobs go with the first).
+  void parsed_events(const ReplyDelta& d, std::string& out) {
+    if (d.empty()) return;
+    std::vector<TokenLogprobs> lp = std::move(held_lp);
+    held_lp.clear();
+    const std::vector<TokenLogprobs>* lpp = logprobs ? &lp : nullptr;
+    if (!d.reasoning.empty()) {
+      out += sse_event(chunk_reasoning(meta, d.reasoning, lpp, include_usage));
+      lpp = nullptr;
+    }
+    if (!d.content.empty()) {
+      out += sse_event(chunk_text(meta, d.content, lpp, include_usage));
+      lpp = nullptr;
+    }
+    for (const ToolCallDelta& c : d.tool_calls) {
+      out += sse_event(chunk_tool_call(meta, c, lpp, include_usage));
+      lpp = nullptr;
+      called_tools = true;
+    }
+  }
 
   // The SSE text of what arrived since the last call (may be empty).
   std::string next_events() {
@@ -68,6 +94,11 @@ struct StreamState {
     opened = true;
     StreamUpdate u = stream->take(kPoll);
     for (const Piece& p : u.pieces) {
+      if (parser) {
+        if (logprobs) held_lp.insert(held_lp.end(), p.logprobs.begin(), p.logprobs.end());
+        parsed_events(parser->feed(p.text), out);
+        continue;
+      }
       out += sse_event(chunk_text(meta, p.text, logprobs ? &p.logprobs : nullptr, include_usage, text_offset));
       text_offset += static_cast<int64_t>(p.text.size());
     }
@@ -78,7 +109,10 @@ struct StreamState {
       out += sse_event(error_body(unfinished_error(r)));
       return out;
     }
-    out += sse_event(chunk_finish(meta, openai_finish_reason(r.reason), include_usage));
+    if (parser) parsed_events(parser->finish(), out);
+    std::string reason = openai_finish_reason(r.reason);
+    if (called_tools && r.reason == FinishReason::kStop) reason = "tool_calls";
+    out += sse_event(chunk_finish(meta, reason, include_usage));
     if (include_usage) out += sse_event(chunk_usage(meta, usage_of(r)));
     out += sse_done();
     return out;
@@ -145,10 +179,16 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
   if (draining.load()) throw ApiError(503, "server_error", "shutting_down", "the server is shutting down");
   const ServedModel& m = *model.load();
   SchedulerPort& s = *sched.load();
-  const nlohmann::json j = parse_json_object(req.body);
+  const nlohmann::ordered_json j = parse_json_object(req.body);
   const GenerationRequest r = ep == Endpoint::kChat ? parse_chat_request(j) : parse_completion_request(j);
   check_model(r.model, m);
-  RequestOptions o = build_request_options(r, m, encode_prompt(r, m));
+  log_ignored(r.ignored);
+  std::string rendered;
+  std::vector<int32_t> prompt = encode_prompt(r, m, &rendered);
+  const ReplyParserOptions parse = reply_options(r, m, rendered);
+  const bool parsing = parse.parse_tools || parse.parse_reasoning;
+  RequestOptions o = build_request_options(r, m, std::move(prompt));
+  o.special_text = reply_needs_special_text(parse);
 
   acquire_slot();
   auto slot = std::make_shared<Slot>(in_flight);
@@ -182,7 +222,7 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
       return (void)w.send(api_error_response(
           ApiError(499, "invalid_request_error", "client_closed", "the client closed the connection")));
     if (!normal_finish(*u.finished)) return (void)w.send(api_error_response(unfinished_error(*u.finished)));
-    w.send(json_response(completion_body(meta, collect_result(pieces, u, r.params.logprobs))));
+    w.send(json_response(completion_body(meta, collect_result(pieces, u, r.params.logprobs, &parse))));
     return;
   }
 
@@ -194,6 +234,7 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
   st.id = id;
   st.include_usage = r.params.include_usage;
   st.logprobs = r.params.logprobs;
+  if (parsing) st.parser.emplace(parse);
   try {
     write_stream(st, w);
   } catch (...) {

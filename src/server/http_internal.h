@@ -8,7 +8,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "server/api_error.h"
 #include "server/api_request.h"
@@ -61,6 +63,12 @@ struct HttpServer::Impl {
   void handle_generation(Endpoint ep, const HttpRequest& req, ResponseWriter& w);
   HttpResponse handle_tokenize(const std::string& body);
   HttpResponse handle_detokenize(const std::string& body);
+  HttpResponse handle_apply_template(const std::string& body);
+
+  // Logs each ignored request field's name the first time it is seen.
+  void log_ignored(const std::vector<std::string>& fields);
+  std::mutex ignored_mu;
+  std::set<std::string> ignored_seen;
 
   // Takes a slot (429 when max_in_flight are taken); InFlight::release gives it back.
   void acquire_slot();

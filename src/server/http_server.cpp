@@ -10,6 +10,7 @@
 #include "server/http_server.h"
 
 #include <chrono>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -38,6 +39,7 @@ constexpr Route kRoutes[] = {
     {"GET", "/metrics", false, false},          {"GET", "/v1/models", true, true},
     {"POST", "/v1/chat/completions", true, true}, {"POST", "/v1/completions", true, true},
     {"POST", "/tokenize", true, true},          {"POST", "/detokenize", true, true},
+    {"POST", "/apply-template", true, true},
 };
 
 const Route* find_route(const std::string& path, const std::string& method, bool* path_known) {
@@ -211,6 +213,7 @@ void HttpServer::Impl::answer_on_worker(const HttpRequest& req, ResponseWriter& 
     if (req.path == "/v1/completions") return handle_generation(Endpoint::kCompletion, req, w);
     if (req.path == "/tokenize") return answer(handle_tokenize(req.body));
     if (req.path == "/detokenize") return answer(handle_detokenize(req.body));
+    if (req.path == "/apply-template") return answer(handle_apply_template(req.body));
     answer(error_response(404, "no route " + client_text(req.path)));
   } catch (const ApiError& e) {
     answer(api_error_response(e));
@@ -225,19 +228,61 @@ void HttpServer::Impl::answer_on_worker(const HttpRequest& req, ResponseWriter& 
   }
 }
 
+void HttpServer::Impl::log_ignored(const std::vector<std::string>& fields) {
+  if (fields.empty()) return;
+  std::vector<std::string> fresh;
+  {
+    std::lock_guard<std::mutex> lock(ignored_mu);
+    for (const std::string& f : fields) {
+      if (ignored_seen.size() >= 1024) break;  // a client inventing names cannot grow this without bound
+      if (ignored_seen.insert(f).second) fresh.push_back(f);
+    }
+  }
+  for (const std::string& f : fresh) {
+    const std::string line = "ignoring request field " + client_text(f) + " (not a setting this server knows; logged once)";
+    if (opts.log) opts.log(line);
+    else std::fprintf(stderr, "[serve] %s\n", line.c_str());
+  }
+}
+
 HttpResponse HttpServer::Impl::handle_tokenize(const std::string& body) {
   const ServedModel& m = *model.load();
   const TokenizeRequest r = parse_tokenize_request(parse_json_object(body));
   check_model(r.model, m);
+  log_ignored(r.ignored);
   std::vector<int32_t> ids;
   try {
-    ids = r.use_messages ? encode_chat(*m.tok, m.tmpl->render_segments(r.messages, r.add_generation_prompt), true)
-                         : m.tok->encode(r.prompt, r.add_special, /*parse_special=*/false);
+    ids = r.use_messages
+              ? encode_chat(*m.tok,
+                            chat_segments(m, r.template_request, r.messages, r.needs_jinja,
+                                          r.template_request.contains("tools"), r.add_generation_prompt),
+                            true)
+              : m.tok->encode(r.prompt, r.add_special, /*parse_special=*/false);
   } catch (const og::Error& e) {
     bad_request(std::string("cannot tokenize: ") + e.what(), r.use_messages ? "messages" : "prompt");
   }
   json j = {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", m.max_session_tokens}};
   return json_response(dump_json(j));
+}
+
+HttpResponse HttpServer::Impl::handle_apply_template(const std::string& body) {
+  const ServedModel& m = *model.load();
+  const ApplyTemplateRequest r = parse_apply_template_request(parse_json_object(body));
+  check_model(r.model, m);
+  log_ignored(r.ignored);
+  std::string prompt;
+  try {
+    const bool tools = r.template_request.contains("tools");
+    const JinjaChatTemplate* j = tools && m.jinja_tool_use ? m.jinja_tool_use : m.jinja;
+    if (j) {
+      prompt = j->render_request(r.template_request);  // as `offgraph template` prints it (BOS text kept)
+    } else {
+      prompt = chat_text(chat_segments(m, r.template_request, r.messages, r.needs_jinja, tools, r.add_generation_prompt));
+    }
+  } catch (const og::Error& e) {
+    bad_request(std::string("the template cannot render this request: ") + e.what(), "messages");
+  }
+  return json_response(dump_json({{"prompt", prompt}}));
 }
 
 HttpResponse HttpServer::Impl::handle_detokenize(const std::string& body) {

@@ -16,6 +16,7 @@
 //   POST /v1/completions       text or token-id prompt                             (key)
 //   POST /tokenize             text or messages -> ids                             (key)
 //   POST /detokenize           ids -> text                                         (key)
+//   POST /apply-template       chat request -> the rendered prompt text            (key)
 //
 // Errors are OpenAI's {"error": {...}}: 400 bad request, 401 key, 404 route,
 // 405 method, 408 head or body too slow, 413 body, 429 too many requests in
@@ -24,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +59,9 @@ struct HttpOptions {
   // Worker threads: requests answered at once past the event loop
   // (generation, tokenize); each stream holds one while it runs.
   int http_threads = 16;
+  // Where the server's own log lines go (one line each, no newline); null:
+  // stderr with a "[serve] " prefix.
+  std::function<void(const std::string&)> log;
 };
 
 class HttpServer {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -124,6 +125,10 @@ std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name,
 // itself. nullopt when there is none.
 std::optional<std::string> read_chat_template(const std::string& model_path);
 std::optional<std::string> read_chat_template(const GgufFile& gguf);
+// The model's named template variants besides the default ("tool_use", ...):
+// GGUF `tokenizer.chat_template.NAME`, an HF list of {name, template}.
+std::map<std::string, std::string> read_chat_template_variants(const std::string& model_path);
+std::map<std::string, std::string> read_chat_template_variants(const GgufFile& gguf);
 
 // Ids that end an assistant turn: the tokenizer's stop ids (EOS, EOT, ...) plus
 // each of tmpl.stop_markers() that is a single token of the vocabulary. Sorted, unique.

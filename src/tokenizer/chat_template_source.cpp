@@ -30,6 +30,23 @@ std::optional<std::string> read_chat_template(const GgufFile& gguf) {
   return gguf.get_string("tokenizer.chat_template");
 }
 
+std::map<std::string, std::string> read_chat_template_variants(const GgufFile& gguf) {
+  static constexpr std::string_view kPrefix = "tokenizer.chat_template.";
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : gguf.metadata()) {
+    if (key.size() <= kPrefix.size() || key.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    if (auto s = gguf.get_string(key)) out.emplace(key.substr(kPrefix.size()), *s);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> read_chat_template_variants(const std::string& model_path) {
+  OG_CHECK(file_exists(model_path), model_path, ": no such file or directory");
+  if (is_directory(model_path)) return HfCheckpoint::open_files(model_path).chat_template_variants();
+  if (is_gguf_file(model_path)) return read_chat_template_variants(*GgufFile::open(model_path));
+  return HfCheckpoint::open_files(parent_dir(model_path)).chat_template_variants();
+}
+
 std::optional<std::string> read_chat_template(const std::string& model_path) {
   OG_CHECK(file_exists(model_path), model_path, ": no such file or directory");
   if (is_directory(model_path)) return HfCheckpoint::open_files(model_path).chat_template();

@@ -140,6 +140,15 @@ std::vector<std::pair<std::string, GgufValue>> tokenizer_gguf_keys(const std::st
   add_specials(*t, k);
   if (std::optional<std::string> tmpl = read_chat_template(dir))
     k.emplace_back("tokenizer.chat_template", GgufValue::make_string(*tmpl));
+  // Named variants as tokenizer.chat_template.NAME, with their names listed
+  // in tokenizer.chat_templates (the layout GGUF converters write).
+  const std::map<std::string, std::string> variants = read_chat_template_variants(dir);
+  std::vector<std::string> names;
+  for (const auto& [name, text] : variants) {
+    k.emplace_back("tokenizer.chat_template." + name, GgufValue::make_string(text));
+    names.push_back(name);
+  }
+  if (!names.empty()) k.emplace_back("tokenizer.chat_templates", strings(names));
   return k;
 }
 

@@ -37,6 +37,13 @@ class StreamingDecoder {
   // on a character boundary.
   void reset_continuation();
 
+  // Whether control tokens (chat markers) are left out of the text; changing
+  // it applies to the ids pushed after the call.
+  void set_skip_special(bool skip) {
+    if (skip != skip_special_) skip_cache_.clear();
+    skip_special_ = skip;
+  }
+
   // Bytes currently held back (incomplete UTF-8 at the end of the stream).
   size_t pending_bytes() const { return held_.size(); }
 

@@ -31,6 +31,26 @@ TEST(Sampler, GreedyPicksArgmaxLowestIdOnTies) {
   EXPECT_EQ(s.sample(std::vector<float>{5.0f}, {}), 0);
 }
 
+// OpenAI's logit_bias: added before anything else; -100 bans the argmax,
+// +100 forces a token, under greedy and under sampling alike.
+TEST(Sampler, LogitBias) {
+  const std::vector<float> logits{0.5f, 3.0f, 1.0f, -1.0f};
+  SamplerConfig c;
+  c.logit_bias = {{1, -100.0f}};
+  EXPECT_EQ(Sampler(c).sample(logits, {}), 2);
+  c.logit_bias = {{3, 100.0f}, {99, 5.0f}};  // an id past the logits is ignored
+  EXPECT_EQ(Sampler(c).sample(logits, {}), 3);
+  c.temperature = 1.0;
+  c.seed = 7;
+  Sampler s(c);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(s.sample(logits, {}), 3);
+  c.logit_bias = {{0, 1.0f}};
+  const auto d = as_map(Sampler(c).distribution(logits, {}));
+  EXPECT_NEAR(d.at(0) / d.at(2), std::exp(0.5), 1e-6);  // 0.5 + 1 against 1.0
+  c.logit_bias = {{0, std::numeric_limits<float>::infinity()}};
+  EXPECT_THROW(Sampler{c}, Error);
+}
+
 TEST(Sampler, TemperatureOneIsSoftmax) {
   SamplerConfig c;
   c.temperature = 1.0;

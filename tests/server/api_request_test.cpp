@@ -1,5 +1,5 @@
-// Request parsing: every field's type and range, unknown and unsupported
-// fields, stop as a string or a list, max_tokens vs max_completion_tokens,
+// Request parsing: every field's type and range, unknown (ignored, listed)
+// and unsupported (400) fields, tools, tool_choice and agents' messages, stop as a string or a list, max_tokens vs max_completion_tokens,
 // prompts as text or ids, malformed JSON and invalid UTF-8: each bad body is
 // one 400 naming the field.
 #include <gtest/gtest.h>
@@ -71,6 +71,82 @@ TEST(ChatRequest, AllSettings) {
   EXPECT_TRUE(r.params.include_usage);
 }
 
+// Fields we do not know are accepted and listed (with where they are) for the
+// server's log; OpenAI's metadata fields and an echoed assistant message's
+// refusal are accepted silently.
+TEST(ChatRequest, UnknownFieldsAreIgnoredAndListed) {
+  const GenerationRequest r = chat(R"({"messages": [{"role": "user", "content": "hi", "foo": 1},
+      {"role": "assistant", "content": "ok", "refusal": null, "annotations": []}],
+    "temprature": 1, "cache_prompt": true, "user": "u", "store": false, "stream": true,
+    "stream_options": {"include_usage": true, "x": 1}})");
+  EXPECT_EQ(r.ignored, (std::vector<std::string>{"messages[0].foo", "stream_options.x", "temprature", "cache_prompt"}));
+  EXPECT_TRUE(completion(R"({"prompt": "x", "max_completion_tokens": 4})").ignored ==
+              std::vector<std::string>{"max_completion_tokens"});
+}
+
+// An agent's conversation: tools, a call with its arguments as a JSON string
+// (a mapping for the template), the tool's result, null content.
+TEST(ChatRequest, ToolsAndToolMessages) {
+  const GenerationRequest r = chat(R"({"messages": [
+      {"role": "system", "content": "s"},
+      {"role": "user", "content": "weather in Paris?"},
+      {"role": "assistant", "content": null, "reasoning_content": "think", "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 2}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": [{"type": "text", "text": "sunny"}]}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "description": "d",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}, "strict": true}}],
+    "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "parallel_tool_calls": false,
+    "chat_template_kwargs": {"enable_thinking": false}, "reasoning_effort": "low"})");
+  EXPECT_TRUE(r.ignored.empty()) << r.ignored[0];
+  EXPECT_EQ(r.n_tools, 1u);
+  EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::kFunction);
+  EXPECT_EQ(r.tool_choice.function, "get_weather");
+  EXPECT_FALSE(r.parallel_tool_calls);
+  EXPECT_EQ(r.needs_jinja, "messages[2].tool_calls");
+  const nlohmann::ordered_json& t = r.template_request;
+  ASSERT_EQ(t["messages"].size(), 4u);
+  EXPECT_EQ(t["messages"][2]["content"], "");
+  EXPECT_EQ(t["messages"][2]["reasoning_content"], "think");
+  EXPECT_EQ(t["messages"][2]["tool_calls"][0]["function"]["arguments"]["days"], 2);
+  EXPECT_EQ(t["messages"][2]["tool_calls"][0]["function"]["arguments"].begin().key(), "city");  // order kept
+  EXPECT_EQ(t["messages"][3]["role"], "tool");
+  EXPECT_EQ(t["messages"][3]["content"], "sunny");
+  EXPECT_EQ(t["messages"][3]["tool_call_id"], "call_1");
+  EXPECT_EQ(t["tools"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(t["chat_template_kwargs"]["enable_thinking"], false);
+  EXPECT_EQ(t["chat_template_kwargs"]["reasoning_effort"], "low");
+  // The plain messages the built-in templates would see.
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[3].role, "tool");
+  EXPECT_EQ(r.messages[3].content, "sunny");
+}
+
+TEST(ChatRequest, ToolChoiceForms) {
+  const std::string tools = R"(, "tools": [{"type": "function", "function": {"name": "f"}}])";
+  EXPECT_EQ(chat("{" + kMsgs + "}").tool_choice.kind, ToolChoice::Kind::kNone);  // no tools: nothing to call
+  EXPECT_EQ(chat("{" + kMsgs + tools + "}").tool_choice.kind, ToolChoice::Kind::kAuto);
+  EXPECT_EQ(chat("{" + kMsgs + tools + R"(, "tool_choice": "none"})").tool_choice.kind, ToolChoice::Kind::kNone);
+  EXPECT_EQ(chat("{" + kMsgs + tools + R"(, "tool_choice": "required"})").tool_choice.kind,
+            ToolChoice::Kind::kRequired);
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "tool_choice": "auto"})").n_tools, 0u);
+  EXPECT_EQ(chat("{" + kMsgs + tools + "}").needs_jinja, "tools");
+  EXPECT_EQ(chat("{" + kMsgs + "}").needs_jinja, "");
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "tools": []})").needs_jinja, "");
+}
+
+TEST(ApplyTemplateRequest, Forms) {
+  ApplyTemplateRequest a = parse_apply_template_request(parse_json_object("{" + kMsgs + R"(, "add_generation_prompt": false})"));
+  EXPECT_FALSE(a.add_generation_prompt);
+  EXPECT_EQ(a.template_request["add_generation_prompt"], false);
+  EXPECT_EQ(a.template_request["messages"][0]["content"], "hi");
+  EXPECT_EQ(error_of([] { parse_apply_template_request(parse_json_object("{}")); }).param(), "messages");
+}
+
+TEST(ChatRequest, LogitBias) {
+  const GenerationRequest r = chat("{" + kMsgs + R"(, "logit_bias": {"5": -100, "17": 2.5}})");
+  EXPECT_EQ(r.params.logit_bias, (std::vector<std::pair<int64_t, double>>{{5, -100.0}, {17, 2.5}}));
+}
+
 TEST(ChatRequest, StopAsStringAndNulls) {
   const GenerationRequest r = chat("{" + kMsgs + R"(, "stop": "\n\n", "temperature": null, "max_tokens": null})");
   EXPECT_EQ(r.params.stop, (std::vector<std::string>{"\n\n"}));
@@ -102,12 +178,11 @@ TEST(ChatRequest, BadBodies) {
       {R"({"messages": "hi"})", "messages", "must be an array"},
       {R"({"messages": [1]})", "messages[0]", "must be an object"},
       {R"({"messages": [{"content": "x"}]})", "messages[0].role", "required"},
-      {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].role", "'tool'"},
+      {R"({"messages": [{"role": "robot", "content": "x"}]})", "messages[0].role", "'robot'"},
       {R"({"messages": [{"role": "user"}]})", "messages[0].content", "required"},
       {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content", "string or an array"},
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})",
        "messages[0].content[0].type", "only text"},
-      {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})", "tool_calls", "unknown field"},
       {R"({"model": 3, "messages": [{"role": "user", "content": "x"}]})", "model", "must be a string"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": "5"})", "max_tokens", "integer"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 5.0})", "max_tokens", "integer"},
@@ -132,8 +207,6 @@ TEST(ChatRequest, BadBodies) {
       {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "stream", "boolean"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}})",
        "stream_options", "only allowed"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "stream": true, "stream_options": {"x": 1}})", "x",
-       "unknown field"},
       {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": -2.5})", "presence_penalty",
        "outside"},
       {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": "high"})", "presence_penalty",
@@ -143,12 +216,43 @@ TEST(ChatRequest, BadBodies) {
       {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs", "logprobs"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})", "top_logprobs",
        "outside"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "tools": []})", "tools", "not supported"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": 5}})", "logit_bias", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})", "tools", "an array"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "code_interpreter"}]})",
+       "tools[0].type", "only function"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})", "tools[0].function",
+       "required"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {}}]})",
+       "tools[0].function.name", "required"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "a b"}}]})",
+       "tools[0].function.name", "function name"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}},
+          {"type": "function", "function": {"name": "f"}}]})", "tools[1].function.name", "twice"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f",
+          "parameters": "x"}}]})", "tools[0].function.parameters", "JSON schema"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "tool_choice", "empty"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "sometimes"})", "tool_choice", "expected"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": 3})", "tool_choice", "string or an object"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}],
+          "tool_choice": {"type": "function", "function": {"name": "g"}}})", "tool_choice.function.name", "not in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f"}]})", "functions", "tools"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": [1]})", "chat_template_kwargs",
+       "an object"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "max"})", "reasoning_effort",
+       "expected"},
+      {R"({"messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function",
+          "function": {"name": "f", "arguments": "{not json"}}]}]})", "messages[0].tool_calls[0].function.arguments",
+       "not valid JSON"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]}]})",
+       "messages[0].tool_calls[0].function.name", "required"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": {}}]})", "messages[0].tool_calls", "an array"},
+      {R"({"messages": [{"role": "tool"}]})", "messages[0].content", "required"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"a": 5}})", "logit_bias", "not a token id"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"-1": 5}})", "logit_bias", "not a token id"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": 101}})", "logit_bias", "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": "x"}})", "logit_bias[1]", "a number"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": [1]})", "logit_bias", "an object"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})",
        "response_format", "text"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "temprature": 1})", "temprature", "unknown field"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "prompt": "x"})", "prompt", "unknown field"},
   };
   for (const auto& c : cases) {
     const ApiError e = error_of([&] { chat(c.body); });
@@ -193,8 +297,8 @@ TEST(JsonBody, EchoedClientTextIsEscapedAndCut) {
   const struct {
     std::string body, want;
   } cases[] = {
-      {"{" + m + R"(, "a\nb\u001b": 1})", R"(unknown field 'a\nb\x1b')"},
-      {"{" + m + ", \"" + long_key + "\": 1}", "(cut; 5000 bytes)"},
+      {R"({"messages": [{"role": "a\nb\u001b", "content": "x"}]})", R"(is 'a\nb\x1b')"},
+      {R"({"messages": [{"role": ")" + long_key + R"(", "content": "x"}]})", "(cut; 5000 bytes)"},
       {R"({"messages": [{"role": "us'er\r", "content": "x"}]})", R"(is 'us\'er\x0d')"},
       {R"({"messages": [{"role": "user", "content": [{"type": "te\nxt", "text": "x"}]}]})", R"(is 'te\nxt')"},
       {"{\"a\": \"" + std::string(100000, 'x'), "not valid JSON"},
@@ -211,8 +315,8 @@ TEST(JsonBody, EchoedClientTextIsEscapedAndCut) {
   const std::string e_acute = "\xc3\xa9";
   std::string key;
   for (int i = 0; i < 40; ++i) key += e_acute;
-  const std::string what = error_of([&] { chat("{" + m + ", \"" + key + "\": 1}"); }).what();
-  const size_t q = what.find('\'');
+  const std::string what = error_of([&] { chat(R"({"messages": [{"role": ")" + key + R"(", "content": "x"}]})"); }).what();
+  const size_t q = what.find("is '") + 3;
   ASSERT_NE(q, std::string::npos);
   const std::string shown = what.substr(q + 1, what.find('\'', q + 1) - q - 1);
   EXPECT_EQ(shown.size() % 2, 0u) << what;
@@ -266,8 +370,6 @@ TEST(CompletionRequest, BadBodies) {
       {R"({"prompt": "x", "logprobs": 6})", "logprobs", "outside"},
       {R"({"prompt": "x", "logprobs": true})", "logprobs", "integer"},
       {R"({"prompt": "x", "suffix": "y"})", "suffix", "not supported"},
-      {R"({"prompt": "x", "max_completion_tokens": 4})", "max_completion_tokens", "unknown field"},
-      {R"({"prompt": "x", "messages": []})", "messages", "unknown field"},
   };
   for (const auto& c : cases) {
     const ApiError e = error_of([&] { completion(c.body); });

@@ -267,9 +267,13 @@ TEST_F(Http, BadRequestsKeepTheServerUp) {
   expect_error(c.Post("/v1/chat/completions", R"({"messages": []})", "application/json"), 400, "empty");
   expect_error(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": 1}]})", "application/json"),
                400, "must be");
-  expect_error(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "foo": 1})",
+  expect_error(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "functions": []})",
                       "application/json"),
-               400, "unknown field 'foo'");
+               400, "'functions' is not supported");
+  expect_error(c.Post("/v1/chat/completions",
+                      R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"99999": 2}})",
+                      "application/json"),
+               400, "outside the vocabulary");
   expect_error(c.Post("/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\"}]}",
                       "application/json"),
                400, "UTF-8");

@@ -1,0 +1,203 @@
+// Tool calls and reasoning through the HTTP layer: a Jinja template that
+// names Hermes' <tool_call> and <think> markers, over the echo scheduler
+// (which replies with the prompt's own text, so a user message scripts the
+// reply): non-streamed messages carry tool_calls / reasoning_content and
+// finish_reason "tool_calls"; streams carry tool_calls deltas; tool_choice
+// none leaves the markers in the content; a built-in template refuses tools;
+// POST /apply-template renders a request.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "api/jinja_chat.h"
+#include "server_fixture.h"
+
+namespace og::server::test {
+namespace {
+
+using nlohmann::json;
+
+// Renders only the contents, so the echoed reply is the last user message's text.
+const char* kTemplate =
+    "{%- for m in messages %}{%- if m.role == 'user' %}{{ m.content }}{%- endif %}{%- endfor %}"
+    "{#- the markers of replies: <tool_call> </tool_call> <think> </think> #}";
+
+class ToolCalls : public ServerFixture {
+ protected:
+  void start_jinja() {
+    ASSERT_TRUE(std::filesystem::exists(kStoriesGguf)) << "missing test data " << kStoriesGguf;
+    tok_jinja_ = Tokenizer::from_path(kStoriesGguf);
+    jinja_ = std::make_unique<JinjaChatTemplate>(kTemplate, jinja_options_of(*tok_jinja_), "test");
+    start();
+    model_.tmpl = jinja_.get();
+    model_.jinja = jinja_.get();
+    model_.reply_format = detect_reply_format(jinja_->source());
+    model_.max_session_tokens = 1024;
+  }
+  // A chat request whose reply is `reply` (echoed; "END" stops it).
+  json request(const std::string& reply, bool tools = true) {
+    json j = {{"messages", {{{"role", "user"}, {"content", reply + "END"}}}}, {"stop", {"END"}}, {"max_tokens", 200}};
+    if (tools)
+      j["tools"] = {{{"type", "function"},
+                     {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}}};
+    return j;
+  }
+  std::unique_ptr<Tokenizer> tok_jinja_;
+  std::unique_ptr<JinjaChatTemplate> jinja_;
+};
+
+std::vector<json> events_of(const std::string& body) {
+  std::vector<json> out;
+  size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const size_t end = body.find("\n\n", at);
+    const std::string payload = body.substr(at + 6, end - at - 6);
+    at = end;
+    if (payload == "[DONE]") break;
+    out.push_back(json::parse(payload));
+  }
+  return out;
+}
+
+const std::string kCall = R"(<tool_call>{"name":"get_weather","arguments":{"city":"Paris"}}</tool_call>)";
+
+TEST_F(ToolCalls, WholeReplyCarriesTheCall) {
+  start_jinja();
+  ASSERT_EQ(model_.reply_format.tools, ToolCallFormat::kHermes);
+  auto c = client();
+  auto r = c.Post("/v1/chat/completions", request("Let me check." + kCall).dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  const json& msg = j["choices"][0]["message"];
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls") << r->body;
+  ASSERT_EQ(msg["tool_calls"].size(), 1u) << r->body;
+  EXPECT_EQ(msg["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+  EXPECT_EQ(msg["tool_calls"][0]["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_NE(msg["content"].get<std::string>().find("check."), std::string::npos) << r->body;
+}
+
+TEST_F(ToolCalls, ReasoningAndNoneChoice) {
+  start_jinja();
+  auto c = client();
+  // Reasoning comes back apart from the content.
+  auto r = c.Post("/v1/chat/completions", request("<think>hmm</think>done", false).dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  json msg = json::parse(r->body)["choices"][0]["message"];
+  EXPECT_EQ(msg["reasoning_content"], "hmm") << r->body;
+  EXPECT_EQ(msg["content"], "done") << r->body;
+  EXPECT_FALSE(msg.contains("tool_calls"));
+  // tool_choice none: the markup is the model's words, left in the content.
+  json body = request(kCall);
+  body["tool_choice"] = "none";
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_NE(j["choices"][0]["message"]["content"].get<std::string>().find("get_weather"), std::string::npos);
+}
+
+TEST_F(ToolCalls, StreamedCallDeltas) {
+  start_jinja();
+  auto c = client();
+  json body = request("<think>why</think>" + kCall + kCall);
+  body["stream"] = true;
+  auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  std::string reasoning, content, finish;
+  std::map<int, std::string> names, args, ids;
+  for (const json& e : events_of(r->body)) {
+    const json& ch = e["choices"][0];
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+    const json& d = ch["delta"];
+    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+    if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
+    if (d.contains("tool_calls"))
+      for (const json& t : d["tool_calls"]) {
+        const int i = t["index"];
+        if (t.contains("id")) ids[i] += t["id"].get<std::string>();
+        if (t["function"].contains("name")) names[i] += t["function"]["name"].get<std::string>();
+        args[i] += t["function"]["arguments"].get<std::string>();
+      }
+  }
+  EXPECT_EQ(finish, "tool_calls") << r->body;
+  EXPECT_EQ(reasoning, "why") << r->body;
+  ASSERT_EQ(names.size(), 2u) << r->body;
+  EXPECT_EQ(names[0], "get_weather");
+  EXPECT_EQ(names[1], "get_weather");
+  EXPECT_NE(ids[0], ids[1]);
+  EXPECT_EQ(json::parse(args[1]), json({{"city", "Paris"}}));
+  EXPECT_EQ(content.find("tool_call"), std::string::npos) << content;
+}
+
+TEST_F(ToolCalls, MalformedCallStaysContent) {
+  start_jinja();
+  auto c = client();
+  const std::string broken = R"(<tool_call>{"name":"get_weather","arguments":{"city":</tool_call>)";
+  auto r = c.Post("/v1/chat/completions", request(broken).dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_NE(j["choices"][0]["message"]["content"].get<std::string>().find("get_weather"), std::string::npos);
+}
+
+TEST_F(ToolCalls, ApplyTemplateRoute) {
+  start_jinja();
+  auto c = client();
+  auto r = c.Post("/apply-template", R"({"messages": [{"role": "user", "content": "hello"}]})", "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  EXPECT_EQ(json::parse(r->body)["prompt"], "hello");
+  r = c.Post("/apply-template", R"({"messages": "x"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  r = c.Get("/apply-template");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 405);
+}
+
+TEST_F(ToolCalls, BuiltInTemplateRefusesTools) {
+  start();  // chatml, a built-in
+  auto c = client();
+  auto r = c.Post("/v1/chat/completions", request(kCall).dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("needs a Jinja chat template"), std::string::npos) << r->body;
+  r = c.Post("/v1/chat/completions",
+             R"({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "content": "y"}]})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("messages[1].role"), std::string::npos) << r->body;
+  // A built-in renders the apply-template route too.
+  r = c.Post("/apply-template", R"({"messages": [{"role": "user", "content": "hi"}]})", "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_EQ(json::parse(r->body)["prompt"], "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// Unknown fields do not fail the request; each name is logged once.
+TEST_F(ToolCalls, UnknownFieldsAreLoggedOnce) {
+  std::vector<std::string> lines;
+  std::mutex mu;
+  HttpOptions o;
+  o.log = [&](const std::string& l) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.push_back(l);
+  };
+  start(o);
+  auto c = client();
+  for (int i = 0; i < 2; ++i) {
+    auto r = c.Post("/v1/chat/completions",
+                    R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 1, "cache_prompt": true})",
+                    "application/json");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("'cache_prompt'"), std::string::npos) << lines[0];
+}
+
+}  // namespace
+}  // namespace og::server::test
