@@ -17,10 +17,11 @@ seed_files() {
 }
 exec 9>/tmp/offgraph-build.lock
 flock 9
-if [ ! -f build-fuzz/build.ninja ]; then
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DOG_BUILD_FUZZERS=ON -DOG_BUILD_TESTS=OFF >/dev/null
-fi
+# -O1 -g1 (line tables only), as the sanitizer tree: a much faster build, and
+# crash reports still name file and line.
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+  -DOG_BUILD_FUZZERS=ON -DOG_BUILD_TESTS=OFF >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target fuzz_all
 flock -u 9
 for f in build-fuzz/fuzz/fuzz_*; do
