@@ -1,0 +1,77 @@
+// Grammar-constrained sampling (constraint.h).
+#include "runtime/constraint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "base/error.h"
+
+namespace og {
+
+std::shared_ptr<const grammar::TokenVocab> grammar_vocab(const Tokenizer& tok) {
+  const int32_t n = static_cast<int32_t>(tok.n_vocab());
+  std::vector<std::string> bytes(static_cast<size_t>(n));
+  std::vector<bool> allowed(static_cast<size_t>(n));
+  for (int32_t id = 0; id < n; ++id) {
+    const TokenType t = tok.token_type(id);
+    allowed[static_cast<size_t>(id)] = t != TokenType::kControl && t != TokenType::kUnused;
+    bytes[static_cast<size_t>(id)] = tok.token_bytes(id);
+  }
+  return std::make_shared<const grammar::TokenVocab>(bytes, allowed);
+}
+
+GrammarState::GrammarState(const GrammarConstraint& c) : c_(c), matcher_(c.grammar) {
+  OG_CHECK(c_.grammar && c_.vocab, "a grammar constraint needs a grammar and a vocabulary");
+}
+
+int32_t GrammarState::sample(Sampler& sampler, std::span<const float> logits, std::span<const int32_t> recent,
+                             std::span<const int32_t> generated, std::span<const int32_t> stop_ids) {
+  auto is_stop = [&](int32_t id) { return std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end(); };
+  const bool complete = matcher_.is_complete();
+  const bool more = matcher_.can_continue();
+  const int32_t n_vocab = c_.vocab->n_vocab();
+  auto fits = [&](int32_t id) {
+    if (is_stop(id)) return complete;
+    return id >= 0 && id < n_vocab && c_.vocab->in_trie(id) && matcher_.allows(*c_.vocab, id);
+  };
+  if (more) {
+    const int32_t id = sampler.sample(logits, recent, generated);
+    if (fits(id)) {
+      if (!is_stop(id)) OG_CHECK(matcher_.accept_token(*c_.vocab, id), "grammar: an allowed token was refused");
+      return id;
+    }
+  }
+  // The masked draw: the allowed tokens (none when nothing can follow), and the
+  // stop ids when the grammar is complete.
+  ++masked_steps_;
+  masked_.assign(logits.begin(), logits.end());
+  if (more) {
+    matcher_.fill_mask(*c_.vocab, mask_);
+  } else {
+    mask_.bits.assign((static_cast<size_t>(n_vocab) + 63) / 64, 0);
+  }
+  int32_t first_ok = -1;
+  for (size_t i = 0; i < masked_.size(); ++i) {
+    const int32_t id = static_cast<int32_t>(i);
+    const bool ok = (id < n_vocab && mask_.test(id) && !is_stop(id)) || (complete && is_stop(id));
+    if (!ok) masked_[i] = -INFINITY;
+    if (ok && first_ok < 0) first_ok = id;
+  }
+  if (first_ok < 0) {
+    // Nothing fits (a grammar with a dead end, or a vocabulary that cannot
+    // spell what it needs): end the turn rather than leave the grammar.
+    dead_end_ = true;
+    OG_CHECK(!stop_ids.empty(), "grammar: no token can continue the output and the turn has no stop id");
+    return stop_ids.front();
+  }
+  int32_t id = sampler.sample(masked_, recent, generated);
+  // Every allowed logit was -inf (a bias of -inf, an overflow): the first allowed token.
+  if (id < 0 || static_cast<size_t>(id) >= masked_.size() || masked_[static_cast<size_t>(id)] == -INFINITY)
+    id = first_ok;
+  if (!is_stop(id)) OG_CHECK(matcher_.accept_token(*c_.vocab, id), "grammar: a masked token was refused");
+  return id;
+}
+
+}  // namespace og

@@ -1,0 +1,63 @@
+// Grammar-constrained sampling: one turn's sampled tokens kept inside a
+// grammar (src/grammar), for structured output (a JSON schema, a GBNF
+// grammar, a required tool call).
+//
+// Each step samples unconstrained first and checks the sampled token against
+// the matcher (one token's bytes); only a rejected token pays for the full
+// mask (fill_mask over the vocabulary's trie) and a draw from the masked
+// logits. Drawing from p, keeping an allowed token and otherwise drawing from
+// p restricted to the allowed set gives exactly p restricted to the allowed
+// set, so the result is the masked distribution either way.
+//
+// Control tokens are never produced under a grammar, except the turn's stop
+// ids, which are allowed exactly when the grammar is complete; once nothing
+// can follow (complete and no byte may continue), a stop id is the only
+// choice. A grammar that allows nothing at all (not complete, no token fits)
+// ends the turn on a stop id too (GrammarState::dead_end says so).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "grammar/grammar.h"
+#include "runtime/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace og {
+
+// The vocabulary as the grammar sees it: token_bytes() of every id, control
+// (and unused) tokens left out. Build it once per tokenizer and share it (a
+// 128k vocabulary's trie takes a moment); it is immutable, so thread-safe.
+std::shared_ptr<const grammar::TokenVocab> grammar_vocab(const Tokenizer& tok);
+
+// A grammar for one request: the compiled grammar and the vocabulary index.
+struct GrammarConstraint {
+  std::shared_ptr<const grammar::Grammar> grammar;
+  std::shared_ptr<const grammar::TokenVocab> vocab;
+};
+
+// One turn's matcher.
+class GrammarState {
+ public:
+  explicit GrammarState(const GrammarConstraint& c);
+
+  // A token for these logits that the grammar allows; stop_ids end the turn
+  // (allowed when complete). The sampled token is accepted into the matcher.
+  int32_t sample(Sampler& sampler, std::span<const float> logits, std::span<const int32_t> recent,
+                 std::span<const int32_t> generated, std::span<const int32_t> stop_ids);
+  bool complete() const { return matcher_.is_complete(); }
+  bool dead_end() const { return dead_end_; }
+  int64_t masked_steps() const { return masked_steps_; }  // steps that needed the full mask
+
+ private:
+  GrammarConstraint c_;
+  grammar::Matcher matcher_;
+  grammar::TokenMask mask_;
+  std::vector<float> masked_;
+  bool dead_end_ = false;
+  int64_t masked_steps_ = 0;
+};
+
+}  // namespace og
