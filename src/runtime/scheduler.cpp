@@ -1,5 +1,6 @@
 // Scheduler: submission and cancellation from any thread, the step (admission,
-// one batched forward, sampling, finishing), the background thread and shutdown.
+// one batched forward, sampling, forking a group's choices, finishing), the
+// background thread and shutdown.
 #include "runtime/scheduler.h"
 
 #include <algorithm>
@@ -32,11 +33,27 @@ namespace {
 
 constexpr int kPrefixFirstSeq = 1 << 20;  // entries' sequence ids; sessions use 1..max_decode_sequences
 
+// What the choices of one request share (stepping thread only).
+struct Group {
+  int unfinished = 1;  // choices whose on_finish has not come
+  bool abnormal = false;
+  FinishReason outcome = FinishReason::kStop;  // abnormal: the first such reason of a choice
+};
+
+// One choice of a request. A request of n choices is one Request (choice 0,
+// the leader) until its prompt is prefilled; then the leader is forked into
+// n - 1 more, each its own Request with the same id and cancel flag.
 struct Request {
   uint64_t id = 0;
+  int choice = 0;
   RequestOptions opts;
   RequestCallbacks cb;
   std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<Group> group = std::make_shared<Group>();
+  // The leader, until the fork: the callbacks of choices 1 .. n-1, and (once
+  // admitted) the session slots reserved for them.
+  std::vector<RequestCallbacks> forks;
+  std::vector<int> reserved;
   std::string refuse;  // set at submit: refused before it ever waits
   Timer since_submit;
   double admitted_at = -1, prefilled_at = -1, first_token_at = -1;
@@ -95,14 +112,24 @@ struct Scheduler::Impl {
   std::vector<float> logits;
   std::thread thread;
 
-  // Ends a request: its turn (a finished turn gives the reason itself, else
-  // `reason`), its cache sequence, the counters, then on_finish.
+  // Ends a choice: its turn (a finished turn gives the reason itself, else
+  // `reason`), its cache sequence, the counters, then on_finish; a leader's
+  // choices not forked yet end with it.
   void finish(std::unique_ptr<Request> req, FinishReason reason, const std::string& message);
   std::unique_ptr<Request> take_running(size_t i);
+  // Counts a choice's end; the request's when it is the last (under mu).
+  void count_finish(const Request& r, const RequestReport& rep);
   void take_incoming();
   void handle_cancellations();
   void admit();
   bool admit_one(Request& r);
+  // The session, sampler and callbacks of a choice whose sequence holds the
+  // prompt's first `head` tokens.
+  void start_session(Request& r, int64_t head);
+  // Forks a leader whose cache holds exactly its prompt into its other
+  // choices, each sampling its first token from `row` (the prompt's last
+  // logits); they join `running`. Choices that fail go to *failed.
+  void fork_choices(Request& lead, const float* row, std::vector<Request*>* failed, std::vector<std::string>* why);
   bool forward_step();
   void publish();
 };
@@ -111,6 +138,7 @@ void Scheduler::Impl::finish(std::unique_ptr<Request> req, FinishReason reason, 
   Request& r = *req;
   RequestReport rep;
   rep.id = r.id;
+  rep.choice = r.choice;
   rep.reason = reason;
   rep.message = message;
   rep.prompt_tokens = static_cast<int64_t>(r.opts.prompt.size());
@@ -126,10 +154,12 @@ void Scheduler::Impl::finish(std::unique_ptr<Request> req, FinishReason reason, 
     r.session.reset();
   }
   if (r.seq >= 0) {
-    cache->remove_sequence(r.seq);
+    cache->remove_sequence(r.seq);  // refused (harmlessly) when a failed fork never created it
     free_seqs.push_back(r.seq);
     r.seq = -1;
   }
+  for (int s : r.reserved) free_seqs.push_back(s);
+  r.reserved.clear();
   const double now = r.since_submit.seconds();
   rep.total_s = now;
   rep.queue_s = r.admitted_at >= 0 ? r.admitted_at : now;
@@ -138,19 +168,45 @@ void Scheduler::Impl::finish(std::unique_ptr<Request> req, FinishReason reason, 
     rep.ttft_s = r.first_token_at;
     rep.decode_s = now - r.first_token_at;
   }
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    live.erase(r.id);
-    switch (rep.reason) {
-      case FinishReason::kStop:
-      case FinishReason::kLength: ++snap.finished; break;
-      case FinishReason::kCancelled: ++snap.cancelled; break;
-      case FinishReason::kRefused: ++snap.refused; break;
-      case FinishReason::kFailed: ++snap.failed; break;
-    }
-    snap.generated_tokens += rep.generated_tokens;
-  }
+  count_finish(r, rep);
   if (r.cb.on_finish) r.cb.on_finish(rep);
+  // Choices a leader had not forked yet end with it, for the same reason.
+  std::vector<RequestCallbacks> forks = std::move(r.forks);
+  r.forks.clear();
+  for (size_t i = 0; i < forks.size(); ++i) {
+    RequestReport c;
+    c.id = r.id;
+    c.choice = static_cast<int>(i) + 1;
+    c.reason = rep.reason;
+    c.message = rep.message;
+    c.prompt_tokens = rep.prompt_tokens;
+    c.cached_tokens = rep.cached_tokens;
+    c.queue_s = rep.queue_s;
+    c.prefill_s = rep.prefill_s;
+    c.total_s = rep.total_s;
+    count_finish(r, c);
+    if (forks[i].on_finish) forks[i].on_finish(c);
+  }
+}
+
+void Scheduler::Impl::count_finish(const Request& r, const RequestReport& rep) {
+  Group& g = *r.group;
+  const bool normal = rep.reason == FinishReason::kStop || rep.reason == FinishReason::kLength;
+  if (!normal && !g.abnormal) {
+    g.abnormal = true;
+    g.outcome = rep.reason;
+  }
+  std::lock_guard<std::mutex> lk(mu);
+  snap.generated_tokens += rep.generated_tokens;
+  if (--g.unfinished > 0) return;
+  live.erase(r.id);  // cancel(id) is ignored from now on
+  switch (g.outcome) {
+    case FinishReason::kStop:
+    case FinishReason::kLength: ++snap.finished; break;
+    case FinishReason::kCancelled: ++snap.cancelled; break;
+    case FinishReason::kRefused: ++snap.refused; break;
+    case FinishReason::kFailed: ++snap.failed; break;
+  }
 }
 
 void Scheduler::Impl::take_incoming() {
@@ -194,10 +250,15 @@ void Scheduler::Impl::handle_cancellations() {
 }
 
 // Gives the request a sequence (from the prefix cache when it has a match)
-// and starts its session's turn. False: it failed (and was finished).
+// and the slots of its other choices, and starts its session's turn. Throws
+// og::Error when the cache refuses.
 bool Scheduler::Impl::admit_one(Request& r) {
   r.seq = free_seqs.back();
   free_seqs.pop_back();
+  for (size_t i = 0; i < r.forks.size(); ++i) {
+    r.reserved.push_back(free_seqs.back());
+    free_seqs.pop_back();
+  }
   r.admitted_at = r.since_submit.seconds();
   const std::vector<int32_t>& prompt = r.opts.prompt;
   const int64_t n = static_cast<int64_t>(prompt.size());
@@ -206,7 +267,14 @@ bool Scheduler::Impl::admit_one(Request& r) {
     const KvResult kr = cache->add_sequence(r.seq);
     if (!kr.ok()) throw Error("cannot add a cache sequence: " + kr.message);
   }
-  std::vector<int32_t> head(prompt.begin(), prompt.begin() + r.cached_tokens);
+  start_session(r, r.cached_tokens);
+  r.session->begin_turn(std::span<const int32_t>(prompt).subspan(r.cached_tokens), *r.sampler, r.gen, r.on_text);
+  return true;
+}
+
+void Scheduler::Impl::start_session(Request& r, int64_t head_tokens) {
+  const std::vector<int32_t>& prompt = r.opts.prompt;
+  std::vector<int32_t> head(prompt.begin(), prompt.begin() + head_tokens);
   r.session = std::make_unique<Session>(engine, *cache, r.seq, tok, std::move(head));
   r.sampler = std::make_unique<Sampler>(r.opts.sampler);
   r.gen.max_new_tokens = r.opts.max_new_tokens;
@@ -223,13 +291,48 @@ bool Scheduler::Impl::admit_one(Request& r) {
   r.on_text = [self](std::string_view piece) {
     if (self->cb.on_text) self->cb.on_text(piece);
   };
-  r.session->begin_turn(std::span<const int32_t>(prompt).subspan(r.cached_tokens), *r.sampler, r.gen, r.on_text);
-  return true;
+}
+
+void Scheduler::Impl::fork_choices(Request& lead, const float* row, std::vector<Request*>* failed,
+                                   std::vector<std::string>* why) {
+  const int64_t n_prompt = static_cast<int64_t>(lead.opts.prompt.size());
+  const std::span<const float> logits(row, static_cast<size_t>(engine.n_vocab()));
+  std::vector<RequestCallbacks> forks = std::move(lead.forks);
+  std::vector<int> seqs = std::move(lead.reserved);
+  lead.forks.clear();
+  lead.reserved.clear();
+  for (size_t i = 0; i < forks.size(); ++i) {
+    auto c = std::make_unique<Request>();
+    Request& r = *c;
+    r.id = lead.id;
+    r.choice = static_cast<int>(i) + 1;
+    r.opts = lead.opts;
+    r.opts.sampler.seed = lead.opts.sampler.seed + static_cast<uint64_t>(r.choice);  // wraps like any uint64_t
+    r.cb = std::move(forks[i]);
+    r.cancel = lead.cancel;
+    r.group = lead.group;
+    r.since_submit = lead.since_submit;
+    r.admitted_at = lead.admitted_at;
+    r.prefilled_at = lead.prefilled_at;
+    r.cached_tokens = lead.cached_tokens;
+    r.captured = true;
+    r.seq = seqs[i];
+    running.push_back(std::move(c));
+    try {
+      const KvResult kr = cache->fork(lead.seq, r.seq, n_prompt);
+      if (!kr.ok()) throw Error("cannot fork the prompt's cache for choice " + std::to_string(r.choice) + ": " + kr.message);
+      start_session(r, n_prompt);
+      r.session->begin_turn_with_logits(logits, *r.sampler, r.gen, r.on_text);
+    } catch (const Error& e) {
+      failed->push_back(&r);
+      why->push_back(e.what());
+    }
+  }
 }
 
 void Scheduler::Impl::admit() {
-  // FIFO: the head waits until a session slot frees; nobody overtakes it.
-  while (!waiting.empty() && !free_seqs.empty()) {
+  // FIFO: the head waits until its choices' session slots are free; nobody overtakes it.
+  while (!waiting.empty() && free_seqs.size() >= 1 + waiting.front()->forks.size()) {
     std::unique_ptr<Request> r = std::move(waiting.front());
     waiting.pop_front();
     try {
@@ -296,7 +399,7 @@ bool Scheduler::Impl::forward_step() {
         continue;
       }
       std::unique_ptr<Request> r = take_running(i);
-      r->session->abort_turn();
+      if (r->session) r->session->abort_turn();
       r->session.reset();
       finish(std::move(r), FinishReason::kFailed, error);
     }
@@ -306,6 +409,7 @@ bool Scheduler::Impl::forward_step() {
   int64_t logit_row = 0;
   std::vector<Request*> failed;
   std::vector<std::string> failed_why;
+  // parts point at the Requests themselves: the forks joining `running` move none.
   for (const Part& p : parts) {
     const bool wants = batch.rows[p.first_row + p.n - 1].want_logits;
     const float* row = wants ? logits.data() + logit_row * n_vocab : nullptr;
@@ -319,6 +423,8 @@ bool Scheduler::Impl::forward_step() {
           prefix.capture(r.seq, r.opts.prompt);
           r.captured = true;
         }
+        // ... and the other choices fork it, sampling from the same logits.
+        if (!r.forks.empty()) fork_choices(r, row, &failed, &failed_why);
       }
       r.session->accept(row);
     } catch (const Error& e) {
@@ -332,7 +438,7 @@ bool Scheduler::Impl::forward_step() {
     if (f != failed.end()) {
       const std::string why = failed_why[f - failed.begin()];
       std::unique_ptr<Request> r = take_running(i);
-      r->session->abort_turn();
+      if (r->session) r->session->abort_turn();
       r->session.reset();
       finish(std::move(r), FinishReason::kFailed, why);
     } else if (raw->session->turn_done()) {
@@ -374,7 +480,11 @@ void Scheduler::Impl::publish() {
   const int64_t bytes = cache->memory().allocated();
   const PrefixCacheStats& ps = prefix.stats();
   std::lock_guard<std::mutex> lk(mu);
-  snap.waiting = static_cast<int>(waiting.size() + incoming.size());
+  size_t choices_waiting = 0;
+  for (const auto& r : waiting) choices_waiting += 1 + r->forks.size();
+  for (const auto& r : incoming)
+    if (r->refuse.empty()) choices_waiting += 1 + r->forks.size();
+  snap.waiting = static_cast<int>(choices_waiting);
   snap.running = static_cast<int>(running.size());
   snap.peak_running = std::max(snap.peak_running, snap.running);
   const double total = static_cast<double>(opts.max_decode_sequences) * cache->policy().max_capacity;
@@ -417,10 +527,22 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tok, std::unique_ptr<KvCac
 Scheduler::~Scheduler() { shutdown(0); }
 
 uint64_t Scheduler::submit(RequestOptions req, RequestCallbacks cb) {
+  std::vector<RequestCallbacks> one;
+  one.push_back(std::move(cb));
+  return submit_group(std::move(req), std::move(one));
+}
+
+uint64_t Scheduler::submit_group(RequestOptions req, std::vector<RequestCallbacks> choices) {
   auto r = std::make_unique<Request>();
   const int64_t n = static_cast<int64_t>(req.prompt.size());
   const int32_t n_vocab = impl_->engine.n_vocab();
-  if (n == 0) r->refuse = "the prompt is empty";
+  const int n_choices = static_cast<int>(std::min<size_t>(choices.size(), 1 << 30));
+  if (choices.empty()) r->refuse = "the request has no choices";
+  if (r->refuse.empty() && n_choices > impl_->opts.max_decode_sequences)
+    r->refuse = "n = " + std::to_string(n_choices) + " choices exceeds the " +
+                std::to_string(impl_->opts.max_decode_sequences) +
+                " sequences decoded at once (max_decode_sequences): a request's choices decode side by side";
+  if (r->refuse.empty() && n == 0) r->refuse = "the prompt is empty";
   for (int32_t id : req.prompt)
     if (r->refuse.empty() && (id < 0 || id >= n_vocab))
       r->refuse = "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")";
@@ -430,7 +552,11 @@ uint64_t Scheduler::submit(RequestOptions req, RequestCallbacks cb) {
                 std::to_string(req.max_new_tokens) + ") exceeds the session limit of " +
                 std::to_string(impl_->opts.max_session_tokens) + " tokens";
   r->opts = std::move(req);
-  r->cb = std::move(cb);
+  if (!choices.empty()) {
+    r->cb = std::move(choices[0]);
+    r->forks.assign(std::make_move_iterator(choices.begin() + 1), std::make_move_iterator(choices.end()));
+  }
+  r->group->unfinished = std::max(1, n_choices);
   uint64_t id;
   {
     std::lock_guard<std::mutex> lk(impl_->mu);
@@ -441,11 +567,11 @@ uint64_t Scheduler::submit(RequestOptions req, RequestCallbacks cb) {
     // released its session yet, so the bound never admits more than it says.
     const int in_system = impl_->snap.waiting + impl_->snap.running;
     if (r->refuse.empty() && impl_->opts.max_queue > 0 &&
-        in_system >= impl_->opts.max_decode_sequences + impl_->opts.max_queue)
+        in_system + n_choices > impl_->opts.max_decode_sequences + impl_->opts.max_queue)
       r->refuse = "the queue is full (" + std::to_string(impl_->opts.max_queue) + " requests waiting for " +
                   std::to_string(impl_->opts.max_decode_sequences) + " sessions)";
     impl_->live[id] = r->cancel;
-    if (r->refuse.empty()) ++impl_->snap.waiting;
+    if (r->refuse.empty()) impl_->snap.waiting += n_choices;
     impl_->incoming.push_back(std::move(r));
     impl_->idle = false;
   }

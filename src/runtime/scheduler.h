@@ -8,8 +8,8 @@
 // Guarantees (the contract the server and `offgraph batch` rely on):
 // - submit() and cancel() are thread-safe and never block on a running step
 //   for longer than it takes to take a mutex.
-// - Every submitted request gets exactly one on_finish, whatever happens
-//   (finished, cancelled, refused, failed, scheduler destroyed).
+// - Every submitted request gets exactly one on_finish per choice, whatever
+//   happens (finished, cancelled, refused, failed, scheduler destroyed).
 // - Callbacks run on the thread that runs step() (the scheduler's own thread
 //   after start()), never concurrently with each other; they must not block for
 //   long and must not call step(). They may call cancel() and submit().
@@ -21,6 +21,19 @@
 // - cancel() takes effect within one step and frees the request's cache.
 // - With greedy sampling and f32 storage, a request's tokens do not depend on
 //   what else is batched with it.
+//
+// A request of n choices (submit_group, OpenAI's `n`) is admitted only when n
+// session slots are free (its place in the FIFO is kept meanwhile; n above
+// max_decode_sequences is refused at once, since it could never be admitted).
+// Its first choice prefills the prompt once; in the step that leaves the
+// prompt in the cache and yields its last row's logits, the scheduler forks
+// that sequence into the n - 1 other slots (copy-on-write blocks in
+// batched-cell, copies in batched-sequence) and every choice samples its first
+// token from those same logits with its own sampler: choice i seeds its sampler
+// with sampler.seed + i. So a group with seed s gives exactly the tokens of n
+// single requests with seeds s, s + 1, ..., s + n - 1 (greedy: n equal replies)
+// while the prompt is forwarded once. The choices then decode side by side,
+// each with its own callbacks and its own on_finish; cancel(id) ends them all.
 #pragma once
 
 #include <cstdint>
@@ -55,13 +68,16 @@ const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled
 
 struct RequestReport {
   uint64_t id = 0;
+  int choice = 0;                  // which of the request's choices (0 .. n-1)
   FinishReason reason = FinishReason::kStop;
   std::string message;             // refused / failed: one line saying why
   std::string stop_string;         // kStop by a stop string: which one
   int32_t stop_token = -1;         // kStop by a stop id: the id
   int64_t prompt_tokens = 0;       // tokens of the prompt
   int64_t cached_tokens = 0;       // prompt tokens taken from the prefix cache (not forwarded)
-  int64_t generated_tokens = 0;    // tokens sampled (a stop id included)
+                                   // (the choices of a group share the prompt: each reports the same
+                                   // prompt_tokens and cached_tokens, to be counted once)
+  int64_t generated_tokens = 0;    // tokens sampled by this choice (a stop id included)
   std::vector<int32_t> tokens;     // the sampled ids
   double queue_s = 0;              // submit -> admitted
   double prefill_s = 0;            // admitted -> prompt fully in the cache (wall, shared steps)
@@ -70,10 +86,11 @@ struct RequestReport {
   double total_s = 0;              // submit -> finish
 };
 
+// One choice's callbacks.
 struct RequestCallbacks {
   std::function<void(std::string_view text)> on_text;     // optional: streamed text
   std::function<void(const TokenEvent& ev)> on_token;     // optional: each sampled token
-  std::function<void(const RequestReport& r)> on_finish;  // exactly once per request
+  std::function<void(const RequestReport& r)> on_finish;  // exactly once per choice
 };
 
 struct SchedulerOptions {
@@ -91,14 +108,19 @@ struct SchedulerOptions {
   // needs k steps (the last one's TTFT grows by k - 1 steps' fixed cost).
   int max_prefills_per_step = 0;
   // Requests that may wait beyond the free sessions: submit refuses when the
-  // requests not finished (running + waiting, a burst not yet admitted
-  // included) reach max_decode_sequences + max_queue. 0 = unbounded.
+  // choices not finished (running + waiting, a burst not yet admitted
+  // included; a request of n choices counts n) reach max_decode_sequences +
+  // max_queue. 0 = unbounded.
   int max_queue = 0;
   int prefix_cache_entries = 0;       // 0 disables the prefix cache
   int64_t prefix_cache_bytes = 0;     // 0 = no byte bound beyond the cache's own
 };
 
 // A consistent snapshot for metrics (thread-safe).
+// waiting and running count choices (a request of n choices counts n: one
+// session each once admitted); finished .. failed count requests, once each,
+// when their last choice ends (by the first of their choices' reasons that is
+// not a normal finish).
 struct SchedulerSnapshot {
   int waiting = 0;                 // submitted, not admitted
   int running = 0;                 // admitted, not finished
@@ -131,7 +153,12 @@ class Scheduler {
   // (empty prompt, too long, queue full) gets on_finish(kRefused) before or
   // during the next step, never an exception.
   uint64_t submit(RequestOptions req, RequestCallbacks cb);
-  // Thread-safe; unknown or finished ids are ignored.
+  // A request of choices.size() choices forked from one prefill (see the
+  // file comment); choice i has choices[i]'s callbacks and samples with seed
+  // req.sampler.seed + i. Refused (every choice's on_finish) when it has no
+  // choice or more than max_decode_sequences, and as submit() refuses.
+  uint64_t submit_group(RequestOptions req, std::vector<RequestCallbacks> choices);
+  // Thread-safe; unknown or finished ids are ignored. Ends every choice.
   void cancel(uint64_t id);
 
   // Runs one step on the calling thread (admission, one forward, sampling,

@@ -133,13 +133,7 @@ void Session::prefill(std::span<const int32_t> tokens, bool want_logits) {
   stats_.prompt_tokens += position() - before;
 }
 
-void Session::begin_turn(std::span<const int32_t> prompt, Sampler& sampler, const GenerateOptions& opts,
-                         const TextCallback& on_text) {
-  OG_CHECK(!turn_, "a turn is already running in this session");
-  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
-  OG_CHECK(fits(n_prompt), "a prompt of ", n_prompt, " tokens does not fit: ", position(), "/", capacity(),
-           " positions used");
-  OG_CHECK(position() + n_prompt > 0, "nothing to generate from: the prompt and the history are empty");
+Session::Turn Session::new_turn(Sampler& sampler, const GenerateOptions& opts, const TextCallback& on_text) const {
   Turn t;
   t.sampler = &sampler;
   t.opts = &opts;
@@ -147,6 +141,23 @@ void Session::begin_turn(std::span<const int32_t> prompt, Sampler& sampler, cons
   t.old_len = position();
   t.old_cached = cached();
   t.filter = StopFilter(opts.stop_strings);
+  return t;
+}
+
+void Session::start_decoder(bool after_text, const GenerateOptions& opts) {
+  if (after_text) decoder_.reset_continuation();
+  else decoder_.reset();
+  decoder_.set_skip_special(!opts.special_text);
+}
+
+void Session::begin_turn(std::span<const int32_t> prompt, Sampler& sampler, const GenerateOptions& opts,
+                         const TextCallback& on_text) {
+  OG_CHECK(!turn_, "a turn is already running in this session");
+  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
+  OG_CHECK(fits(n_prompt), "a prompt of ", n_prompt, " tokens does not fit: ", position(), "/", capacity(),
+           " positions used");
+  OG_CHECK(position() + n_prompt > 0, "nothing to generate from: the prompt and the history are empty");
+  Turn t = new_turn(sampler, opts, on_text);
   // Whether any text precedes the reply decides the leading-space rule of its first piece.
   bool after_text = false;
   for (int32_t id : history_) after_text = after_text || tok_.token_type(id) != TokenType::kControl;
@@ -160,10 +171,23 @@ void Session::begin_turn(std::span<const int32_t> prompt, Sampler& sampler, cons
     throw;
   }
   t.res.prefilled = position() - cached();
-  if (after_text) decoder_.reset_continuation();
-  else decoder_.reset();
-  decoder_.set_skip_special(!opts.special_text);
+  start_decoder(after_text, opts);
   turn_.emplace(std::move(t));
+}
+
+void Session::begin_turn_with_logits(std::span<const float> logits, Sampler& sampler, const GenerateOptions& opts,
+                                     const TextCallback& on_text) {
+  OG_CHECK(!turn_, "a turn is already running in this session");
+  OG_CHECK(position() > 0 && cached() == position(), "a turn from given logits needs the whole history (",
+           position(), " tokens) in the cache, which holds ", cached());
+  OG_CHECK(logits.size() == static_cast<size_t>(engine_.n_vocab()), "a turn from given logits needs ",
+           engine_.n_vocab(), " logits, got ", logits.size());
+  Turn t = new_turn(sampler, opts, on_text);
+  bool after_text = false;
+  for (int32_t id : history_) after_text = after_text || tok_.token_type(id) != TokenType::kControl;
+  start_decoder(after_text, opts);
+  turn_.emplace(std::move(t));
+  accept(logits.data());
 }
 
 int64_t Session::prefill_pending() const {

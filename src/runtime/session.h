@@ -127,6 +127,13 @@ class Session {
   // whole history (the last token is forwarded again for fresh logits).
   void begin_turn(std::span<const int32_t> prompt, Sampler& sampler, const GenerateOptions& opts,
                   const TextCallback& on_text);
+  // Begins a turn with no new prompt over a history the cache already holds
+  // in full (e.g. a prompt forked from another sequence), given the logits
+  // [n_vocab] of its last row (computed for that other sequence): samples the
+  // first token from them at once, as accept() does, so nothing is forwarded
+  // again. Throws as begin_turn() and accept() do (then call abort_turn()).
+  void begin_turn_with_logits(std::span<const float> logits, Sampler& sampler, const GenerateOptions& opts,
+                              const TextCallback& on_text);
   // Prompt rows not yet in the cache (0 while decoding or when done).
   int64_t prefill_pending() const;
   bool in_prefill() const { return turn_ && !turn_->done && prefill_pending() > 0; }
@@ -192,6 +199,10 @@ class Session {
   // ring lost the history (reported in *res when given).
   void rewind_cache(int64_t length, RewindResult* res);
   void restore(int64_t length, int64_t cached_length);
+  // A turn's state before its prompt joins the history, and the streaming
+  // decoder set for a reply that follows text or not.
+  Turn new_turn(Sampler& sampler, const GenerateOptions& opts, const TextCallback& on_text) const;
+  void start_decoder(bool after_text, const GenerateOptions& opts);
   // Samples one token from logits_ and applies the stop rules (the loop body of a turn).
   void sample_next();
   StopReason budget_left() const;

@@ -2,7 +2,9 @@
 // equal each request alone through Session::generate (the `run` path) for
 // every batched cache kind, session count and step budget; the prefix cache
 // reuses what it may (sliding windows included), misses safely otherwise, and
-// forks of one cached prefix never corrupt each other.
+// forks of one cached prefix never corrupt each other; a request of n choices
+// gives the tokens of n single requests with consecutive seeds while its
+// prompt is forwarded once.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -65,6 +67,7 @@ std::vector<int32_t> alone(const Loaded& l, const std::vector<int32_t>& prompt, 
 
 struct Run {
   std::map<uint64_t, RequestReport> reports;
+  std::map<std::pair<uint64_t, int>, RequestReport> choices;  // (id, choice) of groups
   SchedulerSnapshot snap;
 };
 
@@ -83,6 +86,15 @@ struct Batched {
     RequestCallbacks cb;
     cb.on_finish = [this](const RequestReport& rep) { run.reports[rep.id] = rep; };
     return sched->submit(std::move(r), std::move(cb));
+  }
+  uint64_t submit_group(const std::vector<int32_t>& prompt, int64_t max_new, uint64_t seed, int n) {
+    RequestOptions r;
+    r.prompt = prompt;
+    r.max_new_tokens = max_new;
+    r.sampler = sampling(seed);
+    std::vector<RequestCallbacks> cbs(static_cast<size_t>(n));
+    for (auto& cb : cbs) cb.on_finish = [this](const RequestReport& rep) { run.choices[{rep.id, rep.choice}] = rep; };
+    return sched->submit_group(std::move(r), std::move(cbs));
   }
   ModelEngine engine;
   KvCache* cache = nullptr;
@@ -195,6 +207,51 @@ TEST_P(SchedulerModel, ForksOfOneCachedPrefixDoNotCorruptEachOther) {
     EXPECT_EQ(r.at(z).tokens, alone(l, p, 10, 14));
     EXPECT_EQ(r.at(again).tokens, r.at(first).tokens);
     for (uint64_t id : {x, y, z, again}) EXPECT_EQ(r.at(id).cached_tokens, 17);
+  }
+}
+
+TEST_P(SchedulerModel, ChoicesEqualSingleRequestsWithConsecutiveSeeds) {
+  const Loaded l = load(GetParam());
+  const std::vector<int32_t> p = test_tokens(13, l.model->n_vocab(), 21);
+  const int64_t n_prompt = static_cast<int64_t>(p.size());
+  constexpr uint64_t kSeed = 40;
+  std::vector<std::vector<int32_t>> want;
+  for (uint64_t i = 0; i < 4; ++i) want.push_back(alone(l, p, 10, kSeed + i));
+  const std::vector<int32_t> greedy = alone(l, p, 10);
+  ASSERT_NE(want[0], want[1]);  // the seeds matter, so equal choices say something
+  for (KvKind kind : {KvKind::kBatchedSequence, KvKind::kBatchedCell}) {
+    Batched bt(l, kind, sopts(4, 16, 2));
+    const uint64_t g = bt.submit_group(p, 10, kSeed, 4);
+    bt.sched->run_until_idle();
+    SchedulerSnapshot s = bt.sched->snapshot();
+    // The prompt was forwarded once (in chunks of the max write), then one row per choice per step.
+    EXPECT_EQ(s.prompt_tokens, n_prompt) << kv_kind_name(kind);
+    EXPECT_EQ(s.rows, n_prompt + s.decode_rows);
+    int64_t generated = 0;
+    for (int i = 0; i < 4; ++i) {
+      const RequestReport& r = bt.run.choices.at({g, i});
+      EXPECT_EQ(r.tokens, want[i]) << kv_kind_name(kind) << " choice " << i;
+      EXPECT_EQ(r.prompt_tokens, n_prompt);
+      EXPECT_EQ(r.cached_tokens, 0);
+      generated += r.generated_tokens;
+    }
+    EXPECT_EQ(s.generated_tokens, generated);
+    // The same prompt again, greedy: three equal replies, its prefix from the cache.
+    const uint64_t again = bt.submit_group(p, 10, 0, 3);
+    bt.sched->run_until_idle();
+    s = bt.sched->snapshot();
+    EXPECT_EQ(s.prompt_tokens, n_prompt + 1) << kv_kind_name(kind);
+    for (int i = 0; i < 3; ++i) {
+      const RequestReport& r = bt.run.choices.at({again, i});
+      EXPECT_EQ(r.tokens, greedy) << kv_kind_name(kind) << " choice " << i;
+      EXPECT_EQ(r.cached_tokens, n_prompt - 1);
+    }
+    // And single requests with the group's seeds give its choices.
+    std::vector<uint64_t> singles;
+    for (uint64_t i = 0; i < 4; ++i) singles.push_back(bt.submit(p, 10, kSeed + i));
+    bt.sched->run_until_idle();
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(bt.run.reports.at(singles[i]).tokens, want[i]);
+    EXPECT_EQ(bt.sched->snapshot().running, 0);
   }
 }
 
