@@ -55,6 +55,8 @@ class Parser {
   const std::string& path_;
   int max_rep_;
   size_t pos_ = 0;
+  int depth_ = 0;  // open groups
+  static constexpr int kMaxGroupDepth = 24;  // the grammar nests about two parentheses per group
 
   [[noreturn]] void fail(const std::string& what) {
     schema_fail(path_, "pattern",
@@ -106,6 +108,7 @@ class Parser {
     char32_t c = p_[pos_++];
     switch (c) {
       case '(':
+        if (++depth_ > kMaxGroupDepth) fail("groups nested deeper than " + std::to_string(kMaxGroupDepth));
         if (peek('?')) {
           if (pos_ + 1 < p_.size() && p_[pos_ + 1] == ':') {
             pos_ += 2;
@@ -113,7 +116,11 @@ class Parser {
             fail("lookaround and named groups are not supported (only (...) and (?:...))");
           }
         }
-        return parse_alt_group();
+        {
+          RegexNode g = parse_alt_group();
+          --depth_;
+          return g;
+        }
       case '[':
         return parse_class();
       case '.':
