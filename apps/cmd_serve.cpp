@@ -43,6 +43,7 @@ struct ServeFlags {
   // than to an offline batch).
   SchedulerFlags sched{.step_prefills = 1, .prefix_cache_entries = 8};
   int64_t max_queue = 64;
+  int64_t max_n = 8;  // OpenAI's n: choices per request
   std::vector<std::string> api_keys;
   std::string api_key_file, alias;
   int64_t timeout_s = 600, max_body_bytes = 8 << 20, http_threads = 0;
@@ -70,6 +71,9 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
   add_scheduler_flags(fl, f.sched, kSchedulerNames);
   fl.add_int("max-queue", &f.max_queue, 0, kIntMax,
              "requests waiting beyond --parallel before new ones get 429; 0 = unbounded");
+  fl.add_int("max-n", &f.max_n, 1, 4096,
+             "most choices one request may ask for (OpenAI's n; they decode side by side, forked from one "
+             "prefill, so n is also at most --parallel); 400 beyond");
   fl.add_int("timeout-s", &f.timeout_s, 1, 86400,
              "socket read/write timeout: how long a client may stall sending a request or reading a reply");
   fl.add_int("header-timeout-s", &f.header_timeout_s, 1, 3600,
@@ -245,6 +249,8 @@ int cmd_serve(const Args& args) {
   served.stop_ids = loaded.stop_ids;
   served.max_session_tokens = so.max_session_tokens;
   served.default_max_tokens = f.max_new_tokens;
+  served.max_n = f.max_n;
+  served.max_sequences = so.max_decode_sequences;
   served.sampler = sampler_config_of(f.sampling);
   served.random_seed = f.sampling.seed < 0;
   served.use_prefix_cache = f.sched.prefix_cache_entries > 0;

@@ -305,9 +305,8 @@ GenerationParams parse_params(Fields& f, Endpoint ep, std::vector<std::string>* 
                                                      std::numeric_limits<int64_t>::max()));
   p.presence_penalty = f.number("presence_penalty", -2, 2);
   p.frequency_penalty = f.number("frequency_penalty", -2, 2);
-  if (auto n = f.integer("n", 1, kI32); n && *n != 1)
-    bad_request("'n' is " + std::to_string(*n) + ": this server generates one choice per request (n = 1)", "n",
-                "unsupported_parameter");
+  // Checked against the server's --max-n where the request meets the model.
+  if (auto n = f.integer("n", 1, kI32)) p.n = *n;
   if (const json* lb = f.get("logit_bias")) {
     if (!lb->is_object()) wrong_type("logit_bias", "an object of token id -> bias", *lb);
     if (lb->size() > 1024) bad_request("'logit_bias' has " + std::to_string(lb->size()) + " entries; at most 1024",
@@ -561,8 +560,9 @@ GenerationRequest parse_completion_request(const json& body) {
   if (f.boolean("echo").value_or(false)) bad_request("'echo' is not supported by this server", "echo",
                                                      "unsupported_parameter");
   if (auto b = f.integer("best_of", 1, std::numeric_limits<int32_t>::max()); b && *b != 1)
-    bad_request("'best_of' must be 1: this server generates one choice per request", "best_of",
-                "unsupported_parameter");
+    bad_request("'best_of' must be 1: this server does not generate extra completions to return only the most "
+                "likely ones (ask for several choices with 'n', and rank them by their logprobs yourself)",
+                "best_of", "unsupported_parameter");
   reject_unsupported(f, Endpoint::kCompletion);
   f.note_unknown();
   return r;

@@ -1,7 +1,7 @@
 // The native form of the OpenAI requests the server accepts, and the strict
 // parsers that build them from a request body. Parsing checks the type and
 // range of every field it knows, refuses settings the engine cannot honour
-// (n != 1, a JSON response_format, images) with ApiError (400)
+// (best_of > 1, a JSON response_format, images) with ApiError (400)
 // naming the field, and accepts fields it does not know, listing them in
 // `ignored` for the log (as vLLM does: clients send many extras). Nothing
 // here knows the model: the token-level checks (prompt length, token ids in
@@ -40,6 +40,7 @@ struct GenerationParams {
   std::optional<double> presence_penalty;    // [-2, 2], over the generated tokens
   std::optional<double> frequency_penalty;   // [-2, 2], over the generated tokens
   std::optional<uint64_t> seed;
+  int64_t n = 1;  // choices, >= 1 (at most the server's --max-n: checked against the model)
   // logit_bias: token id -> bias in [-100, 100] (ids checked against the
   // vocabulary where the request meets the model).
   std::vector<std::pair<int64_t, double>> logit_bias;

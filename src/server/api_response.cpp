@@ -88,9 +88,10 @@ json logprobs_json(Endpoint ep, const std::vector<TokenLogprobs>& lp, int64_t of
   return ep == Endpoint::kChat ? chat_logprobs(lp) : completion_logprobs(lp, offset0);
 }
 
-std::string completion_body(const ResponseMeta& m, const CompletionResult& r) {
-  json j = head(m, false);
-  json choice = {{"index", 0}, {"finish_reason", r.finish_reason}};
+namespace {
+
+json choice_json(const ResponseMeta& m, const CompletionResult& r, int index) {
+  json choice = {{"index", index}, {"finish_reason", r.finish_reason}};
   choice["logprobs"] = r.with_logprobs ? logprobs_json(m.endpoint, r.logprobs) : json(nullptr);
   if (m.endpoint == Endpoint::kChat) {
     json msg = {{"role", "assistant"}};
@@ -107,23 +108,38 @@ std::string completion_body(const ResponseMeta& m, const CompletionResult& r) {
   } else {
     choice["text"] = r.text;
   }
-  j["choices"] = json::array({choice});
-  j["usage"] = usage_json(r.usage);
+  return choice;
+}
+
+}  // namespace
+
+std::string completion_body(const ResponseMeta& m, const CompletionResult& r) {
+  return completion_body(m, std::vector<CompletionResult>{r}, r.usage);
+}
+
+std::string completion_body(const ResponseMeta& m, const std::vector<CompletionResult>& choices, const Usage& usage) {
+  json j = head(m, false);
+  json arr = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) arr.push_back(choice_json(m, choices[i], static_cast<int>(i)));
+  j["choices"] = std::move(arr);
+  j["usage"] = usage_json(usage);
   return dump_json(j);
 }
 
-std::string chunk_role(const ResponseMeta& m, bool include_usage) {
+std::string chunk_role(const ResponseMeta& m, bool include_usage, int index) {
   json j = head(m, true);
-  j["choices"] = json::array(
-      {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+  j["choices"] = json::array({{{"index", index},
+                               {"delta", {{"role", "assistant"}, {"content", ""}}},
+                               {"logprobs", nullptr},
+                               {"finish_reason", nullptr}}});
   if (include_usage) j["usage"] = nullptr;
   return dump_json(j);
 }
 
 std::string chunk_text(const ResponseMeta& m, std::string_view text, const std::vector<TokenLogprobs>* lp,
-                       bool include_usage, int64_t text_offset) {
+                       bool include_usage, int64_t text_offset, int index) {
   json j = head(m, true);
-  json choice = {{"index", 0}, {"finish_reason", nullptr}};
+  json choice = {{"index", index}, {"finish_reason", nullptr}};
   choice["logprobs"] = lp ? logprobs_json(m.endpoint, *lp, text_offset) : json(nullptr);
   if (m.endpoint == Endpoint::kChat) {
     choice["delta"] = {{"content", std::string(text)}};
@@ -138,9 +154,9 @@ std::string chunk_text(const ResponseMeta& m, std::string_view text, const std::
 namespace {
 
 std::string chat_delta_chunk(const ResponseMeta& m, json delta, const std::vector<TokenLogprobs>* lp,
-                             bool include_usage) {
+                             bool include_usage, int index) {
   json j = head(m, true);
-  json choice = {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", nullptr}};
+  json choice = {{"index", index}, {"delta", std::move(delta)}, {"finish_reason", nullptr}};
   choice["logprobs"] = lp && !lp->empty() ? logprobs_json(m.endpoint, *lp) : json(nullptr);
   j["choices"] = json::array({choice});
   if (include_usage) j["usage"] = nullptr;
@@ -150,12 +166,12 @@ std::string chat_delta_chunk(const ResponseMeta& m, json delta, const std::vecto
 }  // namespace
 
 std::string chunk_reasoning(const ResponseMeta& m, std::string_view text, const std::vector<TokenLogprobs>* lp,
-                            bool include_usage) {
-  return chat_delta_chunk(m, {{"reasoning_content", std::string(text)}}, lp, include_usage);
+                            bool include_usage, int index) {
+  return chat_delta_chunk(m, {{"reasoning_content", std::string(text)}}, lp, include_usage, index);
 }
 
 std::string chunk_tool_call(const ResponseMeta& m, const ToolCallDelta& d, const std::vector<TokenLogprobs>* lp,
-                            bool include_usage) {
+                            bool include_usage, int index) {
   json call = {{"index", d.index}};
   json fn = json::object();
   if (!d.id.empty()) {
@@ -165,12 +181,12 @@ std::string chunk_tool_call(const ResponseMeta& m, const ToolCallDelta& d, const
   }
   fn["arguments"] = d.arguments;
   call["function"] = std::move(fn);
-  return chat_delta_chunk(m, {{"tool_calls", json::array({call})}}, lp, include_usage);
+  return chat_delta_chunk(m, {{"tool_calls", json::array({call})}}, lp, include_usage, index);
 }
 
-std::string chunk_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage) {
+std::string chunk_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage, int index) {
   json j = head(m, true);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+  json choice = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
   if (m.endpoint == Endpoint::kChat) {
     choice["delta"] = json::object();
   } else {

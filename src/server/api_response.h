@@ -69,24 +69,29 @@ nlohmann::json usage_json(const Usage& u);
 nlohmann::json logprobs_json(Endpoint ep, const std::vector<TokenLogprobs>& lp, int64_t offset0 = 0);
 
 std::string completion_body(const ResponseMeta& m, const CompletionResult& r);
+// A reply of several choices (OpenAI's n): choices[i] is choice i (its usage
+// is not read); `usage` covers the request (the prompt counted once).
+std::string completion_body(const ResponseMeta& m, const std::vector<CompletionResult>& choices, const Usage& usage);
 
 // Stream chunks (the JSON of one SSE event). The chat stream opens with a
 // role chunk; text chunks carry a piece of text (and the logprobs of the
 // tokens that made it when asked); the final chunk carries finish_reason;
 // with include_usage each chunk has "usage": null and a last chunk with empty
-// choices carries the usage.
-std::string chunk_role(const ResponseMeta& m, bool include_usage);
+// choices carries the usage. Each chunk carries one choice, `index` (a reply
+// of n choices interleaves their chunks: a role chunk and a finish chunk for
+// each, one usage chunk for the request).
+std::string chunk_role(const ResponseMeta& m, bool include_usage, int index = 0);
 std::string chunk_text(const ResponseMeta& m, std::string_view text, const std::vector<TokenLogprobs>* lp,
-                       bool include_usage, int64_t text_offset = 0);
+                       bool include_usage, int64_t text_offset = 0, int index = 0);
 // A chat stream's reasoning piece (delta.reasoning_content) and a tool call's
 // piece (delta.tool_calls: [{index, id, type, function: {name, arguments}}],
 // id/type/name only in a call's first piece). lp: logprobs of the tokens that
 // made them (may be null).
 std::string chunk_reasoning(const ResponseMeta& m, std::string_view text, const std::vector<TokenLogprobs>* lp,
-                            bool include_usage);
+                            bool include_usage, int index = 0);
 std::string chunk_tool_call(const ResponseMeta& m, const ToolCallDelta& d, const std::vector<TokenLogprobs>* lp,
-                            bool include_usage);
-std::string chunk_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage);
+                            bool include_usage, int index = 0);
+std::string chunk_finish(const ResponseMeta& m, const std::string& finish_reason, bool include_usage, int index = 0);
 std::string chunk_usage(const ResponseMeta& m, const Usage& u);
 
 // {"error": {"message", "type", "param", "code"}}.

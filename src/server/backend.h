@@ -19,12 +19,16 @@
 namespace og::server {
 
 // The scheduler's contract as the server uses it (see runtime/scheduler.h):
-// submit/cancel thread-safe, exactly one on_finish per request, callbacks on
-// the scheduler's thread and never blocking.
+// submit/cancel thread-safe, exactly one on_finish per choice, callbacks on
+// the scheduler's thread and never blocking. submit_group: a request of
+// choices.size() choices (OpenAI's n) decoded from one prefill, choice i with
+// choices[i]'s callbacks (its reports carry choice = i) and sampler seed
+// req.sampler.seed + i; cancel(id) ends every choice.
 class SchedulerPort {
  public:
   virtual ~SchedulerPort() = default;
   virtual uint64_t submit(RequestOptions req, RequestCallbacks cb) = 0;
+  virtual uint64_t submit_group(RequestOptions req, std::vector<RequestCallbacks> choices) = 0;
   virtual void cancel(uint64_t id) = 0;
   virtual SchedulerSnapshot snapshot() const = 0;
 };
@@ -36,6 +40,9 @@ class SchedulerAdapter : public SchedulerPort {
  public:
   explicit SchedulerAdapter(S& s) : s_(s) {}
   uint64_t submit(RequestOptions req, RequestCallbacks cb) override { return s_.submit(std::move(req), std::move(cb)); }
+  uint64_t submit_group(RequestOptions req, std::vector<RequestCallbacks> choices) override {
+    return s_.submit_group(std::move(req), std::move(choices));
+  }
   void cancel(uint64_t id) override { s_.cancel(id); }
   SchedulerSnapshot snapshot() const override { return s_.snapshot(); }
 
@@ -63,6 +70,11 @@ struct ServedModel {
   int64_t max_session_tokens = 0;  // prompt + generated tokens of one request
   int64_t default_max_tokens = 0;  // chat without max_tokens; 0 = up to the session limit
   int64_t default_completion_max_tokens = 16;  // /v1/completions without max_tokens (OpenAI's default)
+  // OpenAI's n: choices per request at most (--max-n), and the sequences the
+  // scheduler decodes at once (--parallel; 0 = no bound here), which the
+  // choices of one request must fit side by side.
+  int64_t max_n = 8;
+  int64_t max_sequences = 0;
   SamplerConfig sampler;  // defaults for what a request leaves unset
   bool random_seed = true;  // requests without a seed draw one (else sampler.seed)
   bool use_prefix_cache = true;

@@ -112,6 +112,15 @@ bool reply_needs_special_text(const ReplyParserOptions& o) {
 }
 
 RequestOptions build_request_options(const GenerationRequest& req, const ServedModel& m, std::vector<int32_t> prompt) {
+  const int64_t choices = req.params.n;
+  if (choices > m.max_n)
+    bad_request("'n' is " + std::to_string(choices) + "; this server returns at most " + std::to_string(m.max_n) +
+                    " choices per request (--max-n)",
+                "n");
+  if (m.max_sequences > 0 && choices > m.max_sequences)
+    bad_request("'n' is " + std::to_string(choices) + "; this server decodes " + std::to_string(m.max_sequences) +
+                    " sequences at once (--parallel) and a request's choices decode side by side",
+                "n");
   const int64_t n = static_cast<int64_t>(prompt.size()), limit = m.max_session_tokens;
   if (n + 1 > limit)
     bad_request("the prompt is " + std::to_string(n) + " tokens; this server's session limit is " +
@@ -148,15 +157,20 @@ RequestOptions build_request_options(const GenerationRequest& req, const ServedM
 
 std::string openai_finish_reason(FinishReason r) { return r == FinishReason::kLength ? "length" : "stop"; }
 
-RequestStream::RequestStream(const ServedModel& m, ServerMetrics* metrics, Endpoint endpoint, bool logprobs)
-    : model_(m), metrics_(metrics), endpoint_(endpoint), logprobs_(logprobs) {}
+RequestStream::RequestStream(const ServedModel& m, ServerMetrics* metrics, Endpoint endpoint, bool logprobs, int n)
+    : model_(m), metrics_(metrics), endpoint_(endpoint), logprobs_(logprobs),
+      choices_(static_cast<size_t>(std::max(1, n))), unfinished_(std::max(1, n)) {}
 
-RequestCallbacks RequestStream::callbacks(const std::shared_ptr<RequestStream>& self) {
-  RequestCallbacks cb;
-  cb.on_text = [self](std::string_view t) { self->on_text(t); };
-  cb.on_token = [self](const TokenEvent& ev) { self->on_token(ev); };
-  cb.on_finish = [self](const RequestReport& r) { self->on_finish(r); };
-  return cb;
+std::vector<RequestCallbacks> RequestStream::callbacks(const std::shared_ptr<RequestStream>& self) {
+  std::vector<RequestCallbacks> all;
+  for (int c = 0; c < self->choices(); ++c) {
+    RequestCallbacks cb;
+    cb.on_text = [self, c](std::string_view t) { self->on_text(c, t); };
+    cb.on_token = [self, c](const TokenEvent& ev) { self->on_token(c, ev); };
+    cb.on_finish = [self, c](const RequestReport& r) { self->on_finish(c, r); };
+    all.push_back(std::move(cb));
+  }
+  return all;
 }
 
 TokenLogprobs RequestStream::to_logprobs(const TokenEvent& ev) const {
@@ -167,70 +181,118 @@ TokenLogprobs RequestStream::to_logprobs(const TokenEvent& ev) const {
   return t;
 }
 
-void RequestStream::on_text(std::string_view text) {
+void RequestStream::on_text(int c, std::string_view text) {
   if (text.empty()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    Choice& ch = choices_[c];
     Piece p;
     p.text = std::string(text);
-    p.logprobs = std::move(pending_lp_);
-    pending_lp_.clear();
-    pieces_.push_back(std::move(p));
+    p.logprobs = std::move(ch.pending_lp);
+    ch.pending_lp.clear();
+    ch.pieces.push_back(std::move(p));
   }
   cv_.notify_all();
 }
 
-void RequestStream::on_token(const TokenEvent& ev) {
+void RequestStream::on_token(int c, const TokenEvent& ev) {
   const auto now = std::chrono::steady_clock::now();
   // A stop id ends the reply and is not part of it: no logprob is reported for it.
   const bool is_stop = std::find(model_.stop_ids.begin(), model_.stop_ids.end(), ev.id) != model_.stop_ids.end();
   TokenLogprobs lp;
   if (logprobs_ && !is_stop) lp = to_logprobs(ev);
   std::lock_guard<std::mutex> lock(mu_);
-  if (metrics_ && any_token_) metrics_->inter_token_s.observe(std::chrono::duration<double>(now - last_token_).count());
-  last_token_ = now;
-  any_token_ = true;
-  if (logprobs_ && !is_stop) pending_lp_.push_back(std::move(lp));
+  Choice& ch = choices_[c];
+  if (metrics_ && ch.any_token)
+    metrics_->inter_token_s.observe(std::chrono::duration<double>(now - ch.last_token).count());
+  ch.last_token = now;
+  ch.any_token = true;
+  if (logprobs_ && !is_stop) ch.pending_lp.push_back(std::move(lp));
 }
 
-void RequestStream::on_finish(const RequestReport& r) {
-  if (metrics_) {
-    metrics_->count_request(endpoint_ == Endpoint::kChat ? "chat" : "completion", finish_reason_name(r.reason));
-    if (r.reason == FinishReason::kStop || r.reason == FinishReason::kLength) {
-      metrics_->ttft_s.observe(r.ttft_s);
-      metrics_->e2e_s.observe(r.total_s);
-      metrics_->queue_s.observe(r.queue_s);
-      metrics_->prefill_s.observe(r.prefill_s);
-      metrics_->decode_s.observe(r.decode_s);
-      metrics_->prompt_tokens.observe(static_cast<double>(r.prompt_tokens));
-      metrics_->generation_tokens.observe(static_cast<double>(r.generated_tokens));
+// One request's metrics from its choices' reports: counted by the first
+// reason that is not a normal finish (else choice 0's); latencies of the
+// request (first token of any choice, finish of the last); tokens of all.
+void RequestStream::record_metrics(const std::vector<RequestReport>& reports) const {
+  const RequestReport* why = &reports[0];
+  for (const RequestReport& r : reports)
+    if (r.reason != FinishReason::kStop && r.reason != FinishReason::kLength) {
+      why = &r;
+      break;
     }
+  metrics_->count_request(endpoint_ == Endpoint::kChat ? "chat" : "completion", finish_reason_name(why->reason));
+  if (why->reason != FinishReason::kStop && why->reason != FinishReason::kLength) return;
+  const RequestReport& first = reports[0];
+  double ttft = first.ttft_s, total = first.total_s, decode = first.decode_s;
+  for (const RequestReport& r : reports) {
+    ttft = std::min(ttft, r.ttft_s);
+    total = std::max(total, r.total_s);
+    decode = std::max(decode, r.decode_s);
   }
+  metrics_->ttft_s.observe(ttft);
+  metrics_->e2e_s.observe(total);
+  metrics_->queue_s.observe(first.queue_s);
+  metrics_->prefill_s.observe(first.prefill_s);
+  metrics_->decode_s.observe(decode);
+  const Usage u = usage_of(reports);
+  metrics_->prompt_tokens.observe(static_cast<double>(u.prompt_tokens));
+  metrics_->generation_tokens.observe(static_cast<double>(u.completion_tokens));
+}
+
+void RequestStream::on_finish(int c, const RequestReport& r) {
+  // The last choice's report is published after the metrics, so a client that
+  // has its reply finds the request counted.
+  std::vector<RequestReport> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    report_ = r;
+    if (unfinished_ == 1) {
+      for (size_t i = 0; i < choices_.size(); ++i)
+        all.push_back(static_cast<int>(i) == c ? r : *choices_[i].report);
+    } else {
+      choices_[c].report = r;
+      --unfinished_;
+    }
+  }
+  if (!all.empty()) {
+    if (metrics_) record_metrics(all);
+    std::lock_guard<std::mutex> lock(mu_);
+    choices_[c].report = r;
+    --unfinished_;
   }
   cv_.notify_all();
 }
 
-StreamUpdate RequestStream::take(std::chrono::milliseconds wait) {
+bool RequestStream::news() const {
+  for (const Choice& ch : choices_)
+    if (!ch.pieces.empty() || (ch.report && !ch.report_taken)) return true;
+  return false;
+}
+
+std::vector<StreamUpdate> RequestStream::take(std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, wait, [&] { return !pieces_.empty() || (report_ && !report_taken_); });
-  StreamUpdate u;
-  u.pieces = std::move(pieces_);
-  pieces_.clear();
-  if (report_ && !report_taken_) {
-    report_taken_ = true;
-    u.finished = report_;
-    u.trailing = std::move(pending_lp_);
-    pending_lp_.clear();
+  cv_.wait_for(lock, wait, [&] { return news(); });
+  std::vector<StreamUpdate> out;
+  for (size_t c = 0; c < choices_.size(); ++c) {
+    Choice& ch = choices_[c];
+    if (ch.pieces.empty() && !(ch.report && !ch.report_taken)) continue;
+    StreamUpdate u;
+    u.choice = static_cast<int>(c);
+    u.pieces = std::move(ch.pieces);
+    ch.pieces.clear();
+    if (ch.report && !ch.report_taken) {
+      ch.report_taken = true;
+      u.finished = ch.report;
+      u.trailing = std::move(ch.pending_lp);
+      ch.pending_lp.clear();
+    }
+    out.push_back(std::move(u));
   }
-  return u;
+  return out;
 }
 
 bool RequestStream::finished() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return report_.has_value();
+  return unfinished_ == 0;
 }
 
 Usage usage_of(const RequestReport& r) {
@@ -238,6 +300,14 @@ Usage usage_of(const RequestReport& r) {
   u.prompt_tokens = r.prompt_tokens;
   u.completion_tokens = r.generated_tokens;
   u.cached_tokens = r.cached_tokens;
+  return u;
+}
+
+Usage usage_of(const std::vector<RequestReport>& choices) {
+  Usage u;
+  if (choices.empty()) return u;
+  u = usage_of(choices[0]);
+  for (size_t i = 1; i < choices.size(); ++i) u.completion_tokens += choices[i].generated_tokens;
   return u;
 }
 

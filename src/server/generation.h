@@ -49,7 +49,9 @@ ReplyParserOptions reply_options(const GenerationRequest& req, const ServedModel
 bool reply_needs_special_text(const ReplyParserOptions& o);
 
 // The scheduler request. ApiError 400 when the prompt cannot fit the session
-// limit with at least one generated token, or prompt + max_tokens exceeds it.
+// limit with at least one generated token, or prompt + max_tokens exceeds it,
+// or n exceeds --max-n or the sequences decoded at once. (The choices are
+// submitted with submit_group: choice i samples with seed sampler.seed + i.)
 RequestOptions build_request_options(const GenerationRequest& req, const ServedModel& m, std::vector<int32_t> prompt);
 
 // "stop" / "length" for the client; other reasons are not a finished reply.
@@ -61,31 +63,47 @@ struct Piece {
   std::vector<TokenLogprobs> logprobs;
 };
 
-// What arrived since the last take().
+// What arrived for one choice since the last take().
 struct StreamUpdate {
+  int choice = 0;
   std::vector<Piece> pieces;
   std::optional<RequestReport> finished;  // set once, with the last update
   std::vector<TokenLogprobs> trailing;     // finished: logprobs of tokens that made no text
 };
 
-// The state one HTTP request shares with its scheduler callbacks.
+// The state one HTTP request shares with its scheduler callbacks: its n
+// choices' text, logprobs and reports. The request's metrics are recorded
+// once, when its last choice finishes.
 class RequestStream {
  public:
-  // metrics may be null. endpoint labels the request counter.
-  RequestStream(const ServedModel& m, ServerMetrics* metrics, Endpoint endpoint, bool logprobs);
+  // metrics may be null. endpoint labels the request counter. n >= 1 choices.
+  RequestStream(const ServedModel& m, ServerMetrics* metrics, Endpoint endpoint, bool logprobs, int n = 1);
 
-  // The callbacks to submit with; they keep `self` alive until on_finish.
-  static RequestCallbacks callbacks(const std::shared_ptr<RequestStream>& self);
+  // The callbacks to submit with, choice i's at [i]; they keep `self` alive
+  // until their on_finish.
+  static std::vector<RequestCallbacks> callbacks(const std::shared_ptr<RequestStream>& self);
 
-  // Waits up to `wait` for something new (or the finish) and takes it.
-  StreamUpdate take(std::chrono::milliseconds wait);
-  bool finished() const;
+  int choices() const { return static_cast<int>(choices_.size()); }
+  // Waits up to `wait` for something new (or a finish) and takes it: one
+  // update per choice that has news, in choice order.
+  std::vector<StreamUpdate> take(std::chrono::milliseconds wait);
+  bool finished() const;  // every choice
 
  private:
-  void on_text(std::string_view text);
-  void on_token(const TokenEvent& ev);
-  void on_finish(const RequestReport& r);
+  struct Choice {
+    std::vector<Piece> pieces;
+    std::vector<TokenLogprobs> pending_lp;  // tokens whose text has not arrived yet
+    std::optional<RequestReport> report;
+    bool report_taken = false;
+    std::chrono::steady_clock::time_point last_token;
+    bool any_token = false;
+  };
+  void on_text(int c, std::string_view text);
+  void on_token(int c, const TokenEvent& ev);
+  void on_finish(int c, const RequestReport& r);
+  void record_metrics(const std::vector<RequestReport>& reports) const;
   TokenLogprobs to_logprobs(const TokenEvent& ev) const;
+  bool news() const;  // under mu_
 
   const ServedModel& model_;
   ServerMetrics* metrics_;
@@ -94,12 +112,8 @@ class RequestStream {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Piece> pieces_;
-  std::vector<TokenLogprobs> pending_lp_;  // tokens whose text has not arrived yet
-  std::optional<RequestReport> report_;
-  bool report_taken_ = false;
-  std::chrono::steady_clock::time_point last_token_;
-  bool any_token_ = false;
+  std::vector<Choice> choices_;
+  int unfinished_ = 0;
 };
 
 // The whole result of a finished request (non-streamed answer); a chat reply
@@ -108,7 +122,9 @@ class RequestStream {
 CompletionResult collect_result(const std::vector<Piece>& pieces, const StreamUpdate& last, bool logprobs,
                                 const ReplyParserOptions* parse = nullptr);
 
-// Usage of a finished request.
+// Usage of a finished request: of one choice, or of all of a request's
+// choices (the prompt and its cached tokens once, the completions summed).
 Usage usage_of(const RequestReport& r);
+Usage usage_of(const std::vector<RequestReport>& choices);
 
 }  // namespace og::server

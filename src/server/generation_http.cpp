@@ -1,7 +1,9 @@
 // /v1/chat/completions and /v1/completions, on a worker thread: parse, check
 // against the model, take an in-flight slot, submit, then answer whole
 // (waiting for on_finish) or as Server-Sent Events written chunk by chunk as
-// the request's stream yields text. When the client is gone (a write fails,
+// the request's stream yields text; a request of n choices answers them all
+// (whole: choices [0, n); streamed: each chunk one choice, by its index).
+// When the client is gone (a write fails,
 // or the connection's socket shows it closed while the writer waits) the
 // request is cancelled, so the scheduler frees its cache at the next step; a
 // whole answer's wait checks the socket the same way.
@@ -23,14 +25,15 @@ constexpr std::chrono::milliseconds kPoll{50};
 // How long a whole answer's wait sleeps between checks of its client.
 constexpr std::chrono::milliseconds kWholePoll{100};
 
-// Released twice (the answer is done; on_finish came), then gives the slot back.
+// Released 1 + n times (the answer is done; each choice's on_finish came),
+// then gives the slot back.
 struct Slot {
-  explicit Slot(std::shared_ptr<HttpServer::Impl::InFlight> c) : count(std::move(c)) {}
+  Slot(std::shared_ptr<HttpServer::Impl::InFlight> c, int choices) : count(std::move(c)), refs(1 + choices) {}
   void drop() {
     if (refs.fetch_sub(1) == 1) count->release();
   }
   std::shared_ptr<HttpServer::Impl::InFlight> count;
-  std::atomic<int> refs{2};
+  std::atomic<int> refs;
 };
 
 // The error a request that did not finish normally is answered with.
@@ -49,6 +52,16 @@ bool normal_finish(const RequestReport& r) {
   return r.reason == FinishReason::kStop || r.reason == FinishReason::kLength;
 }
 
+// One choice's stream state: chat replies with tool calls or reasoning go
+// through its own parser.
+struct ChoiceStream {
+  std::optional<ReplyParser> parser;
+  std::vector<TokenLogprobs> held_lp;  // logprobs of text the parser holds back
+  bool called_tools = false;
+  int64_t text_offset = 0;
+  std::optional<RequestReport> report;  // once finished
+};
+
 // Everything the SSE writer keeps between calls of the content provider.
 struct StreamState {
   std::shared_ptr<RequestStream> stream;
@@ -60,60 +73,79 @@ struct StreamState {
   bool logprobs = false;
   bool opened = false;
   bool complete = false;
-  int64_t text_offset = 0;
-  // Chat replies with tool calls or reasoning: the text goes through the parser.
-  std::optional<ReplyParser> parser;
-  std::vector<TokenLogprobs> held_lp;  // logprobs of text the parser holds back
-  bool called_tools = false;
+  std::vector<ChoiceStream> choices;
+  int unfinished = 0;
 
-  // The events of what the parser released (the held logprobs go with the first).
-  void parsed_events(const ReplyDelta& d, std::string& out) {
+  // The events of what choice c's parser released (the held logprobs go with the first).
+  void parsed_events(int c, const ReplyDelta& d, std::string& out) {
     if (d.empty()) return;
-    std::vector<TokenLogprobs> lp = std::move(held_lp);
-    held_lp.clear();
+    ChoiceStream& ch = choices[c];
+    std::vector<TokenLogprobs> lp = std::move(ch.held_lp);
+    ch.held_lp.clear();
     const std::vector<TokenLogprobs>* lpp = logprobs ? &lp : nullptr;
     if (!d.reasoning.empty()) {
-      out += sse_event(chunk_reasoning(meta, d.reasoning, lpp, include_usage));
+      out += sse_event(chunk_reasoning(meta, d.reasoning, lpp, include_usage, c));
       lpp = nullptr;
     }
     if (!d.content.empty()) {
-      out += sse_event(chunk_text(meta, d.content, lpp, include_usage));
+      out += sse_event(chunk_text(meta, d.content, lpp, include_usage, 0, c));
       lpp = nullptr;
     }
-    for (const ToolCallDelta& c : d.tool_calls) {
-      out += sse_event(chunk_tool_call(meta, c, lpp, include_usage));
+    for (const ToolCallDelta& call : d.tool_calls) {
+      out += sse_event(chunk_tool_call(meta, call, lpp, include_usage, c));
       lpp = nullptr;
-      called_tools = true;
+      ch.called_tools = true;
     }
+  }
+
+  // The events of one choice's update; false when it finished abnormally
+  // (the error event is then written and the stream ends).
+  bool choice_events(const StreamUpdate& u, std::string& out) {
+    const int c = u.choice;
+    ChoiceStream& ch = choices[c];
+    for (const Piece& p : u.pieces) {
+      if (ch.parser) {
+        if (logprobs) ch.held_lp.insert(ch.held_lp.end(), p.logprobs.begin(), p.logprobs.end());
+        parsed_events(c, ch.parser->feed(p.text), out);
+        continue;
+      }
+      out += sse_event(chunk_text(meta, p.text, logprobs ? &p.logprobs : nullptr, include_usage, ch.text_offset, c));
+      ch.text_offset += static_cast<int64_t>(p.text.size());
+    }
+    if (!u.finished) return true;
+    const RequestReport& r = *u.finished;
+    if (!normal_finish(r)) {
+      out += sse_event(error_body(unfinished_error(r)));
+      return false;
+    }
+    ch.report = r;
+    --unfinished;
+    if (ch.parser) parsed_events(c, ch.parser->finish(), out);
+    std::string reason = openai_finish_reason(r.reason);
+    if (ch.called_tools && r.reason == FinishReason::kStop) reason = "tool_calls";
+    out += sse_event(chunk_finish(meta, reason, include_usage, c));
+    return true;
   }
 
   // The SSE text of what arrived since the last call (may be empty).
   std::string next_events() {
     std::string out;
-    if (!opened && meta.endpoint == Endpoint::kChat) out += sse_event(chunk_role(meta, include_usage));
+    if (!opened && meta.endpoint == Endpoint::kChat)
+      for (int c = 0; c < static_cast<int>(choices.size()); ++c) out += sse_event(chunk_role(meta, include_usage, c));
     opened = true;
-    StreamUpdate u = stream->take(kPoll);
-    for (const Piece& p : u.pieces) {
-      if (parser) {
-        if (logprobs) held_lp.insert(held_lp.end(), p.logprobs.begin(), p.logprobs.end());
-        parsed_events(parser->feed(p.text), out);
-        continue;
-      }
-      out += sse_event(chunk_text(meta, p.text, logprobs ? &p.logprobs : nullptr, include_usage, text_offset));
-      text_offset += static_cast<int64_t>(p.text.size());
-    }
-    if (!u.finished) return out;
-    complete = true;
-    const RequestReport& r = *u.finished;
-    if (!normal_finish(r)) {
-      out += sse_event(error_body(unfinished_error(r)));
+    for (const StreamUpdate& u : stream->take(kPoll)) {
+      if (choice_events(u, out)) continue;
+      complete = true;
+      sched->cancel(id);  // the other choices end with it
       return out;
     }
-    if (parser) parsed_events(parser->finish(), out);
-    std::string reason = openai_finish_reason(r.reason);
-    if (called_tools && r.reason == FinishReason::kStop) reason = "tool_calls";
-    out += sse_event(chunk_finish(meta, reason, include_usage));
-    if (include_usage) out += sse_event(chunk_usage(meta, usage_of(r)));
+    if (unfinished > 0) return out;
+    complete = true;
+    if (include_usage) {
+      std::vector<RequestReport> reports;
+      for (const ChoiceStream& ch : choices) reports.push_back(*ch.report);
+      out += sse_event(chunk_usage(meta, usage_of(reports)));
+    }
     out += sse_done();
     return out;
   }
@@ -140,21 +172,38 @@ void HttpServer::Impl::InFlight::release() {
 
 namespace {
 
-// Waits for a whole answer's pieces and report; cancels the request when the
-// client closes its connection (or the server stops) meanwhile.
-StreamUpdate wait_whole(RequestStream& stream, SchedulerPort& sched, uint64_t id, const ResponseWriter& w,
-                        std::vector<Piece>* pieces, bool* client_left) {
-  StreamUpdate u;
-  while (!u.finished) {
-    u = stream.take(kWholePoll);
-    for (auto& p : u.pieces) pieces->push_back(std::move(p));
-    if (u.finished || *client_left) continue;
+// A whole answer's choices as they arrive.
+struct WholeChoice {
+  std::vector<Piece> pieces;
+  StreamUpdate last;  // its finish (and trailing logprobs)
+};
+
+// Waits for every choice's pieces and report; cancels the request when the
+// client closes its connection (or the server stops) meanwhile, or when a
+// choice ends abnormally (the answer is then an error).
+void wait_whole(RequestStream& stream, SchedulerPort& sched, uint64_t id, const ResponseWriter& w,
+                std::vector<WholeChoice>* choices, bool* client_left) {
+  int unfinished = stream.choices();
+  bool cancelled = false;
+  while (unfinished > 0) {
+    for (StreamUpdate& u : stream.take(kWholePoll)) {
+      WholeChoice& ch = (*choices)[u.choice];
+      for (auto& p : u.pieces) ch.pieces.push_back(std::move(p));
+      if (!u.finished) continue;
+      --unfinished;
+      if (!normal_finish(*u.finished) && !cancelled) {
+        cancelled = true;
+        sched.cancel(id);
+      }
+      ch.last = std::move(u);
+    }
+    if (unfinished == 0 || *client_left) continue;
     if (w.client_gone()) {
       *client_left = true;
+      cancelled = true;
       sched.cancel(id);
     }
   }
-  return u;
 }
 
 // Writes the events as they come until the request finishes or the client
@@ -190,39 +239,50 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
   RequestOptions o = build_request_options(r, m, std::move(prompt));
   o.special_text = reply_needs_special_text(parse);
 
+  const int n = static_cast<int>(r.params.n);
   acquire_slot();
-  auto slot = std::make_shared<Slot>(in_flight);
-  auto stream = std::make_shared<RequestStream>(m, &metrics, ep, r.params.logprobs);
-  RequestCallbacks cb = RequestStream::callbacks(stream);
+  auto slot = std::make_shared<Slot>(in_flight, n);
+  auto stream = std::make_shared<RequestStream>(m, &metrics, ep, r.params.logprobs, n);
+  std::vector<RequestCallbacks> cbs = RequestStream::callbacks(stream);
   // The callbacks keep what they touch alive: the metrics and the in-flight
   // count are shared with the server, which may be gone when the last comes.
   std::shared_ptr<ServerMetrics> keep = metrics_owner;
-  if (cb.on_text) cb.on_text = [inner = std::move(cb.on_text), keep](std::string_view t) { inner(t); };
-  if (cb.on_token) cb.on_token = [inner = std::move(cb.on_token), keep](const TokenEvent& ev) { inner(ev); };
-  cb.on_finish = [inner = std::move(cb.on_finish), slot, keep](const RequestReport& rep) {
-    inner(rep);
-    slot->drop();
-  };
+  for (RequestCallbacks& cb : cbs) {
+    if (cb.on_text) cb.on_text = [inner = std::move(cb.on_text), keep](std::string_view t) { inner(t); };
+    if (cb.on_token) cb.on_token = [inner = std::move(cb.on_token), keep](const TokenEvent& ev) { inner(ev); };
+    cb.on_finish = [inner = std::move(cb.on_finish), slot, keep](const RequestReport& rep) {
+      inner(rep);
+      slot->drop();
+    };
+  }
   ResponseMeta meta{ep, new_response_id(ep), static_cast<int64_t>(std::time(nullptr)), m.id};
   uint64_t id = 0;
   try {
-    id = s.submit(std::move(o), std::move(cb));
+    id = s.submit_group(std::move(o), std::move(cbs));
   } catch (...) {
-    slot->drop();
-    slot->drop();
+    for (int i = 0; i < 1 + n; ++i) slot->drop();
     throw;
   }
 
   if (!r.params.stream) {
-    std::vector<Piece> pieces;
+    std::vector<WholeChoice> choices(static_cast<size_t>(n));
     bool client_left = false;
-    const StreamUpdate u = wait_whole(*stream, s, id, w, &pieces, &client_left);
+    wait_whole(*stream, s, id, w, &choices, &client_left);
     slot->drop();
-    if (client_left && !normal_finish(*u.finished))
+    const RequestReport* bad = nullptr;
+    for (const WholeChoice& ch : choices)
+      if (!bad && !normal_finish(*ch.last.finished)) bad = &*ch.last.finished;
+    if (client_left && bad)
       return (void)w.send(api_error_response(
           ApiError(499, "invalid_request_error", "client_closed", "the client closed the connection")));
-    if (!normal_finish(*u.finished)) return (void)w.send(api_error_response(unfinished_error(*u.finished)));
-    w.send(json_response(completion_body(meta, collect_result(pieces, u, r.params.logprobs, &parse))));
+    if (bad) return (void)w.send(api_error_response(unfinished_error(*bad)));
+    std::vector<CompletionResult> results;
+    std::vector<RequestReport> reports;
+    for (const WholeChoice& ch : choices) {
+      results.push_back(collect_result(ch.pieces, ch.last, r.params.logprobs, &parse));
+      reports.push_back(*ch.last.finished);
+    }
+    w.send(json_response(completion_body(meta, results, usage_of(reports))));
     return;
   }
 
@@ -234,7 +294,10 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
   st.id = id;
   st.include_usage = r.params.include_usage;
   st.logprobs = r.params.logprobs;
-  if (parsing) st.parser.emplace(parse);
+  st.choices = std::vector<ChoiceStream>(static_cast<size_t>(n));
+  st.unfinished = n;
+  if (parsing)
+    for (ChoiceStream& ch : st.choices) ch.parser.emplace(parse);
   try {
     write_stream(st, w);
   } catch (...) {

@@ -1,7 +1,8 @@
 // `offgraph serve` end to end: a real server on a loopback port with
 // stories260K and synthetic models. Greedy replies equal `offgraph run`'s; 16
 // concurrent streaming clients each get the text they get alone; a shared
-// system prompt is served from the prefix cache; curl sees well-formed SSE;
+// system prompt is served from the prefix cache; n choices are the replies of
+// single requests with consecutive seeds, from one prefill; curl sees well-formed SSE;
 // the bad-input table (bodies, keys, slow and vanishing clients) gets its
 // statuses with /health checked after each; the load-test script runs
 // bounded with no errors; SIGTERM exits 0; bad flags exit 2.
@@ -187,6 +188,81 @@ TEST(Serve, SharedSystemPromptIsCached) {
   EXPECT_EQ(s.stop(), 143) << s.stderr_text();
 }
 
+// offgraph:prompt_tokens_total: prompt rows forwarded so far.
+int64_t prompt_rows(const ServeProc& s) {
+  auto m = client(s).Get("/metrics");
+  EXPECT_TRUE(m);
+  if (!m) return -1;
+  const std::string key = "offgraph:prompt_tokens_total{model_name=\"stories260K\"} ";
+  const size_t at = m->body.find(key);
+  EXPECT_NE(at, std::string::npos) << m->body;
+  return at == std::string::npos ? -1 : std::stoll(m->body.substr(at + key.size()));
+}
+
+TEST(Serve, ChoicesAreSingleRequestsWithConsecutiveSeedsFromOnePrefill) {
+  expect_data();
+  ServeProc s({"--model", kStories, "--chat", "chatml", "--parallel", "4", "--max-n", "3"});
+  ASSERT_TRUE(s.ready()) << s.stderr_text();
+  constexpr int64_t kSeed = 1234;
+  const json body = {{"messages", {{{"role", "user"}, {"content", "Tom had a dog"}}}},
+                     {"max_tokens", 30},
+                     {"temperature", 0.9},
+                     {"seed", kSeed}};
+  json group_body = body;
+  group_body["n"] = 3;
+  const int64_t before = prompt_rows(s);
+  const json g = post_json(s, "/v1/chat/completions", group_body);
+  ASSERT_EQ(g["choices"].size(), 3u) << g.dump();
+  // The prompt was forwarded once for the three choices.
+  const int64_t n_prompt = g["usage"]["prompt_tokens"];
+  EXPECT_EQ(prompt_rows(s) - before, n_prompt);
+  EXPECT_EQ(g["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  int64_t completion = 0;
+  for (int i = 0; i < 3; ++i) {
+    json one = body;
+    one["seed"] = kSeed + i;
+    const json r = post_json(s, "/v1/chat/completions", one);
+    EXPECT_EQ(g["choices"][i]["index"], i);
+    EXPECT_EQ(g["choices"][i]["message"]["content"], r["choices"][0]["message"]["content"]) << "choice " << i;
+    EXPECT_EQ(g["choices"][i]["finish_reason"], r["choices"][0]["finish_reason"]);
+    completion += r["usage"]["completion_tokens"].get<int64_t>();
+  }
+  EXPECT_EQ(g["usage"]["completion_tokens"], completion);
+  EXPECT_NE(g["choices"][0]["message"]["content"], g["choices"][1]["message"]["content"]);
+  // Streamed, the same choices, each chunk naming its own.
+  std::string raw;
+  httplib::Client c = client(s);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  group_body["stream"] = true;
+  req.body = group_body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    raw.append(d, n);
+    return true;
+  };
+  ASSERT_TRUE(c.send(req));
+  std::vector<std::string> texts(3);
+  for (size_t at = 0; (at = raw.find("data: {", at)) != std::string::npos; ++at) {
+    const json j = json::parse(raw.substr(at + 6, raw.find("\n\n", at) - at - 6));
+    ASSERT_EQ(j["choices"].size(), 1u);
+    texts.at(j["choices"][0]["index"].get<size_t>()) += j["choices"][0]["delta"].value("content", "");
+  }
+  EXPECT_NE(raw.find("data: [DONE]"), std::string::npos);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(texts[i], g["choices"][i]["message"]["content"]) << "streamed choice " << i;
+  // Beyond --max-n, and best_of: 400s naming them.
+  json over = body;
+  over["n"] = 4;
+  const json e = post_json(s, "/v1/chat/completions", over, 400);
+  EXPECT_EQ(e["error"]["param"], "n");
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("--max-n"), std::string::npos) << e.dump();
+  const json b = post_json(s, "/v1/completions", {{"prompt", "Once"}, {"best_of", 2}}, 400);
+  EXPECT_EQ(b["error"]["param"], "best_of");
+  expect_healthy(s);
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
+}
+
 TEST(Serve, CurlSeesServerSentEvents) {
   expect_data();
   ServeProc s({"--model", kStories});
@@ -273,7 +349,7 @@ TEST(Serve, BadInputTable) {
       {"empty messages", R"({"messages": []})", 400},
       {"invalid UTF-8", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xc3\x28\"}]}", 400},
       {"unknown model", "{" + msgs + R"(, "model": "llama-70b"})", 400},
-      {"n > 1", "{" + msgs + R"(, "n": 4})", 400},
+      {"n over --max-n", "{" + msgs + R"(, "n": 9})", 400},
       {"prompt over the limit", json({{"messages", {{{"role", "user"}, {"content", std::string(3000, 'z')}}}}}).dump(),
        400},
       {"max_tokens over the limit", "{" + msgs + R"(, "max_tokens": 100000})", 400},

@@ -1,6 +1,6 @@
 // `offgraph serve` driven by the official OpenAI JavaScript SDK: the model
 // list, chat and text completions whole and streamed (the streamed text equals
-// the whole one under greedy sampling), usage, token-id prompts, the SDK's
+// the whole one under greedy sampling), usage, token-id prompts, n choices, the SDK's
 // typed errors for bad requests and a wrong key, a stream aborted by the
 // client being cancelled on the server, and a clean exit on SIGTERM.
 // Run by ctest: node openai_client_test.mjs OFFGRAPH MODEL NODE_MODULES OG_SYNTH.
@@ -104,6 +104,32 @@ test("chat: whole and streamed give the same greedy text", async ({ client }) =>
   assert.equal(usage.completion_tokens, whole.usage.completion_tokens);
 });
 
+test("n choices: single requests with consecutive seeds, whole and streamed", async ({ client }) => {
+  const req = { model: ALIAS, messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 12,
+                temperature: 0.9, seed: 77 };
+  const whole = await client.chat.completions.create({ ...req, n: 3 });
+  assert.equal(whole.choices.length, 3);
+  let completion = 0;
+  for (let i = 0; i < 3; i++) {
+    assert.equal(whole.choices[i].index, i);
+    const one = await client.chat.completions.create({ ...req, seed: 77 + i });
+    assert.equal(whole.choices[i].message.content, one.choices[0].message.content);
+    completion += one.usage.completion_tokens;
+  }
+  assert.equal(whole.usage.completion_tokens, completion);
+  const stream = await client.chat.completions.create({ ...req, n: 3, stream: true });
+  const texts = ["", "", ""];
+  const finishes = [0, 0, 0];
+  for await (const chunk of stream) {
+    assert.equal(chunk.choices.length, 1);
+    const c = chunk.choices[0];
+    texts[c.index] += c.delta.content ?? "";
+    if (c.finish_reason) finishes[c.index]++;
+  }
+  assert.deepEqual(texts, whole.choices.map((c) => c.message.content));
+  assert.deepEqual(finishes, [1, 1, 1]);
+});
+
 test("completions: text and token-id prompts, whole and streamed", async ({ client }) => {
   const req = { model: ALIAS, prompt: "Once upon a time", max_tokens: 16, temperature: 0 };
   const whole = await client.completions.create(req);
@@ -136,7 +162,7 @@ test("bad requests are the SDK's typed errors", async ({ client, base }) => {
   let e = await expectError(client.chat.completions.create({ model: "gpt-4o", messages: msgs }), 400, "model_not_found");
   assert.ok(e instanceof OpenAI.BadRequestError);
   await health(base);
-  await expectError(client.chat.completions.create({ model: ALIAS, messages: msgs, n: 2 }), 400);
+  await expectError(client.chat.completions.create({ model: ALIAS, messages: msgs, n: 9 }), 400);
   await health(base);
   await expectError(client.chat.completions.create({ model: ALIAS, messages: [] }), 400);
   await health(base);

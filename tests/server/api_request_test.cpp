@@ -142,6 +142,15 @@ TEST(ApplyTemplateRequest, Forms) {
   EXPECT_EQ(error_of([] { parse_apply_template_request(parse_json_object("{}")); }).param(), "messages");
 }
 
+TEST(ChatRequest, Choices) {
+  EXPECT_EQ(chat("{" + kMsgs + "}").params.n, 1);
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "n": 1})").params.n, 1);
+  // Any count parses; the server's --max-n is checked where the request meets the model.
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "n": 4})").params.n, 4);
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "n": 100})").params.n, 100);
+  EXPECT_EQ(completion(R"({"prompt": "x", "n": 3})").params.n, 3);
+}
+
 TEST(ChatRequest, LogitBias) {
   const GenerationRequest r = chat("{" + kMsgs + R"(, "logit_bias": {"5": -100, "17": 2.5}})");
   EXPECT_EQ(r.params.logit_bias, (std::vector<std::pair<int64_t, double>>{{5, -100.0}, {17, 2.5}}));
@@ -197,7 +206,7 @@ TEST(ChatRequest, BadBodies) {
       {R"({"messages": [{"role": "user", "content": "x"}], "min_p": 2})", "min_p", "outside"},
       {R"({"messages": [{"role": "user", "content": "x"}], "repetition_penalty": 0})", "repetition_penalty", ""},
       {R"({"messages": [{"role": "user", "content": "x"}], "seed": 1.5})", "seed", "integer"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "n", "n = 1"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 2.5})", "n", "an integer"},
       {R"({"messages": [{"role": "user", "content": "x"}], "n": 0})", "n", "outside"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": 5})", "stop", "string or an array"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a", 1]})", "stop[1]", "string"},
@@ -366,7 +375,7 @@ TEST(CompletionRequest, BadBodies) {
       {R"({"prompt": [1, -2]})", "prompt[1]", "outside"},
       {R"({"prompt": [1.5]})", "prompt[0]", "integer"},
       {R"({"prompt": "x", "echo": true})", "echo", "not supported"},
-      {R"({"prompt": "x", "best_of": 2})", "best_of", "must be 1"},
+      {R"({"prompt": "x", "best_of": 2})", "best_of", "does not generate extra completions"},
       {R"({"prompt": "x", "logprobs": 6})", "logprobs", "outside"},
       {R"({"prompt": "x", "logprobs": true})", "logprobs", "integer"},
       {R"({"prompt": "x", "suffix": "y"})", "suffix", "not supported"},

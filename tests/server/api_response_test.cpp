@@ -1,4 +1,5 @@
-// Response shapes: whole responses, stream chunks, usage with cached tokens,
+// Response shapes: whole responses (one choice or several), stream chunks
+// (with their choice's index), usage with cached tokens,
 // logprobs in both endpoints' shapes, errors, the model list, SSE framing,
 // and invalid UTF-8 written as U+FFFD instead of throwing.
 #include <gtest/gtest.h>
@@ -35,6 +36,31 @@ TEST(Response, ChatWhole) {
   EXPECT_EQ(j["usage"]["completion_tokens"], 5);
   EXPECT_EQ(j["usage"]["total_tokens"], 17);
   EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 8);
+}
+
+TEST(Response, SeveralChoicesShareOneUsage) {
+  CompletionResult a, b;
+  a.text = "one";
+  a.finish_reason = "stop";
+  b.text = "two";
+  b.finish_reason = "length";
+  b.usage = {99, 99, 99};  // a choice's own usage is not read
+  json j = json::parse(completion_body(meta(Endpoint::kChat), {a, b}, Usage{12, 9, 4}));
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  EXPECT_EQ(j["choices"][1]["message"]["content"], "two");
+  EXPECT_EQ(j["choices"][1]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["total_tokens"], 21);
+  j = json::parse(completion_body(meta(Endpoint::kCompletion), {a, b}, Usage{12, 9, 4}));
+  EXPECT_EQ(j["choices"][0]["text"], "one");
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  // Stream chunks name their choice.
+  const ResponseMeta m = meta(Endpoint::kChat);
+  EXPECT_EQ(json::parse(chunk_role(m, false, 2))["choices"][0]["index"], 2);
+  EXPECT_EQ(json::parse(chunk_text(m, "x", nullptr, false, 0, 3))["choices"][0]["index"], 3);
+  EXPECT_EQ(json::parse(chunk_reasoning(m, "x", nullptr, false, 4))["choices"][0]["index"], 4);
+  EXPECT_EQ(json::parse(chunk_tool_call(m, ToolCallDelta{}, nullptr, false, 5))["choices"][0]["index"], 5);
+  EXPECT_EQ(json::parse(chunk_finish(m, "stop", false, 6))["choices"][0]["index"], 6);
 }
 
 TEST(Response, CompletionWholeWithLogprobs) {

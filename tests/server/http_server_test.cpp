@@ -280,9 +280,11 @@ TEST_F(Http, BadRequestsKeepTheServerUp) {
   expect_error(c.Post("/v1/chat/completions", R"({"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]})",
                       "application/json"),
                400, "not served here");
-  expect_error(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "n": 3})",
+  expect_error(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "n": 9})",
                       "application/json"),
-               400, "n = 1");
+               400, "--max-n");
+  expect_error(c.Post("/v1/completions", R"({"prompt": "x", "best_of": 3})", "application/json"), 400,
+               "'best_of' must be 1");
   const std::string long_text(2000, 'a');
   expect_error(c.Post("/v1/completions", json({{"prompt", long_text}}).dump(), "application/json"), 400,
                "session limit");

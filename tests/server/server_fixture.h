@@ -31,7 +31,9 @@ inline const std::string kStoriesGguf = std::string(OG_TESTDATA_DIR) + "/models/
 
 // Replies with the prompt's own tokens (cycled), one per step, until
 // max_new_tokens (kLength) or a stop string (kStop). A step runs every
-// step_ms on the scheduler's thread; at most max_running requests at once.
+// step_ms on the scheduler's thread; at most max_running choices at once.
+// Choice i of a group (submit_group) starts its echo at the prompt's token i,
+// as a different seed would make it differ, and reports choice = i.
 class EchoScheduler : public SchedulerPort {
  public:
   EchoScheduler(const Tokenizer& tok, int step_ms = 2, int max_running = 4)
@@ -46,15 +48,25 @@ class EchoScheduler : public SchedulerPort {
   }
 
   uint64_t submit(RequestOptions req, RequestCallbacks cb) override {
+    std::vector<RequestCallbacks> one;
+    one.push_back(std::move(cb));
+    return submit_group(std::move(req), std::move(one));
+  }
+  uint64_t submit_group(RequestOptions req, std::vector<RequestCallbacks> choices) override {
     std::lock_guard<std::mutex> lock(mu_);
     const uint64_t id = ++next_id_;
-    Req r;
-    r.id = id;
-    r.opts = std::move(req);
-    r.cb = std::move(cb);
-    r.stops = StopFilter(r.opts.stop_strings);
-    r.submitted = std::chrono::steady_clock::now();
-    waiting_.push_back(std::move(r));
+    last_choices_ = static_cast<int>(choices.size());
+    for (size_t i = 0; i < choices.size(); ++i) {
+      Req r;
+      r.id = id;
+      r.choice = static_cast<int>(i);
+      r.opts = req;
+      r.opts.sampler.seed += i;
+      r.cb = std::move(choices[i]);
+      r.stops = StopFilter(r.opts.stop_strings);
+      r.submitted = std::chrono::steady_clock::now();
+      waiting_.push_back(std::move(r));
+    }
     cv_.notify_all();
     return id;
   }
@@ -89,10 +101,16 @@ class EchoScheduler : public SchedulerPort {
     std::lock_guard<std::mutex> lock(mu_);
     return last_;
   }
+  // Choices of the last submitted request.
+  int last_choices() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_choices_;
+  }
 
  private:
   struct Req {
     uint64_t id = 0;
+    int choice = 0;
     RequestOptions opts;
     RequestCallbacks cb;
     StopFilter stops;
@@ -103,6 +121,7 @@ class EchoScheduler : public SchedulerPort {
   void finish(Req& r, FinishReason why) {
     RequestReport rep;
     rep.id = r.id;
+    rep.choice = r.choice;
     rep.reason = why;
     rep.prompt_tokens = static_cast<int64_t>(r.opts.prompt.size());
     rep.cached_tokens = rep.prompt_tokens / 2;
@@ -113,7 +132,7 @@ class EchoScheduler : public SchedulerPort {
 
   // One token of request r; false when r finished.
   bool advance(Req& r) {
-    const int32_t id = r.opts.prompt[static_cast<size_t>(r.generated) % r.opts.prompt.size()];
+    const int32_t id = r.opts.prompt[static_cast<size_t>(r.generated + r.choice) % r.opts.prompt.size()];
     ++r.generated;
     ++generated_;
     TokenEvent ev;
@@ -180,6 +199,7 @@ class EchoScheduler : public SchedulerPort {
   std::deque<Req> running_;
   std::set<uint64_t> cancel_;
   RequestOptions last_;
+  int last_choices_ = 0;
   uint64_t next_id_ = 0, cancelled_ = 0, finished_ = 0;
   int64_t generated_ = 0;
   bool stop_ = false;
