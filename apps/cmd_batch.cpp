@@ -207,6 +207,7 @@ int cmd_batch(const Args& args) {
   f.run.cache.max_sequences = static_cast<int>(b.sched.sessions + b.sched.prefix_cache_entries);
   const Run run = build_llm_run(f.run);
   const LoadedModel& l = run.loaded;
+  const GrammarConstraint grammar = structured_output_of(f, *l.tok);  // --json-schema / --grammar
   const SchedulerOptions so = scheduler_options_of(b.sched, run.policy.max_capacity);
 
   // Every prompt through the chat template, as `run` renders it. A prompt whose
@@ -261,6 +262,7 @@ int cmd_batch(const Args& args) {
       r.sampler = sc;
       r.stop_ids = l.stop_ids;
       r.stop_strings = f.stop;
+      r.grammar = grammar;
       RequestCallbacks cb;
       cb.on_text = [&texts, k](std::string_view piece) { texts[k] += piece; };
       cb.on_finish = finished;

@@ -11,7 +11,10 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "api/run_builder.h"
+#include "base/mapped_file.h"
 #include "base/thread_pool.h"
+#include "grammar/json_schema.h"
 #include "base/timer.h"
 #include "format/gguf.h"
 #include "model/config.h"
@@ -44,6 +47,9 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   fl.add_short('n', "max-new-tokens");
   fl.add_alias("--n-predict", "max-new-tokens");
   fl.add_repeated("stop", &f.stop, "stop when the generated text contains this string (not printed)");
+  fl.add_string("json-schema", &f.json_schema,
+                "constrain every reply to JSON valid for this schema (a file, or the JSON text itself)", "FILE|JSON");
+  fl.add_string("grammar", &f.grammar, "constrain every reply to this GBNF grammar file", "FILE");
   add_cache_flags(fl, f.run.cache, batch ? CacheScope::kShared : CacheScope::kOneSession);
   add_threads_flag(fl, &f.run.threads);
   add_mmap_flag(fl, &f.run.model.mmap);
@@ -61,6 +67,10 @@ void check_llm_flags(const Flags& fl, const LlmFlags& f, bool run) {
     usage_fail("--prompt cannot be combined with --interactive (type the turns on stdin)");
   if (run && f.interactive && f.warmup) usage_fail("--warmup cannot be combined with --interactive");
   check_sampling_flags(fl, f.sampling);
+  if (fl.given("json-schema") && fl.given("grammar"))
+    usage_fail("--json-schema and --grammar both constrain the reply: give one");
+  if (fl.given("json-schema") && f.json_schema.empty()) usage_fail("--json-schema is empty");
+  if (fl.given("grammar") && f.grammar.empty()) usage_fail("--grammar is empty");
   set_machine_output(f.stats == "json");
 }
 
@@ -84,12 +94,42 @@ SamplerConfig sampler_config_of(const SamplingFlags& f) {
   return c;
 }
 
+GrammarConstraint structured_output_of(const LlmFlags& f, const Tokenizer& tok) {
+  GrammarConstraint c;
+  if (f.json_schema.empty() && f.grammar.empty()) return c;
+  if (!f.grammar.empty()) {
+    check_path_exists(f.grammar, "--grammar");
+    const std::string text = read_text_file(f.grammar);
+    try {
+      c.grammar = grammar::Grammar::parse(text);
+    } catch (const Error& e) {
+      fail(f.grammar, ": ", e.what(), " (--grammar)");
+    }
+  } else {
+    const size_t first = f.json_schema.find_first_not_of(" \t\r\n");
+    const bool inline_json = first != std::string::npos && f.json_schema[first] == '{';
+    const std::string where = inline_json ? "--json-schema" : f.json_schema;
+    if (!inline_json) check_path_exists(f.json_schema, "--json-schema");
+    const std::string json_text = inline_json ? f.json_schema : read_text_file(f.json_schema);
+    const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(json_text, nullptr, false);
+    if (schema.is_discarded()) fail(where, ": not valid JSON (--json-schema)");
+    try {
+      c.grammar = grammar::Grammar::parse(grammar::json_schema_to_grammar(schema));
+    } catch (const Error& e) {
+      fail(where, ": ", e.what(), " (--json-schema)");
+    }
+  }
+  c.vocab = grammar_vocab(tok);
+  return c;
+}
+
 GenerateOptions generate_options_of(const LlmFlags& f, const LoadedModel& l) {
   GenerateOptions o;
   o.max_new_tokens = f.max_new_tokens;
   o.stop_ids = l.stop_ids;
   o.stop_strings = f.stop;
   o.interrupt = &interrupted();
+  o.grammar = structured_output_of(f, *l.tok);
   return o;
 }
 

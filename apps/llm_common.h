@@ -32,6 +32,8 @@ struct LlmFlags {
   bool interactive = false;
   std::string stats = "text";
   std::string stats_file;  // also write the JSON report here ("" = no file)
+  std::string json_schema;  // --json-schema: a file or the JSON text itself
+  std::string grammar;      // --grammar: a GBNF grammar file
 };
 
 // Registers the flags; `run` adds --prompt and --interactive; `batch` offers
@@ -44,6 +46,10 @@ void check_llm_flags(const Flags& flags, const LlmFlags& f, bool run);
 Run build_llm_run(const RunConfig& c);
 SamplerConfig sampler_config_of(const SamplingFlags& s);  // resolves seed -1 to a random one
 GenerateOptions generate_options_of(const LlmFlags& f, const LoadedModel& l);
+// --json-schema / --grammar compiled against the run's vocabulary (empty when
+// neither is given). og::Error (exit 1) naming the flag on an unreadable file,
+// invalid JSON, a schema keyword outside the supported subset or a bad grammar.
+GrammarConstraint structured_output_of(const LlmFlags& f, const Tokenizer& tok);
 
 // Prints the cache's describe() lines to stderr.
 void print_cache_describe(const KvCache& cache);

@@ -283,6 +283,7 @@ void Scheduler::Impl::start_session(Request& r, int64_t head_tokens) {
   r.gen.logprobs = r.opts.logprobs;
   r.gen.top_logprobs = r.opts.top_logprobs;
   r.gen.special_text = r.opts.special_text;
+  r.gen.grammar = r.opts.grammar;
   Request* self = &r;
   r.gen.on_token = [self](const TokenEvent& ev) {
     if (self->first_token_at < 0) self->first_token_at = self->since_submit.seconds();

@@ -61,6 +61,7 @@ struct RequestOptions {
   bool logprobs = false;                  // TokenEvent.logprob filled in
   bool use_prefix_cache = true;           // may start from (and feed) the shared prefix cache
   bool special_text = false;              // streamed text keeps control tokens' texts (GenerateOptions)
+  GrammarConstraint grammar;              // structured output (GenerateOptions); empty = none
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kRefused, kFailed };

@@ -141,6 +141,7 @@ Session::Turn Session::new_turn(Sampler& sampler, const GenerateOptions& opts, c
   t.old_len = position();
   t.old_cached = cached();
   t.filter = StopFilter(opts.stop_strings);
+  if (opts.grammar.grammar) t.grammar.emplace(opts.grammar);
   return t;
 }
 
@@ -253,7 +254,8 @@ void Session::sample_next() {
   TurnResult& res = t.res;
   if ((res.reason = budget_left()) != StopReason::kNone) return finish_text();
   Timer ts;
-  const int32_t id = t.sampler->sample(logits_, history_, res.tokens);
+  const int32_t id = t.grammar ? t.grammar->sample(*t.sampler, logits_, history_, res.tokens, t.opts->stop_ids)
+                               : t.sampler->sample(logits_, history_, res.tokens);
   stats_.sampling_s += ts.seconds();
   if (res.tokens.empty()) stats_.ttft_s = t.timer.seconds();
   history_.push_back(id);

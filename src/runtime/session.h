@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/timer.h"
+#include "runtime/constraint.h"
 #include "kv/kv_cache.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
@@ -62,6 +63,9 @@ struct GenerateOptions {
   // <|python_tag|> or [TOOL_CALLS] that a reply parser reads); stop ids are
   // never text either way.
   bool special_text = false;
+  // Structured output: every sampled token stays inside this grammar (a stop
+  // id only once it is complete). Empty: unconstrained.
+  GrammarConstraint grammar;
   // Set from anywhere (a SIGINT handler): generate() ends the turn at the next
   // step boundary as interrupt_turn() does. Null: never interrupted.
   const std::atomic<bool>* interrupt = nullptr;
@@ -187,6 +191,7 @@ class Session {
     int64_t old_len = 0, old_cached = 0;  // to restore on abort
     Timer timer;                          // from begin_turn
     StopFilter filter;
+    std::optional<GrammarState> grammar;  // opts->grammar's matcher for this turn
     TurnResult res;
     bool done = false;
   };
