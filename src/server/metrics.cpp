@@ -125,8 +125,8 @@ std::map<int, uint64_t> ServerMetrics::http() const {
 
 std::string render_prometheus(const SchedulerSnapshot& s, const ServerMetrics& m, const std::string& model) {
   Writer w(model);
-  w.gauge("vllm:num_requests_running", s.running, "Requests admitted to the batch and not finished.");
-  w.gauge("vllm:num_requests_waiting", s.waiting, "Requests submitted and waiting for admission.");
+  w.gauge("vllm:num_requests_running", s.running, "Sequences admitted to the batch and not finished (a request of n choices counts n).");
+  w.gauge("vllm:num_requests_waiting", s.waiting, "Sequences submitted and waiting for admission (a request of n choices counts n).");
   w.gauge("vllm:kv_cache_usage_perc", std::clamp(s.kv_cache_usage, 0.0, 1.0),
           "Fraction of the shared KV cache in use (0 to 1).");
   w.counter("offgraph:prompt_tokens_total", static_cast<double>(s.prompt_tokens), "Prompt tokens of admitted requests.");
