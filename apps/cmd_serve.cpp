@@ -246,6 +246,7 @@ int cmd_serve(const Args& args) {
     }
   }
   served.parse_reasoning = f.reasoning_format == "auto";
+  served.grammar_vocab = grammar_vocab(*loaded.tok);  // structured output's vocabulary index, built once
   served.stop_ids = loaded.stop_ids;
   served.max_session_tokens = so.max_session_tokens;
   served.default_max_tokens = f.max_new_tokens;

@@ -9,6 +9,7 @@
 #include <limits>
 #include <set>
 
+#include "grammar/json_schema.h"
 #include "server/api_error.h"
 
 namespace og::server {
@@ -285,6 +286,8 @@ std::vector<std::string> parse_stop(Fields& f) {
   return out;
 }
 
+void parse_structured_output(Fields& f, GenerationParams& p);
+
 // The settings both endpoints share.
 GenerationParams parse_params(Fields& f, Endpoint ep, std::vector<std::string>* ignored) {
   GenerationParams p;
@@ -327,6 +330,7 @@ GenerationParams parse_params(Fields& f, Endpoint ep, std::vector<std::string>* 
     }
   }
   p.stop = parse_stop(f);
+  parse_structured_output(f, p);
   p.ignore_eos = f.boolean("ignore_eos").value_or(false);
   p.stream = f.boolean("stream").value_or(false);
   if (const json* so = f.get("stream_options")) {
@@ -349,10 +353,63 @@ void reject_unsupported(Fields& f, Endpoint ep) {
                   name, "unsupported_parameter");
   if (ep == Endpoint::kCompletion && f.get("suffix"))
     bad_request("'suffix' is not supported by this server", "suffix", "unsupported_parameter");
-  if (const json* rf = f.get("response_format")) {
-    if (!rf->is_object() || rf->value("type", json()) != "text" || rf->size() != 1)
-      bad_request("'response_format' supports only {\"type\": \"text\"}", "response_format", "unsupported_parameter");
+}
+
+// A grammar from JSON-schema text, or a 400 naming the field and the keyword.
+std::string schema_grammar(const json& schema, bool strict, const std::string& field) {
+  if (!schema.is_object() && !schema.is_boolean()) wrong_type(field, "an object (a JSON schema)", schema);
+  grammar::JsonSchemaOptions o;
+  o.strict = strict;
+  try {
+    return grammar::json_schema_to_grammar(schema, o);
+  } catch (const grammar::SchemaError& e) {
+    bad_request("'" + field + "': " + e.what(), field, "unsupported_schema");
   }
+}
+
+std::shared_ptr<const grammar::Grammar> compile_grammar(const std::string& text, const std::string& field) {
+  try {
+    return grammar::Grammar::parse(text);
+  } catch (const og::Error& e) {
+    bad_request("'" + field + "': " + e.what(), field, "invalid_grammar");
+  }
+}
+
+// response_format, llama-server's json_schema and grammar: at most one.
+void parse_structured_output(Fields& f, GenerationParams& p) {
+  std::string text, from;
+  auto take = [&](std::string t, const std::string& field) {
+    if (!from.empty())
+      bad_request("'" + field + "' and '" + from + "' both constrain the reply: give one", field);
+    text = std::move(t);
+    from = field;
+  };
+  if (const json* rf = f.get("response_format")) {
+    if (!rf->is_object()) wrong_type("response_format", "an object", *rf);
+    const json type = rf->value("type", json());
+    if (type == "json_object") {
+      take(grammar::json_object_grammar(), "response_format");
+    } else if (type == "json_schema") {
+      const json js = rf->value("json_schema", json());
+      if (!js.is_object())
+        bad_request("'response_format.json_schema' must be an object with a 'schema'", "response_format.json_schema");
+      const json strict = js.value("strict", json(false));
+      if (!strict.is_boolean() && !strict.is_null()) wrong_type("response_format.json_schema.strict", "a boolean", strict);
+      const json schema = js.contains("schema") ? js["schema"] : json::object();
+      take(schema_grammar(schema, strict.is_boolean() && strict.get<bool>(), "response_format.json_schema.schema"),
+           "response_format");
+    } else if (type != "text") {
+      bad_request("'response_format.type' must be text, json_object or json_schema", "response_format.type");
+    }
+  }
+  if (const json* s = f.get("json_schema")) take(schema_grammar(*s, false, "json_schema"), "json_schema");
+  if (const json* g = f.get("grammar")) {
+    if (!g->is_string()) wrong_type("grammar", "a string (a GBNF grammar)", *g);
+    take(g->get<std::string>(), "grammar");
+  }
+  if (from.empty()) return;
+  p.grammar = compile_grammar(text, from);
+  p.grammar_from = from;
 }
 
 // tools: [{"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}].

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grammar/grammar.h"
 #include "tokenizer/chat_template.h"
 
 namespace og::server {
@@ -45,6 +47,11 @@ struct GenerationParams {
   // vocabulary where the request meets the model).
   std::vector<std::pair<int64_t, double>> logit_bias;
   std::vector<std::string> stop;  // each non-empty
+  // Structured output: the grammar every reply must match (null = none),
+  // from response_format (json_object, json_schema), llama-server's
+  // json_schema or grammar (GBNF text) — `grammar_from` names which.
+  std::shared_ptr<const grammar::Grammar> grammar;
+  std::string grammar_from;
   bool ignore_eos = false;  // vLLM / llama-server extension: only max_tokens and stop strings end the reply
   bool logprobs = false;
   int top_logprobs = 0;  // alternatives per token, with logprobs

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/jinja_chat.h"
+#include "runtime/constraint.h"
 #include "runtime/sampler.h"
 #include "runtime/scheduler.h"
 #include "tokenizer/chat_template.h"
@@ -66,6 +67,9 @@ struct ServedModel {
   // parse_reasoning false: --reasoning-format none (reasoning stays content).
   ReplyFormat reply_format;
   bool parse_reasoning = true;
+  // The vocabulary index of structured output (runtime/constraint.h), built
+  // once; null: built for each request that needs one.
+  std::shared_ptr<const grammar::TokenVocab> grammar_vocab;
   std::vector<int32_t> stop_ids;   // ids that end a reply (the model's and the template's)
   int64_t max_session_tokens = 0;  // prompt + generated tokens of one request
   int64_t default_max_tokens = 0;  // chat without max_tokens; 0 = up to the session limit

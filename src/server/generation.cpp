@@ -6,6 +6,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "server/tool_grammar.h"
 
 namespace og::server {
 
@@ -153,6 +154,29 @@ RequestOptions build_request_options(const GenerationRequest& req, const ServedM
   o.top_logprobs = req.params.top_logprobs;
   o.use_prefix_cache = m.use_prefix_cache;
   return o;
+}
+
+void set_grammar(const GenerationRequest& req, const ServedModel& m, const ReplyParserOptions& reply,
+                 RequestOptions& o) {
+  std::shared_ptr<const grammar::Grammar> g = req.params.grammar;
+  const bool call_required = req.endpoint == Endpoint::kChat && req.n_tools > 0 &&
+                             (req.tool_choice.kind == ToolChoice::Kind::kRequired ||
+                              req.tool_choice.kind == ToolChoice::Kind::kFunction);
+  if (call_required) {
+    if (g)
+      bad_request("'tool_choice' and '" + req.params.grammar_from + "' both constrain the reply: give one",
+                  "tool_choice");
+    const std::string text = tool_call_grammar(req, reply);
+    try {
+      g = grammar::Grammar::parse(text);
+    } catch (const og::Error& e) {
+      throw ApiError(500, "server_error", "", std::string("the tool-call grammar does not compile: ") + e.what());
+    }
+  }
+  if (!g) return;
+  o.grammar.grammar = std::move(g);
+  o.grammar.vocab = m.grammar_vocab ? m.grammar_vocab : grammar_vocab(*m.tok);
+  if (o.stop_ids.empty()) o.stop_ids = m.stop_ids;
 }
 
 std::string openai_finish_reason(FinishReason r) { return r == FinishReason::kLength ? "length" : "stop"; }

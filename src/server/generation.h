@@ -48,6 +48,14 @@ ReplyParserOptions reply_options(const GenerationRequest& req, const ServedModel
 // Whether the reply's text must keep control tokens for the parser to see its markers.
 bool reply_needs_special_text(const ReplyParserOptions& o);
 
+// Structured output: the request's grammar (response_format, json_schema,
+// grammar) or, for tool_choice required / a named function, the grammar of a
+// call in the model's format; ApiError 400 when both are given or the call
+// cannot be enforced. Sets o.grammar (and keeps the stop ids, which end a
+// complete reply, even with ignore_eos).
+void set_grammar(const GenerationRequest& req, const ServedModel& m, const ReplyParserOptions& reply,
+                 RequestOptions& o);
+
 // The scheduler request. ApiError 400 when the prompt cannot fit the session
 // limit with at least one generated token, or prompt + max_tokens exceeds it,
 // or n exceeds --max-n or the sequences decoded at once. (The choices are

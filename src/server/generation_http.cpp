@@ -238,6 +238,7 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
   const bool parsing = parse.parse_tools || parse.parse_reasoning;
   RequestOptions o = build_request_options(r, m, std::move(prompt));
   o.special_text = reply_needs_special_text(parse);
+  set_grammar(r, m, parse, o);
 
   const int n = static_cast<int>(r.params.n);
   acquire_slot();

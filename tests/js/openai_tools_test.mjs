@@ -21,6 +21,10 @@
 //  - a Llama 3.2 JSON tool call ({"name", "parameters"} ended by <|eom_id|>);
 //  - fields agents send (cache_prompt, refusal: null on an echoed assistant
 //    message, parallel_tool_calls) are accepted;
+//  - structured output: chat.completions.parse with a JSON schema (no zod) gives
+//    a parsed object on a model whose free reply is not JSON; tool_choice
+//    required and a named function give a valid call; an unenforceable schema
+//    keyword is a BadRequestError naming it;
 //  - every server exits 143 on SIGTERM.
 // Run by ctest: node openai_tools_test.mjs OFFGRAPH OG_SYNTH NODE_MODULES SOURCE_DIR.
 // The models are written into a temporary directory removed at exit; the
@@ -364,6 +368,34 @@ test("8. fields agents send: cache_prompt, refusal: null, parallel_tool_calls", 
   const logged = () => tool.stderr().split("\n").filter((l) => l.includes("'cache_prompt'")).length;
   for (let i = 0; i < 50 && logged() === 0; ++i) await new Promise((r) => setTimeout(r, 20));
   assert.equal(logged(), 1, tool.stderr());
+});
+
+test("9. structured output: chat.completions.parse with a JSON schema (no zod), and a required tool call", async ({ reply, tool }) => {
+  // The scripted model's free reply is not JSON: the grammar must make it so.
+  const schema = { type: "object", properties: { answer: { type: "string", enum: ["yes", "no"] },
+                                                 score: { type: "integer", minimum: 0, maximum: 9 } },
+                   required: ["answer", "score"], additionalProperties: false };
+  const parsed = await reply.client.chat.completions.parse({
+    model: reply.model, messages: [{ role: "user", content: "Hi" }], temperature: 0, max_tokens: 400,
+    response_format: { type: "json_schema", json_schema: { name: "verdict", schema, strict: true } },
+  });
+  const m = parsed.choices[0].message;
+  assert.equal(parsed.choices[0].finish_reason, "stop", JSON.stringify(parsed));
+  assert.ok(m.parsed && ["yes", "no"].includes(m.parsed.answer), JSON.stringify(m));
+  assert.ok(Number.isInteger(m.parsed.score) && m.parsed.score >= 0 && m.parsed.score <= 9, JSON.stringify(m));
+  assert.deepEqual(Object.keys(m.parsed).sort(), ["answer", "score"]);
+  // tool_choice required and a named function: a valid call whatever the model prefers.
+  for (const choice of ["required", { type: "function", function: { name: "get_weather" } }]) {
+    const r = await tool.client.chat.completions.create({ model: tool.model, messages: ASK, tools: TOOLS,
+                                                          tool_choice: choice, temperature: 0 });
+    assert.equal(r.choices[0].finish_reason, "tool_calls", JSON.stringify(r));
+    assertWeatherCall(r.choices[0].message.tool_calls[0]);
+  }
+  // A schema keyword the server cannot enforce is the SDK's BadRequestError naming it.
+  await assert.rejects(reply.client.chat.completions.create({
+    model: reply.model, messages: [{ role: "user", content: "Hi" }],
+    response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", not: {} } } },
+  }), (e) => e.status === 400 && /'not'/.test(e.message));
 });
 
 async function main() {

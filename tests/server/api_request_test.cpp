@@ -142,6 +142,26 @@ TEST(ApplyTemplateRequest, Forms) {
   EXPECT_EQ(error_of([] { parse_apply_template_request(parse_json_object("{}")); }).param(), "messages");
 }
 
+TEST(ChatRequest, StructuredOutput) {
+  EXPECT_FALSE(chat("{" + kMsgs + "}").params.grammar);
+  GenerationRequest r = chat("{" + kMsgs + R"(, "response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(r.params.grammar);
+  EXPECT_EQ(r.params.grammar_from, "response_format");
+  r = chat("{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
+      "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}})");
+  ASSERT_TRUE(r.params.grammar);
+  grammar::Matcher m(r.params.grammar);
+  EXPECT_TRUE(m.accept_bytes(R"({"a": 12})"));
+  EXPECT_TRUE(m.is_complete());
+  grammar::Matcher bad(r.params.grammar);
+  EXPECT_FALSE(bad.accept_bytes(R"({"a": "x"})"));
+  r = chat("{" + kMsgs + R"(, "json_schema": {"type": "string", "enum": ["yes", "no"]}})");
+  EXPECT_EQ(r.params.grammar_from, "json_schema");
+  r = chat("{" + kMsgs + R"(, "grammar": "root ::= \"yes\" | \"no\""})");
+  EXPECT_EQ(r.params.grammar_from, "grammar");
+  EXPECT_TRUE(completion(R"({"prompt": "x", "response_format": {"type": "json_object"}})").params.grammar);
+}
+
 TEST(ChatRequest, Choices) {
   EXPECT_EQ(chat("{" + kMsgs + "}").params.n, 1);
   EXPECT_EQ(chat("{" + kMsgs + R"(, "n": 1})").params.n, 1);
@@ -260,8 +280,17 @@ TEST(ChatRequest, BadBodies) {
       {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": 101}})", "logit_bias", "outside"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": "x"}})", "logit_bias[1]", "a number"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": [1]})", "logit_bias", "an object"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})",
-       "response_format", "text"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}})",
+       "response_format.type", "json_schema"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+          "json_schema": {"schema": {"type": "object", "frobnicate": 1}}}})", "response_format.json_schema.schema",
+       "frobnicate"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema"}})",
+       "response_format.json_schema", "must be an object"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "grammar": "root ::= [a-"})", "grammar", "grammar line"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "grammar": 5})", "grammar", "a string"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "grammar": "root ::= \"a\"",
+          "response_format": {"type": "json_object"}})", "grammar", "give one"},
   };
   for (const auto& c : cases) {
     const ApiError e = error_of([&] { chat(c.body); });

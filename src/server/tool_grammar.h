@@ -1,0 +1,24 @@
+// The grammar that makes a reply a tool call, for tool_choice "required" or a
+// named function: the call in the model's own format (Hermes / Qwen
+// <tool_call>, Llama 3 JSON) with arguments valid for the tool's
+// `parameters` schema (src/grammar/json_schema.h; strict: additionalProperties
+// defaults to false, and a tool without parameters takes {}), after an optional
+// reasoning block when the template has one. Formats whose markers are
+// control tokens (Mistral's [TOOL_CALLS], Gemma 4's <|tool_call>) cannot be
+// written under a grammar, which never produces control tokens: ApiError 400.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_request.h"
+#include "server/reply_parser.h"
+
+namespace og::server {
+
+// The grammar text for req's tool_choice (required: any of the tools; a
+// function: that one), one call, or one or more when parallel_tool_calls.
+std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOptions& reply);
+
+}  // namespace og::server
