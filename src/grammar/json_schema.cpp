@@ -47,6 +47,22 @@ class Compiler {
     Expr body = compile(root_, "", "root");
     if (!body) schema_fail("", "", "the schema matches no value");
     define("root", *body);
+    std::vector<std::pair<std::string, std::string>> written;
+    for (const auto& r : rules_)
+      if (!r.body.empty()) written.push_back({r.name, r.body});
+    std::vector<std::string> dead = unproductive_rules(written);
+    if (!dead.empty()) {  // name the $ref target whose values would be infinitely deep, if one is
+      std::string rule = dead[0], p;
+      for (const auto& d : dead)
+        if (rule_paths_.count(d)) {
+          rule = d;
+          p = rule_paths_[d];
+          break;
+        }
+      schema_fail(p, "$ref", "the schema " + where(p) +
+                                 " matches no finite value: it requires itself again at every level (grammar rule '" +
+                                 rule + "')");
+    }
     return text();
   }
 
@@ -67,6 +83,7 @@ class Compiler {
   std::unordered_map<std::string, std::string> by_body_;    // body -> name
   std::map<std::string, std::string> ref_names_;            // pointer -> rule ("" while it matches nothing)
   std::set<std::string> ref_used_;                          // ref rules named before they were defined
+  std::map<std::string, std::string> rule_paths_;           // ref rule -> the schema's pointer (for errors)
   size_t bytes_ = 0;
   int depth_ = 0;
 
@@ -230,6 +247,7 @@ Expr Compiler::ref_rule(const std::string& ref, const std::string& path) {
   }
   std::string name = reserve(ptr.substr(ptr.rfind('/') + 1));
   ref_names_[ptr] = name;
+  rule_paths_[name] = ptr;
   Expr body = compile(*target, ptr, name);
   if (!body) {
     if (ref_used_.count(name))

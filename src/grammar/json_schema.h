@@ -7,7 +7,8 @@
 //   std::string any = og::grammar::json_object_grammar();           // any JSON object
 //
 // Semantics are JSON Schema 2020-12 over the subset below. The grammar accepts
-// only valid documents (never an invalid one), written in one canonical layout:
+// only valid documents (oneOf aside: see the table), written in one canonical
+// layout:
 //   - object members in the order `properties` lists them (required ones must
 //     appear, optional ones may be skipped), then members that `required` names
 //     but `properties` does not, then additional members (as llama.cpp and
@@ -55,9 +56,12 @@
 //   | title, description, default,   | ignored (annotations); $id only at the root
 //   | examples, $schema, $id, $comment, deprecated, readOnly, writeOnly
 //
+// Refused as well: a schema that matches no value at all, or only infinitely
+// deep ones (a $ref required again at every level), which would leave the
+// matcher a path it can never finish.
 // Limits: the grammar text is at most max_grammar_bytes, every {m,n} bound at
 // most max_repetition, and schemas nest at most max_depth: past them,
-// SchemaError.
+// SchemaError. Rule names are [a-zA-Z0-9-]; groups nest at most ~64 deep.
 #pragma once
 
 #include <cstddef>

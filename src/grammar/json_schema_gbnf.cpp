@@ -4,6 +4,8 @@
 // compiler never writes an empty alternative. Also code-point ranges and UTF-8.
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "grammar/json_schema_internal.h"
 
@@ -183,6 +185,7 @@ Expr g_seq(const std::vector<Expr>& parts) {
 
 Expr g_alt(const std::vector<Expr>& alts) {
   std::vector<std::string> xs;
+  std::set<std::string> seen;
   bool eps = false;
   for (const auto& a : alts) {
     if (!a) continue;
@@ -190,7 +193,7 @@ Expr g_alt(const std::vector<Expr>& alts) {
       eps = true;
       continue;
     }
-    if (std::find(xs.begin(), xs.end(), *a) == xs.end()) xs.push_back(*a);
+    if (seen.insert(*a).second) xs.push_back(*a);
   }
   if (xs.empty()) return eps ? Expr("") : std::nullopt;
   std::string body;
@@ -209,6 +212,112 @@ Expr g_rep(const Expr& x, int min, int max) {
   if (min == 1 && max < 0) return a + "+";
   if (max < 0) return a + "{" + std::to_string(min) + "," + std::to_string(min) + "} " + a + "*";
   return a + "{" + std::to_string(min) + "," + std::to_string(max) + "}";
+}
+
+namespace {
+
+// Can the expression (an alternation up to ')' or the end) derive a finite
+// string, given which rules can? Reads the text this file writes.
+struct ProductiveEval {
+  const std::string& s;
+  const std::set<std::string>& productive;
+  size_t p = 0;
+
+  void skip_quoted(char close) {
+    for (++p; p < s.size() && s[p] != close; ++p)
+      if (s[p] == '\\') ++p;
+    ++p;
+  }
+  bool alt() {
+    bool any = false;
+    for (;;) {
+      any = seq() || any;
+      if (p < s.size() && s[p] == '|') {
+        ++p;
+        continue;
+      }
+      return any;
+    }
+  }
+  bool seq() {
+    bool all = true;
+    for (;;) {
+      while (p < s.size() && s[p] == ' ') ++p;
+      if (p >= s.size() || s[p] == '|' || s[p] == ')') return all;
+      bool a = true;
+      if (s[p] == '(') {
+        ++p;
+        a = alt();
+        ++p;  // ')'
+      } else if (s[p] == '"') {
+        skip_quoted('"');
+      } else if (s[p] == '[') {
+        skip_quoted(']');
+      } else {
+        size_t start = p;
+        while (p < s.size() && (plain(char32_t(s[p])) || s[p] == '-')) ++p;
+        if (p == start) return false;  // not text this file writes
+        a = productive.count(s.substr(start, p - start)) != 0;
+      }
+      if (p < s.size() && (s[p] == '?' || s[p] == '*')) {
+        ++p;
+        a = true;
+      } else if (p < s.size() && s[p] == '+') {
+        ++p;
+      } else if (p < s.size() && s[p] == '{') {
+        a = a || s[p + 1] == '0';
+        p = s.find('}', p) + 1;
+      }
+      all = all && a;
+    }
+  }
+};
+
+std::vector<std::string> rule_names_in(const std::string& body) {
+  std::vector<std::string> out;
+  for (size_t p = 0; p < body.size();) {
+    char c = body[p];
+    if (c == '"' || c == '[') {
+      char close = c == '"' ? '"' : ']';
+      for (++p; p < body.size() && body[p] != close; ++p)
+        if (body[p] == '\\') ++p;
+      ++p;
+    } else if (c == '{') {
+      p = body.find('}', p) + 1;
+    } else if (plain(char32_t(c)) || c == '-') {
+      size_t start = p;
+      while (p < body.size() && (plain(char32_t(body[p])) || body[p] == '-')) ++p;
+      out.push_back(body.substr(start, p - start));
+    } else {
+      ++p;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> unproductive_rules(const std::vector<std::pair<std::string, std::string>>& rules) {
+  std::map<std::string, std::vector<size_t>> users;
+  for (size_t i = 0; i < rules.size(); ++i)
+    for (const auto& n : rule_names_in(rules[i].second)) users[n].push_back(i);
+  std::set<std::string> productive;
+  std::vector<size_t> work(rules.size());
+  for (size_t i = 0; i < rules.size(); ++i) work[i] = rules.size() - 1 - i;
+  while (!work.empty()) {
+    size_t i = work.back();
+    work.pop_back();
+    if (productive.count(rules[i].first)) continue;
+    ProductiveEval e{rules[i].second, productive};
+    if (!e.alt()) continue;
+    productive.insert(rules[i].first);
+    for (size_t u : users[rules[i].first])
+      if (!productive.count(rules[u].first)) work.push_back(u);
+  }
+  std::vector<std::string> out;
+  for (const auto& [name, body] : rules)
+    if (!productive.count(name)) out.push_back(name);
+  return out;
 }
 
 }  // namespace og::grammar::detail

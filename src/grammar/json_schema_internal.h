@@ -99,6 +99,9 @@ std::string gbnf_class(const CharRanges& r, bool negated);
 Expr g_seq(const std::vector<Expr>& parts);
 Expr g_alt(const std::vector<Expr>& alts);
 Expr g_rep(const Expr& x, int min, int max);  // max -1: unbounded
+// The rules (name, body) that derive no finite string (a fixpoint over the
+// text the builders above write).
+std::vector<std::string> unproductive_rules(const std::vector<std::pair<std::string, std::string>>& rules);
 
 // ---- numbers ----
 // A bound as written: a decimal with sign; integer part without leading

@@ -19,6 +19,14 @@ struct Validator {
   int depth = 0;
 
   static std::string at(const std::string& ip, const std::string& what) { return (ip.empty() ? "/" : ip) + ": " + what; }
+  // A value in a message: its JSON, cut at 60 bytes (a whole UTF-8 character kept).
+  static std::string show(const Json& v) {
+    std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (s.size() <= 60) return s;
+    size_t cut = 60;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    return s.substr(0, cut) + "...";
+  }
 
   static bool type_is(const Json& v, const std::string& t) {
     if (t == "object") return v.is_object();
@@ -58,15 +66,15 @@ struct Validator {
     if (s.contains("enum")) {
       bool ok = false;
       for (const auto& x : s["enum"]) ok = ok || json_equal(v, x);
-      if (!ok) return at(ip, v.dump() + " is not one of the enum values");
+      if (!ok) return at(ip, show(v) + " is not one of the enum values");
     }
-    if (s.contains("const") && !json_equal(v, s["const"])) return at(ip, v.dump() + " is not the const " + s["const"].dump());
+    if (s.contains("const") && !json_equal(v, s["const"])) return at(ip, show(v) + " is not the const " + show(s["const"]));
     if (s.contains("type")) {
       const Json& t = s["type"];
       bool ok = false;
       if (t.is_string()) ok = type_is(v, t.get<std::string>());
       else for (const auto& x : t) ok = ok || type_is(v, x.get<std::string>());
-      if (!ok) return at(ip, v.dump() + " is not of type " + t.dump());
+      if (!ok) return at(ip, show(v) + " is not of type " + t.dump());
     }
     if (v.is_string()) e = string_keywords(v.get<std::string>(), s, ip);
     else if (v.is_number()) e = number_keywords(v, s, ip);
@@ -90,19 +98,19 @@ struct Validator {
       if (!cps || !regex_search(it->second, *cps)) return at(ip, "does not match the pattern " + s["pattern"].dump());
     }
     if (s.contains("format") && !format_valid(s["format"].get<std::string>(), str))
-      return at(ip, Json(str).dump() + " is not a valid " + s["format"].get<std::string>());
+      return at(ip, show(Json(str)) + " is not a valid " + s["format"].get<std::string>());
     return "";
   }
 
   static std::string number_keywords(const Json& v, const Json& s, const std::string& ip) {
     if (s.contains("minimum") && json_number_cmp(v, s["minimum"]) < 0)
-      return at(ip, v.dump() + " is below the minimum " + s["minimum"].dump());
+      return at(ip, show(v) + " is below the minimum " + s["minimum"].dump());
     if (s.contains("exclusiveMinimum") && json_number_cmp(v, s["exclusiveMinimum"]) <= 0)
-      return at(ip, v.dump() + " is not above the exclusiveMinimum " + s["exclusiveMinimum"].dump());
+      return at(ip, show(v) + " is not above the exclusiveMinimum " + s["exclusiveMinimum"].dump());
     if (s.contains("maximum") && json_number_cmp(v, s["maximum"]) > 0)
-      return at(ip, v.dump() + " is above the maximum " + s["maximum"].dump());
+      return at(ip, show(v) + " is above the maximum " + s["maximum"].dump());
     if (s.contains("exclusiveMaximum") && json_number_cmp(v, s["exclusiveMaximum"]) >= 0)
-      return at(ip, v.dump() + " is not below the exclusiveMaximum " + s["exclusiveMaximum"].dump());
+      return at(ip, show(v) + " is not below the exclusiveMaximum " + s["exclusiveMaximum"].dump());
     return "";
   }
 

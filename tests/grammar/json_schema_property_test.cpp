@@ -4,7 +4,7 @@
 // generated document must be JSON that our validator and Python's jsonschema
 // (json_schema_oracle.py through /usr/bin/python3, Debian's python3-jsonschema,
 // run once over a batch file) both accept, and the grammar matcher must
-// accept it; every mutation the oracle calls invalid must be rejected by the
+// accept it and nlohmann::json's compact writing of it; every mutation the oracle calls invalid must be rejected by the
 // matcher and by our validator, and where the oracle accepts a mutation our
 // validator must too.
 #include <gtest/gtest.h>
@@ -528,6 +528,9 @@ TEST(JsonSchemaProperty, WalksValidateAndOracleInvalidMutationsAreRejected) {
       ASSERT_FALSE(j.is_discarded()) << "not JSON: " << doc << "\nschema " << schema.dump() << "\n" << c.grammar;
       auto r = validate_json(j, schema, c.opt);
       ASSERT_TRUE(r.valid) << r.error << "\ndoc " << doc << "\nschema " << schema.dump() << "\n" << c.grammar;
+      // The canonical layout includes nlohmann::json's own compact writing of the value.
+      ASSERT_TRUE(accepts(g, j.dump())) << "rejects the compact form " << j.dump() << "\nschema " << schema.dump()
+                                        << "\n" << c.grammar;
       c.docs.push_back(doc);
     }
     for (int k = 0; k < kMutants; ++k) {

@@ -138,6 +138,10 @@ TEST(JsonSchema, MalformedSchemasAreErrors) {
       {R"({"const": 1, "enum": [2]})", ""},
       {R"({"type": "integer", "minimum": 5, "maximum": 4})", ""},
       {R"({"type": "object", "required": ["a"], "properties": {"a": false}})", ""},
+      // Only infinitely deep values: a recursion that is required at every level.
+      {R"({"type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]})", "$ref"},
+      {R"({"anyOf": [{"type": "null"}, {"$ref": "#/$defs/a"}],
+           "$defs": {"a": {"type": "array", "items": {"$ref": "#/$defs/a"}, "minItems": 1}}})", "$ref"},
   };
   for (const auto& [schema, kw] : cases) {
     SchemaError e = error_of(schema);
@@ -281,6 +285,9 @@ TEST(JsonSchema, AllOfAndRefs) {
       "required": ["v"], "additionalProperties": false}}})";
   expect(tree, {R"({"v":1})", R"({"v":1,"kids":[{"v":2,"kids":[]},{"v":3,"kids":[{"v":4}]}]})"},
          {R"({"v":1,"kids":[{}]})", R"({"kids":[]})"});
+  EXPECT_EQ(error_of(R"({"type": "object", "properties": {"x": {"$ref": "#"}}, "required": ["x"]})").what(),
+            std::string("the schema at the root matches no finite value: it requires itself again at every level "
+                        "(grammar rule 'root')"));
   expect(R"({"type": "object", "properties": {"next": {"$ref": "#"}, "n": {"type": "integer"}}, "additionalProperties": false})",
          {R"({})", R"({"next":{"next":{"n":1}}})"}, {R"({"next":{"m":1}})"});
   expect(R"({"definitions": {"pos": {"type": "integer", "minimum": 1}}, "$ref": "#/definitions/pos", "maximum": 3})",
