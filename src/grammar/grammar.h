@@ -57,13 +57,20 @@
 // a time. Matchers built from the Grammar separately share nothing.
 //
 // fill_mask walks a byte trie of the vocabulary (TokenVocab, built once) from
-// the current state, so tokens with a common prefix share its steps, a
-// rejected byte prunes its whole subtree, and a subtree whose bytes all keep
-// the matcher where it is (the body of a JSON string, free text) is allowed
-// in one go from a per-node byte summary. Masks are cached per state.
+// the current state, so tokens with a common prefix share its steps and a
+// rejected byte prunes its whole subtree. A subtree whose bytes all bring the
+// matcher back where it was (bytes < 0x80 one by one, the others as whole
+// valid UTF-8 characters: a JSON string's body, free text) is allowed in one
+// go from a per-node byte summary, and walks from such states start from
+// "all allowed" and clear what is rejected. The walk of a state is shared by
+// every context of the same rule: the state is truncated at the deepest
+// stack node all its parses share, the truncated state's walk is cached (one
+// for every JSON string of a grammar, say), and only the subtrees where a
+// token leaves the rule are walked from the real state. Masks are cached per
+// state too, so a state seen again costs a copy.
 // fill_mask_plain is its plain twin: every token tried on its own from a
 // copy of the matcher, stepping the stack sets directly with no DFA cache,
-// trie or mask cache; the tests hold the two equal.
+// trie, truncation or mask cache; the tests hold the two equal.
 //
 // Bounds (GrammarLimits): the text's size, rules, elements and nesting at
 // parse time; at match time nesting deeper than max_stack_depth is rejected

@@ -21,6 +21,13 @@ inline bool bits_subset(const Bits256& a, const Bits256& b) {  // a ⊆ b
   return ((a[0] & ~b[0]) | (a[1] & ~b[1]) | (a[2] & ~b[2]) | (a[3] & ~b[3])) == 0;
 }
 
+// Byte values that never loop on their own (every terminal comes from UTF-8
+// encodings, so bytes >= 0x80 only loop as parts of whole characters), reused
+// as markers in the bulk sets of the mask walk: "valid UTF-8 below" and
+// "invalid UTF-8 below".
+constexpr unsigned kValidUtf8 = 0x80;
+constexpr unsigned kBadUtf8 = 0xFF;
+
 enum ElementKind : uint8_t {
   kEnd = 0,    // end of an alternative: return to the caller
   kBytes = 1,  // one byte from class_sets[arg]

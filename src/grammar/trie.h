@@ -22,8 +22,11 @@ struct TrieNode {
 struct Trie {
   std::vector<TrieNode> nodes;  // preorder; the root (empty prefix) is implicit
   std::vector<int32_t> order;   // token ids in preorder
-  // Per node: index in sub_bytes of the set of bytes below it (its own byte
-  // excluded), or -1 for a subtree too small to be worth a bulk check.
+  // Per node: index in sub_bytes of the bytes below it (its own excluded),
+  // or -1 for a subtree too small to be worth a bulk check. Bytes < 0x80 as
+  // they are; those >= 0x80 as one marker, kValidUtf8 when every token's bytes
+  // below the node are valid UTF-8 (the last character possibly cut short),
+  // else kBadUtf8.
   std::vector<int32_t> sub;
   std::vector<Bits256> sub_bytes;
   std::vector<uint64_t> base;     // bits of every token in the trie

@@ -154,35 +154,67 @@ const Llama3& llama3() {
   return v;
 }
 
+// Masks along one document in one matcher, so that rules met again in new
+// contexts (strings, values, numbers) reuse their cached truncated walks.
 TEST(GrammarMask, Llama3VocabularyFastEqualsPlain) {
   const Llama3& l = llama3();
   ASSERT_EQ(l.vocab->n_vocab(), 128256);
   EXPECT_EQ(l.tokens[1], "\"");  // a byte-level piece mapped back to its byte
   EXPECT_EQ(l.tokens[220], " ");
-  auto g = parse(kJsonGrammar);
   struct At {
-    std::string prefix;
+    std::string next;  // bytes to accept before the check
     int32_t min_allowed, max_allowed;
   };
-  const std::vector<At> states = {
-      {"", 1, 50},                         // only "{" and tokens starting with it
-      {"{", 100, 20000},                   // whitespace, a key's opening quote, "}"
-      {"{\"na", 100000, 128000},           // inside a key: nearly everything
-      {"{\"a\": \"x\xC3", 10, 200},        // in the middle of a character
-      {"{\"a\": -12", 100, 20000},         // inside a number
-      {"{\"a\": [tr", 1, 50},              // inside a literal
-      {"{\"a\": {}}", 1, 5000},            // complete: only whitespace
+  const std::vector<At> steps = {
+      {"", 1, 50},                      // only "{" and tokens starting with it
+      {"{", 100, 20000},                // whitespace, a key's opening quote, "}"
+      {"\"na", 100000, 128000},         // inside a key: nearly everything
+      {"\": ", 500, 20000},             // a value's start
+      {"{\"k\": \"x\xC3", 10, 200},     // a string in a new context, in the middle of a character
+      {"\xA9y\", \"n\": -12", 100, 20000},  // inside a number
+      {", \"l\": [tr", 1, 50},          // inside a literal
+      {"ue, {\"q\": \"v", 100000, 128000},  // a string three levels down
+      {"\"}]}}", 1, 5000},              // complete: only whitespace
   };
-  for (const At& at : states) {
-    Matcher m(g);
-    ASSERT_TRUE(m.accept_bytes(at.prefix)) << at.prefix;
+  Matcher m(parse(kJsonGrammar));
+  std::string text;
+  for (const At& at : steps) {
+    text += at.next;
+    ASSERT_TRUE(m.accept_bytes(at.next)) << text;
     TokenMask fast, plain;
     m.fill_mask(*l.vocab, fast);
     fill_mask_plain(m, *l.vocab, plain);
-    EXPECT_EQ(fast.bits, plain.bits) << at.prefix;
-    EXPECT_GE(fast.count(), at.min_allowed) << at.prefix;
-    EXPECT_LE(fast.count(), at.max_allowed) << at.prefix;
+    EXPECT_EQ(fast.bits, plain.bits) << text << ": fast allows " << fast.count() << ", plain " << plain.count();
+    EXPECT_GE(fast.count(), at.min_allowed) << text;
+    EXPECT_LE(fast.count(), at.max_allowed) << text;
     for (int32_t id = 0; id < l.vocab->n_vocab(); id += 97) EXPECT_EQ(m.allows(*l.vocab, id), plain.test(id));
+  }
+  EXPECT_TRUE(m.is_complete());
+}
+
+// Near the stack depth limit a truncated walk would not see which parses go
+// too deep: the mask falls back to a walk from the real state.
+TEST(GrammarMask, DepthLimitNearTruncatedStates) {
+  std::vector<std::string> tokens = synthetic_vocab();
+  for (const char* t : {"[[", "[[[", "[[[[", "]]", "]]]", "[\"", "[1", "[[\"a", "\"]", "1]]"}) tokens.push_back(t);
+  TokenVocab vocab(tokens);
+  const std::string g = "root ::= value\n"
+                        "value ::= \"[\" ws ( value (\",\" ws value)* )? \"]\" ws | [0-9]+ ws | \"\\\"\" [a-z]* \"\\\"\" ws\n"
+                        "ws ::= \" \"?";
+  const std::string doc = "[[[\"ab\", [[1]], [[[\"c\"]]]]]]";
+  int least = 1;  // the smallest limit the document fits in
+  for (GrammarLimits lim; least < 200; ++least) {
+    lim.max_stack_depth = least;
+    if (testing::matches(parse(g, lim), doc)) break;
+  }
+  ASSERT_LT(least, 200);
+  EXPECT_GT(least, 6);
+  for (int depth : {least, least + 1, least + 3, least + 40}) {
+    GrammarLimits lim;
+    lim.max_stack_depth = depth;
+    SCOPED_TRACE(depth);
+    check_along(parse(g, lim), vocab, doc);
+    if (HasFatalFailure()) return;
   }
 }
 
