@@ -13,6 +13,7 @@ seed_files() {
     fuzz_tokenizer_json) echo "$TESTDATA/models/stories260K-hf/tokenizer.json" ;;
     fuzz_tokenizer_model) echo "$TESTDATA/models/stories260K/tok512.model" ;;
     fuzz_jinja) echo tests/template/data/templates/*.jinja ;;
+    fuzz_grammar) echo tests/grammar/data/*.gbnf ;;
   esac
 }
 exec 9>/tmp/offgraph-build.lock

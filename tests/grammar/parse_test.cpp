@@ -3,6 +3,10 @@
 // exceeded limits), never a crash or a hang.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "grammar_test_util.h"
 
 namespace og::grammar {
@@ -128,6 +132,36 @@ TEST(GrammarParse, LimitsOnHostileGrammars) {
   chain += " | r0";
   EXPECT_NE(parse_error(chain).find("left-recursive (r0 -> r1 -> r2 -> r3 -> ... (49994 more) -> r49998 -> r49999 -> r50000 -> r0)"),
             std::string::npos) << parse_error(chain).substr(0, 300);
+}
+
+// The grammars in tests/grammar/data (also the fuzzer's seeds) parse, and
+// accept and reject the examples their "# accepts:" / "# rejects:" lines give
+// (with \n for a newline).
+TEST(GrammarParse, DataGrammarsParseAndMatchTheirExamples) {
+  const std::filesystem::path dir = std::filesystem::path(OG_SOURCE_DIR) / "tests/grammar/data";
+  int n_files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".gbnf") continue;
+    ++n_files;
+    std::ifstream f(entry.path());
+    std::stringstream text;
+    text << f.rdbuf();
+    SCOPED_TRACE(entry.path().filename().string());
+    auto g = parse(text.str());
+    int n_examples = 0;
+    std::string line;
+    for (std::istringstream lines(text.str()); std::getline(lines, line);) {
+      for (const std::string key : {"# accepts: ", "# rejects: "}) {
+        if (line.rfind(key, 0) != 0) continue;
+        std::string example = line.substr(key.size());
+        for (size_t at; (at = example.find("\\n")) != std::string::npos;) example.replace(at, 2, "\n");
+        EXPECT_EQ(matches(g, example), key == "# accepts: ") << example;
+        ++n_examples;
+      }
+    }
+    EXPECT_GE(n_examples, 2);
+  }
+  EXPECT_GE(n_files, 5);
 }
 
 }  // namespace
