@@ -50,6 +50,9 @@ struct ServeFlags {
   int64_t header_timeout_s = 10, max_connections = 4096;
   double shutdown_grace_s = 10;
   std::string reasoning_format = "auto";
+  std::vector<std::string> cors_origins;
+  std::string log_format = "text";
+  bool log_probes = false;
 };
 
 const SchedulerFlagNames kSchedulerNames{"parallel", "requests decoded at once (sessions in the batch)", "request"};
@@ -68,6 +71,14 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
                   "KEY");
   fl.add_string("api-key-file", &f.api_key_file, "a file of keys, one per line (blank lines and # comments skipped)",
                 "PATH");
+  fl.add_repeated("cors-origin", &f.cors_origins,
+                  "an origin whose browser requests may read responses (CORS; repeatable; * = any); default: "
+                  "no CORS headers",
+                  "ORIGIN");
+  fl.add_choice("log-format", &f.log_format, {"text", "json"},
+                "the server's log lines on stderr (one per request once answered): text, or one JSON object per "
+                "line");
+  fl.add_bool("log-probes", &f.log_probes, "also log /health, /ready and /metrics requests");
   add_scheduler_flags(fl, f.sched, kSchedulerNames);
   fl.add_int("max-queue", &f.max_queue, 0, kIntMax,
              "requests waiting beyond --parallel before new ones get 429; 0 = unbounded");
@@ -123,6 +134,8 @@ void check_serve_flags(const Flags& fl, ServeFlags& f) {
   // No sampling combination check: these are defaults, and a request that sets
   // its own temperature takes --top-k and the others with it.
   check_scheduler_flags(f.sched, kSchedulerNames, f.run.cache);
+  for (const std::string& o : f.cors_origins)
+    if (o.empty()) usage_fail("--cors-origin: the origin is empty");
 }
 
 // SIGINT / SIGTERM write to a pipe the main thread waits on (a handler, not a
@@ -193,6 +206,9 @@ int cmd_serve(const Args& args) {
   ho.timeout_s = static_cast<int>(f.timeout_s);
   ho.header_timeout_s = static_cast<int>(f.header_timeout_s);
   ho.max_connections = static_cast<int>(f.max_connections);
+  ho.cors_origins = f.cors_origins;
+  ho.log_json = f.log_format == "json";
+  ho.log_probes = f.log_probes;
   const int64_t parallel = f.sched.sessions;
   ho.max_in_flight = f.max_queue > 0 ? static_cast<int>(parallel + f.max_queue) : 0;
   ho.http_threads =

@@ -215,13 +215,18 @@ std::string error_body(int status, const std::string& message) {
   return error_body(ApiError(status, type_of_status(status), "", message));
 }
 
+namespace {
+json model_object(const std::string& id, int64_t created, int64_t max_model_len) {
+  return {{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "offgraph"}, {"max_model_len", max_model_len}};
+}
+}  // namespace
+
 std::string models_body(const std::string& id, int64_t created, int64_t max_model_len) {
-  json model = {{"id", id},
-                {"object", "model"},
-                {"created", created},
-                {"owned_by", "offgraph"},
-                {"max_model_len", max_model_len}};
-  return dump_json({{"object", "list"}, {"data", json::array({model})}});
+  return dump_json({{"object", "list"}, {"data", json::array({model_object(id, created, max_model_len)})}});
+}
+
+std::string model_body(const std::string& id, int64_t created, int64_t max_model_len) {
+  return dump_json(model_object(id, created, max_model_len));
 }
 
 std::string sse_event(std::string_view payload) {

@@ -99,6 +99,8 @@ std::string error_body(const ApiError& e);
 std::string error_body(int status, const std::string& message);  // type and code from the status
 
 std::string models_body(const std::string& id, int64_t created, int64_t max_model_len);
+// GET /v1/models/{id}: the one model object of that list.
+std::string model_body(const std::string& id, int64_t created, int64_t max_model_len);
 
 // Server-Sent Events: one event whose data is `payload` (split into one
 // "data:" line per line of it), ended by a blank line.

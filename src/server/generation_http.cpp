@@ -151,6 +151,24 @@ struct StreamState {
   }
 };
 
+// The access log's token fields from the choices' reports (null: unfinished).
+void note_reports(const HttpRequest& req, const std::vector<const RequestReport*>& reports) {
+  RequestContext* ctx = request_context(req);
+  if (!ctx) return;
+  ctx->generation = true;
+  std::string finish;
+  for (const RequestReport* r : reports) {
+    if (!r) continue;
+    ctx->prompt_tokens = r->prompt_tokens;  // shared by the choices
+    ctx->cached_tokens = r->cached_tokens;
+    ctx->generated_tokens += r->generated_tokens;
+    if (r->generated_tokens > 0 && (ctx->ttft_ms < 0 || r->ttft_s * 1e3 < ctx->ttft_ms)) ctx->ttft_ms = r->ttft_s * 1e3;
+    const std::string name = finish_reason_name(r->reason);
+    if (finish.find(name) == std::string::npos) finish += (finish.empty() ? "" : ",") + name;
+  }
+  ctx->finish = finish;
+}
+
 }  // namespace
 
 void HttpServer::Impl::acquire_slot() {
@@ -270,6 +288,11 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
     bool client_left = false;
     wait_whole(*stream, s, id, w, &choices, &client_left);
     slot->drop();
+    {
+      std::vector<const RequestReport*> done;
+      for (const WholeChoice& ch : choices) done.push_back(ch.last.finished ? &*ch.last.finished : nullptr);
+      note_reports(req, done);
+    }
     const RequestReport* bad = nullptr;
     for (const WholeChoice& ch : choices)
       if (!bad && !normal_finish(*ch.last.finished)) bad = &*ch.last.finished;
@@ -301,6 +324,9 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
     for (ChoiceStream& ch : st.choices) ch.parser.emplace(parse);
   try {
     write_stream(st, w);
+    std::vector<const RequestReport*> done;
+    for (const ChoiceStream& ch : st.choices) done.push_back(ch.report ? &*ch.report : nullptr);
+    note_reports(req, done);
   } catch (...) {
     s.cancel(id);
     slot->drop();

@@ -174,10 +174,14 @@ void ConnectionLoop::Impl::linger(Conn& c) {
   set_events(c, EPOLLIN | EPOLLRDHUP);
 }
 
-void ConnectionLoop::Impl::respond(Conn& c, const HttpResponse& r, bool close) {
+void ConnectionLoop::Impl::respond(Conn& c, const HttpResponse& orig, bool close) {
+  if (!c.req.context && h.begin) h.begin(c.req);
+  HttpResponse r = orig;
+  if (h.prepare) h.prepare(c.req, r);
   const bool keep = !close && !r.close && c.req.keep_alive;
   if (h.count_status) h.count_status(r.status);
   c.out = serialize_response(r, keep, c.req.method == "HEAD", /*chunked=*/false, c.req.version_minor == 0);
+  if (h.done) h.done(c.req, r.status);
   c.out_pos = 0;
   c.close_after = !keep;
   c.state = ConnState::kWriting;
@@ -300,6 +304,7 @@ void ConnectionLoop::Impl::process(Conn& c) {
       if (p.status == ParseStatus::kIncomplete) return;
       if (p.status == ParseStatus::kError) return respond(c, error_response(p.error_status, p.error), true);
       c.in.erase(0, p.consumed);
+      if (h.begin) h.begin(c.req);
       if (auto r = h.check_head(c.req)) {
         respond(c, *r, c.req.has_body());  // the body is not read: the connection cannot go on
         continue;
@@ -484,7 +489,9 @@ void ConnectionLoop::Impl::worker_main() {
     if (!stopping.load()) {
       ResponseWriter w(c->fd, c->req.keep_alive, c->req.version_minor >= 1, c->req.method == "HEAD", opts.timeout_s,
                        h.count_status, &stopping);
+      if (h.prepare) w.set_prepare([&](HttpResponse& r) { h.prepare(c->req, r); });
       h.answer_on_worker(c->req, w);
+      if (h.done) h.done(c->req, w.status());
       c->worker_close = !w.reusable();
     } else {
       c->worker_close = true;

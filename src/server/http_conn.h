@@ -48,6 +48,14 @@ struct ConnHandlers {
   std::function<void(const HttpRequest&, ResponseWriter&)> answer_on_worker;
   // Each response's status, before it is written (any thread).
   std::function<void(int)> count_status;
+  // Optional. begin: once a request's head is read (or before an error
+  // answers a head that could not be parsed), on the loop. prepare: every
+  // response of the request, before it is written (headers added: request
+  // id, CORS). done: once the request is answered (status 0: nothing was
+  // written), on the thread that answered it.
+  std::function<void(HttpRequest&)> begin;
+  std::function<void(const HttpRequest&, HttpResponse&)> prepare;
+  std::function<void(const HttpRequest&, int status)> done;
 };
 
 class ConnectionLoop {

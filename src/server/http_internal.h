@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
 #include "server/api_request.h"
@@ -28,6 +31,27 @@ HttpResponse json_response(std::string body);
 HttpResponse api_error_response(const ApiError& e);
 // 503 with Retry-After.
 HttpResponse unavailable(const std::string& message);
+
+// What the server keeps about one request (HttpRequest::context): its id,
+// its CORS answer and the access log's fields.
+struct RequestContext {
+  std::string id;  // X-Request-Id
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  std::string allow_origin;  // Access-Control-Allow-Origin's value; "" = no CORS headers
+  std::string error;         // the message of an error answer
+  bool generation = false;   // the token fields below are set
+  int64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+  double ttft_ms = -1;  // < 0: no token came
+  std::string finish;   // finish reason(s)
+};
+
+// The request's context (set by the server's begin hook), or nullptr.
+inline RequestContext* request_context(const HttpRequest& req) {
+  return static_cast<RequestContext*>(req.context.get());
+}
+
+// A client's X-Request-Id when usable (1-128 printable ASCII), else a fresh one.
+std::string request_id_of(const HttpRequest& req);
 
 struct HttpServer::Impl {
   HttpOptions opts;
@@ -64,6 +88,13 @@ struct HttpServer::Impl {
   HttpResponse handle_tokenize(const std::string& body);
   HttpResponse handle_detokenize(const std::string& body);
   HttpResponse handle_apply_template(const std::string& body);
+
+  // ConnHandlers' begin / prepare / done: the request id, CORS headers and the access log.
+  void begin(HttpRequest& req);
+  void prepare(const HttpRequest& req, HttpResponse& r);
+  void done(const HttpRequest& req, int status);
+  // One log line: `text` in text format, `j` in JSON format (a "time" is added).
+  void emit(const std::string& text, nlohmann::json j);
 
   // Logs each ignored request field's name the first time it is seen.
   void log_ignored(const std::vector<std::string>& fields);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +30,9 @@ struct HttpRequest {
   bool keep_alive = true;        // the client lets the connection serve another request
   bool expect_continue = false;  // Expect: 100-continue
   std::string body;              // filled by the connection once read (dechunked)
+  // The server's own per-request state (request id, access-log fields), set
+  // by ConnHandlers::begin once the head is read.
+  std::shared_ptr<void> context;
 
   static constexpr int64_t kHugeLength = INT64_MAX;
 

@@ -11,6 +11,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cmath>
+#include <ctime>
+#include <random>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -34,18 +38,37 @@ struct Route {
 };
 
 // Every route the server answers; anything else is 404 (405 for a known path).
+// Paths are matched after canonical_path(); "/v1/models/{id}" takes any id.
 constexpr Route kRoutes[] = {
     {"GET", "/health", false, false},           {"GET", "/ready", false, false},
     {"GET", "/metrics", false, false},          {"GET", "/v1/models", true, true},
+    {"GET", "/v1/models/{id}", true, true},
     {"POST", "/v1/chat/completions", true, true}, {"POST", "/v1/completions", true, true},
     {"POST", "/tokenize", true, true},          {"POST", "/detokenize", true, true},
     {"POST", "/apply-template", true, true},
 };
 
+constexpr std::string_view kModelPrefix = "/v1/models/";
+
+// The /v1 form of a path sent without the prefix; the path itself otherwise.
+std::string canonical_path(const std::string& p) {
+  if (p == "/models" || p == "/chat/completions" || p == "/completions" ||
+      (p.rfind("/models/", 0) == 0 && p.size() > 8))
+    return "/v1" + p;
+  return p;
+}
+
+// The route pattern of a canonical path.
+std::string route_of(const std::string& cp) {
+  if (cp.size() > kModelPrefix.size() && cp.compare(0, kModelPrefix.size(), kModelPrefix) == 0) return "/v1/models/{id}";
+  return cp;
+}
+
 const Route* find_route(const std::string& path, const std::string& method, bool* path_known) {
   *path_known = false;
+  const std::string route = route_of(canonical_path(path));
   for (const auto& r : kRoutes) {
-    if (path != r.path) continue;
+    if (route != r.path) continue;
     *path_known = true;
     if (method == r.method || (method == "HEAD" && std::string(r.method) == "GET")) return &r;
   }
@@ -53,15 +76,81 @@ const Route* find_route(const std::string& path, const std::string& method, bool
 }
 
 std::string allowed_methods(const std::string& path) {
+  const std::string route = route_of(canonical_path(path));
   std::string out;
   for (const auto& r : kRoutes)
-    if (path == r.path) out += (out.empty() ? "" : ", ") + std::string(r.method);
+    if (route == r.path) out += (out.empty() ? "" : ", ") + std::string(r.method);
   return out;
 }
 
-bool is_generation(const std::string& path) { return path == "/v1/chat/completions" || path == "/v1/completions"; }
+bool is_generation(const std::string& cp) { return cp == "/v1/chat/completions" || cp == "/v1/completions"; }
+
+bool is_probe(const std::string& p) { return p == "/health" || p == "/ready" || p == "/metrics"; }
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX sequences decoded (a model id such as org/name may come encoded).
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() + 0 && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// Printable ASCII only, at most `max` bytes (a path or an id in a log line).
+std::string log_text(std::string_view s, size_t max = 200) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < max; ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    out += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+std::string utc_now() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return buf;
+}
+
+std::string fixed1(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
 
 }  // namespace
+
+std::string request_id_of(const HttpRequest& req) {
+  if (const std::string* v = req.header("x-request-id")) {
+    bool ok = !v->empty() && v->size() <= 128;
+    for (const char c : *v) ok = ok && c >= 0x20 && c < 0x7f;
+    if (ok) return *v;
+  }
+  thread_local std::mt19937_64 rng{std::random_device{}() ^
+                                   static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "req-%016llx", static_cast<unsigned long long>(rng()));
+  return buf;
+}
 
 HttpResponse json_response(std::string body) {
   HttpResponse r;
@@ -101,6 +190,9 @@ HttpServer::HttpServer(HttpOptions opts) : impl_(std::make_unique<Impl>()) {
   h.answer_on_worker = [&m](const HttpRequest& req, ResponseWriter& w) { m.answer_on_worker(req, w); };
   // Counted before the response is written, so a client that reads /metrics next sees its own response.
   h.count_status = [&m](int status) { m.metrics.count_http(status); };
+  h.begin = [&m](HttpRequest& req) { m.begin(req); };
+  h.prepare = [&m](const HttpRequest& req, HttpResponse& r) { m.prepare(req, r); };
+  h.done = [&m](const HttpRequest& req, int status) { m.done(req, status); };
   m.loop = std::make_unique<ConnectionLoop>(std::move(co), std::move(h));
 }
 
@@ -149,6 +241,18 @@ ServerMetrics& HttpServer::metrics() { return impl_->metrics; }
 std::optional<HttpResponse> HttpServer::Impl::check_head(const HttpRequest& req) {
   bool path_known = false;
   const Route* r = find_route(req.path, req.method, &path_known);
+  // A CORS preflight from an allowed origin, before any key is asked for;
+  // from another origin (or with CORS off) OPTIONS is 405 like any method a route lacks.
+  const RequestContext* ctx = request_context(req);
+  if (req.method == "OPTIONS" && path_known && ctx && !ctx->allow_origin.empty()) {
+    HttpResponse res;
+    res.status = 204;
+    res.content_type.clear();
+    res.set_header("Access-Control-Allow-Methods", allowed_methods(req.path) + ", OPTIONS");
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
+    res.set_header("Access-Control-Max-Age", "600");
+    return res;
+  }
   if (!r) {
     if (!path_known) return error_response(404, "no route " + client_text(req.method) + " " + client_text(req.path));
     HttpResponse res = error_response(405, "method " + client_text(req.method) + " is not allowed on " + req.path);
@@ -180,7 +284,7 @@ std::optional<HttpResponse> HttpServer::Impl::check_head(const HttpRequest& req)
 // The answers that cost the loop microseconds: never a lock held across a
 // model step (the scheduler's snapshot is a copy under its own mutex).
 std::optional<HttpResponse> HttpServer::Impl::answer_now(const HttpRequest& req) {
-  const std::string& p = req.path;
+  const std::string p = canonical_path(req.path);
   if (p == "/health" || p == "/ready") {
     if (!model.load()) return unavailable("the model is loading");
     if (draining.load()) return unavailable("the server is shutting down");
@@ -198,6 +302,16 @@ std::optional<HttpResponse> HttpServer::Impl::answer_now(const HttpRequest& req)
     const ServedModel& m = *model.load();
     return json_response(models_body(m.id, m.created, m.max_session_tokens));
   }
+  if (route_of(p) == "/v1/models/{id}") {
+    const ServedModel& m = *model.load();
+    const std::string id = percent_decode(std::string_view(p).substr(kModelPrefix.size()));
+    if (id != m.id)
+      return api_error_response(ApiError(404, "invalid_request_error", "model_not_found",
+                                         "the model " + client_text(id) + " does not exist; this server serves '" +
+                                             m.id + "'",
+                                         "model"));
+    return json_response(model_body(m.id, m.created, m.max_session_tokens));
+  }
   if (is_generation(p) && draining.load()) return unavailable("the server is shutting down");
   return std::nullopt;
 }
@@ -208,9 +322,10 @@ void HttpServer::Impl::answer_on_worker(const HttpRequest& req, ResponseWriter& 
   auto answer = [&](const HttpResponse& r) {
     if (!w.started()) w.send(r);
   };
+  const std::string p = canonical_path(req.path);
   try {
-    if (req.path == "/v1/chat/completions") return handle_generation(Endpoint::kChat, req, w);
-    if (req.path == "/v1/completions") return handle_generation(Endpoint::kCompletion, req, w);
+    if (p == "/v1/chat/completions") return handle_generation(Endpoint::kChat, req, w);
+    if (p == "/v1/completions") return handle_generation(Endpoint::kCompletion, req, w);
     if (req.path == "/tokenize") return answer(handle_tokenize(req.body));
     if (req.path == "/detokenize") return answer(handle_detokenize(req.body));
     if (req.path == "/apply-template") return answer(handle_apply_template(req.body));
@@ -228,6 +343,86 @@ void HttpServer::Impl::answer_on_worker(const HttpRequest& req, ResponseWriter& 
   }
 }
 
+void HttpServer::Impl::begin(HttpRequest& req) {
+  auto ctx = std::make_shared<RequestContext>();
+  ctx->id = request_id_of(req);
+  if (!opts.cors_origins.empty()) {
+    if (const std::string* origin = req.header("origin")) {
+      for (const std::string& o : opts.cors_origins) {
+        if (o == "*") ctx->allow_origin = "*";
+        else if (o == *origin && ctx->allow_origin.empty()) ctx->allow_origin = *origin;
+      }
+    }
+  }
+  req.context = std::move(ctx);
+}
+
+void HttpServer::Impl::prepare(const HttpRequest& req, HttpResponse& r) {
+  RequestContext* ctx = request_context(req);
+  if (!ctx) return;
+  r.set_header("X-Request-Id", ctx->id);
+  if (!ctx->allow_origin.empty()) {
+    r.set_header("Access-Control-Allow-Origin", ctx->allow_origin);
+    r.set_header("Access-Control-Expose-Headers", "X-Request-Id");
+    r.set_header("Vary", "Origin");
+  }
+  if (r.status >= 400 && ctx->error.empty()) {
+    const json j = json::parse(r.body, nullptr, false);
+    if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
+        j["error"]["message"].is_string())
+      ctx->error = j["error"]["message"].get<std::string>();
+  }
+}
+
+void HttpServer::Impl::done(const HttpRequest& req, int status) {
+  if (!opts.access_log) return;
+  const RequestContext* ctx = request_context(req);
+  if (!ctx) return;
+  if (is_probe(req.path) && !opts.log_probes) return;
+  const double total_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ctx->start).count();
+  // A head that could not be read has no method or path: "-".
+  const std::string method = req.method.empty() ? "-" : log_text(req.method, 16);
+  const std::string path = req.path.empty() ? "-" : log_text(req.path);
+  std::string text = method + " " + path + " " + std::to_string(status) + " " + fixed1(total_ms) + "ms";
+  json j = {{"method", method}, {"path", path}, {"status", status}, {"total_ms", std::round(total_ms * 10) / 10}};
+  if (ctx->generation) {
+    text += " prompt=" + std::to_string(ctx->prompt_tokens) + " cached=" + std::to_string(ctx->cached_tokens) +
+            " generated=" + std::to_string(ctx->generated_tokens);
+    j["prompt_tokens"] = ctx->prompt_tokens;
+    j["cached_tokens"] = ctx->cached_tokens;
+    j["generated_tokens"] = ctx->generated_tokens;
+    if (ctx->ttft_ms >= 0) {
+      text += " ttft=" + fixed1(ctx->ttft_ms) + "ms";
+      j["ttft_ms"] = std::round(ctx->ttft_ms * 10) / 10;
+    }
+    if (!ctx->finish.empty()) {
+      text += " finish=" + ctx->finish;
+      j["finish_reason"] = ctx->finish;
+    }
+  }
+  text += " id=" + log_text(ctx->id);
+  j["request_id"] = ctx->id;
+  if (status >= 400 && !ctx->error.empty()) {
+    text += " error: " + log_text(ctx->error, 300);
+    j["error"] = ctx->error;
+  }
+  emit(text, std::move(j));
+}
+
+void HttpServer::Impl::emit(const std::string& text, json j) {
+  std::string line;
+  if (opts.log_json) {
+    json out = {{"time", utc_now()}};
+    out.update(j);
+    line = out.dump(-1, ' ', false, json::error_handler_t::replace);
+  } else {
+    line = utc_now() + " " + text;
+  }
+  if (opts.log) opts.log(line);
+  else std::fprintf(stderr, opts.log_json ? "%s\n" : "[serve] %s\n", line.c_str());
+}
+
 void HttpServer::Impl::log_ignored(const std::vector<std::string>& fields) {
   if (fields.empty()) return;
   std::vector<std::string> fresh;
@@ -240,8 +435,7 @@ void HttpServer::Impl::log_ignored(const std::vector<std::string>& fields) {
   }
   for (const std::string& f : fresh) {
     const std::string line = "ignoring request field " + client_text(f) + " (not a setting this server knows; logged once)";
-    if (opts.log) opts.log(line);
-    else std::fprintf(stderr, "[serve] %s\n", line.c_str());
+    emit(line, {{"level", "warning"}, {"message", line}});
   }
 }
 

@@ -12,11 +12,19 @@
 //   GET  /ready                200 when serving | 503                              (open)
 //   GET  /metrics              Prometheus text                                     (open)
 //   GET  /v1/models            the served model                                    (key)
+//   GET  /v1/models/{id}       that model's object; another id 404 model_not_found (key)
 //   POST /v1/chat/completions  chat; stream / whole                                (key)
 //   POST /v1/completions       text or token-id prompt                             (key)
 //   POST /tokenize             text or messages -> ids                             (key)
 //   POST /detokenize           ids -> text                                         (key)
 //   POST /apply-template       chat request -> the rendered prompt text            (key)
+//
+// Every /v1/... route also answers without the prefix (/chat/completions,
+// /completions, /models, /models/{id}). With CORS on (cors_origins), an
+// allowed Origin's responses carry Access-Control-Allow-Origin and an OPTIONS
+// preflight on a known route answers 204 without a key; otherwise OPTIONS is
+// 405. Every response carries X-Request-Id (the client's, when it sent a
+// usable one). Each request is logged once answered (the access log).
 //
 // Errors are OpenAI's {"error": {...}}: 400 bad request, 401 key, 404 route,
 // 405 method, 408 head or body too slow, 413 body, 429 too many requests in
@@ -60,8 +68,18 @@ struct HttpOptions {
   // (generation, tokenize); each stream holds one while it runs.
   int http_threads = 16;
   // Where the server's own log lines go (one line each, no newline); null:
-  // stderr with a "[serve] " prefix.
+  // stderr, with a "[serve] " prefix in text format.
   std::function<void(const std::string&)> log;
+  // Log lines as JSON objects (one per line) instead of text.
+  bool log_json = false;
+  // One access-log line per request once answered.
+  bool access_log = true;
+  // Whether /health, /ready and /metrics are in the access log (off: a load
+  // balancer's probes do not flood it).
+  bool log_probes = false;
+  // Origins whose browser requests may read responses (CORS); "*" = any;
+  // empty = CORS off: no CORS headers, OPTIONS is 405.
+  std::vector<std::string> cors_origins;
 };
 
 class HttpServer {

@@ -26,7 +26,7 @@ std::string serialize_response(const HttpResponse& r, bool keep_alive, bool head
   for (const auto& [name, value] : r.headers) out += name + ": " + value + "\r\n";
   if (chunked) {
     out += "Transfer-Encoding: chunked\r\n";
-  } else {
+  } else if (r.status != 204 && r.status != 304) {  // those two carry no body, nor its length
     out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
   }
   if (!keep_alive) out += "Connection: close\r\n";
@@ -73,8 +73,15 @@ bool ResponseWriter::write_all(std::string_view data) {
   return true;
 }
 
-bool ResponseWriter::send(const HttpResponse& r) {
+bool ResponseWriter::send(const HttpResponse& orig) {
+  HttpResponse prepared;
+  if (prepare_) {
+    prepared = orig;
+    prepare_(prepared);
+  }
+  const HttpResponse& r = prepare_ ? prepared : orig;
   started_ = true;
+  status_ = r.status;
   const bool keep = keep_alive_ && !r.close;
   if (!keep) keep_alive_ = false;
   if (on_status_) on_status_(r.status);
@@ -82,8 +89,15 @@ bool ResponseWriter::send(const HttpResponse& r) {
   return complete_;
 }
 
-bool ResponseWriter::start_stream(const HttpResponse& head) {
+bool ResponseWriter::start_stream(const HttpResponse& orig) {
+  HttpResponse prepared;
+  if (prepare_) {
+    prepared = orig;
+    prepare_(prepared);
+  }
+  const HttpResponse& head = prepare_ ? prepared : orig;
   started_ = true;
+  status_ = head.status;
   chunked_ = http11_;
   if (!chunked_ || head.close) keep_alive_ = false;  // HTTP/1.0: the end of the stream is the close
   if (on_status_) on_status_(head.status);

@@ -60,6 +60,10 @@ class ResponseWriter {
   // the response was complete and every write succeeded.
   bool reusable() const { return keep_alive_ && complete_ && !failed_; }
   bool started() const { return started_; }
+  // The status of the response written (0 before one).
+  int status() const { return status_; }
+  // Called on every response (whole or a stream's head) before it is written.
+  void set_prepare(std::function<void(HttpResponse&)> f) { prepare_ = std::move(f); }
 
  private:
   bool write_all(std::string_view data);
@@ -68,6 +72,8 @@ class ResponseWriter {
   bool keep_alive_, http11_, head_only_;
   std::chrono::seconds timeout_;
   std::function<void(int)> on_status_;
+  std::function<void(HttpResponse&)> prepare_;
+  int status_ = 0;
   const std::atomic<bool>* stopping_;
   bool started_ = false, complete_ = false, failed_ = false, chunked_ = false;
 };

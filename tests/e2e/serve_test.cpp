@@ -17,6 +17,7 @@
 #include <atomic>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "serve_util.h"
@@ -630,6 +631,42 @@ TEST(Serve, MissingModelExitsOne) {
   EXPECT_EQ(p.code, 1) << p.err;
   EXPECT_NE(p.err.find("/nonexistent.gguf: no such file or directory (--model)"), std::string::npos) << p.err;
   EXPECT_EQ(count(p.err, "\n"), 1u) << p.err;
+}
+
+// --log-format json: one JSON object per answered request on stderr (probes
+// left out); /models/{id} without the /v1 prefix; --cors-origin.
+TEST(Serve, JsonAccessLogModelByIdAndCors) {
+  expect_data();
+  ServeProc s({"--model", kStories, "--log-format", "json", "--cors-origin", "https://app.example"});
+  ASSERT_TRUE(s.ready()) << s.stderr_text();
+  auto c = client(s);
+  auto r = c.Get("/models/stories260K", httplib::Headers{{"Origin", "https://app.example"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["id"], "stories260K");
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+  r = c.Get("/v1/models/other");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "model_not_found");
+  expect_healthy(s);
+  r = c.Post("/v1/completions", httplib::Headers{{"X-Request-Id", "e2e-1"}},
+             R"({"prompt": "Once upon a time", "max_tokens": 5, "temperature": 0})", "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_EQ(r->get_header_value("X-Request-Id"), "e2e-1");
+  EXPECT_EQ(s.stop(), 143);
+  std::vector<json> logged;
+  std::istringstream err(s.stderr_text());
+  for (std::string line; std::getline(err, line);)
+    if (!line.empty() && line[0] == '{') logged.push_back(json::parse(line));
+  ASSERT_EQ(logged.size(), 3u) << s.stderr_text();
+  EXPECT_EQ(logged[0]["path"], "/models/stories260K");
+  EXPECT_EQ(logged[0]["status"], 200);
+  EXPECT_EQ(logged[1]["status"], 404);
+  EXPECT_EQ(logged[2]["request_id"], "e2e-1");
+  EXPECT_EQ(logged[2]["generated_tokens"], 5);
+  EXPECT_EQ(logged[2]["finish_reason"], "length");
+  EXPECT_GT(logged[2]["prompt_tokens"].get<int>(), 0);
 }
 
 TEST(Serve, PortInUseIsOneLine) {

@@ -182,6 +182,7 @@ TEST_F(ToolCalls, UnknownFieldsAreLoggedOnce) {
   std::vector<std::string> lines;
   std::mutex mu;
   HttpOptions o;
+  o.access_log = false;
   o.log = [&](const std::string& l) {
     std::lock_guard<std::mutex> lock(mu);
     lines.push_back(l);
