@@ -72,8 +72,7 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
   fl.add_string("api-key-file", &f.api_key_file, "a file of keys, one per line (blank lines and # comments skipped)",
                 "PATH");
   fl.add_repeated("cors-origin", &f.cors_origins,
-                  "an origin whose browser requests may read responses (CORS; repeatable; * = any); default: "
-                  "no CORS headers",
+                  "an origin whose browser requests may read responses (CORS; * = any); none: no CORS headers",
                   "ORIGIN");
   fl.add_choice("log-format", &f.log_format, {"text", "json"},
                 "the server's log lines on stderr (one per request once answered): text, or one JSON object per "
