@@ -75,7 +75,9 @@
 // Bounds (GrammarLimits): the text's size, rules, elements and nesting at
 // parse time; at match time nesting deeper than max_stack_depth is rejected
 // as if the grammar did not allow it, and more than max_stacks live stacks
-// (an ambiguous grammar) or more than max_states DFA states is an og::Error.
+// (an ambiguous grammar) or more than max_states DFA states (16 x max_states
+// stack nodes) is an og::Error. A matcher's automaton grows with the states
+// it meets, so build one per sequence (or per turn), not one per process.
 #pragma once
 
 #include <cstddef>
@@ -104,6 +106,7 @@ struct GrammarLimits {
   int32_t max_stack_depth = 4096;   // match time: deeper nesting is rejected
   int32_t max_stacks = 8192;        // match time: live parse stacks in one state
   int32_t max_states = 1 << 17;     // match time: DFA states of one matcher and its copies
+                                    // (and 16 times as many stack nodes)
   size_t mask_cache_bytes = 16 << 20;  // cached masks of one matcher and its copies; 0 = none
 };
 
@@ -197,7 +200,7 @@ class Matcher {
 };
 
 // The plain twin of Matcher::fill_mask: tries every token independently from
-// a copy of m with accept_bytes_plain. Seconds on a 128k vocabulary: tests only.
+// a copy of m with accepts_plain (about 0.1 s on a 128k vocabulary: tests only).
 void fill_mask_plain(const Matcher& m, const TokenVocab& vocab, TokenMask& out);
 
 }  // namespace og::grammar
