@@ -150,6 +150,7 @@ bool run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, P
     auto probe = [&] { return prefill ? probes.madd_peak() : probes.read_gbs() * 1e9; };
     const double before = probe();
     const double s = once(static_cast<uint64_t>(f.seed + i), false);
+    if (interrupted()) break;  // the run stopped early: its time means nothing
     const double limit = (before + probe()) / 2;
     const double tokens = prefill ? static_cast<double>(r.n_prompt) : static_cast<double>(r.n_gen * r.n_seqs);
     r.tok_s.push_back(tokens / s);
@@ -302,6 +303,7 @@ int cmd_bench(const Args& args) {
   kv_dtype_from_name(f.kv_dtype, &co.dtype);
   kv_kind_from_name(f.cache_kind, &co.kind);
   co.prefill_chunk = f.prefill_chunk;
+  co.interrupt = &interrupted();  // a long decode row stops at the next step on SIGINT / SIGTERM
   std::vector<Result> plan;
   for (int64_t t : f.threads)
     for (int64_t d : f.depth) {

@@ -76,6 +76,7 @@ double bench_decode_seconds(const Model& model, const BenchCacheOptions& o, int6
   const int64_t n_vocab = model.n_vocab();
   Timer t;
   for (int64_t step = 0; step < n_gen; ++step) {
+    if (o.interrupt && o.interrupt->load(std::memory_order_relaxed)) break;
     for (int s = 0; s < n_seqs; ++s) b.rows[s] = {next[s], s, depth + step, true};
     check(model.forward(b, *cache, logits), "decode");
     for (int s = 0; s < n_seqs; ++s) {

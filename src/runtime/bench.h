@@ -5,6 +5,8 @@
 // byte and multiply-add counts the report divides by.
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 
 #include "kv/kv_cache.h"
@@ -16,6 +18,9 @@ struct BenchCacheOptions {
   KvKind kind = KvKind::kBatchedSequence;  // batched-sequence or batched-cell
   KvDType dtype = KvDType::F32;
   int64_t prefill_chunk = 512;  // rows one prefill step writes
+  // Set from a signal handler: a decode run stops at the next step (its time
+  // is then meaningless; the caller discards it). Null: never.
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
 // Seconds to prefill n_prompt tokens (chunks of prefill_chunk) after depth positions.
