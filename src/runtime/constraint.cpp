@@ -16,7 +16,9 @@ std::shared_ptr<const grammar::TokenVocab> grammar_vocab(const Tokenizer& tok) {
   std::vector<bool> allowed(static_cast<size_t>(n));
   for (int32_t id = 0; id < n; ++id) {
     const TokenType t = tok.token_type(id);
-    allowed[static_cast<size_t>(id)] = t != TokenType::kControl && t != TokenType::kUnused;
+    // Only tokens whose text is their bytes: control, unused and unknown tokens
+    // decode to nothing, so the grammar would count characters the reply lacks.
+    allowed[static_cast<size_t>(id)] = t != TokenType::kControl && t != TokenType::kUnused && t != TokenType::kUnknown;
     bytes[static_cast<size_t>(id)] = tok.token_bytes(id);
   }
   return std::make_shared<const grammar::TokenVocab>(bytes, allowed);

@@ -27,8 +27,8 @@
 
 namespace og {
 
-// The vocabulary as the grammar sees it: token_bytes() of every id, control
-// (and unused) tokens left out. Build it once per tokenizer and share it (a
+// The vocabulary as the grammar sees it: token_bytes() of every id, control,
+// unused and unknown tokens left out (their text is not their bytes). Build it once per tokenizer and share it (a
 // 128k vocabulary's trie takes a moment); it is immutable, so thread-safe.
 std::shared_ptr<const grammar::TokenVocab> grammar_vocab(const Tokenizer& tok);
 
