@@ -201,10 +201,14 @@ def svg(pairs, title):
     bottom = 40 + int(max(len(s) for s in labels) * 6.5 * math.sin(math.radians(35)))
     plot_h = 300
     group_w = 2 * bar + gap
-    width = left + right + len(pairs) * group_w + (len(pairs) + 1) * group_gap
+    legend = "tokens/s, log scale; ratio over each pair"
+    # As wide as the bars, the legend (~6.6 px a character at 12 px) and the title (~8.5 px at 15 px).
+    width = max(left + right + len(pairs) * group_w + (len(pairs) + 1) * group_gap,
+                int(left + 220 + 6.6 * len(legend) + right), int(8.5 * len(title) + 40))
     height = top + plot_h + bottom
     values = [v for p in pairs for v in p[2:] if v > 0]
-    lo = 10 ** math.floor(math.log10(min(values)))
+    # The axis starts at least a factor 2 below the smallest bar, so no bar is a sliver.
+    lo = 10 ** math.floor(math.log10(min(values) / 2))
     hi = 10 ** math.ceil(math.log10(max(values)))
     if hi <= lo:
         hi = lo * 10
@@ -224,7 +228,7 @@ def svg(pairs, title):
         out.append(f'<rect x="{lx}" y="38" width="12" height="12" fill="{colors[side]}"/>')
         out.append(f'<text x="{lx + 16}" y="48">{escape(side)}</text>')
         lx += 110
-    out.append(f'<text x="{lx}" y="48" fill="#555555">tokens/s, log scale; ratio over each pair</text>')
+    out.append(f'<text x="{lx}" y="48" fill="#555555">{legend}</text>')
     # Axis and grid: one line per power of ten.
     decade = lo
     while decade <= hi * 1.0001:
