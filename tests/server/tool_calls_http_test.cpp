@@ -145,6 +145,32 @@ TEST_F(ToolCalls, MalformedCallStaysContent) {
   EXPECT_NE(j["choices"][0]["message"]["content"].get<std::string>().find("get_weather"), std::string::npos);
 }
 
+// tool_choice required / a named function becomes a grammar in the model's
+// format (Hermes here); a format whose markers are control tokens (Mistral's
+// [TOOL_CALLS]) cannot be written under a grammar: a 400 naming tool_choice.
+TEST_F(ToolCalls, RequiredCallIsAGrammarOrARefusal) {
+  start_jinja();
+  auto c = client();
+  json body = request(kCall);
+  body["tool_choice"] = "required";
+  auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  EXPECT_TRUE(sched_->last_options().grammar.grammar);  // the scheduler got the call's grammar
+  body["response_format"] = {{"type", "json_object"}};
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("give one"), std::string::npos) << r->body;
+  model_.reply_format.tools = ToolCallFormat::kMistral;
+  body.erase("response_format");
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("cannot be enforced for this model's tool-call format (mistral"), std::string::npos)
+      << r->body;
+  EXPECT_NE(r->body.find("\"param\":\"tool_choice\""), std::string::npos) << r->body;
+}
+
 TEST_F(ToolCalls, ApplyTemplateRoute) {
   start_jinja();
   auto c = client();
