@@ -115,7 +115,9 @@ TEST(StructuredOutput, RequiredToolCallIsAValidCall) {
       ASSERT_EQ(reason, "tool_calls") << r.dump();
       const json& call = r["choices"][0]["message"]["tool_calls"][0];
       const std::string name = call["function"]["name"];
-      if (choice.is_object()) EXPECT_EQ(name, "get_weather");
+      if (choice.is_object()) {
+        EXPECT_EQ(name, "get_weather");
+      }
       const json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
       ASSERT_TRUE(args.is_object()) << r.dump();
       if (name == "get_weather") {
