@@ -28,7 +28,8 @@ constexpr DType kWeightDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType:
                                    DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                    DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_K_R,
                                    DType::Q8_0_R, DType::Q6_K_R, DType::Q5_K_R, DType::Q4_0_R,
-                                   DType::Q4_K_R16, DType::Q6_K_R16};
+                                   DType::Q4_K_R16, DType::Q6_K_R16, DType::Q2_K, DType::Q3_K,
+                                   DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
 
 constexpr DType kAttendDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
 
@@ -71,6 +72,11 @@ KernelTable make_ref_table() {
   set_ref_matmul<DType::Q4_0_R>(k);
   set_ref_matmul<DType::Q4_K_R16>(k);
   set_ref_matmul<DType::Q6_K_R16>(k);
+  set_ref_matmul<DType::Q2_K>(k);
+  set_ref_matmul<DType::Q3_K>(k);
+  set_ref_matmul<DType::IQ4_NL>(k);
+  set_ref_matmul<DType::IQ4_XS>(k);
+  set_ref_matmul<DType::MXFP4>(k);
   k.rms_norm = &ref::rms_norm;
   k.softmax = &ref::softmax;
   k.silu_mul = &ref::silu_mul;

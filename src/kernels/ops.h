@@ -12,7 +12,8 @@
 namespace og::kernels {
 
 // ---- weights ----
-// Dtypes with kernels: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K, and the
+// Dtypes with kernels: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K
+// IQ4_NL IQ4_XS MXFP4, and the
 // in-memory layouts Q4_K_R, Q4_K_R16, Q5_K_R, Q6_K_R, Q6_K_R16, Q8_0_R and Q4_0_R
 // (matmul_layout).
 bool weight_dtype_supported(DType t);

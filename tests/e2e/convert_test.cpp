@@ -107,7 +107,7 @@ TEST(Convert, BadUsageExitsTwoAndBadFilesOne) {
   const std::vector<Case> cases = {
       {{"export", "--out", d + "/o.gguf"}, 2, "--model is required"},
       {{"export", "--model", tiny_hf()}, 2, "--out is required"},
-      {{"export", "--model", tiny_hf(), "--out", d + "/o.gguf", "--dtype", "q3_k"}, 2, "unknown weight type 'q3_k'"},
+      {{"export", "--model", tiny_hf(), "--out", d + "/o.gguf", "--dtype", "iq2_xxs"}, 2, "unknown weight type 'iq2_xxs'"},
       {{"export", "--model", d + "/none", "--out", d + "/o.gguf"}, 1, "none: no such file or directory (--model)"},
       {{"export", "--model", tiny_hf() + "/config.json", "--out", d + "/o.gguf"}, 1, "not a directory"},
       {{"export", "--model", tiny_hf(), "--out", d + "/no/dir/o.gguf"}, 1, "does not exist"},

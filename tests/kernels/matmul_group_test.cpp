@@ -118,7 +118,7 @@ TEST(MatmulGroup, BadGroupsThrowNamingTheWeight) {
   }
   std::vector<MatmulTarget> too_many(kMaxMatmulGroup + 1, MatmulTarget{&a, y.data()});
   EXPECT_THROW(matmul_group(too_many, x.data(), 1), Error);
-  TensorView q3{buf.data(), DType::Q3_K, {4, 256}, "blk.0.ffn_up.weight"};
+  TensorView q3{buf.data(), DType::IQ3_S, {4, 256}, "blk.0.ffn_up.weight"};
   const MatmulTarget bad_dtype[] = {{&a, y.data()}, {&q3, y.data() + 16}};
   EXPECT_THROW(matmul_group(bad_dtype, x.data(), 1), Error);
   EXPECT_THROW(matmul_group(std::span(bad_dtype, 1), x.data(), -1), Error);

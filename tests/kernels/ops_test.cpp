@@ -205,13 +205,13 @@ TEST(Matmul, PublicEntryUsesTheActiveTable) {
 TEST(Matmul, BadWeightsThrowNamingTheTensor) {
   std::vector<uint8_t> buf(4096);
   std::vector<float> x(256), y(16);
-  TensorView q3{buf.data(), DType::Q3_K, {4, 256}, "blk.0.ffn_up.weight"};
+  TensorView q3{buf.data(), DType::IQ3_S, {4, 256}, "blk.0.ffn_up.weight"};
   try {
     matmul(q3, x.data(), 1, y.data());
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("blk.0.ffn_up.weight"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("q3_k"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("iq3_s"), std::string::npos) << e.what();
   }
   TensorView one_d{buf.data(), DType::F32, {256}, "v"};
   EXPECT_THROW(matmul(one_d, x.data(), 1, y.data()), Error);

@@ -14,7 +14,8 @@ namespace og::kernels::testing {
 inline const std::vector<DType>& all_weight_dtypes() {
   static const std::vector<DType> v = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                                        DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                                       DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                                       DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q2_K,
+                                       DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
   return v;
 }
 

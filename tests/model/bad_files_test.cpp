@@ -128,13 +128,13 @@ TEST(BadGguf, UnsupportedTensorDtypeNamesTensorAndType) {
   test::GgufEdit e;
   e.replace = [](const TensorInfo& t, GgufWriter& w) {
     if (t.name != "blk.0.ffn_gate.weight") return false;
-    // iq4_nl: 32-element blocks of 18 bytes; no kernels in offgraph.
-    w.add_tensor(t.name, DType::IQ4_NL, {172, 64}, std::vector<uint8_t>(172 * 2 * 18, 0));
+    // q8_1: 32-element blocks of 36 bytes, an activation format with no weight kernels.
+    w.add_tensor(t.name, DType::Q8_1, {172, 64}, std::vector<uint8_t>(172 * 2 * 36, 0));
     return true;
   };
   const std::string msg = gguf_error(e);
   EXPECT_ERROR_HAS(msg, "blk.0.ffn_gate.weight");
-  EXPECT_ERROR_HAS(msg, "iq4_nl");
+  EXPECT_ERROR_HAS(msg, "q8_1");
 }
 
 TEST(BadGguf, FusedQkvIsRefused) {

@@ -54,6 +54,11 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
     case DType::Q5_K_R: return dequant_regrouped<176>(&unpack_q5_k_r, &dequant_q5_k, b, dst, n);
     case DType::Q6_K: dequant_q6_k(src, dst, n); return;
     case DType::Q6_K_R: return dequant_regrouped<210>(&unpack_q6_k_r, &dequant_q6_k, b, dst, n);
+    case DType::Q2_K: dequant_q2_k(src, dst, n); return;
+    case DType::Q3_K: dequant_q3_k(src, dst, n); return;
+    case DType::IQ4_NL: dequant_iq4_nl(src, dst, n); return;
+    case DType::IQ4_XS: dequant_iq4_xs(src, dst, n); return;
+    case DType::MXFP4: dequant_mxfp4(src, dst, n); return;
     default: fail("no kernels for weight dtype ", dtype_name(static_cast<uint32_t>(t)));
   }
 }
@@ -82,6 +87,11 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
     case DType::Q4_K: quant_q4_k(src, dst, n); return;
     case DType::Q5_K: quant_q5_k(src, dst, n); return;
     case DType::Q6_K: quant_q6_k(src, dst, n); return;
+    case DType::Q2_K: quant_q2_k(src, dst, n); return;
+    case DType::Q3_K: quant_q3_k(src, dst, n); return;
+    case DType::IQ4_NL: quant_iq4_nl(src, dst, n); return;
+    case DType::IQ4_XS: quant_iq4_xs(src, dst, n); return;
+    case DType::MXFP4: quant_mxfp4(src, dst, n); return;
     default: fail("no kernels for weight dtype ", dtype_name(static_cast<uint32_t>(t)));
   }
 }

@@ -74,6 +74,17 @@ void quant_q8_0(const float* src, void* dst, int64_t n);
 void quant_q4_k(const float* src, void* dst, int64_t n);
 void quant_q5_k(const float* src, void* dst, int64_t n);
 void quant_q6_k(const float* src, void* dst, int64_t n);
+// The low-bit types (tensor/quant_blocks.h; quant_lowbit_ref.cpp).
+void dequant_q2_k(const void* src, float* dst, int64_t n);
+void dequant_q3_k(const void* src, float* dst, int64_t n);
+void dequant_iq4_nl(const void* src, float* dst, int64_t n);
+void dequant_iq4_xs(const void* src, float* dst, int64_t n);
+void dequant_mxfp4(const void* src, float* dst, int64_t n);
+void quant_q2_k(const float* src, void* dst, int64_t n);
+void quant_q3_k(const float* src, void* dst, int64_t n);
+void quant_iq4_nl(const float* src, void* dst, int64_t n);
+void quant_iq4_xs(const float* src, void* dst, int64_t n);
+void quant_mxfp4(const float* src, void* dst, int64_t n);
 
 // Q4_K / Q5_K 6-bit scale and min j (0..7) from the 12 packed bytes, and the inverse.
 void get_scale_min_k4(const uint8_t* s, int j, uint8_t* sc, uint8_t* m);
