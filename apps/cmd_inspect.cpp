@@ -209,6 +209,15 @@ Json hparams_of(const ModelConfig& c) {
   hp["window"] = window;
   hp["tied_output"] = c.tied_output;
   if (c.embedding_scale != 1.0f) hp["embedding_scale"] = c.embedding_scale;
+  // Embedding models (docs/embeddings.md).
+  if (c.pooling != Pooling::kUnset) hp["pooling"] = pooling_name(c.pooling);
+  if (!c.causal) hp["causal_attention"] = false;
+  if (!c.dense.empty()) {
+    Json dense = Json::array();
+    for (const DenseProjection& d : c.dense) dense.push_back(std::to_string(d.d_in) + "->" + std::to_string(d.d_out));
+    hp["dense"] = dense;
+  }
+  if (c.pooling != Pooling::kUnset) hp["embedding_dim"] = c.embedding_dim();
   return hp;
 }
 

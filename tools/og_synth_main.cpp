@@ -1,7 +1,7 @@
 // og-synth: writes a synthetic random-weight model (tests, benchmarks).
 //   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b|gemma4-e2b]
 //            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4] [shape overrides]
-//            [--chat-template FILE] [--script FILE]
+//            [--chat-template FILE] [--script FILE] [--embedding [--pooling P]]
 // Flags are parsed by the commands' flag library (base/flags.h): the same
 // spellings, checks and messages; bad usage exits 2, a failed write 1.
 #include <cstdio>
@@ -21,7 +21,8 @@ using og::synth::Family;
 using og::synth::SynthSpec;
 
 struct SynthFlags {
-  std::string family, format, out, preset = "tiny", dtype, tokenizer, chat_template, script;
+  std::string family, format, out, preset = "tiny", dtype, tokenizer, chat_template, script, pooling;
+  bool embedding = false;
   int64_t seed = 1;
   // Shape overrides; applied only when given (the preset's value otherwise).
   int64_t d_model = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, d_ff = 0, ctx = 0, window = 0;
@@ -54,6 +55,12 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
                 "a JSON reply script (docs/tools.md): bigram chains of token texts the model follows under greedy "
                 "decoding; implies --tokenizer llama3 and an untied output (families llama, qwen2, qwen3)",
                 "FILE");
+  fl.add_bool("embedding", &f.embedding,
+              "an embedding model (tiny preset; qwen3: last-token pooling as Qwen3-Embedding; gemma3: "
+              "bidirectional, mean pooling, dense 4d -> d as EmbeddingGemma); HF as a headless base model with "
+              "sentence-transformers modules");
+  fl.add_choice("pooling", &f.pooling, {"none", "mean", "cls", "last"},
+                "override the embedding model's pooling (implies --embedding)");
   const std::string shape = "override the preset's ";
   fl.add_int("d-model", &f.d_model, 1, kMax, shape + "model width");
   fl.add_int("layers", &f.layers, 1, kMax, shape + "layer count");
@@ -86,6 +93,13 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
   } else {
     og::usage_fail("--preset " + f.preset + " does not fit --family " + f.family +
                    " (llama32-1b: not gemma4; gemma4-e2b: gemma4 only)");
+  }
+  if (f.embedding || !f.pooling.empty()) {
+    if (f.preset != "tiny") og::usage_fail("--embedding works with --preset tiny only");
+    if (fam != Family::kQwen3 && fam != Family::kGemma3)
+      og::usage_fail("--embedding needs --family qwen3 or gemma3, not " + f.family);
+    s = og::synth::tiny_embedding_spec(fam);
+    if (!f.pooling.empty()) s.pooling = f.pooling;
   }
   if (!f.dtype.empty()) {
     og::WeightType wt;

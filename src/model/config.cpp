@@ -18,6 +18,17 @@ const char* activation_name(Activation a) {
   return "?";
 }
 
+const char* pooling_name(Pooling p) {
+  switch (p) {
+    case Pooling::kUnset: return "unset";
+    case Pooling::kNone: return "none";
+    case Pooling::kMean: return "mean";
+    case Pooling::kCls: return "cls";
+    case Pooling::kLast: return "last";
+  }
+  return "?";
+}
+
 std::vector<float> rope_inv_freq(double base, int n_rot) {
   std::vector<float> f(static_cast<size_t>(n_rot / 2));
   for (int i = 0; i < n_rot / 2; ++i) f[i] = static_cast<float>(std::pow(base, -2.0 * i / n_rot));
@@ -57,6 +68,15 @@ void validate_config(const ModelConfig& c, const std::string& what) {
            ": final logit soft-cap must be 0 (none) or positive, got ", c.final_logit_softcap);
   OG_CHECK(c.d_per_layer >= 0 && c.d_per_layer <= (int64_t{1} << 24), what, ": per-layer input width ",
            c.d_per_layer, " is out of range");
+  int64_t dense_in = c.d_model;
+  for (size_t i = 0; i < c.dense.size(); ++i) {
+    const DenseProjection& p = c.dense[i];
+    OG_CHECK(p.d_in == dense_in && p.d_out > 0 && p.d_out <= (int64_t{1} << 24), what, ": dense projection ", i,
+             " maps ", p.d_in, " -> ", p.d_out, " values but its input is ", dense_in, " wide");
+    dense_in = p.d_out;
+  }
+  OG_CHECK(c.causal || c.pooling != Pooling::kUnset, what,
+           ": a bidirectional (non-causal) model must declare its pooling (it can only embed)");
   for (int l = 0; l < c.n_layers(); ++l) {
     const LayerConfig& L = c.layers[l];
     const std::string at = cat(what, ": layer ", l, ": ");
@@ -123,6 +143,9 @@ std::string describe_config(const ModelConfig& c) {
   if (c.embedding_scale != 1.0f) os << " embedding_scale=" << c.embedding_scale;
   if (c.d_per_layer > 0) os << " per_layer_input=" << c.d_per_layer;
   if (c.final_logit_softcap > 0) os << " logit_softcap=" << c.final_logit_softcap;
+  if (c.pooling != Pooling::kUnset) os << " pooling=" << pooling_name(c.pooling);
+  if (!c.causal) os << " bidirectional";
+  for (const DenseProjection& p : c.dense) os << " dense=" << p.d_in << "->" << p.d_out;
   // Group identical layer kinds: "layers 0-4,6: heads 8/4 hd 8/8 ff 172 window 0 rope 10000 ..."
   std::map<std::string, std::vector<int>> kinds;
   std::vector<std::string> order;

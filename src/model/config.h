@@ -33,6 +33,7 @@ struct LayerConfig {
   int head_dim_v = 0;
   int64_t d_ff = 0;
   int window = 0;  // 0 = full causal attention; W > 0: query at p sees keys in (p - W, p]
+                   // (bidirectional models, ModelConfig::causal false: keys within |p - j| <= W / 2, as llama.cpp)
 
   // RoPE: rotates the first rope_n_rot dims of every q/k head.
   int rope_n_rot = 0;
@@ -68,6 +69,19 @@ struct LayerConfig {
   int kv_donor = -1;
 };
 
+// Sentence-embedding pooling, with llama.cpp's <arch>.pooling_type values.
+// kUnset: the file declares none (a generative model).
+enum class Pooling { kUnset = -1, kNone = 0, kMean = 1, kCls = 2, kLast = 3 };
+const char* pooling_name(Pooling p);  // "unset", "none", "mean", "cls", "last"
+
+// One sentence-transformers Dense module after pooling: y = W x, W [d_out, d_in],
+// no bias, identity activation (what EmbeddingGemma ships; anything else is refused).
+struct DenseProjection {
+  int64_t d_in = 0;
+  int64_t d_out = 0;
+  std::string hf_path;  // HF: the module's directory ("2_Dense"); its weight is "<hf_path>/linear.weight"
+};
+
 struct ModelConfig {
   std::string architecture;  // family name: "llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4"
   WeightLayout layout = WeightLayout::kGguf;
@@ -92,11 +106,22 @@ struct ModelConfig {
   // The default prefill chunk size the file publishes (offgraph.kv.prefill_chunk_size); 0 = none.
   int64_t prefill_chunk_size = 0;
   std::vector<LayerConfig> layers;
+  // Embedding models. pooling: how a sequence's rows become one vector
+  // (GGUF <arch>.pooling_type; HF modules.json + 1_Pooling/config.json).
+  // causal = false: every row attends over its whole sequence (GGUF
+  // <arch>.attention.causal, or the arch gemma-embedding; HF
+  // use_bidirectional_attention); such a model only embeds (it cannot decode).
+  // dense: projections applied in order after pooling (GGUF dense_2, dense_3).
+  Pooling pooling = Pooling::kUnset;
+  bool causal = true;
+  std::vector<DenseProjection> dense;
   // Things the reader skipped on purpose (e.g. a checkpoint's vision tower),
   // one line each, for `inspect` and the run's log.
   std::vector<std::string> notes;
 
   int n_layers() const { return static_cast<int>(layers.size()); }
+  // The width of an embedding: the last dense projection's output, else d_model.
+  int64_t embedding_dim() const { return dense.empty() ? d_model : dense.back().d_out; }
 };
 
 // Standard RoPE frequencies base^(-2i/n_rot), i < n_rot/2.

@@ -2,13 +2,16 @@
 // layer norm, q/k/v projections (all rows at once), bias, q/k/v norms, RoPE,
 // the cache's update_and_attend, output projection, post-norm, residual, MLP,
 // the per-layer input block and output scale; final norm, logits for the rows
-// that want them, soft-capping. Branches only on config fields.
+// that want them, soft-capping. Branches only on config fields. hidden_pass
+// runs the same layers over a whole-sequence step without a cache (each
+// layer attends within the step) and returns the output-normed rows.
 #include <algorithm>
 #include <cmath>
 #include <span>
 
 #include "base/error.h"
 #include "kernels/ops.h"
+#include "kv/step_attend.h"
 #include "model/loader.h"
 
 namespace og {
@@ -102,8 +105,9 @@ void heads_norm_rope(const LayerConfig& L, float eps, bool norm, const std::vect
   }
 }
 
+// cache null: a whole-sequence step attended within itself (kv/step_attend.h).
 void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeights& w, int cache_id, bool writes,
-                     const Batch& batch, const std::vector<KvRow>& kv_rows, KvCache& cache, Scratch& s) {
+                     const Batch& batch, const std::vector<KvRow>& kv_rows, KvCache* cache, Scratch& s) {
   const int64_t n = static_cast<int64_t>(batch.rows.size());
   const int64_t d = c.d_model;
   norm_rows(s.x.data(), w.attn_norm, c.eps, n, d, s.xn.data());
@@ -126,8 +130,13 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
     heads_norm_rope(L, c.eps, L.has_k_norm, w.k_norm, n, s.cs.data(), L.n_kv_heads, s.k.data());
     if (L.has_v_norm) norm_rows(s.v.data(), w.v_norm, c.eps, n * L.n_kv_heads, L.head_dim_v, s.v.data());
   }
-  cache.update_and_attend(cache_id, kv_rows, s.q.data(), L.n_heads, writes ? s.k.data() : nullptr,
-                          writes ? s.v.data() : nullptr, L.attn_scale, s.att.data());
+  if (cache != nullptr) {
+    cache->update_and_attend(cache_id, kv_rows, s.q.data(), L.n_heads, writes ? s.k.data() : nullptr,
+                             writes ? s.v.data() : nullptr, L.attn_scale, s.att.data());
+  } else {
+    const kv::StepAttendShape shape{L.n_heads, L.n_kv_heads, L.head_dim_k, L.head_dim_v, L.window, c.causal};
+    kv::attend_in_step(kv_rows, shape, s.q.data(), s.k.data(), s.v.data(), L.attn_scale, s.att.data());
+  }
   kernels::matmul(w.wo, s.att.data(), n, s.tmp.data());
   if (L.has_o_bias) add_bias(s.tmp.data(), w.bo, n);
   if (L.has_post_attn_norm) norm_rows(s.tmp.data(), w.post_attn_norm, c.eps, n, d, s.tmp.data());
@@ -202,12 +211,18 @@ void compute_logits(const ModelConfig& c, const Weights& w, const Batch& batch, 
   }
 }
 
-void check_inputs(const ModelConfig& c, const KvGeometry& geometry, const Batch& batch, const KvCache& cache) {
+void check_tokens(const ModelConfig& c, const Batch& batch) {
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     const int32_t t = batch.rows[i].token;
     OG_CHECK(t >= 0 && t < c.n_vocab, "forward: token id ", t, " (row ", i, ") is outside the vocabulary [0, ",
              c.n_vocab, ")");
   }
+}
+
+void check_inputs(const ModelConfig& c, const KvGeometry& geometry, const Batch& batch, const KvCache& cache) {
+  OG_CHECK(c.causal, "forward: the model attends bidirectionally (an embedding model): it embeds whole inputs "
+           "and cannot generate");
+  check_tokens(c, batch);
   const KvGeometry& g = cache.geometry();
   bool same = g.layer_cache == geometry.layer_cache && g.layer_writes == geometry.layer_writes &&
               g.caches.size() == geometry.caches.size();
@@ -218,7 +233,47 @@ void check_inputs(const ModelConfig& c, const KvGeometry& geometry, const Batch&
   OG_CHECK(same, "forward: the KV cache was built for a different model geometry");
 }
 
+// Embeddings, then every layer; the residual stream is left in s.x. cache
+// null: each layer attends within the step (every sequence whole).
+void run_layers(const ModelConfig& c, const Weights& w, const KvGeometry& geometry, const Batch& batch,
+                const std::vector<KvRow>& kv_rows, KvCache* cache, Scratch& s) {
+  const int64_t n = static_cast<int64_t>(batch.rows.size());
+  const int64_t d = c.d_model;
+  for (int64_t i = 0; i < n; ++i) {
+    kernels::get_row(w.token_embd, batch.rows[i].token, s.x.data() + i * d);
+    if (c.embedding_scale != 1.0f) kernels::scale(s.x.data() + i * d, c.embedding_scale, d);
+  }
+  if (c.d_per_layer > 0) per_layer_inputs(c, w, batch, s);
+  s.cs_rot = -1;  // this batch's RoPE angles are computed by the first layer that needs them
+  for (int l = 0; l < c.n_layers(); ++l) {
+    const LayerConfig& L = c.layers[l];
+    attention_block(c, L, w.layers[l], geometry.layer_cache[l], geometry.layer_writes[l], batch, kv_rows, cache, s);
+    mlp_block(c, L, w.layers[l], n, s);
+    per_layer_block(c, L, w.layers[l], l, n, s);
+  }
+}
+
 }  // namespace
+
+void hidden_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geometry, const Batch& batch,
+                 std::vector<float>& hidden) {
+  const int64_t n = static_cast<int64_t>(batch.rows.size());
+  hidden.clear();
+  if (n == 0) return;
+  check_tokens(c, batch);
+  for (int l = 0; l < c.n_layers(); ++l)
+    OG_CHECK(geometry.layer_writes[l], "embeddings: layer ", l,
+             " reads another layer's KV (KV sharing), which a whole-sequence pass does not support");
+  Scratch& s = scratch_for(c, n);
+  std::vector<KvRow>& kv_rows = s.kv_rows;
+  kv_rows.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) kv_rows[i] = KvRow{batch.rows[i].seq, batch.rows[i].pos};
+  kv::check_whole_sequences(kv_rows);
+  run_layers(c, w, geometry, batch, kv_rows, nullptr, s);
+  const int64_t d = c.d_model;
+  hidden.resize(static_cast<size_t>(n * d));
+  norm_rows(s.x.data(), w.output_norm, c.eps, n, d, hidden.data());
+}
 
 KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geometry, const Batch& batch,
                       KvCache& cache, std::vector<float>& logits) {
@@ -241,20 +296,7 @@ KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& 
   KvResult r = cache.begin_step(kv_rows);
   if (!r.ok()) return r;
   try {
-    const int64_t d = c.d_model;
-    for (int64_t i = 0; i < n; ++i) {
-      kernels::get_row(w.token_embd, batch.rows[i].token, s.x.data() + i * d);
-      if (c.embedding_scale != 1.0f) kernels::scale(s.x.data() + i * d, c.embedding_scale, d);
-    }
-    if (c.d_per_layer > 0) per_layer_inputs(c, w, batch, s);
-    s.cs_rot = -1;  // this batch's RoPE angles are computed by the first layer that needs them
-    for (int l = 0; l < c.n_layers(); ++l) {
-      const LayerConfig& L = c.layers[l];
-      attention_block(c, L, w.layers[l], geometry.layer_cache[l], geometry.layer_writes[l], batch, kv_rows, cache,
-                      s);
-      mlp_block(c, L, w.layers[l], n, s);
-      per_layer_block(c, L, w.layers[l], l, n, s);
-    }
+    run_layers(c, w, geometry, batch, kv_rows, &cache, s);
     compute_logits(c, w, batch, s, logits);
   } catch (...) {
     cache.abort_step();

@@ -127,6 +127,8 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
     if (L.has_output_scale) add(TensorRole::kLayerOutputScale, l, {1});
   }
   norm(TensorRole::kOutputNorm, -1, d);
+  for (size_t i = 0; i < c.dense.size(); ++i)
+    add(TensorRole::kDense, static_cast<int>(i), {c.dense[i].d_out, c.dense[i].d_in});
   if (!c.tied_output) add(TensorRole::kOutput, -1, {c.n_vocab, d});
   if (source_has && source_has(tensor_name(c, TensorRole::kOutputBias))) add(TensorRole::kOutputBias, -1, {c.n_vocab});
   return out;
@@ -191,6 +193,13 @@ void check_same_config(const ModelConfig& c, const ModelConfig& w, const std::st
   same(file, "layer count", c.n_layers(), w.n_layers());
   same(file, "per-layer input width", c.d_per_layer, w.d_per_layer);
   same(file, "final logit soft-cap", c.final_logit_softcap, w.final_logit_softcap);
+  same(file, "pooling", std::string(pooling_name(c.pooling)), std::string(pooling_name(w.pooling)));
+  same(file, "causal attention", c.causal, w.causal);
+  same(file, "dense projection count", c.dense.size(), w.dense.size());
+  for (size_t i = 0; i < c.dense.size(); ++i) {
+    same(file, cat("dense projection ", i, " input width"), c.dense[i].d_in, w.dense[i].d_in);
+    same(file, cat("dense projection ", i, " output width"), c.dense[i].d_out, w.dense[i].d_out);
+  }
   // HF gemma rounds sqrt(d_model) to the embedding dtype; GGUF keeps it in f32.
   OG_CHECK(close(c.embedding_scale, w.embedding_scale, 1e-2), file, ": reads back with embedding scale ",
            w.embedding_scale, " but the model has ", c.embedding_scale);

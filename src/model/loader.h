@@ -46,5 +46,11 @@ std::unique_ptr<Model> make_model(ModelConfig config, std::shared_ptr<const Tens
 // scratch per call; no state is kept between calls.
 KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geometry, const Batch& batch,
                       KvCache& cache, std::vector<float>& logits);
+// The layers over a step that holds every sequence whole (positions 0..n-1,
+// each sequence's rows consecutive), attended within the step, causally or
+// not as c.causal says (kv/step_attend.h); hidden = the output-normed rows
+// [n_rows, d_model]. og::Error on bad tokens, partial sequences or KV sharing.
+void hidden_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geometry, const Batch& batch,
+                 std::vector<float>& hidden);
 
 }  // namespace og

@@ -5,7 +5,9 @@
 #include "base/error.h"
 #include "format/gguf.h"
 #include "format/hf_config.h"
+#include "model/families/common.h"
 #include "model/families/family.h"
+#include "model/embedding.h"
 #include "model/kv_keys.h"
 #include "model/loader.h"
 
@@ -60,6 +62,14 @@ class LoadedModel : public Model {
   KvResult forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) const override {
     return forward_pass(config_, weights_, geometry_, batch, cache, logits);
   }
+  void embed(const Batch& batch, Embeddings& out) const override {
+    OG_CHECK(config_.pooling != Pooling::kUnset, source_->source_name(),
+             ": not an embedding model (the file declares no pooling type)");
+    thread_local std::vector<float> hidden;
+    hidden_pass(config_, weights_, geometry_, batch, hidden);
+    pool_rows(config_.pooling, batch.rows, hidden.data(), config_.d_model, out);
+    apply_dense(weights_.dense, out);
+  }
 
  private:
   ModelConfig config_;
@@ -94,7 +104,8 @@ namespace {
 // The decoder tensors' prefix: text-only checkpoints use "model.", multimodal
 // ones one of two nestings depending on the transformers version.
 std::string hf_prefix(const TensorSource& w) {
-  for (const char* p : {"model.", "model.language_model.", "language_model.model."})
+  // "": base models without a head (Qwen3Model, Gemma3TextModel: embedding checkpoints).
+  for (const char* p : {"model.", "model.language_model.", "language_model.model.", ""})
     if (w.find(std::string(p) + "embed_tokens.weight") != nullptr) return p;
   fail(w.source_name(), ": missing tensor model.embed_tokens.weight");
 }
@@ -119,11 +130,51 @@ ModelConfig hf_model_config(const nlohmann::json& cfg, const std::string& file, 
   return c;
 }
 
+namespace {
+
+// The checkpoint's weights plus the sentence-transformers Dense modules'
+// ("<path>/model.safetensors", tensor "linear.weight" named "<path>/linear.weight").
+class WithDenseModules : public TensorSource {
+ public:
+  WithDenseModules(std::shared_ptr<const TensorSource> main, const std::string& dir,
+                   const std::vector<DenseProjection>& dense)
+      : main_(std::move(main)), infos_(main_->tensors()) {
+    for (const DenseProjection& d : dense) {
+      std::unique_ptr<SafetensorsSource> s = SafetensorsSource::open_file(dir + "/" + d.hf_path + "/model.safetensors");
+      for (const TensorInfo& t : s->tensors()) {
+        OG_CHECK(t.name == "linear.weight", s->source_name(), ": tensor ", t.name,
+                 " is not supported (a Dense module holds linear.weight only)");
+        TensorInfo named = t;
+        named.name = d.hf_path + "/" + t.name;
+        infos_.push_back(std::move(named));
+      }
+      extra_.push_back(std::move(s));
+    }
+  }
+  const std::vector<TensorInfo>& tensors() const override { return infos_; }
+  const TensorInfo* find(std::string_view name) const override {
+    for (size_t i = main_->tensors().size(); i < infos_.size(); ++i)
+      if (infos_[i].name == name) return &infos_[i];
+    return main_->find(name);
+  }
+  std::string source_name() const override { return main_->source_name(); }
+
+ private:
+  std::shared_ptr<const TensorSource> main_;
+  std::vector<std::unique_ptr<SafetensorsSource>> extra_;
+  std::vector<TensorInfo> infos_;
+};
+
+}  // namespace
+
 HfModelSource read_hf_model(const std::string& dir) {
   HfCheckpoint ck = HfCheckpoint::open(dir);
   OG_CHECK(ck.weights != nullptr, dir, ": no weights");
   std::shared_ptr<const TensorSource> weights(std::move(ck.weights));
   ModelConfig c = hf_model_config(ck.config, ck.config_path, *weights);
+  const bool nested = ck.config.contains("text_config") && ck.config["text_config"].is_object();
+  read_hf_embedding(dir, nested ? ck.config["text_config"] : ck.config, ck.config_path, c);
+  if (!c.dense.empty()) weights = std::make_shared<WithDenseModules>(std::move(weights), dir, c.dense);
   return {std::move(c), std::move(weights)};
 }
 

@@ -45,6 +45,15 @@ struct WeightTraffic {
   int64_t matmul_macs_per_row = 0;   // their multiply-adds for one row (attention over the cache excluded)
 };
 
+// What an embedding pass gives (Model::embed): one vector per sequence, in the
+// order sequences first appear in the batch (per row with pooling none),
+// pooled and projected as the file says, not normalised (model/embedding.h).
+struct Embeddings {
+  std::vector<int> seqs;      // [n] the sequence of each vector
+  int64_t dim = 0;
+  std::vector<float> values;  // [n, dim]
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -71,6 +80,14 @@ class Model {
   // heap, cache included unless it grows), so forwards on different caches may run
   // from several threads; the kernels' thread pool then runs their parallel parts in turn.
   virtual KvResult forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) const = 0;
+
+  // Embeddings of whole inputs: every sequence in `batch` is complete
+  // (positions 0..n-1, its rows consecutive), attended within the step
+  // without a cache (causally or bidirectionally, as the model says), then
+  // pooled per sequence and through the dense projections. og::Error for a
+  // model that declares no pooling, bad tokens or partial sequences.
+  // Thread-safe like forward (no state is kept).
+  virtual void embed(const Batch& batch, Embeddings& out) const = 0;
 };
 
 }  // namespace og

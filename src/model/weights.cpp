@@ -41,6 +41,7 @@ std::string gguf_name(TensorRole r, int l) {
     case TensorRole::kPerLayerProj: return b + "proj.weight";
     case TensorRole::kPerLayerPostNorm: return b + "post_norm.weight";
     case TensorRole::kLayerOutputScale: return b + "layer_output_scale.weight";
+    case TensorRole::kDense: return "dense_" + std::to_string(l + 2) + ".weight";
   }
   return "";
 }
@@ -79,6 +80,8 @@ std::string hf_name(const ModelConfig& c, TensorRole r, int l) {
     case TensorRole::kPerLayerProj: return b + "per_layer_projection.weight";
     case TensorRole::kPerLayerPostNorm: return b + "post_per_layer_input_norm.weight";
     case TensorRole::kLayerOutputScale: return b + "layer_scalar";
+    case TensorRole::kDense:
+      return l >= 0 && l < static_cast<int>(c.dense.size()) ? c.dense[l].hf_path + "/linear.weight" : "";
   }
   return "";
 }
@@ -219,6 +222,9 @@ Weights bind_weights(ModelConfig& c, const TensorSource& src) {
 
   if (c.d_per_layer > 0) bind_per_layer_inputs(c, src, w);
   for (int l = 0; l < c.n_layers(); ++l) w.layers.push_back(bind_layer(c, src, l));
+  for (size_t i = 0; i < c.dense.size(); ++i)
+    w.dense.push_back(matrix(src, tensor_name(c, TensorRole::kDense, static_cast<int>(i)), c.dense[i].d_out,
+                             c.dense[i].d_in));
   return w;
 }
 

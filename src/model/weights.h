@@ -21,6 +21,8 @@ enum class TensorRole {
   // and each layer's gate, projection, post-norm and output scale.
   kPerLayerTokenEmbd, kPerLayerModelProj, kPerLayerProjNorm,
   kPerLayerGate, kPerLayerProj, kPerLayerPostNorm, kLayerOutputScale,
+  // Embedding models: dense projection i after pooling (the `layer` argument is i).
+  kDense,
 };
 
 // The tensor name of a role in the config's layout (GGUF names, or HF names
@@ -63,6 +65,7 @@ struct Weights {
   TensorView per_layer_model_proj;         // [n_layers * d_per_layer, d_model]
   std::vector<float> per_layer_proj_norm;  // [d_per_layer]
   std::vector<LayerWeights> layers;
+  std::vector<TensorView> dense;           // [dense[i].d_out, dense[i].d_in] per c.dense projection
 };
 
 // Binds every tensor the config needs, checking presence, shape and dtype

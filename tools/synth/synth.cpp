@@ -211,6 +211,7 @@ void validate(const SynthSpec& s) {
   OG_CHECK(s.window == 0 || s.family == Family::kMistral || s.family == Family::kGemma3 || s.family == Family::kGemma4,
            "synthetic model: a sliding window is only written for mistral, gemma3 and gemma4");
   if (s.family == Family::kGemma4) validate_gemma4(s);
+  validate_embedding(s);
   OG_CHECK(dtype_info(static_cast<uint32_t>(s.weight_dtype)), "synthetic model: unknown weight dtype");
   n_vocab(s);
   script_plan(s);  // a script that cannot be written fails here, before any file is made
@@ -238,9 +239,10 @@ std::vector<PlannedTensor> plan(const SynthSpec& s) {
     t.gemma_norm = gemma && kind == Kind::kNorm;
     out.push_back(std::move(t));
   };
-  add("model.embed_tokens.weight", {V, d}, Kind::kEmbed, d);
+  const std::string prefix = is_embedding(s) ? "" : "model.";  // a base model without a head
+  add(prefix + "embed_tokens.weight", {V, d}, Kind::kEmbed, d);
   for (int64_t l = 0; l < s.n_layers; ++l) {
-    const std::string h = cat("model.layers.", l, ".");
+    const std::string h = cat(prefix, "layers.", l, ".");
     add(h + "input_layernorm.weight", {d}, Kind::kNorm);
     add(h + "self_attn.q_proj.weight", {q_dim, d}, Kind::kLinear, d);
     add(h + "self_attn.k_proj.weight", {kv_dim, d}, Kind::kLinear, d);
@@ -266,8 +268,9 @@ std::vector<PlannedTensor> plan(const SynthSpec& s) {
     add(h + "mlp.up_proj.weight", {s.d_ff, d}, Kind::kLinear, d);
     add(h + "mlp.down_proj.weight", {d, s.d_ff}, Kind::kLinear, s.d_ff);
   }
-  add("model.norm.weight", {d}, Kind::kNorm);
+  add(prefix + "norm.weight", {d}, Kind::kNorm);
   if (!s.tied) add("lm_head.weight", {V, d}, Kind::kLinear, d);
+  plan_dense(s, out);
   return out;
 }
 

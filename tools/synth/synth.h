@@ -87,7 +87,23 @@ struct SynthSpec {
   // HF chat_template.jinja and tokenizer_config.json); "" = the tokenizer's own.
   std::string chat_template;
   SynthScript script;  // empty = random weights only
+  // Embedding models (qwen3, gemma3; synth_embedding.cpp). pooling: "" = none
+  // declared (a generative model), else none|mean|cls|last, written as
+  // sentence-transformers modules (HF) and <arch>.pooling_type (GGUF). An
+  // embedding spec's HF form is a base model without a head (Qwen3Model,
+  // Gemma3TextModel: tensors without the "model." prefix). bidirectional
+  // (gemma3 only): EmbeddingGemma's use_bidirectional_attention, GGUF arch
+  // gemma-embedding. dense: output widths of the Dense modules after pooling
+  // (EmbeddingGemma: {4 * d_model, d_model}); the last must be d_model for llama.cpp.
+  std::string pooling;
+  bool bidirectional = false;
+  std::vector<int64_t> dense;
 };
+
+// The embedding form of a tiny qwen3 (last-token pooling, as
+// Qwen3-Embedding) or gemma3 (bidirectional, mean pooling, dense 4d -> d, as
+// EmbeddingGemma) spec; og::Error for other families.
+SynthSpec tiny_embedding_spec(Family f);
 
 // Small shapes for tests, windows smaller than test sequences (e.g. 8).
 SynthSpec tiny_spec(Family f);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/gguf.h"
+#include "model/config.h"
 #include "synth/synth.h"
 
 namespace og::synth {
@@ -87,6 +88,17 @@ struct ScriptPlan {
 const ScriptPlan* script_plan(const SynthSpec& spec);
 // Rewrites the script's tensors in HF layout: v holds rows [first_row, ...) of t.
 void apply_script(const SynthSpec& spec, const PlannedTensor& t, std::vector<float>& v, int64_t first_row);
+
+// Embedding specs (synth_embedding.cpp): whether the spec is one, the
+// checks, the Dense modules' planned tensors ("<k>_Dense/linear.weight"), the
+// config fields the HF reader takes from modules.json, and those files.
+bool is_embedding(const SynthSpec& spec);
+void validate_embedding(const SynthSpec& spec);
+void plan_dense(const SynthSpec& spec, std::vector<PlannedTensor>& out);
+void apply_embedding_config(const SynthSpec& spec, ModelConfig& c);
+void write_st_modules(const SynthSpec& spec, const std::string& dir);
+// The module directory of a planned tensor ("2_Dense"), "" for the main file's.
+std::string module_of(const std::string& hf_name);
 
 std::string join_path(const std::string& a, const std::string& b);
 void write_text_file(const std::string& path, const std::string& text);

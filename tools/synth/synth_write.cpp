@@ -110,6 +110,7 @@ ModelConfig hf_model_config(const SynthSpec& spec, const std::vector<PlannedTens
   PlanSource source(plan);
   const bool nested = cfg.contains("text_config");
   family->from_hf(HfInput{nested ? cfg["text_config"] : cfg, "synthetic config.json", source}, c);
+  apply_embedding_config(spec, c);
   validate_config(c, "synthetic model");
   return c;
 }
@@ -180,6 +181,7 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
   const int f = static_cast<int>(s.family);
   nlohmann::ordered_json c;
   c["architectures"] = {kArch[f]};
+  if (is_embedding(s)) c["architectures"] = {s.family == Family::kGemma3 ? "Gemma3TextModel" : "Qwen3Model"};
   c["model_type"] = kType[f];
   c["hidden_size"] = s.d_model;
   c["intermediate_size"] = s.d_ff;
@@ -226,6 +228,7 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
       c["query_pre_attn_scalar"] = s.head_dim;
       c["final_logit_softcapping"] = nullptr;
       c["attn_logit_softcapping"] = nullptr;
+      if (s.bidirectional) c["use_bidirectional_attention"] = true;
       break;
     }
     case Family::kGemma4:
@@ -256,10 +259,12 @@ void write_hf(const SynthSpec& spec, const std::string& dir) {
     cfg["chat_template"] = spec.chat_template;
     write_text_file(cfg_path, cfg.dump(2) + "\n");
   }
-  std::vector<SafetensorsTensor> st;
+  write_st_modules(spec, dir);
+  std::map<std::string, std::vector<SafetensorsTensor>> files;  // module dir ("" = the model's) -> tensors
   for (const PlannedTensor& t : tensors) {
+    std::vector<SafetensorsTensor>& st = files[module_of(t.hf_name)];
     SafetensorsTensor x;
-    x.name = t.hf_name;
+    x.name = module_of(t.hf_name).empty() ? t.hf_name : t.hf_name.substr(module_of(t.hf_name).size() + 1);
     x.dtype = "F32";
     x.shape = t.shape;
     x.make = [&spec, t] {
@@ -270,7 +275,8 @@ void write_hf(const SynthSpec& spec, const std::string& dir) {
     };
     st.push_back(std::move(x));
   }
-  write_safetensors(join_path(dir, "model.safetensors"), st);
+  for (const auto& [module, st] : files)
+    write_safetensors(join_path(module.empty() ? dir : join_path(dir, module), "model.safetensors"), st);
 }
 
 }  // namespace og::synth

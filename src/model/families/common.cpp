@@ -156,6 +156,7 @@ void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c
     L.has_qkv_bias = f.find(b + "attn_q.bias") != nullptr;
     L.has_o_bias = f.find(b + "attn_output.bias") != nullptr;
   }
+  read_gguf_embedding(f, arch, c);
 }
 
 namespace {

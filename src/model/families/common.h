@@ -44,8 +44,22 @@ struct GgufCommonOptions {
   bool windows = true;
   int rope_layer = 0;
   bool attn_scale = true;
+  bool causal_key = true;  // write_gguf_embedding's causal_key
 };
 void write_gguf_common(const ModelConfig& c, const std::string& arch, GgufWriter& w, const GgufCommonOptions& o = {});
+
+// ---- embedding facts (embedding_keys.cpp) ----
+// <arch>.pooling_type, <arch>.attention.causal and the dense projection keys
+// (dense_2_feat_in/out, dense_3_feat_in/out); og::Error naming the key for a
+// value the engine does not run (rank pooling, dense biases). read_gguf_common calls it.
+void read_gguf_embedding(const GgufFile& f, const std::string& arch, ModelConfig& c);
+// Their inverse; causal_key false: the arch implies non-causal attention (gemma-embedding).
+void write_gguf_embedding(const ModelConfig& c, const std::string& arch, GgufWriter& w, bool causal_key);
+// HF: use_bidirectional_attention of config.json, and sentence-transformers'
+// modules.json in `dir` (Pooling: 1_Pooling/config.json; Dense: N_Dense/config.json,
+// identity and bias-free only; Normalize is the front ends' default; any other module is refused).
+void read_hf_embedding(const std::string& dir, const nlohmann::json& cfg, const std::string& config_file,
+                       ModelConfig& c);
 
 // ---- HF config.json ----
 // Fields are read with format/hf_config.h's json_int / json_number /

@@ -78,6 +78,7 @@ void write_gguf_common(const ModelConfig& c, const std::string& arch, GgufWriter
     OG_CHECK(L.kv_donor < 0, "cannot write ", c.architecture, " as GGUF ", arch, ": layer ", l,
              " shares the KV of layer ", L.kv_donor, " (the format has no key for it)");
   }
+  write_gguf_embedding(c, arch, w, o.causal_key);
 }
 
 }  // namespace og

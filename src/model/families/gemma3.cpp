@@ -3,6 +3,8 @@
 // q/k norms, norms before and after attention and MLP, GELU-tanh gate,
 // embeddings x sqrt(d_model), tied output. HF Gemma3ForCausalLM (text) and
 // Gemma3ForConditionalGeneration (text_config; vision tensors are ignored).
+// EmbeddingGemma is this family with bidirectional attention: HF
+// Gemma3TextModel with use_bidirectional_attention, GGUF arch gemma-embedding.
 #include <cmath>
 
 #include "base/error.h"
@@ -31,6 +33,15 @@ void gemma_layers(ModelConfig& c, const std::vector<bool>& sliding, int window, 
   }
 }
 
+// The query_pre_attn_scalar a GGUF file implies (no key): head_dim, except
+// the 62-layer causal gemma3 (27B): d_model / n_heads.
+double implied_attn_scalar(const ModelConfig& c, const LayerConfig& L) {
+  return c.n_layers() == 62 && c.causal ? static_cast<double>(c.d_model) / L.n_heads : L.head_dim_k;
+}
+
+// The GGUF arch of a config: a bidirectional gemma3 is llama.cpp's gemma-embedding.
+std::string gguf_arch(const ModelConfig& c) { return c.causal ? "gemma3" : "gemma-embedding"; }
+
 void gemma3_from_gguf(const GgufFile& f, const std::string& arch, ModelConfig& c) {
   read_gguf_common(f, arch, c);
   const std::string p = arch + ".";
@@ -45,10 +56,12 @@ void gemma3_from_gguf(const GgufFile& f, const std::string& arch, ModelConfig& c
   std::vector<bool> sliding(c.layers.size());
   for (int l = 0; l < c.n_layers(); ++l) sliding[l] = l % pattern < pattern - 1;
   gemma_layers(c, sliding, static_cast<int>(window), base, base_local, gguf_rope_scaling(f, arch));
+  // gemma-embedding (EmbeddingGemma): bidirectional, always 1/sqrt(head_dim).
+  if (arch == "gemma-embedding") c.causal = false;
   // llama.cpp has no key for query_pre_attn_scalar: 1/sqrt(head_dim), except
-  // the 62-layer model (27B), which uses 1/sqrt(d_model / n_heads).
+  // the 62-layer gemma3 (27B), which uses 1/sqrt(d_model / n_heads).
   for (LayerConfig& L : c.layers) {
-    const double q = c.n_layers() == 62 ? static_cast<double>(c.d_model) / L.n_heads : L.head_dim_k;
+    const double q = implied_attn_scalar(c, L);
     L.attn_scale = static_cast<float>(1.0 / std::sqrt(q));
   }
   c.embedding_scale = std::sqrt(static_cast<float>(c.d_model));  // in f32, as llama.cpp
@@ -157,27 +170,31 @@ void gemma3_to_gguf(const ModelConfig& c, GgufWriter& w) {
              ref.window, " and ", ref.rope_base);
     OG_CHECK(L.window == 0 || L.rope_scaling.type == RopeScaling::Type::kNone, what, "local layer ", l,
              " has RoPE scaling (the format scales global layers only)");
-    const double q = n == 62 ? static_cast<double>(c.d_model) / L.n_heads : L.head_dim_k;
+    const double q = implied_attn_scalar(c, L);
     const float want = static_cast<float>(1.0 / std::sqrt(q));
     OG_CHECK(std::fabs(L.attn_scale - want) <= 1e-6f * want, what, "layer ", l, " has attention scale ",
              L.attn_scale, " but the format implies ", want, " (query_pre_attn_scalar must be ", q, ")");
   }
+  const std::string arch = gguf_arch(c);
   GgufCommonOptions o;
   o.windows = false;
   o.attn_scale = false;
   o.rope_layer = global >= 0 ? global : 0;
-  write_gguf_common(c, "gemma3", w, o);
+  o.causal_key = c.causal;  // gemma-embedding is non-causal by its arch
+  write_gguf_common(c, arch, w, o);
   if (local >= 0) {
-    w.set("gemma3.attention.sliding_window", GgufValue::make_u32(static_cast<uint32_t>(c.layers[local].window)));
-    w.set("gemma3.rope.freq_base_swa", GgufValue::make_f32(static_cast<float>(c.layers[local].rope_base)));
+    w.set(arch + ".attention.sliding_window", GgufValue::make_u32(static_cast<uint32_t>(c.layers[local].window)));
+    w.set(arch + ".rope.freq_base_swa", GgufValue::make_f32(static_cast<float>(c.layers[local].rope_base)));
   }
-  w.set("gemma3.attention.sliding_window_pattern", GgufValue::make_u32(static_cast<uint32_t>(pattern)));
+  w.set(arch + ".attention.sliding_window_pattern", GgufValue::make_u32(static_cast<uint32_t>(pattern)));
 }
 
 }  // namespace
 
 const FamilySpec& gemma3_family() {
-  static const FamilySpec spec{"gemma3",         {"gemma3"}, {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"},
+  static const FamilySpec spec{"gemma3",
+                               {"gemma3", "gemma-embedding"},
+                               {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "Gemma3TextModel"},
                                gemma3_from_gguf, gemma3_from_hf, gemma3_to_gguf, false};
   return spec;
 }

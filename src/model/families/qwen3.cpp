@@ -23,7 +23,7 @@ void qwen3_to_gguf(const ModelConfig& c, GgufWriter& w) { write_gguf_common(c, "
 }  // namespace
 
 const FamilySpec& qwen3_family() {
-  static const FamilySpec spec{"qwen3",       {"qwen3"}, {"Qwen3ForCausalLM"}, qwen3_from_gguf, qwen3_from_hf,
+  static const FamilySpec spec{"qwen3",       {"qwen3"}, {"Qwen3ForCausalLM", "Qwen3Model"}, qwen3_from_gguf, qwen3_from_hf,
                                qwen3_to_gguf, false};
   return spec;
 }
