@@ -262,7 +262,8 @@ bool Scheduler::Impl::admit_one(Request& r) {
   r.admitted_at = r.since_submit.seconds();
   const std::vector<int32_t>& prompt = r.opts.prompt;
   const int64_t n = static_cast<int64_t>(prompt.size());
-  if (r.opts.use_prefix_cache) r.cached_tokens = prefix.fork_into(prompt, n - 1, r.seq);
+  // Prompt logprobs need every prompt row forwarded: no prefix is taken.
+  if (r.opts.use_prefix_cache && !r.opts.prompt_logprobs) r.cached_tokens = prefix.fork_into(prompt, n - 1, r.seq);
   if (r.cached_tokens == 0) {
     const KvResult kr = cache->add_sequence(r.seq);
     if (!kr.ok()) throw Error("cannot add a cache sequence: " + kr.message);
@@ -289,6 +290,10 @@ void Scheduler::Impl::start_session(Request& r, int64_t head_tokens) {
     if (self->first_token_at < 0) self->first_token_at = self->since_submit.seconds();
     if (self->cb.on_token) self->cb.on_token(ev);
   };
+  if (r.opts.prompt_logprobs)
+    r.gen.on_prompt_token = [self](const TokenEvent& ev) {
+      if (self->cb.on_prompt_token) self->cb.on_prompt_token(ev);
+    };
   r.on_text = [self](std::string_view piece) {
     if (self->cb.on_text) self->cb.on_text(piece);
   };
@@ -412,22 +417,32 @@ bool Scheduler::Impl::forward_step() {
   std::vector<std::string> failed_why;
   // parts point at the Requests themselves: the forks joining `running` move none.
   for (const Part& p : parts) {
-    const bool wants = batch.rows[p.first_row + p.n - 1].want_logits;
-    const float* row = wants ? logits.data() + logit_row * n_vocab : nullptr;
-    if (wants) ++logit_row;
+    // The part's rows that wanted logits: its last, or all of a prompt's
+    // (prompt logprobs); they are the trailing ones, in order.
+    int64_t wanted = 0;
+    for (int64_t k = 0; k < p.n; ++k) wanted += batch.rows[p.first_row + k].want_logits ? 1 : 0;
+    const float* rows = wanted ? logits.data() + logit_row * n_vocab : nullptr;
+    const float* row = wanted ? rows + (wanted - 1) * n_vocab : nullptr;  // the last row's
+    logit_row += wanted;
     Request& r = *p.r;
     try {
-      if (p.prefill && wants) {
+      if (p.prefill && wanted && r.session->prefill_pending() == 0) {
         r.prefilled_at = r.since_submit.seconds();
         // Capture at the prompt boundary: the cache holds exactly the prompt now.
         if (r.opts.use_prefix_cache && !r.captured) {
           prefix.capture(r.seq, r.opts.prompt);
           r.captured = true;
         }
+        // The prompt's logprobs go out before any choice's first token.
+        if (wanted > 1) {
+          r.session->accept_rows(rows, wanted, /*sample=*/false);
+          rows = row;
+          wanted = 1;
+        }
         // ... and the other choices fork it, sampling from the same logits.
         if (!r.forks.empty()) fork_choices(r, row, &failed, &failed_why);
       }
-      r.session->accept(row);
+      r.session->accept_rows(rows, wanted);
     } catch (const Error& e) {
       failed.push_back(&r);
       failed_why.push_back(e.what());

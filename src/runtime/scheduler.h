@@ -61,6 +61,10 @@ struct RequestOptions {
   bool logprobs = false;                  // TokenEvent.logprob filled in
   bool use_prefix_cache = true;           // may start from (and feed) the shared prefix cache
   bool special_text = false;              // streamed text keeps control tokens' texts (GenerateOptions)
+  // The prompt's tokens' logprobs (GenerateOptions::on_prompt_token; top_logprobs
+  // alternatives), given to the first choice's on_prompt_token; the prompt is
+  // then forwarded in full (no prefix-cache hit).
+  bool prompt_logprobs = false;
   GrammarConstraint grammar;              // structured output (GenerateOptions); empty = none
 };
 
@@ -91,6 +95,7 @@ struct RequestReport {
 struct RequestCallbacks {
   std::function<void(std::string_view text)> on_text;     // optional: streamed text
   std::function<void(const TokenEvent& ev)> on_token;     // optional: each sampled token
+  std::function<void(const TokenEvent& ev)> on_prompt_token;  // optional: prompt_logprobs, in order
   std::function<void(const RequestReport& r)> on_finish;  // exactly once per choice
 };
 

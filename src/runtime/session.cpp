@@ -46,10 +46,12 @@ void Session::forward_checked(const Batch& batch) {
     const BatchRow& first = batch.rows.front();
     fail("the cache refused a step of ", batch.rows.size(), " token(s) at position ", first.pos, ": ", r.message);
   }
-  if (batch.rows.back().want_logits) {
-    OG_CHECK(logits_.size() >= static_cast<size_t>(engine_.n_vocab()), "session: the forward pass returned ",
-             logits_.size(), " logits, expected ", engine_.n_vocab());
-    logits_.resize(engine_.n_vocab());
+  size_t wanted = 0;
+  for (const BatchRow& row : batch.rows) wanted += row.want_logits ? 1 : 0;
+  if (wanted > 0) {
+    const size_t n = wanted * static_cast<size_t>(engine_.n_vocab());
+    OG_CHECK(logits_.size() >= n, "session: the forward pass returned ", logits_.size(), " logits, expected ", n);
+    logits_.resize(n);  // [wanted, n_vocab]
   }
 }
 
@@ -201,8 +203,12 @@ int64_t Session::add_rows(Batch& batch, int64_t max_rows) const {
   const int64_t pending = prefill_pending();
   if (pending > 0) {
     const int64_t begin = cached();
-    const int64_t n = std::min({pending, max_rows, std::max<int64_t>(1, cache_->policy().max_write)});
-    for (int64_t i = 0; i < n; ++i) batch.rows.push_back({history_[begin + i], seq_, begin + i, false});
+    const bool all = static_cast<bool>(turn_->opts->on_prompt_token);
+    // Every row of a prompt-logprobs chunk returns [n_vocab] logits: smaller
+    // chunks bound that memory (64 rows of a 128k vocabulary: 32 MiB).
+    const int64_t cap = all ? std::min<int64_t>(kPromptLogprobRows, max_rows) : max_rows;
+    const int64_t n = std::min({pending, cap, std::max<int64_t>(1, cache_->policy().max_write)});
+    for (int64_t i = 0; i < n; ++i) batch.rows.push_back({history_[begin + i], seq_, begin + i, all});
     if (n == pending) batch.rows.back().want_logits = true;
     return n;
   }
@@ -225,6 +231,24 @@ void Session::accept(const float* logits) {
     if (turn_->opts->on_prefilled) turn_->opts->on_prefilled();
   }
   sample_next();
+}
+
+void Session::accept_rows(const float* logits, int64_t n_rows, bool sample) {
+  OG_CHECK(turn_ && !turn_->done, "session: accept outside a running turn");
+  if (logits == nullptr || n_rows <= 0) return sample ? accept(nullptr) : void();
+  const int64_t n_vocab = engine_.n_vocab();
+  const int64_t first = cached() - n_rows;  // the rows were the last n_rows forwarded
+  for (int64_t k = 0; k < n_rows; ++k) {
+    const float* row = logits + k * n_vocab;
+    const int64_t pos = first + k;
+    if (pos + 1 >= position()) return sample ? accept(row) : void();  // the last prompt row, or a decode row
+    const std::span<const float> r(row, static_cast<size_t>(n_vocab));
+    for (float x : r)
+      OG_CHECK(std::isfinite(x), "the model produced a non-finite logit (NaN or inf) at position ", pos,
+               ": its weights may be corrupt or overflow in f32");
+    const Turn& t = *turn_;
+    if (t.opts->on_prompt_token) t.opts->on_prompt_token(token_event(r, history_[pos + 1], true, t.opts->top_logprobs));
+  }
 }
 
 StopReason Session::budget_left() const {
@@ -321,7 +345,11 @@ void Session::step() {
     stats_.decode_s += tf.seconds();
     ++stats_.decode_steps;
   }
-  accept(batch.rows.back().want_logits ? logits_.data() : nullptr);
+  int64_t wanted = 0;
+  for (const BatchRow& r : batch.rows) wanted += r.want_logits ? 1 : 0;
+  if (wanted <= 1) return accept(wanted ? logits_.data() : nullptr);
+  const std::vector<float> rows = logits_;  // accept() overwrites logits_ with the last row
+  accept_rows(rows.data(), wanted);
 }
 
 TurnResult Session::generate(std::span<const int32_t> prompt, Sampler& sampler, const GenerateOptions& opts,

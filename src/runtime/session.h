@@ -51,6 +51,9 @@ struct TokenEvent {
   std::vector<TokenLogprob> top;  // top_logprobs alternatives, most likely first
 };
 
+// Prompt rows per step when every one wants logits (on_prompt_token).
+constexpr int64_t kPromptLogprobRows = 64;
+
 struct GenerateOptions {
   int64_t max_new_tokens = 256;           // excludes the prompt
   std::vector<int32_t> stop_ids;          // ids that end generation (kept in the history)
@@ -63,6 +66,13 @@ struct GenerateOptions {
   // <|python_tag|> or [TOOL_CALLS] that a reply parser reads); stop ids are
   // never text either way.
   bool special_text = false;
+  // Prompt log-probabilities (an echo request's, as lm-eval's log-likelihood
+  // requests ask): when set, every prompt row is forwarded wanting logits and
+  // this is called, in order, for each prompt token after the turn's first
+  // forwarded row with its logprob given the tokens before it (and
+  // top_logprobs alternatives). Rows the cache already holds are not
+  // forwarded, so they get none: start the turn over an empty cache.
+  std::function<void(const TokenEvent&)> on_prompt_token;
   // Structured output: every sampled token stays inside this grammar (a stop
   // id only once it is complete). Empty: unconstrained.
   GrammarConstraint grammar;
@@ -145,8 +155,16 @@ class Session {
   bool in_turn() const { return turn_.has_value(); }  // begun and not yet ended
   // Appends the rows this session needs next to `batch`: up to min(max_rows,
   // the cache's max_write) prompt rows, or the one decode row. The last prompt
-  // row and every decode row want logits. Returns the number of rows added.
+  // row and every decode row want logits (every prompt row with
+  // on_prompt_token). Returns the number of rows added.
   int64_t add_rows(Batch& batch, int64_t max_rows) const;
+  // After the step that carried this session's rows: `logits` [n_rows,
+  // n_vocab] are the rows that wanted logits (the trailing rows of what
+  // add_rows added), null when none did. Prompt rows before the last give
+  // on_prompt_token events; the last prompt row or a decode row is accept()ed
+  // unless `sample` is false (then only the events: call accept() with the
+  // last row after).
+  void accept_rows(const float* logits, int64_t n_rows, bool sample = true);
   // After the step that carried this session's rows: `logits` [n_vocab] is the
   // row it asked for, or null when its rows wanted none (a prompt chunk that is
   // not the last). Samples, streams text, applies the stop rules. Throws

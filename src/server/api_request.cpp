@@ -292,7 +292,9 @@ void parse_structured_output(Fields& f, GenerationParams& p);
 GenerationParams parse_params(Fields& f, Endpoint ep, std::vector<std::string>* ignored) {
   GenerationParams p;
   constexpr int64_t kI32 = std::numeric_limits<int32_t>::max();
-  const auto max_tokens = f.integer("max_tokens", 1, kI32);
+  // Completions may ask for 0 tokens with echo (the prompt's logprobs only).
+  const auto max_tokens = f.integer("max_tokens", ep == Endpoint::kCompletion ? 0 : 1, kI32);
+  p.max_zero = max_tokens && *max_tokens == 0;
   const auto max_completion = ep == Endpoint::kChat ? f.integer("max_completion_tokens", 1, kI32) : std::nullopt;
   if (max_tokens && max_completion && *max_tokens != *max_completion)
     bad_request("'max_tokens' and 'max_completion_tokens' are the same setting and differ: give one",
@@ -345,14 +347,12 @@ GenerationParams parse_params(Fields& f, Endpoint ep, std::vector<std::string>* 
 }
 
 // Settings OpenAI has that this server cannot honour: an error unless absent or neutral.
-void reject_unsupported(Fields& f, Endpoint ep) {
+void reject_unsupported(Fields& f) {
   for (const char* name : {"functions", "function_call", "modalities", "prediction", "web_search_options"})
     if (f.get(name))
       bad_request(std::string("'") + name + "' is not supported by this server" +
                       (name[0] == 'f' ? " (send 'tools' and 'tool_choice', which replace it)" : ""),
                   name, "unsupported_parameter");
-  if (ep == Endpoint::kCompletion && f.get("suffix"))
-    bad_request("'suffix' is not supported by this server", "suffix", "unsupported_parameter");
 }
 
 // A grammar from JSON-schema text, or a 400 naming the field and the keyword.
@@ -538,23 +538,36 @@ std::vector<int64_t> token_list(const json& v, const std::string& name) {
   return ids;
 }
 
-// prompt: a string, an array of token ids, or an array holding one of those.
-void parse_prompt(Fields& f, GenerationRequest* r) {
+// prompt: a string, an array of token ids, or a list of either (at most kMaxPrompts).
+void parse_prompts(Fields& f, GenerationRequest* r) {
   const json* p = f.get("prompt");
   if (!p) bad_request("'prompt' is required", "prompt");
-  const json* v = p;
-  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) v = &(*p)[0];
-  if (v->is_string()) {
-    r->prompt_text = v->get<std::string>();
+  auto one = [&](const json& v, const std::string& name) {
+    CompletionPrompt cp;
+    if (v.is_string()) {
+      cp.text = v.get<std::string>();
+      return cp;
+    }
+    if (!v.is_array()) wrong_type(name, "a string or an array of token ids", v);
+    cp.ids = token_list(v, name);
+    cp.is_ids = true;
+    if (cp.ids.empty()) bad_request("'" + name + "' is an empty list of token ids", name);
+    return cp;
+  };
+  if (!p->is_array() || p->empty() || (*p)[0].is_number()) {
+    r->prompts.push_back(one(*p, "prompt"));
     return;
   }
-  if (!v->is_array()) wrong_type("prompt", "a string or an array of token ids", *v);
-  if (!v->empty() && !(*v)[0].is_number())
-    bad_request("'prompt' holds several prompts: this server takes one per request", "prompt",
-                "unsupported_parameter");
-  r->prompt_ids = token_list(*v, "prompt");
-  r->prompt_is_ids = true;
-  if (r->prompt_ids.empty()) bad_request("'prompt' is an empty list of token ids", "prompt");
+  if (p->size() > kMaxPrompts)
+    bad_request("'prompt' holds " + std::to_string(p->size()) + " prompts; at most " + std::to_string(kMaxPrompts) +
+                    " per request",
+                "prompt");
+  for (size_t i = 0; i < p->size(); ++i) {
+    const json& v = (*p)[i];
+    const std::string name = "prompt[" + std::to_string(i) + "]";
+    if (!v.is_string() && !v.is_array()) wrong_type(name, "a string or an array of token ids", v);
+    r->prompts.push_back(one(v, name));
+  }
 }
 
 }  // namespace
@@ -598,7 +611,7 @@ GenerationRequest parse_chat_request(const json& body) {
     if (!r.params.logprobs && *t > 0) bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
     r.params.top_logprobs = static_cast<int>(*t);
   }
-  reject_unsupported(f, Endpoint::kChat);
+  reject_unsupported(f);
   f.note_unknown();
   return r;
 }
@@ -608,19 +621,26 @@ GenerationRequest parse_completion_request(const json& body) {
   Fields f(body, &r.ignored);
   r.endpoint = Endpoint::kCompletion;
   r.model = f.string("model").value_or("");
-  parse_prompt(f, &r);
+  parse_prompts(f, &r);
   r.params = parse_params(f, Endpoint::kCompletion, &r.ignored);
   if (auto lp = f.integer("logprobs", 0, kMaxCompletionLogprobs)) {
     r.params.logprobs = true;
     r.params.top_logprobs = static_cast<int>(*lp);
   }
-  if (f.boolean("echo").value_or(false)) bad_request("'echo' is not supported by this server", "echo",
-                                                     "unsupported_parameter");
+  r.echo = f.boolean("echo").value_or(false);
+  if (const json* sfx = f.get("suffix")) {
+    if (!sfx->is_string()) wrong_type("suffix", "a string", *sfx);
+    r.suffix = sfx->get<std::string>();
+    r.has_suffix = true;
+    if (r.echo) bad_request("'echo' and 'suffix' cannot be combined", "echo");
+  }
+  if (r.params.max_zero && !r.echo)
+    bad_request("'max_tokens' is 0: only an 'echo' request may generate nothing", "max_tokens");
   if (auto b = f.integer("best_of", 1, std::numeric_limits<int32_t>::max()); b && *b != 1)
     bad_request("'best_of' must be 1: this server does not generate extra completions to return only the most "
                 "likely ones (ask for several choices with 'n', and rank them by their logprobs yourself)",
                 "best_of", "unsupported_parameter");
-  reject_unsupported(f, Endpoint::kCompletion);
+  reject_unsupported(f);
   f.note_unknown();
   return r;
 }

@@ -33,7 +33,8 @@ enum class Endpoint { kChat, kCompletion };
 
 // Generation settings a request may choose; unset ones take the server's defaults.
 struct GenerationParams {
-  std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens, >= 1
+  std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens, >= 1 (0: echo only)
+  bool max_zero = false;              // max_tokens is 0 (completions with echo)
   std::optional<double> temperature;  // [0, 2]
   std::optional<double> top_p;        // (0, 1]
   std::optional<int64_t> top_k;       // >= 0 (-1 = off, as vLLM, is read as 0)
@@ -67,6 +68,13 @@ struct ToolChoice {
   std::string function;  // kFunction: its name (one of the request's tools)
 };
 
+// One completion prompt: text, or token ids when is_ids.
+struct CompletionPrompt {
+  std::string text;
+  std::vector<int64_t> ids;
+  bool is_ids = false;
+};
+
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;                  // "" = not given (the served model)
@@ -81,10 +89,16 @@ struct GenerationRequest {
   size_t n_tools = 0;
   ToolChoice tool_choice;
   bool parallel_tool_calls = true;
-  // kCompletion: the prompt as text, or as token ids when prompt_is_ids.
-  std::string prompt_text;
-  std::vector<int64_t> prompt_ids;
-  bool prompt_is_ids = false;
+  // kCompletion: the prompts (one, or a list: each gets n choices, choice
+  // index = prompt index * n + i).
+  std::vector<CompletionPrompt> prompts;
+  // kCompletion: fill-in-the-middle — the text after the insertion point (the
+  // prompt is the text before it); has_suffix even when it is empty.
+  std::string suffix;
+  bool has_suffix = false;
+  // kCompletion: each choice's text starts with its prompt (and, with
+  // logprobs, its logprobs start with the prompt tokens').
+  bool echo = false;
   GenerationParams params;
   std::vector<std::string> ignored;  // fields accepted but not known ("messages[0].refusal", ...)
 };
@@ -126,6 +140,7 @@ constexpr int kMaxTopLogprobs = 20;      // chat top_logprobs
 constexpr int kMaxCompletionLogprobs = 5;  // completions logprobs
 
 constexpr size_t kMaxTools = 512;
+constexpr size_t kMaxPrompts = 128;  // completions: prompts in one request
 
 // Parses a request body as one JSON object (key order kept). Malformed JSON
 // (invalid UTF-8 and lone surrogates included), nesting deeper than

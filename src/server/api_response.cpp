@@ -43,10 +43,16 @@ json completion_logprobs(const std::vector<TokenLogprobs>& lp, int64_t offset) {
   json tokens = json::array(), token_lp = json::array(), top = json::array(), offsets = json::array();
   for (const auto& t : lp) {
     tokens.push_back(t.token);
-    token_lp.push_back(t.logprob);
-    json alts = json::object();
-    for (const auto& a : t.top) alts[a.token] = a.logprob;
-    top.push_back(alts);
+    // An echoed prompt's first token has no logprob (nothing precedes it).
+    if (!t.known) {
+      token_lp.push_back(nullptr);
+      top.push_back(nullptr);
+    } else {
+      token_lp.push_back(t.logprob);
+      json alts = json::object();
+      for (const auto& a : t.top) alts[a.token] = a.logprob;
+      top.push_back(alts);
+    }
     offsets.push_back(offset);
     offset += static_cast<int64_t>(t.token.size());
   }

@@ -43,6 +43,7 @@ struct TokenLogprobs {
   std::string token;
   double logprob = 0;
   std::vector<TokenAlternative> top;
+  bool known = true;  // false: an echoed prompt's first token (logprob and top null)
 };
 
 // A whole (non-streamed) result.

@@ -60,7 +60,49 @@ ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& t
   return m.tmpl->render_segments(messages, add_generation_prompt);
 }
 
-std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m, std::string* rendered) {
+namespace {
+
+// A completion prompt's ids: given ids (checked), or its text encoded (with
+// the vocabulary's BOS unless it is the prefix of a FIM prompt).
+std::vector<int32_t> completion_ids(const GenerationRequest& req, const ServedModel& m, size_t index) {
+  const CompletionPrompt& cp = req.prompts.at(index);
+  const std::string name = req.prompts.size() > 1 ? "prompt[" + std::to_string(index) + "]" : "prompt";
+  if (!cp.is_ids) return m.tok->encode(cp.text, /*add_special=*/!req.has_suffix, /*parse_special=*/false);
+  std::vector<int32_t> ids;
+  const int64_t n_vocab = m.tok->n_vocab();
+  for (size_t i = 0; i < cp.ids.size(); ++i) {
+    if (cp.ids[i] >= n_vocab)
+      bad_request("'" + name + "[" + std::to_string(i) + "]' is token id " + std::to_string(cp.ids[i]) +
+                      ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")",
+                  "prompt");
+    ids.push_back(static_cast<int32_t>(cp.ids[i]));
+  }
+  return ids;
+}
+
+// [BOS] <fim_pre> prefix <fim_suf> suffix <fim_mid>: the prefix-suffix-middle
+// order the FIM-trained code models use.
+std::vector<int32_t> fim_ids(const GenerationRequest& req, const ServedModel& m, std::vector<int32_t> prefix) {
+  const SpecialTokens& s = m.tok->special();
+  if (s.fim_pre < 0 || s.fim_suf < 0 || s.fim_mid < 0)
+    bad_request("'suffix' asks for fill-in-the-middle, and this model's vocabulary has no FIM tokens "
+                "(prefix/suffix/middle markers such as <|fim_prefix|>)",
+                "suffix", "unsupported_parameter");
+  std::vector<int32_t> ids;
+  if (s.add_bos && s.bos >= 0) ids.push_back(s.bos);
+  ids.push_back(s.fim_pre);
+  ids.insert(ids.end(), prefix.begin(), prefix.end());
+  ids.push_back(s.fim_suf);
+  const std::vector<int32_t> suffix = m.tok->encode(req.suffix, /*add_special=*/false, /*parse_special=*/false);
+  ids.insert(ids.end(), suffix.begin(), suffix.end());
+  ids.push_back(s.fim_mid);
+  return ids;
+}
+
+}  // namespace
+
+std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m, std::string* rendered,
+                                   size_t index) {
   std::vector<int32_t> ids;
   try {
     if (req.endpoint == Endpoint::kChat) {
@@ -68,17 +110,9 @@ std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedMod
           chat_segments(m, req.template_request, req.messages, req.needs_jinja, req.n_tools > 0, true);
       if (rendered) *rendered = chat_text(segs);
       ids = encode_chat(*m.tok, segs, true);
-    } else if (req.prompt_is_ids) {
-      const int64_t n_vocab = m.tok->n_vocab();
-      for (size_t i = 0; i < req.prompt_ids.size(); ++i) {
-        if (req.prompt_ids[i] >= n_vocab)
-          bad_request("'prompt[" + std::to_string(i) + "]' is token id " + std::to_string(req.prompt_ids[i]) +
-                          ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")",
-                      "prompt");
-        ids.push_back(static_cast<int32_t>(req.prompt_ids[i]));
-      }
     } else {
-      ids = m.tok->encode(req.prompt_text, /*add_special=*/true, /*parse_special=*/false);
+      ids = completion_ids(req, m, index);
+      if (req.has_suffix) ids = fim_ids(req, m, std::move(ids));
     }
   } catch (const og::Error& e) {
     bad_request(std::string("the prompt cannot be encoded: ") + e.what(),
@@ -191,6 +225,7 @@ std::vector<RequestCallbacks> RequestStream::callbacks(const std::shared_ptr<Req
     RequestCallbacks cb;
     cb.on_text = [self, c](std::string_view t) { self->on_text(c, t); };
     cb.on_token = [self, c](const TokenEvent& ev) { self->on_token(c, ev); };
+    cb.on_prompt_token = [self, c](const TokenEvent& ev) { self->on_prompt_token(c, ev); };
     cb.on_finish = [self, c](const RequestReport& r) { self->on_finish(c, r); };
     all.push_back(std::move(cb));
   }
@@ -234,6 +269,17 @@ void RequestStream::on_token(int c, const TokenEvent& ev) {
   if (logprobs_ && !is_stop) ch.pending_lp.push_back(std::move(lp));
 }
 
+void RequestStream::on_prompt_token(int c, const TokenEvent& ev) {
+  TokenLogprobs lp = to_logprobs(ev);
+  std::lock_guard<std::mutex> lock(mu_);
+  choices_[c].prompt_lp.push_back(std::move(lp));
+}
+
+std::vector<TokenLogprobs> RequestStream::prompt_logprobs(int c) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return choices_.at(static_cast<size_t>(c)).prompt_lp;
+}
+
 // One request's metrics from its choices' reports: counted by the first
 // reason that is not a normal finish (else choice 0's); latencies of the
 // request (first token of any choice, finish of the last); tokens of all.
@@ -258,7 +304,7 @@ void RequestStream::record_metrics(const std::vector<RequestReport>& reports) co
   metrics_->queue_s.observe(first.queue_s);
   metrics_->prefill_s.observe(first.prefill_s);
   metrics_->decode_s.observe(decode);
-  const Usage u = usage_of(reports);
+  const Usage u = per_prompt_ > 0 ? usage_of(reports, per_prompt_) : usage_of(reports);
   metrics_->prompt_tokens.observe(static_cast<double>(u.prompt_tokens));
   metrics_->generation_tokens.observe(static_cast<double>(u.completion_tokens));
 }
@@ -332,6 +378,19 @@ Usage usage_of(const std::vector<RequestReport>& choices) {
   if (choices.empty()) return u;
   u = usage_of(choices[0]);
   for (size_t i = 1; i < choices.size(); ++i) u.completion_tokens += choices[i].generated_tokens;
+  return u;
+}
+
+Usage usage_of(const std::vector<RequestReport>& choices, int per_prompt) {
+  Usage u;
+  const size_t step = static_cast<size_t>(std::max(1, per_prompt));
+  for (size_t at = 0; at < choices.size(); at += step) {
+    const std::vector<RequestReport> group(choices.begin() + at, choices.begin() + std::min(choices.size(), at + step));
+    const Usage g = usage_of(group);
+    u.prompt_tokens += g.prompt_tokens;
+    u.completion_tokens += g.completion_tokens;
+    u.cached_tokens += g.cached_tokens;
+  }
   return u;
 }
 

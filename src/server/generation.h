@@ -6,6 +6,7 @@
 // only append under a mutex and notify: they never block the scheduler.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -36,10 +37,14 @@ ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& t
 
 // The prompt's token ids: chat messages through the template (contents never
 // parsed for control tokens), completion text encoded with the vocabulary's
-// BOS, or the given ids (each checked against the vocabulary). ApiError 400 on
-// a template that refuses the messages, an id out of range or an empty prompt.
-// rendered (chat only, may be null): the rendered prompt text.
-std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m, std::string* rendered = nullptr);
+// BOS, or the given ids (each checked against the vocabulary); with a suffix,
+// the fill-in-the-middle prompt [BOS] <pre> prefix <suf> suffix <mid> (ApiError
+// 400 when the vocabulary has no FIM tokens). ApiError 400 on a template that
+// refuses the messages, an id out of range or an empty prompt.
+// rendered (chat only, may be null): the rendered prompt text. index: which
+// of a completion request's prompts.
+std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m, std::string* rendered = nullptr,
+                                   size_t index = 0);
 
 // How a chat reply is split into reasoning, content and tool calls (the
 // rendered prompt tells whether the reply starts inside a reasoning block).
@@ -90,6 +95,12 @@ class RequestStream {
   // The callbacks to submit with, choice i's at [i]; they keep `self` alive
   // until their on_finish.
   static std::vector<RequestCallbacks> callbacks(const std::shared_ptr<RequestStream>& self);
+  // Choices per prompt (a completion request's prompt list: choice c answers
+  // prompt c / per_prompt); usage and metrics count each prompt once.
+  void set_per_prompt(int per_prompt) { per_prompt_ = std::max(1, per_prompt); }
+  // Choice c's prompt-token logprobs so far (RequestOptions::prompt_logprobs;
+  // the lead choice of a prompt receives them, before any token of its prompt's choices).
+  std::vector<TokenLogprobs> prompt_logprobs(int c) const;
 
   int choices() const { return static_cast<int>(choices_.size()); }
   // Waits up to `wait` for something new (or a finish) and takes it: one
@@ -100,6 +111,7 @@ class RequestStream {
  private:
   struct Choice {
     std::vector<Piece> pieces;
+    std::vector<TokenLogprobs> prompt_lp;  // prompt tokens after the first
     std::vector<TokenLogprobs> pending_lp;  // tokens whose text has not arrived yet
     std::optional<RequestReport> report;
     bool report_taken = false;
@@ -108,6 +120,7 @@ class RequestStream {
   };
   void on_text(int c, std::string_view text);
   void on_token(int c, const TokenEvent& ev);
+  void on_prompt_token(int c, const TokenEvent& ev);
   void on_finish(int c, const RequestReport& r);
   void record_metrics(const std::vector<RequestReport>& reports) const;
   TokenLogprobs to_logprobs(const TokenEvent& ev) const;
@@ -117,6 +130,7 @@ class RequestStream {
   ServerMetrics* metrics_;
   const Endpoint endpoint_;
   const bool logprobs_;
+  int per_prompt_ = 0;  // 0: all choices answer one prompt
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -134,5 +148,7 @@ CompletionResult collect_result(const std::vector<Piece>& pieces, const StreamUp
 // choices (the prompt and its cached tokens once, the completions summed).
 Usage usage_of(const RequestReport& r);
 Usage usage_of(const std::vector<RequestReport>& choices);
+// ... of a prompt list's choices, per_prompt per prompt (each prompt once).
+Usage usage_of(const std::vector<RequestReport>& choices, int per_prompt);
 
 }  // namespace og::server

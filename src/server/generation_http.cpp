@@ -60,7 +60,60 @@ struct ChoiceStream {
   bool called_tools = false;
   int64_t text_offset = 0;
   std::optional<RequestReport> report;  // once finished
+  bool echo_pending = false;            // echo: the prompt's chunk is still to be sent
 };
+
+// What one generation request submits: per prompt (a completion request may
+// hold a list), the scheduler request and, for echo, the prompt's text and ids.
+struct Submission {
+  std::vector<RequestOptions> opts;
+  std::vector<std::vector<int32_t>> prompts;  // echo
+  std::vector<std::string> echo_texts;        // echo
+  ReplyParserOptions parse;
+  bool echo = false;
+  int per_prompt = 1;  // choices per prompt (n)
+};
+
+Submission prepare_submission(const GenerationRequest& r, const ServedModel& m) {
+  Submission sub;
+  sub.echo = r.echo;
+  sub.per_prompt = static_cast<int>(r.params.n);
+  const size_t n_prompts = r.endpoint == Endpoint::kChat ? 1 : r.prompts.size();
+  for (size_t p = 0; p < n_prompts; ++p) {
+    std::string rendered;
+    std::vector<int32_t> prompt = encode_prompt(r, m, &rendered, p);
+    if (p == 0) sub.parse = reply_options(r, m, rendered);
+    if (r.echo) {
+      sub.prompts.push_back(prompt);
+      sub.echo_texts.push_back(r.prompts[p].is_ids ? m.tok->decode(prompt) : r.prompts[p].text);
+    }
+    RequestOptions o = build_request_options(r, m, std::move(prompt));
+    o.special_text = reply_needs_special_text(sub.parse);
+    set_grammar(r, m, sub.parse, o);
+    o.prompt_logprobs = r.echo && r.params.logprobs;
+    sub.opts.push_back(std::move(o));
+  }
+  return sub;
+}
+
+// An echoed prompt's logprobs: its first token (no logprob) and the rest as
+// the lead choice received them.
+std::vector<TokenLogprobs> echo_logprobs(const ServedModel& m, const Submission& sub, const RequestStream& stream,
+                                         int choice) {
+  const int p = choice / sub.per_prompt;
+  std::vector<TokenLogprobs> lp;
+  TokenLogprobs first;
+  first.token = m.tok->token_bytes(sub.prompts[p].front());
+  first.known = false;
+  lp.push_back(std::move(first));
+  std::vector<TokenLogprobs> rest = stream.prompt_logprobs(p * sub.per_prompt);
+  lp.insert(lp.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
+  return lp;
+}
+
+void cancel_all(SchedulerPort& s, const std::vector<uint64_t>& ids) {
+  for (uint64_t id : ids) s.cancel(id);
+}
 
 // Everything the SSE writer keeps between calls of the content provider.
 struct StreamState {
@@ -68,7 +121,9 @@ struct StreamState {
   std::shared_ptr<Slot> slot;
   SchedulerPort* sched = nullptr;
   ResponseMeta meta;
-  uint64_t id = 0;
+  std::vector<uint64_t> ids;  // one per prompt
+  const Submission* sub = nullptr;
+  const ServedModel* model = nullptr;
   bool include_usage = false;
   bool logprobs = false;
   bool opened = false;
@@ -103,6 +158,15 @@ struct StreamState {
   bool choice_events(const StreamUpdate& u, std::string& out) {
     const int c = u.choice;
     ChoiceStream& ch = choices[c];
+    if (ch.echo_pending) {
+      // The prompt's logprobs all came before its choices' first pieces.
+      ch.echo_pending = false;
+      const std::string& text = sub->echo_texts[c / sub->per_prompt];
+      std::vector<TokenLogprobs> lp;
+      if (logprobs) lp = echo_logprobs(*model, *sub, *stream, c);
+      out += sse_event(chunk_text(meta, text, logprobs ? &lp : nullptr, include_usage, ch.text_offset, c));
+      ch.text_offset += static_cast<int64_t>(text.size());
+    }
     for (const Piece& p : u.pieces) {
       if (ch.parser) {
         if (logprobs) ch.held_lp.insert(ch.held_lp.end(), p.logprobs.begin(), p.logprobs.end());
@@ -136,7 +200,7 @@ struct StreamState {
     for (const StreamUpdate& u : stream->take(kPoll)) {
       if (choice_events(u, out)) continue;
       complete = true;
-      sched->cancel(id);  // the other choices end with it
+      cancel_all(*sched, ids);  // the other choices end with it
       return out;
     }
     if (unfinished > 0) return out;
@@ -144,7 +208,7 @@ struct StreamState {
     if (include_usage) {
       std::vector<RequestReport> reports;
       for (const ChoiceStream& ch : choices) reports.push_back(*ch.report);
-      out += sse_event(chunk_usage(meta, usage_of(reports)));
+      out += sse_event(chunk_usage(meta, usage_of(reports, sub->per_prompt)));
     }
     out += sse_done();
     return out;
@@ -152,15 +216,20 @@ struct StreamState {
 };
 
 // The access log's token fields from the choices' reports (null: unfinished).
-void note_reports(const HttpRequest& req, const std::vector<const RequestReport*>& reports) {
+// per_prompt: choices per prompt (the choices of a prompt share it).
+void note_reports(const HttpRequest& req, const std::vector<const RequestReport*>& reports, int per_prompt) {
   RequestContext* ctx = request_context(req);
   if (!ctx) return;
   ctx->generation = true;
+  ctx->prompt_tokens = ctx->cached_tokens = 0;
   std::string finish;
-  for (const RequestReport* r : reports) {
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const RequestReport* r = reports[i];
     if (!r) continue;
-    ctx->prompt_tokens = r->prompt_tokens;  // shared by the choices
-    ctx->cached_tokens = r->cached_tokens;
+    if (i % static_cast<size_t>(per_prompt) == 0) {
+      ctx->prompt_tokens += r->prompt_tokens;
+      ctx->cached_tokens += r->cached_tokens;
+    }
     ctx->generated_tokens += r->generated_tokens;
     if (r->generated_tokens > 0 && (ctx->ttft_ms < 0 || r->ttft_s * 1e3 < ctx->ttft_ms)) ctx->ttft_ms = r->ttft_s * 1e3;
     const std::string name = finish_reason_name(r->reason);
@@ -199,7 +268,7 @@ struct WholeChoice {
 // Waits for every choice's pieces and report; cancels the request when the
 // client closes its connection (or the server stops) meanwhile, or when a
 // choice ends abnormally (the answer is then an error).
-void wait_whole(RequestStream& stream, SchedulerPort& sched, uint64_t id, const ResponseWriter& w,
+void wait_whole(RequestStream& stream, SchedulerPort& sched, const std::vector<uint64_t>& ids, const ResponseWriter& w,
                 std::vector<WholeChoice>* choices, bool* client_left) {
   int unfinished = stream.choices();
   bool cancelled = false;
@@ -211,7 +280,7 @@ void wait_whole(RequestStream& stream, SchedulerPort& sched, uint64_t id, const 
       --unfinished;
       if (!normal_finish(*u.finished) && !cancelled) {
         cancelled = true;
-        sched.cancel(id);
+        cancel_all(sched, ids);
       }
       ch.last = std::move(u);
     }
@@ -219,7 +288,7 @@ void wait_whole(RequestStream& stream, SchedulerPort& sched, uint64_t id, const 
     if (w.client_gone()) {
       *client_left = true;
       cancelled = true;
-      sched.cancel(id);
+      cancel_all(sched, ids);
     }
   }
 }
@@ -237,7 +306,44 @@ void write_stream(StreamState& st, ResponseWriter& w) {
     alive = out.empty() ? !w.client_gone() : w.stream(out);
   }
   if (alive) w.end_stream();
-  if (!st.complete) st.sched->cancel(st.id);  // the client is gone: free its place in the batch
+  if (!st.complete) cancel_all(*st.sched, st.ids);  // the client is gone: free its place in the batch
+}
+
+}  // namespace
+
+namespace {
+
+// Submits each prompt's request with its slice of the choices' callbacks;
+// when a submission throws, the ones made are cancelled and the slot's
+// references of those never made are dropped.
+std::vector<uint64_t> submit_all(SchedulerPort& s, Submission& sub, std::vector<RequestCallbacks> cbs,
+                                 const std::shared_ptr<Slot>& slot) {
+  std::vector<uint64_t> ids;
+  const size_t n = static_cast<size_t>(sub.per_prompt);
+  for (size_t p = 0; p < sub.opts.size(); ++p) {
+    std::vector<RequestCallbacks> slice(std::make_move_iterator(cbs.begin() + p * n),
+                                        std::make_move_iterator(cbs.begin() + (p + 1) * n));
+    try {
+      ids.push_back(s.submit_group(std::move(sub.opts[p]), std::move(slice)));
+    } catch (...) {
+      cancel_all(s, ids);
+      for (size_t i = 0; i < 1 + (sub.opts.size() - p) * n; ++i) slot->drop();
+      throw;
+    }
+  }
+  return ids;
+}
+
+// The whole answer's choice c: its text and logprobs after its echoed prompt.
+CompletionResult echoed(const ServedModel& m, const Submission& sub, const RequestStream& stream, int c,
+                        CompletionResult r) {
+  r.text = sub.echo_texts[c / sub.per_prompt] + r.text;
+  if (r.with_logprobs) {
+    std::vector<TokenLogprobs> lp = echo_logprobs(m, sub, stream, c);
+    lp.insert(lp.end(), std::make_move_iterator(r.logprobs.begin()), std::make_move_iterator(r.logprobs.end()));
+    r.logprobs = std::move(lp);
+  }
+  return r;
 }
 
 }  // namespace
@@ -250,18 +356,15 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
   const GenerationRequest r = ep == Endpoint::kChat ? parse_chat_request(j) : parse_completion_request(j);
   check_model(r.model, m);
   log_ignored(r.ignored);
-  std::string rendered;
-  std::vector<int32_t> prompt = encode_prompt(r, m, &rendered);
-  const ReplyParserOptions parse = reply_options(r, m, rendered);
+  auto sub = std::make_shared<Submission>(prepare_submission(r, m));
+  const ReplyParserOptions& parse = sub->parse;
   const bool parsing = parse.parse_tools || parse.parse_reasoning;
-  RequestOptions o = build_request_options(r, m, std::move(prompt));
-  o.special_text = reply_needs_special_text(parse);
-  set_grammar(r, m, parse, o);
 
-  const int n = static_cast<int>(r.params.n);
+  const int n = sub->per_prompt * static_cast<int>(sub->opts.size());  // every prompt's choices
   acquire_slot();
   auto slot = std::make_shared<Slot>(in_flight, n);
   auto stream = std::make_shared<RequestStream>(m, &metrics, ep, r.params.logprobs, n);
+  stream->set_per_prompt(sub->per_prompt);
   std::vector<RequestCallbacks> cbs = RequestStream::callbacks(stream);
   // The callbacks keep what they touch alive: the metrics and the in-flight
   // count are shared with the server, which may be gone when the last comes.
@@ -269,29 +372,25 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
   for (RequestCallbacks& cb : cbs) {
     if (cb.on_text) cb.on_text = [inner = std::move(cb.on_text), keep](std::string_view t) { inner(t); };
     if (cb.on_token) cb.on_token = [inner = std::move(cb.on_token), keep](const TokenEvent& ev) { inner(ev); };
+    if (cb.on_prompt_token)
+      cb.on_prompt_token = [inner = std::move(cb.on_prompt_token), keep](const TokenEvent& ev) { inner(ev); };
     cb.on_finish = [inner = std::move(cb.on_finish), slot, keep](const RequestReport& rep) {
       inner(rep);
       slot->drop();
     };
   }
   ResponseMeta meta{ep, new_response_id(ep), static_cast<int64_t>(std::time(nullptr)), m.id};
-  uint64_t id = 0;
-  try {
-    id = s.submit_group(std::move(o), std::move(cbs));
-  } catch (...) {
-    for (int i = 0; i < 1 + n; ++i) slot->drop();
-    throw;
-  }
+  const std::vector<uint64_t> ids = submit_all(s, *sub, std::move(cbs), slot);
 
   if (!r.params.stream) {
     std::vector<WholeChoice> choices(static_cast<size_t>(n));
     bool client_left = false;
-    wait_whole(*stream, s, id, w, &choices, &client_left);
+    wait_whole(*stream, s, ids, w, &choices, &client_left);
     slot->drop();
     {
       std::vector<const RequestReport*> done;
       for (const WholeChoice& ch : choices) done.push_back(ch.last.finished ? &*ch.last.finished : nullptr);
-      note_reports(req, done);
+      note_reports(req, done, sub->per_prompt);
     }
     const RequestReport* bad = nullptr;
     for (const WholeChoice& ch : choices)
@@ -302,11 +401,13 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
     if (bad) return (void)w.send(api_error_response(unfinished_error(*bad)));
     std::vector<CompletionResult> results;
     std::vector<RequestReport> reports;
-    for (const WholeChoice& ch : choices) {
+    for (size_t c = 0; c < choices.size(); ++c) {
+      const WholeChoice& ch = choices[c];
       results.push_back(collect_result(ch.pieces, ch.last, r.params.logprobs, &parse));
+      if (sub->echo) results.back() = echoed(m, *sub, *stream, static_cast<int>(c), std::move(results.back()));
       reports.push_back(*ch.last.finished);
     }
-    w.send(json_response(completion_body(meta, results, usage_of(reports))));
+    w.send(json_response(completion_body(meta, results, usage_of(reports, sub->per_prompt))));
     return;
   }
 
@@ -315,20 +416,24 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
   st.slot = slot;
   st.sched = &s;
   st.meta = meta;
-  st.id = id;
+  st.ids = ids;
+  st.sub = sub.get();
+  st.model = &m;
   st.include_usage = r.params.include_usage;
   st.logprobs = r.params.logprobs;
   st.choices = std::vector<ChoiceStream>(static_cast<size_t>(n));
   st.unfinished = n;
-  if (parsing)
-    for (ChoiceStream& ch : st.choices) ch.parser.emplace(parse);
+  for (ChoiceStream& ch : st.choices) {
+    if (parsing) ch.parser.emplace(parse);
+    ch.echo_pending = sub->echo;
+  }
   try {
     write_stream(st, w);
     std::vector<const RequestReport*> done;
     for (const ChoiceStream& ch : st.choices) done.push_back(ch.report ? &*ch.report : nullptr);
-    note_reports(req, done);
+    note_reports(req, done, sub->per_prompt);
   } catch (...) {
-    s.cancel(id);
+    cancel_all(s, ids);
     slot->drop();
     throw;
   }

@@ -24,6 +24,14 @@ int32_t special_id(const GgufFile& g, const char* key, int32_t fallback, int32_t
   return static_cast<int32_t>(*v);
 }
 
+// Fill-in-the-middle markers from the keys llama.cpp's converter writes (the
+// older prefix/suffix/middle names too); the pipeline finds them by text when absent.
+void read_fim_ids(const GgufFile& g, SpecialTokens& s, int32_t n) {
+  s.fim_pre = special_id(g, "tokenizer.ggml.fim_pre_token_id", special_id(g, "tokenizer.ggml.prefix_token_id", -1, n), n);
+  s.fim_suf = special_id(g, "tokenizer.ggml.fim_suf_token_id", special_id(g, "tokenizer.ggml.suffix_token_id", -1, n), n);
+  s.fim_mid = special_id(g, "tokenizer.ggml.fim_mid_token_id", special_id(g, "tokenizer.ggml.middle_token_id", -1, n), n);
+}
+
 void read_vocab(const GgufFile& g, PipelineSpec& spec) {
   auto tokens = g.get_string_array("tokenizer.ggml.tokens");
   OG_CHECK(tokens && !tokens->empty(), g.source_name(), ": vocabulary has no tokens (tokenizer.ggml.tokens missing or empty)");
@@ -139,6 +147,7 @@ std::unique_ptr<Tokenizer> bert_from_gguf(const GgufFile& g) {
   if (s.add_eos) spec.suffix_ids = {s.eos};
   spec.dec_replace = {{"\xE2\x96\x81", " "}};
   spec.dec_strip_leading_space = true;
+  read_fim_ids(g, spec.special, spec.vocab.size());
   return std::make_unique<tok::PipelineTokenizer>(std::move(spec));
 }
 
@@ -180,6 +189,7 @@ std::unique_ptr<Tokenizer> gemma4_from_gguf(const GgufFile& g) {
   OG_CHECK(!s.add_eos || s.eos >= 0, g.source_name(), ": add_eos_token is set but there is no EOS token");
   spec.prefix_ids = {s.bos};
   if (s.add_eos) spec.suffix_ids = {s.eos};
+  read_fim_ids(g, spec.special, spec.vocab.size());
   return std::make_unique<tok::PipelineTokenizer>(std::move(spec));
 }
 
@@ -243,6 +253,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& g) {
   OG_CHECK(!s.add_eos || s.eos >= 0, g.source_name(), ": add_eos_token is set but there is no EOS token");
   if (s.add_bos) spec.prefix_ids = {s.bos};
   if (s.add_eos) spec.suffix_ids = {s.eos};
+  read_fim_ids(g, spec.special, spec.vocab.size());
   return std::make_unique<tok::PipelineTokenizer>(std::move(spec));
 }
 

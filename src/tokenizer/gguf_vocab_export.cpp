@@ -46,6 +46,9 @@ void add_specials(const Tokenizer& t, Keys& k) {
   id("tokenizer.ggml.padding_token_id", s.pad);
   id("tokenizer.ggml.eot_token_id", s.eot);
   id("tokenizer.ggml.eom_token_id", s.eom);
+  id("tokenizer.ggml.fim_pre_token_id", s.fim_pre);
+  id("tokenizer.ggml.fim_suf_token_id", s.fim_suf);
+  id("tokenizer.ggml.fim_mid_token_id", s.fim_mid);
   k.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::make_bool(s.add_bos));
   k.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::make_bool(s.add_eos));
 }

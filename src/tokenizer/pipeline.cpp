@@ -3,6 +3,7 @@
 #include "tokenizer/pipeline.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include <sentencepiece_processor.h>
@@ -72,6 +73,34 @@ PipelineTokenizer::PipelineTokenizer(PipelineSpec spec) : spec_(std::move(spec))
   build_added_index();
   build_decode_table();
   finish_stop_ids();
+  find_fim_ids();
+}
+
+void PipelineTokenizer::find_fim_ids() {
+  SpecialTokens& s = spec_.special;
+  if (s.fim_pre < 0 && s.fim_suf < 0 && s.fim_mid < 0) {
+    // Prefix, suffix, middle markers of the models trained for PSM-order
+    // fill-in-the-middle: Qwen2.5-Coder and CodeGemma, StarCoder, SantaCoder,
+    // DeepSeek-Coder, Code Llama.
+    static const std::array<std::array<const char*, 3>, 5> kSets = {{
+        {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"},
+        {"<fim_prefix>", "<fim_suffix>", "<fim_middle>"},
+        {"<fim-prefix>", "<fim-suffix>", "<fim-middle>"},
+        {"<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>",
+         "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>"},
+        {"\xE2\x96\x81<PRE>", "\xE2\x96\x81<SUF>", "\xE2\x96\x81<MID>"},
+    }};
+    for (const auto& set : kSets) {
+      const int32_t pre = spec_.vocab.find(set[0]), suf = spec_.vocab.find(set[1]), mid = spec_.vocab.find(set[2]);
+      if (pre < 0 || suf < 0 || mid < 0) continue;
+      s.fim_pre = pre;
+      s.fim_suf = suf;
+      s.fim_mid = mid;
+      break;
+    }
+  }
+  // All three or none: a file naming only some cannot build a FIM prompt.
+  if (s.fim_pre < 0 || s.fim_suf < 0 || s.fim_mid < 0) s.fim_pre = s.fim_suf = s.fim_mid = -1;
 }
 
 PipelineTokenizer::~PipelineTokenizer() = default;

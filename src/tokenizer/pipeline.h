@@ -112,6 +112,8 @@ class PipelineTokenizer final : public Tokenizer {
   void set_add_eos(bool on);
   // Recomputes stop_ids from the special ids, the marker texts and `extra`.
   void finish_stop_ids(const std::vector<int32_t>& extra = {});
+  // The fill-in-the-middle markers: the file's ids, else known marker texts.
+  void find_fim_ids();
 
  private:
   // Byte ranges [first, second) of the text inside which special tokens may

@@ -26,6 +26,9 @@ enum class TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserD
 
 struct SpecialTokens {
   int32_t bos = -1, eos = -1, eot = -1, eom = -1, pad = -1, unk = -1;  // -1 = none
+  // Fill-in-the-middle: prefix, suffix and middle markers (all three or none;
+  // GGUF tokenizer.ggml.fim_{pre,suf,mid}_token_id, else known marker texts).
+  int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1;
   bool add_bos = false;
   bool add_eos = false;
   // Every id that ends generation: eos, eot, eom, generation_config's eos list,

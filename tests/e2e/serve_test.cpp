@@ -264,6 +264,44 @@ TEST(Serve, ChoicesAreSingleRequestsWithConsecutiveSeedsFromOnePrefill) {
   EXPECT_EQ(s.stop(), 143) << s.stderr_text();
 }
 
+// A prompt list answers each prompt as a request of its own would; echo with
+// logprobs gives each prompt token the logprob a generation of that token
+// reports (lm-eval's log-likelihood requests), with max_tokens 0 too.
+TEST(Serve, PromptListsAndEchoedPromptLogprobs) {
+  expect_data();
+  ServeProc s({"--model", kStories, "--parallel", "4"});
+  ASSERT_TRUE(s.ready()) << s.stderr_text();
+  const json both = post_json(s, "/v1/completions", {{"prompt", {"Once upon a time", "Tom had a dog"}},
+                                                     {"max_tokens", 16}, {"temperature", 0}});
+  ASSERT_EQ(both["choices"].size(), 2u) << both.dump();
+  const char* texts[] = {"Once upon a time", "Tom had a dog"};
+  for (int i = 0; i < 2; ++i) {
+    const json one = post_json(s, "/v1/completions", {{"prompt", texts[i]}, {"max_tokens", 16}, {"temperature", 0}});
+    EXPECT_EQ(both["choices"][i]["text"], one["choices"][0]["text"]) << i;
+  }
+  // The greedy next token after `prompt` and its logprob, as generated ...
+  const std::vector<int> prompt = {1, 403, 407, 261, 378};
+  const json gen = post_json(s, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0},
+                                                    {"logprobs", 0}});
+  const json& gen_lp = gen["choices"][0]["logprobs"];
+  ASSERT_EQ(gen_lp["token_logprobs"].size(), 1u) << gen.dump();
+  // ... is the top alternative at the end of an echoed `prompt` + any token.
+  std::vector<int> longer = prompt;
+  longer.push_back(400);
+  const json echo = post_json(s, "/v1/completions", {{"prompt", longer}, {"max_tokens", 0}, {"echo", true},
+                                                     {"logprobs", 1}});
+  const json& lp = echo["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["token_logprobs"].size(), longer.size()) << echo.dump();
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  for (size_t i = 1; i < longer.size(); ++i) EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0) << i;
+  const json& top = lp["top_logprobs"].back();
+  ASSERT_EQ(top.size(), 1u) << echo.dump();
+  EXPECT_EQ(top.begin().key(), gen_lp["tokens"][0].get<std::string>());
+  EXPECT_NEAR(top.begin().value().get<double>(), gen_lp["token_logprobs"][0].get<double>(), 1e-3);
+  EXPECT_EQ(echo["usage"]["completion_tokens"], 0);
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
+}
+
 TEST(Serve, CurlSeesServerSentEvents) {
   expect_data();
   ServeProc s({"--model", kStories});

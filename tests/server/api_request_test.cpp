@@ -379,35 +379,72 @@ TEST(JsonBody, ValidUtf8IsKept) {
 TEST(CompletionRequest, PromptForms) {
   GenerationRequest r = completion(R"({"prompt": "Once upon"})");
   EXPECT_EQ(r.endpoint, Endpoint::kCompletion);
-  EXPECT_EQ(r.prompt_text, "Once upon");
-  EXPECT_FALSE(r.prompt_is_ids);
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "Once upon");
+  EXPECT_FALSE(r.prompts[0].is_ids);
   r = completion(R"({"prompt": ["Once"]})");
-  EXPECT_EQ(r.prompt_text, "Once");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "Once");
   r = completion(R"({"prompt": [1, 2, 3]})");
-  EXPECT_TRUE(r.prompt_is_ids);
-  EXPECT_EQ(r.prompt_ids, (std::vector<int64_t>{1, 2, 3}));
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_TRUE(r.prompts[0].is_ids);
+  EXPECT_EQ(r.prompts[0].ids, (std::vector<int64_t>{1, 2, 3}));
   r = completion(R"({"prompt": [[4, 5]]})");
-  EXPECT_EQ(r.prompt_ids, (std::vector<int64_t>{4, 5}));
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].ids, (std::vector<int64_t>{4, 5}));
   r = completion(R"({"prompt": "x", "logprobs": 2, "echo": false, "best_of": 1, "max_tokens": 3})");
   EXPECT_TRUE(r.params.logprobs);
   EXPECT_EQ(r.params.top_logprobs, 2);
   EXPECT_EQ(*r.params.max_tokens, 3);
+  EXPECT_FALSE(r.echo);
+  EXPECT_FALSE(r.has_suffix);
+}
+
+TEST(CompletionRequest, PromptListsEchoAndSuffix) {
+  GenerationRequest r = completion(R"({"prompt": ["a", [7, 8], "c"], "n": 2})");
+  ASSERT_EQ(r.prompts.size(), 3u);
+  EXPECT_EQ(r.prompts[0].text, "a");
+  EXPECT_TRUE(r.prompts[1].is_ids);
+  EXPECT_EQ(r.prompts[1].ids, (std::vector<int64_t>{7, 8}));
+  EXPECT_EQ(r.prompts[2].text, "c");
+  EXPECT_EQ(r.params.n, 2);
+  r = completion(R"({"prompt": [[1, 2], [3]]})");
+  ASSERT_EQ(r.prompts.size(), 2u);
+  EXPECT_EQ(r.prompts[1].ids, (std::vector<int64_t>{3}));
+  r = completion(R"({"prompt": "x", "echo": true, "logprobs": 1, "max_tokens": 0})");
+  EXPECT_TRUE(r.echo);
+  EXPECT_TRUE(r.params.max_zero);
+  EXPECT_EQ(*r.params.max_tokens, 0);
+  r = completion(R"({"prompt": "def f(", "suffix": "\n    return x"})");
+  EXPECT_TRUE(r.has_suffix);
+  EXPECT_EQ(r.suffix, "\n    return x");
+  r = completion(R"({"prompt": "x", "suffix": null})");
+  EXPECT_FALSE(r.has_suffix);
 }
 
 TEST(CompletionRequest, BadBodies) {
+  std::string many = R"({"prompt": [)";
+  for (size_t i = 0; i <= kMaxPrompts; ++i) many += std::string(i ? "," : "") + "\"p\"";
+  many += "]}";
   const BadCase cases[] = {
       {R"({})", "prompt", "required"},
       {R"({"prompt": 5})", "prompt", "string or an array"},
       {R"({"prompt": []})", "prompt", "empty"},
-      {R"({"prompt": ["a", "b"]})", "prompt", "several prompts"},
+      {R"({"prompt": ["a", 5]})", "prompt[1]", "string or an array"},
+      {R"({"prompt": ["a", []]})", "prompt[1]", "empty"},
+      {R"({"prompt": [[1], [2, -1]]})", "prompt[1][1]", "outside"},
+      {many.c_str(), "prompt", "at most"},
       {R"({"prompt": [1, "a"]})", "prompt[1]", "integer"},
       {R"({"prompt": [1, -2]})", "prompt[1]", "outside"},
       {R"({"prompt": [1.5]})", "prompt[0]", "integer"},
-      {R"({"prompt": "x", "echo": true})", "echo", "not supported"},
+      {R"({"prompt": "x", "max_tokens": 0})", "max_tokens", "echo"},
+      {R"({"prompt": "x", "max_tokens": -1})", "max_tokens", "outside"},
+      {R"({"prompt": "x", "echo": "yes"})", "echo", "boolean"},
       {R"({"prompt": "x", "best_of": 2})", "best_of", "does not generate extra completions"},
       {R"({"prompt": "x", "logprobs": 6})", "logprobs", "outside"},
       {R"({"prompt": "x", "logprobs": true})", "logprobs", "integer"},
-      {R"({"prompt": "x", "suffix": "y"})", "suffix", "not supported"},
+      {R"({"prompt": "x", "suffix": 3})", "suffix", "string"},
+      {R"({"prompt": "x", "suffix": "y", "echo": true})", "echo", "cannot be combined"},
   };
   for (const auto& c : cases) {
     const ApiError e = error_of([&] { completion(c.body); });

@@ -18,47 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-// The JSON events of an SSE body, and whether it ended with [DONE].
-struct Events {
-  std::vector<json> chunks;
-  bool done = false;
-};
-Events events_of(const std::string& body) {
-  Events e;
-  size_t at = 0;
-  while ((at = body.find("data: ", at)) != std::string::npos) {
-    const size_t end = body.find("\n\n", at);
-    const std::string payload = body.substr(at + 6, end - at - 6);
-    at = end;
-    if (payload == "[DONE]") {
-      e.done = true;
-      EXPECT_EQ(body.find("data: ", at), std::string::npos) << "events after [DONE]";
-      break;
-    }
-    e.chunks.push_back(json::parse(payload));
-  }
-  return e;
-}
-
-std::string post_stream(httplib::Client& c, const std::string& path, const std::string& body) {
-  std::string out;
-  httplib::Request req;
-  req.method = "POST";
-  req.path = path;
-  req.body = body;
-  req.set_header("Content-Type", "application/json");
-  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
-    out.append(d, n);
-    return true;
-  };
-  auto res = c.send(req);
-  EXPECT_TRUE(res);
-  if (res) {
-    EXPECT_EQ(res->status, 200) << out;
-  }
-  return out;
-}
-
 class Choices : public ServerFixture {
  protected:
   // What choice `choice` of the echo scheduler replies: the prompt from its token `choice`, n tokens.
@@ -77,7 +36,7 @@ class Choices : public ServerFixture {
     std::string finish_reason;
     bool finished_before_text = false;
   };
-  std::map<int, PerChoice> split(const Events& e, bool chat) {
+  std::map<int, PerChoice> split(const SseEvents& e, bool chat) {
     std::map<int, PerChoice> out;
     for (const json& ch : e.chunks) {
       if (ch["choices"].empty()) continue;  // the usage chunk
@@ -153,11 +112,11 @@ TEST_F(Choices, WholeCompletionsWithLogprobs) {
 TEST_F(Choices, ChatStreamInterleavesChoicesThenUsageOnce) {
   start();
   auto c = client();
-  const std::string body = post_stream(c, "/v1/chat/completions",
+  const std::string body = post_sse(c, "/v1/chat/completions",
                                        R"({"messages": [{"role": "user", "content": "Once upon a time"}],
                                            "max_tokens": 6, "n": 3, "stream": true,
                                            "stream_options": {"include_usage": true}})");
-  const Events e = events_of(body);
+  const SseEvents e = sse_events(body);
   EXPECT_TRUE(e.done);
   const auto prompt = chat_prompt("Once upon a time");
   const auto per = split(e, true);
@@ -189,8 +148,8 @@ TEST_F(Choices, CompletionsStreamWithoutUsage) {
   start();
   auto c = client();
   const std::vector<int32_t> ids = tok_->encode("Once upon a time", true, false);
-  const Events e =
-      events_of(post_stream(c, "/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 5, "n": 2, "stream": true})"));
+  const SseEvents e =
+      sse_events(post_sse(c, "/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 5, "n": 2, "stream": true})"));
   EXPECT_TRUE(e.done);
   const auto per = split(e, false);
   ASSERT_EQ(per.size(), 2u);
@@ -288,7 +247,7 @@ TEST_F(ChoicesTools, EachChoiceHasItsOwnParser) {
   // makes no text): different content, the same call.
   EXPECT_NE(j["choices"][0]["message"]["content"], j["choices"][2]["message"]["content"]);
 
-  const Events e = events_of(post_stream(c, "/v1/chat/completions", request(true).dump()));
+  const SseEvents e = sse_events(post_sse(c, "/v1/chat/completions", request(true).dump()));
   EXPECT_TRUE(e.done);
   std::map<int, std::string> names;
   std::map<int, std::string> finish;

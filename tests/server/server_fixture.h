@@ -2,7 +2,7 @@
 // the SchedulerPort contract (its own thread, one on_finish per request,
 // cancel within a step) and echoes each prompt's tokens back as the reply,
 // and a fixture that runs a real HttpServer on 127.0.0.1 (any free port) over
-// it with the stories260K vocabulary.
+// it with the stories260K vocabulary; SSE helpers.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -18,6 +18,8 @@
 #include <mutex>
 #include <set>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "runtime/stop_filter.h"
 #include "server/backend.h"
@@ -56,6 +58,17 @@ class EchoScheduler : public SchedulerPort {
     std::lock_guard<std::mutex> lock(mu_);
     const uint64_t id = ++next_id_;
     last_choices_ = static_cast<int>(choices.size());
+    submitted_.push_back(req);
+    // Prompt logprobs go to the first choice, before any token (token i's
+    // logprob is -0.25 i; alternative k is the same token at -0.25 i - k).
+    if (req.prompt_logprobs && !choices.empty() && choices[0].on_prompt_token)
+      for (size_t i = 1; i < req.prompt.size(); ++i) {
+        TokenEvent ev;
+        ev.id = req.prompt[i];
+        ev.logprob = -0.25f * static_cast<float>(i);
+        for (int k = 0; k < req.top_logprobs; ++k) ev.top.push_back({ev.id, ev.logprob - static_cast<float>(k)});
+        choices[0].on_prompt_token(ev);
+      }
     for (size_t i = 0; i < choices.size(); ++i) {
       Req r;
       r.id = id;
@@ -101,6 +114,11 @@ class EchoScheduler : public SchedulerPort {
     std::lock_guard<std::mutex> lock(mu_);
     return last_;
   }
+  // Every submitted request's options, in order.
+  std::vector<RequestOptions> submitted() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return submitted_;
+  }
   // Choices of the last submitted request.
   int last_choices() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -132,6 +150,10 @@ class EchoScheduler : public SchedulerPort {
 
   // One token of request r; false when r finished.
   bool advance(Req& r) {
+    if (r.opts.max_new_tokens == 0) {  // an echo request: the prompt only
+      finish(r, FinishReason::kLength);
+      return false;
+    }
     const int32_t id = r.opts.prompt[static_cast<size_t>(r.generated + r.choice) % r.opts.prompt.size()];
     ++r.generated;
     ++generated_;
@@ -199,6 +221,7 @@ class EchoScheduler : public SchedulerPort {
   std::deque<Req> running_;
   std::set<uint64_t> cancel_;
   RequestOptions last_;
+  std::vector<RequestOptions> submitted_;
   int last_choices_ = 0;
   uint64_t next_id_ = 0, cancelled_ = 0, finished_ = 0;
   int64_t generated_ = 0;
@@ -207,12 +230,54 @@ class EchoScheduler : public SchedulerPort {
   std::thread thread_;
 };
 
+// The JSON events of an SSE body, and whether it ended with [DONE].
+struct SseEvents {
+  std::vector<nlohmann::json> chunks;
+  bool done = false;
+};
+inline SseEvents sse_events(const std::string& body) {
+  SseEvents e;
+  size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const size_t end = body.find("\n\n", at);
+    const std::string payload = body.substr(at + 6, end - at - 6);
+    at = end;
+    if (payload == "[DONE]") {
+      e.done = true;
+      EXPECT_EQ(body.find("data: ", at), std::string::npos) << "events after [DONE]";
+      break;
+    }
+    e.chunks.push_back(nlohmann::json::parse(payload));
+  }
+  return e;
+}
+
+inline std::string post_sse(httplib::Client& c, const std::string& path, const std::string& body) {
+  std::string out;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body;
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    out.append(d, n);
+    return true;
+  };
+  auto res = c.send(req);
+  EXPECT_TRUE(res);
+  if (res) {
+    EXPECT_EQ(res->status, 200) << out;
+  }
+  return out;
+}
+
 // A real server on a loopback port over an EchoScheduler.
 class ServerFixture : public ::testing::Test {
  protected:
-  void start(HttpOptions opts = {}, bool load = true) {
-    ASSERT_TRUE(std::filesystem::exists(kStoriesGguf)) << "missing test data " << kStoriesGguf;
-    tok_ = Tokenizer::from_path(kStoriesGguf);
+  // vocab: the served tokenizer's file (the stories model's by default).
+  void start(HttpOptions opts = {}, bool load = true, const std::string& vocab = kStoriesGguf) {
+    ASSERT_TRUE(std::filesystem::exists(vocab)) << "missing test data " << vocab;
+    tok_ = Tokenizer::from_path(vocab);
     tmpl_ = make_chat_template("chatml", std::nullopt);
     model_.id = "stories";
     model_.tok = tok_.get();
