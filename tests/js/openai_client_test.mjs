@@ -1,6 +1,7 @@
 // `offgraph serve` driven by the official OpenAI JavaScript SDK: the model
-// list, chat and text completions whole and streamed (the streamed text equals
-// the whole one under greedy sampling), usage, token-id prompts, n choices, the SDK's
+// list and models.retrieve, chat and text completions whole and streamed (the
+// streamed text equals the whole one under greedy sampling), usage, token-id
+// prompts, prompt lists, echo with prompt logprobs, n choices, the SDK's
 // typed errors for bad requests and a wrong key, a stream aborted by the
 // client being cancelled on the server, and a clean exit on SIGTERM.
 // Run by ctest: node openai_client_test.mjs OFFGRAPH MODEL NODE_MODULES OG_SYNTH.
@@ -79,6 +80,31 @@ const test = (name, fn) => tests.push({ name, fn });
 test("models.list names the alias", async ({ client }) => {
   const list = await client.models.list();
   assert.equal(list.data[0].id, ALIAS);
+});
+
+test("models.retrieve gives the listed model; another id is a 404", async ({ client }) => {
+  const m = await client.models.retrieve(ALIAS);
+  assert.equal(m.id, ALIAS);
+  assert.equal(m.object, "model");
+  await expectError(client.models.retrieve("no-such-model"), 404, "model_not_found");
+});
+
+test("completions: a prompt list, echo with logprobs, suffix refused without FIM tokens", async ({ client }) => {
+  const prompts = ["Once upon a time", "Tom had a dog"];
+  const list = await client.completions.create({ model: ALIAS, prompt: prompts, max_tokens: 8, temperature: 0 });
+  assert.equal(list.choices.length, 2);
+  for (let i = 0; i < 2; i++) {
+    const one = await client.completions.create({ model: ALIAS, prompt: prompts[i], max_tokens: 8, temperature: 0 });
+    assert.equal(list.choices[i].index, i);
+    assert.equal(list.choices[i].text, one.choices[0].text);
+  }
+  const echo = await client.completions.create({ model: ALIAS, prompt: prompts[0], max_tokens: 0, echo: true, logprobs: 1 });
+  assert.equal(echo.choices[0].text, prompts[0]);
+  const lp = echo.choices[0].logprobs;
+  assert.equal(lp.token_logprobs[0], null);
+  assert.ok(lp.token_logprobs.length >= 2);
+  for (const x of lp.token_logprobs.slice(1)) assert.ok(x <= 0);
+  await expectError(client.completions.create({ model: ALIAS, prompt: "x", suffix: "y", max_tokens: 4 }), 400);
 });
 
 test("chat: whole and streamed give the same greedy text", async ({ client }) => {
