@@ -19,6 +19,8 @@
 #include "commands.h"
 #include "base/flags.h"
 #include "llm_common.h"
+#include "model/config.h"
+#include "runtime/embedder.h"
 #include "runtime/engine.h"
 #include "api/run_builder.h"
 #include "runtime/scheduler.h"
@@ -219,6 +221,7 @@ int cmd_serve(const Args& args) {
   std::unique_ptr<ModelEngine> engine;
   std::unique_ptr<Scheduler> sched;
   server::ServedModel served;
+  std::unique_ptr<Embedder> embedder;  // /v1/embeddings, for a model that declares a pooling type
   std::unique_ptr<JinjaChatTemplate> tool_use;  // the model's "tool_use" template variant, when it has one
   std::unique_ptr<server::SchedulerAdapter<Scheduler>> port;
   server::HttpServer http(ho);
@@ -271,6 +274,9 @@ int cmd_serve(const Args& args) {
   served.random_seed = f.sampling.seed < 0;
   served.use_prefix_cache = f.sched.prefix_cache_entries > 0;
   served.created = static_cast<int64_t>(std::time(nullptr));
+  if (embedding_refusal(*loaded.model).empty()) embedder = std::make_unique<Embedder>(*loaded.model);
+  served.embedder = embedder.get();
+  served.generates = loaded.model->config().causal;
   port = std::make_unique<server::SchedulerAdapter<Scheduler>>(*sched);
   http.set_model(served, *port);
   const std::string replies = std::string("tool calls ") + server::tool_call_format_name(served.reply_format.tools) +

@@ -11,6 +11,7 @@
 
 #include "api/jinja_chat.h"
 #include "runtime/constraint.h"
+#include "runtime/embedder.h"
 #include "runtime/sampler.h"
 #include "runtime/scheduler.h"
 #include "tokenizer/chat_template.h"
@@ -83,6 +84,11 @@ struct ServedModel {
   bool random_seed = true;  // requests without a seed draw one (else sampler.seed)
   bool use_prefix_cache = true;
   int64_t created = 0;  // unix seconds (the /v1/models "created")
+  // /v1/embeddings (server/embeddings.h): null when the model declares no pooling.
+  const Embedder* embedder = nullptr;
+  // false: the model only embeds (bidirectional attention), so the generation
+  // routes answer 400 saying so.
+  bool generates = true;
 };
 
 }  // namespace og::server

@@ -21,6 +21,7 @@
 #include "server/api_request.h"
 #include "server/api_response.h"
 #include "server/auth.h"
+#include "server/embeddings.h"
 #include "server/generation.h"
 #include "server/http_internal.h"
 
@@ -45,14 +46,14 @@ constexpr Route kRoutes[] = {
     {"GET", "/v1/models/{id}", true, true},
     {"POST", "/v1/chat/completions", true, true}, {"POST", "/v1/completions", true, true},
     {"POST", "/tokenize", true, true},          {"POST", "/detokenize", true, true},
-    {"POST", "/apply-template", true, true},
+    {"POST", "/apply-template", true, true},    {"POST", "/v1/embeddings", true, true},
 };
 
 constexpr std::string_view kModelPrefix = "/v1/models/";
 
 // The /v1 form of a path sent without the prefix; the path itself otherwise.
 std::string canonical_path(const std::string& p) {
-  if (p == "/models" || p == "/chat/completions" || p == "/completions" ||
+  if (p == "/models" || p == "/chat/completions" || p == "/completions" || p == "/embeddings" ||
       (p.rfind("/models/", 0) == 0 && p.size() > 8))
     return "/v1" + p;
   return p;
@@ -324,6 +325,10 @@ void HttpServer::Impl::answer_on_worker(const HttpRequest& req, ResponseWriter& 
   };
   const std::string p = canonical_path(req.path);
   try {
+    if (p == "/v1/embeddings") return answer(json_response(handle_embeddings(*model.load(), req.body)));
+    if (is_generation(p) && !model.load()->generates)
+      bad_request("the model '" + model.load()->id + "' only embeds (bidirectional attention): use /v1/embeddings",
+                  "model", "model_not_generative");
     if (p == "/v1/chat/completions") return handle_generation(Endpoint::kChat, req, w);
     if (p == "/v1/completions") return handle_generation(Endpoint::kCompletion, req, w);
     if (req.path == "/tokenize") return answer(handle_tokenize(req.body));

@@ -18,9 +18,11 @@
 //   POST /tokenize             text or messages -> ids                             (key)
 //   POST /detokenize           ids -> text                                         (key)
 //   POST /apply-template       chat request -> the rendered prompt text            (key)
+//   POST /v1/embeddings        text or token ids -> vectors (embeddings.h)        (key)
 //
 // Every /v1/... route also answers without the prefix (/chat/completions,
-// /completions, /models, /models/{id}). With CORS on (cors_origins), an
+// /completions, /embeddings, /models, /models/{id}). A model that only embeds
+// (bidirectional attention) answers the generation routes 400. With CORS on (cors_origins), an
 // allowed Origin's responses carry Access-Control-Allow-Origin and an OPTIONS
 // preflight on a known route answers 204 without a key; otherwise OPTIONS is
 // 405. Every response carries X-Request-Id (the client's, when it sent a
