@@ -17,6 +17,7 @@ int cmd_export(const Args& args);    // cmd_export.cpp
 int cmd_quantize(const Args& args);  // cmd_quantize.cpp
 
 int cmd_serve(const Args& args);  // cmd_serve.cpp
+int cmd_embed(const Args& args);  // cmd_embed.cpp
 
 int cmd_template(const Args& args);  // cmd_template.cpp
 
@@ -25,6 +26,7 @@ const std::vector<Command>& commands() {
       {"inspect", "what a model file holds: architecture, shapes, tensors, tokenizer, KV geometry", cmd_inspect},
       {"run", "generate from one prompt (streams to stdout)", cmd_run},
       {"chat", "multi-turn chat on stdin (/help lists the commands)", cmd_chat},
+      {"embed", "sentence embeddings of texts with an embedding model (JSON or plain floats)", cmd_embed},
       {"batch", "many prompts as concurrent sessions over one shared cache (prefix cache optional)", cmd_batch},
       {"tokenize", "text -> token ids with a model's tokenizer", cmd_tokenize},
       {"detokenize", "token ids -> text with a model's tokenizer", cmd_detokenize},
