@@ -191,7 +191,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   if (dtypes.empty())
-    dtypes = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    dtypes = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,   DType::Q4_0,   DType::Q4_K, DType::Q5_K,
+              DType::Q6_K, DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
   if (stream) {
     std::printf("%-7s %-12s %2s %11s %9s %9s %8s\n", "layout", "shape", "T", "bytes", "mv GB/s", "read GB/s", "share");
     for (DType t : dtypes)
