@@ -153,6 +153,12 @@ std::string base_name(const std::string& dir) {
   return p.filename().string();
 }
 
+// Query heads per KV head of layer 0 (the IQ4_XS mix promotes attn_v at 4 and more).
+int query_groups(const ModelConfig& c) {
+  if (c.layers.empty() || c.layers[0].n_kv_heads <= 0) return 1;
+  return c.layers[0].n_heads / c.layers[0].n_kv_heads;
+}
+
 }  // namespace
 
 ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& out_path, const ConvertOptions& o) {
@@ -167,7 +173,7 @@ ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& o
 
   int n_attn_v = 0;
   for (const GgufTensorPlan& t : plan) n_attn_v += t.name.find("attn_v.weight") != std::string::npos;
-  TensorTypePicker picker(o.type, c.n_layers(), n_attn_v, !c.tied_output);
+  TensorTypePicker picker(o.type, c.n_layers(), n_attn_v, !c.tied_output, query_groups(c));
   std::vector<Job> jobs;
   for (const GgufTensorPlan& t : plan) {
     Job j;
@@ -211,7 +217,7 @@ ConvertSummary quantize_gguf(const std::string& in_path, const std::string& out_
 
   int n_attn_v = 0;
   for (const TensorInfo& t : f.tensors()) n_attn_v += t.name.find("attn_v.weight") != std::string::npos;
-  TensorTypePicker picker(o.type, c.n_layers(), n_attn_v, f.find("output.weight") != nullptr);
+  TensorTypePicker picker(o.type, c.n_layers(), n_attn_v, f.find("output.weight") != nullptr, query_groups(c));
   std::vector<Job> jobs;
   for (const TensorInfo& t : f.tensors()) {
     Job j;

@@ -1,7 +1,9 @@
-// Weight types by name and the per-tensor dtype rules of the _m mixes (see
-// quant_mix.h; the rules are llama.cpp's published presets, as README.md's
-// table states them).
+// Weight types by name and the per-tensor dtype rules of the mixes (see
+// quant_mix.h; the rules are llama.cpp's presets of the same names, as
+// docs/export-quantize.md's tables state them).
 #include "model/quant_mix.h"
+
+#include <cstdio>
 
 #include "base/error.h"
 
@@ -9,12 +11,18 @@ namespace og {
 namespace {
 
 const std::vector<WeightType>& all_types() {
+  using M = MixRules;
   static const std::vector<WeightType> kTypes = {
-      {"f32", DType::F32, false, 0},     {"f16", DType::F16, false, 1},     {"bf16", DType::BF16, false, 32},
-      {"q8_0", DType::Q8_0, false, 7},   {"q4_0", DType::Q4_0, false, 2},   {"q4_1", DType::Q4_1, false, 3},
-      {"q5_0", DType::Q5_0, false, 8},   {"q5_1", DType::Q5_1, false, 9},   {"q4_k", DType::Q4_K, false, 14},
-      {"q5_k", DType::Q5_K, false, 16},  {"q6_k", DType::Q6_K, false, 18},  {"q4_k_m", DType::Q4_K, true, 15},
-      {"q5_k_m", DType::Q5_K, true, 17},
+      {"f32", DType::F32, M::kNone, 0},       {"f16", DType::F16, M::kNone, 1},
+      {"bf16", DType::BF16, M::kNone, 32},    {"q8_0", DType::Q8_0, M::kNone, 7},
+      {"q4_0", DType::Q4_0, M::kNone, 2},     {"q4_1", DType::Q4_1, M::kNone, 3},
+      {"q5_0", DType::Q5_0, M::kNone, 8},     {"q5_1", DType::Q5_1, M::kNone, 9},
+      {"q4_k", DType::Q4_K, M::kNone, 14},    {"q5_k", DType::Q5_K, M::kNone, 16},
+      {"q6_k", DType::Q6_K, M::kNone, 18},    {"q2_k", DType::Q2_K, M::kNone, 10},
+      {"q3_k", DType::Q3_K, M::kNone, 11},    {"iq4_nl", DType::IQ4_NL, M::kNone, 25},
+      {"iq4_xs", DType::IQ4_XS, M::kNone, 30}, {"mxfp4", DType::MXFP4, M::kNone, 38},
+      {"q4_k_m", DType::Q4_K, M::kKM, 15},    {"q5_k_m", DType::Q5_K, M::kKM, 17},
+      {"q3_k_m", DType::Q3_K, M::kQ3KM, 12},  {"iq4_xs_m", DType::IQ4_XS, M::kIQ4, 30},
   };
   return kTypes;
 }
@@ -46,24 +54,75 @@ const std::vector<std::string>& weight_type_names() {
   return names;
 }
 
-TensorTypePicker::TensorTypePicker(const WeightType& t, int n_layers, int n_attn_v, bool has_output)
-    : t_(t), n_layers_(n_layers), n_attn_v_(n_attn_v), has_output_(has_output) {}
+TensorTypePicker::TensorTypePicker(const WeightType& t, int n_layers, int n_attn_v, bool has_output, int n_gqa,
+                                   int n_expert)
+    : t_(t), n_layers_(n_layers), n_attn_v_(n_attn_v), n_gqa_(n_gqa), n_expert_(n_expert), has_output_(has_output) {}
+
+int TensorTypePicker::layer_of(const std::string& name, int counter) const {
+  int layer = -1;
+  if (std::sscanf(name.c_str(), "blk.%d.", &layer) == 1 && layer >= 0 && layer < n_layers_) return layer;
+  return counter;
+}
+
+// The output (or the tied embedding) of every mix: Q6_K, or Q8_0 when its
+// rows are not whole 256-blocks (llama.cpp's choice for any K-quant preset).
+DType TensorTypePicker::pick_km(const std::string& name, bool output) {
+  if (output) return cols_ % 256 == 0 ? DType::Q6_K : DType::Q8_0;
+  DType d = t_.base;
+  if (has(name, "attn_v.weight")) {
+    if (more_bits(i_attn_v_, n_attn_v_)) d = DType::Q6_K;
+    // 80-layer models (the 70B class) share each attn_v over 8 query heads: Q4_K is raised to Q5_K.
+    else if (n_layers_ == 80 && d == DType::Q4_K) d = DType::Q5_K;
+    ++i_attn_v_;
+  } else if (has(name, "ffn_down")) {
+    if (more_bits(i_ffn_down_, n_layers_)) d = DType::Q6_K;
+    ++i_ffn_down_;
+  }
+  return d;
+}
+
+DType TensorTypePicker::pick_q3_k_m(const std::string& name, bool output) {
+  if (output) return cols_ % 256 == 0 ? DType::Q6_K : DType::Q8_0;
+  if (has(name, "attn_v.weight")) {
+    DType d = i_attn_v_ < 2 ? DType::Q5_K : DType::Q4_K;
+    if (n_layers_ == 80) d = DType::Q5_K;  // the 70B class (llama.cpp raises Q3_K/Q4_K there)
+    if (n_expert_ == 8) d = DType::Q8_0;
+    ++i_attn_v_;
+    return d;
+  }
+  if (has(name, "attn_k.weight")) return n_expert_ == 8 ? DType::Q8_0 : t_.base;
+  if (has(name, "ffn_down")) {
+    const int layer = layer_of(name, i_ffn_down_++);
+    return layer < n_layers_ / 16 ? DType::Q5_K : DType::Q4_K;
+  }
+  if (has(name, "attn_output.weight")) return n_expert_ == 8 ? DType::Q5_K : DType::Q4_K;
+  if (has(name, "attn_qkv.weight")) return DType::Q4_K;
+  return t_.base;
+}
+
+DType TensorTypePicker::pick_iq4(const std::string& name, bool output) {
+  if (output) return cols_ % 256 == 0 ? DType::Q6_K : DType::Q8_0;
+  if (has(name, "attn_v.weight")) {
+    DType d = n_gqa_ >= 4 ? DType::Q5_K : t_.base;
+    if (n_expert_ == 8) d = DType::Q8_0;
+    ++i_attn_v_;
+    return d;
+  }
+  if (has(name, "attn_k.weight")) return n_expert_ == 8 ? DType::Q8_0 : t_.base;
+  if (has(name, "ffn_down")) return layer_of(name, i_ffn_down_++) < n_layers_ / 8 ? DType::Q5_K : t_.base;
+  if (has(name, "attn_output.weight")) return n_expert_ == 8 ? DType::Q5_K : t_.base;
+  return t_.base;
+}
 
 DType TensorTypePicker::pick(const std::string& name, int64_t cols) {
+  cols_ = cols;
+  const bool output = name == "output.weight" || (!has_output_ && name == "token_embd.weight");
   DType d = t_.base;
-  if (t_.mix) {
-    const bool output = name == "output.weight" || (!has_output_ && name == "token_embd.weight");
-    if (output) {
-      d = cols % 256 == 0 ? DType::Q6_K : DType::Q8_0;
-    } else if (has(name, "attn_v.weight")) {
-      if (more_bits(i_attn_v_, n_attn_v_)) d = DType::Q6_K;
-      // 80-layer models (the 70B class) share each attn_v over 8 query heads: Q4_K is raised to Q5_K.
-      else if (n_layers_ == 80 && d == DType::Q4_K) d = DType::Q5_K;
-      ++i_attn_v_;
-    } else if (has(name, "ffn_down")) {
-      if (more_bits(i_ffn_down_, n_layers_)) d = DType::Q6_K;
-      ++i_ffn_down_;
-    }
+  switch (t_.mix) {
+    case MixRules::kNone: break;
+    case MixRules::kKM: d = pick_km(name, output); break;
+    case MixRules::kQ3KM: d = pick_q3_k_m(name, output); break;
+    case MixRules::kIQ4: d = pick_iq4(name, output); break;
   }
   const int64_t block = dtype_info(d).block;
   if (cols % block == 0) return d;
@@ -72,6 +131,9 @@ DType TensorTypePicker::pick(const std::string& name, int64_t cols) {
     case DType::Q4_K: d = DType::Q5_0; break;
     case DType::Q5_K: d = DType::Q5_1; break;
     case DType::Q6_K: d = DType::Q8_0; break;
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::IQ4_XS: d = DType::IQ4_NL; break;
     default: break;
   }
   return cols % dtype_info(d).block == 0 ? d : DType::F16;

@@ -49,6 +49,11 @@ struct Budget {
 //   q5_1  1.7e-2 / 1.3e-2   0.64 / 0.97     q5_0  1.8e-2 / 1.8e-2   0.77 / 0.97
 //   q5_k  1.3e-2 / 1.3e-2   0.75 / 0.98     q4_1  5.6e-2 / 5.5e-2   0.67 / 0.95
 //   q4_0  7.0e-2 / 6.6e-2   0.52 / 0.91     q4_k  5.1e-2 / 4.9e-2   0.56 / 1.00
+//   iq4_nl 5.1e-2 / 4.7e-2  0.41 / 0.98     iq4_xs 5.2e-2 / 4.9e-2  0.44 / 0.97
+//   mxfp4 0.10 / 0.11       0.31 / 0.92     q3_k  0.17 / 0.16       0.19 / 0.91
+//   q2_k  0.46 / 0.40       0.05 / 0.86
+//   (weights, max |err| / max |w|: iq4_nl 0.082, iq4_xs 0.084, mxfp4 0.159,
+//   q3_k 0.172, q2_k 0.28)
 // Random-weight llama logits are nearly flat, so its top-1 flips easily.
 // Weight bounds: f16 2^-11, bf16 2^-8; legacy blocks half a step of the
 // block's range plus f16 scale rounding (q8_0 1/254, q5_1 1/31, q4_1 1/15),
@@ -60,6 +65,9 @@ const Budget kBudgets[] = {
     {DType::Q5_1, 4e-2, 0.5, 0.85, 0.035},   {DType::Q5_0, 5e-2, 0.6, 0.85, 0.065},
     {DType::Q5_K, 4e-2, 0.6, 0.85, 0.045},   {DType::Q4_1, 0.15, 0.5, 0.8, 0.07},
     {DType::Q4_0, 0.15, 0.4, 0.75, 0.13},    {DType::Q4_K, 0.15, 0.4, 0.8, 0.09},
+    {DType::IQ4_NL, 0.15, 0.3, 0.8, 0.1},     {DType::IQ4_XS, 0.15, 0.3, 0.8, 0.1},
+    {DType::MXFP4, 0.25, 0.2, 0.75, 0.19},    {DType::Q3_K, 0.35, 0.1, 0.7, 0.21},
+    {DType::Q2_K, 0.8, 0.0, 0.6, 0.34},
 };
 
 std::vector<double> softmax_d(const float* x, int64_t n) {
