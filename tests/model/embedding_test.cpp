@@ -2,7 +2,8 @@
 // normalisations against their plain twins; synthetic Qwen3-Embedding-style
 // (causal, last-token) and EmbeddingGemma-style (bidirectional, mean, dense
 // projections) models: the HF and GGUF layouts embed alike, a batch of inputs
-// equals one input at a time, export keeps pooling / causality / dense dims
+// equals one input at a time, both equal a plain pass written from the math
+// (naive_embed.h), export keeps pooling / causality / dense dims
 // (as llama.cpp's keys and gemma-embedding arch), and what a file asks for
 // that we do not run is an error naming the field.
 #include <gtest/gtest.h>
@@ -15,7 +16,9 @@
 #include "model/config.h"
 #include "model/embedding.h"
 #include "model/gguf_convert.h"
+#include "model/loader.h"
 #include "model/quant_mix.h"
+#include "naive_embed.h"
 #include "synth_fixture.h"
 #include "tokenizer/gguf_vocab_export.h"
 
@@ -134,6 +137,21 @@ TEST_P(EmbeddingFamily, HfAndGgufEmbedAlike) {
   ASSERT_EQ(a.seqs.size(), inputs.size());
   EXPECT_EQ(a.dim, g->config().embedding_dim());
   EXPECT_LE(test::max_rel_err(a.values, b.values), 1e-5);
+}
+
+TEST_P(EmbeddingFamily, EqualsThePlainPass) {
+  // The whole pass (layers, bidirectional window, pooling, dense) against
+  // naive_embed.h, written from the math alone; inputs longer than the window.
+  const std::string path = embed_path(GetParam(), false);
+  const GgufModelSource src = read_gguf_model(path);
+  std::unique_ptr<Model> m = Model::load(path);
+  const auto inputs = some_inputs(m->n_vocab());
+  const Embeddings e = embed_all(*m, inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<double> want = test::naive_embed(m->config(), *src.file, inputs[i]);
+    const std::vector<float> got(e.values.begin() + i * e.dim, e.values.begin() + (i + 1) * e.dim);
+    EXPECT_LE(test::max_rel_err(got, std::vector<float>(want.begin(), want.end())), 1e-5) << "input " << i;
+  }
 }
 
 TEST_P(EmbeddingFamily, ABatchEqualsOneAtATime) {
