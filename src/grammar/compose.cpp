@@ -2,6 +2,9 @@
 #include "grammar/compose.h"
 
 #include <cctype>
+#include <vector>
+
+#include "base/error.h"
 
 namespace og::grammar {
 
@@ -73,6 +76,31 @@ std::string grammar_literal(std::string_view s) {
     }
   }
   return out + "\"";
+}
+
+std::string text_without_rules(std::string_view w, std::string_view name) {
+  OG_CHECK(w.size() >= 2, "text_without_rules: the word needs two characters or more");
+  for (char c : w)
+    OG_CHECK(c > 0x20 && c < 0x7F && c != '"', "text_without_rules: the word must be printable ASCII");
+  const char a = w[0];
+  OG_CHECK(w.find(a, 1) == std::string_view::npos, "text_without_rules: the word's first character must not recur");
+  // With w[0] unique, a matcher of w in state k (the last k characters are
+  // w[0, k)) goes to 1 on w[0], to k + 1 on w[k], else to 0. Texts without w:
+  //   ( [^a] | a L* E )* ( a L* P )?
+  // L: back to state 1 (w[1, k) a), E: back to state 0 (w[1, k) then neither
+  // w[k] nor a), P: stop in state k (w[1, k)), for k = 1 .. |w| - 1.
+  auto cls = [](char c) { return c == ']' || c == '\\' || c == '^' || c == '-' ? std::string("\\") + c : std::string(1, c); };
+  const std::string n(name), ca = "[" + cls(a) + "]";
+  std::string l, e, p;
+  for (size_t k = 1; k < w.size(); ++k) {
+    const std::string mid = k > 1 ? grammar_literal(w.substr(1, k - 1)) + " " : "";
+    const std::string sep = k > 1 ? " | " : "";
+    l += sep + mid + ca;
+    e += sep + mid + "[^" + cls(w[k]) + cls(a) + "]";
+    p += sep + (k > 1 ? grammar_literal(w.substr(1, k - 1)) : std::string("\"\""));
+  }
+  return n + " ::= ([^" + cls(a) + "] | " + ca + " " + n + "-l* " + n + "-e)* (" + ca + " " + n + "-l* " + n + "-p)?\n" +
+         n + "-l ::= " + l + "\n" + n + "-e ::= " + e + "\n" + n + "-p ::= " + p + "\n";
 }
 
 }  // namespace og::grammar

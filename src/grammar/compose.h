@@ -17,4 +17,12 @@ std::string prefix_rules(std::string_view text, std::string_view prefix);
 // A grammar literal ("...") that matches exactly the bytes of s.
 std::string grammar_literal(std::string_view s);
 
+// Rules `name`, `name-l`, `name-e`, `name-p`, where `name` matches any text
+// (any characters, the empty text included) that does not contain `w`, with
+// repetition only (no recursion: a reply may be long). The text a model may
+// write before a tool-call marker. `w` is printable ASCII of two characters or
+// more whose first character does not recur in it, as "<tool_call>"
+// (og::Error otherwise).
+std::string text_without_rules(std::string_view w, std::string_view name);
+
 }  // namespace og::grammar

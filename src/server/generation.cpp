@@ -207,6 +207,21 @@ void set_grammar(const GenerationRequest& req, const ServedModel& m, const Reply
       throw ApiError(500, "server_error", "", std::string("the tool-call grammar does not compile: ") + e.what());
     }
   }
+  // Strict tools under "auto": the reply may say anything, but a call it
+  // makes is valid (Hermes / Qwen format; the others are parsed, not enforced).
+  const bool strict_auto = !g && req.endpoint == Endpoint::kChat && req.n_tools > 0 &&
+                           req.tool_choice.kind == ToolChoice::Kind::kAuto && reply.parse_tools &&
+                           has_strict_tools(req);
+  if (strict_auto) {
+    const std::string text = strict_auto_grammar(req, reply);
+    if (!text.empty()) {
+      try {
+        g = grammar::Grammar::parse(text);
+      } catch (const og::Error& e) {
+        throw ApiError(500, "server_error", "", std::string("the strict tools' grammar does not compile: ") + e.what());
+      }
+    }
+  }
   if (!g) return;
   o.grammar.grammar = std::move(g);
   o.grammar.vocab = m.grammar_vocab ? m.grammar_vocab : grammar_vocab(*m.tok);

@@ -34,7 +34,46 @@ std::string arguments_rules(const json& tool, size_t n, std::string* root) {
   return grammar::prefix_rules(text, prefix) + "\n";
 }
 
+// Any JSON object: the arguments of a tool that is not strict.
+std::string any_object_rules(size_t n, std::string* root) {
+  grammar::JsonSchemaOptions o;
+  const std::string prefix = "t" + std::to_string(n) + "-";
+  *root = prefix + "root";
+  return grammar::prefix_rules(grammar::json_schema_to_grammar(json::object({{"type", "object"}}), o), prefix) + "\n";
+}
+
+bool is_strict(const json& tool) {
+  const json& fn = tool["function"];
+  return fn.contains("strict") && fn["strict"].is_boolean() && fn["strict"].get<bool>();
+}
+
 }  // namespace
+
+bool has_strict_tools(const GenerationRequest& req) {
+  if (!req.template_request.contains("tools")) return false;
+  for (const json& t : req.template_request["tools"])
+    if (is_strict(t)) return true;
+  return false;
+}
+
+std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserOptions& reply) {
+  if (reply.format.tools != ToolCallFormat::kHermes) return "";
+  const json& tools = req.template_request["tools"];
+  std::string rules, alts;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    std::string args;
+    rules += is_strict(tools[i]) ? arguments_rules(tools[i], i, &args) : any_object_rules(i, &args);
+    const std::string head = "{\"name\": " + json(tools[i]["function"]["name"].get<std::string>()).dump() + ", \"arguments\": ";
+    alts += std::string(alts.empty() ? "" : " | ") + "(" + grammar_literal(head) + " " + args + " \"}\")";
+  }
+  std::string g = "call-body ::= " + alts + "\n";
+  g += "call ::= \"<tool_call>\\n\" call-body \"\\n</tool_call>\"\n";
+  g += std::string("calls ::= call") + (req.parallel_tool_calls ? " (\"\\n\" call)*" : "") + "\n";
+  // Text (reasoning included) never holding the marker, then calls or nothing.
+  g += "root ::= free (calls [\\n]?)?\n";
+  g += grammar::text_without_rules("<tool_call>", "free");
+  return g + rules;
+}
 
 std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOptions& reply) {
   const json& tools = req.template_request["tools"];

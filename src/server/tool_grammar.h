@@ -21,4 +21,13 @@ namespace og::server {
 // function: that one), one call, or one or more when parallel_tool_calls.
 std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOptions& reply);
 
+// True when one of the request's tools says "strict": true.
+bool has_strict_tools(const GenerationRequest& req);
+
+// tool_choice "auto" with strict tools: any text without the call marker,
+// then (or not) calls whose arguments are valid for strict tools' schemas
+// (any JSON object for the others). Hermes / Qwen format only; "" for the
+// others (their calls are parsed, not enforced).
+std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserOptions& reply);
+
 }  // namespace og::server

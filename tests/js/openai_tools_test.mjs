@@ -398,6 +398,31 @@ test("9. structured output: chat.completions.parse with a JSON schema (no zod), 
   }), (e) => e.status === 400 && /'not'/.test(e.message));
 });
 
+test("10. strict tools under tool_choice auto: a valid call passes unchanged, an invalid one never comes", async ({ tool }) => {
+  const strictTool = (properties, required) => [{ type: "function", function: {
+    name: "get_weather", strict: true,
+    parameters: { type: "object", properties, required, additionalProperties: false } } }];
+  // The script's call {"city": "Paris"} is valid for this schema: the grammar lets it through.
+  const ok = await tool.client.chat.completions.create({ model: tool.model, messages: ASK, temperature: 0,
+                                                         tools: strictTool({ city: { type: "string" } }, ["city"]) });
+  assert.equal(ok.choices[0].finish_reason, "tool_calls", JSON.stringify(ok));
+  assertWeatherCall(ok.choices[0].message.tool_calls[0]);
+  // For a schema that wants "town", the script's call is invalid: whatever the
+  // reply becomes, it holds no invalid call and no stray marker.
+  const schema = { town: { type: "string", maxLength: 12 } };
+  for (const seed of [1, 2]) {
+    const r = await tool.client.chat.completions.create({ model: tool.model, messages: ASK, temperature: 0.7, seed,
+                                                          max_tokens: 120, tools: strictTool(schema, ["town"]) });
+    const m = r.choices[0].message;
+    assert.ok(!(m.content ?? "").includes("<tool_call>"), JSON.stringify(r));
+    for (const call of m.tool_calls ?? []) {
+      const args = JSON.parse(call.function.arguments);
+      assert.deepEqual(Object.keys(args), ["town"], JSON.stringify(r));
+      assert.ok(typeof args.town === "string" && args.town.length <= 12, JSON.stringify(r));
+    }
+  }
+});
+
 async function main() {
   const t0 = Date.now();
   const synth = promisify(execFile);

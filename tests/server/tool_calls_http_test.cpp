@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/jinja_chat.h"
+#include "grammar/grammar.h"
 #include "server_fixture.h"
 
 namespace og::server::test {
@@ -169,6 +170,49 @@ TEST_F(ToolCalls, RequiredCallIsAGrammarOrARefusal) {
   EXPECT_NE(r->body.find("cannot be enforced for this model's tool-call format (mistral"), std::string::npos)
       << r->body;
   EXPECT_NE(r->body.find("\"param\":\"tool_choice\""), std::string::npos) << r->body;
+}
+
+// Strict tools under tool_choice auto: the reply is held to "text without the
+// marker, then valid calls or nothing" (Hermes format); without a strict tool,
+// or for a format whose calls cannot be written under a grammar, nothing is
+// constrained.
+TEST_F(ToolCalls, StrictToolsUnderAutoAreAGrammar) {
+  start_jinja();
+  auto c = client();
+  json body = request("Hello");
+  body["tools"] = {{{"type", "function"},
+                    {"function", {{"name", "get_weather"}, {"strict", true},
+                                  {"parameters", {{"type", "object"},
+                                                  {"properties", {{"city", {{"type", "string"}}}}},
+                                                  {"required", {"city"}}}}}}},
+                   {{"type", "function"}, {"function", {{"name", "free_form"}}}}};
+  auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  const auto g = sched_->last_options().grammar.grammar;
+  ASSERT_TRUE(g);
+  auto accepts = [&](const std::string& text) {
+    grammar::Matcher m(g);
+    return m.accept_bytes(text) && m.is_complete();
+  };
+  EXPECT_TRUE(accepts(""));
+  EXPECT_TRUE(accepts("It is sunny in <b>Paris</b>."));
+  EXPECT_TRUE(accepts("<think>I should call it</think>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                      "{\"city\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_TRUE(accepts("<tool_call>\n{\"name\": \"free_form\", \"arguments\": {\"anything\": [1, 2]}}\n</tool_call>"));
+  EXPECT_FALSE(accepts("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"town\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_FALSE(accepts("<tool_call>\n{\"name\": \"no_such_tool\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(accepts("Sure: <tool_call> is how I call"));
+  // Not strict: nothing constrained.
+  body["tools"][0]["function"]["strict"] = false;
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_FALSE(sched_->last_options().grammar.grammar);
+  // A format whose markers are control tokens: parsed, not enforced.
+  body["tools"][0]["function"]["strict"] = true;
+  model_.reply_format.tools = ToolCallFormat::kMistral;
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_FALSE(sched_->last_options().grammar.grammar);
 }
 
 TEST_F(ToolCalls, ApplyTemplateRoute) {
