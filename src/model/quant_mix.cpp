@@ -11,18 +11,17 @@ namespace og {
 namespace {
 
 const std::vector<WeightType>& all_types() {
-  using M = MixRules;
   static const std::vector<WeightType> kTypes = {
-      {"f32", DType::F32, M::kNone, 0},       {"f16", DType::F16, M::kNone, 1},
-      {"bf16", DType::BF16, M::kNone, 32},    {"q8_0", DType::Q8_0, M::kNone, 7},
-      {"q4_0", DType::Q4_0, M::kNone, 2},     {"q4_1", DType::Q4_1, M::kNone, 3},
-      {"q5_0", DType::Q5_0, M::kNone, 8},     {"q5_1", DType::Q5_1, M::kNone, 9},
-      {"q4_k", DType::Q4_K, M::kNone, 14},    {"q5_k", DType::Q5_K, M::kNone, 16},
-      {"q6_k", DType::Q6_K, M::kNone, 18},    {"q2_k", DType::Q2_K, M::kNone, 10},
-      {"q3_k", DType::Q3_K, M::kNone, 11},    {"iq4_nl", DType::IQ4_NL, M::kNone, 25},
-      {"iq4_xs", DType::IQ4_XS, M::kNone, 30}, {"mxfp4", DType::MXFP4, M::kNone, 38},
-      {"q4_k_m", DType::Q4_K, M::kKM, 15},    {"q5_k_m", DType::Q5_K, M::kKM, 17},
-      {"q3_k_m", DType::Q3_K, M::kQ3KM, 12},  {"iq4_xs_m", DType::IQ4_XS, M::kIQ4, 30},
+      {"f32", DType::F32, kMixNone, 0},       {"f16", DType::F16, kMixNone, 1},
+      {"bf16", DType::BF16, kMixNone, 32},    {"q8_0", DType::Q8_0, kMixNone, 7},
+      {"q4_0", DType::Q4_0, kMixNone, 2},     {"q4_1", DType::Q4_1, kMixNone, 3},
+      {"q5_0", DType::Q5_0, kMixNone, 8},     {"q5_1", DType::Q5_1, kMixNone, 9},
+      {"q4_k", DType::Q4_K, kMixNone, 14},    {"q5_k", DType::Q5_K, kMixNone, 16},
+      {"q6_k", DType::Q6_K, kMixNone, 18},    {"q2_k", DType::Q2_K, kMixNone, 10},
+      {"q3_k", DType::Q3_K, kMixNone, 11},    {"iq4_nl", DType::IQ4_NL, kMixNone, 25},
+      {"iq4_xs", DType::IQ4_XS, kMixNone, 30}, {"mxfp4", DType::MXFP4, kMixNone, 38},
+      {"q4_k_m", DType::Q4_K, kMixKM, 15},    {"q5_k_m", DType::Q5_K, kMixKM, 17},
+      {"q3_k_m", DType::Q3_K, kMixQ3KM, 12},  {"iq4_xs_m", DType::IQ4_XS, kMixIQ4, 30},
   };
   return kTypes;
 }
@@ -119,10 +118,10 @@ DType TensorTypePicker::pick(const std::string& name, int64_t cols) {
   const bool output = name == "output.weight" || (!has_output_ && name == "token_embd.weight");
   DType d = t_.base;
   switch (t_.mix) {
-    case MixRules::kNone: break;
-    case MixRules::kKM: d = pick_km(name, output); break;
-    case MixRules::kQ3KM: d = pick_q3_k_m(name, output); break;
-    case MixRules::kIQ4: d = pick_iq4(name, output); break;
+    case kMixNone: break;
+    case kMixKM: d = pick_km(name, output); break;
+    case kMixQ3KM: d = pick_q3_k_m(name, output); break;
+    case kMixIQ4: d = pick_iq4(name, output); break;
   }
   const int64_t block = dtype_info(d).block;
   if (cols % block == 0) return d;

@@ -13,18 +13,19 @@
 
 namespace og {
 
-// The per-tensor rules of a mix, each as llama.cpp's preset of that name.
-enum class MixRules {
-  kNone,  // every matrix in the base dtype
-  kKM,    // Q4_K_M / Q5_K_M: attn_v, ffn_down (more_bits layers) and output promoted
-  kQ3KM,  // Q3_K_M: attn_v Q5_K/Q4_K, ffn_down Q5_K/Q4_K, attn_output Q4_K, output Q6_K
-  kIQ4,   // IQ4_XS: attn_v Q5_K at n_gqa >= 4, first eighth of ffn_down Q5_K, output Q6_K
+// The per-tensor rules of a mix, each as llama.cpp's preset of that name
+// (unscoped: `if (t.mix)` reads "the type is a mix").
+enum MixRules : uint8_t {
+  kMixNone = 0,  // every matrix in the base dtype
+  kMixKM,        // Q4_K_M / Q5_K_M: attn_v, ffn_down (more_bits layers) and output promoted
+  kMixQ3KM,      // Q3_K_M: attn_v Q5_K/Q4_K, ffn_down Q5_K/Q4_K, attn_output Q4_K, output Q6_K
+  kMixIQ4,       // IQ4_XS: attn_v Q5_K at n_gqa >= 4, first eighth of ffn_down Q5_K, output Q6_K
 };
 
 struct WeightType {
   std::string name;              // "q4_k_m"
   DType base = DType::F32;       // the dtype of every matrix the mix does not promote
-  MixRules mix = MixRules::kNone;
+  MixRules mix = kMixNone;
   uint32_t file_type = 0;        // general.file_type (llama_ftype)
 };
 
