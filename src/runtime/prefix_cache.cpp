@@ -21,6 +21,7 @@ PrefixCache::~PrefixCache() {
 int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int dst) {
   if (!enabled() || cap < 1) return 0;
   ++stats_.lookups;
+  stats_.query_tokens += static_cast<int64_t>(prompt.size());
   size_t best = entries_.size();
   int64_t best_len = 0;
   for (size_t i = 0; i < entries_.size(); ++i) {

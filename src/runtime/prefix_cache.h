@@ -20,6 +20,7 @@ namespace og {
 
 struct PrefixCacheStats {
   int64_t lookups = 0, hits = 0, hit_tokens = 0, evictions = 0, captures = 0;
+  int64_t query_tokens = 0;  // prompt tokens of the lookups (vLLM counts queries in tokens)
   int entries = 0;
   int64_t bytes = 0;
 };

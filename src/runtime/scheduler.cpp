@@ -510,6 +510,7 @@ void Scheduler::Impl::publish() {
   snap.prefix_lookups = ps.lookups;
   snap.prefix_hits = ps.hits;
   snap.prefix_hit_tokens = ps.hit_tokens;
+  snap.prefix_query_tokens = ps.query_tokens;
   snap.prefix_evictions = ps.evictions;
   snap.prefix_entries = ps.entries;
   snap.prefix_bytes = ps.bytes;
@@ -538,6 +539,12 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tok, std::unique_ptr<KvCac
   if (cache->length(0) >= 0) cache->remove_sequence(0);
   impl_ = std::make_unique<Impl>(engine, tok, std::move(cache), opts);
   for (int i = opts.max_decode_sequences; i >= 1; --i) impl_->free_seqs.push_back(i);
+  const KvPolicy& p = impl_->cache->policy();
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->snap.block_size = std::max(1, p.block_size);
+  impl_->snap.num_blocks = p.max_sequences * ((p.max_capacity + impl_->snap.block_size - 1) / impl_->snap.block_size);
+  impl_->snap.cache_dtype = kv_dtype_name(p.dtype);
+  impl_->snap.prefix_caching = opts.prefix_cache_entries > 0;
 }
 
 Scheduler::~Scheduler() { shutdown(0); }

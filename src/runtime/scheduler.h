@@ -138,6 +138,13 @@ struct SchedulerSnapshot {
   double step_s_decode_only = 0, step_s_mixed = 0, step_s_prefill_only = 0;  // wall time in steps by kind
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t prefix_lookups = 0, prefix_hits = 0, prefix_hit_tokens = 0, prefix_evictions = 0;
+  int64_t prefix_query_tokens = 0;  // prompt tokens of the lookups
+  // The cache's configuration (vLLM's cache_config_info): positions per
+  // block (batched-cell; 0 for a kind without blocks), the blocks of
+  // max_sequences full sequences, the storage dtype.
+  int64_t block_size = 0, num_blocks = 0;
+  std::string cache_dtype;
+  bool prefix_caching = false;  // prefix_cache_entries > 0
   int prefix_entries = 0;
   int64_t prefix_bytes = 0;
   int peak_running = 0;

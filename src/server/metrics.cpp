@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 
 namespace og::server {
 
@@ -70,6 +71,38 @@ class Writer {
   std::string label_;
   std::string out_;
 };
+
+// What vLLM's exporter names and llm-d's endpoint picker and vLLM's
+// dashboards read, beside the offgraph: series (the same figures).
+void vllm_metrics(Writer& w, const SchedulerSnapshot& s, const ServerMetrics& m) {
+  w.header("vllm:cache_config_info", "gauge", "The KV cache's configuration (labels; the value is 1).");
+  w.sample("vllm:cache_config_info", 1,
+           "block_size=\"" + std::to_string(s.block_size) + "\",num_gpu_blocks=\"" + std::to_string(s.num_blocks) +
+               "\",cache_dtype=\"" + escape_label(s.cache_dtype) + "\",enable_prefix_caching=\"" +
+               (s.prefix_caching ? "True" : "False") + "\"");
+  w.counter("vllm:prefix_cache_queries_total", static_cast<double>(s.prefix_query_tokens),
+            "Prefix cache queries, in prompt tokens looked up.");
+  w.counter("vllm:prefix_cache_hits_total", static_cast<double>(s.prefix_hit_tokens),
+            "Prefix cache hits, in prompt tokens taken from the cache.");
+  w.counter("vllm:num_preemptions_total", 0,
+            "Requests preempted (never: a request is admitted only when its whole session fits).");
+  w.counter("vllm:prompt_tokens_total", static_cast<double>(s.prompt_tokens), "Prompt tokens of admitted requests.");
+  w.counter("vllm:generation_tokens_total", static_cast<double>(s.generated_tokens), "Tokens generated.");
+  w.header("vllm:request_success_total", "counter", "Requests finished normally, by finish reason.");
+  std::map<std::string, uint64_t> by_reason;
+  for (const auto& [key, n] : m.requests())
+    if (key.second == "stop" || key.second == "length") by_reason[key.second] += n;
+  for (const auto& [reason, n] : by_reason)
+    w.sample("vllm:request_success_total", static_cast<double>(n), "finished_reason=\"" + reason + "\"");
+  w.histogram("vllm:time_to_first_token_seconds", m.ttft_s, "Time to first token in seconds.");
+  w.histogram("vllm:inter_token_latency_seconds", m.inter_token_s, "Inter-token latency in seconds.");
+  w.histogram("vllm:e2e_request_latency_seconds", m.e2e_s, "End to end request latency in seconds.");
+  w.histogram("vllm:request_queue_time_seconds", m.queue_s, "Time spent waiting for admission, in seconds.");
+  w.histogram("vllm:request_prefill_time_seconds", m.prefill_s, "Time spent in prefill, in seconds.");
+  w.histogram("vllm:request_decode_time_seconds", m.decode_s, "Time spent in decode, in seconds.");
+  w.histogram("vllm:request_prompt_tokens", m.prompt_tokens, "Prompt tokens per request.");
+  w.histogram("vllm:request_generation_tokens", m.generation_tokens, "Generated tokens per request.");
+}
 
 }  // namespace
 
@@ -151,6 +184,7 @@ std::string render_prometheus(const SchedulerSnapshot& s, const ServerMetrics& m
   w.header("offgraph:http_responses_total", "counter", "HTTP responses by status code.");
   for (const auto& [status, n] : m.http())
     w.sample("offgraph:http_responses_total", static_cast<double>(n), "code=\"" + std::to_string(status) + "\"");
+  vllm_metrics(w, s, m);
   w.histogram("offgraph:time_to_first_token_seconds", m.ttft_s, "Submit to first token, per request.");
   w.histogram("offgraph:inter_token_latency_seconds", m.inter_token_s, "Time between consecutive tokens of a request.");
   w.histogram("offgraph:e2e_request_latency_seconds", m.e2e_s, "Submit to finish, per request.");

@@ -84,6 +84,48 @@ TEST(Metrics, EveryLineIsWellFormed) {
   EXPECT_NE(t.find("model_name=\"x\\\\y\\nz\""), std::string::npos);
 }
 
+// The series vLLM's exporter has, as llm-d's endpoint picker and vLLM's
+// dashboards read them: prefix cache queries and hits in tokens, the cache's
+// configuration as labels, preemptions (none), successes by finish reason,
+// and the latency histograms under vLLM's names (the offgraph: ones kept).
+TEST(Metrics, VllmNamedSeries) {
+  SchedulerSnapshot s;
+  s.prefix_lookups = 3;
+  s.prefix_query_tokens = 300;
+  s.prefix_hit_tokens = 128;
+  s.prompt_tokens = 300;
+  s.generated_tokens = 20;
+  s.block_size = 16;
+  s.num_blocks = 512;
+  s.cache_dtype = "bf16";
+  s.prefix_caching = true;
+  ServerMetrics m;
+  m.ttft_s.observe(0.02);
+  m.inter_token_s.observe(0.01);
+  m.count_request("chat", "stop");
+  m.count_request("completion", "stop");
+  m.count_request("chat", "length");
+  m.count_request("chat", "cancelled");
+  const std::string t = render_prometheus(s, m, "m");
+  const std::string lbl = "{model_name=\"m\"";
+  EXPECT_EQ(sample(t, "vllm:prefix_cache_queries_total" + lbl + "}"), 300);
+  EXPECT_EQ(sample(t, "vllm:prefix_cache_hits_total" + lbl + "}"), 128);
+  EXPECT_EQ(sample(t, "vllm:num_preemptions_total" + lbl + "}"), 0);
+  EXPECT_EQ(sample(t, "vllm:prompt_tokens_total" + lbl + "}"), 300);
+  EXPECT_EQ(sample(t, "vllm:generation_tokens_total" + lbl + "}"), 20);
+  EXPECT_EQ(sample(t, "vllm:cache_config_info" + lbl +
+                          ",block_size=\"16\",num_gpu_blocks=\"512\",cache_dtype=\"bf16\",enable_prefix_caching=\"True\"}"),
+            1);
+  EXPECT_EQ(sample(t, "vllm:request_success_total" + lbl + ",finished_reason=\"stop\"}"), 2);
+  EXPECT_EQ(sample(t, "vllm:request_success_total" + lbl + ",finished_reason=\"length\"}"), 1);
+  EXPECT_TRUE(std::isnan(sample(t, "vllm:request_success_total" + lbl + ",finished_reason=\"cancelled\"}")));
+  EXPECT_EQ(sample(t, "vllm:time_to_first_token_seconds_count" + lbl + "}"), 1);
+  EXPECT_EQ(sample(t, "vllm:inter_token_latency_seconds_count" + lbl + "}"), 1);
+  EXPECT_EQ(sample(t, "vllm:e2e_request_latency_seconds_count" + lbl + "}"), 0);
+  EXPECT_EQ(sample(t, "vllm:request_queue_time_seconds_count" + lbl + "}"), 0);
+  EXPECT_EQ(sample(t, "offgraph:time_to_first_token_seconds_count" + lbl + "}"), 1);
+}
+
 TEST(Metrics, UsageIsClampedToUnitRange) {
   SchedulerSnapshot s;
   s.kv_cache_usage = 1.5;
