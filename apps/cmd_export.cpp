@@ -21,8 +21,9 @@ int cmd_export(const Args& args) {
   fl.add_string("out", &out, "output .gguf file (written under a temporary name, renamed when complete) (required)",
                 "PATH");
   fl.add_string("dtype", &f.dtype,
-                "weight type of the matrices: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k, or the mixes "
-                "q4_k_m q5_k_m (llama.cpp's presets; README.md has the table); 1-D tensors stay f32. "
+                "weight type of the matrices: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q2_k q3_k iq4_nl "
+                "iq4_xs mxfp4, or the mixes q4_k_m q5_k_m q3_k_m iq4_xs_m (llama.cpp's presets; "
+                "docs/export-quantize.md has the tables); 1-D tensors stay f32. "
                 "Importance matrices (--imatrix) are not supported",
                 "T");
   add_convert_flags(fl, f);

@@ -14,8 +14,9 @@ int cmd_quantize(const Args& args) {
   ConvertFlags f;
   bool allow_requantize = false;
   Flags fl = command_flags("quantize", "IN.gguf OUT.gguf TYPE [options]\n"
-                       "  TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k, or the mixes q4_k_m q5_k_m\n"
-                       "        (llama.cpp's presets; README.md has the table); 1-D tensors are copied.\n"
+                       "  TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q2_k q3_k iq4_nl iq4_xs mxfp4,\n"
+                       "        or the mixes q4_k_m q5_k_m q3_k_m iq4_xs_m (llama.cpp's presets;\n"
+                       "        docs/export-quantize.md has the tables); 1-D tensors are copied.\n"
                        "  Importance matrices (--imatrix) are not supported");
   fl.add_bool("allow-requantize", &allow_requantize,
               "convert matrices that are already quantized (adds a second quantization's error)");
