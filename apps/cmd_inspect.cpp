@@ -195,6 +195,12 @@ Json hparams_of(const ModelConfig& c) {
     hp["head_dim"] = L.head_dim_k;
     if (L.head_dim_v != L.head_dim_k) hp["head_dim_v"] = L.head_dim_v;
     hp["d_ff"] = L.d_ff;
+    if (L.n_experts > 0) {  // a mixture of experts: each token runs n_experts_used of n_experts
+      hp["n_experts"] = L.n_experts;
+      hp["n_experts_used"] = L.n_experts_used;
+      hp["d_ff_expert"] = L.d_ff_expert;
+      hp["expert_weights_norm"] = L.expert_weights_norm;
+    }
   }
   hp["n_ctx"] = c.n_ctx;
   if (c.n_vocab > 0) hp["n_vocab"] = c.n_vocab;

@@ -1,5 +1,5 @@
 // og-synth: writes a synthetic random-weight model (tests, benchmarks).
-//   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b|gemma4-e2b]
+//   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b|gemma4-e2b|qwen3-30b-a3b]
 //            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4] [shape overrides]
 //            [--chat-template FILE] [--script FILE] [--embedding [--pooling P]]
 // Flags are parsed by the commands' flag library (base/flags.h): the same
@@ -26,19 +26,19 @@ struct SynthFlags {
   int64_t seed = 1;
   // Shape overrides; applied only when given (the preset's value otherwise).
   int64_t d_model = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, d_ff = 0, ctx = 0, window = 0;
-  int64_t head_dim_full = 0, shared_kv = 0, per_layer = 0, vocab = 0;
+  int64_t head_dim_full = 0, shared_kv = 0, per_layer = 0, vocab = 0, experts = 0, experts_used = 0, d_ff_expert = 0;
 };
 
 void add_flags(og::Flags& fl, SynthFlags& f) {
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-  fl.add_choice("family", &f.family, {"llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4"},
+  fl.add_choice("family", &f.family, {"llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4", "qwen3moe", "mixtral"},
                 "model family (required)");
   fl.add_choice("format", &f.format, {"gguf", "hf"},
                 "gguf (one file) or hf (a directory: config.json, model.safetensors, tokenizer) (required)");
   fl.add_string("out", &f.out, "output file (gguf) or directory (hf) (required)", "PATH");
-  fl.add_choice("preset", &f.preset, {"tiny", "llama32-1b", "gemma4-e2b"},
+  fl.add_choice("preset", &f.preset, {"tiny", "llama32-1b", "gemma4-e2b", "qwen3-30b-a3b"},
                 "tiny: small test shapes; llama32-1b: Llama-3.2-1B shapes; gemma4-e2b: Gemma 4 E2B text shapes "
-                "(--family gemma4 only)");
+                "(--family gemma4 only); qwen3-30b-a3b: Qwen3-30B-A3B shapes (--family qwen3moe only)");
   fl.add_string("dtype", &f.dtype,
                 "GGUF weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k, or the mixes q4_k_m "
                 "q5_k_m (per-tensor types as `offgraph quantize` picks them); HF layout is always F32; empty = f32",
@@ -74,6 +74,9 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
   fl.add_int("shared-kv", &f.shared_kv, 0, kMax, "gemma4: KV-sharing layers");
   fl.add_int("per-layer", &f.per_layer, 0, kMax, "gemma4: per-layer input width");
   fl.add_int("vocab", &f.vocab, 0, kMax, "gemma4 tokenizer: vocabulary size");
+  fl.add_int("experts", &f.experts, 1, 1024, "qwen3moe, mixtral: experts per layer");
+  fl.add_int("experts-used", &f.experts_used, 1, 1024, "qwen3moe, mixtral: experts each token runs");
+  fl.add_int("d-ff-expert", &f.d_ff_expert, 1, kMax, "qwen3moe: each expert's feed-forward width");
 }
 
 SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
@@ -85,14 +88,17 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
   SynthSpec s;
   if (f.preset == "tiny") {
     s = og::synth::tiny_spec(fam);
-  } else if (f.preset == "llama32-1b" && fam != Family::kGemma4) {
+  } else if (f.preset == "qwen3-30b-a3b" && fam == Family::kQwen3Moe) {
+    s = og::synth::qwen3_30b_a3b_spec();
+  } else if (f.preset == "llama32-1b" && fam != Family::kGemma4 && fam != Family::kQwen3Moe &&
+             fam != Family::kMixtral) {
     s = og::synth::llama32_1b_spec();
     s.family = fam;
   } else if (f.preset == "gemma4-e2b" && fam == Family::kGemma4) {
     s = og::synth::gemma4_e2b_spec();
   } else {
     og::usage_fail("--preset " + f.preset + " does not fit --family " + f.family +
-                   " (llama32-1b: not gemma4; gemma4-e2b: gemma4 only)");
+                   " (llama32-1b: dense families but gemma4; gemma4-e2b: gemma4 only; qwen3-30b-a3b: qwen3moe only)");
   }
   if (f.embedding || !f.pooling.empty()) {
     if (f.preset != "tiny") og::usage_fail("--embedding works with --preset tiny only");
@@ -128,6 +134,11 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
   take("shared-kv", f.shared_kv, s.n_shared_kv);
   take("per-layer", f.per_layer, s.d_per_layer);
   take("vocab", f.vocab, s.vocab);
+  // EmbeddingGemma's dense projections follow the width: d -> 4d -> d.
+  if (!s.dense.empty()) s.dense = {4 * s.d_model, s.d_model};
+  take("experts", f.experts, s.n_experts);
+  take("experts-used", f.experts_used, s.n_experts_used);
+  take("d-ff-expert", f.d_ff_expert, s.d_ff_expert);
   // Files are read after every usage check: a missing one is a failed write (exit 1).
   if (!f.chat_template.empty()) s.chat_template = og::read_text_file(f.chat_template);
   if (!f.script.empty()) {

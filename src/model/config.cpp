@@ -58,6 +58,9 @@ std::vector<float> llama3_rope_factors(double base, int n_rot, double factor, do
   return ff;
 }
 
+// More than any published model (DeepSeek-V3 and Qwen3-235B have 256 and 128).
+constexpr int kMaxExperts = 1024;
+
 void validate_config(const ModelConfig& c, const std::string& what) {
   OG_CHECK(c.d_model > 0, what, ": hidden size (embedding_length) must be positive, got ", c.d_model);
   OG_CHECK(c.n_vocab >= 0, what, ": vocabulary size must be positive, got ", c.n_vocab);  // 0: from the embedding
@@ -87,6 +90,16 @@ void validate_config(const ModelConfig& c, const std::string& what) {
     OG_CHECK(L.head_dim_k > 0 && L.head_dim_v > 0, at, "head dims must be positive, got k ", L.head_dim_k, " v ",
              L.head_dim_v);
     OG_CHECK(L.d_ff > 0, at, "feed-forward width must be positive, got ", L.d_ff);
+    if (L.n_experts != 0) {
+      OG_CHECK(L.n_experts > 0 && L.n_experts <= kMaxExperts, at, "expert count ", L.n_experts, " must be in 1..",
+               kMaxExperts);
+      OG_CHECK(L.n_experts_used > 0 && L.n_experts_used <= L.n_experts, at, "used expert count ", L.n_experts_used,
+               " must be in 1..", L.n_experts, " (the expert count)");
+      OG_CHECK(L.d_ff_expert > 0 && L.d_ff_expert <= (int64_t{1} << 24), at, "expert feed-forward width ",
+               L.d_ff_expert, " is out of range");
+    } else {
+      OG_CHECK(L.n_experts_used == 0, at, "used expert count ", L.n_experts_used, " without experts");
+    }
     OG_CHECK(L.window >= 0, at, "sliding window must be >= 0, got ", L.window);
     OG_CHECK(L.rope_n_rot >= 0 && L.rope_n_rot <= L.head_dim_k && L.rope_n_rot % 2 == 0, at,
              "RoPE dimension count ", L.rope_n_rot, " must be even and at most the head dim ", L.head_dim_k);
@@ -158,7 +171,10 @@ std::string describe_config(const ModelConfig& c) {
       << (L.has_q_norm ? " qk-norm" : "") << (L.has_v_norm ? " v-norm" : "")
       << (rotated_dims(L) < L.head_dim_k ? cat(" rotates ", rotated_dims(L)) : std::string())
       << (L.has_post_attn_norm ? " post-norms" : "") << (L.has_output_scale ? " out-scale" : "")
-      << (L.kv_donor >= 0 ? cat(" kv-from ", L.kv_donor) : std::string());
+      << (L.kv_donor >= 0 ? cat(" kv-from ", L.kv_donor) : std::string())
+      << (L.n_experts > 0 ? cat(" experts ", L.n_experts, " used ", L.n_experts_used, " ff_expert ", L.d_ff_expert,
+                                L.expert_weights_norm ? "" : " unnormalised")
+                          : std::string());
     if (!kinds.count(k.str())) order.push_back(k.str());
     kinds[k.str()].push_back(l);
   }

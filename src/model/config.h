@@ -63,6 +63,18 @@ struct LayerConfig {
   // layer_output_scale [1]) after the layer's last block (gemma4).
   bool has_output_scale = false;
 
+  // Mixture of experts: n_experts > 0 replaces the layer's MLP with a router
+  // (W_router [n_experts, d_model]) and n_experts SwiGLU FFNs of width
+  // d_ff_expert; each row runs its n_experts_used highest-probability experts
+  // (softmax over all router logits, then top-k), their outputs summed with
+  // those probabilities, renormalised to sum 1 when expert_weights_norm
+  // (Mixtral always; Qwen3-MoE's norm_topk_prob). d_ff stays what the file
+  // says (informational on such a layer). 0 = a dense MLP.
+  int n_experts = 0;
+  int n_experts_used = 0;
+  int64_t d_ff_expert = 0;
+  bool expert_weights_norm = true;
+
   // KV sharing (Gemma-3n / Gemma-4 style): -1 = this layer computes and owns
   // its K/V; otherwise the index of an earlier layer whose cache it reads (its
   // own k/v projections and k norm, when a file carries them, are never used).
@@ -74,6 +86,13 @@ struct LayerConfig {
 enum class Pooling { kUnset = -1, kNone = 0, kMean = 1, kCls = 2, kLast = 3 };
 const char* pooling_name(Pooling p);  // "unset", "none", "mean", "cls", "last"
 
+// HF tensor names of a mixture-of-experts block: "<prefix>layers.N.<block>.gate.weight"
+// (the router) and "<prefix>layers.N.<block>.experts.E.<gate|up|down>.weight".
+struct HfMoeNames {
+  std::string block = "mlp";  // Qwen3-MoE "mlp", Mixtral "block_sparse_moe"
+  std::string gate = "gate_proj", up = "up_proj", down = "down_proj";  // Mixtral w1, w3, w2
+};
+
 // One sentence-transformers Dense module after pooling: y = W x, W [d_out, d_in],
 // no bias, identity activation (what EmbeddingGemma ships; anything else is refused).
 struct DenseProjection {
@@ -83,9 +102,10 @@ struct DenseProjection {
 };
 
 struct ModelConfig {
-  std::string architecture;  // family name: "llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4"
+  std::string architecture;  // family name: "llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4", "qwen3moe", "mixtral"
   WeightLayout layout = WeightLayout::kGguf;
   std::string hf_prefix = "model.";  // HF: prefix of the decoder tensors ("model.", "language_model.model.", ...)
+  HfMoeNames hf_moe;                 // HF: names of the expert tensors (families with experts set them)
 
   int64_t d_model = 0;
   int32_t n_vocab = 0;

@@ -1,6 +1,7 @@
 // The one generic forward pass: embeddings (and per-layer inputs), then per
 // layer norm, q/k/v projections (all rows at once), bias, q/k/v norms, RoPE,
-// the cache's update_and_attend, output projection, post-norm, residual, MLP,
+// the cache's update_and_attend, output projection, post-norm, residual, MLP
+// (dense, or a mixture of experts: model/moe.h),
 // the per-layer input block and output scale; final norm, logits for the rows
 // that want them, soft-capping. Branches only on config fields. hidden_pass
 // runs the same layers over a whole-sequence step without a cache (each
@@ -13,6 +14,7 @@
 #include "kernels/ops.h"
 #include "kv/step_attend.h"
 #include "model/loader.h"
+#include "model/moe.h"
 
 namespace og {
 namespace {
@@ -56,7 +58,7 @@ Scratch& scratch_for(const ModelConfig& c, int64_t n) {
     k = std::max<int64_t>(k, int64_t{L.n_kv_heads} * L.head_dim_k);
     v = std::max<int64_t>(v, int64_t{L.n_kv_heads} * L.head_dim_v);
     o = std::max<int64_t>(o, int64_t{L.n_heads} * L.head_dim_v);
-    ff = std::max<int64_t>(ff, L.d_ff);
+    ff = std::max<int64_t>(ff, L.n_experts > 0 ? 0 : L.d_ff);  // expert layers use moe.h's scratch
     rot = std::max<int64_t>(rot, L.rope_n_rot);
   }
   for (auto* f : {&s.x, &s.xn, &s.tmp, &s.sel}) grow(*f, n * c.d_model);
@@ -146,10 +148,14 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
 void mlp_block(const ModelConfig& c, const LayerConfig& L, const LayerWeights& w, int64_t n, Scratch& s) {
   const int64_t d = c.d_model;
   norm_rows(s.x.data(), w.ffn_norm, c.eps, n, d, s.xn.data());
-  const kernels::MatmulTarget gate_up[] = {{&w.w_gate, s.gate.data()}, {&w.w_up, s.up.data()}};
-  kernels::matmul_group(gate_up, s.xn.data(), n);
-  activation_mul(L.activation, s.gate.data(), s.up.data(), n * L.d_ff);
-  kernels::matmul(w.w_down, s.gate.data(), n, s.tmp.data());
+  if (L.n_experts > 0) {
+    moe_ffn(L, w, s.xn.data(), n, d, s.tmp.data());  // grouped by expert (model/moe.h)
+  } else {
+    const kernels::MatmulTarget gate_up[] = {{&w.w_gate, s.gate.data()}, {&w.w_up, s.up.data()}};
+    kernels::matmul_group(gate_up, s.xn.data(), n);
+    activation_mul(L.activation, s.gate.data(), s.up.data(), n * L.d_ff);
+    kernels::matmul(w.w_down, s.gate.data(), n, s.tmp.data());
+  }
   if (L.has_post_ffn_norm) norm_rows(s.tmp.data(), w.post_ffn_norm, c.eps, n, d, s.tmp.data());
   kernels::add(s.x.data(), s.tmp.data(), n * d);
 }

@@ -29,7 +29,8 @@ struct Job {
   std::string name;
   std::vector<int64_t> shape;  // row-major
   DType to = DType::F32;
-  const TensorInfo* src = nullptr;  // null: plan.generated
+  const TensorInfo* src = nullptr;  // null: plan.generated, or the stack
+  std::vector<const TensorInfo*> stack;  // export: the sources stacked along dim 0 (plan.stack_sources)
   GgufTensorPlan plan;              // export: row order and value fixes; quantize: none
   bool matrix = false;              // converted row by row over the pool
   bool copy = false;                // the source bytes as stored
@@ -53,8 +54,37 @@ int64_t source_row(const GgufTensorPlan& p, int64_t r) {
 // 128k-token embedding) is never resident whole.
 constexpr int64_t kBlockBytes = int64_t{32} << 20;
 
+// Converts `rows` rows of a matrix source (from its first row) into out
+// (rows of dtype `to`), in blocks whose source pages are dropped as they finish.
+void convert_matrix(const TensorInfo& src, int64_t rows, int64_t cols, const GgufTensorPlan& plan, DType to,
+                    uint8_t* out) {
+  const DType from = static_cast<DType>(src.type_id);
+  const int64_t rb_in = dtype_row_bytes(from, cols), rb_out = dtype_row_bytes(to, cols);
+  // Permuted rows come from within their head; a block of whole heads reads only its own rows.
+  const int64_t unit = plan.permute_heads > 0 ? plan.permute_head_dim : 1;
+  const int64_t block = std::max<int64_t>(1, kBlockBytes / (rb_in * unit)) * unit;
+  for (int64_t b0 = 0; b0 < rows; b0 += block) {
+    const int64_t b1 = std::min(rows, b0 + block);
+    thread_pool().parallel_for(b1 - b0, [&](int64_t r0, int64_t r1) {
+      std::vector<float> buf(static_cast<size_t>(cols));
+      for (int64_t r = b0 + r0; r < b0 + r1; ++r) {
+        kernels::dequantize_row(from, src.data + source_row(plan, r) * rb_in, buf.data(), cols);
+        kernels::quantize_row(to, buf.data(), out + r * rb_out, cols);
+      }
+    });
+    release_file_pages(src.data + b0 * rb_in, static_cast<size_t>((b1 - b0) * rb_in));
+  }
+}
+
 std::vector<uint8_t> run_job(const Job& j) {
   const int64_t cols = j.shape.back(), rows = numel(j.shape) / cols;
+  if (!j.stack.empty()) {  // one part of rows / stack.size() rows per source
+    const int64_t part = rows / static_cast<int64_t>(j.stack.size()), rb_out = dtype_row_bytes(j.to, cols);
+    std::vector<uint8_t> out(static_cast<size_t>(rows * rb_out));
+    for (size_t i = 0; i < j.stack.size(); ++i)
+      convert_matrix(*j.stack[i], part, cols, j.plan, j.to, out.data() + static_cast<int64_t>(i) * part * rb_out);
+    return out;
+  }
   if (j.src == nullptr) return encode_rows(j.to, j.plan.generated.data(), rows, cols);
   const DType from = static_cast<DType>(j.src->type_id);
   std::vector<uint8_t> out;
@@ -75,23 +105,15 @@ std::vector<uint8_t> run_job(const Job& j) {
     return encode_rows(j.to, v.data(), rows, cols);
   }
   OG_CHECK(j.plan.add == 0, "GGUF export: matrix ", j.name, " cannot take a value offset");
-  const int64_t rb_in = dtype_row_bytes(from, cols), rb_out = dtype_row_bytes(j.to, cols);
-  out.resize(static_cast<size_t>(rows * rb_out));
-  // Permuted rows come from within their head; a block of whole heads reads only its own rows.
-  const int64_t unit = j.plan.permute_heads > 0 ? j.plan.permute_head_dim : 1;
-  const int64_t block = std::max<int64_t>(1, kBlockBytes / (rb_in * unit)) * unit;
-  for (int64_t b0 = 0; b0 < rows; b0 += block) {
-    const int64_t b1 = std::min(rows, b0 + block);
-    thread_pool().parallel_for(b1 - b0, [&](int64_t r0, int64_t r1) {
-      std::vector<float> buf(static_cast<size_t>(cols));
-      for (int64_t r = b0 + r0; r < b0 + r1; ++r) {
-        kernels::dequantize_row(from, j.src->data + source_row(j.plan, r) * rb_in, buf.data(), cols);
-        kernels::quantize_row(j.to, buf.data(), out.data() + r * rb_out, cols);
-      }
-    });
-    release_file_pages(j.src->data + b0 * rb_in, static_cast<size_t>((b1 - b0) * rb_in));
-  }
+  out.resize(static_cast<size_t>(rows * dtype_row_bytes(j.to, cols)));
+  convert_matrix(*j.src, rows, cols, j.plan, j.to, out.data());
   return out;
+}
+
+int64_t source_bytes(const Job& j) {
+  int64_t n = j.src ? static_cast<int64_t>(j.src->nbytes) : 0;
+  for (const TensorInfo* t : j.stack) n += static_cast<int64_t>(t->nbytes);
+  return n;
 }
 
 // Adds every job to w as a streaming producer, writes the file atomically,
@@ -113,9 +135,9 @@ ConvertSummary write_jobs(GgufWriter& w, const std::vector<Job>& jobs, const Con
                    p.index = static_cast<int>(i) + 1;
                    p.count = static_cast<int>(jobs.size());
                    p.name = job.name;
-                   p.from = job.src ? job.src->type_name : "generated";
+                   p.from = job.src ? job.src->type_name : job.stack.empty() ? "generated" : job.stack[0]->type_name;
                    p.to = name_of(job.to);
-                   p.bytes_in = job.src ? static_cast<int64_t>(job.src->nbytes) : 0;
+                   p.bytes_in = source_bytes(job);
                    p.bytes_out = static_cast<int64_t>(b.size());
                    p.seconds = t.seconds();
                    s.bytes_in += p.bytes_in;
@@ -181,15 +203,19 @@ ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& o
     j.shape = t.shape;
     j.plan = t;
     j.matrix = t.matrix;
-    if (!t.source.empty()) {
-      j.src = src.find(t.source);
-      OG_CHECK(j.src != nullptr, hf_dir, ": missing tensor ", t.source);
-      OG_CHECK(j.src->shape == t.shape, hf_dir, ": tensor ", t.source, " has shape ", shape_str(j.src->shape),
-               ", expected ", shape_str(t.shape));
-      OG_CHECK(j.src->known_type && is_float(static_cast<DType>(j.src->type_id)), hf_dir, ": tensor ", t.source,
-               " has type ", j.src->type_name, " (export reads F32, F16 and BF16 checkpoints)");
-    }
-    j.to = t.matrix ? picker.pick(t.name, t.shape.back()) : DType::F32;
+    auto source = [&](const std::string& name, const std::vector<int64_t>& shape) {
+      const TensorInfo* info = src.find(name);
+      OG_CHECK(info != nullptr, hf_dir, ": missing tensor ", name);
+      OG_CHECK(info->shape == shape, hf_dir, ": tensor ", name, " has shape ", shape_str(info->shape), ", expected ",
+               shape_str(shape));
+      OG_CHECK(info->known_type && is_float(static_cast<DType>(info->type_id)), hf_dir, ": tensor ", name,
+               " has type ", info->type_name, " (export reads F32, F16 and BF16 checkpoints)");
+      return info;
+    };
+    if (!t.source.empty()) j.src = source(t.source, t.shape);
+    for (const std::string& name : t.stack_sources)
+      j.stack.push_back(source(name, std::vector<int64_t>(t.shape.begin() + 1, t.shape.end())));
+    j.to = t.matrix && !gguf_keeps_f32(t.name) ? picker.pick(t.name, t.shape.back()) : DType::F32;
     j.copy = j.src && j.to == static_cast<DType>(j.src->type_id) && t.permute_heads == 0 && t.add == 0;
     jobs.push_back(std::move(j));
   }
@@ -225,9 +251,9 @@ ConvertSummary quantize_gguf(const std::string& in_path, const std::string& out_
     j.shape = t.shape;
     j.src = &t;
     const bool weight = t.name.size() >= 6 && t.name.compare(t.name.size() - 6, 6, "weight") == 0;
-    j.matrix = t.shape.size() == 2 && weight;
+    j.matrix = (t.shape.size() == 2 || t.shape.size() == 3) && weight;  // 3-D: expert stacks
     const DType from = static_cast<DType>(t.type_id);
-    j.to = j.matrix ? picker.pick(t.name, t.shape.back()) : from;
+    j.to = j.matrix && !gguf_keeps_f32(t.name) ? picker.pick(t.name, t.shape.back()) : from;
     j.copy = j.to == from;
     if (!j.copy) {
       OG_CHECK(t.known_type && kernels::weight_dtype_supported(from), in_path, ": tensor ", t.name, " has type ",

@@ -34,6 +34,35 @@ std::vector<float> shared_freq_factors(const ModelConfig& c) {
   return ff;
 }
 
+// The router and the three expert stacks of layer l, in the converter's
+// order (ffn_gate_inp, ffn_down_exps, ffn_gate_exps, ffn_up_exps). From an HF
+// source each stack is the experts' own matrices stacked; from a GGUF source
+// the 3-D tensor itself.
+void add_experts(std::vector<GgufTensorPlan>& out, const ModelConfig& c, int l) {
+  const LayerConfig& L = c.layers[l];
+  ModelConfig g = c;
+  g.layout = WeightLayout::kGguf;
+  const int64_t d = c.d_model, E = L.n_experts, ff = L.d_ff_expert;
+  auto add = [&](TensorRole role, std::vector<int64_t> shape) {
+    GgufTensorPlan t;
+    t.name = tensor_name(g, role, l);
+    t.role = role;
+    t.layer = l;
+    t.matrix = true;
+    t.shape = std::move(shape);
+    if (role == TensorRole::kRouter || c.layout == WeightLayout::kGguf) {
+      t.source = tensor_name(c, role, l);
+    } else {
+      for (int e = 0; e < E; ++e) t.stack_sources.push_back(tensor_name(c, role, l, e));
+    }
+    out.push_back(std::move(t));
+  };
+  add(TensorRole::kRouter, {E, d});
+  add(TensorRole::kDownExps, {E, d, ff});
+  add(TensorRole::kGateExps, {E, ff, d});
+  add(TensorRole::kUpExps, {E, ff, d});
+}
+
 }  // namespace
 
 std::vector<float> permute_rows_to_interleaved(const std::vector<float>& x, int64_t n_heads, int64_t head_dim,
@@ -64,7 +93,7 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
     t.source = tensor_name(c, role, l);
     t.role = role;
     t.layer = l;
-    t.matrix = shape.size() == 2;
+    t.matrix = shape.size() >= 2;
     t.shape = std::move(shape);
     out.push_back(std::move(t));
     return out.back();
@@ -115,9 +144,13 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
     if (L.has_o_bias) add(TensorRole::kOBias, l, {d});
     if (L.has_post_attn_norm) norm(TensorRole::kPostAttnNorm, l, d);
     norm(TensorRole::kFfnNorm, l, d);
-    add(TensorRole::kGate, l, {L.d_ff, d});
-    add(TensorRole::kUp, l, {L.d_ff, d});
-    add(TensorRole::kDown, l, {d, L.d_ff});
+    if (L.n_experts > 0) {
+      add_experts(out, c, l);
+    } else {
+      add(TensorRole::kGate, l, {L.d_ff, d});
+      add(TensorRole::kUp, l, {L.d_ff, d});
+      add(TensorRole::kDown, l, {d, L.d_ff});
+    }
     if (L.has_post_ffn_norm) norm(TensorRole::kPostFfnNorm, l, d);
     if (P > 0) {
       add(TensorRole::kPerLayerGate, l, {P, d});
@@ -133,6 +166,8 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
   if (source_has && source_has(tensor_name(c, TensorRole::kOutputBias))) add(TensorRole::kOutputBias, -1, {c.n_vocab});
   return out;
 }
+
+bool gguf_keeps_f32(const std::string& name) { return name.find("ffn_gate_inp.weight") != std::string::npos; }
 
 void apply_gguf_fixes(const GgufTensorPlan& t, std::vector<float>& v) {
   if (t.permute_heads > 0) {
@@ -173,6 +208,10 @@ void same_layer(const std::string& file, int l, const LayerConfig& a, const Laye
   same(file, p + "KV donor", a.kv_donor, b.kv_donor);
   same(file, p + "v norm", a.has_v_norm, b.has_v_norm);
   same(file, p + "output scale", a.has_output_scale, b.has_output_scale);
+  same(file, p + "expert count", a.n_experts, b.n_experts);
+  same(file, p + "used expert count", a.n_experts_used, b.n_experts_used);
+  same(file, p + "expert feed-forward width", a.d_ff_expert, b.d_ff_expert);
+  same(file, p + "expert weight renormalisation", a.expert_weights_norm, b.expert_weights_norm);
   OG_CHECK(close(a.attn_scale, b.attn_scale, 1e-6), file, ": reads back with ", p, "attention scale ", b.attn_scale,
            " but the model has ", a.attn_scale);
   same(file, p + "RoPE table size", a.rope_inv_freq.size(), b.rope_inv_freq.size());
@@ -184,7 +223,8 @@ void same_layer(const std::string& file, int l, const LayerConfig& a, const Laye
 }  // namespace
 
 void check_same_config(const ModelConfig& c, const ModelConfig& w, const std::string& file) {
-  same(file, "architecture", c.architecture == "mistral" ? std::string("llama") : c.architecture, w.architecture);
+  const bool as_llama = c.architecture == "mistral" || c.architecture == "mixtral";  // written as GGUF llama
+  same(file, "architecture", as_llama ? std::string("llama") : c.architecture, w.architecture);
   same(file, "hidden size", c.d_model, w.d_model);
   same(file, "vocabulary size", c.n_vocab, w.n_vocab);
   same(file, "context length", c.n_ctx, w.n_ctx);

@@ -21,7 +21,7 @@ struct GgufTensorPlan {
   std::string name;            // GGUF tensor name
   std::string source;          // the tensor's name in the config's layout; "" = generated (values in `generated`)
   std::vector<int64_t> shape;  // row-major, outermost first ([out, in] for matrices)
-  bool matrix = false;         // a 2-D weight (may be quantized); 1-D tensors are written as F32
+  bool matrix = false;         // a 2-D weight or 3-D expert stack (may be quantized); 1-D tensors are written as F32
   TensorRole role = TensorRole::kTokenEmbd;  // unused when generated
   int layer = -1;              // -1: not a layer tensor
   // > 0: rows are reordered from rotate-half to interleaved pairs, per head of
@@ -30,6 +30,10 @@ struct GgufTensorPlan {
   int64_t permute_head_dim = 0;
   float add = 0;                 // added to every value (HF gemma norms hold w of a 1 + w norm)
   std::vector<float> generated;  // rope_freqs.weight: the per-pair RoPE frequency factors
+  // Non-empty: the tensor is these source tensors (each of shape[1:]) stacked
+  // along its first dim, in order (HF per-expert matrices -> one GGUF
+  // [n_experts, rows, cols] tensor); `source` is then "".
+  std::vector<std::string> stack_sources;
 };
 
 // Every tensor of a GGUF file of c, in the order llama.cpp's converter writes
@@ -39,6 +43,11 @@ struct GgufTensorPlan {
 // a permutation).
 std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
                                              const std::function<bool(const std::string&)>& source_has = nullptr);
+
+// Matrices written F32 whatever the weight type: the expert routers
+// (blk.N.ffn_gate_inp.weight), small and deciding which experts run, which
+// llama.cpp's quantizer never quantizes either.
+bool gguf_keeps_f32(const std::string& gguf_name);
 
 // Turns the source values of a planned tensor (row-major f32) into its GGUF values.
 void apply_gguf_fixes(const GgufTensorPlan& t, std::vector<float>& values);

@@ -54,8 +54,13 @@ class LoadedModel : public Model {
       t.matmul_bytes += m.shape[0] * m.row_bytes();
       t.matmul_macs_per_row += m.shape[0] * m.shape[1];
     };
-    for (const LayerWeights& l : weights_.layers)
-      for (const TensorView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+    for (size_t i = 0; i < weights_.layers.size(); ++i) {
+      const LayerWeights& l = weights_.layers[i];
+      for (const TensorView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.w_router}) add(*m);
+      // A row reads only its n_experts_used experts (counted at expert 0's size; all are alike).
+      for (int j = 0; j < config_.layers[i].n_experts_used && !l.w_gate_exps.empty(); ++j)
+        for (const TensorView* m : {&l.w_gate_exps[0], &l.w_up_exps[0], &l.w_down_exps[0]}) add(*m);
+    }
     add(weights_.output);
     return t;
   }

@@ -41,7 +41,9 @@ struct LoadOptions {
 // What one forward row costs in weight matrices (benchmarks report decode
 // against the bytes it must read and prefill against the multiply-adds).
 struct WeightTraffic {
-  int64_t matmul_bytes = 0;          // every layer matrix and the output matrix: read once per decode step
+  // Every layer matrix and the output matrix: read once per decode step (of
+  // a mixture of experts, the router and the n_experts_used experts one row reads).
+  int64_t matmul_bytes = 0;
   int64_t matmul_macs_per_row = 0;   // their multiply-adds for one row (attention over the cache excluded)
 };
 

@@ -42,13 +42,18 @@ std::string gguf_name(TensorRole r, int l) {
     case TensorRole::kPerLayerPostNorm: return b + "post_norm.weight";
     case TensorRole::kLayerOutputScale: return b + "layer_output_scale.weight";
     case TensorRole::kDense: return "dense_" + std::to_string(l + 2) + ".weight";
+    case TensorRole::kRouter: return b + "ffn_gate_inp.weight";
+    case TensorRole::kGateExps: return b + "ffn_gate_exps.weight";
+    case TensorRole::kUpExps: return b + "ffn_up_exps.weight";
+    case TensorRole::kDownExps: return b + "ffn_down_exps.weight";
   }
   return "";
 }
 
-std::string hf_name(const ModelConfig& c, TensorRole r, int l) {
+std::string hf_name(const ModelConfig& c, TensorRole r, int l, int e) {
   const std::string& p = c.hf_prefix;
   const std::string b = p + "layers." + std::to_string(l) + ".";
+  const std::string ex = b + c.hf_moe.block + ".experts." + std::to_string(e) + ".";
   const bool gemma_norms = l >= 0 && l < c.n_layers() && c.layers[l].has_post_attn_norm;
   switch (r) {
     case TensorRole::kTokenEmbd: return p + "embed_tokens.weight";
@@ -82,6 +87,10 @@ std::string hf_name(const ModelConfig& c, TensorRole r, int l) {
     case TensorRole::kLayerOutputScale: return b + "layer_scalar";
     case TensorRole::kDense:
       return l >= 0 && l < static_cast<int>(c.dense.size()) ? c.dense[l].hf_path + "/linear.weight" : "";
+    case TensorRole::kRouter: return b + c.hf_moe.block + ".gate.weight";
+    case TensorRole::kGateExps: return ex + c.hf_moe.gate + ".weight";
+    case TensorRole::kUpExps: return ex + c.hf_moe.up + ".weight";
+    case TensorRole::kDownExps: return ex + c.hf_moe.down + ".weight";
   }
   return "";
 }
@@ -111,8 +120,8 @@ TensorView matrix(const TensorSource& src, const std::string& name, int64_t rows
 
 }  // namespace
 
-std::string tensor_name(const ModelConfig& c, TensorRole role, int layer) {
-  return c.layout == WeightLayout::kGguf ? gguf_name(role, layer) : hf_name(c, role, layer);
+std::string tensor_name(const ModelConfig& c, TensorRole role, int layer, int expert) {
+  return c.layout == WeightLayout::kGguf ? gguf_name(role, layer) : hf_name(c, role, layer, expert);
 }
 
 std::vector<float> tensor_to_f32(const TensorSource& src, const std::string& name, int64_t n) {
@@ -133,6 +142,34 @@ std::vector<float> norm_weight(const ModelConfig& c, const TensorSource& src, Te
   if (c.norm_weight_offset != 0)
     for (float& x : w) x += c.norm_weight_offset;
   return w;
+}
+
+// The n_experts matrices [rows, cols] of an expert role: GGUF slices its one
+// 3-D tensor [n_experts, rows, cols] (views, nothing copied); HF binds each
+// expert's own tensor.
+std::vector<TensorView> expert_matrices(const ModelConfig& c, const TensorSource& src, TensorRole r, int l,
+                                        int64_t rows, int64_t cols) {
+  const int n = c.layers[l].n_experts;
+  std::vector<TensorView> out;
+  if (c.layout == WeightLayout::kHf) {
+    for (int e = 0; e < n; ++e) out.push_back(matrix(src, tensor_name(c, r, l, e), rows, cols));
+    return out;
+  }
+  const std::string name = tensor_name(c, r, l);
+  const TensorInfo& t = require(src, name);
+  check_dtype(src, t);
+  OG_CHECK(t.shape == std::vector<int64_t>({n, rows, cols}), src.source_name(), ": tensor ", name, " has shape ",
+           shape_str(t.shape), ", expected ", shape_str({n, rows, cols}), " (experts, rows, columns)");
+  const TensorView all = tensor_view(src, t);
+  const int64_t expert_bytes = rows * dtype_row_bytes(all.dtype, cols);
+  for (int e = 0; e < n; ++e) {
+    TensorView v = all;
+    v.data = static_cast<const uint8_t*>(all.data) + e * expert_bytes;
+    v.shape = {rows, cols};
+    v.name = cat(name, "[", e, "]");
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 LayerWeights bind_layer(const ModelConfig& c, const TensorSource& src, int l) {
@@ -164,9 +201,16 @@ LayerWeights bind_layer(const ModelConfig& c, const TensorSource& src, int l) {
   if (L.has_post_attn_norm) w.post_attn_norm = norm_weight(c, src, TensorRole::kPostAttnNorm, l, d);
   w.ffn_norm = norm_weight(c, src, TensorRole::kFfnNorm, l, d);
   if (L.has_post_ffn_norm) w.post_ffn_norm = norm_weight(c, src, TensorRole::kPostFfnNorm, l, d);
-  w.w_gate = matrix(src, name(TensorRole::kGate), L.d_ff, d);
-  w.w_up = matrix(src, name(TensorRole::kUp), L.d_ff, d);
-  w.w_down = matrix(src, name(TensorRole::kDown), d, L.d_ff);
+  if (L.n_experts > 0) {
+    w.w_router = matrix(src, name(TensorRole::kRouter), L.n_experts, d);
+    w.w_gate_exps = expert_matrices(c, src, TensorRole::kGateExps, l, L.d_ff_expert, d);
+    w.w_up_exps = expert_matrices(c, src, TensorRole::kUpExps, l, L.d_ff_expert, d);
+    w.w_down_exps = expert_matrices(c, src, TensorRole::kDownExps, l, d, L.d_ff_expert);
+  } else {
+    w.w_gate = matrix(src, name(TensorRole::kGate), L.d_ff, d);
+    w.w_up = matrix(src, name(TensorRole::kUp), L.d_ff, d);
+    w.w_down = matrix(src, name(TensorRole::kDown), d, L.d_ff);
+  }
   if (L.has_v_norm) w.v_norm.assign(static_cast<size_t>(L.head_dim_v), 1.0f);
   if (c.d_per_layer > 0) {
     w.w_pl_gate = matrix(src, name(TensorRole::kPerLayerGate), c.d_per_layer, d);

@@ -23,13 +23,18 @@ enum class TensorRole {
   kPerLayerGate, kPerLayerProj, kPerLayerPostNorm, kLayerOutputScale,
   // Embedding models: dense projection i after pooling (the `layer` argument is i).
   kDense,
+  // Mixture of experts: the router, and the experts' gate / up / down
+  // matrices (GGUF: one 3-D tensor [n_experts, rows, cols] each; HF: one
+  // tensor per expert, named with the `expert` argument of tensor_name).
+  kRouter, kGateExps, kUpExps, kDownExps,
 };
 
 // The tensor name of a role in the config's layout (GGUF names, or HF names
 // under c.hf_prefix). HF's "post_attention_layernorm" is the pre-FFN norm of a
 // block without post-norms (llama, qwen) and the post-attention norm of a
 // block with them (gemma); the layer's has_post_attn_norm decides.
-std::string tensor_name(const ModelConfig& c, TensorRole role, int layer = -1);
+// Expert roles in HF layout name expert `expert`'s own tensor; GGUF names the stack.
+std::string tensor_name(const ModelConfig& c, TensorRole role, int layer = -1, int expert = -1);
 
 struct LayerWeights {
   std::vector<float> attn_norm;       // [d_model]
@@ -51,6 +56,11 @@ struct LayerWeights {
   TensorView w_pl_proj;               // [d_model, d_per_layer]
   std::vector<float> pl_post_norm;    // [d_model]
   float output_scale = 1.0f;          // used when has_output_scale
+  // Mixture of experts (n_experts > 0; then w_gate / w_up / w_down have no data).
+  TensorView w_router;                   // [n_experts, d_model]
+  std::vector<TensorView> w_gate_exps;   // n_experts x [d_ff_expert, d_model]
+  std::vector<TensorView> w_up_exps;     // n_experts x [d_ff_expert, d_model]
+  std::vector<TensorView> w_down_exps;   // n_experts x [d_model, d_ff_expert]
 };
 
 struct Weights {

@@ -21,9 +21,14 @@ HugePageBuffer place_weights_in_huge_pages(Weights& w, bool release_source) {
   // stays mapped too: it is most of such a file.
   std::vector<TensorView*> views = {&w.output};
   if (w.per_layer_model_proj.data) views.push_back(&w.per_layer_model_proj);
-  for (LayerWeights& L : w.layers)
-    for (TensorView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.w_pl_gate, &L.w_pl_proj})
+  for (LayerWeights& L : w.layers) {
+    for (TensorView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.w_pl_gate, &L.w_pl_proj,
+                          &L.w_router})
       if (v->data) views.push_back(v);
+    // Experts: each one's matrices are copied and repacked like a dense matrix.
+    for (auto* set : {&L.w_gate_exps, &L.w_up_exps, &L.w_down_exps})
+      for (TensorView& v : *set) views.push_back(&v);
+  }
   size_t total = 0;
   for (const TensorView* v : views) total += (static_cast<size_t>(v->nbytes()) + 63) / 64 * 64;
   HugePageBuffer buf(total);

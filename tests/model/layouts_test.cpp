@@ -67,6 +67,11 @@ TEST_P(Layouts, ConfigsAgree) {
     EXPECT_EQ(x.has_v_norm, y.has_v_norm);
     EXPECT_EQ(x.has_output_scale, y.has_output_scale);
     EXPECT_EQ(x.d_ff, y.d_ff);
+    EXPECT_EQ(x.n_experts, spec.n_experts);
+    EXPECT_EQ(y.n_experts, spec.n_experts);
+    EXPECT_EQ(x.n_experts_used, y.n_experts_used);
+    EXPECT_EQ(x.d_ff_expert, y.d_ff_expert);
+    EXPECT_EQ(x.expert_weights_norm, y.expert_weights_norm);
     EXPECT_EQ(x.window, y.window) << "layer " << l;
     EXPECT_EQ(x.rope_base, y.rope_base) << "layer " << l;
     EXPECT_EQ(x.has_qkv_bias, y.has_qkv_bias);

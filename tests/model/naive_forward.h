@@ -109,6 +109,37 @@ std::vector<double> naive_mlp(const LayerConfig& L, const Wf& W, const std::stri
   return naive_linear(W(b + "ffn_down.weight"), nullptr, g, d);
 }
 
+// A mixture-of-experts MLP of one row (GGUF 3-D expert tensors): softmax of
+// the router logits, the n_experts_used most probable (ties to the lower
+// index), weights renormalised when expert_weights_norm, experts summed.
+template <typename Wf>
+std::vector<double> naive_moe(const LayerConfig& L, const Wf& W, const std::string& b, const std::vector<double>& xn,
+                              int64_t d) {
+  const int E = L.n_experts;
+  const int64_t ff = L.d_ff_expert;
+  std::vector<double> p = naive_linear(W(b + "ffn_gate_inp.weight"), nullptr, xn, E);
+  const double mx = *std::max_element(p.begin(), p.end());
+  double sum = 0;
+  for (double& v : p) sum += (v = std::exp(v - mx));
+  for (double& v : p) v /= sum;
+  std::vector<int> idx(static_cast<size_t>(E));
+  for (int e = 0; e < E; ++e) idx[e] = e;
+  std::stable_sort(idx.begin(), idx.end(), [&](int a, int c) { return p[a] > p[c]; });
+  double chosen = 0;
+  for (int j = 0; j < L.n_experts_used; ++j) chosen += p[idx[j]];
+  std::vector<double> y(static_cast<size_t>(d), 0.0);
+  for (int j = 0; j < L.n_experts_used; ++j) {
+    const int e = idx[j];
+    const double w = L.expert_weights_norm ? p[e] / chosen : p[e];
+    std::vector<double> g = naive_linear(W(b + "ffn_gate_exps.weight") + e * ff * d, nullptr, xn, ff);
+    std::vector<double> u = naive_linear(W(b + "ffn_up_exps.weight") + e * ff * d, nullptr, xn, ff);
+    for (int64_t i = 0; i < ff; ++i) g[i] = naive_act(L.activation, g[i]) * u[i];
+    std::vector<double> o = naive_linear(W(b + "ffn_down_exps.weight") + e * d * ff, nullptr, g, d);
+    for (int64_t i = 0; i < d; ++i) y[i] += w * o[i];
+  }
+  return y;
+}
+
 // GEMMA4.md §4 step 2: pl[t] [n_layers * P] = (norm_P(W_plproj x / sqrt(d)) + PE[tok] sqrt(P)) / sqrt(2),
 // x the scaled embedding of token t.
 template <typename Wf>
@@ -179,7 +210,8 @@ inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource
       std::vector<double> o = naive_linear(W(b + "attn_output.weight"), opt(b + "attn_output.bias"), att_out[t], d);
       if (L.has_post_attn_norm) o = naive_rms(o, W(b + "post_attention_norm.weight"), c.eps);
       for (int64_t i = 0; i < d; ++i) h[t][i] += o[i];
-      std::vector<double> m = naive_mlp(L, W, b, naive_rms(h[t], W(b + "ffn_norm.weight"), c.eps), d);
+      const std::vector<double> xn = naive_rms(h[t], W(b + "ffn_norm.weight"), c.eps);
+      std::vector<double> m = L.n_experts > 0 ? naive_moe(L, W, b, xn, d) : naive_mlp(L, W, b, xn, d);
       if (L.has_post_ffn_norm) m = naive_rms(m, W(b + "post_ffw_norm.weight"), c.eps);
       for (int64_t i = 0; i < d; ++i) h[t][i] += m[i];
       if (c.d_per_layer > 0) {  // GEMMA4.md §4 step 3g

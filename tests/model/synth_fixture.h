@@ -60,7 +60,8 @@ inline std::vector<float> all_logits(const Model& m, KvCache& cache, const std::
 inline const std::vector<synth::Family>& all_families() {
   static const std::vector<synth::Family> f = {synth::Family::kLlama, synth::Family::kQwen2, synth::Family::kQwen3,
                                                synth::Family::kMistral, synth::Family::kGemma3,
-                                               synth::Family::kGemma4};
+                                               synth::Family::kGemma4,  synth::Family::kQwen3Moe,
+                                               synth::Family::kMixtral};
   return f;
 }
 

@@ -26,7 +26,9 @@ constexpr FamilyName kFamilies[] = {{Family::kLlama, "llama"},
                                     {Family::kQwen3, "qwen3"},
                                     {Family::kMistral, "mistral"},
                                     {Family::kGemma3, "gemma3"},
-                                    {Family::kGemma4, "gemma4"}};
+                                    {Family::kGemma4, "gemma4"},
+                                    {Family::kQwen3Moe, "qwen3moe"},
+                                    {Family::kMixtral, "mixtral"}};
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -109,6 +111,20 @@ SynthSpec tiny_spec(Family f) {
       s.rope_base_local = 10000.0;
       s.rms_eps = 1e-6;
       break;
+    case Family::kQwen3Moe:  // qwen3's attention; 8 experts of 32, 2 used (as 128 of 768, 8 used)
+      s.head_dim = 32;
+      s.rope_base = 1e6;
+      s.rms_eps = 1e-6;
+      s.n_experts = 8;
+      s.n_experts_used = 2;
+      s.d_ff_expert = 32;
+      break;
+    case Family::kMixtral:  // mistral's attention; 8 experts of d_ff, 2 used (as Mixtral 8x7B)
+      s.tied = false;
+      s.n_experts = 8;
+      s.n_experts_used = 2;
+      s.d_ff = 64;
+      break;
     case Family::kGemma4:
       // E2B's structure in miniature: (4 sliding, 1 full) x 2, the last 5
       // layers share KV (4 sliding -> layer 3, 1 full -> layer 4: as in E2B,
@@ -155,6 +171,23 @@ SynthSpec gemma4_e2b_spec() {
   s.d_per_layer = 256;
   s.vocab = 262144;
   s.weight_dtype = DType::Q4_K;
+  return s;
+}
+
+SynthSpec qwen3_30b_a3b_spec() {
+  SynthSpec s = tiny_spec(Family::kQwen3Moe);
+  s.d_model = 2048;
+  s.n_layers = 48;
+  s.n_heads = 32;
+  s.n_kv_heads = 4;
+  s.head_dim = 128;
+  s.d_ff = 6144;
+  s.n_experts = 128;
+  s.n_experts_used = 8;
+  s.d_ff_expert = 768;
+  s.n_ctx = 40960;
+  s.weight_dtype = DType::Q4_K;
+  s.tokenizer = "llama3";
   return s;
 }
 
@@ -208,9 +241,18 @@ void validate(const SynthSpec& s) {
   OG_CHECK(s.sliding_pattern > 0, "synthetic model: sliding_pattern must be positive");
   OG_CHECK(s.rope_base > 1 && s.rope_base_local > 1, "synthetic model: rope bases must be > 1");
   OG_CHECK(s.rms_eps > 0 && s.rms_eps < 1, "synthetic model: rms_eps must be in (0, 1)");
-  OG_CHECK(s.window == 0 || s.family == Family::kMistral || s.family == Family::kGemma3 || s.family == Family::kGemma4,
-           "synthetic model: a sliding window is only written for mistral, gemma3 and gemma4");
+  OG_CHECK(s.window == 0 || s.family == Family::kMistral || s.family == Family::kMixtral ||
+               s.family == Family::kGemma3 || s.family == Family::kGemma4,
+           "synthetic model: a sliding window is only written for mistral, mixtral, gemma3 and gemma4");
   if (s.family == Family::kGemma4) validate_gemma4(s);
+  const bool moe = s.family == Family::kQwen3Moe || s.family == Family::kMixtral;
+  OG_CHECK(moe == (s.n_experts > 0), "synthetic model: experts (n_experts ", s.n_experts,
+           ") are written for qwen3moe and mixtral only, and those need them");
+  if (moe) {
+    OG_CHECK(s.n_experts <= 1024 && s.n_experts_used > 0 && s.n_experts_used <= s.n_experts,
+             "synthetic model: n_experts_used ", s.n_experts_used, " must be in 1..n_experts (", s.n_experts, ")");
+    if (s.family == Family::kQwen3Moe) positive(s.d_ff_expert, "d_ff_expert");
+  }
   validate_embedding(s);
   OG_CHECK(dtype_info(static_cast<uint32_t>(s.weight_dtype)), "synthetic model: unknown weight dtype");
   n_vocab(s);
@@ -219,9 +261,33 @@ void validate(const SynthSpec& s) {
 
 bool is_sliding_layer(const SynthSpec& s, int64_t layer) {
   if (s.window == 0) return false;
-  if (s.family == Family::kMistral) return true;
+  if (s.family == Family::kMistral || s.family == Family::kMixtral) return true;
   if (s.family == Family::kGemma3 || s.family == Family::kGemma4) return (layer + 1) % s.sliding_pattern != 0;
   return false;
+}
+
+// A layer's router and experts in HF names (h: "model.layers.N."): Qwen3-MoE
+// mlp.gate + mlp.experts.E.{gate,up,down}_proj, Mixtral block_sparse_moe.gate
+// + block_sparse_moe.experts.E.{w1,w3,w2}.
+void plan_experts(const SynthSpec& s, const std::string& h, std::vector<PlannedTensor>& out) {
+  const bool mixtral = s.family == Family::kMixtral;
+  const int64_t d = s.d_model, ff = mixtral ? s.d_ff : s.d_ff_expert;
+  const std::string block = h + (mixtral ? "block_sparse_moe." : "mlp.");
+  auto add = [&](std::string name, std::vector<int64_t> shape, int64_t fan_in) {
+    PlannedTensor t;
+    t.hf_name = std::move(name);
+    t.shape = std::move(shape);
+    t.kind = Kind::kLinear;
+    t.fan_in = fan_in;
+    out.push_back(std::move(t));
+  };
+  add(block + "gate.weight", {s.n_experts, d}, d);
+  for (int64_t e = 0; e < s.n_experts; ++e) {
+    const std::string x = cat(block, "experts.", e, ".");
+    add(x + (mixtral ? "w1" : "gate_proj") + ".weight", {ff, d}, d);
+    add(x + (mixtral ? "w3" : "up_proj") + ".weight", {ff, d}, d);
+    add(x + (mixtral ? "w2" : "down_proj") + ".weight", {d, ff}, ff);
+  }
 }
 
 std::vector<PlannedTensor> plan(const SynthSpec& s) {
@@ -252,7 +318,7 @@ std::vector<PlannedTensor> plan(const SynthSpec& s) {
       add(h + "self_attn.k_proj.bias", {kv_dim}, Kind::kBias);
       add(h + "self_attn.v_proj.bias", {kv_dim}, Kind::kBias);
     }
-    if (s.family == Family::kQwen3 || gemma) {
+    if (s.family == Family::kQwen3 || s.family == Family::kQwen3Moe || gemma) {
       add(h + "self_attn.q_norm.weight", {s.head_dim}, Kind::kNorm);
       add(h + "self_attn.k_norm.weight", {s.head_dim}, Kind::kNorm);
     }
@@ -263,6 +329,10 @@ std::vector<PlannedTensor> plan(const SynthSpec& s) {
       add(h + "post_feedforward_layernorm.weight", {d}, Kind::kNorm);
     } else {
       add(h + "post_attention_layernorm.weight", {d}, Kind::kNorm);
+    }
+    if (s.n_experts > 0) {
+      plan_experts(s, h, out);
+      continue;
     }
     add(h + "mlp.gate_proj.weight", {s.d_ff, d}, Kind::kLinear, d);
     add(h + "mlp.up_proj.weight", {s.d_ff, d}, Kind::kLinear, d);

@@ -14,7 +14,7 @@
 
 namespace og::synth {
 
-enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3, kGemma4 };
+enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3, kGemma4, kQwen3Moe, kMixtral };
 const char* family_name(Family f);  // "llama", "qwen2", ...
 bool family_from_name(const std::string& s, Family* out);
 
@@ -70,6 +70,14 @@ struct SynthSpec {
   bool layer_scale = false;       // per-layer output scale tensors
   bool sharer_kv_tensors = false; // also write the (unused) K/V tensors of sharing layers
   int64_t vocab = 0;              // gemma4 tokenizer: vocabulary size (padded with unused pieces)
+  // Mixture of experts (qwen3moe, mixtral; both need n_experts > 0): every
+  // layer's MLP becomes n_experts SwiGLU experts of width d_ff_expert
+  // (mixtral: d_ff) of which a row runs n_experts_used. qwen3moe writes
+  // norm_topk_prob = expert_weights_norm.
+  int64_t n_experts = 0;
+  int64_t n_experts_used = 0;
+  int64_t d_ff_expert = 0;
+  bool expert_weights_norm = true;
   double rms_eps = 1e-5;
   bool tied = true;               // output = token embedding
   DType weight_dtype = DType::F32;   // GGUF 2-D weights (norms stay F32); HF layout is always F32
@@ -107,6 +115,9 @@ SynthSpec tiny_embedding_spec(Family f);
 
 // Small shapes for tests, windows smaller than test sequences (e.g. 8).
 SynthSpec tiny_spec(Family f);
+// Qwen3-30B-A3B shapes: d_model 2048, 48 layers, 32 heads, 4 KV heads, head_dim 128, 128 experts of
+// width 768 with 8 used, vocab 128256 (the llama3 tokenizer; the real one has 151936), Q4_K weights.
+SynthSpec qwen3_30b_a3b_spec();
 // Llama-3.2-1B shapes: d_model 2048, 16 layers, 32 heads, 8 KV heads, d_ff 8192, vocab 128256.
 SynthSpec llama32_1b_spec();
 // Gemma 4 E2B text shapes (GEMMA4.md §1): d_model 1536, 35 layers (4 sliding : 1 full), 8 heads, 1 KV

@@ -33,6 +33,8 @@ void validate(const SynthSpec& spec);  // throws og::Error naming the bad field
 bool is_sliding_layer(const SynthSpec& spec, int64_t layer);
 std::vector<PlannedTensor> plan(const SynthSpec& spec);
 std::vector<PlannedTensor> plan_gemma4(const SynthSpec& spec);  // synth_gemma4.cpp
+// Appends one layer's router and experts (h: the layer's HF prefix "model.layers.N.").
+void plan_experts(const SynthSpec& spec, const std::string& h, std::vector<PlannedTensor>& out);
 int64_t gemma4_layer_d_ff(const SynthSpec& spec, int64_t layer);
 int64_t gemma4_layer_head_dim(const SynthSpec& spec, int64_t layer);
 bool gemma4_owns_kv(const SynthSpec& spec, int64_t layer);

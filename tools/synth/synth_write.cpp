@@ -28,7 +28,7 @@ namespace {
 // requested type falls back to Q8_0 (32-element blocks), then F16, the way
 // llama.cpp's quantizer falls back for incompatible rows.
 DType storage_dtype(const SynthSpec& s, const GgufTensorPlan& t, TensorTypePicker* mix) {
-  if (!t.matrix) return DType::F32;
+  if (!t.matrix || gguf_keeps_f32(t.name)) return DType::F32;
   if (mix) return mix->pick(t.name, t.shape.back());
   DType want = s.weight_dtype;
   const int64_t cols = t.shape.back();
@@ -161,8 +161,18 @@ void write_gguf(const SynthSpec& spec, const std::string& path) {
                    }));
       continue;
     }
-    w.add_tensor(t.name, dt, t.shape, GgufWriter::Producer([&spec, t, dt, src] {
+    std::vector<const PlannedTensor*> stack;  // HF experts stacked into one GGUF tensor
+    for (const std::string& name : t.stack_sources) {
+      auto it = hf.find(name);
+      OG_CHECK(it != hf.end(), "synthetic model: no tensor ", name, " for ", t.name);
+      stack.push_back(&it->second);
+    }
+    w.add_tensor(t.name, dt, t.shape, GgufWriter::Producer([&spec, t, dt, src, stack] {
                    std::vector<float> v = src ? hf_values(spec, *src) : t.generated;
+                   for (const PlannedTensor* p : stack) {
+                     const std::vector<float> part = hf_values(spec, *p);
+                     v.insert(v.end(), part.begin(), part.end());
+                   }
                    apply_gguf_fixes(t, v);
                    const int64_t cols = t.shape.back();
                    return encode_rows(dt, v.data(), static_cast<int64_t>(v.size()) / cols, cols);
@@ -175,9 +185,10 @@ namespace {
 
 nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
   if (s.family == Family::kGemma4) return gemma4_hf_config(s, tok);
-  static const char* kArch[] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "MistralForCausalLM",
-                                "Gemma3ForCausalLM"};
-  static const char* kType[] = {"llama", "qwen2", "qwen3", "mistral", "gemma3_text"};
+  static const char* kArch[] = {"LlamaForCausalLM",   "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+                                "MistralForCausalLM", "Gemma3ForCausalLM", "",
+                                "Qwen3MoeForCausalLM", "MixtralForCausalLM"};
+  static const char* kType[] = {"llama", "qwen2", "qwen3", "mistral", "gemma3_text", "", "qwen3_moe", "mixtral"};
   const int f = static_cast<int>(s.family);
   nlohmann::ordered_json c;
   c["architectures"] = {kArch[f]};
@@ -205,10 +216,24 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
       c["mlp_bias"] = false;
       break;
     case Family::kMistral:
+    case Family::kMixtral:
       c["hidden_act"] = "silu";
       if (s.window > 0) c["sliding_window"] = s.window;
       else c["sliding_window"] = nullptr;
+      if (s.family == Family::kMixtral) {
+        c["num_local_experts"] = s.n_experts;
+        c["num_experts_per_tok"] = s.n_experts_used;
+        c["router_jitter_noise"] = 0.0;
+      }
       break;
+    case Family::kQwen3Moe:
+      c["num_experts"] = s.n_experts;
+      c["num_experts_per_tok"] = s.n_experts_used;
+      c["moe_intermediate_size"] = s.d_ff_expert;
+      c["norm_topk_prob"] = s.expert_weights_norm;
+      c["decoder_sparse_step"] = 1;
+      c["mlp_only_layers"] = nlohmann::ordered_json::array();
+      [[fallthrough]];
     case Family::kQwen2:
     case Family::kQwen3:
       c["hidden_act"] = "silu";

@@ -39,10 +39,11 @@ int checked_dim(int64_t v, const std::string& where, const std::string& key) {
 }
 
 // Keys that, when set, describe something the engine does not implement.
-void refuse_gguf_unsupported(const GgufFile& f, const std::string& p, bool reads_softcap) {
+void refuse_gguf_unsupported(const GgufFile& f, const std::string& p, bool reads_softcap, bool reads_experts) {
   const std::string src = f.source_name();
-  if (auto e = f.get_int(p + "expert_count"); e && *e > 0)
-    fail(src, ": ", p, "expert_count = ", *e, ": mixture-of-experts models are not supported");
+  if (auto e = f.get_int(p + "expert_count"); e && *e > 0 && !reads_experts)
+    fail(src, ": ", p, "expert_count = ", *e, ": mixture-of-experts models of this architecture are not supported "
+         "(supported: qwen3moe, and llama as Mixtral)");
   if (auto s = f.get_float(p + "attn_logit_softcapping"); s && *s != 0)
     fail(src, ": ", p, "attn_logit_softcapping = ", *s, ": attention logit soft-capping is not supported");
   if (auto s = f.get_float(p + "final_logit_softcapping"); s && *s != 0 && !reads_softcap)
@@ -90,7 +91,8 @@ RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch) {
   return s;
 }
 
-void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c, bool reads_softcap) {
+void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c, bool reads_softcap,
+                      bool reads_experts) {
   const std::string src = f.source_name();
   const std::string p = arch + ".";
   const int64_t n_layers = gguf_required_int(f, p + "block_count");
@@ -122,7 +124,7 @@ void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c
   OG_CHECK(window >= 0 && window <= INT32_MAX, src, ": ", p, "attention.sliding_window = ", window,
            " is out of range");
 
-  refuse_gguf_unsupported(f, p, reads_softcap);
+  refuse_gguf_unsupported(f, p, reads_softcap, reads_experts);
 
   std::vector<float> freq_factors;  // llama 3.1+: rope_freqs.weight [n_rot / 2]
   c.layers.assign(static_cast<size_t>(n), LayerConfig{});
@@ -172,7 +174,7 @@ int hf_dim(const nlohmann::json& cfg, const char* key, const std::string& file) 
 }
 
 // Fields that, when set, describe something the engine does not implement.
-void refuse_unsupported(const nlohmann::json& cfg, const std::string& file) {
+void refuse_unsupported(const nlohmann::json& cfg, const std::string& file, bool reads_experts) {
   for (const char* k : {"attn_logit_softcapping", "final_logit_softcapping", "attention_chunk_size",
                         "sliding_window_size_chunked"}) {
     if (!json_has(cfg, k)) continue;
@@ -181,10 +183,11 @@ void refuse_unsupported(const nlohmann::json& cfg, const std::string& file) {
     fail(file, ": ", k, " = ", json_excerpt(v), " is not supported");
   }
   for (const char* k : {"num_experts", "num_local_experts", "n_routed_experts", "moe_intermediate_size"}) {
-    if (!json_has(cfg, k)) continue;
+    if (!json_has(cfg, k) || reads_experts) continue;
     const nlohmann::json& v = cfg.at(k);
     if (v.is_number() && v.get<double>() == 0) continue;
-    fail(file, ": ", k, " = ", json_excerpt(v), ": mixture-of-experts models are not supported");
+    fail(file, ": ", k, " = ", json_excerpt(v), ": mixture-of-experts models of this architecture are not "
+         "supported (supported: Qwen3MoeForCausalLM, MixtralForCausalLM)");
   }
   if (hf_bool(cfg, "mlp_bias", file, false)) fail(file, ": mlp_bias = true is not supported");
   if (auto r = json_number(cfg, "partial_rotary_factor", file); r && *r != 1.0)
@@ -249,10 +252,10 @@ std::optional<std::vector<bool>> hf_layer_types(const nlohmann::json& cfg, const
   return sliding;
 }
 
-void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool default_tied) {
+void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool default_tied, bool reads_experts) {
   const nlohmann::json& cfg = in.config;
   const std::string& file = in.file;
-  refuse_unsupported(cfg, file);
+  refuse_unsupported(cfg, file, reads_experts);
   const int64_t n_layers = hf_dim(cfg, "num_hidden_layers", file);
   OG_CHECK(n_layers <= kMaxLayers, file, ": num_hidden_layers = ", n_layers, " is out of range");
   c.d_model = hf_dim(cfg, "hidden_size", file);

@@ -28,7 +28,9 @@ void set_rope(LayerConfig& L, double base, const RopeScaling& s, const std::vect
 // refuses MoE, soft-capping, chunked attention, fused qkv and unknown rope
 // scaling types. attn_scale = 1/sqrt(head_dim_k); rope_interleaved = false.
 // reads_softcap: the family reads final_logit_softcapping itself (not refused).
-void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c, bool reads_softcap = false);
+// reads_experts: the family reads <arch>.expert_count itself (read_gguf_experts; not refused).
+void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c, bool reads_softcap = false,
+                      bool reads_experts = false);
 // The rope scaling of `<arch>.rope.scaling.*` (linear or none).
 RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch);
 
@@ -47,6 +49,28 @@ struct GgufCommonOptions {
   bool causal_key = true;  // write_gguf_embedding's causal_key
 };
 void write_gguf_common(const ModelConfig& c, const std::string& arch, GgufWriter& w, const GgufCommonOptions& o = {});
+
+// ---- mixture of experts (experts.cpp) ----
+// <arch>.expert_count / expert_used_count / expert_feed_forward_length (with
+// expert_ff_key; else the experts are feed_forward_length wide, as llama.cpp
+// runs arch llama) / expert_weights_norm (default true, llama.cpp's
+// behaviour for these archs) into every layer; no expert_count = dense.
+// og::Error naming the key for shared experts, dense leading layers, grouped
+// selection, a gating function other than softmax, a weights scale.
+void read_gguf_experts(const GgufFile& f, const std::string& arch, ModelConfig& c, bool expert_ff_key);
+// The inverse (nothing for a dense model); og::Error when the layers differ
+// or the arch cannot express the experts' width or unnormalised weights.
+void write_gguf_experts(const ModelConfig& c, const std::string& arch, GgufWriter& w, bool expert_ff_key);
+// config.json: the expert count field, num_experts_per_tok, the width field
+// and the optional norm field (absent = norm_default); refuses
+// decoder_sparse_step != 1, mlp_only_layers, shared experts.
+struct HfExpertFields {
+  const char* count;  // "num_experts" (Qwen3-MoE) / "num_local_experts" (Mixtral)
+  const char* width;  // "moe_intermediate_size" / "intermediate_size"
+  const char* norm;   // "norm_topk_prob" / nullptr (always normalised)
+  bool norm_default;
+};
+void read_hf_experts(const HfInput& in, ModelConfig& c, const HfExpertFields& fields);
 
 // ---- embedding facts (embedding_keys.cpp) ----
 // <arch>.pooling_type, <arch>.attention.causal and the dense projection keys
@@ -70,7 +94,9 @@ void read_hf_embedding(const std::string& dir, const nlohmann::json& cfg, const 
 // hidden_act, attention_bias -> q/k/v/o bias, rope_theta + rope_scaling /
 // rope_parameters (flat form), refusals of mlp_bias, MoE, soft-capping,
 // chunked attention, partial rotary). Windows are left 0 (families set them).
-void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool default_tied);
+// reads_experts: the family reads the expert fields itself (read_hf_experts; not refused).
+void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool default_tied,
+                    bool reads_experts = false);
 // Parses one rope_scaling / rope_parameters object (null or absent = none).
 // `where` names it in messages ("config.json: rope_scaling").
 RopeScaling parse_hf_rope(const nlohmann::json& obj, const std::string& where);

@@ -64,5 +64,7 @@ const FamilySpec& qwen2_family();
 const FamilySpec& qwen3_family();
 const FamilySpec& gemma3_family();
 const FamilySpec& gemma4_family();
+const FamilySpec& qwen3moe_family();
+const FamilySpec& mixtral_family();
 
 }  // namespace og

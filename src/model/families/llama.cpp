@@ -1,5 +1,6 @@
 // Family "llama": Llama 2 / 3 / 3.1 / 3.2 (llama3 RoPE scaling), TinyLlama,
-// SmolLM. GGUF arch "llama" (also what Mistral converts to), HF LlamaForCausalLM.
+// SmolLM. GGUF arch "llama" (also what Mistral and Mixtral convert to; its
+// expert keys are read here), HF LlamaForCausalLM.
 #include "model/families/common.h"
 #include "model/families/family_writers.h"
 
@@ -7,7 +8,8 @@ namespace og {
 namespace {
 
 void llama_from_gguf(const GgufFile& f, const std::string& arch, ModelConfig& c) {
-  read_gguf_common(f, arch, c);
+  read_gguf_common(f, arch, c, false, true);
+  read_gguf_experts(f, arch, c, false);  // Mixtral: llama with <arch>.expert_count
   // The converter permuted q/k rows of this arch into interleaved pairs; the
   // llama3 scaling arrives as rope_freqs.weight (read by read_gguf_common).
   // llama.attention.sliding_window (Mistral v0.1 written by our own tools)
@@ -32,7 +34,10 @@ void llama_from_hf(const HfInput& in, ModelConfig& c) {
 // GGUF "llama" (also Mistral's arch): the generic keys; a window shared by
 // every layer goes to llama.attention.sliding_window, which offgraph honours
 // and llama.cpp ignores (it runs such models with full attention).
-void llama_to_gguf(const ModelConfig& c, GgufWriter& w) { write_gguf_common(c, "llama", w); }
+void llama_to_gguf(const ModelConfig& c, GgufWriter& w) {
+  write_gguf_common(c, "llama", w);
+  write_gguf_experts(c, "llama", w, false);
+}
 
 const FamilySpec& llama_family() {
   static const FamilySpec spec{"llama",         {"llama"}, {"LlamaForCausalLM"}, llama_from_gguf, llama_from_hf,

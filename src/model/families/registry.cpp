@@ -12,6 +12,8 @@ const std::vector<FamilySpec>& family_registry() {
       qwen3_family(),
       gemma3_family(),
       gemma4_family(),
+      qwen3moe_family(),
+      mixtral_family(),
   };
   return families;
 }
