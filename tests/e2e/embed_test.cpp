@@ -108,6 +108,23 @@ TEST(Embed, DimensionsAndNormalisation) {
   for (size_t i = 0; i < 8; ++i) EXPECT_NEAR(c[i], raw[i] / n, 1e-6);
 }
 
+TEST(Embed, PoolingNoneGivesOneVectorPerToken) {
+  const std::string m = scratch_dir() + "/embed-none.gguf";
+  ASSERT_EQ(std::system((std::string(OG_BINARY_DIR) + "/og-synth --family qwen3 --pooling none --format gguf --out " +
+                         m + " >/dev/null").c_str()), 0);
+  const Proc t = offgraph({"tokenize", "--model", m, "Once upon a time"});
+  ASSERT_EQ(t.code, 0) << t.err;
+  const size_t n_tokens = plain_vectors(t.out)[0].size();
+  const Proc p = offgraph({"embed", "--model", m, "--output-format", "plain", "Once upon a time"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  const auto v = plain_vectors(p.out);
+  EXPECT_EQ(v.size(), n_tokens);
+  for (const auto& row : v) EXPECT_NEAR(norm2(row), 1.0, 1e-6);
+  const Proc j = offgraph({"embed", "--model", m, "Once upon a time"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out)["data"][0]["embedding"].size(), n_tokens);
+}
+
 TEST(Embed, InspectShowsTheEmbeddingFacts) {
   const Proc p = offgraph({"inspect", "--model", embed_model("gemma3", false)});
   ASSERT_EQ(p.code, 0) << p.err;
