@@ -33,7 +33,8 @@ TEST(FimTokens, FoundByTheirTexts) {
 
 TEST(FimTokens, NoneWithoutThem) {
   ASSERT_TRUE(std::filesystem::exists(kStories)) << "missing test data";
-  const SpecialTokens& s = Tokenizer::from_path(kStories)->special();
+  const auto t = Tokenizer::from_path(kStories);
+  const SpecialTokens& s = t->special();
   EXPECT_EQ(s.fim_pre, -1);
   EXPECT_EQ(s.fim_suf, -1);
   EXPECT_EQ(s.fim_mid, -1);
