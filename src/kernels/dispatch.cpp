@@ -29,7 +29,8 @@ constexpr DType kWeightDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType:
                                    DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_K_R,
                                    DType::Q8_0_R, DType::Q6_K_R, DType::Q5_K_R, DType::Q4_0_R,
                                    DType::Q4_K_R16, DType::Q6_K_R16, DType::Q2_K, DType::Q3_K,
-                                   DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
+                                   DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::IQ4_NL_R,
+                                   DType::MXFP4_R};
 
 constexpr DType kAttendDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
 
@@ -77,6 +78,8 @@ KernelTable make_ref_table() {
   set_ref_matmul<DType::IQ4_NL>(k);
   set_ref_matmul<DType::IQ4_XS>(k);
   set_ref_matmul<DType::MXFP4>(k);
+  set_ref_matmul<DType::IQ4_NL_R>(k);
+  set_ref_matmul<DType::MXFP4_R>(k);
   k.rms_norm = &ref::rms_norm;
   k.softmax = &ref::softmax;
   k.silu_mul = &ref::silu_mul;
@@ -428,6 +431,10 @@ void repack_rows(DType from, DType to, void* data, int64_t n_rows, int64_t n_in)
   if (from == DType::Q4_K_R16 && to == DType::Q4_K) return ref::unpack_q4_k_r16(p, n_rows, n_in);
   if (from == DType::Q6_K && to == DType::Q6_K_R16) return ref::repack_q6_k_r16(p, n_rows, n_in);
   if (from == DType::Q6_K_R16 && to == DType::Q6_K) return ref::unpack_q6_k_r16(p, n_rows, n_in);
+  if (from == DType::IQ4_NL && to == DType::IQ4_NL_R) return ref::repack_q4_0_r(p, n_rows, n_in);  // same bytes
+  if (from == DType::IQ4_NL_R && to == DType::IQ4_NL) return ref::unpack_q4_0_r(p, n_rows, n_in);
+  if (from == DType::MXFP4 && to == DType::MXFP4_R) return ref::repack_mxfp4_r(p, n_rows, n_in);
+  if (from == DType::MXFP4_R && to == DType::MXFP4) return ref::unpack_mxfp4_r(p, n_rows, n_in);
   fail("repack_rows: no repacking from ", dtype_name(static_cast<uint32_t>(from)), " to ",
        dtype_name(static_cast<uint32_t>(to)));
 }

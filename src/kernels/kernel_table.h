@@ -17,7 +17,7 @@ namespace og::kernels {
 // client cores, Sapphire Rapids and later, Zen 5).
 enum class Isa { kScalar = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512 = 3 };
 constexpr int kNumIsas = 4;
-constexpr int kNumDTypeIds = 48;  // dtype ids are < 48 (see tensor/dtype.h)
+constexpr int kNumDTypeIds = 50;  // dtype ids are < 50 (see tensor/dtype.h)
 
 // One weight dtype's matmul y[n_x, n_out] = x[n_x, n_in] · W^T, in two steps:
 // prepare() converts the activations once per matmul into act (act_bytes of

@@ -13,9 +13,8 @@ namespace og::kernels {
 
 // ---- weights ----
 // Dtypes with kernels: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K
-// IQ4_NL IQ4_XS MXFP4, and the
-// in-memory layouts Q4_K_R, Q4_K_R16, Q5_K_R, Q6_K_R, Q6_K_R16, Q8_0_R and Q4_0_R
-// (matmul_layout).
+// IQ4_NL IQ4_XS MXFP4, and the in-memory layouts Q4_K_R, Q4_K_R16, Q5_K_R,
+// Q6_K_R, Q6_K_R16, Q8_0_R, Q4_0_R, IQ4_NL_R and MXFP4_R (matmul_layout).
 bool weight_dtype_supported(DType t);
 
 // y[n_x, n_out] = x[n_x, n_in] · W[n_out, n_in]^T  (W.shape = {n_out, n_in}, any supported dtype).
@@ -39,10 +38,11 @@ void matmul_group(std::span<const MatmulTarget> targets, const float* x, int64_t
 
 // The in-memory layout the active instruction set's matmul wants for weights
 // stored as t (Q4_K -> Q4_K_R or Q4_K_R16, Q5_K -> Q5_K_R, Q6_K -> Q6_K_R or
-// Q6_K_R16, Q8_0 -> Q8_0_R, Q4_0 -> Q4_0_R where a kernel reads it and it
-// pays), else t. A layout changes no value: matmul and get_row read every
-// layout; dequantize_row and dot_row read Q4_K_R, Q5_K_R and Q6_K_R but refuse
-// Q8_0_R, Q4_0_R (rows interleaved in groups of 8), Q4_K_R16 and Q6_K_R16
+// Q6_K_R16, Q8_0 -> Q8_0_R, Q4_0 -> Q4_0_R, IQ4_NL -> IQ4_NL_R, MXFP4 ->
+// MXFP4_R where a kernel reads it and it pays), else t. A layout changes no
+// value: matmul and get_row read every layout; dequantize_row and dot_row read
+// Q4_K_R, Q5_K_R and Q6_K_R but refuse Q8_0_R, Q4_0_R, IQ4_NL_R, MXFP4_R (rows
+// interleaved in groups of 8), Q4_K_R16 and Q6_K_R16
 // (groups of 16): a row pointer alone does not locate one of their rows.
 DType matmul_layout(DType t);
 // Rewrites n_rows rows of n_in elements from layout `from` to `to` in place

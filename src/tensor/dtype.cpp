@@ -36,6 +36,7 @@ constexpr Entry kTable[] = {
   {36, {"q6_k_r", 256, 210, false, true}}, {31, {"q5_k_r", 256, 176, false, true}},
   {32, {"q4_0_r", 32, 18, false, true}}, {33, {"q4_k_r16", 256, 144, false, true}},
   {47, {"q6_k_r16", 256, 210, false, true}},
+  {48, {"iq4_nl_r", 32, 18, false, true}}, {49, {"mxfp4_r", 32, 17, false, true}},
   // Newer ggml ids: NVFP4 = 4 E4M3 scale bytes + 32 code bytes per 64;
   // Q1_0 = f16 scale + 128 sign bits; Q2_0 = f16 scale + 64 2-bit codes.
   {40, {"nvfp4", 64, 36, false}}, {41, {"q1_0", 128, 18, false}},

@@ -34,6 +34,11 @@ enum class DType : uint32_t {
   // is left: 47 is beyond ggml's ids (42 the last), and a file naming it is
   // refused like any internal layout.
   Q6_K_R16 = 47,
+  // IQ4_NL interleaved like Q4_0_R (the same 18-byte blocks, so the same byte
+  // moves; ref.h repack_q4_0_r), and MXFP4 likewise with its one-byte
+  // exponents first (ref.h repack_mxfp4_r). Beyond ggml's ids, like 47.
+  IQ4_NL_R = 48,
+  MXFP4_R = 49,
 };
 
 struct DTypeInfo {

@@ -111,7 +111,8 @@ float dot_row(DType t, const void* w_row, const float* x, int64_t n) {
 }
 
 bool is_interleaved(DType t) {
-  return t == DType::Q8_0_R || t == DType::Q4_0_R || t == DType::Q4_K_R16 || t == DType::Q6_K_R16;
+  return t == DType::Q8_0_R || t == DType::Q4_0_R || t == DType::Q4_K_R16 || t == DType::Q6_K_R16 ||
+         t == DType::IQ4_NL_R || t == DType::MXFP4_R;
 }
 
 DType interleaved_row(DType t, const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
@@ -120,6 +121,8 @@ DType interleaved_row(DType t, const uint8_t* data, int64_t n_rows, int64_t n_in
     case DType::Q4_0_R: q4_0_r_row(data, n_rows, n_in, r, dst); return DType::Q4_0;
     case DType::Q4_K_R16: q4_k_r16_row(data, n_rows, n_in, r, dst); return DType::Q4_K;
     case DType::Q6_K_R16: q6_k_r16_row(data, n_rows, n_in, r, dst); return DType::Q6_K;
+    case DType::IQ4_NL_R: q4_0_r_row(data, n_rows, n_in, r, dst); return DType::IQ4_NL;
+    case DType::MXFP4_R: mxfp4_r_row(data, n_rows, n_in, r, dst); return DType::MXFP4;
     default: fail("interleaved_row: ", dtype_info(t).name, " is not an interleaved layout");
   }
 }

@@ -202,20 +202,21 @@ void quant_q8_0(const float* src, void* dst, int64_t n) {
 
 namespace {
 
-// Byte offsets of block b of row j (0..7) of a group: plain Q8_0 / Q4_0 (row
-// stride rb, kBB bytes a block) and Q8_0_R / Q4_0_R (8·kBB bytes a block);
+// Byte offsets of block b of row j (0..7) of a group: plain Q8_0 / Q4_0 /
+// IQ4_NL / MXFP4 (row stride rb, kBB bytes a block, a kHead-byte scale first)
+// and their _R layouts (8·kBB bytes a block: the 8 scales, then the quants);
 // the scale moves as one piece, the quants 4 bytes at a time.
-template <int kBB>
+template <int kBB, int kHead = 2>
 struct Groups {
-  static constexpr int kSteps = (kBB - 2) / 4;
+  static constexpr int kSteps = (kBB - kHead) / 4;
   static int64_t plain(int64_t rb, int j, int64_t b) { return j * rb + kBB * b; }
-  static int64_t scale_r(int j, int64_t b) { return 8 * kBB * b + 2 * j; }
-  static int64_t quants_r(int j, int s, int64_t b) { return 8 * kBB * b + 16 + 32 * s + 4 * j; }
+  static int64_t scale_r(int j, int64_t b) { return 8 * kBB * b + kHead * j; }
+  static int64_t quants_r(int j, int s, int64_t b) { return 8 * kBB * b + 8 * kHead + 32 * s + 4 * j; }
 };
 
-template <bool kToR, int kBB>
+template <bool kToR, int kBB, int kHead = 2>
 void move_groups(uint8_t* data, int64_t n_rows, int64_t n_in) {
-  using G = Groups<kBB>;
+  using G = Groups<kBB, kHead>;
   const int64_t nb = n_in / kQK, rb = nb * kBB;
   std::vector<uint8_t> t(static_cast<size_t>(8 * rb));
   for (int64_t g = 0; g + 8 <= n_rows; g += 8) {
@@ -225,19 +226,19 @@ void move_groups(uint8_t* data, int64_t n_rows, int64_t n_in) {
       for (int j = 0; j < 8; ++j) {
         const int64_t p = G::plain(rb, j, b);
         if (kToR) {
-          std::memcpy(grp + G::scale_r(j, b), t.data() + p, 2);
-          for (int s = 0; s < G::kSteps; ++s) std::memcpy(grp + G::quants_r(j, s, b), t.data() + p + 2 + 4 * s, 4);
+          std::memcpy(grp + G::scale_r(j, b), t.data() + p, kHead);
+          for (int s = 0; s < G::kSteps; ++s) std::memcpy(grp + G::quants_r(j, s, b), t.data() + p + kHead + 4 * s, 4);
         } else {
-          std::memcpy(grp + p, t.data() + G::scale_r(j, b), 2);
-          for (int s = 0; s < G::kSteps; ++s) std::memcpy(grp + p + 2 + 4 * s, t.data() + G::quants_r(j, s, b), 4);
+          std::memcpy(grp + p, t.data() + G::scale_r(j, b), kHead);
+          for (int s = 0; s < G::kSteps; ++s) std::memcpy(grp + p + kHead + 4 * s, t.data() + G::quants_r(j, s, b), 4);
         }
       }
   }
 }
 
-template <int kBB>
+template <int kBB, int kHead = 2>
 void group_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
-  using G = Groups<kBB>;
+  using G = Groups<kBB, kHead>;
   const int64_t nb = n_in / kQK, rb = nb * kBB;
   if (r >= n_rows / 8 * 8) {  // a tail row stays plain
     std::memcpy(dst, data + r * rb, static_cast<size_t>(rb));
@@ -246,8 +247,8 @@ void group_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uin
   const uint8_t* grp = data + r / 8 * 8 * rb;
   const int j = static_cast<int>(r % 8);
   for (int64_t b = 0; b < nb; ++b) {
-    std::memcpy(dst + kBB * b, grp + G::scale_r(j, b), 2);
-    for (int s = 0; s < G::kSteps; ++s) std::memcpy(dst + kBB * b + 2 + 4 * s, grp + G::quants_r(j, s, b), 4);
+    std::memcpy(dst + kBB * b, grp + G::scale_r(j, b), kHead);
+    for (int s = 0; s < G::kSteps; ++s) std::memcpy(dst + kBB * b + kHead + 4 * s, grp + G::quants_r(j, s, b), 4);
   }
 }
 
@@ -262,6 +263,11 @@ void repack_q4_0_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<tr
 void unpack_q4_0_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<false, 18>(data, n_rows, n_in); }
 void q4_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
   group_row<18>(data, n_rows, n_in, r, dst);
+}
+void repack_mxfp4_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<true, 17, 1>(data, n_rows, n_in); }
+void unpack_mxfp4_r(uint8_t* data, int64_t n_rows, int64_t n_in) { move_groups<false, 17, 1>(data, n_rows, n_in); }
+void mxfp4_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst) {
+  group_row<17, 1>(data, n_rows, n_in, r, dst);
 }
 
 }  // namespace og::kernels::ref

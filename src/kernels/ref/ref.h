@@ -132,6 +132,13 @@ void repack_q4_0_r(uint8_t* data, int64_t n_rows, int64_t n_in);
 void unpack_q4_0_r(uint8_t* data, int64_t n_rows, int64_t n_in);
 // Row r of a Q4_0_R matrix as plain Q4_0 bytes (dst: its row bytes).
 void q4_0_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst);
+// IQ4_NL_R is the same interleaving of IQ4_NL's identical 18-byte blocks (the
+// q4_0_r functions move its bytes). MXFP4_R: group g's block b is 136 bytes
+// at 136·b, the 8 rows' exponent bytes, then for step s = 0..3 32 bytes in
+// which bytes 4j..4j+3 are quant bytes 4s..4s+3 of row 8g + j.
+void repack_mxfp4_r(uint8_t* data, int64_t n_rows, int64_t n_in);
+void unpack_mxfp4_r(uint8_t* data, int64_t n_rows, int64_t n_in);
+void mxfp4_r_row(const uint8_t* data, int64_t n_rows, int64_t n_in, int64_t r, uint8_t* dst);
 
 // Q4_K_R16 (dtype.h): a Q4_K matrix of n_rows rows whose first n_rows/16*16
 // rows are interleaved in groups of 16 (the rest stay plain Q4_K rows), one
