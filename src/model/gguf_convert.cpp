@@ -195,7 +195,7 @@ ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& o
 
   int n_attn_v = 0;
   for (const GgufTensorPlan& t : plan) n_attn_v += t.name.find("attn_v.weight") != std::string::npos;
-  TensorTypePicker picker(o.type, c.n_layers(), n_attn_v, !c.tied_output, query_groups(c));
+  TensorTypePicker picker(o.type, c.n_layers(), n_attn_v, !c.tied_output, query_groups(c), c.layers[0].n_experts);
   std::vector<Job> jobs;
   for (const GgufTensorPlan& t : plan) {
     Job j;
@@ -243,7 +243,8 @@ ConvertSummary quantize_gguf(const std::string& in_path, const std::string& out_
 
   int n_attn_v = 0;
   for (const TensorInfo& t : f.tensors()) n_attn_v += t.name.find("attn_v.weight") != std::string::npos;
-  TensorTypePicker picker(o.type, c.n_layers(), n_attn_v, f.find("output.weight") != nullptr, query_groups(c));
+  TensorTypePicker picker(o.type, c.n_layers(), n_attn_v, f.find("output.weight") != nullptr, query_groups(c),
+                          c.layers[0].n_experts);
   std::vector<Job> jobs;
   for (const TensorInfo& t : f.tensors()) {
     Job j;

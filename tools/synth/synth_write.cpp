@@ -137,7 +137,9 @@ void write_gguf(const SynthSpec& spec, const std::string& path) {
   int n_attn_v = 0;
   for (const GgufTensorPlan& t : tensors) n_attn_v += t.name.find("attn_v.weight") != std::string::npos;
   std::optional<TensorTypePicker> picker;
-  if (mix) picker.emplace(*mix, static_cast<int>(c.n_layers()), n_attn_v, !c.tied_output);
+  if (mix)  // as quantize picks them: query heads per KV head and experts per layer from layer 0
+    picker.emplace(*mix, static_cast<int>(c.n_layers()), n_attn_v, !c.tied_output,
+                   c.layers[0].n_heads / c.layers[0].n_kv_heads, c.layers[0].n_experts);
   for (const GgufTensorPlan& t : tensors) {
     const DType dt = storage_dtype(spec, t, picker ? &*picker : nullptr);
     const PlannedTensor* src = nullptr;
