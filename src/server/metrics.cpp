@@ -72,6 +72,26 @@ class Writer {
   std::string out_;
 };
 
+// The request histograms, under a prefix ("offgraph:", and "vllm:" with
+// vLLM's names, which are the same).
+void histograms(Writer& w, const ServerMetrics& m, const std::string& prefix) {
+  const struct {
+    const char* name;
+    const Histogram ServerMetrics::*h;
+    const char* help;
+  } kAll[] = {
+      {"time_to_first_token_seconds", &ServerMetrics::ttft_s, "Submit to first token, per request."},
+      {"inter_token_latency_seconds", &ServerMetrics::inter_token_s, "Time between consecutive tokens of a request."},
+      {"e2e_request_latency_seconds", &ServerMetrics::e2e_s, "Submit to finish, per request."},
+      {"request_queue_time_seconds", &ServerMetrics::queue_s, "Submit to admission, per request."},
+      {"request_prefill_time_seconds", &ServerMetrics::prefill_s, "Admission to prompt in the cache, per request."},
+      {"request_decode_time_seconds", &ServerMetrics::decode_s, "First token to finish, per request."},
+      {"request_prompt_tokens", &ServerMetrics::prompt_tokens, "Prompt tokens per request."},
+      {"request_generation_tokens", &ServerMetrics::generation_tokens, "Generated tokens per request."},
+  };
+  for (const auto& x : kAll) w.histogram(prefix + x.name, m.*x.h, x.help);
+}
+
 // What vLLM's exporter names and llm-d's endpoint picker and vLLM's
 // dashboards read, beside the offgraph: series (the same figures).
 void vllm_metrics(Writer& w, const SchedulerSnapshot& s, const ServerMetrics& m) {
@@ -94,14 +114,7 @@ void vllm_metrics(Writer& w, const SchedulerSnapshot& s, const ServerMetrics& m)
     if (key.second == "stop" || key.second == "length") by_reason[key.second] += n;
   for (const auto& [reason, n] : by_reason)
     w.sample("vllm:request_success_total", static_cast<double>(n), "finished_reason=\"" + reason + "\"");
-  w.histogram("vllm:time_to_first_token_seconds", m.ttft_s, "Time to first token in seconds.");
-  w.histogram("vllm:inter_token_latency_seconds", m.inter_token_s, "Inter-token latency in seconds.");
-  w.histogram("vllm:e2e_request_latency_seconds", m.e2e_s, "End to end request latency in seconds.");
-  w.histogram("vllm:request_queue_time_seconds", m.queue_s, "Time spent waiting for admission, in seconds.");
-  w.histogram("vllm:request_prefill_time_seconds", m.prefill_s, "Time spent in prefill, in seconds.");
-  w.histogram("vllm:request_decode_time_seconds", m.decode_s, "Time spent in decode, in seconds.");
-  w.histogram("vllm:request_prompt_tokens", m.prompt_tokens, "Prompt tokens per request.");
-  w.histogram("vllm:request_generation_tokens", m.generation_tokens, "Generated tokens per request.");
+  histograms(w, m, "vllm:");
 }
 
 }  // namespace
@@ -185,14 +198,7 @@ std::string render_prometheus(const SchedulerSnapshot& s, const ServerMetrics& m
   for (const auto& [status, n] : m.http())
     w.sample("offgraph:http_responses_total", static_cast<double>(n), "code=\"" + std::to_string(status) + "\"");
   vllm_metrics(w, s, m);
-  w.histogram("offgraph:time_to_first_token_seconds", m.ttft_s, "Submit to first token, per request.");
-  w.histogram("offgraph:inter_token_latency_seconds", m.inter_token_s, "Time between consecutive tokens of a request.");
-  w.histogram("offgraph:e2e_request_latency_seconds", m.e2e_s, "Submit to finish, per request.");
-  w.histogram("offgraph:request_queue_time_seconds", m.queue_s, "Submit to admission, per request.");
-  w.histogram("offgraph:request_prefill_time_seconds", m.prefill_s, "Admission to prompt in the cache, per request.");
-  w.histogram("offgraph:request_decode_time_seconds", m.decode_s, "First token to finish, per request.");
-  w.histogram("offgraph:request_prompt_tokens", m.prompt_tokens, "Prompt tokens per request.");
-  w.histogram("offgraph:request_generation_tokens", m.generation_tokens, "Generated tokens per request.");
+  histograms(w, m, "offgraph:");
   return std::move(w.out());
 }
 
