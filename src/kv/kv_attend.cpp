@@ -122,22 +122,32 @@ void attend_state_merge(float* into, const float* part, int g, int dv) {
   }
 }
 
-void attend_state_finish(const float* state, int g, int dv, float* out) {
+void attend_state_finish(const float* state, int g, int dv, float* out, const float* sinks) {
   for (int j = 0; j < g; ++j) {
-    const float l = state[g + j];
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    float l = state[g + j];
+    float f = 1.f;  // acc and l are relative to e^m; with a sink above m both move to e^sink
+    if (sinks != nullptr && l > 0.f) {
+      const float m = state[j], sk = sinks[j];
+      if (sk > m) {
+        f = std::exp(m - sk);
+        l = l * f + 1.f;
+      } else {
+        l += std::exp(sk - m);
+      }
+    }
+    const float inv = l > 0.f ? f / l : 0.f;
     const float* acc = state + 2 * g + int64_t{j} * dv;
     for (int e = 0; e < dv; ++e) out[int64_t{j} * dv + e] = acc[e] * inv;
   }
 }
 
 void attend(KvDType t, const float* q, int g, int dk, int dv, std::span<const KvSpan> spans, int64_t rbk,
-            int64_t rbv, float scale, std::vector<float>& scratch, float* out) {
+            int64_t rbv, float scale, std::vector<float>& scratch, float* out, const float* sinks) {
   thread_local std::vector<float> state;
   state.resize(size_t(attend_state_floats(g, dv)));
   attend_state_reset(state.data(), g, dv);
   attend_fold(attend_kernels(t), q, g, dk, dv, spans, rbk, rbv, scale, scratch, state.data());
-  attend_state_finish(state.data(), g, dv, out);
+  attend_state_finish(state.data(), g, dv, out, sinks);
 }
 
 namespace {

@@ -62,13 +62,17 @@ void attend_fold_rows(const AttendKernels& kr, const float* q, int m, int g, int
                       std::vector<float>& scratch, float* states);
 // into = the state over the union of both states' (disjoint) rows.
 void attend_state_merge(float* into, const float* part, int g, int dv);
-// out[g, dv] = acc / l (zeros for an empty state).
-void attend_state_finish(const float* state, int g, int dv, float* out);
+// out[g, dv] = acc / l (zeros for an empty state). sinks [g] or nullptr:
+// head j's softmax also counts a key of logit sinks[j] with no value (an
+// attention sink), so out = acc / (l + e^(sinks[j] - m)), computed from the
+// larger of m and sinks[j] so that neither overflows. Folding stays the same
+// with or without sinks: a cache without them pays nothing.
+void attend_state_finish(const float* state, int g, int dv, float* out, const float* sinks = nullptr);
 
 // out[g, dv] = softmax(scale * q kᵀ) v over the spans, for q [g, dk], with the
-// kernels in use (attend_kernels(t)).
+// kernels in use (attend_kernels(t)); sinks [g] or nullptr as attend_state_finish.
 void attend(KvDType t, const float* q, int g, int dk, int dv, std::span<const KvSpan> spans, int64_t rbk,
-            int64_t rbv, float scale, std::vector<float>& scratch, float* out);
+            int64_t rbv, float scale, std::vector<float>& scratch, float* out, const float* sinks = nullptr);
 
 // How update_and_attend splits one query group's history across threads when
 // there are fewer (row, KV head) tasks than the pool can keep busy: into at most

@@ -35,9 +35,13 @@ class KvCache {
   //   k   [n_rows, n_kv_heads, head_dim_k]
   //   v   [n_rows, n_kv_heads, head_dim_v]
   //   out [n_rows, n_heads, head_dim_v]
+  //   sinks [n_heads] or nullptr: attention sinks (gpt-oss), one learned logit
+  //         per query head added to its softmax's denominator as a key with no
+  //         value (not multiplied by scale): out_h = Σ e^(s_i) v_i / (e^(sink_h) + Σ e^(s_i)).
   // n_heads is a multiple of n_kv_heads; query head h uses KV head h / (n_heads / n_kv_heads).
   virtual void update_and_attend(int cache_id, std::span<const KvRow> rows, const float* q, int n_heads,
-                                 const float* k, const float* v, float scale, float* out) = 0;
+                                 const float* k, const float* v, float scale, float* out,
+                                 const float* sinks = nullptr) = 0;
 
   // Commits the step begun by begin_step: each sequence's length becomes its last row + 1.
   virtual void end_step() = 0;

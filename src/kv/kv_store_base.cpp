@@ -40,7 +40,8 @@ KvResult StoreCacheBase::check_capacity(int seq, int64_t n) const {
 }
 
 void StoreCacheBase::update_and_attend(int cache_id, std::span<const KvRow> rows, const float* q, int n_heads,
-                                       const float* k, const float* v, float scale, float* out) {
+                                       const float* k, const float* v, float scale, float* out,
+                                       const float* sinks) {
   check_attend(step_, res_, cache_id, rows, q, n_heads, k, v, out);
   const CacheLayout& l = res_.caches[cache_id];
   const KvDType dt = res_.policy.dtype;
@@ -56,7 +57,7 @@ void StoreCacheBase::update_and_attend(int cache_id, std::span<const KvRow> rows
     }
     step_.written[cache_id] = 1;
   }
-  attend_rows(cache_id, rows, q, n_heads, scale, out);
+  attend_rows(cache_id, rows, q, n_heads, scale, out, sinks);
 }
 
 namespace {
@@ -84,10 +85,12 @@ struct AttendPlan {
 }  // namespace
 
 void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, const float* q, int n_heads, float scale,
-                                 float* out) const {
+                                 float* out, const float* sinks) const {
   const CacheLayout& l = res_.caches[cache_id];
   const int nkv = l.n_kv_heads, dk = l.head_dim_k, dv = l.head_dim_v;
   const int group = n_heads / nkv;
+  // The sinks of KV head h's query group (nullptr: none).
+  auto sinks_of = [&](int64_t h) { return sinks != nullptr ? sinks + h * group : nullptr; };
   auto first_pos = [&](const KvRow& r) { return l.window > 0 ? std::max<int64_t>(0, r.pos - l.window + 1) : 0; };
   // Runs of rows become tiles (each K/V block read once for all their
   // queries; kv_attend.h: the same bits as row by row); the other rows are
@@ -164,7 +167,7 @@ void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, cons
                          l.row_bytes_v, scale, scratch, state.data());
         for (int64_t r = 0; r < t.m; ++r)
           attend_state_finish(state.data() + r * state_n, group, dv,
-                              out + ((t.row0 + r) * n_heads + int64_t{h} * group) * dv);
+                              out + ((t.row0 + r) * n_heads + int64_t{h} * group) * dv, sinks_of(h));
         continue;
       }
       const AttendPart& pt = parts[size_t(i)];
@@ -179,7 +182,7 @@ void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, cons
       float* st = pt.slot >= 0 ? partials.data() + pt.slot * state_n : state.data();
       attend_state_reset(st, group, dv);
       attend_fold(kr, q + qh * dk, group, dk, dv, head_spans, l.row_bytes_k, l.row_bytes_v, scale, scratch, st);
-      if (pt.slot < 0) attend_state_finish(st, group, dv, out + qh * dv);
+      if (pt.slot < 0) attend_state_finish(st, group, dv, out + qh * dv, sinks_of(h));
     }
   };
   const int64_t n_items = n_parts + int64_t(tiles.size()) * nkv;
@@ -193,7 +196,7 @@ void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, cons
       for (; e < parts.size() && parts[e].task == parts[i].task; ++e)
         attend_state_merge(first, partials.data() + parts[e].slot * state_n, group, dv);
       const int64_t t = parts[i].task, qh = singles[size_t(t / nkv)] * n_heads + (t % nkv) * group;
-      attend_state_finish(first, group, dv, out + qh * dv);
+      attend_state_finish(first, group, dv, out + qh * dv, sinks_of(t % nkv));
     }
     i = e;
   }

@@ -22,7 +22,7 @@ class StoreCacheBase : public KvCache {
   const KvPolicy& policy() const override { return res_.policy; }
   KvResult begin_step(std::span<const KvRow> rows) override;
   void update_and_attend(int cache_id, std::span<const KvRow> rows, const float* q, int n_heads, const float* k,
-                         const float* v, float scale, float* out) override;
+                         const float* v, float scale, float* out, const float* sinks = nullptr) override;
   void end_step() override;
   void abort_step() override;
   std::string describe() const override { return describe_text(kind_, geo_, res_); }
@@ -50,7 +50,7 @@ class StoreCacheBase : public KvCache {
   // Attends each (row, KV head) over the stored history (after the write),
   // split into position ranges across the pool when there are few tasks.
   void attend_rows(int cache_id, std::span<const KvRow> rows, const float* q, int n_heads, float scale,
-                   float* out) const;
+                   float* out, const float* sinks) const;
 
   static KvResult unknown(int seq) {
     return refuse(KvStatus::kUnknownSequence, cat("kv cache: unknown sequence ", seq));

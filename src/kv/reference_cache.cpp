@@ -45,7 +45,7 @@ class ReferenceCache final : public KvCache {
   }
 
   void update_and_attend(int cache_id, std::span<const KvRow> rows, const float* q, int n_heads, const float* k,
-                         const float* v, float scale, float* out) override {
+                         const float* v, float scale, float* out, const float* sinks = nullptr) override {
     check_attend(step_, res_, cache_id, rows, q, n_heads, k, v, out);
     const CacheLayout& l = res_.caches[cache_id];
     const int dk = l.head_dim_k, dv = l.head_dim_v, nkv = l.n_kv_heads;
@@ -79,7 +79,9 @@ class ReferenceCache final : public KvCache {
           w[t - lo] = d * scale;
           mx = std::max(mx, w[t - lo]);
         }
-        double sum = 0;
+        // An attention sink is one more logit in the softmax, with no value.
+        if (sinks != nullptr) mx = std::max(mx, double(sinks[hq]));
+        double sum = sinks != nullptr ? std::exp(double(sinks[hq]) - mx) : 0.0;
         for (double& x : w) sum += (x = std::exp(x - mx));
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t t = lo; t <= pos; ++t) {

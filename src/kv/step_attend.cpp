@@ -69,7 +69,7 @@ void check_whole_sequences(std::span<const KvRow> rows) {
 }
 
 void attend_in_step(std::span<const KvRow> rows, const StepAttendShape& s, const float* q, const float* k,
-                    const float* v, float scale, float* out) {
+                    const float* v, float scale, float* out, const float* sinks) {
   check_shape(s);
   const int64_t n = static_cast<int64_t>(rows.size());
   std::vector<int64_t> first, len;
@@ -88,7 +88,7 @@ void attend_in_step(std::span<const KvRow> rows, const StepAttendShape& s, const
       const KvSpan span{reinterpret_cast<const uint8_t*>(k + (r0 * nkv + h) * dk),
                         reinterpret_cast<const uint8_t*>(v + (r0 * nkv + h) * dv), hi - lo + 1, -1};
       attend(KvDType::F32, q + (i * s.n_heads + h * g) * dk, g, dk, dv, std::span(&span, 1), rbk, rbv, scale,
-             scratch, out + (i * s.n_heads + h * g) * dv);
+             scratch, out + (i * s.n_heads + h * g) * dv, sinks != nullptr ? sinks + h * g : nullptr);
     }
   };
   if (tasks >= 4) thread_pool().parallel_for(tasks, run);
@@ -96,7 +96,7 @@ void attend_in_step(std::span<const KvRow> rows, const StepAttendShape& s, const
 }
 
 void attend_in_step_ref(std::span<const KvRow> rows, const StepAttendShape& s, const float* q, const float* k,
-                        const float* v, float scale, float* out) {
+                        const float* v, float scale, float* out, const float* sinks) {
   check_shape(s);
   const int64_t n = static_cast<int64_t>(rows.size());
   std::vector<int64_t> first, len;
@@ -118,7 +118,8 @@ void attend_in_step_ref(std::span<const KvRow> rows, const StepAttendShape& s, c
         w[j - lo] = d * scale;
         mx = std::max(mx, w[j - lo]);
       }
-      double sum = 0;
+      if (sinks != nullptr) mx = std::max(mx, double(sinks[hq]));  // a sink: a logit with no value
+      double sum = sinks != nullptr ? std::exp(double(sinks[hq]) - mx) : 0.0;
       for (double& x : w) sum += (x = std::exp(x - mx));
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t j = lo; j <= hi; ++j) {

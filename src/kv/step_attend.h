@@ -37,10 +37,11 @@ void check_whole_sequences(std::span<const KvRow> rows);
 // Layouts as update_and_attend's (row-major f32):
 //   q [n_rows, n_heads, head_dim_k], k [n_rows, n_kv_heads, head_dim_k],
 //   v [n_rows, n_kv_heads, head_dim_v], out [n_rows, n_heads, head_dim_v].
+// sinks [n_heads] or nullptr: attention sinks, as update_and_attend's.
 // rows must pass check_whole_sequences (the caller checks once per step).
 void attend_in_step(std::span<const KvRow> rows, const StepAttendShape& s, const float* q, const float* k,
-                    const float* v, float scale, float* out);
+                    const float* v, float scale, float* out, const float* sinks = nullptr);
 void attend_in_step_ref(std::span<const KvRow> rows, const StepAttendShape& s, const float* q, const float* k,
-                        const float* v, float scale, float* out);
+                        const float* v, float scale, float* out, const float* sinks = nullptr);
 
 }  // namespace og::kv

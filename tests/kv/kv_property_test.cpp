@@ -3,7 +3,8 @@
 // geometries (windows shorter and longer than the sequences, GQA ratios
 // 1/2/4/8, different K/V head dims, shared-KV layers), for every storage dtype
 // and every instruction set (kernels::set_active_isa, the one dispatch that
-// attention uses too). Every output and every refusal is compared.
+// attention uses too), with and without attention sinks (per-head logits in
+// each softmax's denominator, gpt-oss). Every output and every refusal is compared.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@ struct RandomSetup {
   KvGeometry geo;
   KvPolicy policy;
   std::vector<int> ratio;  // per layer: n_heads / n_kv_heads
+  bool sinks = false;      // every update_and_attend passes random per-head sinks
 };
 
 RandomSetup random_setup(std::mt19937& rng, KvDType dtype) {
@@ -60,6 +62,7 @@ RandomSetup random_setup(std::mt19937& rng, KvDType dtype) {
     int n = pick(1, 3);
     for (int i = 0; i < n; ++i) s.policy.windows.push_back(pick(0, 1) ? 0 : pick(1, 20));
   }
+  s.sinks = pick(0, 1) == 1;
   return s;
 }
 
@@ -146,10 +149,14 @@ class Program {
       float scale = 1.f / std::sqrt(float(sp.head_dim_k));
       out_t.assign(n * n_heads * sp.head_dim_v, NAN);
       out_r.assign(out_t.size(), NAN);
+      // Sinks both below and above the scores (|score| <~ 1 here), so both ways
+      // attend_state_finish folds a sink in are taken.
+      const std::vector<float> sinks = s_.sinks ? random_vec(rng_, size_t(n_heads), -3.f, 3.f) : std::vector<float>{};
+      const float* sk = s_.sinks ? sinks.data() : nullptr;
       test_->update_and_attend(c, rows, q.data(), n_heads, w ? k.data() : nullptr, w ? v.data() : nullptr, scale,
-                               out_t.data());
+                               out_t.data(), sk);
       ref_->update_and_attend(c, rows, q.data(), n_heads, w ? k.data() : nullptr, w ? v.data() : nullptr, scale,
-                              out_r.data());
+                              out_r.data(), sk);
       for (size_t i = 0; i < out_t.size(); ++i) {
         float e = std::fabs(out_t[i] - out_r[i]);
         ASSERT_FALSE(std::isnan(out_t[i])) << "layer " << l << " element " << i;
@@ -273,7 +280,7 @@ TEST_P(KvProperty, MatchesReference) {
     return;
   }
   const kernels::Isa saved = kernels::set_active_isa(isa);
-  int steps = 0, refusals = 0;
+  int steps = 0, refusals = 0, sink_programs = 0;
   float max_err = 0;
   for (uint32_t seed = 1; seed <= 12 && !HasFatalFailure(); ++seed) {
     std::mt19937 rng(seed * 7919 + static_cast<uint32_t>(dtype) * 31 + static_cast<uint32_t>(kind));
@@ -283,6 +290,7 @@ TEST_P(KvProperty, MatchesReference) {
     // softmax states), as long histories are split across threads.
     const kv::AttendSplit saved_split = kv::attend_split();
     if (seed % 2 == 0) kv::set_attend_split({2, 64});
+    sink_programs += setup.sinks ? 1 : 0;
     Program prog(kind, setup, seed);
     prog.run(120);
     kv::set_attend_split(saved_split);
@@ -292,6 +300,8 @@ TEST_P(KvProperty, MatchesReference) {
   }
   kernels::set_active_isa(saved);
   EXPECT_GT(steps, 200);
+  EXPECT_GT(sink_programs, 0);
+  EXPECT_LT(sink_programs, 12);
   std::printf("[ kv ] %s %s %s: %d steps, %d history refusals, max |err| %.2g\n", kv_kind_name(kind),
               kv_dtype_name(dtype), kernels::isa_str(isa), steps, refusals, max_err);
 }

@@ -62,6 +62,27 @@ TEST(KvReference, HandComputedAttention) {
   EXPECT_EQ(c->length(0), 2);
 }
 
+// An attention sink is a logit in the softmax with no value: with sink s,
+// out = Σ e^(x_i) v_i / (e^s + Σ e^(x_i)); a sink far above the scores
+// sends the output towards 0 (the path that rescales from the sink).
+TEST(KvReference, HandComputedSinks) {
+  KvGeometry g = simple_geometry(1, {0}, 1, 2, 2);
+  for (float sink : {-1.f, 0.7f, 40.f}) {
+    auto c = make_kv_cache(KvKind::kReference, g, KvPolicy());
+    std::vector<KvRow> rows = {{0, 0}, {0, 1}};
+    float q[4] = {1, 0, 0, 1}, k[4] = {1, 2, 3, 4}, v[4] = {10, 20, 30, 40}, out[4];
+    ASSERT_TRUE(c->begin_step(rows).ok());
+    c->update_and_attend(0, rows, q, 1, k, v, 0.5f, out, &sink);
+    c->end_step();
+    const double a0 = std::exp(0.5 * 1), w0 = a0 / (a0 + std::exp(double(sink)));
+    EXPECT_NEAR(out[0], 10 * w0, 1e-4 * 10);
+    EXPECT_NEAR(out[1], 20 * w0, 1e-4 * 20);
+    const double e0 = std::exp(0.5 * 2), e1 = std::exp(0.5 * 4), den = e0 + e1 + std::exp(double(sink));
+    EXPECT_NEAR(out[2], (10 * e0 + 30 * e1) / den, 1e-4 * 30);
+    EXPECT_NEAR(out[3], (20 * e0 + 40 * e1) / den, 1e-4 * 40);
+  }
+}
+
 // Window 2: the query at position 3 sees positions 2 and 3 only.
 TEST(KvReference, WindowMask) {
   KvGeometry g = simple_geometry(1, {2}, 1, 1, 1);

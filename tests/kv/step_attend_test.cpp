@@ -73,6 +73,12 @@ TEST(StepAttend, FastEqualsReference) {
         attend_in_step(rows, s, q.data(), k.data(), v.data(), 0.25f, fast.data());
         attend_in_step_ref(rows, s, q.data(), k.data(), v.data(), 0.25f, ref.data());
         EXPECT_LT(max_abs_diff(fast, ref), 1e-5) << "causal " << causal << " window " << window << " heads " << heads;
+        // With attention sinks (per query head), below and above the scores.
+        std::vector<float> sinks(heads);
+        for (int h = 0; h < heads; ++h) sinks[h] = h % 2 ? -2.f + h : 3.f;
+        attend_in_step(rows, s, q.data(), k.data(), v.data(), 0.25f, fast.data(), sinks.data());
+        attend_in_step_ref(rows, s, q.data(), k.data(), v.data(), 0.25f, ref.data(), sinks.data());
+        EXPECT_LT(max_abs_diff(fast, ref), 1e-5) << "sinks: causal " << causal << " window " << window;
       }
     }
   }

@@ -75,7 +75,7 @@ class FakeCache : public KvCache {
     return {};
   }
   void update_and_attend(int, std::span<const KvRow>, const float*, int, const float*, const float*, float,
-                         float*) override {}
+                         float*, const float* = nullptr) override {}
   void end_step() override {
     len_ += step_;
     high_ = std::max(high_, len_);
