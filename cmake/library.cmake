@@ -1,5 +1,5 @@
-# liboffgraph.so: the C API (include/offgraph/offgraph.h) over the static
-# libraries, exporting only the og_* functions the header declares (hidden
+# liboffgraph.so: the C API (include/offgraph/offgraph.h) and the command line
+# (og_cli_main, which the `offgraph` program calls) over the static libraries, exporting only the og_* functions the header declares (hidden
 # visibility, a version script, and the static libraries' symbols kept local),
 # with SONAME liboffgraph.so.0. `cmake --install` puts the library, the headers,
 # offgraph.pc, the CMake package (find_package(offgraph)), the command and the
@@ -7,7 +7,7 @@
 include(GNUInstallDirs)
 
 file(GLOB og_c_api_srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/api/c_api_*.cpp")
-add_library(og_shared SHARED ${og_c_api_srcs})
+add_library(og_shared SHARED ${og_c_api_srcs} "${CMAKE_SOURCE_DIR}/apps/cli_main.cpp")
 set_target_properties(og_shared PROPERTIES
   OUTPUT_NAME offgraph
   VERSION ${PROJECT_VERSION}
@@ -19,12 +19,19 @@ target_compile_definitions(og_shared PRIVATE OG_BUILDING_LIBRARY)
 target_include_directories(og_shared
   PUBLIC "$<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>" "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>"
   PRIVATE "${CMAKE_SOURCE_DIR}/src")
-target_link_libraries(og_shared PRIVATE og_api og_runtime)
+target_link_libraries(og_shared PRIVATE og_cli og_api og_runtime)
 target_link_options(og_shared PRIVATE
   "LINKER:--version-script=${CMAKE_SOURCE_DIR}/cmake/offgraph.map"
   "LINKER:--exclude-libs,ALL"
   "LINKER:--no-undefined")
 add_library(offgraph::offgraph ALIAS og_shared)
+
+# The `offgraph` program: one C call into the library (og_cli_main). It finds
+# liboffgraph.so beside itself in the build tree and in ../lib once installed.
+add_executable(offgraph "${CMAKE_SOURCE_DIR}/apps/program/main.c")
+target_link_libraries(offgraph PRIVATE og_shared)
+file(RELATIVE_PATH _og_bin_to_lib "/prefix/${CMAKE_INSTALL_BINDIR}" "/prefix/${CMAKE_INSTALL_LIBDIR}")
+set_target_properties(offgraph PROPERTIES INSTALL_RPATH "$ORIGIN/${_og_bin_to_lib}")
 
 # Headers only (C and C++ front ends compile against these; nothing from src/).
 install(DIRECTORY "${CMAKE_SOURCE_DIR}/include/offgraph" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")

@@ -439,6 +439,13 @@ class PyEngine {
 PYBIND11_MODULE(_offgraph, m) {
   m.doc() = "The C API of offgraph (liboffgraph.so) for the offgraph package; use `import offgraph`.";
   m.def("version", [] { return std::string(og_version()); });
+  // The `offgraph` command line in this process (python3 -m offgraph); returns its exit code.
+  m.def("cli_main", [](const std::vector<std::string>& argv) {
+    std::vector<const char*> ptrs;
+    for (const auto& a : argv) ptrs.push_back(a.c_str());
+    py::gil_scoped_release nogil;
+    return og_cli_main(static_cast<int>(ptrs.size()), ptrs.data());
+  });
 
   py::class_<GenOpts>(m, "GenOpts")
       .def(py::init<int64_t, double, int, double, double, double, int, double, double, int64_t,

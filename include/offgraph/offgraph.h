@@ -321,6 +321,19 @@ typedef struct og_engine_stats {
 } og_engine_stats;
 OG_API og_status og_engine_get_stats(og_engine* engine, og_engine_stats* out);
 
+/* ------------------------------------------------------------ command line */
+
+/* Runs the `offgraph` command line in this process, exactly as the `offgraph`
+ * program does (the program is this one call): argv[0] is the program name,
+ * argv[1] the subcommand ("run", "serve", ...). Returns the command's exit code
+ * (0 ok, 1 failure, 2 bad usage, 130 SIGINT, 143 SIGTERM) and prints to
+ * stdout/stderr as the program does; it does not set og_last_error. Not
+ * reentrant: the commands that run until stopped (run, chat, serve) install
+ * process-wide SIGINT/SIGTERM handlers (serve also ignores SIGPIPE), so call it
+ * from one thread at a time. Meant for bindings that ship the command
+ * (python3 -m offgraph). */
+OG_API int og_cli_main(int argc, const char* const* argv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,6 +29,16 @@ out=$("$tmp/generate_c" "$model" 2>"$tmp/c.err") || { cat "$tmp/c.err"; exit 1; 
 grep -q "expected error: .*token id 100000" "$tmp/c.err" || { cat "$tmp/c.err"; exit 1; }
 echo "[install] C example through pkg-config: ok"
 
+# The installed command is a client of the installed library (og_cli_main), found
+# through its own relative RPATH with nothing from the build tree on any path.
+loaded=$(ldd "$prefix/bin/offgraph" | sed -n 's/^\s*liboffgraph\.so\.0 => \(\S*\) .*/\1/p')
+[ -n "$loaded" ] && [ "$(readlink -f "$loaded")" = "$(readlink -f "$libdir/liboffgraph.so.0")" ] ||
+  { echo "the installed offgraph does not load $libdir/liboffgraph.so.0:"; ldd "$prefix/bin/offgraph"; exit 1; }
+out=$(cd "$tmp" && env -u LD_LIBRARY_PATH "$prefix/bin/offgraph" run --model "$model" --prompt "Once upon a time" \
+      -n 60 --temp 0 2>"$tmp/cli.err") || { cat "$tmp/cli.err"; exit 1; }
+[ "Once upon a time$out" = "$expected" ] || { echo "installed offgraph printed: $out"; exit 1; }
+echo "[install] the offgraph command over the installed liboffgraph.so: ok"
+
 # C++ through find_package.
 cmake -S "$src/examples/cpp" -B "$tmp/cpp" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
       -DCMAKE_BUILD_RPATH="$libdir" >/dev/null

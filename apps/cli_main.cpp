@@ -1,6 +1,8 @@
-// offgraph: dispatch to a subcommand. Errors from any layer arrive here as
-// og::Error and become one line on stderr with exit code 1; bad usage
-// (og::UsageError) exits with code 2.
+// og_cli_main: the `offgraph` command line, dispatching to a subcommand. It lives
+// in liboffgraph.so (declared in include/offgraph/offgraph.h); the `offgraph`
+// program (apps/program/main.c) only calls it. Errors from any layer arrive here
+// as og::Error and become one line on stderr with exit code 1; bad usage
+// (og::UsageError) exits with code 2; no exception leaves this function.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include "base/flags.h"
 #include "kernels/ops.h"
 #include "og_git_version.h"
+#include "offgraph/offgraph.h"
 
 namespace {
 
@@ -25,7 +28,7 @@ void print_help() {
 }
 
 int print_version() {
-  std::printf("offgraph %s (commit %s)\n", OG_VERSION, OG_GIT_COMMIT);
+  std::printf("offgraph %s (commit %s)\n", OG_VERSION_STRING, OG_GIT_COMMIT);
   try {
     std::printf("instruction sets: %s\n", og::kernels::isa_summary().c_str());
   } catch (const og::Error& e) {  // a bad OFFGRAPH_ISA
@@ -34,11 +37,10 @@ int print_version() {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int cli_main(const std::vector<std::string>& argv_in) {
   // `offgraph help CMD` is `offgraph CMD --help`.
-  std::vector<std::string> argv_s(argv, argv + argc);
+  std::vector<std::string> argv_s = argv_in;
+  const size_t argc = argv_s.size();
   if (argc == 3 && argv_s[1] == "help") argv_s = {argv_s[0], argv_s[2], "--help"};
   if (argv_s.size() < 2 || argv_s[1] == "--help" || argv_s[1] == "-h" || argv_s[1] == "help") {
     if (argv_s.size() > 3) {
@@ -82,4 +84,22 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "offgraph: unknown command '%s' (see offgraph --help)\n", argv_s[1].c_str());
   return 2;
+}
+
+}  // namespace
+
+extern "C" int og_cli_main(int argc, const char* const* argv) {
+  try {
+    if (argc < 0 || (argc > 0 && argv == nullptr)) {
+      std::fprintf(stderr, "offgraph: og_cli_main called with no argument vector\n");
+      return 2;
+    }
+    std::vector<std::string> args;
+    for (int i = 0; i < argc; ++i) args.emplace_back(argv[i] ? argv[i] : "");
+    if (args.empty()) args.emplace_back("offgraph");
+    return cli_main(args);
+  } catch (const std::exception& e) {  // nothing crosses the C boundary
+    std::fprintf(stderr, "offgraph: internal error: %s\n", e.what());
+    return 1;
+  }
 }
