@@ -1,5 +1,5 @@
 // og-synth: writes a synthetic random-weight model (tests, benchmarks).
-//   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b|gemma4-e2b|qwen3-30b-a3b]
+//   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b|gemma4-e2b|qwen3-30b-a3b|gpt-oss-20b]
 //            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4] [shape overrides]
 //            [--chat-template FILE] [--script FILE] [--embedding [--pooling P]]
 // Flags are parsed by the commands' flag library (base/flags.h): the same
@@ -31,14 +31,15 @@ struct SynthFlags {
 
 void add_flags(og::Flags& fl, SynthFlags& f) {
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-  fl.add_choice("family", &f.family, {"llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4", "qwen3moe", "mixtral"},
+  fl.add_choice("family", &f.family, {"llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4", "qwen3moe", "mixtral", "gpt-oss"},
                 "model family (required)");
   fl.add_choice("format", &f.format, {"gguf", "hf"},
                 "gguf (one file) or hf (a directory: config.json, model.safetensors, tokenizer) (required)");
   fl.add_string("out", &f.out, "output file (gguf) or directory (hf) (required)", "PATH");
-  fl.add_choice("preset", &f.preset, {"tiny", "llama32-1b", "gemma4-e2b", "qwen3-30b-a3b"},
+  fl.add_choice("preset", &f.preset, {"tiny", "llama32-1b", "gemma4-e2b", "qwen3-30b-a3b", "gpt-oss-20b"},
                 "tiny: small test shapes; llama32-1b: Llama-3.2-1B shapes; gemma4-e2b: Gemma 4 E2B text shapes "
-                "(--family gemma4 only); qwen3-30b-a3b: Qwen3-30B-A3B shapes (--family qwen3moe only)");
+                "(--family gemma4 only); qwen3-30b-a3b: Qwen3-30B-A3B shapes (--family qwen3moe only); "
+                "gpt-oss-20b: gpt-oss-20b shapes, MXFP4 experts with --dtype mxfp4 (--family gpt-oss only)");
   fl.add_string("dtype", &f.dtype,
                 "GGUF weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k, or the mixes q4_k_m "
                 "q5_k_m (per-tensor types as `offgraph quantize` picks them); HF layout is always F32; empty = f32",
@@ -91,14 +92,16 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
   } else if (f.preset == "qwen3-30b-a3b" && fam == Family::kQwen3Moe) {
     s = og::synth::qwen3_30b_a3b_spec();
   } else if (f.preset == "llama32-1b" && fam != Family::kGemma4 && fam != Family::kQwen3Moe &&
-             fam != Family::kMixtral) {
+             fam != Family::kMixtral && fam != Family::kGptOss) {
     s = og::synth::llama32_1b_spec();
     s.family = fam;
+  } else if (f.preset == "gpt-oss-20b" && fam == Family::kGptOss) {
+    s = og::synth::gpt_oss_20b_spec();
   } else if (f.preset == "gemma4-e2b" && fam == Family::kGemma4) {
     s = og::synth::gemma4_e2b_spec();
   } else {
     og::usage_fail("--preset " + f.preset + " does not fit --family " + f.family +
-                   " (llama32-1b: dense families but gemma4; gemma4-e2b: gemma4 only; qwen3-30b-a3b: qwen3moe only)");
+                   " (llama32-1b: dense families but gemma4; gemma4-e2b: gemma4 only; qwen3-30b-a3b: qwen3moe only; gpt-oss-20b: gpt-oss only)");
   }
   if (f.embedding || !f.pooling.empty()) {
     if (f.preset != "tiny") og::usage_fail("--embedding works with --preset tiny only");

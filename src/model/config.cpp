@@ -2,6 +2,7 @@
 // consistency checks, the KV geometry a config implies, a short description.
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -33,6 +34,26 @@ std::vector<float> rope_inv_freq(double base, int n_rot) {
   std::vector<float> f(static_cast<size_t>(n_rot / 2));
   for (int i = 0; i < n_rot / 2; ++i) f[i] = static_cast<float>(std::pow(base, -2.0 * i / n_rot));
   return f;
+}
+
+std::vector<float> yarn_rope_inv_freq(double base, int n_rot, const RopeScaling& s) {
+  const double kPi = 3.14159265358979323846;
+  auto corr_dim = [&](double beta) {
+    return n_rot * std::log(s.original_max_positions / (beta * 2 * kPi)) / (2 * std::log(base));
+  };
+  const double lo = std::max(0.0, std::floor(corr_dim(s.yarn_beta_fast)));
+  const double hi = std::min(double(n_rot - 1), std::ceil(corr_dim(s.yarn_beta_slow)));
+  std::vector<float> f = rope_inv_freq(base, n_rot);
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const double y = (i - lo) / std::max(0.001, hi - lo);
+    const double r = 1 - std::min(1.0, std::max(0.0, y));  // 1: extrapolate (high frequencies), 0: interpolate
+    f[i] = static_cast<float>(f[i] * ((1 - r) / s.factor + r));
+  }
+  return f;
+}
+
+double yarn_mscale(const RopeScaling& s) {
+  return s.type == RopeScaling::Type::kYarn && s.factor > 1 ? 1.0 + 0.1 * std::log(s.factor) : 1.0;
 }
 
 std::vector<float> llama3_rope_factors(double base, int n_rot, double factor, double low_freq_factor,
@@ -173,8 +194,15 @@ std::string describe_config(const ModelConfig& c) {
       << (L.has_post_attn_norm ? " post-norms" : "") << (L.has_output_scale ? " out-scale" : "")
       << (L.kv_donor >= 0 ? cat(" kv-from ", L.kv_donor) : std::string())
       << (L.n_experts > 0 ? cat(" experts ", L.n_experts, " used ", L.n_experts_used, " ff_expert ", L.d_ff_expert,
-                                L.expert_weights_norm ? "" : " unnormalised")
-                          : std::string());
+                                L.expert_weights_norm ? "" : " unnormalised",
+                                L.expert_softmax_after_topk ? " softmax-after-topk" : "",
+                                L.has_router_bias ? " router-bias" : "", L.has_expert_bias ? " expert-bias" : "",
+                                L.expert_swiglu_oai ? " swiglu-oai" : "")
+                          : std::string())
+      << (L.has_o_bias ? " o-bias" : "") << (L.has_sinks ? " sinks" : "")
+      << (L.rope_scaling.type == RopeScaling::Type::kYarn
+              ? cat(" yarn (factor ", L.rope_scaling.factor, ", orig ", L.rope_scaling.original_max_positions, ")")
+              : std::string());
     if (!kinds.count(k.str())) order.push_back(k.str());
     kinds[k.str()].push_back(l);
   }

@@ -20,10 +20,15 @@ enum class WeightLayout { kGguf, kHf };
 // A layer's RoPE scaling as the source declared it (kept so that a loaded
 // model can be written back; the forward pass only reads rope_inv_freq).
 struct RopeScaling {
-  enum class Type { kNone, kLinear, kLlama3 };
+  enum class Type { kNone, kLinear, kLlama3, kYarn };
   Type type = Type::kNone;
   double factor = 1.0;  // linear: inv_freq / factor; llama3: the long-wavelength factor
   double low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 8192;
+  // yarn (gpt-oss), as llama.cpp's ggml_rope_yarn: factor and
+  // original_max_positions above, the ramp's corners beta_fast / beta_slow
+  // (rotations per original context; the GGUF yarn_beta_* keys, default 32
+  // and 1). See yarn_rope_inv_freq and yarn_mscale.
+  double yarn_beta_fast = 32.0, yarn_beta_slow = 1.0;
 };
 
 struct LayerConfig {
@@ -74,11 +79,30 @@ struct LayerConfig {
   int n_experts_used = 0;
   int64_t d_ff_expert = 0;
   bool expert_weights_norm = true;
+  // gpt-oss experts. expert_softmax_after_topk: the n_experts_used largest
+  // router logits are chosen first and their weights are the softmax over
+  // those logits alone (llama.cpp's SOFTMAX_WEIGHT gating). has_router_bias:
+  // the router adds a bias [n_experts]; has_expert_bias: each expert's gate,
+  // up and down projections add biases. expert_swiglu_oai: the experts'
+  // activation is gpt-oss's clamped SwiGLU, g = min(gate, 7), u = clamp(up,
+  // -7, 7), out = (u + 1) · g · σ(1.702 g) (ggml's swiglu_oai), instead of `activation`.
+  bool expert_softmax_after_topk = false;
+  bool has_router_bias = false;
+  bool has_expert_bias = false;
+  bool expert_swiglu_oai = false;
 
   // KV sharing (Gemma-3n / Gemma-4 style): -1 = this layer computes and owns
   // its K/V; otherwise the index of an earlier layer whose cache it reads (its
   // own k/v projections and k norm, when a file carries them, are never used).
   int kv_donor = -1;
+
+  // Attention sinks (gpt-oss): a learned logit per query head (tensor
+  // attn_sinks [n_heads]) counted in each softmax's denominator as a key with
+  // no value (KvCache::update_and_attend's sinks).
+  bool has_sinks = false;
+  // GGUF naming quirk (gpt-oss): the pre-FFN norm is blk.N.post_attention_norm,
+  // not ffn_norm (the layer has no post-attention norm).
+  bool gguf_ffn_norm_is_post_attention = false;
 };
 
 // Sentence-embedding pooling, with llama.cpp's <arch>.pooling_type values.
@@ -146,6 +170,15 @@ struct ModelConfig {
 
 // Standard RoPE frequencies base^(-2i/n_rot), i < n_rot/2.
 std::vector<float> rope_inv_freq(double base, int n_rot);
+// YaRN (llama.cpp's ggml_rope_yarn with ext_factor 1): pair i's frequency is
+// base^(-2i/n_rot) · ((1 - r_i) / factor + r_i), r_i = 1 - clamp((i - lo) /
+// max(0.001, hi - lo), 0, 1), lo = max(0, floor(d(beta_fast))), hi =
+// min(n_rot - 1, ceil(d(beta_slow))), d(b) = n_rot ln(orig / (2π b)) / (2 ln base).
+std::vector<float> yarn_rope_inv_freq(double base, int n_rot, const RopeScaling& s);
+// The magnitude YaRN multiplies RoPE's cos and sin by: 1 + 0.1 ln(factor)
+// (factor > 1; else 1). With every dim rotated, q·k grows by its square,
+// which the readers fold into attn_scale (exact: nothing else reads q or k).
+double yarn_mscale(const RopeScaling& s);
 // Llama 3.1 "llama3" frequency factors ff_i (inv_freq is divided by them).
 std::vector<float> llama3_rope_factors(double base, int n_rot, double factor, double low_freq_factor,
                                        double high_freq_factor, double original_max_positions);

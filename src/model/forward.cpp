@@ -134,10 +134,12 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
   }
   if (cache != nullptr) {
     cache->update_and_attend(cache_id, kv_rows, s.q.data(), L.n_heads, writes ? s.k.data() : nullptr,
-                             writes ? s.v.data() : nullptr, L.attn_scale, s.att.data());
+                             writes ? s.v.data() : nullptr, L.attn_scale, s.att.data(),
+                             L.has_sinks ? w.sinks.data() : nullptr);
   } else {
     const kv::StepAttendShape shape{L.n_heads, L.n_kv_heads, L.head_dim_k, L.head_dim_v, L.window, c.causal};
-    kv::attend_in_step(kv_rows, shape, s.q.data(), s.k.data(), s.v.data(), L.attn_scale, s.att.data());
+    kv::attend_in_step(kv_rows, shape, s.q.data(), s.k.data(), s.v.data(), L.attn_scale, s.att.data(),
+                       L.has_sinks ? w.sinks.data() : nullptr);
   }
   kernels::matmul(w.wo, s.att.data(), n, s.tmp.data());
   if (L.has_o_bias) add_bias(s.tmp.data(), w.bo, n);

@@ -61,6 +61,22 @@ void add_experts(std::vector<GgufTensorPlan>& out, const ModelConfig& c, int l) 
   add(TensorRole::kDownExps, {E, d, ff});
   add(TensorRole::kGateExps, {E, ff, d});
   add(TensorRole::kUpExps, {E, ff, d});
+  // gpt-oss: the router's and the experts' biases, always F32 (not matrices to quantize).
+  auto bias = [&](TensorRole role, std::vector<int64_t> shape) {
+    GgufTensorPlan t;
+    t.name = tensor_name(g, role, l);
+    t.source = tensor_name(c, role, l);
+    t.role = role;
+    t.layer = l;
+    t.shape = std::move(shape);
+    out.push_back(std::move(t));
+  };
+  if (L.has_router_bias) bias(TensorRole::kRouterBias, {E});
+  if (L.has_expert_bias) {
+    bias(TensorRole::kDownExpsBias, {E, d});
+    bias(TensorRole::kGateExpsBias, {E, ff});
+    bias(TensorRole::kUpExpsBias, {E, ff});
+  }
 }
 
 }  // namespace
@@ -142,6 +158,7 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
     if (L.has_k_norm && L.kv_donor < 0) norm(TensorRole::kKNorm, l, L.head_dim_k);
     add(TensorRole::kO, l, {d, o_dim});
     if (L.has_o_bias) add(TensorRole::kOBias, l, {d});
+    if (L.has_sinks) add(TensorRole::kSinks, l, {L.n_heads});
     if (L.has_post_attn_norm) norm(TensorRole::kPostAttnNorm, l, d);
     norm(TensorRole::kFfnNorm, l, d);
     if (L.n_experts > 0) {

@@ -4,6 +4,7 @@
 #include "model/moe.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 #include "kernels/ops.h"
@@ -16,11 +17,31 @@ void grow(std::vector<T>& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
 }
 
-void activation_mul(Activation a, float* gate, const float* up, int64_t n) {
-  switch (a) {
+// gpt-oss's clamped SwiGLU (ggml's swiglu_oai, alpha 1.702, limit 7):
+// g = min(gate, 7), u = clamp(up, -7, 7), gate = (u + 1) · g · σ(1.702 g).
+void swiglu_oai_mul(float* gate, const float* up, int64_t n) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kLimit);
+    const float u = std::clamp(up[i], -kLimit, kLimit);
+    gate[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
+  }
+}
+
+void expert_activation(const LayerConfig& L, float* gate, const float* up, int64_t n) {
+  if (L.expert_swiglu_oai) return swiglu_oai_mul(gate, up, n);
+  switch (L.activation) {
     case Activation::kSilu: kernels::silu_mul(gate, up, n); break;
     case Activation::kGeluTanh: kernels::gelu_tanh_mul(gate, up, n); break;
+    default: fail("mixture of experts: activation ", activation_name(L.activation), " is not supported in experts");
   }
+}
+
+// y[r] += b for m rows of width b_width, b = table row e (empty table: nothing).
+void add_bias_rows(float* y, const std::vector<float>& table, int e, int64_t width, int64_t m) {
+  if (table.empty()) return;
+  const float* b = table.data() + int64_t{e} * width;
+  for (int64_t r = 0; r < m; ++r) kernels::add(y + r * width, b, width);
 }
 
 // y += w · x over n values.
@@ -47,23 +68,51 @@ MoeScratch& moe_scratch() {
   return s;
 }
 
+constexpr int kMaxUsed = 64;  // experts per token under softmax-after-top-k (a stack array)
+
 void check_layer(const LayerConfig& L, const LayerWeights& w) {
   OG_CHECK(L.n_experts > 0 && L.n_experts_used > 0 && L.n_experts_used <= L.n_experts &&
                static_cast<int>(w.w_gate_exps.size()) == L.n_experts &&
                static_cast<int>(w.w_up_exps.size()) == L.n_experts &&
                static_cast<int>(w.w_down_exps.size()) == L.n_experts,
            "mixture of experts: the layer's weights do not match its ", L.n_experts, " experts");
+  OG_CHECK(w.b_router.size() == (L.has_router_bias ? size_t(L.n_experts) : 0) &&
+               w.b_down_exps.size() == (L.has_expert_bias ? size_t(L.n_experts) * w.w_down_exps[0].shape[0] : 0),
+           "mixture of experts: the layer's biases do not match its experts");
+}
+
+// The router's logits [n, n_experts] for x [n, d_model], with its bias.
+void router_logits(const LayerConfig& L, const LayerWeights& w, const float* x, int64_t n, float* logits) {
+  kernels::matmul(w.w_router, x, n, logits);
+  if (L.has_router_bias)
+    for (int64_t r = 0; r < n; ++r) kernels::add(logits + r * L.n_experts, w.b_router.data(), L.n_experts);
 }
 
 }  // namespace
 
 void moe_route(const LayerConfig& L, float* logits, int64_t n, MoeRouting& out) {
   const int E = L.n_experts, k = L.n_experts_used;
+  OG_CHECK(!L.expert_softmax_after_topk || k <= kMaxUsed, "mixture of experts: ", k, " experts per token is more than ",
+           kMaxUsed);
   grow(out.expert, n * k);
   grow(out.weight, n * k);
   std::vector<int32_t> idx(static_cast<size_t>(E));
   for (int64_t r = 0; r < n; ++r) {
     float* p = logits + r * E;
+    if (L.expert_softmax_after_topk) {
+      // gpt-oss: the k largest logits, then the softmax over those k alone.
+      for (int e = 0; e < E; ++e) idx[e] = e;
+      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                        [p](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+      float w[kMaxUsed];
+      for (int j = 0; j < k; ++j) w[j] = p[idx[j]];
+      kernels::softmax(w, k);
+      for (int j = 0; j < k; ++j) {
+        out.expert[r * k + j] = idx[j];
+        out.weight[r * k + j] = w[j];
+      }
+      continue;
+    }
     kernels::softmax(p, E);
     for (int e = 0; e < E; ++e) idx[e] = e;
     std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
@@ -85,7 +134,7 @@ void moe_ffn(const LayerConfig& L, const LayerWeights& w, const float* x, int64_
   const int64_t ff = L.d_ff_expert, slots = n * k;
   MoeScratch& s = moe_scratch();
   grow(s.logits, n * E);
-  kernels::matmul(w.w_router, x, n, s.logits.data());
+  router_logits(L, w, x, n, s.logits.data());
   moe_route(L, s.logits.data(), n, s.route);
   // Counting sort of the slots by expert (stable: row order within an expert).
   s.start.assign(static_cast<size_t>(E) + 1, 0);
@@ -108,8 +157,11 @@ void moe_ffn(const LayerConfig& L, const LayerWeights& w, const float* x, int64_
     float* up = s.up.data() + g0 * ff;
     const kernels::MatmulTarget gate_up[] = {{&w.w_gate_exps[e], gate}, {&w.w_up_exps[e], up}};
     kernels::matmul_group(gate_up, s.xg.data() + g0 * d, m);
-    activation_mul(L.activation, gate, up, m * ff);
+    add_bias_rows(gate, w.b_gate_exps, e, ff, m);
+    add_bias_rows(up, w.b_up_exps, e, ff, m);
+    expert_activation(L, gate, up, m * ff);
     kernels::matmul(w.w_down_exps[e], gate, m, s.yg.data() + g0 * d);
+    add_bias_rows(s.yg.data() + g0 * d, w.b_down_exps, e, d, m);
   }
   std::fill(y, y + n * d, 0.0f);
   for (int64_t i = 0; i < slots; ++i)
@@ -125,7 +177,7 @@ void moe_ffn_plain(const LayerConfig& L, const LayerWeights& w, const float* x, 
   MoeRouting route;
   for (int64_t r = 0; r < n; ++r) {
     const float* xr = x + r * d;
-    kernels::matmul(w.w_router, xr, 1, logits.data());
+    router_logits(L, w, xr, 1, logits.data());
     moe_route(L, logits.data(), 1, route);
     float* yr = y + r * d;
     std::fill(yr, yr + d, 0.0f);
@@ -133,8 +185,11 @@ void moe_ffn_plain(const LayerConfig& L, const LayerWeights& w, const float* x, 
       const int e = route.expert[j];
       kernels::matmul(w.w_gate_exps[e], xr, 1, gate.data());
       kernels::matmul(w.w_up_exps[e], xr, 1, up.data());
-      activation_mul(L.activation, gate.data(), up.data(), ff);
+      add_bias_rows(gate.data(), w.b_gate_exps, e, ff, 1);
+      add_bias_rows(up.data(), w.b_up_exps, e, ff, 1);
+      expert_activation(L, gate.data(), up.data(), ff);
       kernels::matmul(w.w_down_exps[e], gate.data(), 1, out.data());
+      add_bias_rows(out.data(), w.b_down_exps, e, d, 1);
       add_scaled(yr, out.data(), route.weight[j], d);
     }
   }

@@ -46,6 +46,11 @@ std::string gguf_name(TensorRole r, int l) {
     case TensorRole::kGateExps: return b + "ffn_gate_exps.weight";
     case TensorRole::kUpExps: return b + "ffn_up_exps.weight";
     case TensorRole::kDownExps: return b + "ffn_down_exps.weight";
+    case TensorRole::kSinks: return b + "attn_sinks.weight";
+    case TensorRole::kRouterBias: return b + "ffn_gate_inp.bias";
+    case TensorRole::kGateExpsBias: return b + "ffn_gate_exps.bias";
+    case TensorRole::kUpExpsBias: return b + "ffn_up_exps.bias";
+    case TensorRole::kDownExpsBias: return b + "ffn_down_exps.bias";
   }
   return "";
 }
@@ -91,6 +96,11 @@ std::string hf_name(const ModelConfig& c, TensorRole r, int l, int e) {
     case TensorRole::kGateExps: return ex + c.hf_moe.gate + ".weight";
     case TensorRole::kUpExps: return ex + c.hf_moe.up + ".weight";
     case TensorRole::kDownExps: return ex + c.hf_moe.down + ".weight";
+    case TensorRole::kSinks: return b + "self_attn.sinks";  // GptOss names (its HF checkpoints are not read yet)
+    case TensorRole::kRouterBias: return b + c.hf_moe.block + ".router.bias";
+    case TensorRole::kGateExpsBias: return ex + c.hf_moe.gate + ".bias";
+    case TensorRole::kUpExpsBias: return ex + c.hf_moe.up + ".bias";
+    case TensorRole::kDownExpsBias: return ex + c.hf_moe.down + ".bias";
   }
   return "";
 }
@@ -121,6 +131,9 @@ TensorView matrix(const TensorSource& src, const std::string& name, int64_t rows
 }  // namespace
 
 std::string tensor_name(const ModelConfig& c, TensorRole role, int layer, int expert) {
+  if (c.layout == WeightLayout::kGguf && role == TensorRole::kFfnNorm && layer >= 0 && layer < c.n_layers() &&
+      c.layers[layer].gguf_ffn_norm_is_post_attention)
+    return gguf_name(TensorRole::kPostAttnNorm, layer);  // gpt-oss names its pre-FFN norm so
   return c.layout == WeightLayout::kGguf ? gguf_name(role, layer) : hf_name(c, role, layer, expert);
 }
 
@@ -136,6 +149,20 @@ std::vector<float> tensor_to_f32(const TensorSource& src, const std::string& nam
 }
 
 namespace {
+
+// A 2-D f32-convertible tensor [rows, cols] (the experts' bias tables) as rows * cols values.
+std::vector<float> bias_table(const TensorSource& src, const std::string& name, int64_t rows, int64_t cols) {
+  const TensorInfo& t = require(src, name);
+  check_dtype(src, t);
+  OG_CHECK(t.shape == std::vector<int64_t>({rows, cols}), src.source_name(), ": tensor ", name, " has shape ",
+           shape_str(t.shape), ", expected ", shape_str({rows, cols}), " (experts, width)");
+  const TensorView v = tensor_view(src, t);
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    kernels::dequantize_row(v.dtype, static_cast<const uint8_t*>(v.data) + r * dtype_row_bytes(v.dtype, cols),
+                            out.data() + r * cols, cols);
+  return out;
+}
 
 std::vector<float> norm_weight(const ModelConfig& c, const TensorSource& src, TensorRole r, int l, int64_t n) {
   std::vector<float> w = tensor_to_f32(src, tensor_name(c, r, l), n);
@@ -196,6 +223,7 @@ LayerWeights bind_layer(const ModelConfig& c, const TensorSource& src, int l) {
     }
   }
   if (L.has_o_bias) w.bo = tensor_to_f32(src, name(TensorRole::kOBias), d);
+  if (L.has_sinks) w.sinks = tensor_to_f32(src, name(TensorRole::kSinks), L.n_heads);
   if (L.has_q_norm) w.q_norm = norm_weight(c, src, TensorRole::kQNorm, l, L.head_dim_k);
   if (L.has_k_norm && L.kv_donor < 0) w.k_norm = norm_weight(c, src, TensorRole::kKNorm, l, L.head_dim_k);
   if (L.has_post_attn_norm) w.post_attn_norm = norm_weight(c, src, TensorRole::kPostAttnNorm, l, d);
@@ -206,6 +234,12 @@ LayerWeights bind_layer(const ModelConfig& c, const TensorSource& src, int l) {
     w.w_gate_exps = expert_matrices(c, src, TensorRole::kGateExps, l, L.d_ff_expert, d);
     w.w_up_exps = expert_matrices(c, src, TensorRole::kUpExps, l, L.d_ff_expert, d);
     w.w_down_exps = expert_matrices(c, src, TensorRole::kDownExps, l, d, L.d_ff_expert);
+    if (L.has_router_bias) w.b_router = tensor_to_f32(src, name(TensorRole::kRouterBias), L.n_experts);
+    if (L.has_expert_bias) {
+      w.b_gate_exps = bias_table(src, name(TensorRole::kGateExpsBias), L.n_experts, L.d_ff_expert);
+      w.b_up_exps = bias_table(src, name(TensorRole::kUpExpsBias), L.n_experts, L.d_ff_expert);
+      w.b_down_exps = bias_table(src, name(TensorRole::kDownExpsBias), L.n_experts, d);
+    }
   } else {
     w.w_gate = matrix(src, name(TensorRole::kGate), L.d_ff, d);
     w.w_up = matrix(src, name(TensorRole::kUp), L.d_ff, d);

@@ -17,6 +17,9 @@ enum class TensorRole {
   kTokenEmbd, kOutputNorm, kOutput, kOutputBias,
   kAttnNorm, kQ, kK, kV, kO, kQBias, kKBias, kVBias, kOBias, kQNorm, kKNorm,
   kPostAttnNorm, kFfnNorm, kPostFfnNorm, kGate, kUp, kDown,
+  // gpt-oss: attention sinks [n_heads], the router's bias [n_experts] and the
+  // experts' biases (GGUF [n_experts, d_ff_expert] for gate / up, [n_experts, d_model] for down).
+  kSinks, kRouterBias, kGateExpsBias, kUpExpsBias, kDownExpsBias,
   // Per-layer inputs (gemma4): the model-level table, projection and norm,
   // and each layer's gate, projection, post-norm and output scale.
   kPerLayerTokenEmbd, kPerLayerModelProj, kPerLayerProjNorm,
@@ -56,8 +59,12 @@ struct LayerWeights {
   TensorView w_pl_proj;               // [d_model, d_per_layer]
   std::vector<float> pl_post_norm;    // [d_model]
   float output_scale = 1.0f;          // used when has_output_scale
+  std::vector<float> sinks;           // [n_heads] attention sinks; empty unless has_sinks
   // Mixture of experts (n_experts > 0; then w_gate / w_up / w_down have no data).
   TensorView w_router;                   // [n_experts, d_model]
+  std::vector<float> b_router;           // [n_experts]; empty unless has_router_bias
+  std::vector<float> b_gate_exps, b_up_exps;  // [n_experts, d_ff_expert]; empty unless has_expert_bias
+  std::vector<float> b_down_exps;        // [n_experts, d_model]; empty unless has_expert_bias
   std::vector<TensorView> w_gate_exps;   // n_experts x [d_ff_expert, d_model]
   std::vector<TensorView> w_up_exps;     // n_experts x [d_ff_expert, d_model]
   std::vector<TensorView> w_down_exps;   // n_experts x [d_model, d_ff_expert]

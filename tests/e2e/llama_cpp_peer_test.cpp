@@ -170,6 +170,26 @@ TEST(LlamaCppPeer, SyntheticMixturesOfExpertsGiveTheSameText) {
   }
 }
 
+// gpt-oss: og-synth's tiny GGUF (4 layers alternating window 8 and full,
+// sinks, YaRN 8 over 256, biases everywhere, 8 experts with 4 used, the
+// clamped SwiGLU), at F32 and with MXFP4 experts. A 29-token prompt and 24
+// decoded tokens, so the sliding layers' rings wrap. llama.cpp's KV cache is
+// F32 and flash attention off, as for the other mixtures.
+TEST(LlamaCppPeer, SyntheticGptOssGivesTheSameText) {
+  if (const std::string why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  const std::string d = scratch_dir() + "/peer";
+  fs::create_directories(d);
+  for (DType dt : {DType::F32, DType::MXFP4}) {
+    synth::SynthSpec s = synth::tiny_spec(synth::Family::kGptOss);
+    s.weight_dtype = dt;
+    const std::string label = std::string("gpt-oss ") + (dt == DType::F32 ? "f32" : "mxfp4");
+    const std::string gguf = d + "/gpt-oss-" + (dt == DType::F32 ? "f32" : "mxfp4") + ".gguf";
+    synth::write_gguf(s, gguf);
+    expect_same_continuation(gguf, label, "Once upon a time there was a little girl who lived in a big house", 24,
+                             {}, {"-ctk", "f32", "-ctv", "f32", "-fa", "off"});
+  }
+}
+
 // Synthetic gemma4 GGUFs: 10 layers (4 sliding : 1 full, twice) sharing 0
 // and 5 layers, 15 layers sharing 5 and 10; window 8 under a 29-token prompt
 // and 32 decoded tokens, so ring caches wrap and sharers read wrapped donors.

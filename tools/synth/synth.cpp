@@ -28,7 +28,8 @@ constexpr FamilyName kFamilies[] = {{Family::kLlama, "llama"},
                                     {Family::kGemma3, "gemma3"},
                                     {Family::kGemma4, "gemma4"},
                                     {Family::kQwen3Moe, "qwen3moe"},
-                                    {Family::kMixtral, "mixtral"}};
+                                    {Family::kMixtral, "mixtral"},
+                                    {Family::kGptOss, "gpt-oss"}};
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -124,6 +125,16 @@ SynthSpec tiny_spec(Family f) {
       s.n_experts = 8;
       s.n_experts_used = 2;
       s.d_ff = 64;
+      break;
+    case Family::kGptOss:  // gpt-oss-20b's structure: 4 layers (sliding 8 / full), 8 experts of 32, 4 used
+      s.n_layers = 4;
+      s.window = 8;
+      s.tied = false;
+      s.rope_base = 150000.0;
+      s.n_experts = 8;
+      s.n_experts_used = 4;
+      s.d_ff_expert = 32;
+      s.d_ff = 32;
       break;
     case Family::kGemma4:
       // E2B's structure in miniature: (4 sliding, 1 full) x 2, the last 5
@@ -242,16 +253,21 @@ void validate(const SynthSpec& s) {
   OG_CHECK(s.rope_base > 1 && s.rope_base_local > 1, "synthetic model: rope bases must be > 1");
   OG_CHECK(s.rms_eps > 0 && s.rms_eps < 1, "synthetic model: rms_eps must be in (0, 1)");
   OG_CHECK(s.window == 0 || s.family == Family::kMistral || s.family == Family::kMixtral ||
-               s.family == Family::kGemma3 || s.family == Family::kGemma4,
-           "synthetic model: a sliding window is only written for mistral, mixtral, gemma3 and gemma4");
+               s.family == Family::kGemma3 || s.family == Family::kGemma4 || s.family == Family::kGptOss,
+           "synthetic model: a sliding window is only written for mistral, mixtral, gemma3, gemma4 and gpt-oss");
   if (s.family == Family::kGemma4) validate_gemma4(s);
-  const bool moe = s.family == Family::kQwen3Moe || s.family == Family::kMixtral;
+  const bool moe = s.family == Family::kQwen3Moe || s.family == Family::kMixtral || s.family == Family::kGptOss;
   OG_CHECK(moe == (s.n_experts > 0), "synthetic model: experts (n_experts ", s.n_experts,
-           ") are written for qwen3moe and mixtral only, and those need them");
+           ") are written for qwen3moe, mixtral and gpt-oss only, and those need them");
   if (moe) {
     OG_CHECK(s.n_experts <= 1024 && s.n_experts_used > 0 && s.n_experts_used <= s.n_experts,
              "synthetic model: n_experts_used ", s.n_experts_used, " must be in 1..n_experts (", s.n_experts, ")");
-    if (s.family == Family::kQwen3Moe) positive(s.d_ff_expert, "d_ff_expert");
+    if (s.family == Family::kQwen3Moe || s.family == Family::kGptOss) positive(s.d_ff_expert, "d_ff_expert");
+  }
+  if (s.family == Family::kGptOss) {
+    OG_CHECK(s.window > 0, "synthetic model: gpt-oss needs a sliding window (its even layers slide)");
+    OG_CHECK(s.yarn_factor >= 1 && s.yarn_original > 1, "synthetic model: gpt-oss needs YaRN factor >= 1 and an "
+             "original context > 1");
   }
   validate_embedding(s);
   OG_CHECK(dtype_info(static_cast<uint32_t>(s.weight_dtype)), "synthetic model: unknown weight dtype");
@@ -293,6 +309,7 @@ void plan_experts(const SynthSpec& s, const std::string& h, std::vector<PlannedT
 std::vector<PlannedTensor> plan(const SynthSpec& s) {
   validate(s);
   if (s.family == Family::kGemma4) return plan_gemma4(s);
+  if (s.family == Family::kGptOss) return plan_gpt_oss(s);
   const int64_t d = s.d_model, V = n_vocab(s), q_dim = s.n_heads * s.head_dim, kv_dim = s.n_kv_heads * s.head_dim;
   const bool gemma = s.family == Family::kGemma3;
   std::vector<PlannedTensor> out;

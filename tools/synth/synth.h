@@ -14,7 +14,7 @@
 
 namespace og::synth {
 
-enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3, kGemma4, kQwen3Moe, kMixtral };
+enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3, kGemma4, kQwen3Moe, kMixtral, kGptOss };
 const char* family_name(Family f);  // "llama", "qwen2", ...
 bool family_from_name(const std::string& s, Family* out);
 
@@ -78,6 +78,12 @@ struct SynthSpec {
   int64_t n_experts_used = 0;
   int64_t d_ff_expert = 0;
   bool expert_weights_norm = true;
+  // gpt-oss only (GGUF only; synth_gpt_oss.cpp): YaRN RoPE scaling factor
+  // and original context, and the dtype of the matrices other than the
+  // expert stacks when weight_dtype is MXFP4 (the experts' type).
+  double yarn_factor = 8;
+  int64_t yarn_original = 256;
+  DType gpt_oss_dense_dtype = DType::F32;
   double rms_eps = 1e-5;
   bool tied = true;               // output = token embedding
   DType weight_dtype = DType::F32;   // GGUF 2-D weights (norms stay F32); HF layout is always F32
@@ -118,6 +124,11 @@ SynthSpec tiny_spec(Family f);
 // Qwen3-30B-A3B shapes: d_model 2048, 48 layers, 32 heads, 4 KV heads, head_dim 128, 128 experts of
 // width 768 with 8 used, vocab 128256 (the llama3 tokenizer; the real one has 151936), Q4_K weights.
 SynthSpec qwen3_30b_a3b_spec();
+// gpt-oss-20b shapes: d_model 2880, 24 layers (sliding window 128 on even
+// layers), 64 heads of 64, 8 KV heads, 32 experts of 2880 with 4 used, YaRN
+// 32 over 4096; the llama3 tokenizer (128256; the real vocabulary is 201088),
+// experts in the spec's weight dtype (MXFP4), other matrices Q8_0.
+SynthSpec gpt_oss_20b_spec();
 // Llama-3.2-1B shapes: d_model 2048, 16 layers, 32 heads, 8 KV heads, d_ff 8192, vocab 128256.
 SynthSpec llama32_1b_spec();
 // Gemma 4 E2B text shapes (GEMMA4.md §1): d_model 1536, 35 layers (4 sliding : 1 full), 8 heads, 1 KV

@@ -33,6 +33,10 @@ void validate(const SynthSpec& spec);  // throws og::Error naming the bad field
 bool is_sliding_layer(const SynthSpec& spec, int64_t layer);
 std::vector<PlannedTensor> plan(const SynthSpec& spec);
 std::vector<PlannedTensor> plan_gemma4(const SynthSpec& spec);  // synth_gemma4.cpp
+// gpt-oss (synth_gpt_oss.cpp): the tensors under their GGUF names, and the
+// config they are written from (the GGUF form is the only one).
+std::vector<PlannedTensor> plan_gpt_oss(const SynthSpec& spec);
+ModelConfig gpt_oss_model_config(const SynthSpec& spec);
 // Appends one layer's router and experts (h: the layer's HF prefix "model.layers.N.").
 void plan_experts(const SynthSpec& spec, const std::string& h, std::vector<PlannedTensor>& out);
 int64_t gemma4_layer_d_ff(const SynthSpec& spec, int64_t layer);

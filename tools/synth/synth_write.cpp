@@ -31,6 +31,8 @@ DType storage_dtype(const SynthSpec& s, const GgufTensorPlan& t, TensorTypePicke
   if (!t.matrix || gguf_keeps_f32(t.name)) return DType::F32;
   if (mix) return mix->pick(t.name, t.shape.back());
   DType want = s.weight_dtype;
+  // gpt-oss as published: MXFP4 experts, the other matrices in another type.
+  if (s.family == Family::kGptOss && want == DType::MXFP4 && t.shape.size() != 3) want = s.gpt_oss_dense_dtype;
   const int64_t cols = t.shape.back();
   if (cols % dtype_info(want).block == 0) return want;
   if (cols % 32 == 0) return DType::Q8_0;
@@ -119,7 +121,8 @@ ModelConfig hf_model_config(const SynthSpec& spec, const std::vector<PlannedTens
 
 void write_gguf(const SynthSpec& spec, const std::string& path) {
   std::vector<PlannedTensor> planned = plan(spec);
-  const ModelConfig c = hf_model_config(spec, planned);
+  const ModelConfig c =
+      spec.family == Family::kGptOss ? gpt_oss_model_config(spec) : hf_model_config(spec, planned);
   std::map<std::string, PlannedTensor> hf;
   for (PlannedTensor& t : planned) hf.emplace(t.hf_name, std::move(t));
   GgufWriter w;
@@ -259,6 +262,7 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
       break;
     }
     case Family::kGemma4:
+    case Family::kGptOss:  // GGUF only (write_hf refuses it)
       break;
   }
   return c;
@@ -267,6 +271,8 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
 }  // namespace
 
 void write_hf(const SynthSpec& spec, const std::string& dir) {
+  OG_CHECK(spec.family != Family::kGptOss, "synthetic model: gpt-oss is written as GGUF only (its HF checkpoint's "
+           "fused MXFP4 experts are not written)");
   std::vector<PlannedTensor> tensors = plan(spec);
   TokenizerInfo tok = tokenizer_info(spec);
   std::error_code ec;

@@ -70,7 +70,35 @@ void set_rope(LayerConfig& L, double base, const RopeScaling& s, const std::vect
   L.rope_base = base;
   L.rope_scaling = s;
   L.rope_freq_factors = std::move(factors);
+  if (s.type == RopeScaling::Type::kYarn) f = yarn_rope_inv_freq(base, n_rot, s);
   L.rope_inv_freq = std::move(f);
+}
+
+// rope.scaling.type "yarn": factor (> 1), original_context_length (required),
+// the ramp's yarn_beta_fast / yarn_beta_slow (llama.cpp's defaults 32 and 1).
+// The yarn keys llama.cpp reads only for other archs (ext/attn factor, log
+// multiplier) are refused unless they hold the value it runs with.
+static RopeScaling gguf_yarn_scaling(const GgufFile& f, const std::string& arch) {
+  const std::string src = f.source_name(), p = arch + ".rope.scaling.";
+  RopeScaling s;
+  s.type = RopeScaling::Type::kYarn;
+  s.factor = f.get_float(p + "factor").value_or(1.0);
+  OG_CHECK(std::isfinite(s.factor) && s.factor >= 1, src, ": ", p, "factor = ", s.factor, " must be >= 1 for yarn");
+  const std::optional<int64_t> orig = f.get_int(p + "original_context_length");
+  OG_CHECK(orig && *orig > 1, src, ": yarn scaling needs ", p, "original_context_length (> 1)");
+  s.original_max_positions = static_cast<double>(*orig);
+  s.yarn_beta_fast = f.get_float(p + "yarn_beta_fast").value_or(32.0);
+  s.yarn_beta_slow = f.get_float(p + "yarn_beta_slow").value_or(1.0);
+  OG_CHECK(std::isfinite(s.yarn_beta_fast) && std::isfinite(s.yarn_beta_slow) && s.yarn_beta_slow > 0 &&
+               s.yarn_beta_fast > s.yarn_beta_slow,
+           src, ": ", p, "yarn_beta_fast ", s.yarn_beta_fast, " / yarn_beta_slow ", s.yarn_beta_slow,
+           " must be positive with fast > slow");
+  for (const char* key : {"yarn_ext_factor", "yarn_attn_factor"})
+    if (auto v = f.get_float(p + key); v && *v != 1)
+      fail(src, ": ", p, key, " = ", *v, " is not supported (only 1)");
+  if (auto v = f.get_float(p + "yarn_log_multiplier"); v && *v != 0)
+    fail(src, ": ", p, "yarn_log_multiplier = ", *v, " is not supported");
+  return s;
 }
 
 RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch) {
@@ -79,9 +107,10 @@ RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch) {
   const std::string factor_key = arch + ".rope.scaling.factor";
   const std::optional<std::string> type = f.get_string(type_key);
   const std::optional<double> factor = f.get_float(factor_key);
+  if (type && *type == "yarn") return gguf_yarn_scaling(f, arch);
   // llama.cpp: a missing type means linear; a missing or zero factor means 1.
   if (type && *type != "linear" && *type != "none")
-    fail(f.source_name(), ": ", type_key, " '", *type, "' is not supported (supported: none, linear)");
+    fail(f.source_name(), ": ", type_key, " '", *type, "' is not supported (supported: none, linear, yarn)");
   if ((!type || *type == "linear") && factor && *factor != 0 && *factor != 1) {
     OG_CHECK(std::isfinite(*factor) && *factor > 0, f.source_name(), ": ", factor_key, " = ", *factor,
              " must be positive");
@@ -151,7 +180,12 @@ void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c
       freq_factors = tensor_to_f32(f, "rope_freqs.weight", L.rope_n_rot / 2);
     set_rope(L, base, scaling, freq_factors);
     L.window = static_cast<int>(window);
-    L.attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(L.head_dim_k)));
+    // YaRN scales cos and sin by m; rotating every dim, q·k grows by m², folded in here.
+    OG_CHECK(scaling.type != RopeScaling::Type::kYarn || L.rope_n_rot == L.head_dim_k, src,
+             ": yarn scaling with ", p, "rope.dimension_count ", L.rope_n_rot, " below the key length ",
+             L.head_dim_k, " is not supported");
+    const double m = yarn_mscale(scaling);
+    L.attn_scale = static_cast<float>(m * m / std::sqrt(static_cast<double>(L.head_dim_k)));
     const std::string b = cat("blk.", l, ".");
     OG_CHECK(f.find(b + "attn_qkv.weight") == nullptr, src, ": fused tensor ", b,
              "attn_qkv.weight is not supported (expected separate attn_q/attn_k/attn_v)");

@@ -31,7 +31,7 @@ void set_rope(LayerConfig& L, double base, const RopeScaling& s, const std::vect
 // reads_experts: the family reads <arch>.expert_count itself (read_gguf_experts; not refused).
 void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c, bool reads_softcap = false,
                       bool reads_experts = false);
-// The rope scaling of `<arch>.rope.scaling.*` (linear or none).
+// The rope scaling of `<arch>.rope.scaling.*` (linear, yarn or none).
 RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch);
 
 // The generic <arch>.* keys of c (general.architecture too): context,

@@ -65,13 +65,23 @@ void write_gguf_common(const ModelConfig& c, const std::string& arch, GgufWriter
     w.set(p + "rope.scaling.type", GgufValue::make_string("linear"));
     w.set(p + "rope.scaling.factor", GgufValue::make_f32(static_cast<float>(R.rope_scaling.factor)));
   }
+  if (R.rope_scaling.type == RopeScaling::Type::kYarn) {
+    const RopeScaling& y = R.rope_scaling;
+    w.set(p + "rope.scaling.type", GgufValue::make_string("yarn"));
+    w.set(p + "rope.scaling.factor", GgufValue::make_f32(static_cast<float>(y.factor)));
+    w.set(p + "rope.scaling.original_context_length",
+          u32_value(static_cast<int64_t>(y.original_max_positions), p + "rope.scaling.original_context_length"));
+    if (y.yarn_beta_fast != 32.0) w.set(p + "rope.scaling.yarn_beta_fast", GgufValue::make_f32(float(y.yarn_beta_fast)));
+    if (y.yarn_beta_slow != 1.0) w.set(p + "rope.scaling.yarn_beta_slow", GgufValue::make_f32(float(y.yarn_beta_slow)));
+  }
   if (o.windows) {
     const int window = one_value<int>(c, arch, "sliding window", [](const LayerConfig& L) { return L.window; });
     if (window > 0) w.set(p + "attention.sliding_window", u32_value(window, p + "attention.sliding_window"));
   }
   for (int l = 0; l < c.n_layers(); ++l) {
     const LayerConfig& L = c.layers[l];
-    const float want = static_cast<float>(1.0 / std::sqrt(static_cast<double>(L.head_dim_k)));
+    const double m = yarn_mscale(L.rope_scaling);  // the reader folds YaRN's m² into the scale
+    const float want = static_cast<float>(m * m / std::sqrt(static_cast<double>(L.head_dim_k)));
     OG_CHECK(!o.attn_scale || std::fabs(L.attn_scale - want) <= 1e-6f * want, "cannot write ", c.architecture, " as GGUF ", arch,
              ": layer ", l, " has attention scale ", L.attn_scale, " but the format implies 1/sqrt(", L.head_dim_k,
              ") = ", want);

@@ -66,5 +66,6 @@ const FamilySpec& gemma3_family();
 const FamilySpec& gemma4_family();
 const FamilySpec& qwen3moe_family();
 const FamilySpec& mixtral_family();
+const FamilySpec& gpt_oss_family();
 
 }  // namespace og

@@ -14,6 +14,7 @@ const std::vector<FamilySpec>& family_registry() {
       gemma4_family(),
       qwen3moe_family(),
       mixtral_family(),
+      gpt_oss_family(),
   };
   return families;
 }
