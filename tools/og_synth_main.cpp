@@ -1,7 +1,7 @@
 // og-synth: writes a synthetic random-weight model (tests, benchmarks).
 //   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b|gemma4-e2b|qwen3-30b-a3b|gpt-oss-20b]
 //            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4] [shape overrides]
-//            [--chat-template FILE] [--script FILE] [--embedding [--pooling P]]
+//            [--chat-template FILE] [--script FILE] [--embedding [--pooling P]] [--longrope ORIG (phi3)]
 // Flags are parsed by the commands' flag library (base/flags.h): the same
 // spellings, checks and messages; bad usage exits 2, a failed write 1.
 #include <cstdio>
@@ -27,11 +27,12 @@ struct SynthFlags {
   // Shape overrides; applied only when given (the preset's value otherwise).
   int64_t d_model = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, d_ff = 0, ctx = 0, window = 0;
   int64_t head_dim_full = 0, shared_kv = 0, per_layer = 0, vocab = 0, experts = 0, experts_used = 0, d_ff_expert = 0;
+  int64_t longrope = 0;
 };
 
 void add_flags(og::Flags& fl, SynthFlags& f) {
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-  fl.add_choice("family", &f.family, {"llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4", "qwen3moe", "mixtral", "gpt-oss"},
+  fl.add_choice("family", &f.family, {"llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4", "qwen3moe", "mixtral", "phi3", "gpt-oss"},
                 "model family (required)");
   fl.add_choice("format", &f.format, {"gguf", "hf"},
                 "gguf (one file) or hf (a directory: config.json, model.safetensors, tokenizer) (required)");
@@ -41,8 +42,9 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
                 "(--family gemma4 only); qwen3-30b-a3b: Qwen3-30B-A3B shapes (--family qwen3moe only); "
                 "gpt-oss-20b: gpt-oss-20b shapes, MXFP4 experts with --dtype mxfp4 (--family gpt-oss only)");
   fl.add_string("dtype", &f.dtype,
-                "GGUF weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k, or the mixes q4_k_m "
-                "q5_k_m (per-tensor types as `offgraph quantize` picks them); HF layout is always F32; empty = f32",
+                "GGUF weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q2_k q3_k iq4_nl iq4_xs "
+                "mxfp4, or the mixes q4_k_m q5_k_m q3_k_m iq4_xs_m (per-tensor types as `offgraph quantize` picks "
+                "them); HF layout is always F32; empty = f32",
                 "T");
   fl.add_int("seed", &f.seed, 0, std::numeric_limits<int64_t>::max(), "weight seed");
   fl.add_string("tokenizer", &f.tokenizer,
@@ -78,6 +80,8 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
   fl.add_int("experts", &f.experts, 1, 1024, "qwen3moe, mixtral: experts per layer");
   fl.add_int("experts-used", &f.experts_used, 1, 1024, "qwen3moe, mixtral: experts each token runs");
   fl.add_int("d-ff-expert", &f.d_ff_expert, 1, kMax, "qwen3moe: each expert's feed-forward width");
+  fl.add_int("longrope", &f.longrope, 2, kMax,
+             "phi3: Phi-3.5's longrope RoPE scaling with this original context (below --ctx), short and long factors");
 }
 
 SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
@@ -142,6 +146,7 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
   take("experts", f.experts, s.n_experts);
   take("experts-used", f.experts_used, s.n_experts_used);
   take("d-ff-expert", f.d_ff_expert, s.d_ff_expert);
+  take("longrope", f.longrope, s.longrope_original);
   // Files are read after every usage check: a missing one is a failed write (exit 1).
   if (!f.chat_template.empty()) s.chat_template = og::read_text_file(f.chat_template);
   if (!f.script.empty()) {

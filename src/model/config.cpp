@@ -128,6 +128,12 @@ void validate_config(const ModelConfig& c, const std::string& what) {
              L.rope_inv_freq.size(), " entries, expected ", L.rope_n_rot / 2);
     // 0 is allowed: a pair that does not rotate (partial "proportional" RoPE).
     for (float f : L.rope_inv_freq) OG_CHECK(std::isfinite(f) && f >= 0, at, "RoPE frequency ", f, " is negative");
+    OG_CHECK(L.rope_inv_freq_long.empty() || L.rope_inv_freq_long.size() == L.rope_inv_freq.size(), at,
+             "long-context RoPE table has ", L.rope_inv_freq_long.size(), " entries, expected ", L.rope_n_rot / 2);
+    for (float f : L.rope_inv_freq_long)
+      OG_CHECK(std::isfinite(f) && f >= 0, at, "long-context RoPE frequency ", f, " is negative");
+    OG_CHECK(std::isfinite(L.rope_attn_factor) && L.rope_attn_factor > 0, at,
+             "RoPE attention factor must be positive, got ", L.rope_attn_factor);
     OG_CHECK(std::isfinite(L.attn_scale) && L.attn_scale > 0, at, "attention scale must be positive, got ",
              L.attn_scale);
     if (L.kv_donor >= 0) {
@@ -193,6 +199,10 @@ std::string describe_config(const ModelConfig& c) {
       << (rotated_dims(L) < L.head_dim_k ? cat(" rotates ", rotated_dims(L)) : std::string())
       << (L.has_post_attn_norm ? " post-norms" : "") << (L.has_output_scale ? " out-scale" : "")
       << (L.kv_donor >= 0 ? cat(" kv-from ", L.kv_donor) : std::string())
+      << (L.gate_up_fused ? " gate-up-fused" : "")
+      << (L.rope_inv_freq_long.empty() ? std::string()
+                                       : cat(" longrope (long beyond ", L.rope_long_after, ", attn_factor ",
+                                             L.rope_attn_factor, ")"))
       << (L.n_experts > 0 ? cat(" experts ", L.n_experts, " used ", L.n_experts_used, " ff_expert ", L.d_ff_expert,
                                 L.expert_weights_norm ? "" : " unnormalised",
                                 L.expert_softmax_after_topk ? " softmax-after-topk" : "",

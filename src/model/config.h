@@ -20,10 +20,16 @@ enum class WeightLayout { kGguf, kHf };
 // A layer's RoPE scaling as the source declared it (kept so that a loaded
 // model can be written back; the forward pass only reads rope_inv_freq).
 struct RopeScaling {
-  enum class Type { kNone, kLinear, kLlama3, kYarn };
+  enum class Type { kNone, kLinear, kLlama3, kLongrope, kYarn };
   Type type = Type::kNone;
   double factor = 1.0;  // linear: inv_freq / factor; llama3: the long-wavelength factor
   double low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 8192;
+  // longrope (Phi-3-*-128k, Phi-3.5): per-pair factors [rope_n_rot / 2] that
+  // divide inv_freq, the short ones for runs whose context per sequence is at
+  // most original_max_positions, the long ones beyond; attn_factor multiplies
+  // RoPE's cos and sin (sqrt(1 + ln(s) / ln(orig)), s = context / orig).
+  std::vector<float> short_factor, long_factor;
+  double attn_factor = 1.0;
   // yarn (gpt-oss), as llama.cpp's ggml_rope_yarn: factor and
   // original_max_positions above, the ramp's corners beta_fast / beta_slow
   // (rotations per original context; the GGUF yarn_beta_* keys, default 32
@@ -54,9 +60,20 @@ struct LayerConfig {
   // them; GGUF rope_freqs.weight, or computed from llama3 scaling; empty = none).
   RopeScaling rope_scaling;
   std::vector<float> rope_freq_factors;
+  // longrope: the table [rope_n_rot / 2] a run uses instead of rope_inv_freq
+  // when its context per sequence (the cache's max capacity) exceeds
+  // rope_long_after (llama.cpp's rule); empty = rope_inv_freq always.
+  std::vector<float> rope_inv_freq_long;
+  int64_t rope_long_after = 0;
+  // RoPE's cos and sin are multiplied by this (q·k by its square on the rotated dims).
+  float rope_attn_factor = 1.0f;
 
   bool has_q_norm = false;       // per-head RMSNorm of q and k (weights [head_dim_k]) before RoPE
   bool has_k_norm = false;
+  // Phi-3: the file holds gate and up as one matrix [2 d_ff, d_model] (gate
+  // rows first; GGUF ffn_up, HF mlp.gate_up_proj), bound as two row views
+  // (nothing copied). Its q/k/v are one matrix too (qkv_fused below).
+  bool gate_up_fused = false;
   bool has_qkv_bias = false;     // q/k/v projection biases, added before the q/k norms and RoPE
   bool has_o_bias = false;       // output projection bias (llama with attention_bias)
   bool has_post_attn_norm = false;  // RMSNorm of the attention output before the residual add
@@ -67,6 +84,17 @@ struct LayerConfig {
   // The whole residual stream is multiplied by a per-layer scalar (tensor
   // layer_output_scale [1]) after the layer's last block (gemma4).
   bool has_output_scale = false;
+
+  // Encoder (BERT-style) blocks. post_norm: no norm before a sub-block; its
+  // output is added to the residual stream and the sum is normed (GGUF
+  // attn_output_norm after attention, layer_output_norm after the MLP).
+  // qkv_fused: the file holds one q/k/v matrix (attn_qkv [q + k + v rows, d];
+  // bound as three views). ffn_gated false: the MLP is W_down act(W_up x)
+  // with no gate. has_ffn_bias: up and down projection biases.
+  bool post_norm = false;
+  bool qkv_fused = false;
+  bool ffn_gated = true;
+  bool has_ffn_bias = false;
 
   // Mixture of experts: n_experts > 0 replaces the layer's MLP with a router
   // (W_router [n_experts, d_model]) and n_experts SwiGLU FFNs of width

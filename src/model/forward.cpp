@@ -41,6 +41,7 @@ struct Scratch {
   // (cs_rot -1: nothing yet). Layers with the same RoPE table reuse them.
   int64_t cs_rot = -1;
   std::vector<float> cs_freq;
+  float cs_factor = 1.0f;  // the rope_attn_factor cs was multiplied by
   std::vector<float> sel;   // [n, d_model] the normed rows that want logits
   std::vector<KvRow> kv_rows;  // [n]
 };
@@ -107,9 +108,17 @@ void heads_norm_rope(const LayerConfig& L, float eps, bool norm, const std::vect
   }
 }
 
+// The RoPE table of a run whose context per sequence is `context`: longrope's
+// long table beyond rope_long_after (as llama.cpp chooses), else the one table.
+const std::vector<float>& rope_table(const LayerConfig& L, int64_t context) {
+  return !L.rope_inv_freq_long.empty() && context > L.rope_long_after ? L.rope_inv_freq_long : L.rope_inv_freq;
+}
+
 // cache null: a whole-sequence step attended within itself (kv/step_attend.h).
+// context: the run's positions per sequence (picks a longrope table).
 void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeights& w, int cache_id, bool writes,
-                     const Batch& batch, const std::vector<KvRow>& kv_rows, KvCache* cache, Scratch& s) {
+                     const Batch& batch, const std::vector<KvRow>& kv_rows, KvCache* cache, int64_t context,
+                     Scratch& s) {
   const int64_t n = static_cast<int64_t>(batch.rows.size());
   const int64_t d = c.d_model;
   norm_rows(s.x.data(), w.attn_norm, c.eps, n, d, s.xn.data());
@@ -117,11 +126,15 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
   const kernels::MatmulTarget qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
   kernels::matmul_group(std::span(qkv, writes ? 3 : 1), s.xn.data(), n);
   if (L.has_qkv_bias) add_bias(s.q.data(), w.bq, n);
-  if (L.rope_n_rot > 0 && (s.cs_rot != L.rope_n_rot || s.cs_freq != L.rope_inv_freq)) {
+  const std::vector<float>& freq = rope_table(L, context);
+  if (L.rope_n_rot > 0 && (s.cs_rot != L.rope_n_rot || s.cs_freq != freq || s.cs_factor != L.rope_attn_factor)) {
     for (int64_t r = 0; r < n; ++r)
-      kernels::rope_angles(batch.rows[r].pos, L.rope_n_rot, L.rope_inv_freq.data(), s.cs.data() + r * L.rope_n_rot);
+      kernels::rope_angles(batch.rows[r].pos, L.rope_n_rot, freq.data(), s.cs.data() + r * L.rope_n_rot);
+    if (L.rope_attn_factor != 1.0f)  // cos and sin scaled, as ggml's rope applies its attn_factor
+      for (int64_t i = 0; i < n * L.rope_n_rot; ++i) s.cs[i] *= L.rope_attn_factor;
     s.cs_rot = L.rope_n_rot;
-    s.cs_freq = L.rope_inv_freq;
+    s.cs_freq = freq;
+    s.cs_factor = L.rope_attn_factor;
   }
   heads_norm_rope(L, c.eps, L.has_q_norm, w.q_norm, n, s.cs.data(), L.n_heads, s.q.data());
   if (writes) {
@@ -244,7 +257,7 @@ void check_inputs(const ModelConfig& c, const KvGeometry& geometry, const Batch&
 // Embeddings, then every layer; the residual stream is left in s.x. cache
 // null: each layer attends within the step (every sequence whole).
 void run_layers(const ModelConfig& c, const Weights& w, const KvGeometry& geometry, const Batch& batch,
-                const std::vector<KvRow>& kv_rows, KvCache* cache, Scratch& s) {
+                const std::vector<KvRow>& kv_rows, KvCache* cache, int64_t context, Scratch& s) {
   const int64_t n = static_cast<int64_t>(batch.rows.size());
   const int64_t d = c.d_model;
   for (int64_t i = 0; i < n; ++i) {
@@ -255,7 +268,8 @@ void run_layers(const ModelConfig& c, const Weights& w, const KvGeometry& geomet
   s.cs_rot = -1;  // this batch's RoPE angles are computed by the first layer that needs them
   for (int l = 0; l < c.n_layers(); ++l) {
     const LayerConfig& L = c.layers[l];
-    attention_block(c, L, w.layers[l], geometry.layer_cache[l], geometry.layer_writes[l], batch, kv_rows, cache, s);
+    attention_block(c, L, w.layers[l], geometry.layer_cache[l], geometry.layer_writes[l], batch, kv_rows, cache,
+                    context, s);
     mlp_block(c, L, w.layers[l], n, s);
     per_layer_block(c, L, w.layers[l], l, n, s);
   }
@@ -277,7 +291,9 @@ void hidden_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geome
   kv_rows.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) kv_rows[i] = KvRow{batch.rows[i].seq, batch.rows[i].pos};
   kv::check_whole_sequences(kv_rows);
-  run_layers(c, w, geometry, batch, kv_rows, nullptr, s);
+  int64_t context = 0;  // the longest sequence: the whole of each is in the step
+  for (const BatchRow& r : batch.rows) context = std::max(context, r.pos + 1);
+  run_layers(c, w, geometry, batch, kv_rows, nullptr, context, s);
   const int64_t d = c.d_model;
   hidden.resize(static_cast<size_t>(n * d));
   norm_rows(s.x.data(), w.output_norm, c.eps, n, d, hidden.data());
@@ -304,7 +320,7 @@ KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& 
   KvResult r = cache.begin_step(kv_rows);
   if (!r.ok()) return r;
   try {
-    run_layers(c, w, geometry, batch, kv_rows, &cache, s);
+    run_layers(c, w, geometry, batch, kv_rows, &cache, cache.policy().max_capacity, s);
     compute_logits(c, w, batch, s, logits);
   } catch (...) {
     cache.abort_step();

@@ -3,6 +3,7 @@
 #include "model/gguf_export.h"
 
 #include <cmath>
+#include <utility>
 
 #include "base/error.h"
 #include "model/families/family.h"
@@ -32,6 +33,20 @@ std::vector<float> shared_freq_factors(const ModelConfig& c) {
              " (rope_freqs.weight is shared by every layer)");
   }
   return ff;
+}
+
+// longrope's long and short factors, one pair for every layer (the files
+// hold one rope_factors_long/short.weight); empty when no layer has longrope.
+std::pair<std::vector<float>, std::vector<float>> shared_longrope_factors(const ModelConfig& c) {
+  std::pair<std::vector<float>, std::vector<float>> f;
+  for (int l = 0; l < c.n_layers(); ++l) {
+    const RopeScaling& s = c.layers[l].rope_scaling;
+    const bool longrope = s.type == RopeScaling::Type::kLongrope;
+    if (l == 0 && longrope) f = {s.long_factor, s.short_factor};
+    OG_CHECK(longrope == !f.first.empty() && (!longrope || (s.long_factor == f.first && s.short_factor == f.second)),
+             "GGUF export: layer ", l, " has other longrope factors than layer 0 (the file holds one pair)");
+  }
+  return f;
 }
 
 // The router and the three expert stacks of layer l, in the converter's
@@ -123,13 +138,19 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
     add(TensorRole::kPerLayerModelProj, -1, {c.n_layers() * P, d});
     norm(TensorRole::kPerLayerProjNorm, -1, P);
   }
-  const std::vector<float> ff = shared_freq_factors(c);
-  if (!ff.empty()) {
+  auto generated = [&](const char* name, const std::vector<float>& values) {
     GgufTensorPlan t;
-    t.name = "rope_freqs.weight";
-    t.shape = {static_cast<int64_t>(ff.size())};
-    t.generated = ff;
+    t.name = name;
+    t.shape = {static_cast<int64_t>(values.size())};
+    t.generated = values;
     out.push_back(std::move(t));
+  };
+  const std::vector<float> ff = shared_freq_factors(c);
+  if (!ff.empty()) generated("rope_freqs.weight", ff);
+  const auto [long_factors, short_factors] = shared_longrope_factors(c);
+  if (!long_factors.empty()) {  // Phi-3's longrope, as the converter writes it
+    generated("rope_factors_long.weight", long_factors);
+    generated("rope_factors_short.weight", short_factors);
   }
   for (int l = 0; l < c.n_layers(); ++l) {
     const LayerConfig& L = c.layers[l];
@@ -145,14 +166,21 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
       t.permute_heads = heads;
       t.permute_head_dim = L.head_dim_k;
     };
-    norm(TensorRole::kAttnNorm, l, d);
-    qk(add(TensorRole::kQ, l, {q_dim, d}), L.n_heads);
-    if (L.has_qkv_bias) qk(add(TensorRole::kQBias, l, {q_dim}), L.n_heads);
-    if (L.kv_donor < 0) {
-      qk(add(TensorRole::kK, l, {k_dim, d}), L.n_kv_heads);
-      if (L.has_qkv_bias) qk(add(TensorRole::kKBias, l, {k_dim}), L.n_kv_heads);
-      add(TensorRole::kV, l, {v_dim, d});
-      if (L.has_qkv_bias) add(TensorRole::kVBias, l, {v_dim});
+    if (!L.post_norm) norm(TensorRole::kAttnNorm, l, d);
+    if (L.qkv_fused) {  // one matrix, rows q then k then v (Phi-3)
+      OG_CHECK(!permute && L.kv_donor < 0, "GGUF export: layer ", l,
+               " has fused q/k/v, which cannot be row-permuted or share KV");
+      add(TensorRole::kQkv, l, {q_dim + k_dim + v_dim, d});
+      if (L.has_qkv_bias) add(TensorRole::kQkvBias, l, {q_dim + k_dim + v_dim});
+    } else {
+      qk(add(TensorRole::kQ, l, {q_dim, d}), L.n_heads);
+      if (L.has_qkv_bias) qk(add(TensorRole::kQBias, l, {q_dim}), L.n_heads);
+      if (L.kv_donor < 0) {
+        qk(add(TensorRole::kK, l, {k_dim, d}), L.n_kv_heads);
+        if (L.has_qkv_bias) qk(add(TensorRole::kKBias, l, {k_dim}), L.n_kv_heads);
+        add(TensorRole::kV, l, {v_dim, d});
+        if (L.has_qkv_bias) add(TensorRole::kVBias, l, {v_dim});
+      }
     }
     if (L.has_q_norm) norm(TensorRole::kQNorm, l, L.head_dim_k);
     if (L.has_k_norm && L.kv_donor < 0) norm(TensorRole::kKNorm, l, L.head_dim_k);
@@ -163,6 +191,9 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
     norm(TensorRole::kFfnNorm, l, d);
     if (L.n_experts > 0) {
       add_experts(out, c, l);
+    } else if (L.gate_up_fused) {  // [2 d_ff, d], gate rows first (Phi-3's ffn_up)
+      add(TensorRole::kDown, l, {d, L.d_ff});
+      add(TensorRole::kGateUp, l, {2 * L.d_ff, d});
     } else {
       add(TensorRole::kGate, l, {L.d_ff, d});
       add(TensorRole::kUp, l, {L.d_ff, d});
@@ -231,6 +262,15 @@ void same_layer(const std::string& file, int l, const LayerConfig& a, const Laye
   same(file, p + "expert weight renormalisation", a.expert_weights_norm, b.expert_weights_norm);
   OG_CHECK(close(a.attn_scale, b.attn_scale, 1e-6), file, ": reads back with ", p, "attention scale ", b.attn_scale,
            " but the model has ", a.attn_scale);
+  same(file, p + "fused gate/up", a.gate_up_fused, b.gate_up_fused);
+  same(file, p + "longrope table size", a.rope_inv_freq_long.size(), b.rope_inv_freq_long.size());
+  same(file, p + "longrope original context", a.rope_long_after, b.rope_long_after);
+  OG_CHECK(close(a.rope_attn_factor, b.rope_attn_factor, 1e-6), file, ": reads back with ", p, "RoPE attention factor ",
+           b.rope_attn_factor, " but the model has ", a.rope_attn_factor);
+  for (size_t i = 0; i < a.rope_inv_freq_long.size(); ++i)
+    OG_CHECK(close(a.rope_inv_freq_long[i], b.rope_inv_freq_long[i], 1e-5), file, ": reads back with ", p,
+             "long-context RoPE frequency ", i, " = ", b.rope_inv_freq_long[i], " but the model has ",
+             a.rope_inv_freq_long[i]);
   same(file, p + "RoPE table size", a.rope_inv_freq.size(), b.rope_inv_freq.size());
   for (size_t i = 0; i < a.rope_inv_freq.size(); ++i)
     OG_CHECK(close(a.rope_inv_freq[i], b.rope_inv_freq[i], 1e-5), file, ": reads back with ", p, "RoPE frequency ",

@@ -76,6 +76,8 @@ DType TensorTypePicker::pick_km(const std::string& name, bool output) {
   } else if (has(name, "ffn_down")) {
     if (more_bits(i_ffn_down_, n_layers_)) d = DType::Q6_K;
     ++i_ffn_down_;
+  } else if (has(name, "attn_qkv.weight")) {  // fused q/k/v (Phi-3): one step up, as llama.cpp
+    d = d == DType::Q4_K ? DType::Q5_K : DType::Q6_K;
   }
   return d;
 }

@@ -51,6 +51,19 @@ std::string gguf_name(TensorRole r, int l) {
     case TensorRole::kGateExpsBias: return b + "ffn_gate_exps.bias";
     case TensorRole::kUpExpsBias: return b + "ffn_up_exps.bias";
     case TensorRole::kDownExpsBias: return b + "ffn_down_exps.bias";
+    case TensorRole::kGateUp: return b + "ffn_up.weight";
+    case TensorRole::kTokenTypes: return "token_types.weight";
+    case TensorRole::kPosEmbd: return "position_embd.weight";
+    case TensorRole::kEmbdNorm: return "token_embd_norm.weight";
+    case TensorRole::kEmbdNormBias: return "token_embd_norm.bias";
+    case TensorRole::kQkv: return b + "attn_qkv.weight";
+    case TensorRole::kQkvBias: return b + "attn_qkv.bias";
+    case TensorRole::kAttnOutNorm: return b + "attn_output_norm.weight";
+    case TensorRole::kAttnOutNormBias: return b + "attn_output_norm.bias";
+    case TensorRole::kLayerOutNorm: return b + "layer_output_norm.weight";
+    case TensorRole::kLayerOutNormBias: return b + "layer_output_norm.bias";
+    case TensorRole::kUpBias: return b + "ffn_up.bias";
+    case TensorRole::kDownBias: return b + "ffn_down.bias";
   }
   return "";
 }
@@ -101,6 +114,9 @@ std::string hf_name(const ModelConfig& c, TensorRole r, int l, int e) {
     case TensorRole::kGateExpsBias: return ex + c.hf_moe.gate + ".bias";
     case TensorRole::kUpExpsBias: return ex + c.hf_moe.up + ".bias";
     case TensorRole::kDownExpsBias: return ex + c.hf_moe.down + ".bias";
+    case TensorRole::kQkv: return b + "self_attn.qkv_proj.weight";  // Phi-3
+    case TensorRole::kGateUp: return b + "mlp.gate_up_proj.weight";
+    default: return "(no decoder tensor for this role)";
   }
   return "";
 }
@@ -199,6 +215,34 @@ std::vector<TensorView> expert_matrices(const ModelConfig& c, const TensorSource
   return out;
 }
 
+// Rows [r0, r0 + rows) of a matrix view, as a view of their own (rows are contiguous).
+TensorView row_slice(const TensorView& m, int64_t r0, int64_t rows, const std::string& what) {
+  TensorView v = m;
+  v.data = static_cast<const uint8_t*>(m.data) + r0 * dtype_row_bytes(m.dtype, m.shape[1]);
+  v.shape = {rows, m.shape[1]};
+  v.name = what;
+  return v;
+}
+
+// A fused attn_qkv [q_dim + k_dim + v_dim, d] (and its bias) as the q, k and v
+// views, in that row order (llama.cpp's split of the fused tensor).
+void bind_fused_qkv(const ModelConfig& c, const TensorSource& src, int l, LayerWeights& w) {
+  const LayerConfig& L = c.layers[l];
+  OG_CHECK(L.kv_donor < 0, src.source_name(), ": layer ", l, " has a fused q/k/v tensor and a KV donor");
+  const int64_t q_dim = int64_t{L.n_heads} * L.head_dim_k, k_dim = int64_t{L.n_kv_heads} * L.head_dim_k;
+  const int64_t v_dim = int64_t{L.n_kv_heads} * L.head_dim_v;
+  const std::string qkv = tensor_name(c, TensorRole::kQkv, l);
+  const TensorView all = matrix(src, qkv, q_dim + k_dim + v_dim, c.d_model);
+  w.wq = row_slice(all, 0, q_dim, qkv + "[q]");
+  w.wk = row_slice(all, q_dim, k_dim, qkv + "[k]");
+  w.wv = row_slice(all, q_dim + k_dim, v_dim, qkv + "[v]");
+  if (!L.has_qkv_bias) return;
+  const std::vector<float> b = tensor_to_f32(src, tensor_name(c, TensorRole::kQkvBias, l), q_dim + k_dim + v_dim);
+  w.bq.assign(b.begin(), b.begin() + q_dim);
+  w.bk.assign(b.begin() + q_dim, b.begin() + q_dim + k_dim);
+  w.bv.assign(b.begin() + q_dim + k_dim, b.end());
+}
+
 LayerWeights bind_layer(const ModelConfig& c, const TensorSource& src, int l) {
   const LayerConfig& L = c.layers[l];
   const int64_t d = c.d_model;
@@ -208,14 +252,18 @@ LayerWeights bind_layer(const ModelConfig& c, const TensorSource& src, int l) {
   const int64_t o_dim = int64_t{L.n_heads} * L.head_dim_v;
   auto name = [&](TensorRole r) { return tensor_name(c, r, l); };
   LayerWeights w;
-  w.attn_norm = norm_weight(c, src, TensorRole::kAttnNorm, l, d);
-  w.wq = matrix(src, name(TensorRole::kQ), q_dim, d);
-  if (L.kv_donor < 0) {
-    w.wk = matrix(src, name(TensorRole::kK), k_dim, d);
-    w.wv = matrix(src, name(TensorRole::kV), v_dim, d);
+  if (!L.post_norm) w.attn_norm = norm_weight(c, src, TensorRole::kAttnNorm, l, d);
+  if (L.qkv_fused) {
+    bind_fused_qkv(c, src, l, w);
+  } else {
+    w.wq = matrix(src, name(TensorRole::kQ), q_dim, d);
+    if (L.kv_donor < 0) {
+      w.wk = matrix(src, name(TensorRole::kK), k_dim, d);
+      w.wv = matrix(src, name(TensorRole::kV), v_dim, d);
+    }
   }
   w.wo = matrix(src, name(TensorRole::kO), d, o_dim);
-  if (L.has_qkv_bias) {
+  if (L.has_qkv_bias && !L.qkv_fused) {
     w.bq = tensor_to_f32(src, name(TensorRole::kQBias), q_dim);
     if (L.kv_donor < 0) {
       w.bk = tensor_to_f32(src, name(TensorRole::kKBias), k_dim);
@@ -241,8 +289,15 @@ LayerWeights bind_layer(const ModelConfig& c, const TensorSource& src, int l) {
       w.b_down_exps = bias_table(src, name(TensorRole::kDownExpsBias), L.n_experts, d);
     }
   } else {
-    w.w_gate = matrix(src, name(TensorRole::kGate), L.d_ff, d);
-    w.w_up = matrix(src, name(TensorRole::kUp), L.d_ff, d);
+    if (L.gate_up_fused) {  // [2 d_ff, d]: gate rows, then up rows (Phi-3)
+      const std::string gu = name(TensorRole::kGateUp);
+      const TensorView all = matrix(src, gu, 2 * L.d_ff, d);
+      w.w_gate = row_slice(all, 0, L.d_ff, gu + "[gate]");
+      w.w_up = row_slice(all, L.d_ff, L.d_ff, gu + "[up]");
+    } else {
+      if (L.ffn_gated) w.w_gate = matrix(src, name(TensorRole::kGate), L.d_ff, d);
+      w.w_up = matrix(src, name(TensorRole::kUp), L.d_ff, d);
+    }
     w.w_down = matrix(src, name(TensorRole::kDown), d, L.d_ff);
   }
   if (L.has_v_norm) w.v_norm.assign(static_cast<size_t>(L.head_dim_v), 1.0f);

@@ -30,6 +30,13 @@ enum class TensorRole {
   // matrices (GGUF: one 3-D tensor [n_experts, rows, cols] each; HF: one
   // tensor per expert, named with the `expert` argument of tensor_name).
   kRouter, kGateExps, kUpExps, kDownExps,
+  // Encoders (BERT, nomic-bert): the token-type and absolute position tables,
+  // the embedding LayerNorm, the fused q/k/v matrix, the post-residual norms
+  // of a post_norm layer, and the LayerNorm / MLP biases.
+  kTokenTypes, kPosEmbd, kEmbdNorm, kEmbdNormBias, kQkv, kQkvBias,
+  kAttnOutNorm, kAttnOutNormBias, kLayerOutNorm, kLayerOutNormBias, kUpBias, kDownBias,
+  // Phi-3's fused gate/up matrix [2 d_ff, d_model] (LayerConfig::gate_up_fused).
+  kGateUp,
 };
 
 // The tensor name of a role in the config's layout (GGUF names, or HF names

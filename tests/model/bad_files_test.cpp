@@ -173,9 +173,9 @@ TEST(BadHf, UnsupportedRopeScaling) {
   EXPECT_ERROR_HAS(hf_error(e), "rope_scaling.rope_type 'dynamic' is not supported");
   e.config = [](nlohmann::json& c) {
     c.erase("rope_scaling");
-    c["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 10000.0}};
+    c["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 10000.0}};  // Phi-3's, without its factors
   };
-  EXPECT_ERROR_HAS(hf_error(e), "rope_parameters.rope_type 'longrope' is not supported");
+  EXPECT_ERROR_HAS(hf_error(e), "rope_parameters.short_factor must be a list of numbers");
 }
 
 TEST(BadHf, UnknownArchitecture) {

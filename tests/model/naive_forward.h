@@ -41,28 +41,35 @@ inline std::vector<double> naive_linear(const float* w, const float* b, const st
   return y;
 }
 
-inline void naive_rope(double* x, const LayerConfig& L, int64_t pos) {
+// long_rope: longrope's long-context factors (rope_scaling.long_factor) in place of the short ones.
+inline void naive_rope(double* x, const LayerConfig& L, int64_t pos, bool long_rope = false) {
   const int half = L.rope_n_rot / 2;
+  const bool longrope = L.rope_scaling.type == RopeScaling::Type::kLongrope;
+  const double m = longrope ? L.rope_scaling.attn_factor : 1.0;  // scales cos and sin
   for (int i = 0; i < half; ++i) {
-    const double th = static_cast<double>(pos) * L.rope_inv_freq[i];
+    double f = L.rope_inv_freq[i];
+    if (longrope)  // from the base and the factors themselves, not the loaded tables
+      f = std::pow(L.rope_base, -2.0 * i / L.rope_n_rot) /
+          (long_rope ? L.rope_scaling.long_factor[i] : L.rope_scaling.short_factor[i]);
+    const double th = static_cast<double>(pos) * f;
     const int a = L.rope_interleaved ? 2 * i : i;
     const int b = L.rope_interleaved ? 2 * i + 1 : i + half;
     const double xa = x[a], xb = x[b];
-    x[a] = xa * std::cos(th) - xb * std::sin(th);
-    x[b] = xa * std::sin(th) + xb * std::cos(th);
+    x[a] = m * (xa * std::cos(th) - xb * std::sin(th));
+    x[b] = m * (xa * std::sin(th) + xb * std::cos(th));
   }
 }
 
 // Optional per-head RMSNorm (norm_w set) then RoPE of x [n_heads, head_dim] at pos.
 inline void naive_heads_norm_rope(double* x, int n_heads, int hd, const float* norm_w, float eps,
-                                  const LayerConfig& L, int64_t pos) {
+                                  const LayerConfig& L, int64_t pos, bool long_rope = false) {
   for (int hh = 0; hh < n_heads; ++hh) {
     double* head = &x[hh * hd];
     if (norm_w) {
       std::vector<double> tmp = naive_rms(std::vector<double>(head, head + hd), norm_w, eps);
       std::copy(tmp.begin(), tmp.end(), head);
     }
-    naive_rope(head, L, pos);
+    naive_rope(head, L, pos, long_rope);
   }
 }
 
@@ -101,8 +108,11 @@ inline double naive_act(Activation a, double x) {
 template <typename Wf>
 std::vector<double> naive_mlp(const LayerConfig& L, const Wf& W, const std::string& b, const std::vector<double>& xn,
                               int64_t d) {
-  std::vector<double> g = naive_linear(W(b + "ffn_gate.weight"), nullptr, xn, L.d_ff);
-  std::vector<double> u = naive_linear(W(b + "ffn_up.weight"), nullptr, xn, L.d_ff);
+  // Phi-3's fused ffn_up [2 d_ff, d]: gate rows, then up rows.
+  const float* gate = L.gate_up_fused ? W(b + "ffn_up.weight") : W(b + "ffn_gate.weight");
+  const float* up = L.gate_up_fused ? W(b + "ffn_up.weight") + L.d_ff * d : W(b + "ffn_up.weight");
+  std::vector<double> g = naive_linear(gate, nullptr, xn, L.d_ff);
+  std::vector<double> u = naive_linear(up, nullptr, xn, L.d_ff);
   for (int64_t i = 0; i < L.d_ff; ++i) {
     g[i] = naive_act(L.activation, g[i]) * u[i];
   }
@@ -164,8 +174,9 @@ std::vector<std::vector<double>> naive_per_layer_inputs(const ModelConfig& c, co
 }
 
 // Logits [tokens.size(), n_vocab] for every position of one sequence.
+// long_rope: a longrope model run with its long factors (a context beyond the original).
 inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource& src,
-                                        const std::vector<int32_t>& tokens) {
+                                        const std::vector<int32_t>& tokens, bool long_rope = false) {
   const int64_t d = c.d_model, T = static_cast<int64_t>(tokens.size());
   auto W = [&](const std::string& n) { return tensor_f32(src, n); };
   auto opt = [&](const std::string& n) -> const float* {
@@ -188,14 +199,20 @@ inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource
     std::vector<std::vector<double>> att_out(T);
     for (int64_t t = 0; t < T; ++t) {
       std::vector<double> xn = naive_rms(h[t], W(b + "attn_norm.weight"), c.eps);
-      std::vector<double> q = naive_linear(W(b + "attn_q.weight"), opt(b + "attn_q.bias"), xn, L.n_heads * hd);
+      // Fused attn_qkv (Phi-3): q rows, then k rows, then v rows.
+      const float* wqkv = L.qkv_fused ? W(b + "attn_qkv.weight") : nullptr;
+      const int64_t q_rows = int64_t{L.n_heads} * hd, k_rows = int64_t{L.n_kv_heads} * hd;
+      std::vector<double> q = naive_linear(wqkv ? wqkv : W(b + "attn_q.weight"), opt(b + "attn_q.bias"), xn,
+                                           L.n_heads * hd);
       naive_heads_norm_rope(q.data(), L.n_heads, hd, L.has_q_norm ? W(b + "attn_q_norm.weight") : nullptr, c.eps,
-                            L, t);
+                            L, t, long_rope);
       if (L.kv_donor < 0) {
-        std::vector<double> k = naive_linear(W(b + "attn_k.weight"), opt(b + "attn_k.bias"), xn, L.n_kv_heads * hd);
-        std::vector<double> v = naive_linear(W(b + "attn_v.weight"), opt(b + "attn_v.bias"), xn, L.n_kv_heads * hv);
+        std::vector<double> k = naive_linear(wqkv ? wqkv + q_rows * d : W(b + "attn_k.weight"),
+                                             opt(b + "attn_k.bias"), xn, L.n_kv_heads * hd);
+        std::vector<double> v = naive_linear(wqkv ? wqkv + (q_rows + k_rows) * d : W(b + "attn_v.weight"),
+                                             opt(b + "attn_v.bias"), xn, L.n_kv_heads * hv);
         naive_heads_norm_rope(k.data(), L.n_kv_heads, hd, L.has_k_norm ? W(b + "attn_k_norm.weight") : nullptr,
-                              c.eps, L, t);
+                              c.eps, L, t, long_rope);
         for (int kh = 0; L.has_v_norm && kh < L.n_kv_heads; ++kh) {  // weightless RMSNorm per head
           double ss = 0;
           for (int e = 0; e < hv; ++e) ss += v[kh * hv + e] * v[kh * hv + e];

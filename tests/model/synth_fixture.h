@@ -61,7 +61,7 @@ inline const std::vector<synth::Family>& all_families() {
   static const std::vector<synth::Family> f = {synth::Family::kLlama, synth::Family::kQwen2, synth::Family::kQwen3,
                                                synth::Family::kMistral, synth::Family::kGemma3,
                                                synth::Family::kGemma4,  synth::Family::kQwen3Moe,
-                                               synth::Family::kMixtral};
+                                               synth::Family::kMixtral, synth::Family::kPhi3};
   return f;
 }
 

@@ -29,6 +29,7 @@ constexpr FamilyName kFamilies[] = {{Family::kLlama, "llama"},
                                     {Family::kGemma4, "gemma4"},
                                     {Family::kQwen3Moe, "qwen3moe"},
                                     {Family::kMixtral, "mixtral"},
+                                    {Family::kPhi3, "phi3"},
                                     {Family::kGptOss, "gpt-oss"}};
 
 uint64_t splitmix64(uint64_t& state) {
@@ -125,6 +126,9 @@ SynthSpec tiny_spec(Family f) {
       s.n_experts = 8;
       s.n_experts_used = 2;
       s.d_ff = 64;
+      break;
+    case Family::kPhi3:  // Phi-3-mini's structure: untied head, q/k/v and gate/up fused
+      s.tied = false;
       break;
     case Family::kGptOss:  // gpt-oss-20b's structure: 4 layers (sliding 8 / full), 8 experts of 32, 4 used
       s.n_layers = 4;
@@ -269,6 +273,12 @@ void validate(const SynthSpec& s) {
     OG_CHECK(s.yarn_factor >= 1 && s.yarn_original > 1, "synthetic model: gpt-oss needs YaRN factor >= 1 and an "
              "original context > 1");
   }
+  OG_CHECK(s.longrope_original == 0 || (s.family == Family::kPhi3 && s.longrope_original > 1 &&
+                                        s.longrope_original < s.n_ctx),
+           "synthetic model: longrope (original context ", s.longrope_original,
+           ") is written for phi3 only, with an original context in 2..n_ctx-1");
+  OG_CHECK(s.family != Family::kPhi3 || s.n_heads * s.head_dim == s.d_model, "synthetic model: phi3 needs n_heads * ",
+           "head_dim (", s.n_heads * s.head_dim, ") = d_model (", s.d_model, "): Phi3Config has no head_dim");
   validate_embedding(s);
   OG_CHECK(dtype_info(static_cast<uint32_t>(s.weight_dtype)), "synthetic model: unknown weight dtype");
   n_vocab(s);
@@ -327,9 +337,13 @@ std::vector<PlannedTensor> plan(const SynthSpec& s) {
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const std::string h = cat(prefix, "layers.", l, ".");
     add(h + "input_layernorm.weight", {d}, Kind::kNorm);
-    add(h + "self_attn.q_proj.weight", {q_dim, d}, Kind::kLinear, d);
-    add(h + "self_attn.k_proj.weight", {kv_dim, d}, Kind::kLinear, d);
-    add(h + "self_attn.v_proj.weight", {kv_dim, d}, Kind::kLinear, d);
+    if (s.family == Family::kPhi3) {
+      add(h + "self_attn.qkv_proj.weight", {q_dim + 2 * kv_dim, d}, Kind::kLinear, d);
+    } else {
+      add(h + "self_attn.q_proj.weight", {q_dim, d}, Kind::kLinear, d);
+      add(h + "self_attn.k_proj.weight", {kv_dim, d}, Kind::kLinear, d);
+      add(h + "self_attn.v_proj.weight", {kv_dim, d}, Kind::kLinear, d);
+    }
     if (s.family == Family::kQwen2) {
       add(h + "self_attn.q_proj.bias", {q_dim}, Kind::kBias);
       add(h + "self_attn.k_proj.bias", {kv_dim}, Kind::kBias);
@@ -351,8 +365,12 @@ std::vector<PlannedTensor> plan(const SynthSpec& s) {
       plan_experts(s, h, out);
       continue;
     }
-    add(h + "mlp.gate_proj.weight", {s.d_ff, d}, Kind::kLinear, d);
-    add(h + "mlp.up_proj.weight", {s.d_ff, d}, Kind::kLinear, d);
+    if (s.family == Family::kPhi3) {
+      add(h + "mlp.gate_up_proj.weight", {2 * s.d_ff, d}, Kind::kLinear, d);
+    } else {
+      add(h + "mlp.gate_proj.weight", {s.d_ff, d}, Kind::kLinear, d);
+      add(h + "mlp.up_proj.weight", {s.d_ff, d}, Kind::kLinear, d);
+    }
     add(h + "mlp.down_proj.weight", {d, s.d_ff}, Kind::kLinear, s.d_ff);
   }
   add(prefix + "norm.weight", {d}, Kind::kNorm);

@@ -14,7 +14,7 @@
 
 namespace og::synth {
 
-enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3, kGemma4, kQwen3Moe, kMixtral, kGptOss };
+enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3, kGemma4, kQwen3Moe, kMixtral, kPhi3, kGptOss };
 const char* family_name(Family f);  // "llama", "qwen2", ...
 bool family_from_name(const std::string& s, Family* out);
 
@@ -78,6 +78,10 @@ struct SynthSpec {
   int64_t n_experts_used = 0;
   int64_t d_ff_expert = 0;
   bool expert_weights_norm = true;
+  // phi3 only (fused qkv_proj and gate_up_proj): > 0 writes Phi-3.5's
+  // longrope scaling, original_max_position_embeddings = longrope_original
+  // (< n_ctx) and deterministic short/long factors [head_dim / 2].
+  int64_t longrope_original = 0;
   // gpt-oss only (GGUF only; synth_gpt_oss.cpp): YaRN RoPE scaling factor
   // and original context, and the dtype of the matrices other than the
   // expert stacks when weight_dtype is MXFP4 (the experts' type).

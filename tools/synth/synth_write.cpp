@@ -39,15 +39,16 @@ DType storage_dtype(const SynthSpec& s, const GgufTensorPlan& t, TensorTypePicke
   return DType::F16;
 }
 
-// The mix's weight type (q4_k_m, q5_k_m), or null when every matrix takes weight_dtype.
+// The mix's weight type (q4_k_m, q5_k_m, q3_k_m, iq4_xs_m: one per base
+// type), or null when every matrix takes weight_dtype.
 std::optional<WeightType> mix_type(const SynthSpec& s) {
   if (!s.weight_mix) return std::nullopt;
-  OG_CHECK(s.weight_dtype == DType::Q4_K || s.weight_dtype == DType::Q5_K,
-           "synthetic model: the _m mix needs a Q4_K or Q5_K base, not ", dtype_name(static_cast<uint32_t>(s.weight_dtype)));
-  WeightType t;
-  OG_CHECK(weight_type_from_name(s.weight_dtype == DType::Q4_K ? "q4_k_m" : "q5_k_m", &t),
-           "synthetic model: the _m weight types are missing");
-  return t;
+  for (const std::string& name : weight_type_names()) {
+    WeightType t;
+    if (weight_type_from_name(name, &t) && t.mix != kMixNone && t.base == s.weight_dtype) return t;
+  }
+  fail("synthetic model: no _m mix has the base type ", dtype_name(static_cast<uint32_t>(s.weight_dtype)),
+       " (q4_k_m: Q4_K, q5_k_m: Q5_K, q3_k_m: Q3_K, iq4_xs_m: IQ4_XS)");
 }
 
 uint32_t file_type(DType t) {
@@ -127,7 +128,11 @@ void write_gguf(const SynthSpec& spec, const std::string& path) {
   for (PlannedTensor& t : planned) hf.emplace(t.hf_name, std::move(t));
   GgufWriter w;
   write_gguf_metadata(c, w);
-  w.set("general.name", GgufValue::make_string(cat("synthetic-", family_name(spec.family))));
+  // llama.cpp gives the tokens <s>, </s>, <unk> and <|endoftext|> of a model
+  // whose general.name mentions phi3 or phi-3 special attributes, and fails
+  // to load one whose vocabulary lacks them (ours): phi3 is named "p3".
+  const std::string name = spec.family == Family::kPhi3 ? std::string("p3") : family_name(spec.family);
+  w.set("general.name", GgufValue::make_string("synthetic-" + name));
   const std::optional<WeightType> mix = mix_type(spec);
   w.set("general.file_type", GgufValue::make_u32(mix ? mix->file_type : file_type(spec.weight_dtype)));
   w.set("general.quantization_version", GgufValue::make_u32(2));
@@ -188,12 +193,26 @@ void write_gguf(const SynthSpec& spec, const std::string& path) {
 
 namespace {
 
+// Phi-3.5-style longrope: short factors near 1, long ones growing with the
+// pair index (as the real ones do, ~1 to ~60), both [head_dim / 2].
+nlohmann::ordered_json phi3_longrope(const SynthSpec& s) {
+  nlohmann::ordered_json shorts = nlohmann::ordered_json::array(), longs = nlohmann::ordered_json::array();
+  const int64_t half = s.head_dim / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const double x = static_cast<double>(i) / static_cast<double>(half);
+    shorts.push_back(1.0 + 0.25 * x);
+    longs.push_back(1.0 + 40.0 * x * x);
+  }
+  return {{"type", "longrope"}, {"short_factor", shorts}, {"long_factor", longs}};
+}
+
 nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
   if (s.family == Family::kGemma4) return gemma4_hf_config(s, tok);
   static const char* kArch[] = {"LlamaForCausalLM",   "Qwen2ForCausalLM", "Qwen3ForCausalLM",
                                 "MistralForCausalLM", "Gemma3ForCausalLM", "",
-                                "Qwen3MoeForCausalLM", "MixtralForCausalLM"};
-  static const char* kType[] = {"llama", "qwen2", "qwen3", "mistral", "gemma3_text", "", "qwen3_moe", "mixtral"};
+                                "Qwen3MoeForCausalLM", "MixtralForCausalLM", "Phi3ForCausalLM"};
+  static const char* kType[] = {"llama", "qwen2", "qwen3",    "mistral", "gemma3_text",
+                                "",      "qwen3_moe", "mixtral", "phi3"};
   const int f = static_cast<int>(s.family);
   nlohmann::ordered_json c;
   c["architectures"] = {kArch[f]};
@@ -261,6 +280,13 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
       if (s.bidirectional) c["use_bidirectional_attention"] = true;
       break;
     }
+    case Family::kPhi3:
+      c["hidden_act"] = "silu";
+      c.erase("head_dim");  // Phi3Config derives it
+      c["sliding_window"] = nullptr;
+      c["original_max_position_embeddings"] = s.longrope_original > 0 ? s.longrope_original : s.n_ctx;
+      if (s.longrope_original > 0) c["rope_scaling"] = phi3_longrope(s);
+      break;
     case Family::kGemma4:
     case Family::kGptOss:  // GGUF only (write_hf refuses it)
       break;

@@ -70,8 +70,31 @@ void set_rope(LayerConfig& L, double base, const RopeScaling& s, const std::vect
   L.rope_base = base;
   L.rope_scaling = s;
   L.rope_freq_factors = std::move(factors);
+  L.rope_inv_freq_long.clear();
+  L.rope_long_after = 0;
+  L.rope_attn_factor = 1.0f;
+  if (s.type == RopeScaling::Type::kLongrope) {
+    // Two tables, short and long factors; the run's context picks one (forward.cpp).
+    const std::vector<float> plain = f;
+    auto divided = [&](const std::vector<float>& by) {
+      std::vector<float> t = plain;
+      for (size_t i = 0; i < t.size() && i < by.size(); ++i) t[i] = static_cast<float>(double{t[i]} / by[i]);
+      return t;
+    };
+    f = divided(s.short_factor);
+    L.rope_inv_freq_long = divided(s.long_factor);
+    L.rope_long_after = static_cast<int64_t>(s.original_max_positions);
+    L.rope_attn_factor = static_cast<float>(s.attn_factor);
+  }
   if (s.type == RopeScaling::Type::kYarn) f = yarn_rope_inv_freq(base, n_rot, s);
   L.rope_inv_freq = std::move(f);
+}
+
+std::vector<float> checked_rope_factors(const std::vector<float>& f, int n_rot, const std::string& what) {
+  OG_CHECK(static_cast<int>(f.size()) == n_rot / 2, what, " has ", f.size(), " values, expected ", n_rot / 2,
+           " (half the RoPE dimension count ", n_rot, ")");
+  for (float x : f) OG_CHECK(std::isfinite(x) && x > 0, what, " holds ", x, ", not a positive number");
+  return f;
 }
 
 // rope.scaling.type "yarn": factor (> 1), original_context_length (required),
@@ -121,7 +144,7 @@ RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch) {
 }
 
 void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c, bool reads_softcap,
-                      bool reads_experts) {
+                      bool reads_experts, bool reads_fused_qkv) {
   const std::string src = f.source_name();
   const std::string p = arch + ".";
   const int64_t n_layers = gguf_required_int(f, p + "block_count");
@@ -187,9 +210,11 @@ void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c
     const double m = yarn_mscale(scaling);
     L.attn_scale = static_cast<float>(m * m / std::sqrt(static_cast<double>(L.head_dim_k)));
     const std::string b = cat("blk.", l, ".");
-    OG_CHECK(f.find(b + "attn_qkv.weight") == nullptr, src, ": fused tensor ", b,
+    // A fused attn_qkv (Phi-3; llama.cpp accepts it there in place of q/k/v) is bound as three row views.
+    L.qkv_fused = f.find(b + "attn_qkv.weight") != nullptr;
+    OG_CHECK(!L.qkv_fused || reads_fused_qkv, src, ": fused tensor ", b,
              "attn_qkv.weight is not supported (expected separate attn_q/attn_k/attn_v)");
-    L.has_qkv_bias = f.find(b + "attn_q.bias") != nullptr;
+    L.has_qkv_bias = f.find(b + (L.qkv_fused ? "attn_qkv.bias" : "attn_q.bias")) != nullptr;
     L.has_o_bias = f.find(b + "attn_output.bias") != nullptr;
   }
   read_gguf_embedding(f, arch, c);
@@ -228,6 +253,25 @@ void refuse_unsupported(const nlohmann::json& cfg, const std::string& file, bool
     fail(file, ": partial_rotary_factor = ", *r, " is not supported (only full-head RoPE)");
 }
 
+// longrope's context facts (transformers' rule): the original context from
+// the scaling object or config.json's original_max_position_embeddings;
+// attention factor, unless given, sqrt(1 + ln(s) / ln(orig)) for s =
+// max_position_embeddings / orig > 1, else 1; factor lengths head_dim / 2.
+void resolve_hf_longrope(const nlohmann::json& cfg, const std::string& file, int64_t n_ctx, int head_dim,
+                         RopeScaling& s) {
+  if (s.original_max_positions <= 0) {
+    const std::optional<int64_t> orig = json_int(cfg, "original_max_position_embeddings", file);
+    OG_CHECK(orig && *orig > 1, file, ": longrope scaling needs original_max_position_embeddings (> 1)");
+    s.original_max_positions = static_cast<double>(*orig);
+  }
+  OG_CHECK(s.original_max_positions > 1, file, ": rope_scaling.original_max_position_embeddings must be > 1");
+  s.factor = static_cast<double>(n_ctx) / s.original_max_positions;
+  if (s.attn_factor <= 0)
+    s.attn_factor = s.factor <= 1 ? 1.0 : std::sqrt(1 + std::log(s.factor) / std::log(s.original_max_positions));
+  s.short_factor = checked_rope_factors(s.short_factor, head_dim, file + ": rope_scaling.short_factor");
+  s.long_factor = checked_rope_factors(s.long_factor, head_dim, file + ": rope_scaling.long_factor");
+}
+
 }  // namespace
 
 RopeScaling parse_hf_rope(const nlohmann::json& obj, const std::string& where) {
@@ -249,6 +293,25 @@ RopeScaling parse_hf_rope(const nlohmann::json& obj, const std::string& where) {
     s.factor = num("factor", 1.0);
     return s;
   }
+  if (type == "longrope" || type == "su") {  // Phi-3 ("su" in its first configs)
+    s.type = RopeScaling::Type::kLongrope;
+    auto factors = [&](const char* key) {
+      OG_CHECK(json_has(obj, key) && obj.at(key).is_array(), where, ".", key, " must be a list of numbers");
+      std::vector<float> f;
+      for (const nlohmann::json& x : obj.at(key)) {
+        OG_CHECK(x.is_number(), where, ".", key, " holds ", json_excerpt(x), ", not a number");
+        f.push_back(x.get<float>());
+      }
+      return f;
+    };
+    s.short_factor = factors("short_factor");
+    s.long_factor = factors("long_factor");
+    // Resolved by read_hf_common from config.json when absent here (0).
+    s.original_max_positions = json_has(obj, "original_max_position_embeddings")
+                                   ? num("original_max_position_embeddings", 1.0) : 0;
+    s.attn_factor = json_has(obj, "attention_factor") ? num("attention_factor", 1.0) : 0;
+    return s;
+  }
   if (type == "llama3") {
     s.type = RopeScaling::Type::kLlama3;
     s.factor = num("factor", 8.0);
@@ -259,7 +322,7 @@ RopeScaling parse_hf_rope(const nlohmann::json& obj, const std::string& where) {
              " must exceed low_freq_factor ", s.low_freq_factor);
     return s;
   }
-  fail(where, ".rope_type '", type, "' is not supported (supported: default, linear, llama3)");
+  fail(where, ".rope_type '", type, "' is not supported (supported: default, linear, llama3, longrope)");
 }
 
 double hf_rope_theta(const nlohmann::json& cfg, const std::string& file, double fallback) {
@@ -335,6 +398,8 @@ void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool 
   RopeScaling scaling;
   if (json_has(cfg, "rope_scaling")) scaling = parse_hf_rope(cfg.at("rope_scaling"), file + ": rope_scaling");
   else if (json_has(cfg, "rope_parameters")) scaling = parse_hf_rope(cfg.at("rope_parameters"), file + ": rope_parameters");
+
+  if (scaling.type == RopeScaling::Type::kLongrope) resolve_hf_longrope(cfg, file, c.n_ctx, head_dim, scaling);
 
   c.layers.assign(static_cast<size_t>(n_layers), LayerConfig{});
   for (LayerConfig& L : c.layers) {

@@ -18,7 +18,11 @@ namespace og {
 // Sets a layer's RoPE (L.rope_n_rot must be set): rope_base, the declared
 // scaling, the frequency factors (ff, or computed for llama3 scaling) and
 // inv_freq = base^(-2i/n_rot) / linear factor / ff_i.
+// longrope: rope_inv_freq from the short factors, rope_inv_freq_long from the
+// long ones, rope_long_after = original_max_positions, rope_attn_factor = s.attn_factor.
 void set_rope(LayerConfig& L, double base, const RopeScaling& s, const std::vector<float>& ff);
+// f when it holds n_rot / 2 positive finite values, else og::Error "<what> has ...".
+std::vector<float> checked_rope_factors(const std::vector<float>& f, int n_rot, const std::string& what);
 
 // ---- GGUF ----
 // Reads context/embedding/block/ff/head/key/value/rope/eps/vocab keys of
@@ -29,8 +33,9 @@ void set_rope(LayerConfig& L, double base, const RopeScaling& s, const std::vect
 // scaling types. attn_scale = 1/sqrt(head_dim_k); rope_interleaved = false.
 // reads_softcap: the family reads final_logit_softcapping itself (not refused).
 // reads_experts: the family reads <arch>.expert_count itself (read_gguf_experts; not refused).
+// reads_fused_qkv: a layer's blk.N.attn_qkv.weight (Phi-3) sets qkv_fused (else it is refused).
 void read_gguf_common(const GgufFile& f, const std::string& arch, ModelConfig& c, bool reads_softcap = false,
-                      bool reads_experts = false);
+                      bool reads_experts = false, bool reads_fused_qkv = false);
 // The rope scaling of `<arch>.rope.scaling.*` (linear, yarn or none).
 RopeScaling gguf_rope_scaling(const GgufFile& f, const std::string& arch);
 

@@ -67,5 +67,6 @@ const FamilySpec& gemma4_family();
 const FamilySpec& qwen3moe_family();
 const FamilySpec& mixtral_family();
 const FamilySpec& gpt_oss_family();
+const FamilySpec& phi3_family();
 
 }  // namespace og

@@ -15,6 +15,7 @@ const std::vector<FamilySpec>& family_registry() {
       qwen3moe_family(),
       mixtral_family(),
       gpt_oss_family(),
+      phi3_family(),
   };
   return families;
 }
