@@ -32,7 +32,7 @@ struct SynthFlags {
 
 void add_flags(og::Flags& fl, SynthFlags& f) {
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-  fl.add_choice("family", &f.family, {"llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4", "qwen3moe", "mixtral", "phi3", "gpt-oss"},
+  fl.add_choice("family", &f.family, {"llama", "qwen2", "qwen3", "mistral", "gemma3", "gemma4", "qwen3moe", "mixtral", "phi3", "gpt-oss", "bert", "nomic-bert"},
                 "model family (required)");
   fl.add_choice("format", &f.format, {"gguf", "hf"},
                 "gguf (one file) or hf (a directory: config.json, model.safetensors, tokenizer) (required)");
@@ -59,7 +59,7 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
                 "decoding; implies --tokenizer llama3 and an untied output (families llama, qwen2, qwen3)",
                 "FILE");
   fl.add_bool("embedding", &f.embedding,
-              "an embedding model (tiny preset; qwen3: last-token pooling as Qwen3-Embedding; gemma3: "
+              "an embedding model (tiny preset; qwen3: last-token pooling as Qwen3-Embedding; bert: cls, nomic-bert: mean (always embedding models); gemma3: "
               "bidirectional, mean pooling, dense 4d -> d as EmbeddingGemma); HF as a headless base model with "
               "sentence-transformers modules");
   fl.add_choice("pooling", &f.pooling, {"none", "mean", "cls", "last"},
@@ -109,8 +109,8 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
   }
   if (f.embedding || !f.pooling.empty()) {
     if (f.preset != "tiny") og::usage_fail("--embedding works with --preset tiny only");
-    if (fam != Family::kQwen3 && fam != Family::kGemma3)
-      og::usage_fail("--embedding needs --family qwen3 or gemma3, not " + f.family);
+    if (fam != Family::kQwen3 && fam != Family::kGemma3 && fam != Family::kBert && fam != Family::kNomicBert)
+      og::usage_fail("--embedding needs --family qwen3, gemma3, bert or nomic-bert, not " + f.family);
     s = og::synth::tiny_embedding_spec(fam);
     if (!f.pooling.empty()) s.pooling = f.pooling;
   }

@@ -479,6 +479,14 @@ void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y) {
   active_table().rms_norm(x, w, eps, n, y);
 }
 
+// Encoder-only ops: the reference on every ISA (a few rows per layer; not a hot path yet).
+void layer_norm(const float* x, const float* w, const float* b, float eps, int64_t n, float* y) {
+  OG_CHECK(n > 0, "layer_norm: empty vector");
+  ref::layer_norm(x, w, b, eps, n, y);
+}
+
+void gelu_erf(float* x, int64_t n) { ref::gelu_erf(x, n); }
+
 void rope(float* x, int64_t head_dim, int64_t n_rot, int64_t pos, const float* inv_freq, bool interleaved) {
   OG_CHECK(n_rot >= 0 && n_rot % 2 == 0 && n_rot <= head_dim, "rope: rotated dims ", n_rot,
            " must be even and at most the head dim ", head_dim);

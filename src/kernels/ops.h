@@ -60,6 +60,10 @@ void get_row(const TensorView& table, int64_t r, float* dst);
 // ---- elementwise / per-row ----
 // y = x / sqrt(mean(x²) + eps) ⊙ w   (w may be nullptr: no weight). x and y may alias.
 void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y);
+// LayerNorm: y = (x - mean(x)) / sqrt(var(x) + eps) ⊙ w + b, var the biased
+// (population) variance; w and b may be nullptr (1 and 0). x and y may alias.
+// Encoders (BERT) normalise this way; one reference implementation for every ISA.
+void layer_norm(const float* x, const float* w, const float* b, float eps, int64_t n, float* y);
 // In-place RoPE of one head vector x[head_dim] at position pos, rotating the
 // first n_rot dims. interleaved: pairs (x[2i], x[2i+1]); else rotate-half
 // pairs (x[i], x[i + n_rot/2]). inv_freq[n_rot/2]: per-pair frequency
@@ -74,6 +78,8 @@ void softmax(float* x, int64_t n);  // in place, numerically stable
 // gate = act(gate) ⊙ up, in place in gate. silu(x) = x·σ(x); gelu_tanh as in PyTorch's approximate="tanh".
 void silu_mul(float* gate, const float* up, int64_t n);
 void gelu_tanh_mul(float* gate, const float* up, int64_t n);
+// x = gelu(x) in place, the exact form 0.5·x·(1 + erf(x/√2)) (BERT's "gelu"; an ungated MLP).
+void gelu_erf(float* x, int64_t n);
 void add(float* y, const float* x, int64_t n);          // y += x
 void scale(float* y, float s, int64_t n);                 // y *= s
 // n values to f16 at dst (2n bytes, any alignment), each exactly as

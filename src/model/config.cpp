@@ -15,6 +15,7 @@ const char* activation_name(Activation a) {
   switch (a) {
     case Activation::kSilu: return "silu";
     case Activation::kGeluTanh: return "gelu_tanh";
+    case Activation::kGeluErf: return "gelu";
   }
   return "?";
 }
@@ -99,6 +100,10 @@ void validate_config(const ModelConfig& c, const std::string& what) {
              " maps ", p.d_in, " -> ", p.d_out, " values but its input is ", dense_in, " wide");
     dense_in = p.d_out;
   }
+  OG_CHECK(c.has_output_norm || c.pooling != Pooling::kUnset, what,
+           ": an encoder (no output norm or head) must declare its pooling (it can only embed)");
+  OG_CHECK(c.n_token_types >= 0 && c.n_token_types <= 65536, what, ": token type count ", c.n_token_types,
+           " is out of range");
   OG_CHECK(c.causal || c.pooling != Pooling::kUnset, what,
            ": a bidirectional (non-causal) model must declare its pooling (it can only embed)");
   for (int l = 0; l < c.n_layers(); ++l) {
@@ -122,6 +127,10 @@ void validate_config(const ModelConfig& c, const std::string& what) {
       OG_CHECK(L.n_experts_used == 0, at, "used expert count ", L.n_experts_used, " without experts");
     }
     OG_CHECK(L.window >= 0, at, "sliding window must be >= 0, got ", L.window);
+    OG_CHECK(!c.layer_norm || L.post_norm, at, "LayerNorm is supported only in post-norm (BERT-style) layers");
+    OG_CHECK(L.ffn_gated || L.activation == Activation::kGeluErf, at, "an ungated MLP must use gelu, not ",
+             activation_name(L.activation));
+    OG_CHECK(L.ffn_gated || L.n_experts == 0, at, "an ungated MLP cannot have experts");
     OG_CHECK(L.rope_n_rot >= 0 && L.rope_n_rot <= L.head_dim_k && L.rope_n_rot % 2 == 0, at,
              "RoPE dimension count ", L.rope_n_rot, " must be even and at most the head dim ", L.head_dim_k);
     OG_CHECK(static_cast<int>(L.rope_inv_freq.size()) == L.rope_n_rot / 2, at, "RoPE table has ",
@@ -185,6 +194,9 @@ std::string describe_config(const ModelConfig& c) {
   if (c.final_logit_softcap > 0) os << " logit_softcap=" << c.final_logit_softcap;
   if (c.pooling != Pooling::kUnset) os << " pooling=" << pooling_name(c.pooling);
   if (!c.causal) os << " bidirectional";
+  if (c.layer_norm) os << " layer-norm";
+  if (c.n_token_types > 0) os << " token_types=" << c.n_token_types;
+  if (c.has_pos_embd) os << " abs-positions";
   for (const DenseProjection& p : c.dense) os << " dense=" << p.d_in << "->" << p.d_out;
   // Group identical layer kinds: "layers 0-4,6: heads 8/4 hd 8/8 ff 172 window 0 rope 10000 ..."
   std::map<std::string, std::vector<int>> kinds;
@@ -197,7 +209,8 @@ std::string describe_config(const ModelConfig& c) {
       << " " << activation_name(L.activation) << (L.has_qkv_bias ? " qkv-bias" : "")
       << (L.has_q_norm ? " qk-norm" : "") << (L.has_v_norm ? " v-norm" : "")
       << (rotated_dims(L) < L.head_dim_k ? cat(" rotates ", rotated_dims(L)) : std::string())
-      << (L.has_post_attn_norm ? " post-norms" : "") << (L.has_output_scale ? " out-scale" : "")
+      << (L.has_post_attn_norm ? " post-norms" : "") << (L.post_norm ? " post-ln" : "")
+      << (L.qkv_fused ? " qkv-fused" : "") << (L.ffn_gated ? "" : " ungated") << (L.has_ffn_bias ? " ffn-bias" : "") << (L.has_output_scale ? " out-scale" : "")
       << (L.kv_donor >= 0 ? cat(" kv-from ", L.kv_donor) : std::string())
       << (L.gate_up_fused ? " gate-up-fused" : "")
       << (L.rope_inv_freq_long.empty() ? std::string()

@@ -11,7 +11,7 @@
 
 namespace og {
 
-enum class Activation { kSilu, kGeluTanh };
+enum class Activation { kSilu, kGeluTanh, kGeluErf };  // kGeluErf: BERT's exact gelu
 const char* activation_name(Activation a);
 
 // How the tensor names of the source map to roles (see weights.h).
@@ -187,6 +187,21 @@ struct ModelConfig {
   Pooling pooling = Pooling::kUnset;
   bool causal = true;
   std::vector<DenseProjection> dense;
+  // Encoders. layer_norm: every norm is a LayerNorm with a bias (mean
+  // subtracted) instead of RMSNorm. n_token_types > 0: the file's
+  // token-type table [n_token_types, d_model] exists and its row 0 (every
+  // input is segment A) is added to each embedding. has_pos_embd: learned
+  // absolute positions (position_embd [n_ctx, d_model]) are added.
+  // has_embd_norm: a norm of the summed embeddings (token_embd_norm).
+  // has_output_norm false: no final norm and no output matrix (an encoder
+  // only embeds). hf_names: the HF tensor naming of the checkpoint.
+  bool layer_norm = false;
+  int n_token_types = 0;
+  bool has_pos_embd = false;
+  bool has_embd_norm = false;
+  bool has_output_norm = true;
+  enum class HfNames { kDecoder, kBert, kNomicBert };
+  HfNames hf_names = HfNames::kDecoder;
   // Things the reader skipped on purpose (e.g. a checkpoint's vision tower),
   // one line each, for `inspect` and the run's log.
   std::vector<std::string> notes;

@@ -2,7 +2,9 @@
 // layer norm, q/k/v projections (all rows at once), bias, q/k/v norms, RoPE,
 // the cache's update_and_attend, output projection, post-norm, residual, MLP
 // (dense, or a mixture of experts: model/moe.h),
-// the per-layer input block and output scale; final norm, logits for the rows
+// the per-layer input block and output scale; encoders' token-type and
+// absolute-position embeddings, LayerNorms and post-residual norms (BERT);
+// final norm, logits for the rows
 // that want them, soft-capping. Branches only on config fields. hidden_pass
 // runs the same layers over a whole-sequence step without a cache (each
 // layer attends within the step) and returns the output-normed rows.
@@ -81,6 +83,15 @@ void norm_rows(const float* x, const std::vector<float>& w, float eps, int64_t n
   for (int64_t r = 0; r < n; ++r) kernels::rms_norm(x + r * width, w.data(), eps, width, y + r * width);
 }
 
+// The model's norm of n rows of width d: RMSNorm, or LayerNorm with bias b
+// (empty = none) when c.layer_norm (encoders).
+void model_norm_rows(const ModelConfig& c, const float* x, const std::vector<float>& w, const std::vector<float>& b,
+                     int64_t n, int64_t width, float* y) {
+  if (!c.layer_norm) return norm_rows(x, w, c.eps, n, width, y);
+  for (int64_t r = 0; r < n; ++r)
+    kernels::layer_norm(x + r * width, w.data(), b.empty() ? nullptr : b.data(), c.eps, width, y + r * width);
+}
+
 void add_bias(float* y, const std::vector<float>& b, int64_t n) {
   const int64_t width = static_cast<int64_t>(b.size());
   for (int64_t r = 0; r < n; ++r) kernels::add(y + r * width, b.data(), width);
@@ -91,6 +102,10 @@ void activation_mul(Activation a, float* gate, const float* up, int64_t n) {
   switch (a) {
     case Activation::kSilu: kernels::silu_mul(gate, up, n); break;
     case Activation::kGeluTanh: kernels::gelu_tanh_mul(gate, up, n); break;
+    case Activation::kGeluErf:
+      kernels::gelu_erf(gate, n);
+      for (int64_t i = 0; i < n; ++i) gate[i] *= up[i];
+      break;
   }
 }
 
@@ -121,10 +136,12 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
                      Scratch& s) {
   const int64_t n = static_cast<int64_t>(batch.rows.size());
   const int64_t d = c.d_model;
-  norm_rows(s.x.data(), w.attn_norm, c.eps, n, d, s.xn.data());
+  // A post-norm (encoder) layer reads the residual stream itself.
+  if (!L.post_norm) norm_rows(s.x.data(), w.attn_norm, c.eps, n, d, s.xn.data());
+  const float* in = L.post_norm ? s.x.data() : s.xn.data();
   // q, k and v read the same normed rows: one pool job (ops.h matmul_group).
   const kernels::MatmulTarget qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
-  kernels::matmul_group(std::span(qkv, writes ? 3 : 1), s.xn.data(), n);
+  kernels::matmul_group(std::span(qkv, writes ? 3 : 1), in, n);
   if (L.has_qkv_bias) add_bias(s.q.data(), w.bq, n);
   const std::vector<float>& freq = rope_table(L, context);
   if (L.rope_n_rot > 0 && (s.cs_rot != L.rope_n_rot || s.cs_freq != freq || s.cs_factor != L.rope_attn_factor)) {
@@ -158,21 +175,38 @@ void attention_block(const ModelConfig& c, const LayerConfig& L, const LayerWeig
   if (L.has_o_bias) add_bias(s.tmp.data(), w.bo, n);
   if (L.has_post_attn_norm) norm_rows(s.tmp.data(), w.post_attn_norm, c.eps, n, d, s.tmp.data());
   kernels::add(s.x.data(), s.tmp.data(), n * d);
+  if (L.post_norm) model_norm_rows(c, s.x.data(), w.attn_out_norm, w.attn_out_norm_b, n, d, s.x.data());
+}
+
+// The ungated MLP of an encoder: W_down act(W_up x + b_up) (+ b_down), into s.tmp.
+void ungated_mlp(const LayerConfig& L, const LayerWeights& w, const float* in, int64_t n, Scratch& s) {
+  kernels::matmul(w.w_up, in, n, s.up.data());
+  if (L.has_ffn_bias) add_bias(s.up.data(), w.b_up, n);
+  OG_CHECK(L.activation == Activation::kGeluErf, "forward: an ungated MLP with activation ",
+           activation_name(L.activation), " is not supported (only gelu)");
+  kernels::gelu_erf(s.up.data(), n * L.d_ff);
+  kernels::matmul(w.w_down, s.up.data(), n, s.tmp.data());
 }
 
 void mlp_block(const ModelConfig& c, const LayerConfig& L, const LayerWeights& w, int64_t n, Scratch& s) {
   const int64_t d = c.d_model;
-  norm_rows(s.x.data(), w.ffn_norm, c.eps, n, d, s.xn.data());
+  if (!L.post_norm) norm_rows(s.x.data(), w.ffn_norm, c.eps, n, d, s.xn.data());
+  const float* in = L.post_norm ? s.x.data() : s.xn.data();
   if (L.n_experts > 0) {
-    moe_ffn(L, w, s.xn.data(), n, d, s.tmp.data());  // grouped by expert (model/moe.h)
+    moe_ffn(L, w, in, n, d, s.tmp.data());  // grouped by expert (model/moe.h)
+  } else if (!L.ffn_gated) {
+    ungated_mlp(L, w, in, n, s);
   } else {
     const kernels::MatmulTarget gate_up[] = {{&w.w_gate, s.gate.data()}, {&w.w_up, s.up.data()}};
-    kernels::matmul_group(gate_up, s.xn.data(), n);
+    kernels::matmul_group(gate_up, in, n);
+    if (L.has_ffn_bias) add_bias(s.up.data(), w.b_up, n);
     activation_mul(L.activation, s.gate.data(), s.up.data(), n * L.d_ff);
     kernels::matmul(w.w_down, s.gate.data(), n, s.tmp.data());
   }
+  if (L.has_ffn_bias) add_bias(s.tmp.data(), w.b_down, n);
   if (L.has_post_ffn_norm) norm_rows(s.tmp.data(), w.post_ffn_norm, c.eps, n, d, s.tmp.data());
   kernels::add(s.x.data(), s.tmp.data(), n * d);
+  if (L.post_norm) model_norm_rows(c, s.x.data(), w.layer_out_norm, w.layer_out_norm_b, n, d, s.x.data());
 }
 
 // pl = (norm(W_proj x / sqrt(d)) + table[token] * sqrt(P)) / sqrt(2), per
@@ -243,6 +277,7 @@ void check_tokens(const ModelConfig& c, const Batch& batch) {
 void check_inputs(const ModelConfig& c, const KvGeometry& geometry, const Batch& batch, const KvCache& cache) {
   OG_CHECK(c.causal, "forward: the model attends bidirectionally (an embedding model): it embeds whole inputs "
            "and cannot generate");
+  OG_CHECK(c.has_output_norm, "forward: the model is an encoder without an output head: it embeds and cannot generate");
   check_tokens(c, batch);
   const KvGeometry& g = cache.geometry();
   bool same = g.layer_cache == geometry.layer_cache && g.layer_writes == geometry.layer_writes &&
@@ -261,9 +296,17 @@ void run_layers(const ModelConfig& c, const Weights& w, const KvGeometry& geomet
   const int64_t n = static_cast<int64_t>(batch.rows.size());
   const int64_t d = c.d_model;
   for (int64_t i = 0; i < n; ++i) {
-    kernels::get_row(w.token_embd, batch.rows[i].token, s.x.data() + i * d);
-    if (c.embedding_scale != 1.0f) kernels::scale(s.x.data() + i * d, c.embedding_scale, d);
+    float* x = s.x.data() + i * d;
+    kernels::get_row(w.token_embd, batch.rows[i].token, x);
+    if (c.embedding_scale != 1.0f) kernels::scale(x, c.embedding_scale, d);
+    // Encoders: + token type 0 + the absolute position's row (s.tmp is free here).
+    if (!w.token_type0.empty()) kernels::add(x, w.token_type0.data(), d);
+    if (c.has_pos_embd) {
+      kernels::get_row(w.pos_embd, batch.rows[i].pos, s.tmp.data());
+      kernels::add(x, s.tmp.data(), d);
+    }
   }
+  if (c.has_embd_norm) model_norm_rows(c, s.x.data(), w.embd_norm, w.embd_norm_b, n, d, s.x.data());
   if (c.d_per_layer > 0) per_layer_inputs(c, w, batch, s);
   s.cs_rot = -1;  // this batch's RoPE angles are computed by the first layer that needs them
   for (int l = 0; l < c.n_layers(); ++l) {
@@ -283,6 +326,9 @@ void hidden_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geome
   hidden.clear();
   if (n == 0) return;
   check_tokens(c, batch);
+  for (size_t i = 0; i < batch.rows.size() && c.has_pos_embd; ++i)
+    OG_CHECK(batch.rows[i].pos >= 0 && batch.rows[i].pos < c.n_ctx, "embeddings: position ", batch.rows[i].pos,
+             " (row ", i, ") is outside the model's position table [0, ", c.n_ctx, ")");
   for (int l = 0; l < c.n_layers(); ++l)
     OG_CHECK(geometry.layer_writes[l], "embeddings: layer ", l,
              " reads another layer's KV (KV sharing), which a whole-sequence pass does not support");
@@ -296,7 +342,8 @@ void hidden_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geome
   run_layers(c, w, geometry, batch, kv_rows, nullptr, context, s);
   const int64_t d = c.d_model;
   hidden.resize(static_cast<size_t>(n * d));
-  norm_rows(s.x.data(), w.output_norm, c.eps, n, d, hidden.data());
+  if (c.has_output_norm) norm_rows(s.x.data(), w.output_norm, c.eps, n, d, hidden.data());
+  else std::copy(s.x.begin(), s.x.begin() + n * d, hidden.begin());  // an encoder's last layer ends normed
 }
 
 KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geometry, const Batch& batch,

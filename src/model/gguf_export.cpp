@@ -132,6 +132,11 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
   auto norm = [&](TensorRole role, int l, int64_t n) { add(role, l, {n}).add = c.norm_weight_offset; };
   OG_CHECK(c.n_vocab > 0, "GGUF export: the vocabulary size is unknown");
   add(TensorRole::kTokenEmbd, -1, {c.n_vocab, d});
+  // Encoders: the token-type and position tables, the embedding LayerNorm.
+  if (c.n_token_types > 0) add(TensorRole::kTokenTypes, -1, {c.n_token_types, d});
+  if (c.has_pos_embd) add(TensorRole::kPosEmbd, -1, {c.n_ctx, d});
+  if (c.has_embd_norm) norm(TensorRole::kEmbdNorm, -1, d);
+  if (c.has_embd_norm && c.layer_norm) add(TensorRole::kEmbdNormBias, -1, {d});
   const int64_t P = c.d_per_layer;
   if (P > 0) {
     add(TensorRole::kPerLayerTokenEmbd, -1, {c.n_vocab, c.n_layers() * P});
@@ -188,16 +193,27 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
     if (L.has_o_bias) add(TensorRole::kOBias, l, {d});
     if (L.has_sinks) add(TensorRole::kSinks, l, {L.n_heads});
     if (L.has_post_attn_norm) norm(TensorRole::kPostAttnNorm, l, d);
-    norm(TensorRole::kFfnNorm, l, d);
+    if (L.post_norm) {  // encoders: the norm after the attention residual
+      norm(TensorRole::kAttnOutNorm, l, d);
+      if (c.layer_norm) add(TensorRole::kAttnOutNormBias, l, {d});
+    } else {
+      norm(TensorRole::kFfnNorm, l, d);
+    }
     if (L.n_experts > 0) {
       add_experts(out, c, l);
     } else if (L.gate_up_fused) {  // [2 d_ff, d], gate rows first (Phi-3's ffn_up)
       add(TensorRole::kDown, l, {d, L.d_ff});
       add(TensorRole::kGateUp, l, {2 * L.d_ff, d});
     } else {
-      add(TensorRole::kGate, l, {L.d_ff, d});
+      if (L.ffn_gated) add(TensorRole::kGate, l, {L.d_ff, d});
       add(TensorRole::kUp, l, {L.d_ff, d});
+      if (L.has_ffn_bias) add(TensorRole::kUpBias, l, {L.d_ff});
       add(TensorRole::kDown, l, {d, L.d_ff});
+      if (L.has_ffn_bias) add(TensorRole::kDownBias, l, {d});
+    }
+    if (L.post_norm) {
+      norm(TensorRole::kLayerOutNorm, l, d);
+      if (c.layer_norm) add(TensorRole::kLayerOutNormBias, l, {d});
     }
     if (L.has_post_ffn_norm) norm(TensorRole::kPostFfnNorm, l, d);
     if (P > 0) {
@@ -207,10 +223,10 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
     }
     if (L.has_output_scale) add(TensorRole::kLayerOutputScale, l, {1});
   }
-  norm(TensorRole::kOutputNorm, -1, d);
+  if (c.has_output_norm) norm(TensorRole::kOutputNorm, -1, d);
   for (size_t i = 0; i < c.dense.size(); ++i)
     add(TensorRole::kDense, static_cast<int>(i), {c.dense[i].d_out, c.dense[i].d_in});
-  if (!c.tied_output) add(TensorRole::kOutput, -1, {c.n_vocab, d});
+  if (!c.tied_output && c.has_output_norm) add(TensorRole::kOutput, -1, {c.n_vocab, d});
   if (source_has && source_has(tensor_name(c, TensorRole::kOutputBias))) add(TensorRole::kOutputBias, -1, {c.n_vocab});
   return out;
 }
@@ -256,6 +272,10 @@ void same_layer(const std::string& file, int l, const LayerConfig& a, const Laye
   same(file, p + "KV donor", a.kv_donor, b.kv_donor);
   same(file, p + "v norm", a.has_v_norm, b.has_v_norm);
   same(file, p + "output scale", a.has_output_scale, b.has_output_scale);
+  same(file, p + "post-norm (encoder) block", a.post_norm, b.post_norm);
+  same(file, p + "fused q/k/v", a.qkv_fused, b.qkv_fused);
+  same(file, p + "gated MLP", a.ffn_gated, b.ffn_gated);
+  same(file, p + "MLP biases", a.has_ffn_bias, b.has_ffn_bias);
   same(file, p + "expert count", a.n_experts, b.n_experts);
   same(file, p + "used expert count", a.n_experts_used, b.n_experts_used);
   same(file, p + "expert feed-forward width", a.d_ff_expert, b.d_ff_expert);
@@ -292,6 +312,9 @@ void check_same_config(const ModelConfig& c, const ModelConfig& w, const std::st
   same(file, "final logit soft-cap", c.final_logit_softcap, w.final_logit_softcap);
   same(file, "pooling", std::string(pooling_name(c.pooling)), std::string(pooling_name(w.pooling)));
   same(file, "causal attention", c.causal, w.causal);
+  same(file, "LayerNorm", c.layer_norm, w.layer_norm);
+  same(file, "token type count", c.n_token_types, w.n_token_types);
+  same(file, "absolute position table", c.has_pos_embd, w.has_pos_embd);
   same(file, "dense projection count", c.dense.size(), w.dense.size());
   for (size_t i = 0; i < c.dense.size(); ++i) {
     same(file, cat("dense projection ", i, " input width"), c.dense[i].d_in, w.dense[i].d_in);

@@ -112,7 +112,10 @@ std::string hf_prefix(const TensorSource& w) {
   // "": base models without a head (Qwen3Model, Gemma3TextModel: embedding checkpoints).
   for (const char* p : {"model.", "model.language_model.", "language_model.model.", ""})
     if (w.find(std::string(p) + "embed_tokens.weight") != nullptr) return p;
-  fail(w.source_name(), ": missing tensor model.embed_tokens.weight");
+  // Encoders: BertModel / NomicBertModel ("bert." under a task head).
+  for (const char* p : {"", "bert."})
+    if (w.find(std::string(p) + "embeddings.word_embeddings.weight") != nullptr) return p;
+  fail(w.source_name(), ": missing tensor model.embed_tokens.weight (or embeddings.word_embeddings.weight)");
 }
 
 }  // namespace

@@ -68,7 +68,64 @@ std::string gguf_name(TensorRole r, int l) {
   return "";
 }
 
+// HF BertModel (prefix "" or "bert."): embeddings.*, encoder.layer.N.*.
+std::string hf_bert_name(const ModelConfig& c, TensorRole r, int l) {
+  const std::string& p = c.hf_prefix;
+  const std::string b = p + "encoder.layer." + std::to_string(l) + ".";
+  switch (r) {
+    case TensorRole::kTokenEmbd: return p + "embeddings.word_embeddings.weight";
+    case TensorRole::kTokenTypes: return p + "embeddings.token_type_embeddings.weight";
+    case TensorRole::kPosEmbd: return p + "embeddings.position_embeddings.weight";
+    case TensorRole::kEmbdNorm: return p + "embeddings.LayerNorm.weight";
+    case TensorRole::kEmbdNormBias: return p + "embeddings.LayerNorm.bias";
+    case TensorRole::kQ: return b + "attention.self.query.weight";
+    case TensorRole::kK: return b + "attention.self.key.weight";
+    case TensorRole::kV: return b + "attention.self.value.weight";
+    case TensorRole::kQBias: return b + "attention.self.query.bias";
+    case TensorRole::kKBias: return b + "attention.self.key.bias";
+    case TensorRole::kVBias: return b + "attention.self.value.bias";
+    case TensorRole::kO: return b + "attention.output.dense.weight";
+    case TensorRole::kOBias: return b + "attention.output.dense.bias";
+    case TensorRole::kAttnOutNorm: return b + "attention.output.LayerNorm.weight";
+    case TensorRole::kAttnOutNormBias: return b + "attention.output.LayerNorm.bias";
+    case TensorRole::kUp: return b + "intermediate.dense.weight";
+    case TensorRole::kUpBias: return b + "intermediate.dense.bias";
+    case TensorRole::kDown: return b + "output.dense.weight";
+    case TensorRole::kDownBias: return b + "output.dense.bias";
+    case TensorRole::kLayerOutNorm: return b + "output.LayerNorm.weight";
+    case TensorRole::kLayerOutNormBias: return b + "output.LayerNorm.bias";
+    default: return "(no BertModel tensor for this role)";
+  }
+}
+
+// HF NomicBertModel: embeddings.*, emb_ln, encoder.layers.N.{attn.Wqkv,
+// attn.out_proj, norm1, mlp.fc11 (up), mlp.fc12 (gate), mlp.fc2, norm2}.
+std::string hf_nomic_name(const ModelConfig& c, TensorRole r, int l) {
+  const std::string& p = c.hf_prefix;
+  const std::string b = p + "encoder.layers." + std::to_string(l) + ".";
+  switch (r) {
+    case TensorRole::kTokenEmbd: return p + "embeddings.word_embeddings.weight";
+    case TensorRole::kTokenTypes: return p + "embeddings.token_type_embeddings.weight";
+    case TensorRole::kEmbdNorm: return p + "emb_ln.weight";
+    case TensorRole::kEmbdNormBias: return p + "emb_ln.bias";
+    case TensorRole::kQkv: return b + "attn.Wqkv.weight";
+    case TensorRole::kQkvBias: return b + "attn.Wqkv.bias";
+    case TensorRole::kO: return b + "attn.out_proj.weight";
+    case TensorRole::kOBias: return b + "attn.out_proj.bias";
+    case TensorRole::kAttnOutNorm: return b + "norm1.weight";
+    case TensorRole::kAttnOutNormBias: return b + "norm1.bias";
+    case TensorRole::kUp: return b + "mlp.fc11.weight";
+    case TensorRole::kGate: return b + "mlp.fc12.weight";
+    case TensorRole::kDown: return b + "mlp.fc2.weight";
+    case TensorRole::kLayerOutNorm: return b + "norm2.weight";
+    case TensorRole::kLayerOutNormBias: return b + "norm2.bias";
+    default: return "(no NomicBertModel tensor for this role)";
+  }
+}
+
 std::string hf_name(const ModelConfig& c, TensorRole r, int l, int e) {
+  if (c.hf_names == ModelConfig::HfNames::kBert) return hf_bert_name(c, r, l);
+  if (c.hf_names == ModelConfig::HfNames::kNomicBert) return hf_nomic_name(c, r, l);
   const std::string& p = c.hf_prefix;
   const std::string b = p + "layers." + std::to_string(l) + ".";
   const std::string ex = b + c.hf_moe.block + ".experts." + std::to_string(e) + ".";
@@ -275,7 +332,19 @@ LayerWeights bind_layer(const ModelConfig& c, const TensorSource& src, int l) {
   if (L.has_q_norm) w.q_norm = norm_weight(c, src, TensorRole::kQNorm, l, L.head_dim_k);
   if (L.has_k_norm && L.kv_donor < 0) w.k_norm = norm_weight(c, src, TensorRole::kKNorm, l, L.head_dim_k);
   if (L.has_post_attn_norm) w.post_attn_norm = norm_weight(c, src, TensorRole::kPostAttnNorm, l, d);
-  w.ffn_norm = norm_weight(c, src, TensorRole::kFfnNorm, l, d);
+  if (!L.post_norm) w.ffn_norm = norm_weight(c, src, TensorRole::kFfnNorm, l, d);
+  if (L.post_norm) {
+    w.attn_out_norm = norm_weight(c, src, TensorRole::kAttnOutNorm, l, d);
+    w.layer_out_norm = norm_weight(c, src, TensorRole::kLayerOutNorm, l, d);
+    if (c.layer_norm) {
+      w.attn_out_norm_b = tensor_to_f32(src, name(TensorRole::kAttnOutNormBias), d);
+      w.layer_out_norm_b = tensor_to_f32(src, name(TensorRole::kLayerOutNormBias), d);
+    }
+  }
+  if (L.has_ffn_bias) {
+    w.b_up = tensor_to_f32(src, name(TensorRole::kUpBias), L.d_ff);
+    w.b_down = tensor_to_f32(src, name(TensorRole::kDownBias), d);
+  }
   if (L.has_post_ffn_norm) w.post_ffn_norm = norm_weight(c, src, TensorRole::kPostFfnNorm, l, d);
   if (L.n_experts > 0) {
     w.w_router = matrix(src, name(TensorRole::kRouter), L.n_experts, d);
@@ -322,6 +391,25 @@ void bind_per_layer_inputs(const ModelConfig& c, const TensorSource& src, Weight
   w.per_layer_proj_norm = norm_weight(c, src, TensorRole::kPerLayerProjNorm, -1, c.d_per_layer);
 }
 
+// The final norm, the output matrix (the embedding when tied) and its optional bias.
+void bind_output(ModelConfig& c, const TensorSource& src, Weights& w) {
+  w.output_norm = norm_weight(c, src, TensorRole::kOutputNorm, -1, c.d_model);
+
+  const std::string out_name = tensor_name(c, TensorRole::kOutput);
+  if (!c.tied_output) {
+    if (src.find(out_name) == nullptr) {
+      OG_CHECK(c.layout == WeightLayout::kGguf, src.source_name(), ": missing tensor ", out_name,
+               " (tie_word_embeddings is false)");
+      c.tied_output = true;  // llama.cpp's fallback: no output.weight means tied
+    }
+  }
+  w.output = c.tied_output ? w.token_embd : matrix(src, out_name, c.n_vocab, c.d_model);
+  const std::string out_bias = tensor_name(c, TensorRole::kOutputBias);
+  c.has_output_bias = src.find(out_bias) != nullptr;
+  if (c.has_output_bias) w.output_bias = tensor_to_f32(src, out_bias, c.n_vocab);
+
+}
+
 }  // namespace
 
 Weights bind_weights(ModelConfig& c, const TensorSource& src) {
@@ -338,23 +426,19 @@ Weights bind_weights(ModelConfig& c, const TensorSource& src) {
   OG_CHECK(embd.shape[0] == c.n_vocab, src.source_name(), ": vocabulary size ", c.n_vocab,
            " contradicts the embedding rows of ", embd_name, " ", shape_str(embd.shape));
   w.token_embd = matrix(src, embd_name, c.n_vocab, c.d_model);
-  w.output_norm = norm_weight(c, src, TensorRole::kOutputNorm, -1, c.d_model);
-
-  const std::string out_name = tensor_name(c, TensorRole::kOutput);
-  if (!c.tied_output) {
-    if (src.find(out_name) == nullptr) {
-      OG_CHECK(c.layout == WeightLayout::kGguf, src.source_name(), ": missing tensor ", out_name,
-               " (tie_word_embeddings is false)");
-      c.tied_output = true;  // llama.cpp's fallback: no output.weight means tied
-    }
+  if (c.n_token_types > 0) {
+    const TensorView types = matrix(src, tensor_name(c, TensorRole::kTokenTypes), c.n_token_types, c.d_model);
+    w.token_type0.resize(static_cast<size_t>(c.d_model));
+    kernels::get_row(types, 0, w.token_type0.data());
   }
-  w.output = c.tied_output ? w.token_embd : matrix(src, out_name, c.n_vocab, c.d_model);
-  const std::string out_bias = tensor_name(c, TensorRole::kOutputBias);
-  c.has_output_bias = src.find(out_bias) != nullptr;
-  if (c.has_output_bias) w.output_bias = tensor_to_f32(src, out_bias, c.n_vocab);
-
-  if (c.d_per_layer > 0) bind_per_layer_inputs(c, src, w);
+  if (c.has_pos_embd) w.pos_embd = matrix(src, tensor_name(c, TensorRole::kPosEmbd), c.n_ctx, c.d_model);
+  if (c.has_embd_norm) {
+    w.embd_norm = norm_weight(c, src, TensorRole::kEmbdNorm, -1, c.d_model);
+    if (c.layer_norm) w.embd_norm_b = tensor_to_f32(src, tensor_name(c, TensorRole::kEmbdNormBias), c.d_model);
+  }
   for (int l = 0; l < c.n_layers(); ++l) w.layers.push_back(bind_layer(c, src, l));
+  if (c.has_output_norm) bind_output(c, src, w);  // an encoder has no final norm and no output matrix
+  if (c.d_per_layer > 0) bind_per_layer_inputs(c, src, w);
   for (size_t i = 0; i < c.dense.size(); ++i)
     w.dense.push_back(matrix(src, tensor_name(c, TensorRole::kDense, static_cast<int>(i)), c.dense[i].d_out,
                              c.dense[i].d_in));

@@ -75,6 +75,12 @@ struct LayerWeights {
   std::vector<TensorView> w_gate_exps;   // n_experts x [d_ff_expert, d_model]
   std::vector<TensorView> w_up_exps;     // n_experts x [d_ff_expert, d_model]
   std::vector<TensorView> w_down_exps;   // n_experts x [d_model, d_ff_expert]
+  // Encoder layers (post_norm): the norms after each residual add, with
+  // biases (LayerNorm); the MLP biases when has_ffn_bias.
+  std::vector<float> attn_out_norm, attn_out_norm_b;    // [d_model]
+  std::vector<float> layer_out_norm, layer_out_norm_b;  // [d_model]
+  std::vector<float> b_up;                              // [d_ff]
+  std::vector<float> b_down;                            // [d_model]
 };
 
 struct Weights {
@@ -90,6 +96,10 @@ struct Weights {
   std::vector<float> per_layer_proj_norm;  // [d_per_layer]
   std::vector<LayerWeights> layers;
   std::vector<TensorView> dense;           // [dense[i].d_out, dense[i].d_in] per c.dense projection
+  // Encoders: token type 0's row, the absolute position table, the embedding norm.
+  std::vector<float> token_type0;          // [d_model]; empty when n_token_types == 0
+  TensorView pos_embd;                     // [n_ctx, d_model]; no data unless has_pos_embd
+  std::vector<float> embd_norm, embd_norm_b;  // [d_model]; empty unless has_embd_norm
 };
 
 // Binds every tensor the config needs, checking presence, shape and dtype

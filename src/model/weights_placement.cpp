@@ -16,10 +16,11 @@ namespace og {
 HugePageBuffer place_weights_in_huge_pages(Weights& w, bool release_source) {
   // Every matrix read in full per token. An untied embedding is only read a
   // few rows per token, so it stays where it is (no copy, no resident bytes).
-  const bool tied = w.output.data == w.token_embd.data;
+  const bool tied = w.output.data != nullptr && w.output.data == w.token_embd.data;
   // The per-layer input table (gemma4) is looked up like an embedding and
   // stays mapped too: it is most of such a file.
-  std::vector<TensorView*> views = {&w.output};
+  std::vector<TensorView*> views;
+  if (w.output.data) views.push_back(&w.output);  // an encoder has none
   if (w.per_layer_model_proj.data) views.push_back(&w.per_layer_model_proj);
   for (LayerWeights& L : w.layers) {
     for (TensorView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.w_pl_gate, &L.w_pl_proj,

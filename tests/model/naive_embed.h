@@ -2,12 +2,13 @@
 // from the math (docs/embeddings.md): the layers of naive_forward.h with
 // attention over the whole sequence when the model is bidirectional (a window
 // W then keeps |i - j| <= W / 2), the output norm, pooling, the dense
-// projections; double accumulation, f32 GGUF models only. gelu_f16 computes
+// projections (encoders: naive_encoder.h); double accumulation, f32 GGUF models only. gelu_f16 computes
 // GELU as llama.cpp's CPU backend does (a table indexed by the input rounded
 // to f16, holding f16 values: ggml-cpu vec.h, GGML_GELU_FP16), so that a peer
 // test can tell that table's rounding from a real difference.
 #pragma once
 
+#include "naive_encoder.h"
 #include "naive_forward.h"
 #include "tensor/dtype.h"
 
@@ -47,6 +48,7 @@ inline std::vector<double> naive_attend_range(const LayerConfig& L, const std::v
 // The embedding of `tokens` (pooled and projected, not normalised).
 inline std::vector<double> naive_embed(const ModelConfig& c, const TensorSource& src,
                                        const std::vector<int32_t>& tokens, bool gelu_f16 = false) {
+  if (!c.has_output_norm) return naive_encode(c, src, tokens, gelu_f16, naive_gelu_f16);  // bert, nomic-bert
   const int64_t d = c.d_model, T = static_cast<int64_t>(tokens.size());
   auto W = [&](const std::string& n) { return tensor_f32(src, n); };
   std::vector<std::vector<double>> h(T);

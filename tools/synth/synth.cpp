@@ -30,7 +30,9 @@ constexpr FamilyName kFamilies[] = {{Family::kLlama, "llama"},
                                     {Family::kQwen3Moe, "qwen3moe"},
                                     {Family::kMixtral, "mixtral"},
                                     {Family::kPhi3, "phi3"},
-                                    {Family::kGptOss, "gpt-oss"}};
+                                    {Family::kGptOss, "gpt-oss"},
+                                    {Family::kBert, "bert"},
+                                    {Family::kNomicBert, "nomic-bert"}};
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -85,9 +87,13 @@ bool family_from_name(const std::string& s, Family* out) {
 }
 
 SynthSpec tiny_spec(Family f) {
+  if (f == Family::kBert || f == Family::kNomicBert) return tiny_encoder_spec(f);
   SynthSpec s;
   s.family = f;
   switch (f) {
+    case Family::kBert:
+    case Family::kNomicBert:
+      break;  // tiny_encoder_spec above
     case Family::kLlama:
       s.tied = false;  // exercises output.weight / lm_head.weight
       break;
@@ -234,6 +240,7 @@ std::string testdata_dir() {
 int64_t n_vocab(const SynthSpec& spec) {
   if (spec.tokenizer == "stories") return 512;
   if (spec.tokenizer == "llama3") return 128256;
+  if (spec.tokenizer == "bert") return bert_vocab_size();
   if (spec.tokenizer == "gemma4") return spec.vocab > 0 ? spec.vocab : gemma4_base_vocab();
   fail("synthetic model: unknown tokenizer '", spec.tokenizer, "' (expected stories, llama3 or gemma4)");
 }
@@ -320,6 +327,7 @@ std::vector<PlannedTensor> plan(const SynthSpec& s) {
   validate(s);
   if (s.family == Family::kGemma4) return plan_gemma4(s);
   if (s.family == Family::kGptOss) return plan_gpt_oss(s);
+  if (is_encoder(s)) return plan_encoder(s);
   const int64_t d = s.d_model, V = n_vocab(s), q_dim = s.n_heads * s.head_dim, kv_dim = s.n_kv_heads * s.head_dim;
   const bool gemma = s.family == Family::kGemma3;
   std::vector<PlannedTensor> out;

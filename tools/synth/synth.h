@@ -14,7 +14,7 @@
 
 namespace og::synth {
 
-enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3, kGemma4, kQwen3Moe, kMixtral, kPhi3, kGptOss };
+enum class Family { kLlama, kQwen2, kQwen3, kMistral, kGemma3, kGemma4, kQwen3Moe, kMixtral, kPhi3, kGptOss, kBert, kNomicBert };
 const char* family_name(Family f);  // "llama", "qwen2", ...
 bool family_from_name(const std::string& s, Family* out);
 

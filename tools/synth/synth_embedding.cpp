@@ -26,14 +26,16 @@ std::string dense_dir(size_t i) { return cat(i + 2, "_Dense"); }
 
 SynthSpec tiny_embedding_spec(Family f) {
   SynthSpec s = tiny_spec(f);
-  if (f == Family::kQwen3) {
+  if (is_encoder(s)) {
+    // tiny_spec is already the embedding model (bert: cls pooling, nomic-bert: mean)
+  } else if (f == Family::kQwen3) {
     s.pooling = "last";
   } else if (f == Family::kGemma3) {
     s.pooling = "mean";
     s.bidirectional = true;
     s.dense = {4 * s.d_model, s.d_model};
   } else {
-    fail("synthetic model: embedding specs are written for qwen3 and gemma3, not ", family_name(f));
+    fail("synthetic model: embedding specs are written for qwen3, gemma3, bert and nomic-bert, not ", family_name(f));
   }
   return s;
 }
@@ -47,6 +49,7 @@ void validate_embedding(const SynthSpec& s) {
     return;
   }
   pooling_of(s.pooling);
+  if (is_encoder(s)) return validate_encoder(s);
   OG_CHECK(s.family == Family::kQwen3 || s.family == Family::kGemma3, "synthetic model: embedding specs are written "
            "for qwen3 and gemma3, not ", family_name(s.family));
   OG_CHECK(!s.bidirectional || s.family == Family::kGemma3, "synthetic model: bidirectional attention is written "

@@ -106,6 +106,19 @@ void write_st_modules(const SynthSpec& spec, const std::string& dir);
 // The module directory of a planned tensor ("2_Dense"), "" for the main file's.
 std::string module_of(const std::string& hf_name);
 
+// Encoders (bert, nomic-bert; synth_encoder.cpp): whether the spec is one, its
+// tiny form, checks, HF tensor plan and config.json, and the WordPiece
+// vocabulary of the test data in GGUF and HF form.
+bool is_encoder(const SynthSpec& spec);
+SynthSpec tiny_encoder_spec(Family f);
+void validate_encoder(const SynthSpec& spec);
+std::vector<PlannedTensor> plan_encoder(const SynthSpec& spec);
+nlohmann::ordered_json encoder_hf_config(const SynthSpec& spec);
+int64_t bert_vocab_size();
+TokenizerInfo bert_tokenizer_info();
+void add_bert_gguf_tokenizer(GgufWriter& w);
+void write_bert_hf_tokenizer(const std::string& dir);
+
 std::string join_path(const std::string& a, const std::string& b);
 void write_text_file(const std::string& path, const std::string& text);
 

@@ -40,6 +40,7 @@ void require(const std::string& path) {
 
 TokenizerInfo tokenizer_info(const SynthSpec& spec) {
   if (spec.tokenizer == "gemma4") return gemma4_tokenizer_info(spec);
+  if (spec.tokenizer == "bert") return bert_tokenizer_info();
   TokenizerInfo t;
   if (spec.tokenizer == "llama3") {
     t.bos = kLlama3Bos;
@@ -55,6 +56,7 @@ TokenizerInfo tokenizer_info(const SynthSpec& spec) {
 
 void add_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w) {
   if (spec.tokenizer == "gemma4") return add_gemma4_gguf_tokenizer(spec, w);
+  if (spec.tokenizer == "bert") return add_bert_gguf_tokenizer(w);
   if (spec.tokenizer == "stories") {
     require(stories_gguf());
     auto src = GgufFile::open(stories_gguf());
@@ -110,6 +112,7 @@ void add_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w) {
 void write_hf_tokenizer(const SynthSpec& spec, const std::string& dir) {
   namespace fs = std::filesystem;
   if (spec.tokenizer == "gemma4") return write_gemma4_hf_tokenizer(spec, dir);
+  if (spec.tokenizer == "bert") return write_bert_hf_tokenizer(dir);
   if (spec.tokenizer == "stories") {
     for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
       std::string src = join_path(stories_hf(), f);

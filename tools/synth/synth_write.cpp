@@ -109,7 +109,9 @@ ModelConfig hf_model_config(const SynthSpec& spec, const std::vector<PlannedTens
   c.layout = WeightLayout::kHf;
   // The decoder's prefix: the embedding is planned first ("<prefix>embed_tokens.weight").
   const std::string& embd = plan.at(0).hf_name;
-  c.hf_prefix = embd.substr(0, embd.size() - std::string("embed_tokens.weight").size());
+  const std::string kEmbd = "embed_tokens.weight";
+  const bool decoder = embd.size() >= kEmbd.size() && embd.compare(embd.size() - kEmbd.size(), kEmbd.size(), kEmbd) == 0;
+  c.hf_prefix = decoder ? embd.substr(0, embd.size() - kEmbd.size()) : "";  // encoders: BertModel has no prefix
   PlanSource source(plan);
   const bool nested = cfg.contains("text_config");
   family->from_hf(HfInput{nested ? cfg["text_config"] : cfg, "synthetic config.json", source}, c);
@@ -208,6 +210,7 @@ nlohmann::ordered_json phi3_longrope(const SynthSpec& s) {
 
 nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
   if (s.family == Family::kGemma4) return gemma4_hf_config(s, tok);
+  if (is_encoder(s)) return encoder_hf_config(s);
   static const char* kArch[] = {"LlamaForCausalLM",   "Qwen2ForCausalLM", "Qwen3ForCausalLM",
                                 "MistralForCausalLM", "Gemma3ForCausalLM", "",
                                 "Qwen3MoeForCausalLM", "MixtralForCausalLM", "Phi3ForCausalLM"};
@@ -289,6 +292,8 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
       break;
     case Family::kGemma4:
     case Family::kGptOss:  // GGUF only (write_hf refuses it)
+    case Family::kBert:    // encoder_hf_config above
+    case Family::kNomicBert:
       break;
   }
   return c;

@@ -149,6 +149,26 @@ void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv * (w ? w[i] : 1.0f);
 }
 
+void layer_norm(const float* x, const float* w, const float* b, float eps, int64_t n, float* y) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  const double mean = sum / static_cast<double>(n);
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += (x[i] - mean) * (x[i] - mean);
+  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = (x[i] - mean) * inv;
+    y[i] = static_cast<float>(v * (w ? w[i] : 1.0f) + (b ? b[i] : 0.0f));
+  }
+}
+
+void gelu_erf(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    x[i] = static_cast<float>(0.5 * v * (1.0 + std::erf(v * 0.70710678118654752440)));
+  }
+}
+
 void rope(float* x, int64_t head_dim, int64_t n_rot, int64_t pos, const float* inv_freq, bool interleaved) {
   (void)head_dim;  // dims n_rot..head_dim pass through
   int64_t half = n_rot / 2;

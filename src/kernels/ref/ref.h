@@ -44,6 +44,8 @@ void matmul_rows(DType t, const uint8_t* w, int64_t row_bytes, int64_t n_in, int
                  const float* x, int64_t n_x, float* y, int64_t n_out);
 
 void rms_norm(const float* x, const float* w, float eps, int64_t n, float* y);
+void layer_norm(const float* x, const float* w, const float* b, float eps, int64_t n, float* y);
+void gelu_erf(float* x, int64_t n);
 void rope(float* x, int64_t head_dim, int64_t n_rot, int64_t pos, const float* inv_freq, bool interleaved);
 void rope_angles(int64_t pos, int64_t n_rot, const float* inv_freq, double* cs);
 void rope_apply(float* x, int64_t n_rot, const double* cs, bool interleaved);

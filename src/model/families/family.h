@@ -67,6 +67,8 @@ const FamilySpec& gemma4_family();
 const FamilySpec& qwen3moe_family();
 const FamilySpec& mixtral_family();
 const FamilySpec& gpt_oss_family();
+const FamilySpec& bert_family();
+const FamilySpec& nomic_bert_family();
 const FamilySpec& phi3_family();
 
 }  // namespace og

@@ -16,6 +16,8 @@ const std::vector<FamilySpec>& family_registry() {
       mixtral_family(),
       gpt_oss_family(),
       phi3_family(),
+      bert_family(),
+      nomic_bert_family(),
   };
   return families;
 }
