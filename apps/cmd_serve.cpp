@@ -27,6 +27,7 @@
 #include "server/backend.h"
 #include "scheduler_flags.h"
 #include "server/http_server.h"
+#include "server/tool_grammar.h"
 
 namespace og::app {
 
@@ -256,8 +257,12 @@ int cmd_serve(const Args& args) {
         tool_use = std::make_unique<JinjaChatTemplate>(it->second, jinja_options_of(*loaded.tok),
                                                        "the model's tool_use");
         served.jinja_tool_use = tool_use.get();
-        if (served.reply_format.tools == server::ToolCallFormat::kNone)
-          served.reply_format.tools = server::detect_reply_format(tool_use->source()).tools;
+        if (served.reply_format.tools == server::ToolCallFormat::kNone) {
+          const server::ReplyFormat t = server::detect_reply_format(tool_use->source());
+          served.reply_format.tools = t.tools;
+          served.reply_format.mistral_args = t.mistral_args;
+          served.reply_format.mistral_call_id = t.mistral_call_id;
+        }
       } catch (const Error& e) {
         std::fprintf(stderr, "[warning] %s; requests with tools use the default template\n", e.what());
       }
@@ -265,6 +270,9 @@ int cmd_serve(const Args& args) {
   }
   served.parse_reasoning = f.reasoning_format == "auto";
   served.grammar_vocab = grammar_vocab(*loaded.tok);  // structured output's vocabulary index, built once
+  // Required tool calls in a format whose markers are control tokens (Mistral) need them admitted.
+  if (const auto markers = server::tool_grammar_markers(served.reply_format); has_control_token(*loaded.tok, markers))
+    served.tool_grammar_vocab = grammar_vocab(*loaded.tok, markers);
   served.stop_ids = loaded.stop_ids;
   served.max_session_tokens = so.max_session_tokens;
   served.default_max_tokens = f.max_new_tokens;

@@ -4,24 +4,39 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <mutex>
 
 #include "base/error.h"
 
 namespace og {
 
-std::shared_ptr<const grammar::TokenVocab> grammar_vocab(const Tokenizer& tok) {
+std::shared_ptr<const grammar::TokenVocab> grammar_vocab(const Tokenizer& tok, std::span<const std::string> admitted) {
   const int32_t n = static_cast<int32_t>(tok.n_vocab());
   std::vector<std::string> bytes(static_cast<size_t>(n));
   std::vector<bool> allowed(static_cast<size_t>(n));
   for (int32_t id = 0; id < n; ++id) {
     const TokenType t = tok.token_type(id);
+    bytes[static_cast<size_t>(id)] = tok.token_bytes(id);
     // Only tokens whose text is their bytes: control, unused and unknown tokens
     // decode to nothing, so the grammar would count characters the reply lacks.
-    allowed[static_cast<size_t>(id)] = t != TokenType::kControl && t != TokenType::kUnused && t != TokenType::kUnknown;
-    bytes[static_cast<size_t>(id)] = tok.token_bytes(id);
+    // An admitted control token's text (its bytes here) is in the reply.
+    const bool admit = t == TokenType::kControl &&
+                       std::find(admitted.begin(), admitted.end(), bytes[static_cast<size_t>(id)]) != admitted.end();
+    allowed[static_cast<size_t>(id)] =
+        admit || (t != TokenType::kControl && t != TokenType::kUnused && t != TokenType::kUnknown);
   }
   return std::make_shared<const grammar::TokenVocab>(bytes, allowed);
+}
+
+std::shared_ptr<const grammar::TokenVocab> grammar_vocab(const Tokenizer& tok) { return grammar_vocab(tok, {}); }
+
+bool has_control_token(const Tokenizer& tok, std::span<const std::string> texts) {
+  for (const std::string& t : texts) {
+    const std::optional<int32_t> id = tok.find_piece(t);
+    if (id && tok.token_type(*id) == TokenType::kControl) return true;
+  }
+  return false;
 }
 
 GrammarState::GrammarState(const GrammarConstraint& c) : c_(c), matcher_(c.grammar) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -31,6 +32,18 @@ namespace og {
 // unused and unknown tokens left out (their text is not their bytes). Build it once per tokenizer and share it (a
 // 128k vocabulary's trie takes a moment); it is immutable, so thread-safe.
 std::shared_ptr<const grammar::TokenVocab> grammar_vocab(const Tokenizer& tok);
+
+// The same, with the control tokens whose text is one of `admitted` allowed as
+// that text: the markers of a tool-call format that are control tokens
+// (Mistral's [TOOL_CALLS] and [ARGS]), so that a grammar of calls in that
+// format can produce them. The reply must then be decoded with control tokens'
+// texts (GenerateOptions::special_text) for the grammar's count of bytes to
+// match the reply's.
+std::shared_ptr<const grammar::TokenVocab> grammar_vocab(const Tokenizer& tok, std::span<const std::string> admitted);
+
+// Whether any of `texts` is a control token of tok (then grammar_vocab(tok,
+// texts) differs from grammar_vocab(tok)).
+bool has_control_token(const Tokenizer& tok, std::span<const std::string> texts);
 
 // A grammar for one request: the compiled grammar and the vocabulary index.
 struct GrammarConstraint {

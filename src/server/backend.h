@@ -71,6 +71,11 @@ struct ServedModel {
   // The vocabulary index of structured output (runtime/constraint.h), built
   // once; null: built for each request that needs one.
   std::shared_ptr<const grammar::TokenVocab> grammar_vocab;
+  // The same with the tool-call format's control-token markers admitted
+  // (server/tool_grammar.h tool_grammar_markers), for grammars of tool calls;
+  // null: grammar_vocab serves them (or, when the markers are control tokens,
+  // one is built for each request that needs it).
+  std::shared_ptr<const grammar::TokenVocab> tool_grammar_vocab;
   std::vector<int32_t> stop_ids;   // ids that end a reply (the model's and the template's)
   int64_t max_session_tokens = 0;  // prompt + generated tokens of one request
   int64_t default_max_tokens = 0;  // chat without max_tokens; 0 = up to the session limit

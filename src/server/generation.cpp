@@ -224,7 +224,14 @@ void set_grammar(const GenerationRequest& req, const ServedModel& m, const Reply
   }
   if (!g) return;
   o.grammar.grammar = std::move(g);
-  o.grammar.vocab = m.grammar_vocab ? m.grammar_vocab : grammar_vocab(*m.tok);
+  const bool tool_grammar = call_required || strict_auto;
+  const std::vector<std::string> markers = tool_grammar ? tool_grammar_markers(reply.format) : std::vector<std::string>{};
+  if (tool_grammar && m.tool_grammar_vocab)
+    o.grammar.vocab = m.tool_grammar_vocab;
+  else if (!markers.empty() && has_control_token(*m.tok, markers))
+    o.grammar.vocab = grammar_vocab(*m.tok, markers);
+  else
+    o.grammar.vocab = m.grammar_vocab ? m.grammar_vocab : grammar_vocab(*m.tok);
   if (o.stop_ids.empty()) o.stop_ids = m.stop_ids;
 }
 

@@ -46,7 +46,11 @@ ReplyFormat detect_reply_format(std::string_view t) {
   auto has = [&](std::string_view m) { return t.find(m) != std::string_view::npos; };
   ReplyFormat f;
   if (has("<|tool_call>")) f.tools = ToolCallFormat::kGemma4;
-  else if (has("[TOOL_CALLS]")) f.tools = ToolCallFormat::kMistral;
+  else if (has("[TOOL_CALLS]")) {
+    f.tools = ToolCallFormat::kMistral;
+    f.mistral_args = has("[ARGS]");
+    f.mistral_call_id = f.mistral_args && has("[CALL_ID]");
+  }
   else if (has("<tool_call>")) f.tools = ToolCallFormat::kHermes;
   else if (has("<|python_tag|>") || (has("\"parameters\"") && has("<|start_header_id|>")))
     f.tools = ToolCallFormat::kLlama3Json;

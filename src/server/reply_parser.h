@@ -41,6 +41,13 @@ const char* reasoning_format_name(ReasoningFormat f);  // "none", "think", "gemm
 struct ReplyFormat {
   ToolCallFormat tools = ToolCallFormat::kNone;
   ReasoningFormat reasoning = ReasoningFormat::kNone;
+  // kMistral: the template writes each call as [TOOL_CALLS]name[ARGS]{...}
+  // (Small 3.2, Devstral, Ministral 3), with [CALL_ID]id before [ARGS] when
+  // mistral_call_id; otherwise one [TOOL_CALLS][{"name": ..., "arguments":
+  // ...}, ...] list (Nemo). The parser reads both; a grammar of required calls
+  // writes the template's own.
+  bool mistral_args = false;
+  bool mistral_call_id = false;
   bool operator==(const ReplyFormat&) const = default;
 };
 

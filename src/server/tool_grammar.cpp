@@ -56,33 +56,92 @@ bool has_strict_tools(const GenerationRequest& req) {
   return false;
 }
 
+std::vector<std::string> tool_grammar_markers(const ReplyFormat& f) {
+  if (f.tools == ToolCallFormat::kMistral) return {"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]"};
+  return {};
+}
+
+namespace {
+
+bool enforceable(ToolCallFormat f) {
+  return f == ToolCallFormat::kHermes || f == ToolCallFormat::kLlama3Json || f == ToolCallFormat::kMistral;
+}
+
+// One call of tool n (name, arguments rule args_rule) in the format's syntax.
+std::string call_alternative(const ReplyFormat& f, const std::string& name, const std::string& args_rule) {
+  const std::string name_json = json(name).dump();
+  switch (f.tools) {
+    case ToolCallFormat::kMistral:
+      if (f.mistral_args) {
+        // [TOOL_CALLS]name([CALL_ID]id)?[ARGS]{...}: ids are 9 letters and digits (the template checks).
+        return "(" + grammar_literal("[TOOL_CALLS]" + name) +
+               (f.mistral_call_id ? " \"[CALL_ID]\" [a-zA-Z0-9]{9}" : "") + " \"[ARGS]\" " + args_rule + ")";
+      }
+      return "(" + grammar_literal("{\"name\": " + name_json + ", \"arguments\": ") + " " + args_rule + " \"}\")";
+    case ToolCallFormat::kLlama3Json:
+      return "(" + grammar_literal("{\"name\": " + name_json + ", \"parameters\": ") + " " + args_rule + " \"}\")";
+    default:
+      return "(" + grammar_literal("{\"name\": " + name_json + ", \"arguments\": ") + " " + args_rule + " \"}\")";
+  }
+}
+
+// `calls`: one call, or one or more when parallel, wrapped in the format's
+// markers; the alternatives of one call are the rule `call-body`.
+std::string calls_rules(const ReplyFormat& f, bool parallel) {
+  std::string g;
+  switch (f.tools) {
+    case ToolCallFormat::kHermes:
+      g += "call ::= \"<tool_call>\\n\" call-body \"\\n</tool_call>\"\n";
+      g += std::string("calls ::= call") + (parallel ? " (\"\\n\" call)*" : "") + "\n";
+      break;
+    case ToolCallFormat::kMistral:
+      if (f.mistral_args) {
+        g += std::string("calls ::= call-body") + (parallel ? " call-body*" : "") + "\n";
+      } else {
+        g += std::string("calls ::= \"[TOOL_CALLS][\" call-body") + (parallel ? " (\", \" call-body)*" : "") +
+             " \"]\"\n";
+      }
+      break;
+    default:  // Llama 3: bare JSON calls
+      g += std::string("calls ::= call-body") + (parallel ? " (\"; \" call-body)*" : "") + "\n";
+      break;
+  }
+  return g;
+}
+
+// The marker a call starts with (free text before calls never holds it).
+std::string call_marker(const ReplyFormat& f) {
+  return f.tools == ToolCallFormat::kMistral ? "[TOOL_CALLS]" : "<tool_call>";
+}
+
+}  // namespace
+
 std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserOptions& reply) {
-  if (reply.format.tools != ToolCallFormat::kHermes) return "";
+  const ReplyFormat& f = reply.format;
+  if (f.tools != ToolCallFormat::kHermes && f.tools != ToolCallFormat::kMistral) return "";
   const json& tools = req.template_request["tools"];
   std::string rules, alts;
   for (size_t i = 0; i < tools.size(); ++i) {
     std::string args;
     rules += is_strict(tools[i]) ? arguments_rules(tools[i], i, &args) : any_object_rules(i, &args);
-    const std::string head = "{\"name\": " + json(tools[i]["function"]["name"].get<std::string>()).dump() + ", \"arguments\": ";
-    alts += std::string(alts.empty() ? "" : " | ") + "(" + grammar_literal(head) + " " + args + " \"}\")";
+    alts += std::string(alts.empty() ? "" : " | ") +
+            call_alternative(f, tools[i]["function"]["name"].get<std::string>(), args);
   }
-  std::string g = "call-body ::= " + alts + "\n";
-  g += "call ::= \"<tool_call>\\n\" call-body \"\\n</tool_call>\"\n";
-  g += std::string("calls ::= call") + (req.parallel_tool_calls ? " (\"\\n\" call)*" : "") + "\n";
+  std::string g = "call-body ::= " + alts + "\n" + calls_rules(f, req.parallel_tool_calls);
   // Text (reasoning included) never holding the marker, then calls or nothing.
-  g += "root ::= free (calls [\\n]?)?\n";
-  g += grammar::text_without_rules("<tool_call>", "free");
+  g += f.tools == ToolCallFormat::kHermes ? "root ::= free (calls [\\n]?)?\n" : "root ::= free calls?\n";
+  g += grammar::text_without_rules(call_marker(f), "free");
   return g + rules;
 }
 
 std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOptions& reply) {
   const json& tools = req.template_request["tools"];
-  const ToolCallFormat f = reply.format.tools;
-  if (f != ToolCallFormat::kHermes && f != ToolCallFormat::kLlama3Json)
+  const ReplyFormat& f = reply.format;
+  if (!enforceable(f.tools))
     bad_request(std::string("'tool_choice' ") +
                     (req.tool_choice.kind == ToolChoice::Kind::kRequired ? "required" : "naming a function") +
-                    " cannot be enforced for this model's tool-call format (" + tool_call_format_name(f) +
-                    ": its markers are control tokens); use \"auto\"",
+                    " cannot be enforced for this model's tool-call format (" + tool_call_format_name(f.tools) +
+                    ": its arguments are not JSON); use \"auto\"",
                 "tool_choice", "unsupported_parameter");
   std::string rules, alts;
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -90,23 +149,18 @@ std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOpt
     if (req.tool_choice.kind == ToolChoice::Kind::kFunction && name != req.tool_choice.function) continue;
     std::string args;
     rules += arguments_rules(tools[i], i, &args);
-    const std::string name_json = json(name).dump();
-    const std::string head = f == ToolCallFormat::kHermes ? "{\"name\": " + name_json + ", \"arguments\": "
-                                                           : "{\"name\": " + name_json + ", \"parameters\": ";
-    alts += std::string(alts.empty() ? "" : " | ") + "(" + grammar_literal(head) + " " + args + " \"}\")";
+    alts += std::string(alts.empty() ? "" : " | ") + call_alternative(f, name, args);
   }
-  std::string g = "call-body ::= " + alts + "\n";
-  if (f == ToolCallFormat::kHermes) {
-    g += "call ::= \"<tool_call>\\n\" call-body \"\\n</tool_call>\"\n";
-    g += std::string("calls ::= call") + (req.parallel_tool_calls ? " (\"\\n\" call)*" : "") + "\n";
-  } else {
-    g += std::string("calls ::= call-body") + (req.parallel_tool_calls ? " (\"; \" call-body)*" : "") + "\n";
-  }
+  std::string g = "call-body ::= " + alts + "\n" + calls_rules(f, req.parallel_tool_calls);
   // A reasoning block may come first (the model thinks, then calls).
-  if (reply.parse_reasoning && reply.format.reasoning == ReasoningFormat::kThink) {
+  if (reply.parse_reasoning && f.reasoning == ReasoningFormat::kThink) {
     g += "think-body ::= ([^<] | \"<\" [^/] | \"</\" [^t])*\n";
     g += reply.starts_in_reasoning ? "root ::= think-body \"</think>\" [\\n]{0,2} calls\n"
                                    : "root ::= (\"<think>\" think-body \"</think>\" [\\n]{0,2})? calls\n";
+  } else if (reply.parse_reasoning && f.reasoning == ReasoningFormat::kMistralThink) {
+    g += grammar::text_without_rules("[/THINK]", "think-body");
+    g += reply.starts_in_reasoning ? "root ::= think-body \"[/THINK]\" calls\n"
+                                   : "root ::= (\"[THINK]\" think-body \"[/THINK]\")? calls\n";
   } else {
     g += "root ::= calls\n";
   }

@@ -1,14 +1,16 @@
 // The grammar that makes a reply a tool call, for tool_choice "required" or a
 // named function: the call in the model's own format (Hermes / Qwen
-// <tool_call>, Llama 3 JSON) with arguments valid for the tool's
-// `parameters` schema (src/grammar/json_schema.h; strict: additionalProperties
-// defaults to false, and a tool without parameters takes {}), after an optional
-// reasoning block when the template has one. Formats whose markers are
-// control tokens (Mistral's [TOOL_CALLS], Gemma 4's <|tool_call>) cannot be
-// written under a grammar, which never produces control tokens: ApiError 400.
+// <tool_call>, Llama 3 JSON, Mistral's [TOOL_CALLS] in the template's own
+// form) with arguments valid for the tool's `parameters` schema
+// (src/grammar/json_schema.h; strict: additionalProperties defaults to false,
+// and a tool without parameters takes {}), after an optional reasoning block
+// when the template has one. Mistral's markers are control tokens: the grammar
+// is matched over a vocabulary that admits them (tool_grammar_markers). Gemma
+// 4's calls are not JSON (call:name{key:<|"|>text<|"|>}): ApiError 400.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,13 +23,18 @@ namespace og::server {
 // function: that one), one call, or one or more when parallel_tool_calls.
 std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOptions& reply);
 
+// The texts of the control tokens that the format's tool grammars write and
+// so must be admitted into the grammar's vocabulary (runtime/constraint.h
+// grammar_vocab(tok, admitted)); empty when the format needs none.
+std::vector<std::string> tool_grammar_markers(const ReplyFormat& format);
+
 // True when one of the request's tools says "strict": true.
 bool has_strict_tools(const GenerationRequest& req);
 
 // tool_choice "auto" with strict tools: any text without the call marker,
 // then (or not) calls whose arguments are valid for strict tools' schemas
-// (any JSON object for the others). Hermes / Qwen format only; "" for the
-// others (their calls are parsed, not enforced).
+// (any JSON object for the others). Hermes / Qwen and Mistral formats; "" for
+// the others (their calls are parsed, not enforced).
 std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserOptions& reply);
 
 }  // namespace og::server

@@ -147,8 +147,8 @@ TEST_F(ToolCalls, MalformedCallStaysContent) {
 }
 
 // tool_choice required / a named function becomes a grammar in the model's
-// format (Hermes here); a format whose markers are control tokens (Mistral's
-// [TOOL_CALLS]) cannot be written under a grammar: a 400 naming tool_choice.
+// format (Hermes, Mistral); Gemma 4's calls are not JSON, so they cannot be
+// enforced: a 400 naming tool_choice.
 TEST_F(ToolCalls, RequiredCallIsAGrammarOrARefusal) {
   start_jinja();
   auto c = client();
@@ -165,16 +165,20 @@ TEST_F(ToolCalls, RequiredCallIsAGrammarOrARefusal) {
   model_.reply_format.tools = ToolCallFormat::kMistral;
   body.erase("response_format");
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  EXPECT_TRUE(sched_->last_options().grammar.grammar);
+  model_.reply_format.tools = ToolCallFormat::kGemma4;
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
-  EXPECT_NE(r->body.find("cannot be enforced for this model's tool-call format (mistral"), std::string::npos)
+  EXPECT_NE(r->body.find("cannot be enforced for this model's tool-call format (gemma4"), std::string::npos)
       << r->body;
   EXPECT_NE(r->body.find("\"param\":\"tool_choice\""), std::string::npos) << r->body;
 }
 
 // Strict tools under tool_choice auto: the reply is held to "text without the
-// marker, then valid calls or nothing" (Hermes format); without a strict tool,
-// or for a format whose calls cannot be written under a grammar, nothing is
+// marker, then valid calls or nothing" (Hermes and Mistral formats); without
+// a strict tool, or for Gemma 4 (its calls are not JSON), nothing is
 // constrained.
 TEST_F(ToolCalls, StrictToolsUnderAutoAreAGrammar) {
   start_jinja();
@@ -207,9 +211,13 @@ TEST_F(ToolCalls, StrictToolsUnderAutoAreAGrammar) {
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");
   ASSERT_TRUE(r && r->status == 200);
   EXPECT_FALSE(sched_->last_options().grammar.grammar);
-  // A format whose markers are control tokens: parsed, not enforced.
+  // Mistral's calls are enforced too; Gemma 4's (not JSON) are parsed, not enforced.
   body["tools"][0]["function"]["strict"] = true;
   model_.reply_format.tools = ToolCallFormat::kMistral;
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_TRUE(sched_->last_options().grammar.grammar);
+  model_.reply_format.tools = ToolCallFormat::kGemma4;
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");
   ASSERT_TRUE(r && r->status == 200);
   EXPECT_FALSE(sched_->last_options().grammar.grammar);
