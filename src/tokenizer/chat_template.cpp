@@ -3,6 +3,7 @@
 #include "tokenizer/chat_template.h"
 
 #include <algorithm>
+#include <ctime>
 
 #include "base/error.h"
 
@@ -199,6 +200,45 @@ ChatSegments render_phi3(Msgs m, bool gen) { return render_wrapped(m, gen, "phi3
 // Zephyr (TinyLlama-Chat): <|ROLE|>\nCONTENT</s>\n.
 ChatSegments render_zephyr(Msgs m, bool gen) { return render_wrapped(m, gen, "zephyr", "<|", "|>\n", "</s>\n"); }
 
+// Today's date in UTC as YYYY-MM-DD (the harmony system message's
+// "Current date", which gpt-oss's own template fills with strftime_now).
+std::string utc_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// Harmony (gpt-oss), as its chat template renders a conversation without
+// tools: every message is <|start|>ROLE<|message|>TEXT<|end|>; first the
+// system message the template builds (identity, knowledge cutoff, today's
+// date, reasoning effort medium, the valid channels), then a first system
+// message of the conversation as the developer's "# Instructions", user
+// turns, and earlier assistant replies on the final channel only (their
+// reasoning is not shown again). The generation header is <|start|>assistant;
+// the model writes <|channel|>analysis<|message|>...<|end|> (its reasoning),
+// then <|start|>assistant<|channel|>final<|message|>... and <|return|>. A reply
+// therefore renders differently as history (final-channel markup, <|end|>
+// for <|return|>): chat re-feeds it (render_after_prompt_segments). Contents
+// are not trimmed.
+ChatSegments render_harmony(Msgs m, bool gen) {
+  check_roles(m, "harmony", true);
+  Out out;
+  out.t("<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+        "Knowledge cutoff: 2024-06\nCurrent date: " + utc_date() +
+        "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included "
+        "for every message.<|end|>");
+  for (const auto& msg : m) {
+    if (msg.role == "system") out.t("<|start|>developer<|message|># Instructions\n\n").c(msg.content).t("\n\n<|end|>");
+    else if (msg.role == "user") out.t("<|start|>user<|message|>").c(msg.content).t("<|end|>");
+    else out.t("<|start|>assistant<|channel|>final<|message|>").c(msg.content).t("<|end|>");
+  }
+  if (gen) out.t("<|start|>assistant");
+  return out.take();
+}
+
 // Raw text: the contents one after another, no markers (so nothing in it is special).
 ChatSegments render_raw(Msgs m, bool /*gen*/) {
   check_roles(m, "0", false);
@@ -223,6 +263,7 @@ const std::vector<Builtin>& builtins() {
       {"llama2", render_llama2, {"</s>"}},
       {"phi3", render_phi3, {"<|end|>", "<|endoftext|>"}},
       {"zephyr", render_zephyr, {"</s>"}},
+      {"harmony", render_harmony, {"<|return|>", "<|call|>"}},
       {"0", render_raw, {}},
   };
   return kBuiltins;
@@ -316,6 +357,7 @@ std::vector<std::string> chat_template_names() {
 }
 
 std::optional<std::string> detect_chat_template(std::string_view t) {
+  if (has(t, "<|start|>") && has(t, "<|channel|>") && has(t, "<|message|>")) return "harmony";
   if (has(t, "<|turn>") && has(t, "<turn|>")) return "gemma4";
   if (has(t, "<start_of_turn>")) return "gemma";
   if (has(t, "<|start_header_id|>") || has(t, "<|eot_id|>")) return "llama3";
@@ -346,6 +388,7 @@ std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name,
   if (n == "qwen" || n == "smollm") n = "chatml";
   if (n == "gemma2" || n == "gemma3") n = "gemma";
   if (n == "raw" || n == "none") n = "0";
+  if (n == "gpt-oss") n = "harmony";
   for (const auto& b : builtins())
     if (n == b.name) return std::make_unique<BuiltinTemplate>(b);
   fail("--chat: unknown chat template '", name, "' (known: auto, ", names_list(), ")");

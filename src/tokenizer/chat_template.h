@@ -1,5 +1,5 @@
 // Chat templates: built-in renderers of the chat formats the engine supports
-// (llama3, gemma, gemma4, chatml, mistral, llama2, phi3, zephyr, and `0` = raw text), recognition
+// (llama3, gemma, gemma4, chatml, mistral, llama2, phi3, zephyr, harmony, and `0` = raw text), recognition
 // of a model's stored Jinja template (`--chat auto`), and incremental rendering
 // so that each new turn prefills only the tokens it adds.
 //
@@ -103,8 +103,8 @@ class ChatTemplate {
 };
 
 // Names accepted by make_chat_template besides "auto": llama3 gemma gemma4 chatml
-// mistral llama2 phi3 zephyr 0 (aliases: qwen, smollm -> chatml; gemma2, gemma3 -> gemma;
-// raw, none -> 0).
+// mistral llama2 phi3 zephyr harmony 0 (aliases: qwen, smollm -> chatml; gemma2, gemma3 -> gemma;
+// raw, none -> 0; gpt-oss -> harmony).
 std::vector<std::string> chat_template_names();
 
 // Recognises a model's Jinja chat template by its distinctive markers; returns

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include <map>
 
 #include "base/error.h"
@@ -16,6 +18,16 @@ std::vector<ChatMessage> conversation() {
           {"user", "Hi there"},
           {"assistant", "Hello! How can I help?"},
           {"user", "Tell me a joke."}};
+}
+
+// UTC today as YYYY-MM-DD: harmony's system message carries the date.
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
 }
 
 const std::map<std::string, std::string>& expected_renders() {
@@ -60,6 +72,16 @@ const std::map<std::string, std::string>& expected_renders() {
        "<|user|>\nTell me a joke.</s>\n"
        "<|assistant|>\n"},
       {"0", "You are terse.Hi thereHello! How can I help?Tell me a joke."},
+      {"harmony",
+       "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+       "Knowledge cutoff: 2024-06\nCurrent date: " + today() +
+           "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included for "
+           "every message.<|end|>"
+           "<|start|>developer<|message|># Instructions\n\nYou are terse.\n\n<|end|>"
+           "<|start|>user<|message|>Hi there<|end|>"
+           "<|start|>assistant<|channel|>final<|message|>Hello! How can I help?<|end|>"
+           "<|start|>user<|message|>Tell me a joke.<|end|>"
+           "<|start|>assistant"},
   };
   return kExpected;
 }
@@ -135,6 +157,9 @@ void check_incremental(const ChatTemplate& t, bool with_system, bool closed) {
 
 TEST(ChatTemplate, IncrementalEqualsFullForEveryTemplate) {
   for (const auto& n : chat_template_names()) {
+    // harmony renders a reply differently as history (final-channel markup,
+    // <|end|> for <|return|>): HarmonyReplyIsReFedAsHistory below.
+    if (n == "harmony") continue;
     auto t = make_chat_template(n, std::nullopt);
     for (bool sys : {false, true})
       for (bool closed : {true, false}) check_incremental(*t, sys, closed);
@@ -233,6 +258,11 @@ const std::map<std::string, std::string>& model_templates() {
        "+ '<|end|>\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + "
        "'<|end|>\n'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>\n' + message['content'] + "
        "'<|end|>\n'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}"},
+      {"harmony",  // the shape of gpt-oss's template (abridged)
+       "{{- \"<|start|>system<|message|>\" }}{{- build_system_message() }}{{- \"<|end|>\" }}{%- for message in "
+       "loop_messages -%}{%- if message.role == 'user' -%}{{- \"<|start|>user<|message|>\" + message.content + "
+       "\"<|end|>\" }}{%- else -%}{{- \"<|start|>assistant<|channel|>final<|message|>\" + message.content + "
+       "\"<|end|>\" }}{%- endif -%}{%- endfor -%}{%- if add_generation_prompt -%}<|start|>assistant{%- endif -%}"},
       {"zephyr",
        "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] "
        "+ eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + "
@@ -241,6 +271,28 @@ const std::map<std::string, std::string>& model_templates() {
        "%}\n{% endfor %}"},
   };
   return kTemplates;
+}
+
+// harmony: render_delta refuses (the reply's tokens are not how history
+// renders it); render_after_prompt continues the prompt with the reply as the
+// final channel and the next turn, which is what chat feeds after taking the
+// reply back. The generation header is <|start|>assistant and generation stops
+// on <|return|> or <|call|>, never on <|end|> (which closes the reasoning).
+TEST(ChatTemplate, HarmonyReplyIsReFedAsHistory) {
+  auto t = make_chat_template("gpt-oss", std::nullopt);
+  ASSERT_EQ(t->name(), "harmony");
+  std::vector<ChatMessage> msgs = {{"user", "First?"}};
+  const std::string prompt = t->render(msgs, true);
+  EXPECT_EQ(prompt.substr(prompt.size() - 18), "<|start|>assistant");
+  msgs.push_back({"assistant", "Answer."});
+  msgs.push_back({"user", "Second?"});
+  EXPECT_THROW(t->render_delta(msgs, 2, true), Error);
+  const std::string delta = chat_text(t->render_after_prompt_segments(msgs, 1));
+  EXPECT_EQ(prompt + delta, t->render(msgs, true));
+  EXPECT_EQ(delta, "<|channel|>final<|message|>Answer.<|end|><|start|>user<|message|>Second?<|end|><|start|>assistant");
+  EXPECT_EQ(t->stop_markers(), (std::vector<std::string>{"<|return|>", "<|call|>"}));
+  std::vector<ChatMessage> two_systems = {{"system", "a"}, {"user", "b"}, {"system", "c"}};
+  EXPECT_THROW(t->render(two_systems), Error);
 }
 
 TEST(ChatTemplate, AutoRecognisesEachFamily) {
@@ -329,6 +381,7 @@ TEST(ChatTemplate, SegmentsSeparateContentsFromTemplateText) {
     if (n == "0") {
       EXPECT_EQ(segs.size(), 1u);
     }
+    if (n == "harmony") continue;  // no incremental delta after a reply: HarmonyReplyIsReFedAsHistory
     ChatSegments delta = t->render_delta_segments(conv, 3, false);
     expect_well_formed(delta, n + " delta");
     EXPECT_EQ(chat_text(delta), t->render_delta(conv, 3, false)) << n;
