@@ -42,12 +42,9 @@ int64_t numel(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// The source row of output row r: the inverse of the q/k permutation, else r.
-int64_t source_row(const GgufTensorPlan& p, int64_t r) {
-  if (p.permute_heads == 0) return r;
-  const int64_t hd = p.permute_head_dim, h = r / hd, rem = r % hd;
-  return h * hd + (rem % 2) * (hd / 2) + rem / 2;
-}
+// The source row of output row r (gguf_export.h): the inverse of the q/k
+// permutation, a fused experts half's row, else r.
+int64_t source_row(const GgufTensorPlan& p, int64_t r) { return gguf_source_row(p, r); }
 
 // Source rows are converted in blocks of about this many bytes, each block's
 // file pages dropped once it is done, so the source of a large tensor (a
@@ -212,11 +209,12 @@ ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& o
                " has type ", info->type_name, " (export reads F32, F16 and BF16 checkpoints)");
       return info;
     };
-    if (!t.source.empty()) j.src = source(t.source, t.shape);
+    if (!t.source.empty()) j.src = source(t.source, gguf_source_shape(t));
     for (const std::string& name : t.stack_sources)
       j.stack.push_back(source(name, std::vector<int64_t>(t.shape.begin() + 1, t.shape.end())));
     j.to = t.matrix && !gguf_keeps_f32(t.name) ? picker.pick(t.name, t.shape.back()) : DType::F32;
-    j.copy = j.src && j.to == static_cast<DType>(j.src->type_id) && t.permute_heads == 0 && t.add == 0;
+    j.copy = j.src && j.to == static_cast<DType>(j.src->type_id) && t.permute_heads == 0 && t.add == 0 &&
+             t.expert_half < 0;
     jobs.push_back(std::move(j));
   }
 

@@ -53,7 +53,8 @@ std::pair<std::vector<float>, std::vector<float>> shared_longrope_factors(const 
 // order (ffn_gate_inp, ffn_down_exps, ffn_gate_exps, ffn_up_exps). From an HF
 // source each stack is the experts' own matrices stacked; from a GGUF source
 // the 3-D tensor itself.
-void add_experts(std::vector<GgufTensorPlan>& out, const ModelConfig& c, int l) {
+void add_experts(std::vector<GgufTensorPlan>& out, const ModelConfig& c, int l,
+                 const std::function<bool(const std::string&)>& source_has) {
   const LayerConfig& L = c.layers[l];
   ModelConfig g = c;
   g.layout = WeightLayout::kGguf;
@@ -65,8 +66,13 @@ void add_experts(std::vector<GgufTensorPlan>& out, const ModelConfig& c, int l) 
     t.layer = l;
     t.matrix = true;
     t.shape = std::move(shape);
+    const std::string fused =
+        c.layout == WeightLayout::kHf ? hf_fused_experts_name(c, l, role == TensorRole::kDownExps) : "";
     if (role == TensorRole::kRouter || c.layout == WeightLayout::kGguf) {
       t.source = tensor_name(c, role, l);
+    } else if (source_has && source_has(fused)) {  // transformers v5's fused experts
+      t.source = fused;
+      if (role != TensorRole::kDownExps) t.expert_half = role == TensorRole::kUpExps ? 1 : 0;
     } else {
       for (int e = 0; e < E; ++e) t.stack_sources.push_back(tensor_name(c, role, l, e));
     }
@@ -200,7 +206,7 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
       norm(TensorRole::kFfnNorm, l, d);
     }
     if (L.n_experts > 0) {
-      add_experts(out, c, l);
+      add_experts(out, c, l, source_has);
     } else if (L.gate_up_fused) {  // [2 d_ff, d], gate rows first (Phi-3's ffn_up)
       add(TensorRole::kDown, l, {d, L.d_ff});
       add(TensorRole::kGateUp, l, {2 * L.d_ff, d});
@@ -232,6 +238,22 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
 }
 
 bool gguf_keeps_f32(const std::string& name) { return name.find("ffn_gate_inp.weight") != std::string::npos; }
+
+int64_t gguf_source_row(const GgufTensorPlan& t, int64_t r) {
+  if (t.expert_half >= 0) {
+    const int64_t rows = t.shape.at(1);
+    return (r / rows) * 2 * rows + t.expert_half * rows + r % rows;
+  }
+  if (t.permute_heads == 0) return r;
+  const int64_t hd = t.permute_head_dim, h = r / hd, rem = r % hd;
+  return h * hd + (rem % 2) * (hd / 2) + rem / 2;
+}
+
+std::vector<int64_t> gguf_source_shape(const GgufTensorPlan& t) {
+  std::vector<int64_t> s = t.shape;
+  if (t.expert_half >= 0) s.at(1) *= 2;
+  return s;
+}
 
 void apply_gguf_fixes(const GgufTensorPlan& t, std::vector<float>& v) {
   if (t.permute_heads > 0) {

@@ -34,7 +34,17 @@ struct GgufTensorPlan {
   // along its first dim, in order (HF per-expert matrices -> one GGUF
   // [n_experts, rows, cols] tensor); `source` is then "".
   std::vector<std::string> stack_sources;
+  // 0 / 1: `source` is HF's fused experts gate_up_proj [n_experts, 2 rows,
+  // cols] and this tensor [n_experts, rows, cols] is each expert's first
+  // (gate) / second (up) half of its rows; -1: not such a slice.
+  int expert_half = -1;
 };
+
+// The source row of row r of planned tensor t (the llama q/k permutation's
+// inverse, or the fused experts' half), else r.
+int64_t gguf_source_row(const GgufTensorPlan& t, int64_t r);
+// The shape the source of t has (t.shape but for a fused experts half: twice the rows).
+std::vector<int64_t> gguf_source_shape(const GgufTensorPlan& t);
 
 // Every tensor of a GGUF file of c, in the order llama.cpp's converter writes
 // them. source_has(name): whether the source holds an optional tensor (the

@@ -203,6 +203,10 @@ TensorView matrix(const TensorSource& src, const std::string& name, int64_t rows
 
 }  // namespace
 
+std::string hf_fused_experts_name(const ModelConfig& c, int layer, bool down) {
+  return cat(c.hf_prefix, "layers.", layer, ".", c.hf_moe.block, ".experts.", down ? "down_proj" : "gate_up_proj");
+}
+
 std::string tensor_name(const ModelConfig& c, TensorRole role, int layer, int expert) {
   if (c.layout == WeightLayout::kGguf && role == TensorRole::kFfnNorm && layer >= 0 && layer < c.n_layers() &&
       c.layers[layer].gguf_ffn_norm_is_post_attention)
@@ -244,13 +248,32 @@ std::vector<float> norm_weight(const ModelConfig& c, const TensorSource& src, Te
   return w;
 }
 
+TensorView row_slice(const TensorView& m, int64_t r0, int64_t rows, const std::string& what);  // below
+
 // The n_experts matrices [rows, cols] of an expert role: GGUF slices its one
 // 3-D tensor [n_experts, rows, cols] (views, nothing copied); HF binds each
-// expert's own tensor.
+// expert's own tensor, or slices the fused experts tensors (hf_fused_experts_name).
 std::vector<TensorView> expert_matrices(const ModelConfig& c, const TensorSource& src, TensorRole r, int l,
                                         int64_t rows, int64_t cols) {
   const int n = c.layers[l].n_experts;
   std::vector<TensorView> out;
+  const std::string fused = c.layout == WeightLayout::kHf ? hf_fused_experts_name(c, l, r == TensorRole::kDownExps) : "";
+  if (!fused.empty() && src.find(fused) != nullptr) {
+    // [n, rows, cols] (down) or [n, 2 rows, cols] (gate rows, then up rows, per expert): row views.
+    const bool half = r != TensorRole::kDownExps;
+    const TensorInfo& t = require(src, fused);
+    check_dtype(src, t);
+    const std::vector<int64_t> want = {n, half ? 2 * rows : rows, cols};
+    OG_CHECK(t.shape == want, src.source_name(), ": tensor ", fused, " has shape ", shape_str(t.shape), ", expected ",
+             shape_str(want), " (experts, ", half ? "gate and up rows" : "rows", ", columns)");
+    TensorView all = tensor_view(src, t);
+    all.shape = {t.shape[0] * t.shape[1], cols};
+    for (int e = 0; e < n; ++e) {
+      const int64_t first = e * want[1] + (r == TensorRole::kUpExps ? rows : 0);
+      out.push_back(row_slice(all, first, rows, cat(fused, "[", e, r == TensorRole::kUpExps ? "].up" : "]")));
+    }
+    return out;
+  }
   if (c.layout == WeightLayout::kHf) {
     for (int e = 0; e < n; ++e) out.push_back(matrix(src, tensor_name(c, r, l, e), rows, cols));
     return out;

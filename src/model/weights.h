@@ -45,6 +45,12 @@ enum class TensorRole {
 // block with them (gemma); the layer's has_post_attn_norm decides.
 // Expert roles in HF layout name expert `expert`'s own tensor; GGUF names the stack.
 std::string tensor_name(const ModelConfig& c, TensorRole role, int layer = -1, int expert = -1);
+// HF experts stored fused (transformers v5 Qwen3-MoE / Mixtral):
+// "<prefix>layers.N.<block>.experts.gate_up_proj" [n_experts, 2 d_ff_expert,
+// d_model] (each expert's gate rows, then its up rows) and
+// "...experts.down_proj" [n_experts, d_model, d_ff_expert]; down picks which.
+// A checkpoint holding them is read from them instead of per-expert tensors.
+std::string hf_fused_experts_name(const ModelConfig& c, int layer, bool down);
 
 struct LayerWeights {
   std::vector<float> attn_norm;       // [d_model]
