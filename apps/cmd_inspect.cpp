@@ -201,6 +201,11 @@ Json hparams_of(const ModelConfig& c) {
       hp["d_ff_expert"] = L.d_ff_expert;
       hp["expert_weights_norm"] = L.expert_weights_norm;
     }
+    if (!L.rope_inv_freq_long.empty()) {  // longrope (Phi-3.5): the long factors beyond this context
+      hp["rope_scaling"] = "longrope";
+      hp["rope_original_ctx"] = L.rope_long_after;
+      hp["rope_attn_factor"] = L.rope_attn_factor;
+    }
   }
   hp["n_ctx"] = c.n_ctx;
   if (c.n_vocab > 0) hp["n_vocab"] = c.n_vocab;
