@@ -133,12 +133,24 @@ std::vector<std::pair<std::string, GgufValue>> tokenizer_gguf_keys(const std::st
     k.emplace_back("tokenizer.ggml.model", GgufValue::make_string("llama"));
     add_vocab(s, s.vocab.scores, k);
     k.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::make_bool(adds_space_prefix(s)));
+  } else if (spec.model == tok::ModelKind::kWordPiece) {
+    // BERT: the pieces are already in the GGUF form (hf_tokenizer.cpp); the
+    // special ids under the names llama.cpp's converter writes for them.
+    k.emplace_back("tokenizer.ggml.model", GgufValue::make_string("bert"));
+    k.emplace_back("tokenizer.ggml.pre", GgufValue::make_string("default"));
+    add_vocab(spec, {}, k);
+    const SpecialTokens& s = t->special();
+    if (s.bos >= 0) k.emplace_back("tokenizer.ggml.cls_token_id", GgufValue::make_u32(static_cast<uint32_t>(s.bos)));
+    if (s.eos >= 0)
+      k.emplace_back("tokenizer.ggml.seperator_token_id", GgufValue::make_u32(static_cast<uint32_t>(s.eos)));
+    if (const int32_t mask = spec.vocab.find("[MASK]"); mask >= 0)
+      k.emplace_back("tokenizer.ggml.mask_token_id", GgufValue::make_u32(static_cast<uint32_t>(mask)));
   } else if (json && spec.model == tok::ModelKind::kBpe) {
     k.emplace_back("tokenizer.ggml.model", GgufValue::make_string("llama"));
     add_vocab(spec, scores_from_ids(spec), k);
     k.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::make_bool(adds_space_prefix(spec)));
   } else {
-    fail(dir, ": the tokenizer (", t->kind(), ") has no GGUF form (expected a BPE tokenizer.json or tokenizer.model)");
+    fail(dir, ": the tokenizer (", t->kind(), ") has no GGUF form (expected a BPE or WordPiece tokenizer.json or tokenizer.model)");
   }
   add_specials(*t, k);
   if (std::optional<std::string> tmpl = read_chat_template(dir))

@@ -228,11 +228,62 @@ void parse_merges(const json& merges, Ctx& c) {
   }
 }
 
+// WordPiece (BERT): the pieces are kept as GGUF "bert" vocabularies hold
+// them (what WpmModel matches, and what llama.cpp's converter writes):
+// continuations lose their "##", word-initial pieces gain U+2581, and
+// bracketed names ([CLS], [unused0]) stay as they are.
+void parse_wordpiece_model(const json& m, Ctx& c) {
+  PipelineSpec& s = *c.spec;
+  const json& cp = m.value("continuing_subword_prefix", json());
+  const std::string prefix = cp.is_string() ? cp.get<std::string>() : "##";
+  OG_CHECK(!prefix.empty(), c.name, ": WordPiece continuing_subword_prefix is empty");
+  const json& vocab = m.at("vocab");
+  OG_CHECK(vocab.is_object() && !vocab.empty(), c.name, ": model.vocab is missing or empty");
+  int32_t max_id = 0;
+  for (auto it = vocab.begin(); it != vocab.end(); ++it)
+    max_id = std::max(max_id, token_id(it.value(), c, "model.vocab '" + it.key() + "'"));
+  Vocab::check_span(static_cast<size_t>(max_id) + 1, vocab.size(), c.name);
+  s.vocab.pieces.resize(static_cast<size_t>(max_id) + 1);
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    const std::string& p = it.key();
+    std::string piece;
+    if (p.size() >= 2 && p.front() == '[' && p.back() == ']') piece = p;
+    else if (p.rfind(prefix, 0) == 0) piece = p.substr(prefix.size());
+    else piece = "\xE2\x96\x81" + p;
+    s.vocab.pieces[it.value().get<int32_t>()] = piece;
+  }
+  s.model = ModelKind::kWordPiece;
+}
+
+// A WordPiece tokenizer's BERT normalizer and pre-tokenizer are what WpmModel
+// does itself; only their options are read (anything else is refused).
+void parse_wordpiece_text(const json& j, Ctx& c) {
+  PipelineSpec& s = *c.spec;
+  const json& n = j.value("normalizer", json());
+  if (!n.is_null()) {
+    const std::string t = type_of(n, c, "normalizer");
+    OG_CHECK(t == "BertNormalizer", c.name, ": a WordPiece tokenizer with normalizer '", t,
+             "' is not supported (only BertNormalizer)");
+    s.wpm_lowercase = n.value("lowercase", true);
+    const json& sa = n.value("strip_accents", json());
+    s.wpm_strip_accents = sa.is_boolean() ? sa.get<bool>() : s.wpm_lowercase;
+  }
+  const json& p = j.value("pre_tokenizer", json());
+  if (!p.is_null()) {
+    const std::string t = type_of(p, c, "pre_tokenizer");
+    OG_CHECK(t == "BertPreTokenizer", c.name, ": a WordPiece tokenizer with pre_tokenizer '", t,
+             "' is not supported (only BertPreTokenizer)");
+  }
+  s.dec_replace = {{"\xE2\x96\x81", " "}};
+  s.dec_strip_leading_space = true;
+}
+
 void parse_model(const json& m, Ctx& c) {
   PipelineSpec& s = *c.spec;
   OG_CHECK(m.is_object(), c.name, ": model is missing");
   const std::string t = m.contains("type") ? m["type"].get<std::string>() : (m.contains("merges") ? "BPE" : "?");
-  if (t != "BPE") fail(c.name, ": unsupported model type '", t, "' (supported: BPE)");
+  if (t == "WordPiece") return parse_wordpiece_model(m, c);
+  if (t != "BPE") fail(c.name, ": unsupported model type '", t, "' (supported: BPE, WordPiece)");
   OG_CHECK(m.value("continuing_subword_prefix", json()).is_null() || m["continuing_subword_prefix"] == "",
            c.name, ": unsupported BPE option continuing_subword_prefix");
   OG_CHECK(m.value("end_of_word_suffix", json()).is_null() || m["end_of_word_suffix"] == "", c.name,
@@ -296,17 +347,26 @@ std::unique_ptr<PipelineTokenizer> load_tokenizer_json_text(const std::string& t
       spec.bpe.unk = spec.vocab.find(unk);
       OG_CHECK(spec.bpe.unk >= 0, name, ": model.unk_token '", unk, "' is not in the vocabulary");
       spec.special.unk = spec.bpe.unk;
+      spec.unk = spec.bpe.unk;  // WordPiece's unknown piece
       if (spec.vocab.types[spec.bpe.unk] == TokenType::kNormal) spec.vocab.types[spec.bpe.unk] = TokenType::kUnknown;
     }
-    parse_merges(j["model"].value("merges", json::array()), c);
-    parse_normalizer(j.value("normalizer", json()), c);
-    parse_pre_tokenizer(j.value("pre_tokenizer", json()), c);
+    const bool wpm = spec.model == ModelKind::kWordPiece;
+    if (wpm) {
+      parse_wordpiece_text(j, c);
+    } else {
+      parse_merges(j["model"].value("merges", json::array()), c);
+      parse_normalizer(j.value("normalizer", json()), c);
+      parse_pre_tokenizer(j.value("pre_tokenizer", json()), c);
+    }
     parse_post_processor(j.value("post_processor", json()), c);
-    parse_decoder(j.value("decoder", json()), c);
+    if (!wpm) parse_decoder(j.value("decoder", json()), c);
   } catch (const json::exception& e) {
     fail(name, ": malformed tokenizer.json: ", e.what());
   }
-  spec.kind = std::string("tokenizer.json BPE ") + (spec.bpe.byte_level ? "byte-level" : "SentencePiece-style");
+  spec.kind = spec.model == ModelKind::kWordPiece
+                  ? std::string("tokenizer.json WordPiece")
+                  : std::string("tokenizer.json BPE ") + (spec.bpe.byte_level ? "byte-level" : "SentencePiece-style");
+  if (spec.model == ModelKind::kWordPiece && spec.special.pad < 0) spec.special.pad = spec.vocab.find("[PAD]");
   SpecialTokens& s = spec.special;
   if (!spec.prefix_ids.empty()) s.bos = spec.prefix_ids.front(), s.add_bos = true;
   if (!spec.suffix_ids.empty()) s.eos = spec.suffix_ids.back(), s.add_eos = true;

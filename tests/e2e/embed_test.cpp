@@ -2,7 +2,8 @@
 // og-synth binary with --embedding): JSON in OpenAI's shape, plain floats,
 // inputs from arguments, stdin and --file, --dimensions and --embd-normalize;
 // `inspect` shows the embedding facts; bad usage and inputs give one clear
-// line and a non-zero exit; a bidirectional model refuses to generate.
+// line and a non-zero exit; a bidirectional model refuses to generate;
+// encoders (bert, nomic-bert) embed alike from GGUF, HF and export.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,6 +57,37 @@ TEST(Embed, JsonInTheOpenAiShape) {
   EXPECT_EQ(j["data"][0]["embedding"].size(), 64u);
   EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 4);
   EXPECT_EQ(j["model"], "embed-qwen3.gguf");
+}
+
+TEST(Embed, EncodersFromGgufHfAndExportAgree) {
+  // bert (cls pooling) and nomic-bert (mean): og-synth's GGUF, its HF
+  // checkpoint (WordPiece tokenizer.json) and the GGUF export of that give
+  // the same unit vectors; inspect names the encoder; generation is refused.
+  for (const std::string family : {"bert", "nomic-bert"}) {
+    const std::string g = embed_model(family, false), h = embed_model(family, true);
+    const std::string exported = scratch_dir() + "/embed-" + family + "-export.gguf";
+    std::filesystem::remove(exported);
+    const Proc e = offgraph({"export", "--model", h, "--out", exported, "--dtype", "f32", "--quiet"});
+    ASSERT_EQ(e.code, 0) << e.err;
+    std::vector<std::vector<double>> first;
+    for (const std::string& m : {g, h, exported}) {
+      const Proc p = offgraph({"embed", "--model", m, "--output-format", "plain", "Once upon a time", "A dog"});
+      ASSERT_EQ(p.code, 0) << m << ": " << p.err;
+      const auto v = plain_vectors(p.out);
+      ASSERT_EQ(v.size(), 2u) << m;
+      EXPECT_EQ(v[0].size(), 64u);
+      EXPECT_NEAR(norm2(v[1]), 1.0, 1e-6) << m;
+      if (first.empty()) first = v;
+      for (size_t k = 0; k < v.size(); ++k)
+        for (size_t i = 0; i < v[k].size(); ++i) EXPECT_NEAR(v[k][i], first[k][i], 1e-6) << m;
+    }
+    const Proc info = offgraph({"inspect", "--model", g});
+    ASSERT_EQ(info.code, 0) << info.err;
+    EXPECT_NE(info.out.find(family == "bert" ? "cls" : "mean"), std::string::npos) << info.out;
+    const Proc run = offgraph({"run", "--model", g, "--prompt", "hello", "--max-new-tokens", "2"});
+    EXPECT_NE(run.code, 0);
+    EXPECT_NE(run.err.find("cannot generate"), std::string::npos) << run.err;
+  }
 }
 
 TEST(Embed, PlainFromArgsStdinAndFileAgree) {
