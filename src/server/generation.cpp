@@ -142,7 +142,8 @@ bool reply_needs_special_text(const ReplyParserOptions& o) {
                                        o.format.tools == ToolCallFormat::kMistral ||
                                        o.format.tools == ToolCallFormat::kGemma4);
   const bool reasoning = o.parse_reasoning && (o.format.reasoning == ReasoningFormat::kGemma4Channel ||
-                                               o.format.reasoning == ReasoningFormat::kMistralThink);
+                                               o.format.reasoning == ReasoningFormat::kMistralThink ||
+                                               o.format.reasoning == ReasoningFormat::kHarmony);
   return tools || reasoning;
 }
 

@@ -23,6 +23,7 @@ const char* reasoning_format_name(ReasoningFormat f) {
     case ReasoningFormat::kThink: return "think";
     case ReasoningFormat::kGemma4Channel: return "gemma4-channel";
     case ReasoningFormat::kMistralThink: return "mistral-think";
+    case ReasoningFormat::kHarmony: return "harmony";
   }
   return "none";
 }
@@ -38,6 +39,7 @@ const char* reasoning_format_name(ReasoningFormat f) {
 //   none         anything else                                       DeepSeek R1 distills, Phi 3.5
 //
 //   reasoning       template contains  e.g.
+//   harmony         <|channel|> and <|start|>  gpt-oss
 //   gemma4-channel  <|channel>         Gemma 4 (gpt-oss's <|channel|> is another token)
 //   mistral-think   [THINK]            Magistral, Ministral 3 Reasoning
 //   think           <think>            Qwen 3, QwQ, DeepSeek R1 distills
@@ -55,7 +57,8 @@ ReplyFormat detect_reply_format(std::string_view t) {
   else if (has("<|python_tag|>") || (has("\"parameters\"") && has("<|start_header_id|>")))
     f.tools = ToolCallFormat::kLlama3Json;
 
-  if (has("<|channel>")) f.reasoning = ReasoningFormat::kGemma4Channel;
+  if (has("<|channel|>") && has("<|start|>")) f.reasoning = ReasoningFormat::kHarmony;
+  else if (has("<|channel>")) f.reasoning = ReasoningFormat::kGemma4Channel;
   else if (has("[THINK]")) f.reasoning = ReasoningFormat::kMistralThink;
   else if (has("<think>")) f.reasoning = ReasoningFormat::kThink;
   return f;

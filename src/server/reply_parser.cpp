@@ -38,6 +38,9 @@ ReasoningMarkers reasoning_markers(ReasoningFormat f) {
     case ReasoningFormat::kThink: return {"<think>", "</think>"};
     case ReasoningFormat::kGemma4Channel: return {"<|channel>thought", "<channel|>"};
     case ReasoningFormat::kMistralThink: return {"[THINK]", "[/THINK]"};
+    // gpt-oss: the analysis channel, then the final channel's header (what the model writes between them).
+    case ReasoningFormat::kHarmony:
+      return {"<|channel|>analysis<|message|>", "<|end|><|start|>assistant<|channel|>final<|message|>"};
     case ReasoningFormat::kNone: break;
   }
   return {};

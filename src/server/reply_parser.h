@@ -9,8 +9,10 @@
 // Llama 3.1-3.3 JSON (`{"name": ..., "parameters": ...}`, with or without
 // `<|python_tag|>`), Mistral `[TOOL_CALLS]` (a JSON list, or name[ARGS]{json}),
 // Gemma 4 `<|tool_call>call:NAME{...}<tool_call|>`; reasoning as
-// `<think>...</think>`, Gemma 4's `<|channel>thought\n...<channel|>` or
-// Mistral's `[THINK]...[/THINK]`, only at the start of the reply.
+// `<think>...</think>`, Gemma 4's `<|channel>thought\n...<channel|>`,
+// Mistral's `[THINK]...[/THINK]` or gpt-oss's harmony analysis channel
+// (`<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>`,
+// the final channel's text being the content), only at the start of the reply.
 //
 // Never lost text: whatever is not a well-formed tool call or a reasoning
 // block comes back as content, byte for byte, in place: a malformed call as
@@ -33,10 +35,11 @@ namespace og::server {
 
 enum class ToolCallFormat { kNone, kHermes, kLlama3Json, kMistral, kGemma4 };
 // kMistralThink: [THINK]...[/THINK] (Magistral, Ministral 3 Reasoning).
-enum class ReasoningFormat { kNone, kThink, kGemma4Channel, kMistralThink };
+// kHarmony: gpt-oss's analysis channel, closed by the final channel's header.
+enum class ReasoningFormat { kNone, kThink, kGemma4Channel, kMistralThink, kHarmony };
 
 const char* tool_call_format_name(ToolCallFormat f);   // "none", "hermes", "llama3-json", "mistral", "gemma4"
-const char* reasoning_format_name(ReasoningFormat f);  // "none", "think", "gemma4-channel", "mistral-think"
+const char* reasoning_format_name(ReasoningFormat f);  // "none", "think", "gemma4-channel", "mistral-think", "harmony"
 
 struct ReplyFormat {
   ToolCallFormat tools = ToolCallFormat::kNone;

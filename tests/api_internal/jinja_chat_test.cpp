@@ -9,6 +9,7 @@
 
 #include "api/jinja_chat.h"
 #include "base/error.h"
+#include "base/mapped_file.h"
 
 namespace og {
 namespace {
@@ -107,6 +108,25 @@ TEST(JinjaChat, RequestsAsClientsSendThem) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no system role"), std::string::npos) << e.what();
   }
+}
+
+// gpt-oss's own template (the test data's openai-gpt-oss-120b.jinja, through
+// the Jinja engine) and the built-in harmony render the same conversation
+// alike, contents included; the template is recognised as harmony, so its
+// turn end is <|return|>.
+TEST(JinjaChat, GptOssTemplateEqualsTheBuiltinHarmony) {
+  const std::string src = read_text_file(std::string(OG_SOURCE_DIR) + "/tests/template/data/templates/openai-gpt-oss-120b.jinja");
+  JinjaChatTemplate t(src, opts(), "gpt-oss");
+  auto harmony = make_chat_template("harmony", std::nullopt);
+  const std::vector<ChatMessage> m = {{"system", "Be brief."}, {"user", "Hi there"}, {"assistant", "Hello!"},
+                                      {"user", "A joke?"}};
+  for (size_t n : {size_t{2}, size_t{4}}) {
+    const std::span<const ChatMessage> conv(m.data(), n);
+    const ChatSegments j = t.render_segments(conv, true), b = harmony->render_segments(conv, true);
+    EXPECT_EQ(chat_text(j), chat_text(b)) << n;
+    EXPECT_EQ(contents_of(j), contents_of(b)) << n;
+  }
+  EXPECT_EQ(t.turn_end(), "<|return|>");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// Mixture-of-experts models (synthetic qwen3moe and mixtral) through the
-// built binary: `inspect` shows the experts, `run` decodes greedily and the
-// GGUF and HF layouts and an export agree, `batch` gives each prompt what
-// `run` gives it alone (the scheduler groups many sessions' rows by expert).
+// Mixture-of-experts models (synthetic qwen3moe, mixtral and gpt-oss) through
+// the built binary: `inspect` shows the experts (and gpt-oss's sinks, YaRN and
+// windows), `run` decodes greedily and the GGUF and HF layouts and an export
+// agree, `batch` gives each prompt what `run` gives it alone (the scheduler
+// groups many sessions' rows by expert; gpt-oss's rings and sinks included).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -65,6 +66,34 @@ TEST(MoeRun, BatchEqualsEachPromptAlone) {
   for (std::string l; std::getline(ss, l);) outs.push_back(l);
   ASSERT_EQ(outs.size(), prompts.size()) << b.out;
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(outs[i], run_greedy(model, prompts[i])) << "prompt " << i;
+}
+
+TEST(MoeRun, GptOssInspectAndBatchEqualsAlone) {
+  const std::string model = synth_file(synth::Family::kGptOss, false);
+  const Proc r = offgraph({"inspect", model});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* want : {"gpt-oss", "window 8", "window 0", "sinks", "yarn (factor 8, orig 256)",
+                           "experts 8 used 4 ff_expert 32 unnormalised softmax-after-topk router-bias expert-bias "
+                           "swiglu-oai"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  // Longer than the window (8): the rings wrap while sessions decode side by side.
+  const std::vector<std::string> prompts = {"Once upon a time there was a little girl named Lily", "The cat",
+                                            "Lily and Tom went to the park to play with a big red ball"};
+  std::vector<std::string> args = {"batch", "--model", model, "--max-new-tokens", "16", "--temperature", "0",
+                                   "--max-decode-sequences", "3", "--step-tokens", "5"};
+  args.insert(args.end(), prompts.begin(), prompts.end());
+  const Proc b = offgraph(args);
+  ASSERT_EQ(b.code, 0) << b.err;
+  std::vector<std::string> outs;
+  std::stringstream ss(b.out);
+  for (std::string l; std::getline(ss, l);) outs.push_back(l);
+  ASSERT_EQ(outs.size(), prompts.size()) << b.out;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const Proc a = offgraph({"run", "--model", model, "--prompt", prompts[i], "--max-new-tokens", "16",
+                             "--temperature", "0"});
+    ASSERT_EQ(a.code, 0) << a.err;
+    EXPECT_EQ(outs[i], a.out) << "prompt " << i;
+  }
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ TEST(ReplyFormat, DetectedFromEveryTemplate) {
       {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", {TF::kNone, RF::kThink}},
       {"google-gemma-2-2b-it", {TF::kNone, RF::kNone}},
       {"microsoft-Phi-3.5-mini-instruct", {TF::kNone, RF::kNone}},
-      {"openai-gpt-oss-120b", {TF::kNone, RF::kNone}},
+      {"openai-gpt-oss-120b", {TF::kNone, RF::kHarmony}},
       {"CohereForAI-c4ai-command-r-plus-tool_use", {TF::kNone, RF::kNone}},
   };
   std::filesystem::path dir = std::filesystem::path(OG_SOURCE_DIR) / "tests/template/data/templates";
@@ -69,6 +69,7 @@ TEST(ReplyFormat, EmptyTemplateHasNoMarkers) {
   EXPECT_EQ(detect_reply_format(""), ReplyFormat{});
   EXPECT_STREQ(tool_call_format_name(TF::kLlama3Json), "llama3-json");
   EXPECT_STREQ(reasoning_format_name(RF::kGemma4Channel), "gemma4-channel");
+  EXPECT_STREQ(reasoning_format_name(RF::kHarmony), "harmony");
 }
 
 }  // namespace

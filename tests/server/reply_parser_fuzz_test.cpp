@@ -20,7 +20,8 @@ const std::vector<std::string> kPieces = {
     "<tool_call>", "</tool_call>", "<tool_call", "<tool", "<", ">", "{", "}", "[", "]", "\"", "\\", ",", ":", ";",
     "<|python_tag|>", "<|python", "[TOOL_CALLS]", "[TOOL_", "[ARGS]", "[AR", "[CALL_ID]", "<|tool_call>",
     "<tool_call|>", "<|\"|>", "<|\"", "call:", "<think>", "</think>", "<thi", "</th", "<|channel>thought",
-    "<|channel>", "<channel|>", "[THINK]", "[/THINK]", "\n", " ", "\n\n", "\"name\": \"f\"", "\"arguments\": {}",
+    "<|channel>", "<channel|>", "[THINK]", "[/THINK]", "<|channel|>analysis<|message|>",
+    "<|end|><|start|>assistant<|channel|>final<|message|>", "<|end|>", "\n", " ", "\n\n", "\"name\": \"f\"", "\"arguments\": {}",
     "<function=f>", "<parameter=x>", "</parameter>", "</function>", "héllo", "日本",
     "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, {\"b\": null}]}}\n</tool_call>",
     "{\"name\": \"g\", \"parameters\": {\"x\": \"y\"}}",
@@ -65,6 +66,7 @@ Markers markers(RF f) {
     case RF::kThink: return {"<think>", "</think>"};
     case RF::kGemma4Channel: return {"<|channel>thought", "<channel|>"};
     case RF::kMistralThink: return {"[THINK]", "[/THINK]"};
+    case RF::kHarmony: return {"<|channel|>analysis<|message|>", "<|end|><|start|>assistant<|channel|>final<|message|>"};
     case RF::kNone: break;
   }
   return {};
@@ -73,7 +75,8 @@ Markers markers(RF f) {
 TEST(ReplyParserFuzz, RandomRepliesAreAccountedFor) {
   const ReplyFormat formats[] = {{TF::kHermes, RF::kThink},         {TF::kLlama3Json, RF::kNone},
                                  {TF::kMistral, RF::kMistralThink}, {TF::kGemma4, RF::kGemma4Channel},
-                                 {TF::kNone, RF::kThink},           {TF::kNone, RF::kNone}};
+                                 {TF::kNone, RF::kThink},           {TF::kNone, RF::kNone},
+                                 {TF::kNone, RF::kHarmony}};
   std::mt19937 rng(2024);
   int calls_seen = 0;
   for (const ReplyFormat& f : formats) {

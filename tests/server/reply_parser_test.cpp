@@ -241,6 +241,15 @@ std::vector<Sample> samples() {
                "<|tool_call>call:f{ <|\"|>my key<|\"|> : [ 1 , true ] , n : null }<tool_call|>", "", "",
                {{"f", R"({"my key":[1,true],"n":null})"}}});
   s.push_back({"gemma_unclosed_thought", kGemma, "<|channel>thought\nStill thinking about", "Still thinking about", "", {}});
+  // --- gpt-oss (harmony): the analysis channel is the reasoning, the final channel the content ---
+  const ReplyFormat kHarmonyFmt{TF::kNone, RF::kHarmony};
+  s.push_back({"harmony_reasoning_content", kHarmonyFmt,
+               "<|channel|>analysis<|message|>User greets; reply briefly.<|end|><|start|>assistant<|channel|>final"
+               "<|message|>Hello! How can I help?",
+               "User greets; reply briefly.", "Hello! How can I help?", {}});
+  s.push_back({"harmony_unclosed_analysis", kHarmonyFmt, "<|channel|>analysis<|message|>Still thinking<|end|>",
+               "Still thinking<|end|>", "", {}});
+  s.push_back({"harmony_no_analysis", kHarmonyFmt, "Plain answer.", "", "Plain answer.", {}});
   return s;
 }
 
