@@ -99,9 +99,12 @@ TEST(BadGguf, MissingRequiredKey) {
 
 TEST(BadGguf, UnsupportedRopeScaling) {
   test::GgufEdit e;
-  e.set_keys = {{"llama.rope.scaling.type", GgufValue::make_string("yarn")},
+  e.set_keys = {{"llama.rope.scaling.type", GgufValue::make_string("dynamic")},
                 {"llama.rope.scaling.factor", GgufValue::make_f32(4)}};
-  EXPECT_ERROR_HAS(gguf_error(e), "llama.rope.scaling.type 'yarn' is not supported");
+  EXPECT_ERROR_HAS(gguf_error(e), "llama.rope.scaling.type 'dynamic' is not supported");
+  // yarn is read (gpt-oss; any arch, as llama.cpp) but needs its original context.
+  e.set_keys[0].second = GgufValue::make_string("yarn");
+  EXPECT_ERROR_HAS(gguf_error(e), "yarn scaling needs llama.rope.scaling.original_context_length");
 }
 
 TEST(BadGguf, UnknownArchitecture) {
