@@ -237,7 +237,9 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
   return out;
 }
 
-bool gguf_keeps_f32(const std::string& name) { return name.find("ffn_gate_inp.weight") != std::string::npos; }
+bool gguf_keeps_f32(const std::string& name) {
+  return name.find("ffn_gate_inp.weight") != std::string::npos || name == "token_types.weight";
+}
 
 int64_t gguf_source_row(const GgufTensorPlan& t, int64_t r) {
   if (t.expert_half >= 0) {

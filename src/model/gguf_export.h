@@ -56,7 +56,9 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& c,
 
 // Matrices written F32 whatever the weight type: the expert routers
 // (blk.N.ffn_gate_inp.weight), small and deciding which experts run, which
-// llama.cpp's quantizer never quantizes either.
+// llama.cpp's quantizer never quantizes either; an encoder's token-type table
+// (token_types.weight), whose row llama.cpp adds as it is (its CPU add takes
+// no quantized operand).
 bool gguf_keeps_f32(const std::string& gguf_name);
 
 // Turns the source values of a planned tensor (row-major f32) into its GGUF values.

@@ -158,6 +158,16 @@ TEST_P(EncoderFamily, ExportReadsBackAndEmbedsAlike) {
   std::unique_ptr<Model> h = Model::load(hf), g = Model::load(out);
   const auto inputs = some_inputs(h->n_vocab());
   EXPECT_LE(test::max_rel_err(embed_all(*g, inputs).values, embed_all(*h, inputs).values), 1e-6);
+  // Quantized, the token-type table stays F32: llama.cpp adds its row as it is.
+  const std::string q8 = dir.path("e-q8.gguf");
+  ASSERT_TRUE(weight_type_from_name("q8_0", &o.type));
+  export_hf_to_gguf(hf, q8, o);
+  std::unique_ptr<GgufFile> fq = GgufFile::open(q8);
+  ASSERT_NE(fq->find("token_types.weight"), nullptr);
+  EXPECT_EQ(fq->find("token_types.weight")->type_id, static_cast<uint32_t>(DType::F32));
+  EXPECT_EQ(fq->find("blk.0.ffn_up.weight")->type_id, static_cast<uint32_t>(DType::Q8_0));
+  std::unique_ptr<Model> gq = Model::load(q8);
+  EXPECT_LE(test::max_rel_err(embed_all(*gq, inputs).values, embed_all(*h, inputs).values), 5e-2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Both, EncoderFamily, ::testing::Values(Family::kBert, Family::kNomicBert),
