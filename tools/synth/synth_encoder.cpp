@@ -173,7 +173,9 @@ void write_bert_hf_tokenizer(const std::string& dir) {
   const std::optional<std::vector<int64_t>> types = src->get_int_array("tokenizer.ggml.token_type");
   OG_CHECK(tokens && types && tokens->size() == types->size(), bert_vocab_gguf(), ": no usable token list");
   const std::string kMark = "\xE2\x96\x81";  // U+2581
-  nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
+  // Unordered (std::map) objects: an ordered_json object of 30522 keys takes
+  // quadratic time to build; the order means nothing to a tokenizer.json reader.
+  nlohmann::json vocab = nlohmann::json::object();
   nlohmann::ordered_json added = nlohmann::ordered_json::array();
   for (size_t i = 0; i < tokens->size(); ++i) {
     const std::string& t = (*tokens)[i];
@@ -187,7 +189,7 @@ void write_bert_hf_tokenizer(const std::string& dir) {
     } else {
       piece = "##" + t;
     }
-    if (!vocab.contains(piece)) vocab[piece] = i;
+    vocab.emplace(piece, i);  // the first id of a piece wins
   }
   const nlohmann::ordered_json cls = {"[CLS]", {{"id", "[CLS]"}, {"ids", {kCls}}, {"tokens", {"[CLS]"}}}};
   const nlohmann::ordered_json sep = {"[SEP]", {{"id", "[SEP]"}, {"ids", {kSep}}, {"tokens", {"[SEP]"}}}};
