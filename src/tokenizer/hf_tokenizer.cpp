@@ -248,7 +248,7 @@ void parse_wordpiece_model(const json& m, Ctx& c) {
     const std::string& p = it.key();
     std::string piece;
     if (p.size() >= 2 && p.front() == '[' && p.back() == ']') piece = p;
-    else if (p.rfind(prefix, 0) == 0) piece = p.substr(prefix.size());
+    else if (p.rfind(prefix, 0) == 0 && p.size() > prefix.size()) piece = p.substr(prefix.size());
     else piece = "\xE2\x96\x81" + p;
     s.vocab.pieces[it.value().get<int32_t>()] = piece;
   }
