@@ -131,7 +131,9 @@ class Compiler {
     return rule(hint, *body);
   }
 
-  std::string ws() { return o_.max_whitespace > 0 ? prim("ws") : ""; }
+  bool gemma() const { return o_.syntax == JsonSyntax::kGemma4; }
+  std::string quote() const { return gbnf_literal(gemma() ? kGemmaQuote : "\""); }
+  std::string ws() { return o_.max_whitespace > 0 && !gemma() ? prim("ws") : ""; }
   Expr sep() { return g_seq({ws(), gbnf_literal(","), ws()}); }
 
   std::string prim(const std::string& name);
@@ -157,7 +159,7 @@ class Compiler {
 std::string Compiler::prim(const std::string& name) {
   if (index_.count(name)) return name;
   reserve_exact(name);  // before its dependencies: value, object and array name each other
-  std::string w = o_.max_whitespace > 0 ? "ws" : "";
+  std::string w = o_.max_whitespace > 0 && !gemma() ? "ws" : "";
   auto s = [](std::vector<Expr> parts) { return *g_seq(parts); };
   std::string body;
   // Dependencies first, so rules appear before their users where possible.
@@ -167,9 +169,9 @@ std::string Compiler::prim(const std::string& name) {
     for (const char* d : {"object", "array", "string", "number", "boolean", "null"}) prim(d);
     body = "object | array | string | number | boolean | null";
   } else if (name == "object") {
-    prim("string");
+    const std::string key = gemma() ? prim("key-char") + "+" : prim("string");  // Gemma: bare keys
     if (!w.empty()) prim("ws");
-    std::string kv = s({"string", w, "\":\"", w, "value"});
+    std::string kv = s({key, w, "\":\"", w, "value"});
     std::string more = "(" + s({w, "\",\"", w, kv}) + ")*";
     body = s({"\"{\"", w, "(" + s({kv, more, w}) + ")?", "\"}\""});
     prim("value");
@@ -180,7 +182,13 @@ std::string Compiler::prim(const std::string& name) {
     prim("value");
   } else if (name == "string") {
     prim("char");
-    body = "\"\\\"\" char* \"\\\"\"";
+    body = quote() + " char* " + quote();
+  } else if (name == "char" && gemma()) {
+    body = "[^\"]";  // raw text; no '"', so the <|"|> marker is never spelled inside
+  } else if (name == "key-char" && gemma()) {
+    body = "[a-zA-Z0-9_-]";
+  } else if (name == "null" && gemma()) {
+    body = "\"null\" | \"None\"";
   } else if (name == "char") {
     // Any character raw but " \ and controls, or an escape; \u escapes of
     // UTF-16 surrogates are left out so lengths count code points.
@@ -304,7 +312,9 @@ Expr Compiler::compile_values(const Json& s, const std::string& path) {
   size_t bytes = 0;
   for (const auto& v : candidates) {
     if (!validate_at(v, rest, root_, o_).empty()) continue;
-    alts.push_back(literal(v));
+    Expr e = literal(v);
+    if (!e) continue;  // a Gemma string holding its own quote marker
+    alts.push_back(e);
     bytes += alts.back()->size();
     if (bytes > o_.max_grammar_bytes)
       schema_fail(path, "enum", "the values " + where(path) + " grow the grammar past " +
@@ -314,6 +324,10 @@ Expr Compiler::compile_values(const Json& s, const std::string& path) {
 }
 
 Expr Compiler::literal(const Json& v) {
+  if (gemma()) {
+    const std::optional<std::string> t = gemma_value_text(v);
+    return t ? Expr(gbnf_literal(*t)) : std::nullopt;
+  }
   if (v.is_object() || v.is_array()) {
     bool obj = v.is_object();
     std::vector<Expr> parts = {gbnf_literal(obj ? "{" : "["), ws()};
@@ -449,23 +463,28 @@ Expr Compiler::compile_object(const Json& s, const std::string& path, const std:
     return *extra_value;
   };
   auto kv = [&](const std::string& key, const Expr& v) {
-    return g_seq({gbnf_literal(Json(key).dump()), ws(), gbnf_literal(":"), ws(), v});
+    if (gemma() && key.find(kGemmaQuote) != std::string::npos)
+      schema_fail(path, "properties", "a property name " + where(path) + " holds Gemma's quote marker <|\"|>");
+    return g_seq({gbnf_literal(gemma() ? gemma_key_text(key) : Json(key).dump()), ws(), gbnf_literal(":"), ws(), v});
   };
   std::vector<Expr> kvs;
   std::vector<bool> req;
   std::set<std::u32string> names;
-  for (auto it = props.begin(); it != props.end(); ++it) {
-    auto name = utf8_decode(it.key());
+  std::vector<std::string> order;  // JSON: the schema's order; Gemma: its template's (sorted)
+  if (gemma()) order = gemma_key_order(props);
+  else for (auto it = props.begin(); it != props.end(); ++it) order.push_back(it.key());
+  for (const std::string& key : order) {
+    auto name = utf8_decode(key);
     if (!name) schema_fail(path, "properties", "a property name " + where(path) + " is not valid UTF-8");
     names.insert(*name);
-    bool r = required.count(it.key()) != 0;
-    std::string h = hint + "-" + it.key();
-    Expr v = rule(h, compile(it.value(), ptr_join(ptr_join(path, "properties"), it.key()), h));
+    bool r = required.count(key) != 0;
+    std::string h = hint + "-" + key;
+    Expr v = rule(h, compile(props[key], ptr_join(ptr_join(path, "properties"), key), h));
     if (!v) {
       if (r) return std::nullopt;
       continue;
     }
-    kvs.push_back(kv(it.key(), v));
+    kvs.push_back(kv(key, v));
     req.push_back(r);
   }
   for (const auto& r : req_list) {
@@ -520,16 +539,19 @@ Expr Compiler::object_members(const std::vector<Expr>& kvs, const std::vector<bo
 }
 
 Expr Compiler::key_not_in(const std::set<std::u32string>& names) {
-  if (names.empty()) return prim("string");
+  if (names.empty()) return gemma() ? Expr(prim("key-char") + "+") : Expr(prim("string"));
   constexpr size_t kMaxName = 1024;
   struct Node {
     bool terminal = false;
     std::map<char32_t, size_t> kids;
   };
   std::vector<Node> trie(1);
+  // The characters of keys written raw (Gemma: bare keys).
+  const CharRanges key_chars = gemma() ? CharRanges{{'-', '-'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}
+                                       : ranges_complement({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}});
   for (const auto& name : names) {
-    // A raw key never holds " \ or a control, so it never spells such a name.
-    if (std::any_of(name.begin(), name.end(), [](char32_t c) { return c < 0x20 || c == '"' || c == '\\'; })) continue;
+    // A raw key never holds a character outside key_chars, so it never spells such a name.
+    if (std::any_of(name.begin(), name.end(), [&](char32_t c) { return !ranges_contain(key_chars, c); })) continue;
     if (name.size() > kMaxName)
       schema_fail("", "additionalProperties", "property names longer than " + std::to_string(kMaxName) +
                                                   " characters next to additional properties are not supported");
@@ -549,13 +571,18 @@ Expr Compiler::key_not_in(const std::set<std::u32string>& names) {
   std::function<Expr(size_t, int)> node = [&](size_t i, int depth) -> Expr {
     std::vector<Expr> alts;
     if (!trie[i].terminal) alts.push_back(Expr(""));
-    CharRanges excluded = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
-    for (const auto& [c, k] : trie[i].kids) excluded.push_back({c, c});
-    alts.push_back(g_seq({gbnf_class(ranges_normalize(excluded), true), kc + "*"}));
+    CharRanges kids;
+    for (const auto& [c, k] : trie[i].kids) kids.push_back({c, c});
+    const CharRanges first = ranges_minus(key_chars, ranges_normalize(kids));
+    if (!first.empty()) {
+      const bool open_ended = first.back().second == 0x10FFFF;  // JSON: a negated class is shorter
+      alts.push_back(g_seq({open_ended ? gbnf_class(ranges_complement(first), true) : gbnf_class(first, false), kc + "*"}));
+    }
     for (const auto& [c, k] : trie[i].kids) alts.push_back(g_seq({gbnf_literal(utf8_encode(c)), node(k, depth + 1)}));
     Expr e = g_alt(alts);
     return depth % 16 == 15 ? rule("key", e) : e;  // bounded nesting
   };
+  if (gemma()) return g_seq({node(0, 0)});
   return g_seq({gbnf_literal("\""), node(0, 0), gbnf_literal("\"")});
 }
 
@@ -638,7 +665,7 @@ Expr Compiler::compile_string(const Json& s, const std::string& path, const std:
                     "a string length bound " + where(path) + " is above the limit " + std::to_string(o_.max_repetition));
     body = g_rep(prim("char"), int(min_len), int(max_len));
   }
-  return g_seq({gbnf_literal("\""), body, gbnf_literal("\"")});
+  return g_seq({quote(), body, quote()});
 }
 
 Expr Compiler::pattern_expr(const Regex& re, const std::string& hint) {
@@ -673,6 +700,12 @@ Expr Compiler::regex_node(const RegexNode& n, const std::string& hint) {
 // The JSON string encodings of a set of characters: raw where JSON allows,
 // else the one escape nlohmann::json also writes (\" \\ \n ... \u001f).
 Expr Compiler::charset(const CharRanges& set, const std::string& hint) {
+  if (gemma()) {  // raw, no escapes; never '"' (see JsonSyntax)
+    CharRanges raw = ranges_minus(set, {{'"', '"'}});
+    if (raw.empty()) return std::nullopt;
+    if (raw.size() == 1 && raw[0].first == raw[0].second) return gbnf_literal(utf8_encode(raw[0].first));
+    return raw.back().second == 0x10FFFF ? gbnf_class(ranges_complement(raw), true) : gbnf_class(raw, false);
+  }
   CharRanges raw = ranges_minus(set, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}});
   std::vector<Expr> alts;
   if (raw.size() == 1 && raw[0].first == raw[0].second) alts.push_back(gbnf_literal(utf8_encode(raw[0].first)));

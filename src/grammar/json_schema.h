@@ -87,7 +87,17 @@ class SchemaError : public og::Error {
   std::string keyword_;
 };
 
+// The text the grammar matches: JSON, or Gemma 4's tool-call argument syntax
+// (its chat template's format_argument with bare keys): strings are
+// <|"|>raw text<|"|> with no escapes (and, in the grammar, no '"' inside, so
+// the quote marker cannot be spelled within one), keys are written bare when
+// they are [A-Za-z0-9_-]+ (else quoted the same way), null may be null or
+// None, properties come in the template's order (sorted, case-insensitive as
+// Jinja's dictsort), and there is no whitespace (max_whitespace is ignored).
+enum class JsonSyntax { kJson, kGemma4 };
+
 struct JsonSchemaOptions {
+  JsonSyntax syntax = JsonSyntax::kJson;
   bool strict = false;                   // OpenAI strict: additionalProperties defaults to false (see above)
   int max_whitespace = 20;               // [ \t\n]{0,max_whitespace} between tokens; 0: compact
   size_t max_grammar_bytes = 1 << 20;    // a schema whose grammar grows past this is refused

@@ -127,4 +127,16 @@ constexpr int kMaxBoundedNumberDigits = 15;
 // valid, else the first failure. Used by the compiler to filter enum values.
 std::string validate_at(const Json& instance, const Json& schema, const Json& root, const JsonSchemaOptions& o);
 
+// Gemma 4's argument syntax (JsonSyntax::kGemma4).
+inline constexpr const char* kGemmaQuote = "<|\"|>";
+// Whether a key is written bare ([A-Za-z0-9_-]+), and the key as written.
+bool gemma_bare_key(const std::string& key);
+std::string gemma_key_text(const std::string& key);
+// A value as the template writes it (strings quoted, keys bare where they
+// can be, objects' keys sorted case-insensitively); nullopt for a string that
+// holds the quote marker (no grammar can write it).
+std::optional<std::string> gemma_value_text(const nlohmann::ordered_json& v);
+// Object keys in the template's order (Jinja dictsort: case-insensitive).
+std::vector<std::string> gemma_key_order(const nlohmann::ordered_json& object);
+
 }  // namespace og::grammar::detail

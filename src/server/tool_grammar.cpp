@@ -12,8 +12,12 @@ namespace {
 using json = nlohmann::ordered_json;
 using grammar::grammar_literal;
 
+grammar::JsonSyntax syntax_of(const ReplyFormat& f) {
+  return f.tools == ToolCallFormat::kGemma4 ? grammar::JsonSyntax::kGemma4 : grammar::JsonSyntax::kJson;
+}
+
 // Rules `tN-root` for tool N's arguments; returns the rule text.
-std::string arguments_rules(const json& tool, size_t n, std::string* root) {
+std::string arguments_rules(const json& tool, size_t n, grammar::JsonSyntax syntax, std::string* root) {
   const json& fn = tool["function"];
   // No parameters: the empty object. Arguments are strict (additionalProperties
   // defaults to false): a call's extra arguments would only fail the function,
@@ -21,6 +25,7 @@ std::string arguments_rules(const json& tool, size_t n, std::string* root) {
   const json params = fn.contains("parameters") ? fn["parameters"] : json::object({{"type", "object"}, {"properties", json::object()}});
   grammar::JsonSchemaOptions o;
   o.strict = true;
+  o.syntax = syntax;
   std::string text;
   const std::string field = "tools[" + std::to_string(n) + "].function.parameters";
   try {
@@ -35,8 +40,9 @@ std::string arguments_rules(const json& tool, size_t n, std::string* root) {
 }
 
 // Any JSON object: the arguments of a tool that is not strict.
-std::string any_object_rules(size_t n, std::string* root) {
+std::string any_object_rules(size_t n, grammar::JsonSyntax syntax, std::string* root) {
   grammar::JsonSchemaOptions o;
+  o.syntax = syntax;
   const std::string prefix = "t" + std::to_string(n) + "-";
   *root = prefix + "root";
   return grammar::prefix_rules(grammar::json_schema_to_grammar(json::object({{"type", "object"}}), o), prefix) + "\n";
@@ -58,13 +64,17 @@ bool has_strict_tools(const GenerationRequest& req) {
 
 std::vector<std::string> tool_grammar_markers(const ReplyFormat& f) {
   if (f.tools == ToolCallFormat::kMistral) return {"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]"};
+  // User-defined tokens in llama.cpp's GGUFs (no second vocabulary needed); an
+  // HF tokenizer.json may call them special.
+  if (f.tools == ToolCallFormat::kGemma4) return {"<|tool_call>", "<tool_call|>", "<|\"|>", "<|channel>", "<channel|>"};
   return {};
 }
 
 namespace {
 
 bool enforceable(ToolCallFormat f) {
-  return f == ToolCallFormat::kHermes || f == ToolCallFormat::kLlama3Json || f == ToolCallFormat::kMistral;
+  return f == ToolCallFormat::kHermes || f == ToolCallFormat::kLlama3Json || f == ToolCallFormat::kMistral ||
+         f == ToolCallFormat::kGemma4;
 }
 
 // One call of tool n (name, arguments rule args_rule) in the format's syntax.
@@ -78,6 +88,8 @@ std::string call_alternative(const ReplyFormat& f, const std::string& name, cons
                (f.mistral_call_id ? " \"[CALL_ID]\" [a-zA-Z0-9]{9}" : "") + " \"[ARGS]\" " + args_rule + ")";
       }
       return "(" + grammar_literal("{\"name\": " + name_json + ", \"arguments\": ") + " " + args_rule + " \"}\")";
+    case ToolCallFormat::kGemma4:  // <|tool_call>call:name{key:value,...}<tool_call|>
+      return "(" + grammar_literal("<|tool_call>call:" + name) + " " + args_rule + " \"<tool_call|>\")";
     case ToolCallFormat::kLlama3Json:
       return "(" + grammar_literal("{\"name\": " + name_json + ", \"parameters\": ") + " " + args_rule + " \"}\")";
     default:
@@ -93,6 +105,9 @@ std::string calls_rules(const ReplyFormat& f, bool parallel) {
     case ToolCallFormat::kHermes:
       g += "call ::= \"<tool_call>\\n\" call-body \"\\n</tool_call>\"\n";
       g += std::string("calls ::= call") + (parallel ? " (\"\\n\" call)*" : "") + "\n";
+      break;
+    case ToolCallFormat::kGemma4:
+      g += std::string("calls ::= call-body") + (parallel ? " call-body*" : "") + "\n";
       break;
     case ToolCallFormat::kMistral:
       if (f.mistral_args) {
@@ -111,6 +126,7 @@ std::string calls_rules(const ReplyFormat& f, bool parallel) {
 
 // The marker a call starts with (free text before calls never holds it).
 std::string call_marker(const ReplyFormat& f) {
+  if (f.tools == ToolCallFormat::kGemma4) return "<|tool_call>";
   return f.tools == ToolCallFormat::kMistral ? "[TOOL_CALLS]" : "<tool_call>";
 }
 
@@ -118,12 +134,14 @@ std::string call_marker(const ReplyFormat& f) {
 
 std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserOptions& reply) {
   const ReplyFormat& f = reply.format;
-  if (f.tools != ToolCallFormat::kHermes && f.tools != ToolCallFormat::kMistral) return "";
+  if (f.tools != ToolCallFormat::kHermes && f.tools != ToolCallFormat::kMistral && f.tools != ToolCallFormat::kGemma4)
+    return "";
   const json& tools = req.template_request["tools"];
   std::string rules, alts;
   for (size_t i = 0; i < tools.size(); ++i) {
     std::string args;
-    rules += is_strict(tools[i]) ? arguments_rules(tools[i], i, &args) : any_object_rules(i, &args);
+    rules += is_strict(tools[i]) ? arguments_rules(tools[i], i, syntax_of(f), &args)
+                                 : any_object_rules(i, syntax_of(f), &args);
     alts += std::string(alts.empty() ? "" : " | ") +
             call_alternative(f, tools[i]["function"]["name"].get<std::string>(), args);
   }
@@ -141,14 +159,14 @@ std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOpt
     bad_request(std::string("'tool_choice' ") +
                     (req.tool_choice.kind == ToolChoice::Kind::kRequired ? "required" : "naming a function") +
                     " cannot be enforced for this model's tool-call format (" + tool_call_format_name(f.tools) +
-                    ": its arguments are not JSON); use \"auto\"",
+                    "); use \"auto\"",
                 "tool_choice", "unsupported_parameter");
   std::string rules, alts;
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string name = tools[i]["function"]["name"].get<std::string>();
     if (req.tool_choice.kind == ToolChoice::Kind::kFunction && name != req.tool_choice.function) continue;
     std::string args;
-    rules += arguments_rules(tools[i], i, &args);
+    rules += arguments_rules(tools[i], i, syntax_of(f), &args);
     alts += std::string(alts.empty() ? "" : " | ") + call_alternative(f, name, args);
   }
   std::string g = "call-body ::= " + alts + "\n" + calls_rules(f, req.parallel_tool_calls);
@@ -157,6 +175,10 @@ std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOpt
     g += "think-body ::= ([^<] | \"<\" [^/] | \"</\" [^t])*\n";
     g += reply.starts_in_reasoning ? "root ::= think-body \"</think>\" [\\n]{0,2} calls\n"
                                    : "root ::= (\"<think>\" think-body \"</think>\" [\\n]{0,2})? calls\n";
+  } else if (reply.parse_reasoning && f.reasoning == ReasoningFormat::kGemma4Channel) {
+    g += grammar::text_without_rules("<channel|>", "think-body");
+    g += reply.starts_in_reasoning ? "root ::= think-body \"<channel|>\" calls\n"
+                                   : "root ::= (\"<|channel>\" think-body \"<channel|>\")? calls\n";
   } else if (reply.parse_reasoning && f.reasoning == ReasoningFormat::kMistralThink) {
     g += grammar::text_without_rules("[/THINK]", "think-body");
     g += reply.starts_in_reasoning ? "root ::= think-body \"[/THINK]\" calls\n"

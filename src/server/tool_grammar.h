@@ -1,12 +1,12 @@
 // The grammar that makes a reply a tool call, for tool_choice "required" or a
 // named function: the call in the model's own format (Hermes / Qwen
 // <tool_call>, Llama 3 JSON, Mistral's [TOOL_CALLS] in the template's own
-// form) with arguments valid for the tool's `parameters` schema
+// form, Gemma 4's <|tool_call>call:name{...}<tool_call|> with its argument
+// syntax) with arguments valid for the tool's `parameters` schema
 // (src/grammar/json_schema.h; strict: additionalProperties defaults to false,
 // and a tool without parameters takes {}), after an optional reasoning block
-// when the template has one. Mistral's markers are control tokens: the grammar
-// is matched over a vocabulary that admits them (tool_grammar_markers). Gemma
-// 4's calls are not JSON (call:name{key:<|"|>text<|"|>}): ApiError 400.
+// when the template has one. Markers that are control tokens (Mistral's) are
+// matched over a vocabulary that admits them (tool_grammar_markers).
 #pragma once
 
 #include <string>
@@ -33,8 +33,8 @@ bool has_strict_tools(const GenerationRequest& req);
 
 // tool_choice "auto" with strict tools: any text without the call marker,
 // then (or not) calls whose arguments are valid for strict tools' schemas
-// (any JSON object for the others). Hermes / Qwen and Mistral formats; "" for
-// the others (their calls are parsed, not enforced).
+// (any object for the others). Hermes / Qwen, Mistral and Gemma 4 formats;
+// "" for Llama 3's bare JSON (its calls are parsed, not enforced).
 std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserOptions& reply);
 
 }  // namespace og::server

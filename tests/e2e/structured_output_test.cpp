@@ -190,6 +190,48 @@ TEST(StructuredOutput, RequiredToolCallMistralControlMarkers) {
   }
 }
 
+// Gemma 4's calls are not JSON: call:name{key:<|"|>text<|"|>,...} between
+// <|tool_call> markers. A random-weight Gemma 4 model under its own template:
+// required and named calls parse (our reader of its syntax) and validate.
+TEST(StructuredOutput, RequiredToolCallGemma4Syntax) {
+  const std::string model = scratch_dir() + "/structured-gemma4.gguf";
+  synth::write_gguf(synth::tiny_spec(synth::Family::kGemma4), model);
+  const std::string tmpl = std::string(OG_SOURCE_DIR) + "/tests/template/data/templates/google-gemma-4-31B-it.jinja";
+  // Reasoning off: a noise model may otherwise ramble in the optional thought
+  // block until max_tokens (the grammar with the block is covered by unit tests).
+  ServeProc s({"--model", model, "--chat-template-file", tmpl, "--kv-max-capacity", "2048", "--reasoning-format",
+               "none"});
+  ASSERT_TRUE(s.ready()) << s.stderr_text();
+  const json params = json::parse(R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 10},
+      "days": {"type": "integer", "minimum": 1, "maximum": 7}, "units": {"enum": ["C", "F"]}},
+      "required": ["city", "days"]})");
+  const json tools = {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", params}}}},
+                      {{"type", "function"}, {"function", {{"name", "get_time"}}}}};
+  int calls = 0;
+  for (const json& choice : {json("required"), json({{"type", "function"}, {"function", {{"name", "get_weather"}}}})}) {
+    for (int seed = 1; seed <= 2; ++seed) {
+      const json r = post(s, "/v1/chat/completions",
+                          {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}}, {"tools", tools},
+                           {"tool_choice", choice}, {"parallel_tool_calls", false}, {"max_tokens", 200},
+                           {"temperature", 1.0}, {"seed", seed}});
+      const std::string reason = r["choices"][0]["finish_reason"];
+      if (reason == "length") continue;
+      ASSERT_EQ(reason, "tool_calls") << r.dump();
+      const json& call = r["choices"][0]["message"]["tool_calls"][0];
+      const std::string fn = call["function"]["name"];
+      if (choice.is_object()) EXPECT_EQ(fn, "get_weather");
+      const json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+      ASSERT_TRUE(args.is_object()) << r.dump();
+      if (fn == "get_weather") {
+        const grammar::ValidationResult v = grammar::validate_json(args, params);
+        EXPECT_TRUE(v.valid) << args.dump() << ": " << v.error;
+      }
+      ++calls;
+    }
+  }
+  EXPECT_GE(calls, 2);
+}
+
 TEST(StructuredOutput, RunFlags) {
   ASSERT_TRUE(std::filesystem::exists(kStories)) << "missing test data " << kStories;
   const std::string schema_file = scratch_dir() + "/person.schema.json";

@@ -147,8 +147,8 @@ TEST_F(ToolCalls, MalformedCallStaysContent) {
 }
 
 // tool_choice required / a named function becomes a grammar in the model's
-// format (Hermes, Mistral); Gemma 4's calls are not JSON, so they cannot be
-// enforced: a 400 naming tool_choice.
+// format (Hermes, Mistral, Gemma 4); a template with no tool-call format
+// cannot be enforced: a 400 naming tool_choice.
 TEST_F(ToolCalls, RequiredCallIsAGrammarOrARefusal) {
   start_jinja();
   auto c = client();
@@ -169,16 +169,20 @@ TEST_F(ToolCalls, RequiredCallIsAGrammarOrARefusal) {
   EXPECT_TRUE(sched_->last_options().grammar.grammar);
   model_.reply_format.tools = ToolCallFormat::kGemma4;
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  EXPECT_TRUE(sched_->last_options().grammar.grammar);
+  model_.reply_format.tools = ToolCallFormat::kNone;
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
-  EXPECT_NE(r->body.find("cannot be enforced for this model's tool-call format (gemma4"), std::string::npos)
+  EXPECT_NE(r->body.find("cannot be enforced for this model's tool-call format (none"), std::string::npos)
       << r->body;
   EXPECT_NE(r->body.find("\"param\":\"tool_choice\""), std::string::npos) << r->body;
 }
 
 // Strict tools under tool_choice auto: the reply is held to "text without the
-// marker, then valid calls or nothing" (Hermes and Mistral formats); without
-// a strict tool, or for Gemma 4 (its calls are not JSON), nothing is
+// marker, then valid calls or nothing" (Hermes, Mistral and Gemma 4 formats);
+// without a strict tool, or for Llama 3's bare JSON calls, nothing is
 // constrained.
 TEST_F(ToolCalls, StrictToolsUnderAutoAreAGrammar) {
   start_jinja();
@@ -211,13 +215,17 @@ TEST_F(ToolCalls, StrictToolsUnderAutoAreAGrammar) {
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");
   ASSERT_TRUE(r && r->status == 200);
   EXPECT_FALSE(sched_->last_options().grammar.grammar);
-  // Mistral's calls are enforced too; Gemma 4's (not JSON) are parsed, not enforced.
+  // Mistral's and Gemma 4's calls are enforced too; Llama 3's bare JSON is parsed, not enforced.
   body["tools"][0]["function"]["strict"] = true;
   model_.reply_format.tools = ToolCallFormat::kMistral;
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");
   ASSERT_TRUE(r && r->status == 200);
   EXPECT_TRUE(sched_->last_options().grammar.grammar);
   model_.reply_format.tools = ToolCallFormat::kGemma4;
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_TRUE(sched_->last_options().grammar.grammar);
+  model_.reply_format.tools = ToolCallFormat::kLlama3Json;
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");
   ASSERT_TRUE(r && r->status == 200);
   EXPECT_FALSE(sched_->last_options().grammar.grammar);

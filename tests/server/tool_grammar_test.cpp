@@ -3,7 +3,7 @@
 // template's own syntax with valid arguments, the reply parser reads each one
 // back as that call, and what they refuse is refused. Mistral's two syntaxes
 // (name[CALL_ID]id[ARGS]{...} and the [TOOL_CALLS][...] list) and its
-// [THINK] block; Gemma 4's non-JSON calls are a 400.
+// [THINK] block; Gemma 4's own argument syntax.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -138,16 +138,74 @@ TEST(ToolGrammar, MarkersToAdmit) {
   EXPECT_TRUE(tool_grammar_markers(hermes).empty());
 }
 
-TEST(ToolGrammar, Gemma4RequiredIsA400) {
+ReplyParserOptions gemma4(bool channel = false) {
   ReplyParserOptions o;
   o.format.tools = ToolCallFormat::kGemma4;
-  try {
-    tool_call_grammar(request("required"), o);
-    FAIL() << "no error";
-  } catch (const ApiError& e) {
-    EXPECT_EQ(e.status(), 400);
-    EXPECT_NE(std::string(e.what()).find("gemma4"), std::string::npos) << e.what();
-  }
+  if (channel) o.format.reasoning = ReasoningFormat::kGemma4Channel;
+  o.parse_reasoning = channel;
+  o.id_seed = 7;
+  return o;
+}
+
+// Gemma 4's calls: call:name{key:value} with bare keys in sorted order and
+// <|"|>-quoted raw strings, as its template's format_argument writes them.
+TEST(ToolGrammar, Gemma4Required) {
+  const ReplyParserOptions o = gemma4();
+  const std::string g = tool_call_grammar(request("required"), o);
+  const std::string call = R"(<|tool_call>call:get_weather{city:<|"|>Paris
+<|"|>,days:3}<tool_call|>)";
+  EXPECT_TRUE(accepts(g, call)) << g;
+  EXPECT_TRUE(accepts(g, "<|tool_call>call:get_time{}<tool_call|>"));
+  const ParsedReply p = parse_reply(call, o);
+  ASSERT_EQ(p.tool_calls.size(), 1u) << p.content;
+  EXPECT_EQ(p.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(json::parse(p.tool_calls[0].arguments), json::parse(R"({"city": "Paris\n", "days": 3})"));
+  // Refused: JSON syntax, keys out of the template's order, a bound broken, a string over maxLength,
+  // a '"' inside a string, spaces, an unknown tool.
+  EXPECT_FALSE(accepts(g, R"(<|tool_call>call:get_weather{"city":"Paris","days":3}<tool_call|>)"));
+  EXPECT_FALSE(accepts(g, R"(<|tool_call>call:get_weather{days:3,city:<|"|>Paris<|"|>}<tool_call|>)"));
+  EXPECT_FALSE(accepts(g, R"(<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:8}<tool_call|>)"));
+  EXPECT_FALSE(accepts(g, R"(<|tool_call>call:get_weather{city:<|"|>Parisssssss<|"|>,days:3}<tool_call|>)"));
+  EXPECT_FALSE(accepts(g, R"(<|tool_call>call:get_weather{city:<|"|>Pa"ris<|"|>,days:3}<tool_call|>)"));
+  EXPECT_FALSE(accepts(g, R"(<|tool_call>call:get_weather{city: <|"|>Paris<|"|>,days:3}<tool_call|>)"));
+  EXPECT_FALSE(accepts(g, "<|tool_call>call:rm_rf{}<tool_call|>"));
+  // Named, parallel, after a thought.
+  EXPECT_FALSE(accepts(tool_call_grammar(request("get_weather"), o), "<|tool_call>call:get_time{}<tool_call|>"));
+  const std::string par = tool_call_grammar(request("required", /*parallel=*/true), o);
+  EXPECT_TRUE(accepts(par, "<|tool_call>call:get_time{}<tool_call|><|tool_call>call:get_time{}<tool_call|>"));
+  const ReplyParserOptions c = gemma4(/*channel=*/true);
+  const std::string thought = "<|channel>thought\nThe time.<channel|><|tool_call>call:get_time{}<tool_call|>";
+  EXPECT_TRUE(accepts(tool_call_grammar(request("required"), c), thought));
+  const ParsedReply pc = parse_reply(thought, c);
+  ASSERT_EQ(pc.tool_calls.size(), 1u);
+}
+
+TEST(ToolGrammar, Gemma4NestedValuesAndStrictAuto) {
+  GenerationRequest r = request("auto", false, /*strict=*/true);
+  r.template_request["tools"][1]["function"]["parameters"] = json::parse(R"({"type": "object",
+      "properties": {"Zone": {"enum": ["UTC", "CET"]}, "opts": {"type": "object", "properties": {"b": {"type": "boolean"},
+      "n": {"type": ["null", "integer"]}}, "required": ["b", "n"]}, "tags": {"type": "array", "items": {"type": "string"}}},
+      "required": ["Zone"]})");
+  r.template_request["tools"][1]["function"]["strict"] = true;
+  const ReplyParserOptions o = gemma4();
+  const std::string g = strict_auto_grammar(r, o);
+  ASSERT_FALSE(g.empty());
+  EXPECT_TRUE(accepts(g, "Let me see."));
+  // Sorted keys (case-insensitive, as dictsort): opts, tags, Zone; None for null.
+  const std::string call =
+      R"(Checking.<|tool_call>call:get_time{opts:{b:true,n:None},tags:[<|"|>a<|"|>,<|"|>b c<|"|>],Zone:<|"|>CET<|"|>}<tool_call|>)";
+  EXPECT_TRUE(accepts(g, call)) << g;
+  const ParsedReply p = parse_reply(call, o);
+  ASSERT_EQ(p.tool_calls.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(p.tool_calls[0].arguments),  // unordered: compare as values
+            nlohmann::json::parse(R"({"Zone": "CET", "opts": {"b": true, "n": null}, "tags": ["a", "b c"]})"));
+  EXPECT_FALSE(accepts(g, R"(<|tool_call>call:get_time{Zone:<|"|>PST<|"|>}<tool_call|>)"));
+  EXPECT_FALSE(accepts(g, R"(<|tool_call>call:get_time{opts:{b:1,n:None},Zone:<|"|>CET<|"|>}<tool_call|>)"));
+}
+
+TEST(ToolGrammar, Llama3StrictAutoIsNotEnforced) {
+  ReplyParserOptions o;
+  o.format.tools = ToolCallFormat::kLlama3Json;
   EXPECT_EQ(strict_auto_grammar(request("auto", false, true), o), "");
 }
 
