@@ -74,16 +74,35 @@ TEST(Phi3, LongropeReadsTheSameFromGgufAndHf) {
     EXPECT_LE(test::max_rel_err(logits_of(*g, toks, capacity), logits_of(*h, toks, capacity)), 1e-5) << capacity;
 }
 
+// Phi-4-mini's shape of phi3: half of each head rotates (partial_rotary_factor
+// 0.5: 8 of 16 dims, 4 factors), tied embeddings, longrope.
+synth::SynthSpec partial_spec() {
+  synth::SynthSpec s = longrope_spec();
+  s.partial_rotary = 0.5;
+  s.tied = true;
+  return s;
+}
+
 // The run's context picks the table: at most the original context -> short
-// factors, beyond -> long (llama.cpp's rule); both against the naive model.
+// factors, beyond -> long (llama.cpp's rule); both against the naive model,
+// full and partial rotation; the partial model's GGUF and HF agree.
 TEST(Phi3, RunContextPicksShortOrLongFactors) {
-  std::unique_ptr<Model> m = Model::load(longrope_gguf());
-  std::unique_ptr<GgufFile> f = GgufFile::open(longrope_gguf());
-  const std::vector<int32_t> toks = test::test_tokens(24, m->n_vocab(), 5);
-  const std::vector<float> short_run = logits_of(*m, toks, kOrig), long_run = logits_of(*m, toks, kOrig + 1);
-  EXPECT_LE(test::max_rel_err(short_run, test::naive_forward(m->config(), *f, toks, false)), 1e-5);
-  EXPECT_LE(test::max_rel_err(long_run, test::naive_forward(m->config(), *f, toks, true)), 1e-5);
-  EXPECT_GT(test::max_rel_err(short_run, long_run), 1e-3);
+  for (const std::string& path : {longrope_gguf(), test::synth_path(partial_spec(), false, "phi3-partial")}) {
+    std::unique_ptr<Model> m = Model::load(path);
+    std::unique_ptr<GgufFile> f = GgufFile::open(path);
+    const std::vector<int32_t> toks = test::test_tokens(24, m->n_vocab(), 5);
+    const std::vector<float> short_run = logits_of(*m, toks, kOrig), long_run = logits_of(*m, toks, kOrig + 1);
+    EXPECT_LE(test::max_rel_err(short_run, test::naive_forward(m->config(), *f, toks, false)), 1e-5) << path;
+    EXPECT_LE(test::max_rel_err(long_run, test::naive_forward(m->config(), *f, toks, true)), 1e-5) << path;
+    EXPECT_GT(test::max_rel_err(short_run, long_run), 1e-3) << path;
+  }
+  std::unique_ptr<Model> g = Model::load(test::synth_path(partial_spec(), false, "phi3-partial"));
+  std::unique_ptr<Model> h = Model::load(test::synth_path(partial_spec(), true, "phi3-partial"));
+  EXPECT_EQ(g->config().layers[0].rope_n_rot, 8);
+  EXPECT_EQ(h->config().layers[0].rope_n_rot, 8);
+  EXPECT_TRUE(h->config().tied_output);
+  const std::vector<int32_t> toks = test::test_tokens(20, g->n_vocab(), 6);
+  EXPECT_LE(test::max_rel_err(logits_of(*g, toks, 4 * kOrig), logits_of(*h, toks, 4 * kOrig)), 1e-5);
 }
 
 ConvertOptions options(const std::string& dtype, const std::string& hf_dir = "") {

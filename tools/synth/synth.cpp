@@ -286,6 +286,13 @@ void validate(const SynthSpec& s) {
            ") is written for phi3 only, with an original context in 2..n_ctx-1");
   OG_CHECK(s.family != Family::kPhi3 || s.n_heads * s.head_dim == s.d_model, "synthetic model: phi3 needs n_heads * ",
            "head_dim (", s.n_heads * s.head_dim, ") = d_model (", s.d_model, "): Phi3Config has no head_dim");
+  if (s.family == Family::kPhi3 && s.partial_rotary != 1.0) {  // Phi-4-mini: partial_rotary_factor
+    const int64_t n_rot = static_cast<int64_t>(s.head_dim * s.partial_rotary);
+    OG_CHECK(s.partial_rotary > 0 && s.partial_rotary < 1 && n_rot > 0 && n_rot % 2 == 0,
+             "synthetic model: phi3 partial_rotary ", s.partial_rotary, " must rotate a positive even number of dims");
+  }
+  OG_CHECK(s.partial_rotary == 1.0 || s.family == Family::kPhi3 || s.family == Family::kGemma4,
+           "synthetic model: partial_rotary is written for gemma4 and phi3 only");
   validate_embedding(s);
   OG_CHECK(dtype_info(static_cast<uint32_t>(s.weight_dtype)), "synthetic model: unknown weight dtype");
   n_vocab(s);

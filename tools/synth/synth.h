@@ -65,7 +65,7 @@ struct SynthSpec {
   int64_t n_shared_kv = 0;        // the last N layers read the cache of the last owner layer of their type
   int64_t d_per_layer = 0;        // per-layer input width P (0 = none)
   bool double_wide_mlp = false;   // sharing layers have 2 * d_ff
-  double partial_rotary = 1.0;    // fraction of each full-layer head that RoPE turns
+  double partial_rotary = 1.0;    // fraction of each full-layer head that RoPE turns (gemma4; phi3: every layer)
   double final_softcap = 0;       // final logit soft-cap (0 = none)
   bool layer_scale = false;       // per-layer output scale tensors
   bool sharer_kv_tensors = false; // also write the (unused) K/V tensors of sharing layers

@@ -199,7 +199,7 @@ namespace {
 // pair index (as the real ones do, ~1 to ~60), both [head_dim / 2].
 nlohmann::ordered_json phi3_longrope(const SynthSpec& s) {
   nlohmann::ordered_json shorts = nlohmann::ordered_json::array(), longs = nlohmann::ordered_json::array();
-  const int64_t half = s.head_dim / 2;
+  const int64_t half = static_cast<int64_t>(s.head_dim * s.partial_rotary) / 2;  // the rotated pairs
   for (int64_t i = 0; i < half; ++i) {
     const double x = static_cast<double>(i) / static_cast<double>(half);
     shorts.push_back(1.0 + 0.25 * x);
@@ -289,6 +289,7 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
       c["sliding_window"] = nullptr;
       c["original_max_position_embeddings"] = s.longrope_original > 0 ? s.longrope_original : s.n_ctx;
       if (s.longrope_original > 0) c["rope_scaling"] = phi3_longrope(s);
+      if (s.partial_rotary != 1.0) c["partial_rotary_factor"] = s.partial_rotary;  // Phi-4-mini
       break;
     case Family::kGemma4:
     case Family::kGptOss:  // GGUF only (write_hf refuses it)

@@ -233,7 +233,8 @@ int hf_dim(const nlohmann::json& cfg, const char* key, const std::string& file) 
 }
 
 // Fields that, when set, describe something the engine does not implement.
-void refuse_unsupported(const nlohmann::json& cfg, const std::string& file, bool reads_experts) {
+void refuse_unsupported(const nlohmann::json& cfg, const std::string& file, bool reads_experts,
+                        bool reads_partial_rotary) {
   for (const char* k : {"attn_logit_softcapping", "final_logit_softcapping", "attention_chunk_size",
                         "sliding_window_size_chunked"}) {
     if (!json_has(cfg, k)) continue;
@@ -249,15 +250,29 @@ void refuse_unsupported(const nlohmann::json& cfg, const std::string& file, bool
          "supported (supported: Qwen3MoeForCausalLM, MixtralForCausalLM)");
   }
   if (hf_bool(cfg, "mlp_bias", file, false)) fail(file, ": mlp_bias = true is not supported");
-  if (auto r = json_number(cfg, "partial_rotary_factor", file); r && *r != 1.0)
+  if (auto r = json_number(cfg, "partial_rotary_factor", file); r && *r != 1.0 && !reads_partial_rotary)
     fail(file, ": partial_rotary_factor = ", *r, " is not supported (only full-head RoPE)");
+}
+
+// The rotated dims of a head_dim head: int(head_dim * partial_rotary_factor)
+// (top level, or in rope_parameters), as transformers and llama.cpp's converter.
+int hf_rotary_dims(const nlohmann::json& cfg, const std::string& file, int head_dim) {
+  std::optional<double> r = json_number(cfg, "partial_rotary_factor", file);
+  if (!r && json_has(cfg, "rope_parameters") && cfg.at("rope_parameters").is_object())
+    r = json_number(cfg.at("rope_parameters"), "partial_rotary_factor", file + ": rope_parameters");
+  if (!r) return head_dim;
+  OG_CHECK(std::isfinite(*r) && *r > 0 && *r <= 1, file, ": partial_rotary_factor = ", *r, " must be in (0, 1]");
+  const int n_rot = static_cast<int>(head_dim * *r);
+  OG_CHECK(n_rot > 0 && n_rot % 2 == 0, file, ": partial_rotary_factor ", *r, " rotates ", n_rot, " of ", head_dim,
+           " dims (must be a positive even count)");
+  return n_rot;
 }
 
 // longrope's context facts (transformers' rule): the original context from
 // the scaling object or config.json's original_max_position_embeddings;
 // attention factor, unless given, sqrt(1 + ln(s) / ln(orig)) for s =
-// max_position_embeddings / orig > 1, else 1; factor lengths head_dim / 2.
-void resolve_hf_longrope(const nlohmann::json& cfg, const std::string& file, int64_t n_ctx, int head_dim,
+// max_position_embeddings / orig > 1, else 1; factor lengths n_rot / 2.
+void resolve_hf_longrope(const nlohmann::json& cfg, const std::string& file, int64_t n_ctx, int n_rot,
                          RopeScaling& s) {
   if (s.original_max_positions <= 0) {
     const std::optional<int64_t> orig = json_int(cfg, "original_max_position_embeddings", file);
@@ -268,8 +283,8 @@ void resolve_hf_longrope(const nlohmann::json& cfg, const std::string& file, int
   s.factor = static_cast<double>(n_ctx) / s.original_max_positions;
   if (s.attn_factor <= 0)
     s.attn_factor = s.factor <= 1 ? 1.0 : std::sqrt(1 + std::log(s.factor) / std::log(s.original_max_positions));
-  s.short_factor = checked_rope_factors(s.short_factor, head_dim, file + ": rope_scaling.short_factor");
-  s.long_factor = checked_rope_factors(s.long_factor, head_dim, file + ": rope_scaling.long_factor");
+  s.short_factor = checked_rope_factors(s.short_factor, n_rot, file + ": rope_scaling.short_factor");
+  s.long_factor = checked_rope_factors(s.long_factor, n_rot, file + ": rope_scaling.long_factor");
 }
 
 }  // namespace
@@ -349,10 +364,11 @@ std::optional<std::vector<bool>> hf_layer_types(const nlohmann::json& cfg, const
   return sliding;
 }
 
-void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool default_tied, bool reads_experts) {
+void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool default_tied, bool reads_experts,
+                    bool reads_partial_rotary) {
   const nlohmann::json& cfg = in.config;
   const std::string& file = in.file;
-  refuse_unsupported(cfg, file, reads_experts);
+  refuse_unsupported(cfg, file, reads_experts, reads_partial_rotary);
   const int64_t n_layers = hf_dim(cfg, "num_hidden_layers", file);
   OG_CHECK(n_layers <= kMaxLayers, file, ": num_hidden_layers = ", n_layers, " is out of range");
   c.d_model = hf_dim(cfg, "hidden_size", file);
@@ -399,7 +415,8 @@ void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool 
   if (json_has(cfg, "rope_scaling")) scaling = parse_hf_rope(cfg.at("rope_scaling"), file + ": rope_scaling");
   else if (json_has(cfg, "rope_parameters")) scaling = parse_hf_rope(cfg.at("rope_parameters"), file + ": rope_parameters");
 
-  if (scaling.type == RopeScaling::Type::kLongrope) resolve_hf_longrope(cfg, file, c.n_ctx, head_dim, scaling);
+  const int n_rot = reads_partial_rotary ? hf_rotary_dims(cfg, file, head_dim) : head_dim;
+  if (scaling.type == RopeScaling::Type::kLongrope) resolve_hf_longrope(cfg, file, c.n_ctx, n_rot, scaling);
 
   c.layers.assign(static_cast<size_t>(n_layers), LayerConfig{});
   for (LayerConfig& L : c.layers) {
@@ -407,7 +424,7 @@ void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool 
     L.n_kv_heads = kv_heads;
     L.head_dim_k = L.head_dim_v = head_dim;
     L.d_ff = d_ff;
-    L.rope_n_rot = head_dim;
+    L.rope_n_rot = n_rot;
     L.rope_interleaved = false;
     set_rope(L, base, scaling, {});
     L.activation = act;

@@ -100,8 +100,10 @@ void read_hf_embedding(const std::string& dir, const nlohmann::json& cfg, const 
 // rope_parameters (flat form), refusals of mlp_bias, MoE, soft-capping,
 // chunked attention, partial rotary). Windows are left 0 (families set them).
 // reads_experts: the family reads the expert fields itself (read_hf_experts; not refused).
+// reads_partial_rotary: partial_rotary_factor (top level or in rope_parameters)
+// rotates int(head_dim * factor) dims (Phi-4-mini's phi3) instead of being refused.
 void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool default_tied,
-                    bool reads_experts = false);
+                    bool reads_experts = false, bool reads_partial_rotary = false);
 // Parses one rope_scaling / rope_parameters object (null or absent = none).
 // `where` names it in messages ("config.json: rope_scaling").
 RopeScaling parse_hf_rope(const nlohmann::json& obj, const std::string& where);

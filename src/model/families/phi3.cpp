@@ -54,7 +54,8 @@ void phi3_from_gguf(const GgufFile& f, const std::string& arch, ModelConfig& c) 
 }
 
 void phi3_from_hf(const HfInput& in, ModelConfig& c) {
-  read_hf_common(in, c, 1e-5, false);  // rope_scaling longrope (short/long factors) included
+  // rope_scaling longrope (short/long factors) and partial_rotary_factor (Phi-4-mini) included
+  read_hf_common(in, c, 1e-5, false, false, true);
   const int64_t window = json_int(in.config, "sliding_window", in.file).value_or(0);
   set_window(c, window, in.file + ": sliding_window");
   for (LayerConfig& L : c.layers) L.qkv_fused = L.gate_up_fused = true;
