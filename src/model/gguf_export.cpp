@@ -304,6 +304,11 @@ void same_layer(const std::string& file, int l, const LayerConfig& a, const Laye
   same(file, p + "used expert count", a.n_experts_used, b.n_experts_used);
   same(file, p + "expert feed-forward width", a.d_ff_expert, b.d_ff_expert);
   same(file, p + "expert weight renormalisation", a.expert_weights_norm, b.expert_weights_norm);
+  same(file, p + "softmax after top-k", a.expert_softmax_after_topk, b.expert_softmax_after_topk);
+  same(file, p + "router bias", a.has_router_bias, b.has_router_bias);
+  same(file, p + "expert biases", a.has_expert_bias, b.has_expert_bias);
+  same(file, p + "clamped SwiGLU experts", a.expert_swiglu_oai, b.expert_swiglu_oai);
+  same(file, p + "attention sinks", a.has_sinks, b.has_sinks);
   OG_CHECK(close(a.attn_scale, b.attn_scale, 1e-6), file, ": reads back with ", p, "attention scale ", b.attn_scale,
            " but the model has ", a.attn_scale);
   same(file, p + "fused gate/up", a.gate_up_fused, b.gate_up_fused);

@@ -9,6 +9,7 @@
 
 #include "file_edit.h"
 #include "format/gguf.h"
+#include "model/gguf_convert.h"
 #include "model/gguf_export.h"
 #include "model/loader.h"
 #include "model/moe.h"
@@ -159,6 +160,35 @@ TEST(GptOssFiles, ReadsBackAsWritten) {
     if (path == mxfp4_file()) {
       EXPECT_EQ(f->find("blk.0.ffn_up_exps.weight")->type_id, static_cast<uint32_t>(DType::MXFP4));
       EXPECT_EQ(f->find("blk.0.attn_q.weight")->type_id, static_cast<uint32_t>(DType::F32));
+    }
+  }
+}
+
+// quantize converts gpt-oss like any GGUF (its read-back check compares the
+// sinks, biases, routing and activation flags): the expert stacks and the
+// other matrices take the weight type, the routers, sinks and biases stay F32,
+// and the Q8_0 file's logits stay near F32's.
+TEST(GptOssFiles, QuantizeKeepsTheModel) {
+  test::TempDir dir;
+  for (const char* type : {"q8_0", "mxfp4"}) {
+    const std::string out = dir.path(std::string("gpt-oss-") + type + ".gguf");
+    ConvertOptions o;
+    ASSERT_TRUE(weight_type_from_name(type, &o.type)) << type;
+    quantize_gguf(test::synth_gguf(Family::kGptOss), out, o);
+    const std::unique_ptr<GgufFile> f = GgufFile::open(out);
+    const DType want = std::string(type) == "q8_0" ? DType::Q8_0 : DType::MXFP4;
+    EXPECT_EQ(f->find("blk.1.ffn_down_exps.weight")->type_id, static_cast<uint32_t>(want)) << type;
+    for (const char* t : {"blk.0.ffn_gate_inp.weight", "blk.0.attn_sinks.weight", "blk.0.ffn_up_exps.bias",
+                          "blk.0.ffn_gate_inp.bias", "blk.0.attn_q.bias"})
+      EXPECT_EQ(f->find(t)->type_id, static_cast<uint32_t>(DType::F32)) << type << " " << t;
+    if (want == DType::Q8_0) {
+      const std::vector<int32_t> toks = test::test_tokens(12, 512, 3);
+      auto logits = [&](const std::string& path) {
+        std::unique_ptr<Model> m = Model::load(path);
+        auto c = make_kv_cache(KvKind::kReference, m->kv_geometry(), KvPolicy{});
+        return test::all_logits(*m, *c, toks, 12);
+      };
+      EXPECT_LE(test::max_rel_err(logits(out), logits(test::synth_gguf(Family::kGptOss))), 0.05);
     }
   }
 }
