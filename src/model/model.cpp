@@ -182,6 +182,11 @@ HfModelSource read_hf_model(const std::string& dir) {
   ModelConfig c = hf_model_config(ck.config, ck.config_path, *weights);
   const bool nested = ck.config.contains("text_config") && ck.config["text_config"].is_object();
   read_hf_embedding(dir, nested ? ck.config["text_config"] : ck.config, ck.config_path, c);
+  if (!c.has_output_norm && c.pooling == Pooling::kUnset) {  // an encoder without sentence-transformers pooling
+    c.pooling = Pooling::kNone;
+    c.notes.push_back("no modules.json Pooling module: one vector per token (pooling none), as llama.cpp runs "
+                      "its GGUF");
+  }
   if (!c.dense.empty()) weights = std::make_shared<WithDenseModules>(std::move(weights), dir, c.dense);
   return {std::move(c), std::move(weights)};
 }

@@ -207,9 +207,17 @@ TEST(Encoder, BadFilesAreOneErrorNamingTheField) {
   test::GgufEdit rank;
   rank.set_keys.push_back({"bert.pooling_type", GgufValue::make_u32(4)});
   expect_error([&] { load_edited(rank); }, "bert.pooling_type = 4");
+  // No pooling type: one vector per token, as llama.cpp (a note says so).
   test::GgufEdit no_pool;
   no_pool.drop_keys = {"bert.pooling_type"};
-  expect_error([&] { load_edited(no_pool); }, "missing key bert.pooling_type");
+  {
+    const std::string out = dir.path("no-pool.gguf");
+    test::rewrite_gguf(src, out, no_pool);
+    std::unique_ptr<Model> m = Model::load(out);
+    EXPECT_EQ(m->config().pooling, Pooling::kNone);
+    ASSERT_EQ(m->config().notes.size(), 1u);
+    EXPECT_NE(m->config().notes[0].find("bert.pooling_type is absent"), std::string::npos);
+  }
   test::GgufEdit no_eps;
   no_eps.drop_keys = {"bert.attention.layer_norm_epsilon"};
   expect_error([&] { load_edited(no_eps); }, "bert.attention.layer_norm_epsilon");

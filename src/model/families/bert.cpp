@@ -118,8 +118,10 @@ void encoder_from_gguf(const GgufFile& f, const std::string& arch, ModelConfig& 
     c.n_token_types = static_cast<int>(t->shape[0]);
   }
   read_gguf_embedding(f, arch, c);  // pooling_type, attention.causal (default false here), dense
-  OG_CHECK(c.pooling != Pooling::kUnset, src, ": missing key ", p,
-           "pooling_type (an encoder only embeds; 1 mean, 2 cls, 0 none)");
+  if (c.pooling == Pooling::kUnset) {  // llama.cpp's default for an encoder: one vector per token
+    c.pooling = Pooling::kNone;
+    c.notes.push_back(p + "pooling_type is absent: one vector per token (pooling none), as llama.cpp");
+  }
   OG_CHECK(c.dense.empty(), src, ": dense projections after an encoder are not supported");
   c.tied_output = false;
 }
