@@ -69,6 +69,8 @@ class Pool {
     if (--refs_[b] == 0) free_.push_back(b);
   }
   int refs(int b) const { return refs_[b]; }
+  int64_t limit() const { return limit_; }
+  int64_t created() const { return int64_t(refs_.size()); }
   // Head 0's rows of block b; head h's at + h * k_head_stride() (v_head_stride()).
   uint8_t* k(int b) const { return chunks_k_[b / chunk_].data() + (b % chunk_) * head_k_; }
   uint8_t* v(int b) const { return chunks_v_[b / chunk_].data() + (b % chunk_) * head_v_; }
@@ -217,6 +219,27 @@ class CellCache final : public StoreCacheBase {
   int64_t length(int seq) const override {
     auto it = seqs_.find(seq);
     return it == seqs_.end() ? -1 : it->second.length;
+  }
+
+  KvBlockUsage block_usage(std::span<const int> seqs) const override {
+    bool any_flat = false;
+    for (const CacheLayout& l : res_.caches) any_flat |= l.window == 0;
+    KvBlockUsage u;
+    std::vector<uint8_t> seen;
+    for (size_t c = 0; c < pools_.size(); ++c) {
+      if (any_flat && res_.caches[c].window > 0) continue;
+      u.total += pools_[c].limit();
+      seen.assign(size_t(pools_[c].created()), 0);
+      for (int seq : seqs) {
+        auto it = seqs_.find(seq);
+        if (it == seqs_.end()) continue;
+        for (int b : it->second.tables[c].ids) {
+          u.used += seen[size_t(b)] ? 0 : 1;
+          seen[size_t(b)] = 1;
+        }
+      }
+    }
+    return u;
   }
 
   KvMemory memory() const override {

@@ -58,6 +58,13 @@ class KvCache {
   virtual void release_unused() = 0;                // give back memory not needed by current lengths
   virtual int64_t length(int seq) const = 0;        // -1 for an unknown sequence
   virtual KvMemory memory() const = 0;
+  // The pool blocks that `seqs` reference against the pool's size (vLLM's
+  // kv_cache_usage: blocks that only a prefix-cache entry holds are not
+  // counted, as vLLM counts its cached blocks free); {0, 0} without a pool.
+  virtual KvBlockUsage block_usage(std::span<const int> seqs) const {
+    (void)seqs;
+    return {};
+  }
   // Two lines, e.g.
   //   [cache] off-graph sequence | capacity=1024 initial=512 kv_dtype=bf16 max_write=512
   //           26 layers: 4 flat + 22 ring(window 512)

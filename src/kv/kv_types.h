@@ -74,4 +74,11 @@ struct KvMemory {
   int64_t used() const { return flat_used + ring_used; }
 };
 
+// Blocks of a block pool (the batched-cell kind): `used` referenced by the
+// sequences asked about (a block shared by several counts once), `total` the
+// pool's size; summed over the full-attention caches. {0, 0}: no block pool.
+struct KvBlockUsage {
+  int64_t used = 0, total = 0;
+};
+
 }  // namespace og

@@ -492,7 +492,15 @@ std::unique_ptr<Request> Scheduler::Impl::take_running(size_t i) {
 // Counts and gauges for snapshot(), after each step.
 void Scheduler::Impl::publish() {
   int64_t held = 0;
-  for (const auto& r : running) held += std::max<int64_t>(0, cache->length(r->seq));
+  std::vector<int> seqs;
+  for (const auto& r : running) {
+    held += std::max<int64_t>(0, cache->length(r->seq));
+    seqs.push_back(r->seq);
+  }
+  // A block pool (batched-cell): the blocks running requests hold, as vLLM
+  // reports (a prefix-cache entry's blocks are free to evict, so not counted);
+  // other kinds: positions held against every sequence's capacity.
+  const KvBlockUsage blocks = cache->block_usage(seqs);
   const int64_t bytes = cache->memory().allocated();
   const PrefixCacheStats& ps = prefix.stats();
   std::lock_guard<std::mutex> lk(mu);
@@ -504,7 +512,10 @@ void Scheduler::Impl::publish() {
   snap.running = static_cast<int>(running.size());
   snap.peak_running = std::max(snap.peak_running, snap.running);
   const double total = static_cast<double>(opts.max_decode_sequences) * cache->policy().max_capacity;
-  snap.kv_cache_usage = total > 0 ? std::min(1.0, held / total) : 0.0;
+  if (blocks.total > 0)
+    snap.kv_cache_usage = std::min(1.0, static_cast<double>(blocks.used) / static_cast<double>(blocks.total));
+  else
+    snap.kv_cache_usage = total > 0 ? std::min(1.0, held / total) : 0.0;
   snap.cache_bytes_allocated = bytes;
   snap.peak_cache_bytes = std::max(snap.peak_cache_bytes, bytes);
   snap.prefix_lookups = ps.lookups;

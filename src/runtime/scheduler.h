@@ -130,7 +130,7 @@ struct SchedulerOptions {
 struct SchedulerSnapshot {
   int waiting = 0;                 // submitted, not admitted
   int running = 0;                 // admitted, not finished
-  double kv_cache_usage = 0;       // 0..1: fraction of the shared cache's capacity in use
+  double kv_cache_usage = 0;       // 0..1: the block pool's blocks running requests hold (KvCache::block_usage)
   int64_t steps = 0, steps_decode_only = 0, steps_mixed = 0, steps_prefill_only = 0;
   int64_t rows = 0;                // rows forwarded over all steps
   int64_t decode_rows = 0;         // of which decode rows (one sampled token each)

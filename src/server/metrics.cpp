@@ -174,7 +174,7 @@ std::string render_prometheus(const SchedulerSnapshot& s, const ServerMetrics& m
   w.gauge("vllm:num_requests_running", s.running, "Sequences admitted to the batch and not finished (a request of n choices counts n).");
   w.gauge("vllm:num_requests_waiting", s.waiting, "Sequences submitted and waiting for admission (a request of n choices counts n).");
   w.gauge("vllm:kv_cache_usage_perc", std::clamp(s.kv_cache_usage, 0.0, 1.0),
-          "Fraction of the shared KV cache in use (0 to 1).");
+          "Fraction of the KV block pool held by running requests (0 to 1).");
   w.counter("offgraph:prompt_tokens_total", static_cast<double>(s.prompt_tokens), "Prompt tokens of admitted requests.");
   w.counter("offgraph:generation_tokens_total", static_cast<double>(s.generated_tokens), "Tokens generated.");
   w.counter("offgraph:prefix_cache_queries_total", static_cast<double>(s.prefix_lookups),

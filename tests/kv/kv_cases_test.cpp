@@ -274,8 +274,17 @@ TEST(KvCases, CellPoolSharingAndExhaustion) {
   ASSERT_TRUE(t->fork(0, 1, 30).ok());  // shares every block
   ASSERT_TRUE(r->fork(0, 1, 30).ok());
   EXPECT_EQ(t->memory().flat_used, 8 * block);
+  // Blocks held by sequences, a shared block once: 8 for either or both.
+  const std::vector<int> s0 = {0}, s1 = {1}, both = {0, 1}, none = {};
+  EXPECT_EQ(t->block_usage(s0).used, 8);
+  EXPECT_EQ(t->block_usage(both).used, 8);
+  EXPECT_EQ(t->block_usage(both).total, 9);
+  EXPECT_EQ(t->block_usage(none).used, 0);
+  EXPECT_EQ(r->block_usage(both).total, 0);  // no block pool
   advance(*t, *r, 1, 1, 1);  // copy-on-write of the shared last block
   EXPECT_EQ(t->memory().flat_used, 9 * block);
+  EXPECT_EQ(t->block_usage(s1).used, 8);
+  EXPECT_EQ(t->block_usage(both).used, 9);
   ASSERT_TRUE(t->add_sequence(2).ok());
   ASSERT_TRUE(r->add_sequence(2).ok());
   KvResult no = t->begin_step(span_rows(2, 0, 1));

@@ -185,6 +185,13 @@ TEST_P(SchedulerModel, PrefixCacheReusesAndEqualsColdRuns) {
     const SchedulerSnapshot s = bt.sched->snapshot();
     EXPECT_EQ(s.prefix_lookups, 5);
     EXPECT_EQ(s.prefix_hits, ring ? 3 : 4);
+    // Idle: the prefix cache's entries hold blocks, but a block pool reports
+    // them free (evictable), as vLLM's kv_cache_usage does.
+    EXPECT_GT(s.prefix_entries, 0);
+    if (kind == KvKind::kBatchedCell) {
+      EXPECT_GT(bt.cache->memory().used(), 0);
+      EXPECT_EQ(s.kv_cache_usage, 0.0);
+    }
   }
 }
 
