@@ -123,9 +123,15 @@ void validate_config(const ModelConfig& c, const std::string& what) {
                " must be in 1..", L.n_experts, " (the expert count)");
       OG_CHECK(L.d_ff_expert > 0 && L.d_ff_expert <= (int64_t{1} << 24), at, "expert feed-forward width ",
                L.d_ff_expert, " is out of range");
+      OG_CHECK(!L.expert_softmax_after_topk || L.n_experts_used <= 64, at, "softmax after top-k runs at most 64 "
+               "experts per token, not ", L.n_experts_used);
     } else {
       OG_CHECK(L.n_experts_used == 0, at, "used expert count ", L.n_experts_used, " without experts");
+      OG_CHECK(!L.expert_softmax_after_topk && !L.has_router_bias && !L.has_expert_bias && !L.expert_swiglu_oai, at,
+               "expert routing, biases or activation are set on a layer without experts");
     }
+    OG_CHECK(L.rope_scaling.type != RopeScaling::Type::kYarn || L.rope_n_rot == L.head_dim_k, at,
+             "YaRN scaling needs every dim rotated (its magnitude is folded into the attention scale)");
     OG_CHECK(L.window >= 0, at, "sliding window must be >= 0, got ", L.window);
     OG_CHECK(!c.layer_norm || L.post_norm, at, "LayerNorm is supported only in post-norm (BERT-style) layers");
     OG_CHECK(L.ffn_gated || L.activation == Activation::kGeluErf, at, "an ungated MLP must use gelu, not ",
