@@ -1,7 +1,7 @@
 // og-synth: writes a synthetic random-weight model (tests, benchmarks).
 //   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b|gemma4-e2b|qwen3-30b-a3b|gpt-oss-20b]
 //            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4] [shape overrides]
-//            [--chat-template FILE] [--script FILE] [--embedding [--pooling P]] [--longrope ORIG (phi3)]
+//            [--chat-template FILE] [--script FILE] [--embedding [--pooling P]] [--longrope ORIG] [--partial-rotary F] (phi3) [--tied true|false]
 // Flags are parsed by the commands' flag library (base/flags.h): the same
 // spellings, checks and messages; bad usage exits 2, a failed write 1.
 #include <cstdio>
@@ -28,6 +28,8 @@ struct SynthFlags {
   int64_t d_model = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, d_ff = 0, ctx = 0, window = 0;
   int64_t head_dim_full = 0, shared_kv = 0, per_layer = 0, vocab = 0, experts = 0, experts_used = 0, d_ff_expert = 0;
   int64_t longrope = 0;
+  double partial_rotary = 1.0;
+  std::string tied;
 };
 
 void add_flags(og::Flags& fl, SynthFlags& f) {
@@ -82,6 +84,9 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
   fl.add_int("d-ff-expert", &f.d_ff_expert, 1, kMax, "qwen3moe: each expert's feed-forward width");
   fl.add_int("longrope", &f.longrope, 2, kMax,
              "phi3: Phi-3.5's longrope RoPE scaling with this original context (below --ctx), short and long factors");
+  fl.add_float("partial-rotary", &f.partial_rotary, 0, 1,
+               "phi3: the fraction of each head RoPE turns (Phi-4-mini: 0.75); default the preset's", true);
+  fl.add_choice("tied", &f.tied, {"true", "false"}, "override the preset's tied output (output = token embedding)");
 }
 
 SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
@@ -147,6 +152,8 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
   take("experts-used", f.experts_used, s.n_experts_used);
   take("d-ff-expert", f.d_ff_expert, s.d_ff_expert);
   take("longrope", f.longrope, s.longrope_original);
+  if (fl.given("partial-rotary")) s.partial_rotary = f.partial_rotary;
+  if (!f.tied.empty()) s.tied = f.tied == "true";
   // Files are read after every usage check: a missing one is a failed write (exit 1).
   if (!f.chat_template.empty()) s.chat_template = og::read_text_file(f.chat_template);
   if (!f.script.empty()) {
