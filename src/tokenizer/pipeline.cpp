@@ -157,6 +157,19 @@ void PipelineTokenizer::finish_stop_ids(const std::vector<int32_t>& extra) {
   }
   for (int32_t id : extra)
     if (id >= 0 && id < n_vocab()) ids.insert(id);
+  // Harmony (gpt-oss): <|end|> closes a message in the middle of a reply (the
+  // analysis channel before the final one); the reply ends at <|return|> or
+  // <|call|>. A vocabulary with both is harmony's: <|end|> is no stop there,
+  // as llama.cpp removes it from its end-of-generation set.
+  const int32_t ret = spec_.vocab.find("<|return|>"), call = spec_.vocab.find("<|call|>");
+  if (ret >= 0 && call >= 0) {
+    if (const int32_t end = spec_.vocab.find("<|end|>"); end >= 0) {
+      ids.erase(end);
+      if (s.eot == end) s.eot = ret;  // the turn ends at <|return|>
+    }
+    ids.insert(ret);
+    ids.insert(call);
+  }
   s.stop_ids.assign(ids.begin(), ids.end());
 }
 
