@@ -5,7 +5,8 @@
 // 128k models scale RoPE with longrope: per-pair short and long factors
 // (GGUF tensors rope_factors_short/long.weight, HF rope_scaling
 // short_factor/long_factor), the long ones for runs whose context exceeds the
-// original one, and an attention factor on RoPE's cos and sin.
+// original one, and an attention factor on RoPE's cos and sin. Phi-4-mini is
+// this family too (partial_rotary_factor 0.75, a tied head).
 #include <cmath>
 
 #include "model/families/common.h"
