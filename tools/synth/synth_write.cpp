@@ -64,6 +64,7 @@ uint32_t file_type(DType t) {
     case DType::Q5_K: return 17;
     case DType::Q6_K: return 18;
     case DType::BF16: return 32;
+    case DType::MXFP4: return 38;  // llama.cpp's MOSTLY_MXFP4_MOE (gpt-oss's MXFP4 experts)
     default: return 0;
   }
 }
