@@ -12,7 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <httplib.h>
+
 #include "e2e_util.h"
+#include "serve_util.h"
 
 namespace og::e2e {
 namespace {
@@ -88,6 +91,34 @@ TEST(Embed, EncodersFromGgufHfAndExportAgree) {
     EXPECT_NE(run.code, 0);
     EXPECT_NE(run.err.find("cannot generate"), std::string::npos) << run.err;
   }
+}
+
+// An encoder behind `serve`: POST /v1/embeddings gives the vectors `offgraph
+// embed` gives (batched inputs, token-id inputs), and a chat request is a 4xx.
+TEST(Embed, ServeEncoderEqualsTheCommand) {
+  const std::string m = embed_model("bert", false);
+  const Proc p = offgraph({"embed", "--model", m, "Once upon a time", "A dog"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  const nlohmann::json want = nlohmann::json::parse(p.out);
+  ServeProc s({"--model", m});
+  ASSERT_TRUE(s.ready()) << s.stderr_text();
+  httplib::Client c("127.0.0.1", s.port());
+  c.set_read_timeout(60, 0);
+  auto r = c.Post("/v1/embeddings", R"({"input": ["Once upon a time", "A dog"]})", "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const nlohmann::json got = nlohmann::json::parse(r->body);
+  ASSERT_EQ(got["data"].size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    ASSERT_EQ(got["data"][k]["embedding"].size(), want["data"][k]["embedding"].size());
+    for (size_t i = 0; i < want["data"][k]["embedding"].size(); ++i)
+      EXPECT_NEAR(got["data"][k]["embedding"][i].get<double>(), want["data"][k]["embedding"][i].get<double>(), 1e-6);
+  }
+  EXPECT_EQ(got["usage"]["prompt_tokens"], want["usage"]["prompt_tokens"]);
+  r = c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_GE(r->status, 400) << r->body;
+  EXPECT_LT(r->status, 500) << r->body;
 }
 
 TEST(Embed, PlainFromArgsStdinAndFileAgree) {
