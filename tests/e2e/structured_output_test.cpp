@@ -86,6 +86,30 @@ TEST(StructuredOutput, ServeJsonSchemaRepliesValidate) {
   EXPECT_EQ(r["error"]["param"], "grammar") << r.dump();
 }
 
+// The reply of a request with tool_choice `choice`: 0 when cut by max_tokens,
+// else 1 after checking it is one call (of the named function, when named)
+// whose arguments parse and, for get_weather, validate against params.
+int expect_valid_call(const json& r, const json& choice, const json& params) {
+  const std::string reason = r["choices"][0]["finish_reason"];
+  if (reason == "length") return 0;
+  EXPECT_EQ(reason, "tool_calls") << r.dump();
+  const json& msg = r["choices"][0]["message"];
+  if (!msg.contains("tool_calls") || msg["tool_calls"].size() != 1) {
+    ADD_FAILURE() << "not one call: " << r.dump();
+    return 0;
+  }
+  const json& call = msg["tool_calls"][0];
+  const std::string name = call["function"]["name"];
+  if (choice.is_object()) EXPECT_EQ(name, "get_weather");
+  const json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+  EXPECT_TRUE(args.is_object()) << r.dump();
+  if (name == "get_weather" && args.is_object()) {
+    const grammar::ValidationResult v = grammar::validate_json(args, params);
+    EXPECT_TRUE(v.valid) << args.dump() << ": " << v.error;
+  }
+  return 1;
+}
+
 // tool_choice required on a Qwen-templated random model: the reply is a call
 // whose arguments validate against the tool's parameters.
 TEST(StructuredOutput, RequiredToolCallIsAValidCall) {
@@ -107,24 +131,7 @@ TEST(StructuredOutput, RequiredToolCallIsAValidCall) {
                           {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}}, {"tools", tools},
                            {"tool_choice", choice}, {"parallel_tool_calls", false}, {"max_tokens", 400},
                            {"temperature", 1.0}, {"seed", seed}});
-      const std::string reason = r["choices"][0]["finish_reason"];
-      if (reason == "length") {
-        std::fprintf(stderr, "CUT %s\n", r.dump().substr(0, 600).c_str());
-        continue;
-      }
-      ASSERT_EQ(reason, "tool_calls") << r.dump();
-      const json& call = r["choices"][0]["message"]["tool_calls"][0];
-      const std::string name = call["function"]["name"];
-      if (choice.is_object()) {
-        EXPECT_EQ(name, "get_weather");
-      }
-      const json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
-      ASSERT_TRUE(args.is_object()) << r.dump();
-      if (name == "get_weather") {
-        const grammar::ValidationResult v = grammar::validate_json(args, params);
-        EXPECT_TRUE(v.valid) << args.dump() << ": " << v.error;
-      }
-      ++calls;
+      calls += expect_valid_call(r, choice, params);
     }
   }
   EXPECT_GE(calls, 3);
@@ -165,26 +172,13 @@ TEST(StructuredOutput, RequiredToolCallMistralControlMarkers) {
                              {"tool_choice", choice}, {"parallel_tool_calls", false},
                              {"max_tokens", choice == "auto" ? 60 : 150},  // free noise runs to the limit
                              {"temperature", 1.0}, {"seed", seed}});
-        const std::string reason = r["choices"][0]["finish_reason"];
         const json& msg = r["choices"][0]["message"];
-        if (reason == "length") continue;
         if (choice == "auto" && !msg.contains("tool_calls")) {
           // Free text never holds the marker.
           EXPECT_EQ(msg["content"].get<std::string>().find("[TOOL_CALLS]"), std::string::npos) << r.dump();
           continue;
         }
-        ASSERT_EQ(reason, "tool_calls") << r.dump();
-        ASSERT_EQ(msg["tool_calls"].size(), 1u) << r.dump();
-        const json& call = msg["tool_calls"][0];
-        const std::string fn = call["function"]["name"];
-        if (choice.is_object()) EXPECT_EQ(fn, "get_weather");
-        const json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
-        ASSERT_TRUE(args.is_object()) << r.dump();
-        if (fn == "get_weather") {
-          const grammar::ValidationResult v = grammar::validate_json(args, params);
-          EXPECT_TRUE(v.valid) << args.dump() << ": " << v.error;
-        }
-        ++calls;
+        calls += expect_valid_call(r, choice, params);
       }
     }
     EXPECT_GE(calls, 2);
@@ -215,19 +209,7 @@ TEST(StructuredOutput, RequiredToolCallGemma4Syntax) {
                           {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}}, {"tools", tools},
                            {"tool_choice", choice}, {"parallel_tool_calls", false}, {"max_tokens", 200},
                            {"temperature", 1.0}, {"seed", seed}});
-      const std::string reason = r["choices"][0]["finish_reason"];
-      if (reason == "length") continue;
-      ASSERT_EQ(reason, "tool_calls") << r.dump();
-      const json& call = r["choices"][0]["message"]["tool_calls"][0];
-      const std::string fn = call["function"]["name"];
-      if (choice.is_object()) EXPECT_EQ(fn, "get_weather");
-      const json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
-      ASSERT_TRUE(args.is_object()) << r.dump();
-      if (fn == "get_weather") {
-        const grammar::ValidationResult v = grammar::validate_json(args, params);
-        EXPECT_TRUE(v.valid) << args.dump() << ": " << v.error;
-      }
-      ++calls;
+      calls += expect_valid_call(r, choice, params);
     }
   }
   EXPECT_GE(calls, 2);
