@@ -39,7 +39,7 @@ struct BenchFlags {
   std::vector<int64_t> n_prompt = {512}, n_gen = {128}, depth = {0}, n_seqs = {1}, threads;
   int64_t repetitions = 5, prefill_chunk = 512, seed = 1;
   std::string kv_dtype = "f16", cache_kind = "batched-sequence";
-  bool mmap = false, json = false, no_progress = false;
+  bool mmap = false, experts_in_memory = false, json = false, no_progress = false;
 };
 
 struct Limits {
@@ -94,6 +94,12 @@ bool quantized_weights(const Model& m) {
   const WeightTraffic t = m.weight_traffic();
   // Float weights take at least 2 bytes per multiply-add; the quantized ones at most ~1.1.
   return t.matmul_bytes < 2 * t.matmul_macs_per_row;
+}
+
+std::string mib(int64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return b;
 }
 
 std::string test_name(const Result& r) {
@@ -176,6 +182,10 @@ nlohmann::json to_json(const BenchFlags& f, const Model& m, const std::vector<Re
   j["kv_storage_dtype"] = f.kv_dtype;
   j["cache_kind"] = f.cache_kind;
   j["weights_in_huge_pages"] = !f.mmap;
+  const WeightResidency wr = m.weight_residency();
+  j["weights_copied_bytes"] = wr.copied_bytes;  // resident
+  j["weights_mapped_expert_bytes"] = wr.mapped_expert_bytes;
+  j["weights_mapped_other_bytes"] = wr.mapped_other_bytes;
   j["matmul_weight_bytes"] = m.weight_traffic().matmul_bytes;
   j["matmul_macs_per_token"] = m.weight_traffic().matmul_macs_per_row;
   j["peak_kind"] = quantized_weights(m) ? "int8" : "f32";
@@ -207,10 +217,15 @@ nlohmann::json to_json(const BenchFlags& f, const Model& m, const std::vector<Re
 
 void print_markdown_header(const BenchFlags& f, const Model& m) {
   const WeightTraffic wt = m.weight_traffic();
+  const WeightResidency wr = m.weight_residency();
+  const std::string where = wr.mapped_expert_bytes > 0 && wr.copied_bytes > 0
+                                ? "huge pages, experts mapped (" + mib(wr.mapped_expert_bytes) + ")"
+                            : f.mmap ? "mmap"
+                                     : "huge pages";
   std::printf("model: %s (%s), matmul weights %.1f MiB, %.2f G multiply-adds per token; isa %s; kv %s %s; weights %s\n",
               std::filesystem::path(f.model).filename().string().c_str(), m.architecture().c_str(),
               static_cast<double>(wt.matmul_bytes) / (1 << 20), static_cast<double>(wt.matmul_macs_per_row) / 1e9,
-              kernels::isa_name(), f.kv_dtype.c_str(), f.cache_kind.c_str(), f.mmap ? "mmap" : "huge pages");
+              kernels::isa_name(), f.kv_dtype.c_str(), f.cache_kind.c_str(), where.c_str());
   std::printf("limits measured before and after each repetition (their mean): read bandwidth (decode), %s multiply-add peak (prefill)\n\n",
               quantized_weights(m) ? "int8" : "f32");
   std::printf("| test | threads | tok/s | bytes/token | GB/s | limit | %% of limit |\n");
@@ -255,7 +270,7 @@ void add_bench_flags(Flags& fl, BenchFlags& f) {
                              "batched-cell (blocks, -b forks shared; the kind batch and serve use)");
   add_prefill_chunk_flag(fl, &f.prefill_chunk, 1, "rows per prefill step");
   fl.add_int("seed", &f.seed, 0, int64_t{1} << 62, "seed of the random prompt tokens");
-  add_mmap_flag(fl, &f.mmap);
+  add_mmap_flag(fl, &f.mmap, &f.experts_in_memory);
   fl.add_bool("json", &f.json, "one JSON object on stdout instead of the markdown table");
   fl.add_bool("no-progress", &f.no_progress, "no progress line on stderr (shown only on a terminal)");
 }
@@ -288,6 +303,7 @@ int cmd_bench(const Args& args) {
   ModelSetup ms;
   ms.model = f.model;
   ms.mmap = f.mmap;
+  ms.experts_in_memory = f.experts_in_memory;
   std::unique_ptr<Model> m = open_model(ms);  // a missing path: exit 1, as in every command
   // A test longer than the trained context still runs (the cache grows), as
   // in run and batch, with a warning.

@@ -73,7 +73,7 @@ int cmd_embed(const Args& args) {
       "--file or of stdin. The model must declare a pooling type (an embedding model).");
   add_model_flag(fl, &o.run.model.model);
   add_tokenizer_flag(fl, &o.run.model.tokenizer);
-  add_mmap_flag(fl, &o.run.model.mmap);
+  add_mmap_flag(fl, &o.run.model.mmap, &o.run.model.experts_in_memory);
   add_threads_flag(fl, &o.run.threads);
   fl.add_string("file", &o.file, "read the inputs from FILE, one per line", "FILE");
   fl.add_choice("output-format", &o.format, {"json", "plain"},

@@ -269,6 +269,10 @@ std::string add_model(Json& j, const std::string& path, bool hf) {
     j["hparams"] = hparams_of(m->config());
     j["hparams"]["n_vocab"] = m->n_vocab();
     j["kv"] = kv_of(*m);
+    // Where `run` puts the matrices by default (this load left them all
+    // mapped): the dense part copied into huge pages, experts kept mapped.
+    const WeightResidency r = m->weight_residency();
+    j["weights"] = {{"copied_at_load_bytes", r.mapped_other_bytes}, {"experts_mapped_bytes", r.mapped_expert_bytes}};
     return "";
   } catch (const Error& e) {
     try {
@@ -314,6 +318,14 @@ void print_text(const Json& j, const std::string& kv_why) {
   } else {
     std::printf("hyper-parameters:\n");
     for (const auto& [k, v] : j["hparams"].items()) std::printf("  %-16s %s\n", k.c_str(), scalar_text(v).c_str());
+  }
+  if (j.contains("weights")) {
+    const Json& w = j["weights"];
+    std::printf("weights at run: %s copied into huge pages", human_bytes(w["copied_at_load_bytes"].get<uint64_t>()).c_str());
+    if (w["experts_mapped_bytes"].get<uint64_t>() > 0)
+      std::printf(", experts %s left mapped (--experts-in-memory copies them)",
+                  human_bytes(w["experts_mapped_bytes"].get<uint64_t>()).c_str());
+    std::printf("\n");
   }
   const Json& t = j["tensors"];
   std::printf("tensors:       %s, %s\n", scalar_text(t["count"]).c_str(), human_bytes(t["bytes"].get<uint64_t>()).c_str());

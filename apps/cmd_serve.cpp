@@ -106,7 +106,7 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
              "max tokens of a chat request that gives none; 0 = up to the session limit");
   add_cache_flags(fl, f.run.cache, CacheScope::kShared);
   add_threads_flag(fl, &f.run.threads, "worker threads of the forward pass");
-  add_mmap_flag(fl, &f.run.model.mmap);
+  add_mmap_flag(fl, &f.run.model.mmap, &f.run.model.experts_in_memory);
 }
 
 // --api-key values and the lines of --api-key-file; usage errors for empty keys or an unreadable file.

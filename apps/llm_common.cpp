@@ -52,7 +52,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   fl.add_string("grammar", &f.grammar, "constrain every reply to this GBNF grammar file", "FILE");
   add_cache_flags(fl, f.run.cache, batch ? CacheScope::kShared : CacheScope::kOneSession);
   add_threads_flag(fl, &f.run.threads);
-  add_mmap_flag(fl, &f.run.model.mmap);
+  add_mmap_flag(fl, &f.run.model.mmap, &f.run.model.experts_in_memory);
   if (run) fl.add_bool("warmup", &f.warmup, "one unmeasured run first (not with --interactive)");
   fl.add_choice("stats", &f.stats, {"text", "json"},
                 "report format: text lines on stderr, or one JSON object as the last line of stdout (only in "

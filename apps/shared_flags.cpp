@@ -80,10 +80,13 @@ void add_chat_flag(Flags& fl, ModelSetup& m, const std::string& use) {
                 "PATH");
 }
 
-void add_mmap_flag(Flags& fl, bool* mmap) {
+void add_mmap_flag(Flags& fl, bool* mmap, bool* experts_in_memory) {
   fl.add_bool("mmap", mmap,
               "keep weights in the mapped file instead of copying them into huge pages at load (faster load, fewer "
               "resident pages)");
+  fl.add_bool("experts-in-memory", experts_in_memory,
+              "copy a mixture of experts' expert matrices into huge pages too (default: they stay in the mapped "
+              "file and only the routed ones are paged in; the dense part is copied either way)");
 }
 
 void add_threads_flag(Flags& fl, int64_t* threads, const std::string& what) {
@@ -95,7 +98,7 @@ void add_model_flags(Flags& fl, ModelSetup& m, const std::string& chat_use) {
   add_model_flag(fl, &m.model);
   add_tokenizer_flag(fl, &m.tokenizer);
   add_chat_flag(fl, m, chat_use);
-  add_mmap_flag(fl, &m.mmap);
+  add_mmap_flag(fl, &m.mmap, &m.experts_in_memory);
 }
 
 void add_kv_dtype_flag(Flags& fl, std::string* dtype) {

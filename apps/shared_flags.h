@@ -45,8 +45,8 @@ void add_tokenizer_flag(Flags& fl, std::string* path);
 // --chat NAME|auto|0 and --chat-template-file PATH; `use` says what the
 // template is for in this command.
 void add_chat_flag(Flags& fl, ModelSetup& m, const std::string& use);
-// --mmap.
-void add_mmap_flag(Flags& fl, bool* mmap);
+// --mmap and --experts-in-memory.
+void add_mmap_flag(Flags& fl, bool* mmap, bool* experts_in_memory);
 // --threads N (0 = all cores).
 void add_threads_flag(Flags& fl, int64_t* threads, const std::string& what = "worker threads");
 // --model, --tokenizer, --chat and --mmap into the model part of a run.

@@ -74,6 +74,7 @@ std::unique_ptr<Model> open_model(const ModelSetup& s) {
   check_model_paths(s);
   LoadOptions opts;
   opts.mmap_only = s.mmap;
+  opts.experts_in_memory = s.experts_in_memory;
   return Model::load(s.model, opts);
 }
 

@@ -34,7 +34,8 @@ class LoadedModel : public Model {
       : config_(std::move(c)), source_(std::move(src)), gguf_(gguf) {
     validate_config(config_, source_->source_name());
     weights_ = bind_weights(config_, *source_);
-    if (!opts.mmap_only) weight_copy_ = place_weights_in_huge_pages(weights_, source_is_mapped);
+    if (!opts.mmap_only)
+      weight_copy_ = place_weights_in_huge_pages(weights_, source_is_mapped, opts.experts_in_memory);
     geometry_ = kv_geometry_from_config(config_);
     // A file that publishes its cache geometry (offgraph.kv.*) must agree with its architecture.
     if (gguf_)
@@ -64,6 +65,29 @@ class LoadedModel : public Model {
     add(weights_.output);
     return t;
   }
+  WeightResidency weight_residency() const override {
+    WeightResidency r;
+    const uint8_t* b = weight_copy_.data();
+    auto add = [&](const TensorView& m, bool expert) {
+      if (!m.data) return;
+      auto* p = static_cast<const uint8_t*>(m.data);
+      const int64_t n = m.nbytes();
+      if (b && p >= b && p < b + weight_copy_.size())
+        r.copied_bytes += n;
+      else
+        (expert ? r.mapped_expert_bytes : r.mapped_other_bytes) += n;
+    };
+    for (const LayerWeights& l : weights_.layers) {
+      for (const TensorView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.w_pl_gate,
+                                  &l.w_pl_proj, &l.w_router})
+        add(*m, false);
+      for (auto* set : {&l.w_gate_exps, &l.w_up_exps, &l.w_down_exps})
+        for (const TensorView& m : *set) add(m, true);
+    }
+    add(weights_.output, false);  // a looked-up untied embedding is neither copied nor counted
+    add(weights_.per_layer_model_proj, false);
+    return r;
+  }
   KvResult forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) const override {
     return forward_pass(config_, weights_, geometry_, batch, cache, logits);
   }
@@ -81,7 +105,7 @@ class LoadedModel : public Model {
   std::shared_ptr<const TensorSource> source_;
   const GgufFile* gguf_;
   Weights weights_;
-  HugePageBuffer weight_copy_;  // the matrices unless mmap_only (weights_ points here)
+  HugePageBuffer weight_copy_;  // the matrices unless mmap_only (weights_ points here; experts only if asked)
   KvGeometry geometry_;
 };
 

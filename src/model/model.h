@@ -36,6 +36,17 @@ struct LoadOptions {
   // the page cache), for memory-tight runs. Default: they are copied into
   // huge-page memory (faster decode) and the file's pages are dropped.
   bool mmap_only = false;
+  // Copy a mixture of experts' expert matrices too. Default: they stay in the
+  // mapped file (only the experts a step routes to are paged in, so a file
+  // larger than memory runs); the dense part is still copied.
+  bool experts_in_memory = false;
+};
+
+// Where the weight matrices live after load (Model::weight_residency).
+struct WeightResidency {
+  int64_t copied_bytes = 0;         // copied into huge-page memory (resident)
+  int64_t mapped_expert_bytes = 0;  // expert matrices used in place from the mapped file
+  int64_t mapped_other_bytes = 0;   // other matrices used in place (--mmap)
 };
 
 // What one forward row costs in weight matrices (benchmarks report decode
@@ -72,6 +83,7 @@ class Model {
   virtual const GgufFile* gguf() const = 0;
   virtual std::string source_path() const = 0;
   virtual WeightTraffic weight_traffic() const = 0;
+  virtual WeightResidency weight_residency() const { return {}; }
 
   // Runs the batch through every layer, calling cache.begin_step / update_and_attend /
   // end_step. logits receives [n_rows_wanting_logits, n_vocab] in row order.

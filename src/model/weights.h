@@ -123,7 +123,9 @@ Weights bind_weights(ModelConfig& c, const TensorSource& src);
 // release_source: the views pointed into a read-only file mapping, whose
 // pages are then dropped from this process as each is copied (RSS stays near
 // one copy). Never for in-memory sources (it would zero them).
-HugePageBuffer place_weights_in_huge_pages(Weights& w, bool release_source);
+// copy_experts: a mixture of experts' expert matrices are copied too;
+// otherwise they stay where they are (used in place, in the file's layout).
+HugePageBuffer place_weights_in_huge_pages(Weights& w, bool release_source, bool copy_experts);
 
 // A 1-D (or any) tensor as f32 values, checking its element count.
 std::vector<float> tensor_to_f32(const TensorSource& src, const std::string& name, int64_t n);

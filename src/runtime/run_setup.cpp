@@ -16,6 +16,7 @@ LoadedModel load_model(const ModelSetup& s) {
   Timer t;
   LoadOptions opts;
   opts.mmap_only = s.mmap;
+  opts.experts_in_memory = s.experts_in_memory;
   l.model = Model::load(s.model, opts);
   if (!s.tokenizer.empty()) {
     l.tok = Tokenizer::from_path(s.tokenizer);

@@ -26,6 +26,7 @@ struct ModelSetup {
   std::string chat = "auto";   // chat template: auto = the model's own (Jinja), else a built-in name; 0 = raw text
   std::string chat_template_file;  // a Jinja template file instead of the model's (--chat-template-file)
   bool mmap = false;           // keep weights in the mapped file
+  bool experts_in_memory = false;  // copy a mixture of experts' expert matrices too (default: mapped)
 };
 
 // Everything a run needs, loaded.

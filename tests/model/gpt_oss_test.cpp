@@ -100,7 +100,7 @@ TEST(GptOssExperts, GroupedEqualsPlainTwin) {
       GgufModelSource m = read_gguf_model(path);
       Weights w = bind_weights(m.config, *m.file);
       HugePageBuffer copy;
-      if (repack) copy = place_weights_in_huge_pages(w, false);  // MXFP4 -> MXFP4_R on x86
+      if (repack) copy = place_weights_in_huge_pages(w, false, true);  // MXFP4 -> MXFP4_R on x86
       const int64_t d = m.config.d_model;
       for (int l = 0; l < m.config.n_layers(); ++l) {
         for (int64_t n : {1, 3, 16, 33}) {

@@ -1,6 +1,7 @@
 // Mixture-of-experts layers (qwen3moe, mixtral): routing as llama.cpp and
 // transformers define it, the grouped step against its plain twin on random
-// weights (f32 and repacked q8_0), quantize and export of the 3-D expert
+// weights (f32 and repacked q8_0), experts left mapped or copied at load
+// (same logits, copied bytes without them), quantize and export of the 3-D expert
 // stacks (the router stays f32), unnormalised weights written back, and every
 // bad expert field or tensor refused with a message naming it.
 #include <gtest/gtest.h>
@@ -64,7 +65,7 @@ void expect_grouped_equals_plain(const std::string& path, bool repack) {
   GgufModelSource m = read_gguf_model(path);
   Weights w = bind_weights(m.config, *m.file);
   HugePageBuffer copy;
-  if (repack) copy = place_weights_in_huge_pages(w, false);
+  if (repack) copy = place_weights_in_huge_pages(w, false, true);
   const int64_t d = m.config.d_model;
   for (int l = 0; l < m.config.n_layers(); ++l) {
     const LayerConfig& L = m.config.layers[l];
@@ -116,6 +117,46 @@ TEST(MoeFiles, UnnormalisedWeightsRoundTripThroughGguf) {
   const std::vector<float> a = logits_of(g, toks), b = logits_of(h, toks);
   EXPECT_LE(test::max_rel_err(a, b), 1e-5);
   EXPECT_GT(test::max_rel_err(a, logits_of(test::synth_gguf(Family::kQwen3Moe), toks)), 1e-3);
+}
+
+// Experts stay in the mapped file by default (the dense part is copied), are
+// copied with --experts-in-memory, and the logits agree with --mmap's (same
+// layouts: equal; repacked experts: within rounding); the copied bytes exclude
+// the experts exactly.
+TEST(MoeFiles, ExpertsStayMappedByDefault) {
+  synth::SynthSpec q8 = synth::tiny_spec(Family::kQwen3Moe);
+  q8.weight_dtype = DType::Q8_0;  // repacked (Q8_0_R on x86) when copied
+  synth::SynthSpec mx = synth::tiny_spec(Family::kGptOss);
+  mx.weight_dtype = DType::MXFP4;  // experts MXFP4 (MXFP4_R when copied), the rest F32
+  const std::vector<int32_t> toks = test::test_tokens(12, 512, 5);
+  for (const std::string& path :
+       {test::synth_gguf(Family::kQwen3Moe), test::synth_gguf(Family::kMixtral),
+        test::synth_path(q8, false, "qwen3moe-q8"), test::synth_path(mx, false, "gpt-oss-mxfp4")}) {
+    auto run = [&](bool mmap_only, bool experts_in_memory, WeightResidency* r) {
+      LoadOptions o;
+      o.mmap_only = mmap_only;
+      o.experts_in_memory = experts_in_memory;
+      std::unique_ptr<Model> m = Model::load(path, o);
+      *r = m->weight_residency();
+      auto c = make_kv_cache(KvKind::kReference, m->kv_geometry(), KvPolicy{});
+      return test::all_logits(*m, *c, toks, 8);
+    };
+    WeightResidency mapped, copied, mm;
+    const std::vector<float> a = run(false, false, &mapped), b = run(false, true, &copied), c = run(true, false, &mm);
+    EXPECT_GT(mapped.mapped_expert_bytes, 0) << path;
+    EXPECT_GT(mapped.copied_bytes, 0) << path;
+    EXPECT_EQ(mapped.mapped_other_bytes, 0) << path;
+    EXPECT_EQ(copied.mapped_expert_bytes, 0) << path;
+    EXPECT_EQ(copied.copied_bytes, mapped.copied_bytes + mapped.mapped_expert_bytes) << path;
+    EXPECT_EQ(mm.copied_bytes, 0) << path;
+    EXPECT_EQ(mm.mapped_expert_bytes, mapped.mapped_expert_bytes) << path;
+    EXPECT_LE(test::max_rel_err(a, b), 1e-5) << path;
+    EXPECT_LE(test::max_rel_err(a, c), 1e-5) << path;
+    if (path == test::synth_gguf(Family::kQwen3Moe)) {  // f32: no layout changes anywhere
+      EXPECT_EQ(a, b);
+      EXPECT_EQ(a, c);
+    }
+  }
 }
 
 ConvertOptions options(const std::string& dtype, const std::string& hf_dir = "") {

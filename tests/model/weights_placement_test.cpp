@@ -43,7 +43,7 @@ TEST(WeightPlacement, CopyRepointsEveryMatrixAndKeepsUntiedEmbeddingMapped) {
     L.wq = view(2), L.wk = view(3), L.wv = view(4), L.wo = view(5);
     L.w_gate = view(6), L.w_up = view(7), L.w_down = view(8);
     const Weights before = w;
-    HugePageBuffer buf = place_weights_in_huge_pages(w, false);
+    HugePageBuffer buf = place_weights_in_huge_pages(w, false, false);
     auto inside = [&](const void* p) {
       auto* b = static_cast<const uint8_t*>(p);
       return b >= buf.data() && b < buf.data() + buf.size();
