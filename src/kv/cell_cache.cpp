@@ -222,21 +222,25 @@ class CellCache final : public StoreCacheBase {
   }
 
   KvBlockUsage block_usage(std::span<const int> seqs) const override {
-    bool any_flat = false;
-    for (const CacheLayout& l : res_.caches) any_flat |= l.window == 0;
+    // One full-attention cache (else the first): every full-attention cache's
+    // tables change by the same writes, forks and copies, so each holds the
+    // same blocks per sequence and one stands for all.
+    size_t c = 0;
+    for (size_t i = 0; i < res_.caches.size(); ++i)
+      if (res_.caches[i].window == 0) {
+        c = i;
+        break;
+      }
+    if (pools_.empty()) return {};
     KvBlockUsage u;
-    std::vector<uint8_t> seen;
-    for (size_t c = 0; c < pools_.size(); ++c) {
-      if (any_flat && res_.caches[c].window > 0) continue;
-      u.total += pools_[c].limit();
-      seen.assign(size_t(pools_[c].created()), 0);
-      for (int seq : seqs) {
-        auto it = seqs_.find(seq);
-        if (it == seqs_.end()) continue;
-        for (int b : it->second.tables[c].ids) {
-          u.used += seen[size_t(b)] ? 0 : 1;
-          seen[size_t(b)] = 1;
-        }
+    u.total = pools_[c].limit();
+    std::vector<uint8_t> seen(size_t(pools_[c].created()), 0);
+    for (int seq : seqs) {
+      auto it = seqs_.find(seq);
+      if (it == seqs_.end()) continue;
+      for (int b : it->second.tables[c].ids) {
+        u.used += seen[size_t(b)] ? 0 : 1;
+        seen[size_t(b)] = 1;
       }
     }
     return u;

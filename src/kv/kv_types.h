@@ -76,7 +76,8 @@ struct KvMemory {
 
 // Blocks of a block pool (the batched-cell kind): `used` referenced by the
 // sequences asked about (a block shared by several counts once), `total` the
-// pool's size; summed over the full-attention caches. {0, 0}: no block pool.
+// pool's size; of one full-attention cache (they all hold the same blocks
+// per sequence). {0, 0}: no block pool.
 struct KvBlockUsage {
   int64_t used = 0, total = 0;
 };
