@@ -203,6 +203,22 @@ TEST(ToolGrammar, Gemma4NestedValuesAndStrictAuto) {
   EXPECT_FALSE(accepts(g, R"(<|tool_call>call:get_time{opts:{b:1,n:None},Zone:<|"|>CET<|"|>}<tool_call|>)"));
 }
 
+// A property name Gemma's syntax cannot write (it holds the quote marker) is a
+// 400 naming the tool's parameters, not a grammar that could never finish.
+TEST(ToolGrammar, Gemma4UnwritableKeyIsA400) {
+  GenerationRequest r = request("required");
+  r.template_request["tools"][0]["function"]["parameters"] =
+      json::parse(R"({"type": "object", "properties": {"a<|\"|>b": {"type": "string"}}})");
+  try {
+    tool_call_grammar(r, gemma4());
+    FAIL() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(std::string(e.what()).find("tools[0].function.parameters"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("quote marker"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ToolGrammar, Llama3StrictAutoIsNotEnforced) {
   ReplyParserOptions o;
   o.format.tools = ToolCallFormat::kLlama3Json;
