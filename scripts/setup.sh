@@ -10,7 +10,9 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       nlohmann-json3-dev libpcre2-dev libsentencepiece-dev libicu-dev
       clang libclang-rt-14-dev python3
       libcpp-httplib-dev curl nodejs python3-jinja2
-      pybind11-dev python3-dev python3-numpy python3-pytest python3-jsonschema)
+      pybind11-dev python3-dev python3-numpy python3-pytest python3-jsonschema
+      cppzmq-dev libmsgpack-cxx-dev python3-zmq python3-msgpack
+      haproxy prometheus python3-yaml)
 
 missing=()
 for p in "${PKGS[@]}"; do
