@@ -11,7 +11,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       clang libclang-rt-14-dev python3
       libcpp-httplib-dev curl nodejs python3-jinja2
       pybind11-dev python3-dev python3-numpy python3-pytest python3-jsonschema
-      cppzmq-dev libmsgpack-cxx-dev python3-zmq python3-msgpack
+      cppzmq-dev libmsgpack-cxx-dev python3-zmq python3-msgpack python3-cbor2
       haproxy prometheus python3-yaml)
 
 missing=()
