@@ -282,6 +282,13 @@ class CellCache final : public StoreCacheBase {
             pools_[c].k_head_stride(), pools_[c].v_head_stride(), int(r % kKeyBlock)};
   }
 
+  int64_t held_from(int c, int seq) const override {
+    if (res_.caches[c].window == 0) return 0;
+    const CellSeq& s = seqs_.at(seq);
+    const Table& t = s.tables[c];
+    return t.ids.empty() ? s.length : t.first * res_.policy.block_size;
+  }
+
   void read_spans(int c, int seq, int64_t lo, int64_t hi, std::vector<KvSpan>* out, int64_t* ks,
                   int64_t* vs) const override {
     const CacheLayout& l = res_.caches[c];

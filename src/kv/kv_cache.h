@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "kv/kv_types.h"
 
@@ -65,6 +66,26 @@ class KvCache {
     (void)seqs;
     return {};
   }
+  // Export and import of positions (the prefix cache's disk tier), in the
+  // layout of kv_position_bytes: for each cache c in geometry order, for each
+  // position, for each KV head, its K row then its V row, each as stored
+  // (row_bytes of the storage dtype; K in rows even where a kind keeps it in
+  // key blocks). Every kind writes the same bytes for the same K/V, so a
+  // buffer moves between kinds of one geometry and policy dtype.
+  // export_positions: positions [begin, end) of `seq` into *out (replaced);
+  // kHistoryUnavailable when a ring cache no longer holds one of them.
+  virtual KvResult export_positions(int seq, int64_t begin, int64_t end, std::vector<uint8_t>* out) const {
+    (void)seq, (void)begin, (void)end, (void)out;
+    return {KvStatus::kInvalid, "kv cache: this kind cannot export positions", 0};
+  }
+  // import_positions: appends data.size() / kv_position_bytes positions to
+  // `seq` (from its current length), as if they had been forwarded; the
+  // next step attends over them exactly as over the exported sequence's.
+  // On refusal (capacity, pool, a size that is not whole positions) nothing changes.
+  virtual KvResult import_positions(int seq, std::span<const uint8_t> data) {
+    (void)seq, (void)data;
+    return {KvStatus::kInvalid, "kv cache: this kind cannot import positions", 0};
+  }
   // Two lines, e.g.
   //   [cache] off-graph sequence | capacity=1024 initial=512 kv_dtype=bf16 max_write=512
   //           26 layers: 4 flat + 22 ring(window 512)
@@ -82,5 +103,8 @@ std::unique_ptr<KvCache> make_kv_cache(KvKind kind, const KvGeometry& geometry, 
 // `policy` (a ring cache holds at most its slots); for memory budgets such as
 // the prefix cache's. Throws og::Error for a policy that cannot work.
 int64_t kv_sequence_bytes(const KvGeometry& geometry, const KvPolicy& policy, int64_t positions);
+// Bytes of one position in export_positions' layout: the sum over caches of
+// n_kv_heads * (row_bytes(dtype, head_dim_k) + row_bytes(dtype, head_dim_v)).
+int64_t kv_position_bytes(const KvGeometry& geometry, const KvPolicy& policy);
 
 }  // namespace og

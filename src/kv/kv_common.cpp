@@ -127,6 +127,18 @@ void encode_key_lane(KvDType t, const float* x, int dim, uint8_t* block, int lan
   }
 }
 
+void read_key_lane(KvDType t, const uint8_t* block, int dim, int lane, uint8_t* row) {
+  const int es = t == KvDType::F32 ? 4 : 2;
+  for (int e = 0; e < dim; ++e)
+    std::memcpy(row + int64_t{e} * es, block + (int64_t{e} * kernels::kKeyBlock + lane) * es, size_t(es));
+}
+
+void write_key_lane(KvDType t, const uint8_t* row, int dim, uint8_t* block, int lane) {
+  const int es = t == KvDType::F32 ? 4 : 2;
+  for (int e = 0; e < dim; ++e)
+    std::memcpy(block + (int64_t{e} * kernels::kKeyBlock + lane) * es, row + int64_t{e} * es, size_t(es));
+}
+
 void decode_row(KvDType t, const uint8_t* src, int dim, float* x) {
   uint16_t h;
   switch (t) {

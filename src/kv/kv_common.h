@@ -39,6 +39,10 @@ bool k_blocked(KvDType t);
 // x[dim] as key `lane` of a block of K (k_blocked(t)): value e at element
 // e * kKeyBlock + lane of `block`, each value encoded as encode_row does.
 void encode_key_lane(KvDType t, const float* x, int dim, uint8_t* block, int lane);
+// The encoded row of key `lane` of a block of K (k_blocked(t)): row[row_bytes(t, dim)].
+void read_key_lane(KvDType t, const uint8_t* block, int dim, int lane, uint8_t* row);
+// An encoded row into key `lane` of a block of K (the bytes encode_key_lane writes).
+void write_key_lane(KvDType t, const uint8_t* row, int dim, uint8_t* block, int lane);
 
 // One cache with the run's policy applied.
 struct CacheLayout {

@@ -1,4 +1,5 @@
-// make_kv_cache picks the kind; kv_sequence_bytes gives one sequence's footprint.
+// make_kv_cache picks the kind; kv_sequence_bytes gives one sequence's footprint
+// and kv_position_bytes one exported position's.
 #include <algorithm>
 
 #include "base/error.h"
@@ -24,6 +25,13 @@ int64_t kv_sequence_bytes(const KvGeometry& geometry, const KvPolicy& policy, in
     const int64_t held = l.window > 0 ? std::min(positions, l.slots) : positions;
     bytes += held * l.position_bytes();
   }
+  return bytes;
+}
+
+int64_t kv_position_bytes(const KvGeometry& geometry, const KvPolicy& policy) {
+  const kv::Resolved r = kv::resolve(geometry, policy);
+  int64_t bytes = 0;
+  for (const kv::CacheLayout& l : r.caches) bytes += l.position_bytes();
   return bytes;
 }
 

@@ -1,7 +1,9 @@
-// The step protocol and the update_and_attend driver shared by the storing kinds.
+// The step protocol, the update_and_attend driver and the export/import of
+// positions shared by the storing kinds.
 #include "kv/kv_store_base.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/thread_pool.h"
 
@@ -58,6 +60,96 @@ void StoreCacheBase::update_and_attend(int cache_id, std::span<const KvRow> rows
     step_.written[cache_id] = 1;
   }
   attend_rows(cache_id, rows, q, n_heads, scale, out, sinks);
+}
+
+KvResult StoreCacheBase::export_positions(int seq, int64_t begin, int64_t end, std::vector<uint8_t>* out) const {
+  const int64_t len = length(seq);
+  if (len < 0) return unknown(seq);
+  if (begin < 0 || begin > end || end > len)
+    return refuse(KvStatus::kInvalid, cat("kv cache: cannot export positions [", begin, ", ", end, ") of sequence ",
+                                          seq, " (length ", len, ")"));
+  int64_t pb = 0;
+  for (size_t c = 0; c < res_.caches.size(); ++c) {
+    pb += res_.caches[c].position_bytes();
+    const int64_t from = res_.caches[c].window > 0 && begin < end ? held_from(int(c), seq) : 0;
+    if (begin < from)
+      return refuse(KvStatus::kHistoryUnavailable,
+                    cat("kv cache: cannot export position ", begin, " of sequence ", seq, ": ring cache ", c,
+                        " holds it only from ", from),
+                    from);
+  }
+  out->resize(size_t((end - begin) * pb));
+  if (begin == end) return KvResult::success();
+  const KvDType dt = res_.policy.dtype;
+  uint8_t* dst = out->data();
+  std::vector<KvSpan> spans;
+  for (size_t c = 0; c < res_.caches.size(); ++c) {
+    const CacheLayout& l = res_.caches[c];
+    const int64_t rbk = l.row_bytes_k, rbv = l.row_bytes_v;
+    int64_t ks = 0, vs = 0;
+    spans.clear();
+    read_spans(int(c), seq, begin, end - 1, &spans, &ks, &vs);
+    for (const KvSpan& sp : spans) {
+      for (int64_t i = 0; i < sp.n; ++i) {
+        for (int h = 0; h < l.n_kv_heads; ++h, dst += rbk + rbv) {
+          const uint8_t* k = sp.k + h * ks;
+          if (sp.k_lane < 0) {
+            std::memcpy(dst, k + i * rbk, size_t(rbk));
+          } else {
+            const int64_t lane = sp.k_lane + i;
+            read_key_lane(dt, k + lane / kKeyBlock * kKeyBlock * rbk, l.head_dim_k, int(lane % kKeyBlock), dst);
+          }
+          std::memcpy(dst + rbk, sp.v + h * vs + i * rbv, size_t(rbv));
+        }
+      }
+    }
+  }
+  return KvResult::success();
+}
+
+KvResult StoreCacheBase::import_positions(int seq, std::span<const uint8_t> data) {
+  check_no_step(step_, "import_positions");
+  const int64_t len = length(seq);
+  if (len < 0) return unknown(seq);
+  std::vector<int64_t> cache_pb;
+  int64_t pb = 0;
+  for (const CacheLayout& l : res_.caches) pb += cache_pb.emplace_back(l.position_bytes());
+  if (int64_t(data.size()) % pb != 0)
+    return refuse(KvStatus::kInvalid, cat("kv cache: cannot import ", data.size(), " bytes: not a whole number of ",
+                                          pb, "-byte positions"));
+  const int64_t n = int64_t(data.size()) / pb;
+  if (n == 0) return KvResult::success();
+  KvResult r = can_extend(seq, n);
+  if (!r.ok()) return r;
+  const KvDType dt = res_.policy.dtype;
+  std::vector<KvRow> rows;
+  for (int64_t a = 0; a < n; a += res_.policy.max_write) {
+    const int64_t m = std::min(res_.policy.max_write, n - a);
+    rows.clear();
+    for (int64_t i = 0; i < m; ++i) rows.push_back({seq, len + a + i});
+    r = begin_step(rows);
+    if (!r.ok()) {
+      if (a > 0) rewind(seq, a);  // flat caches always rewind; a ring may keep what it wrote
+      return r;
+    }
+    const uint8_t* cache_src = data.data();
+    for (size_t c = 0; c < res_.caches.size(); cache_src += n * cache_pb[c], ++c) {
+      const CacheLayout& l = res_.caches[c];
+      const int64_t rbk = l.row_bytes_k, rbv = l.row_bytes_v;
+      for (int64_t i = 0; i < m; ++i) {
+        const RowSlot s = write_slot(int(c), seq, len + a + i);
+        const uint8_t* src = cache_src + (a + i) * cache_pb[c];
+        for (int h = 0; h < l.n_kv_heads; ++h, src += rbk + rbv) {
+          if (s.k_lane < 0) std::memcpy(s.k + h * s.k_head_stride, src, size_t(rbk));
+          else write_key_lane(dt, src, l.head_dim_k, s.k + h * s.k_head_stride, s.k_lane);
+          std::memcpy(s.v + h * s.v_head_stride, src + rbk, size_t(rbv));
+        }
+      }
+      step_.written[c] = 1;
+    }
+    end_step();
+  }
+  return KvResult::success();
 }
 
 namespace {

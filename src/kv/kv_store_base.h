@@ -26,6 +26,8 @@ class StoreCacheBase : public KvCache {
   void end_step() override;
   void abort_step() override;
   std::string describe() const override { return describe_text(kind_, geo_, res_); }
+  KvResult export_positions(int seq, int64_t begin, int64_t end, std::vector<uint8_t>* out) const override;
+  KvResult import_positions(int seq, std::span<const uint8_t> data) override;
 
  protected:
   // Where one position lives: head h's V row at v + h * v_head_stride, its
@@ -46,6 +48,10 @@ class StoreCacheBase : public KvCache {
   // Head-0 spans covering positions [lo, hi] (any order), and the head strides.
   virtual void read_spans(int c, int seq, int64_t lo, int64_t hi, std::vector<KvSpan>* out, int64_t* k_head_stride,
                           int64_t* v_head_stride) const = 0;
+
+  // The oldest position of `seq` that ring cache `c` still holds (its
+  // length when it holds none); 0 for a flat cache.
+  virtual int64_t held_from(int c, int seq) const = 0;
 
   // Attends each (row, KV head) over the stored history (after the write),
   // split into position ranges across the pool when there are few tasks.

@@ -2,6 +2,8 @@
 // every position of every sequence as f32 (each value rounded through the
 // policy's storage dtype, so kinds can be compared at equal dtype), masks the
 // window inside attention and accumulates in double. Never refuses history.
+// It also keeps each row's stored bytes, which export_positions hands out
+// (the same bytes the storing kinds keep) and import_positions takes back.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -16,6 +18,7 @@ namespace {
 struct RefSeq {
   int64_t length = 0;
   std::vector<std::vector<float>> k, v;  // per cache: [position][n_kv_heads][head_dim]
+  std::vector<std::vector<uint8_t>> kb, vb;  // per cache: [position][n_kv_heads][row_bytes] as stored
 };
 
 class ReferenceCache final : public KvCache {
@@ -38,6 +41,8 @@ class ReferenceCache final : public KvCache {
         const CacheLayout& l = res_.caches[c];
         q.k[c].resize((s.begin + s.n) * l.n_kv_heads * l.head_dim_k);
         q.v[c].resize((s.begin + s.n) * l.n_kv_heads * l.head_dim_v);
+        q.kb[c].resize((s.begin + s.n) * l.n_kv_heads * l.row_bytes_k);
+        q.vb[c].resize((s.begin + s.n) * l.n_kv_heads * l.row_bytes_v);
       }
     }
     step_.start(rows, res_.caches.size());
@@ -50,12 +55,14 @@ class ReferenceCache final : public KvCache {
     const CacheLayout& l = res_.caches[cache_id];
     const int dk = l.head_dim_k, dv = l.head_dim_v, nkv = l.n_kv_heads;
     if (k != nullptr) {
-      std::vector<uint8_t> buf(std::max(row_bytes(res_.policy.dtype, dk), row_bytes(res_.policy.dtype, dv)));
+      const KvDType dt = res_.policy.dtype;
       for (size_t i = 0; i < rows.size(); ++i) {
         RefSeq& s = seqs_.at(rows[i].seq);
         for (int h = 0; h < nkv; ++h) {
-          round_trip(k + (i * nkv + h) * dk, dk, buf.data(), &s.k[cache_id][(rows[i].pos * nkv + h) * dk]);
-          round_trip(v + (i * nkv + h) * dv, dv, buf.data(), &s.v[cache_id][(rows[i].pos * nkv + h) * dv]);
+          const int64_t at = rows[i].pos * nkv + h;
+          encode_row(dt, k + (i * nkv + h) * dk, dk, &s.kb[cache_id][at * l.row_bytes_k]);
+          encode_row(dt, v + (i * nkv + h) * dv, dv, &s.vb[cache_id][at * l.row_bytes_v]);
+          store_row(s, cache_id, at);
         }
       }
       step_.written[cache_id] = 1;
@@ -108,6 +115,8 @@ class ReferenceCache final : public KvCache {
     RefSeq s;
     s.k.resize(res_.caches.size());
     s.v.resize(res_.caches.size());
+    s.kb.resize(res_.caches.size());
+    s.vb.resize(res_.caches.size());
     seqs_[seq] = std::move(s);
     return KvResult::success();
   }
@@ -158,6 +167,8 @@ class ReferenceCache final : public KvCache {
       const CacheLayout& l = res_.caches[c];
       copy.k[c].resize(upto * l.n_kv_heads * l.head_dim_k);
       copy.v[c].resize(upto * l.n_kv_heads * l.head_dim_v);
+      copy.kb[c].resize(upto * l.n_kv_heads * l.row_bytes_k);
+      copy.vb[c].resize(upto * l.n_kv_heads * l.row_bytes_v);
     }
     seqs_[dst] = std::move(copy);
     return KvResult::success();
@@ -170,8 +181,12 @@ class ReferenceCache final : public KvCache {
         const CacheLayout& l = res_.caches[c];
         s.k[c].resize(s.length * l.n_kv_heads * l.head_dim_k);
         s.v[c].resize(s.length * l.n_kv_heads * l.head_dim_v);
+        s.kb[c].resize(s.length * l.n_kv_heads * l.row_bytes_k);
+        s.vb[c].resize(s.length * l.n_kv_heads * l.row_bytes_v);
         s.k[c].shrink_to_fit();
         s.v[c].shrink_to_fit();
+        s.kb[c].shrink_to_fit();
+        s.vb[c].shrink_to_fit();
       }
     }
   }
@@ -197,12 +212,72 @@ class ReferenceCache final : public KvCache {
 
   std::string describe() const override { return describe_text("reference", geo_, res_); }
 
+  KvResult export_positions(int seq, int64_t begin, int64_t end, std::vector<uint8_t>* out) const override {
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end()) return unknown(seq);
+    const RefSeq& s = it->second;
+    if (begin < 0 || begin > end || end > s.length)
+      return refuse(KvStatus::kInvalid, cat("kv cache: cannot export positions [", begin, ", ", end,
+                                            ") of sequence ", seq, " (length ", s.length, ")"));
+    out->clear();
+    for (size_t c = 0; c < res_.caches.size(); ++c) {
+      const CacheLayout& l = res_.caches[c];
+      for (int64_t p = begin; p < end; ++p)
+        for (int h = 0; h < l.n_kv_heads; ++h) {
+          const int64_t at = p * l.n_kv_heads + h;
+          out->insert(out->end(), s.kb[c].begin() + at * l.row_bytes_k, s.kb[c].begin() + (at + 1) * l.row_bytes_k);
+          out->insert(out->end(), s.vb[c].begin() + at * l.row_bytes_v, s.vb[c].begin() + (at + 1) * l.row_bytes_v);
+        }
+    }
+    return KvResult::success();
+  }
+
+  KvResult import_positions(int seq, std::span<const uint8_t> data) override {
+    check_no_step(step_, "import_positions");
+    if (!seqs_.count(seq)) return unknown(seq);
+    const int64_t pb = kv_position_bytes(geo_, res_.policy), len = length(seq);
+    if (int64_t(data.size()) % pb != 0)
+      return refuse(KvStatus::kInvalid, cat("kv cache: cannot import ", data.size(),
+                                            " bytes: not a whole number of ", pb, "-byte positions"));
+    const int64_t n = int64_t(data.size()) / pb;
+    KvResult r = can_extend(seq, n);
+    if (!r.ok() || n == 0) return r;
+    std::vector<KvRow> rows;
+    for (int64_t p = len; p < len + n; ++p) rows.push_back({seq, p});
+    // One step per max_write rows, as a forward would write them.
+    for (int64_t a = 0; a < n; a += res_.policy.max_write) {
+      const int64_t m = std::min(res_.policy.max_write, n - a);
+      r = begin_step(std::span<const KvRow>(rows).subspan(size_t(a), size_t(m)));
+      OG_CHECK(r.ok(), "kv cache: internal error: import refused after can_extend: ", r.message);
+      RefSeq& s = seqs_.at(seq);
+      const uint8_t* src = data.data();
+      for (size_t c = 0; c < res_.caches.size(); ++c) {
+        const CacheLayout& l = res_.caches[c];
+        const int64_t rb = l.row_bytes_k + l.row_bytes_v;
+        for (int64_t p = len + a; p < len + a + m; ++p)
+          for (int h = 0; h < l.n_kv_heads; ++h) {
+            const int64_t at = p * l.n_kv_heads + h;
+            const uint8_t* row = src + ((p - len) * l.n_kv_heads + h) * rb;
+            std::copy_n(row, l.row_bytes_k, &s.kb[c][at * l.row_bytes_k]);
+            std::copy_n(row + l.row_bytes_k, l.row_bytes_v, &s.vb[c][at * l.row_bytes_v]);
+            store_row(s, int(c), at);
+          }
+        src += n * l.n_kv_heads * rb;
+        step_.written[c] = 1;
+      }
+      end_step();
+    }
+    return KvResult::success();
+  }
+
  private:
   static KvResult unknown(int seq) { return refuse(KvStatus::kUnknownSequence, cat("kv cache: unknown sequence ", seq)); }
 
-  void round_trip(const float* x, int dim, uint8_t* buf, float* dst) const {
-    encode_row(res_.policy.dtype, x, dim, buf);
-    decode_row(res_.policy.dtype, buf, dim, dst);
+  // The f32 values of row `at` ([position][head]) of cache c from its stored bytes.
+  void store_row(RefSeq& s, int c, int64_t at) const {
+    const CacheLayout& l = res_.caches[c];
+    decode_row(res_.policy.dtype, &s.kb[c][at * l.row_bytes_k], l.head_dim_k, &s.k[c][at * l.head_dim_k]);
+    decode_row(res_.policy.dtype, &s.vb[c][at * l.row_bytes_v], l.head_dim_v, &s.v[c][at * l.head_dim_v]);
   }
 
   KvGeometry geo_;

@@ -206,6 +206,15 @@ class SequenceCache final : public StoreCacheBase {
             int(idx % kKeyBlock)};
   }
 
+  int64_t held_from(int c, int seq) const override {
+    if (res_.caches[c].window == 0) return 0;
+    const SeqStore& s = seqs_.at(seq);
+    const CacheStore& cs = s.caches[c];
+    int64_t x = s.length - 1;
+    while (x >= 0 && cs.cap > 0 && cs.slot_pos[x % cs.cap] == x) --x;
+    return x + 1;
+  }
+
   void read_spans(int c, int seq, int64_t lo, int64_t hi, std::vector<KvSpan>* out, int64_t* ks,
                   int64_t* vs) const override {
     const CacheLayout& l = res_.caches[c];
