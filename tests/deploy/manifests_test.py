@@ -9,19 +9,26 @@ endpoint picker config names our metric names and the replicas' KV-event port,
 topic prefix, block size and hash seed; haproxy.cfg passes `haproxy -c` and
 keeps its health checks, balancing and retry policy; run-replicas.sh parses and
 rejects bad arguments with a clear message.
-Usage: manifests_test.py REPO_ROOT OFFGRAPH [HAPROXY]   (Debian's python3-yaml)"""
+The Deployment's own flags then start a real server on the test model
+(loopback: host, port, threads and the KV-event address replaced), which
+serves under MODEL_NAME and stops with 143 on SIGTERM.
+Usage: manifests_test.py REPO_ROOT OFFGRAPH MODEL [HAPROXY]   (Debian's python3-yaml)"""
 
 import glob
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 
 import yaml
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from deploy_procs import TestFailure, check, require_executable, run_bounded  # noqa: E402
+from deploy_procs import (Children, TestFailure, check, free_port, request,  # noqa: E402
+                          require_executable, run_bounded, start_replica)
 
 METRICS = {"queuedRequestsSpec": "vllm:num_requests_waiting",
            "runningRequestsSpec": "vllm:num_requests_running",
@@ -128,7 +135,37 @@ def check_deployment(objs, flags):
     check(a["--kv-events-endpoint"].startswith("tcp://*:"), "--kv-events-endpoint binds (tcp://*:PORT)")
     kv_port = int(a["--kv-events-endpoint"].rsplit(":", 1)[1])
     check(ports.get("kv-events") == kv_port, "container port 'kv-events' equals --kv-events-endpoint's port")
-    return dep, labels, a, http, kv_port
+    return dep, labels, a, http, kv_port, c
+
+
+def check_deployment_starts(offgraph, model, container):
+    """The Deployment's serve flags, on loopback with the test model, start a server."""
+    env = {e["name"]: e.get("value", "127.0.0.1") for e in container["env"]}  # POD_IP: loopback
+    expand = lambda v: re.sub(r"\$\(([A-Z_]+)\)", lambda m: env[m.group(1)], v)  # noqa: E731
+    # A connected (not bound) KV-event socket to a free loopback port: nothing listens off the host.
+    loopback = {"--model": None, "--host": None, "--port": None, "--threads": "1",
+                "--kv-events-endpoint": f"tcp://127.0.0.1:{free_port()}"}
+    extra = []
+    for k, v in parse_args(container["args"]).items():
+        v = loopback.get(k, v)
+        if v is not None:
+            extra.append(k if v is True else f"{k}={expand(v)}")
+    children = Children()
+    with tempfile.TemporaryDirectory(prefix="og-manifest-") as tmp:
+        try:
+            proc, port = start_replica(children, offgraph, model, extra, os.path.join(tmp, "serve.err"))
+            status, _, body = request(port, "GET", "/ready")
+            check(status == 200, f"the Deployment's flags: /ready is {status}")
+            status, _, body = request(port, "GET", "/v1/models")
+            ids = [m["id"] for m in json.loads(body)["data"]]
+            check(ids == [env["MODEL_NAME"]], f"the Deployment's flags serve the model as MODEL_NAME: {ids}")
+            proc.send_signal(signal.SIGTERM)
+            check(proc.wait(timeout=10) == 143, "the server stops with 143 on SIGTERM")
+        except TestFailure:
+            print(open(os.path.join(tmp, "serve.err"), errors="replace").read()[-2000:], file=sys.stderr)
+            raise
+        finally:
+            children.kill_all()
 
 
 def check_pool_and_service(objs, labels, http):
@@ -194,7 +231,7 @@ def check_epp(objs, labels, a, kv_port, namespace):
           and os.path.basename(ea["--config-file"]) in cm["data"], "--config-file is the ConfigMap's file")
 
 
-def check_kubernetes(repo, flags):
+def check_kubernetes(repo, offgraph, model):
     kdir = os.path.join(repo, "deploy/kubernetes")
     objs = load_manifests(kdir)
     kust = get(objs, "Kustomization", "offgraph")
@@ -203,9 +240,10 @@ def check_kubernetes(repo, flags):
           "kustomization.yaml lists exactly the other manifests")
     namespace = kust["namespace"]
     get(objs, "Namespace", namespace)
-    dep, labels, a, http, kv_port = check_deployment(objs, flags)
+    dep, labels, a, http, kv_port, container = check_deployment(objs, serve_flags(offgraph))
     check_pool_and_service(objs, labels, http)
     check_epp(objs, labels, a, kv_port, namespace)
+    check_deployment_starts(offgraph, model, container)
 
 
 def check_haproxy(repo, haproxy):
@@ -235,14 +273,14 @@ def check_haproxy(repo, haproxy):
 
 
 def main():
-    repo, offgraph = sys.argv[1:3]
-    haproxy = sys.argv[3] if len(sys.argv) > 3 else "/usr/sbin/haproxy"
+    repo, offgraph, model = sys.argv[1:4]
+    haproxy = sys.argv[4] if len(sys.argv) > 4 else "/usr/sbin/haproxy"
     require_executable(haproxy, "haproxy")
-    check_kubernetes(repo, serve_flags(offgraph))
+    check_kubernetes(repo, offgraph, model)
     check_haproxy(repo, haproxy)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
+    if len(sys.argv) < 4:
         sys.exit(__doc__.split("Usage: ")[1].split("\n")[0].join(("usage: ", "")))
     run_bounded(main, 60)
