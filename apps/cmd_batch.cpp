@@ -208,7 +208,7 @@ int cmd_batch(const Args& args) {
   const Run run = build_llm_run(f.run);
   const LoadedModel& l = run.loaded;
   const GrammarConstraint grammar = structured_output_of(f, *l.tok);  // --json-schema / --grammar
-  const SchedulerOptions so = scheduler_options_of(b.sched, run.policy.max_capacity);
+  const SchedulerOptions so = scheduler_options_of(b.sched, run.policy);
 
   // Every prompt through the chat template, as `run` renders it. A prompt whose
   // size alone rules it out (more bytes than a session's tokens can stand

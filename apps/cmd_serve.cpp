@@ -234,7 +234,7 @@ int cmd_serve(const Args& args) {
   run = build_run(f.run);
   if (!run.warning.empty()) std::fprintf(stderr, "[warning] %s\n", run.warning.c_str());
   const LoadedModel& loaded = run.loaded;
-  SchedulerOptions so = scheduler_options_of(f.sched, run.policy.max_capacity);
+  SchedulerOptions so = scheduler_options_of(f.sched, run.policy);
   // The server alone bounds requests in flight (--parallel + --max-queue, 429
   // beyond): it counts a request until its HTTP reply is written, the scheduler
   // until the step after it finishes, so a second bound here could refuse a

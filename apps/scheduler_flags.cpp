@@ -1,6 +1,8 @@
 // The scheduler flags `batch` and `serve` share (see scheduler_flags.h).
 #include "scheduler_flags.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 namespace og::app {
@@ -23,6 +25,10 @@ void add_scheduler_flags(Flags& fl, SchedulerFlags& f, const SchedulerFlagNames&
              n.unit + "s whose KV is kept for later " + n.unit + "s sharing a prefix; 0 = off");
   fl.add_int("prefix-cache-bytes", &f.prefix_cache_bytes, 0, std::numeric_limits<int64_t>::max(),
              "byte bound of the prefix cache; 0 = none beyond the entries");
+  fl.add_string("prefix-hash-seed", &f.prefix_hash_seed,
+                "root of the prefix cache's block hash chain, as vLLM's PYTHONHASHSEED (replicas and a router "
+                "hashing prompts must share it); default: $PYTHONHASHSEED, else 0",
+                "SEED");
 }
 
 void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& n, CacheSetup& cache) {
@@ -37,14 +43,17 @@ void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& n,
   if (cache.max_capacity == 0) cache.max_capacity = f.max_session_tokens;
 }
 
-SchedulerOptions scheduler_options_of(const SchedulerFlags& f, int64_t max_capacity) {
+SchedulerOptions scheduler_options_of(const SchedulerFlags& f, const KvPolicy& policy) {
   SchedulerOptions so;
-  so.max_session_tokens = f.max_session_tokens > 0 ? f.max_session_tokens : max_capacity;
+  so.max_session_tokens = f.max_session_tokens > 0 ? f.max_session_tokens : policy.max_capacity;
   so.max_decode_sequences = static_cast<int>(f.sessions);
   so.step_tokens = f.step_tokens;
   so.max_prefills_per_step = static_cast<int>(f.step_prefills);
   so.prefix_cache_entries = static_cast<int>(f.prefix_cache_entries);
   so.prefix_cache_bytes = f.prefix_cache_bytes;
+  so.prefix_block_size = std::max(1, policy.block_size);
+  const char* env_seed = std::getenv("PYTHONHASHSEED");
+  so.prefix_hash_seed = !f.prefix_hash_seed.empty() ? f.prefix_hash_seed : env_seed && *env_seed ? env_seed : "0";
   return so;
 }
 

@@ -19,6 +19,7 @@ struct SchedulerFlags {
   int64_t step_prefills = 0;  // sessions whose prompt rows one step carries; 0 = as many as fit
   int64_t prefix_cache_entries = 0;
   int64_t prefix_cache_bytes = 0;
+  std::string prefix_hash_seed;  // empty: $PYTHONHASHSEED, else "0"
 };
 
 // How a command names its scheduler flags: the slot flag and its help, and
@@ -34,7 +35,9 @@ void add_scheduler_flags(Flags& fl, SchedulerFlags& f, const SchedulerFlagNames&
 // Checks what parse() cannot (usage errors) and resolves --kv-max-capacity 0
 // to --max-session-tokens, as both commands size the cache from it.
 void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& names, CacheSetup& cache);
-// The scheduler's options; the session limit defaults to the cache's capacity.
-SchedulerOptions scheduler_options_of(const SchedulerFlags& f, int64_t max_capacity);
+// The scheduler's options; the session limit defaults to the cache's capacity
+// and the prefix cache hashes blocks of the pool's block size (one
+// --block-size, as vLLM's).
+SchedulerOptions scheduler_options_of(const SchedulerFlags& f, const KvPolicy& policy);
 
 }  // namespace og::app

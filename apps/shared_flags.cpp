@@ -134,7 +134,9 @@ void add_cache_flags(Flags& fl, CacheSetup& c, CacheScope scope) {
     add_shared_cache_kind_flag(fl, &c.kind,
                                "shared cache kind: batched-cell (blocks shared copy-on-write by prefix forks) or "
                                "batched-sequence (own storage per sequence, prefixes copied)");
-    fl.add_int("kv-block-size", &c.block_size, 1, 4096, "positions per block (batched-cell)");
+    fl.add_int("kv-block-size", &c.block_size, 1, 4096,
+               "positions per block: the batched-cell pool's and the prefix cache's hashed blocks (KV events)");
+    fl.add_alias("--block-size", "kv-block-size");  // vLLM's spelling
   } else {
     c.kind = "sequence";
     fl.add_choice("kv-cache", &c.kind, {"sequence", "reference"},

@@ -1,6 +1,7 @@
-// PrefixCache: longest-common-prefix lookup over the entries, fork into a new
-// session's sequence, capture at the prompt boundary, LRU eviction by count
-// and bytes.
+// PrefixCache: block-chain lookup (the deepest cached block of the prompt,
+// then a token-wise extension inside an entry holding it), fork into a new
+// session's sequence, capture at the prompt boundary, per-block holder counts
+// and their KV events, LRU eviction by count and bytes.
 #include "runtime/prefix_cache.h"
 
 #include <algorithm>
@@ -9,26 +10,51 @@
 
 namespace og {
 
-PrefixCache::PrefixCache(KvCache& cache, int max_entries, int64_t max_bytes, int first_seq)
-    : cache_(cache), max_entries_(std::max(0, max_entries)), max_bytes_(std::max<int64_t>(0, max_bytes)) {
-  for (int i = max_entries_ - 1; i >= 0; --i) free_seqs_.push_back(first_seq + i);
+PrefixCache::PrefixCache(KvCache& cache, const PrefixCacheOptions& o)
+    : cache_(cache),
+      max_entries_(std::max(0, o.max_entries)),
+      max_bytes_(std::max<int64_t>(0, o.max_bytes)),
+      hasher_(o.block_size, o.hash_seed),
+      events_on_(o.events) {
+  for (int i = max_entries_ - 1; i >= 0; --i) free_seqs_.push_back(o.first_seq + i);
 }
 
 PrefixCache::~PrefixCache() {
   for (const Entry& e : entries_) cache_.remove_sequence(e.seq);
 }
 
-int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int dst) {
+int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int dst, std::string_view salt) {
   if (!enabled() || cap < 1) return 0;
   ++stats_.lookups;
   stats_.query_tokens += static_cast<int64_t>(prompt.size());
+  const int64_t limit = std::min<int64_t>(cap, static_cast<int64_t>(prompt.size()));
+  const int64_t bs = hasher_.block_size();
+  // The deepest cached block: a chain is cached as a prefix (an entry holding
+  // block i holds blocks 0..i), so the walk stops at the first miss.
+  int64_t matched = 0;
+  BlockHash last{};
+  if (!holders_.empty()) {
+    BlockHash parent = hasher_.none_hash();
+    for (int64_t b = 0; (b + 1) * bs <= limit; ++b) {
+      const BlockHash h = hasher_.hash(parent, prompt.subspan(b * bs, bs), salt, b == 0);
+      if (!holders_.count(h)) break;
+      last = parent = h;
+      matched = b + 1;
+    }
+  }
+  // The candidates: the entries holding that block (the same salt, by the
+  // hash), or without a cached block the entries of the same salt; the one
+  // sharing the most tokens wins.
   size_t best = entries_.size();
   int64_t best_len = 0;
   for (size_t i = 0; i < entries_.size(); ++i) {
-    const std::vector<int32_t>& t = entries_[i].tokens;
-    const int64_t n = std::min<int64_t>({cap, static_cast<int64_t>(t.size()), static_cast<int64_t>(prompt.size())});
-    int64_t k = 0;
-    while (k < n && t[k] == prompt[k]) ++k;
+    const Entry& e = entries_[i];
+    if (matched > 0 ? (static_cast<int64_t>(e.chain.size()) < matched || e.chain[matched - 1] != last)
+                    : e.salt != salt)
+      continue;
+    const int64_t n = std::min<int64_t>(limit, static_cast<int64_t>(e.tokens.size()));
+    int64_t k = matched * bs;
+    while (k < n && e.tokens[k] == prompt[k]) ++k;
     if (k > best_len) {
       best_len = k;
       best = i;
@@ -45,9 +71,44 @@ int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int
   return best_len;
 }
 
+void PrefixCache::hold_blocks(const Entry& e) {
+  // The blocks no entry held yet form the chain's tail.
+  size_t first_new = e.chain.size();
+  for (size_t b = 0; b < e.chain.size(); ++b)
+    if (holders_[e.chain[b]]++ == 0 && first_new == e.chain.size()) first_new = b;
+  const size_t fresh = e.chain.size() - first_new;
+  stats_.blocks += static_cast<int64_t>(fresh);
+  if (!events_on_ || fresh == 0) return;
+  const size_t bs = static_cast<size_t>(hasher_.block_size());
+  KvEvent ev;
+  ev.type = KvEvent::Type::kBlockStored;
+  ev.hashes.assign(e.chain.begin() + static_cast<std::ptrdiff_t>(first_new), e.chain.end());
+  if (first_new > 0) ev.parent = e.chain[first_new - 1];
+  ev.token_ids.assign(e.tokens.begin() + static_cast<std::ptrdiff_t>(first_new * bs),
+                      e.tokens.begin() + static_cast<std::ptrdiff_t>(e.chain.size() * bs));
+  ev.block_size = hasher_.block_size();
+  events_.push_back(std::move(ev));
+}
+
+void PrefixCache::release_blocks(const Entry& e) {
+  KvEvent ev;
+  ev.type = KvEvent::Type::kBlockRemoved;
+  for (const BlockHash& h : e.chain) {
+    auto it = holders_.find(h);
+    if (it == holders_.end()) continue;
+    if (--it->second == 0) {
+      holders_.erase(it);
+      --stats_.blocks;
+      if (events_on_) ev.hashes.push_back(h);
+    }
+  }
+  if (!ev.hashes.empty()) events_.push_back(std::move(ev));
+}
+
 void PrefixCache::evict(size_t i) {
   const KvResult r = cache_.remove_sequence(entries_[i].seq);
   OG_CHECK(r.ok(), "prefix cache: cannot remove sequence ", entries_[i].seq, ": ", r.message);
+  release_blocks(entries_[i]);
   free_seqs_.push_back(entries_[i].seq);
   stats_.bytes -= entries_[i].bytes;
   entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -71,10 +132,10 @@ void PrefixCache::enforce_bounds(int64_t extra_bytes) {
   }
 }
 
-void PrefixCache::capture(int src, std::span<const int32_t> tokens) {
+void PrefixCache::capture(int src, std::span<const int32_t> tokens, std::string_view salt) {
   if (!enabled() || tokens.size() < 2) return;
   for (Entry& e : entries_)
-    if (e.tokens.size() == tokens.size() && std::equal(tokens.begin(), tokens.end(), e.tokens.begin())) {
+    if (e.salt == salt && e.tokens.size() == tokens.size() && std::equal(tokens.begin(), tokens.end(), e.tokens.begin())) {
       e.last_used = ++clock_;
       return;
     }
@@ -87,10 +148,31 @@ void PrefixCache::capture(int src, std::span<const int32_t> tokens) {
   const KvResult r = cache_.fork(src, seq, n);
   if (!r.ok()) return;  // e.g. the pool has no room for it: simply not cached
   free_seqs_.pop_back();
-  entries_.push_back({std::vector<int32_t>(tokens.begin(), tokens.end()), seq, ++clock_, bytes});
+  Entry e{std::vector<int32_t>(tokens.begin(), tokens.end()), std::string(salt), hasher_.chain(tokens, salt), seq,
+          ++clock_, bytes};
+  hold_blocks(e);
+  entries_.push_back(std::move(e));
   stats_.bytes += bytes;
   ++stats_.captures;
   stats_.entries = static_cast<int>(entries_.size());
+}
+
+void PrefixCache::clear() {
+  const bool had = !entries_.empty();
+  while (!entries_.empty()) evict(entries_.size() - 1);
+  // The removals are implied by the clear.
+  if (events_on_) {
+    events_.erase(std::remove_if(events_.begin(), events_.end(),
+                                 [](const KvEvent& e) { return e.type == KvEvent::Type::kBlockRemoved; }),
+                  events_.end());
+    if (had) events_.push_back(KvEvent{KvEvent::Type::kAllBlocksCleared, {}, {}, {}, 0, kMediumMemory});
+  }
+}
+
+std::vector<KvEvent> PrefixCache::take_events() {
+  std::vector<KvEvent> out;
+  out.swap(events_);
+  return out;
 }
 
 }  // namespace og

@@ -6,15 +6,31 @@
 // prefix into its own sequence: blocks shared copy-on-write in `batched-cell`,
 // copied in `batched-sequence`. A fork that needs ring history the entry no
 // longer holds is refused by the cache and counted as a miss: never wrong output.
+//
+// Identity: an entry's prompt is a chain of fixed-size token blocks, each named
+// by vLLM's block hash (runtime/block_hash.h) of its parent's hash, its tokens
+// and the request's cache salt. A lookup hashes the prompt's full blocks and
+// takes the entry holding its deepest cached block, then extends the match
+// token by token inside that entry (a router that predicts our hits from the
+// block hashes predicts a lower bound). A prompt shorter than one block, or
+// whose first block is not cached, falls back to the longest common prefix
+// over the entries of the same salt. A salt isolates: requests of different
+// salts never share an entry. Every distinct block held is counted once; the
+// blocks' arrivals and departures are reported as KV events (take_events).
 // Bounded by entries and bytes; least recently used entries are evicted first.
 // Not thread-safe: the scheduler's stepping thread owns it.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "runtime/block_hash.h"
+#include "runtime/kv_events.h"
 
 namespace og {
 
@@ -23,47 +39,70 @@ struct PrefixCacheStats {
   int64_t query_tokens = 0;  // prompt tokens of the lookups (vLLM counts queries in tokens)
   int entries = 0;
   int64_t bytes = 0;
+  int64_t blocks = 0;  // distinct full blocks the entries hold
+};
+
+struct PrefixCacheOptions {
+  int max_entries = 0;       // 0 disables the cache
+  int64_t max_bytes = 0;     // 0: no byte bound
+  int first_seq = 0;         // entries use sequence ids first_seq .. first_seq + max_entries - 1
+  int block_size = 16;       // tokens per hashed block (vLLM's --block-size)
+  std::string hash_seed = "0";  // the chain's root (vLLM's PYTHONHASHSEED)
+  bool events = false;       // collect KV events for take_events()
 };
 
 class PrefixCache {
  public:
-  // Entries use sequence ids first_seq, first_seq + 1, ... of `cache`, which
-  // must hold max_entries sequences beside the sessions'. max_entries 0
-  // disables it; max_bytes 0: no byte bound.
-  PrefixCache(KvCache& cache, int max_entries, int64_t max_bytes, int first_seq);
+  // `cache` must hold max_entries sequences beside the sessions'.
+  PrefixCache(KvCache& cache, const PrefixCacheOptions& o);
   ~PrefixCache();  // removes its sequences from the cache
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
 
   bool enabled() const { return max_entries_ > 0; }
+  const BlockHasher& hasher() const { return hasher_; }
 
-  // Forks the cached KV of the longest common prefix of `prompt` (at most
-  // `cap` tokens) into sequence `dst` (created or replaced). Returns the
-  // positions dst now holds: 0 on a miss (dst is then left untouched).
-  int64_t fork_into(std::span<const int32_t> prompt, int64_t cap, int dst);
+  // Forks the cached KV of the longest cached prefix of `prompt` (at most
+  // `cap` tokens) under `salt` into sequence `dst` (created or replaced).
+  // Returns the positions dst now holds: 0 on a miss (dst is then left untouched).
+  int64_t fork_into(std::span<const int32_t> prompt, int64_t cap, int dst, std::string_view salt = {});
 
   // Keeps the first `tokens.size()` positions of sequence `src` (which holds
-  // exactly those tokens' KV) as an entry, evicting as the bounds require.
-  // A prompt already cached is only marked as used.
-  void capture(int src, std::span<const int32_t> tokens);
+  // exactly those tokens' KV) as an entry under `salt`, evicting as the bounds
+  // require. A prompt already cached is only marked as used.
+  void capture(int src, std::span<const int32_t> tokens, std::string_view salt = {});
+
+  // Drops every entry (an AllBlocksCleared event).
+  void clear();
+
+  // The KV events since the last call, in order (empty unless options.events).
+  std::vector<KvEvent> take_events();
 
   const PrefixCacheStats& stats() const { return stats_; }
 
  private:
   struct Entry {
     std::vector<int32_t> tokens;
+    std::string salt;
+    std::vector<BlockHash> chain;  // its full blocks' hashes
     int seq = -1;
     uint64_t last_used = 0;
     int64_t bytes = 0;
   };
   void evict(size_t i);
   void enforce_bounds(int64_t extra_bytes);
+  void hold_blocks(const Entry& e);     // counts e's blocks; BlockStored for the new ones
+  void release_blocks(const Entry& e);  // uncounts them; BlockRemoved for the last holders'
 
   KvCache& cache_;
   int max_entries_;
   int64_t max_bytes_;
+  BlockHasher hasher_;
+  bool events_on_;
   std::vector<int> free_seqs_;
   std::vector<Entry> entries_;
+  std::unordered_map<BlockHash, int, BlockHashHasher> holders_;  // block -> entries holding it
+  std::vector<KvEvent> events_;
   uint64_t clock_ = 0;
   PrefixCacheStats stats_;
 };

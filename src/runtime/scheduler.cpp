@@ -84,7 +84,25 @@ FinishReason finish_of(StopReason r) {
 struct Scheduler::Impl {
   Impl(Engine& e, const Tokenizer& t, std::unique_ptr<KvCache> c, const SchedulerOptions& o)
       : engine(e), tok(t), cache(std::move(c)), opts(o),
-        prefix(*cache, o.prefix_cache_entries, o.prefix_cache_bytes, kPrefixFirstSeq) {}
+        prefix(*cache, prefix_options(o)) {}
+
+  static PrefixCacheOptions prefix_options(const SchedulerOptions& o) {
+    PrefixCacheOptions p;
+    p.max_entries = o.prefix_cache_entries;
+    p.max_bytes = o.prefix_cache_bytes;
+    p.first_seq = kPrefixFirstSeq;
+    p.block_size = o.prefix_block_size;
+    p.hash_seed = o.prefix_hash_seed;
+    p.events = static_cast<bool>(o.kv_events);
+    return p;
+  }
+
+  // Hands the prefix cache's KV events to the sink, if any.
+  void flush_kv_events() {
+    if (!opts.kv_events) return;
+    std::vector<KvEvent> ev = prefix.take_events();
+    if (!ev.empty()) opts.kv_events(std::move(ev));
+  }
 
   Engine& engine;
   const Tokenizer& tok;
@@ -263,7 +281,8 @@ bool Scheduler::Impl::admit_one(Request& r) {
   const std::vector<int32_t>& prompt = r.opts.prompt;
   const int64_t n = static_cast<int64_t>(prompt.size());
   // Prompt logprobs need every prompt row forwarded: no prefix is taken.
-  if (r.opts.use_prefix_cache && !r.opts.prompt_logprobs) r.cached_tokens = prefix.fork_into(prompt, n - 1, r.seq);
+  if (r.opts.use_prefix_cache && !r.opts.prompt_logprobs)
+    r.cached_tokens = prefix.fork_into(prompt, n - 1, r.seq, r.opts.cache_salt);
   if (r.cached_tokens == 0) {
     const KvResult kr = cache->add_sequence(r.seq);
     if (!kr.ok()) throw Error("cannot add a cache sequence: " + kr.message);
@@ -430,7 +449,7 @@ bool Scheduler::Impl::forward_step() {
         r.prefilled_at = r.since_submit.seconds();
         // Capture at the prompt boundary: the cache holds exactly the prompt now.
         if (r.opts.use_prefix_cache && !r.captured) {
-          prefix.capture(r.seq, r.opts.prompt);
+          prefix.capture(r.seq, r.opts.prompt, r.opts.cache_salt);
           r.captured = true;
         }
         // The prompt's logprobs go out before any choice's first token.
@@ -542,6 +561,8 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tok, std::unique_ptr<KvCac
   OG_CHECK(opts.prefix_cache_entries >= 0 && opts.max_queue >= 0 && opts.prefix_cache_bytes >= 0 &&
                opts.max_prefills_per_step >= 0,
            "scheduler: negative bounds");
+  OG_CHECK(opts.prefix_block_size >= 1 && opts.prefix_block_size <= 4096, "scheduler: prefix block size ",
+           opts.prefix_block_size, " is outside [1, 4096]");
   OG_CHECK(cache->policy().max_sequences >= opts.max_decode_sequences + opts.prefix_cache_entries,
            "scheduler: the cache is sized for ", cache->policy().max_sequences, " sequences but ",
            opts.max_decode_sequences, " sessions and ", opts.prefix_cache_entries, " prefix entries need ",
@@ -629,6 +650,7 @@ bool Scheduler::step() {
   m.handle_cancellations();
   m.admit();
   const bool stepped = m.forward_step();
+  m.flush_kv_events();
   m.publish();
   return stepped || !m.running.empty() || !m.waiting.empty();
 }
@@ -682,6 +704,11 @@ void Scheduler::shutdown(double grace_s) {
   m.take_incoming();
   m.handle_cancellations();
   m.publish();
+  // The prefix cache goes with the process: subscribers forget its blocks.
+  if (m.opts.kv_events) {
+    m.prefix.clear();
+    m.flush_kv_events();
+  }
 }
 
 SchedulerSnapshot Scheduler::snapshot() const {

@@ -45,6 +45,7 @@
 
 #include "kv/kv_cache.h"
 #include "runtime/engine.h"
+#include "runtime/kv_events.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -66,6 +67,9 @@ struct RequestOptions {
   // then forwarded in full (no prefix-cache hit).
   bool prompt_logprobs = false;
   GrammarConstraint grammar;              // structured output (GenerateOptions); empty = none
+  // Isolates this request's prefix-cache entries (vLLM's cache_salt): it only
+  // shares KV with requests of the same salt. Empty: no salt.
+  std::string cache_salt;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kRefused, kFailed };
@@ -120,6 +124,11 @@ struct SchedulerOptions {
   int max_queue = 0;
   int prefix_cache_entries = 0;       // 0 disables the prefix cache
   int64_t prefix_cache_bytes = 0;     // 0 = no byte bound beyond the cache's own
+  int prefix_block_size = 16;         // tokens per hashed prefix-cache block (vLLM's --block-size)
+  std::string prefix_hash_seed = "0"; // root of the block hash chain (vLLM's PYTHONHASHSEED)
+  // Receives the prefix cache's KV events after each step that has some
+  // (stepping thread; must not block). Empty: none are collected.
+  KvEventSink kv_events;
 };
 
 // A consistent snapshot for metrics (thread-safe).

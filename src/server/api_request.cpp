@@ -308,6 +308,12 @@ GenerationParams parse_params(Fields& f, Endpoint ep, std::vector<std::string>* 
   if (const json* s = f.get("seed"))
     p.seed = static_cast<uint64_t>(Fields::int_value("seed", *s, std::numeric_limits<int64_t>::min(),
                                                      std::numeric_limits<int64_t>::max()));
+  if (auto salt = f.string("cache_salt")) {
+    if (salt->empty()) bad_request("'cache_salt' must be a non-empty string when given", "cache_salt");
+    if (salt->size() > 1024)
+      bad_request("'cache_salt' is " + std::to_string(salt->size()) + " bytes; at most 1024", "cache_salt");
+    p.cache_salt = std::move(*salt);
+  }
   p.presence_penalty = f.number("presence_penalty", -2, 2);
   p.frequency_penalty = f.number("frequency_penalty", -2, 2);
   // Checked against the server's --max-n where the request meets the model.

@@ -53,6 +53,9 @@ struct GenerationParams {
   // json_schema or grammar (GBNF text) — `grammar_from` names which.
   std::shared_ptr<const grammar::Grammar> grammar;
   std::string grammar_from;
+  // vLLM's cache_salt: the request shares prefix-cache KV only with requests
+  // of the same salt (a non-empty string, at most 1024 bytes).
+  std::string cache_salt;
   bool ignore_eos = false;  // vLLM / llama-server extension: only max_tokens and stop strings end the reply
   bool logprobs = false;
   int top_logprobs = 0;  // alternatives per token, with logprobs

@@ -188,6 +188,7 @@ RequestOptions build_request_options(const GenerationRequest& req, const ServedM
   o.logprobs = req.params.logprobs;
   o.top_logprobs = req.params.top_logprobs;
   o.use_prefix_cache = m.use_prefix_cache;
+  o.cache_salt = req.params.cache_salt;
   return o;
 }
 

@@ -50,7 +50,8 @@ TEST(ChatRequest, AllSettings) {
     "max_completion_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05,
     "repetition_penalty": 1.1, "seed": -3, "stop": ["x", "yy"], "n": 1, "presence_penalty": 0.5,
     "frequency_penalty": -1.25, "logprobs": true, "top_logprobs": 3, "stream": true,
-    "stream_options": {"include_usage": true}, "user": "u1", "logit_bias": {}, "response_format": {"type": "text"}})");
+    "stream_options": {"include_usage": true}, "user": "u1", "logit_bias": {}, "response_format": {"type": "text"},
+    "cache_salt": "tenant-7"})");
   EXPECT_EQ(r.model, "m");
   ASSERT_EQ(r.messages.size(), 4u);
   EXPECT_EQ(r.messages[0].role, "system");
@@ -69,6 +70,7 @@ TEST(ChatRequest, AllSettings) {
   EXPECT_EQ(r.params.top_logprobs, 3);
   EXPECT_TRUE(r.params.stream);
   EXPECT_TRUE(r.params.include_usage);
+  EXPECT_EQ(r.params.cache_salt, "tenant-7");
 }
 
 // Fields we do not know are accepted and listed (with where they are) for the
@@ -201,6 +203,8 @@ struct BadCase {
 };
 
 TEST(ChatRequest, BadBodies) {
+  static const std::string long_salt =
+      R"({"messages": [{"role": "user", "content": "x"}], "cache_salt": ")" + std::string(1025, 's') + R"("})";
   const BadCase cases[] = {
       {R"({"messages": []})", "messages", "empty"},
       {R"({})", "messages", "required"},
@@ -226,6 +230,9 @@ TEST(ChatRequest, BadBodies) {
       {R"({"messages": [{"role": "user", "content": "x"}], "min_p": 2})", "min_p", "outside"},
       {R"({"messages": [{"role": "user", "content": "x"}], "repetition_penalty": 0})", "repetition_penalty", ""},
       {R"({"messages": [{"role": "user", "content": "x"}], "seed": 1.5})", "seed", "integer"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "cache_salt": ""})", "cache_salt", "non-empty"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "cache_salt": 5})", "cache_salt", "must be a string"},
+      {long_salt.c_str(), "cache_salt", "at most 1024"},
       {R"({"messages": [{"role": "user", "content": "x"}], "n": 2.5})", "n", "an integer"},
       {R"({"messages": [{"role": "user", "content": "x"}], "n": 0})", "n", "outside"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": 5})", "stop", "string or an array"},
