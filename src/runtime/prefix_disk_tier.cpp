@@ -1,0 +1,293 @@
+// PrefixDiskTier: block files (header, payload checksum, payload) written by
+// temporary file + rename, verified on every read, pruned by mtime past the
+// byte bound. File format: docs/cache.md, "The disk tier".
+#include "runtime/prefix_disk_tier.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "base/error.h"
+
+namespace og {
+namespace {
+
+constexpr char kMagic[8] = {'O', 'G', 'K', 'V', 'B', 'L', 'K', '\0'};
+constexpr uint32_t kVersion = 1;
+constexpr const char* kSuffix = ".kvb";
+constexpr int64_t kStaleTempSeconds = 600;  // a temporary file this old belongs to a dead writer
+
+void put_u32(std::vector<uint8_t>* b, uint32_t v) {
+  for (int i = 0; i < 4; ++i) b->push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void put_u64(std::vector<uint8_t>* b, uint64_t v) {
+  for (int i = 0; i < 8; ++i) b->push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void put_bytes(std::vector<uint8_t>* b, std::span<const uint8_t> s) { b->insert(b->end(), s.begin(), s.end()); }
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+// Writes all of `data` to fd; false with errno set on a failure.
+bool write_all(int fd, const uint8_t* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, uint8_t* data, size_t n) {
+  while (n > 0) {
+    const ssize_t r = ::read(fd, data, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    data += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// 64 hex digits -> 32 bytes; false for anything else.
+bool parse_hex(const std::string& s, BlockHash* out) {
+  auto digit = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+  for (size_t i = 0; i < out->size(); ++i) {
+    const int hi = digit(s[2 * i]), lo = digit(s[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    (*out)[i] = static_cast<uint8_t>(hi * 16 + lo);
+  }
+  return true;
+}
+
+bool is_block_file(const std::string& name) {
+  return name.size() > 4 && name[0] != '.' && name.compare(name.size() - 4, 4, kSuffix) == 0;
+}
+
+}  // namespace
+
+PrefixDiskTier::PrefixDiskTier(const PrefixDiskOptions& o, const KvGeometry& g, const KvPolicy& p, int block_size,
+                               std::vector<KvEvent>* events)
+    : dir_(o.dir), max_bytes_(o.max_bytes), persist_(o.persist), block_size_(block_size), log_(o.log),
+      events_(events) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  OG_CHECK(fs::is_directory(dir_, ec), "--prefix-cache-dir ", dir_, ": not an existing directory");
+  OG_CHECK(::access(dir_.c_str(), W_OK | X_OK) == 0, "--prefix-cache-dir ", dir_, ": not writable (",
+           errno_text(errno), ")");
+  OG_CHECK(max_bytes_ >= 1, "--prefix-cache-disk-bytes must be at least 1 with --prefix-cache-dir (got ", max_bytes_,
+           ")");
+  OG_CHECK(block_size_ >= 1, "prefix disk tier: block size ", block_size_);
+  // The run key: everything a block's bytes depend on besides its tokens.
+  key_header_.assign(kMagic, kMagic + 8);
+  put_u32(&key_header_, kVersion);
+  put_bytes(&key_header_, o.model_fingerprint);
+  put_u32(&key_header_, static_cast<uint32_t>(p.dtype));
+  put_u32(&key_header_, static_cast<uint32_t>(block_size_));
+  put_u32(&key_header_, static_cast<uint32_t>(g.caches.size()));
+  for (size_t c = 0; c < g.caches.size(); ++c) {
+    const KvCacheSpec& s = g.caches[c];
+    const int window = p.windows.empty() ? s.window : p.windows[c % p.windows.size()];
+    OG_CHECK(window == 0, "--prefix-cache-dir: the disk tier needs every KV cache to keep full history, but cache ", c,
+             " is a sliding-window ring (window ", window, "); leave --prefix-cache-dir out for this model");
+    for (int v : {s.n_kv_heads, s.head_dim_k, s.head_dim_v, window}) put_u32(&key_header_, static_cast<uint32_t>(v));
+  }
+  put_u32(&key_header_, static_cast<uint32_t>(g.layer_cache.size()));
+  for (size_t l = 0; l < g.layer_cache.size(); ++l)
+    put_u32(&key_header_, static_cast<uint32_t>(g.layer_cache[l]) |
+                              (g.layer_writes.empty() || g.layer_writes[l] ? 0u : 0x80000000u));
+  const Sha256Digest key = Sha256::of(key_header_.data(), key_header_.size());
+  key_hex_ = to_hex(std::span(key).first(8));
+  payload_bytes_ = int64_t{block_size_} * kv_position_bytes(g, p);
+  // Temporary files of writers that died long ago; then the bound.
+  const auto now = fs::file_time_type::clock::now();
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 4 && name[0] == '.' && name.ends_with(".tmp")) {
+      std::error_code ec2;
+      const auto t = fs::last_write_time(e.path(), ec2);
+      if (!ec2 && now - t > std::chrono::seconds(kStaleTempSeconds)) fs::remove(e.path(), ec2);
+    }
+  }
+  prune();
+}
+
+std::string PrefixDiskTier::path_of(const BlockHash& h) const {
+  return cat(dir_, "/", to_hex(h), "-", key_hex_, kSuffix);
+}
+
+bool PrefixDiskTier::has(const BlockHash& h) const {
+  struct stat st {};
+  return ::stat(path_of(h).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The header as this run writes and expects it: key fields, the block's hash,
+// its parent (flag and hash, zeros for none), tokens and payload size. The
+// payload's SHA-256 follows it in the file, then the payload.
+std::vector<uint8_t> PrefixDiskTier::header(const BlockHash& h, const std::optional<BlockHash>& parent,
+                                            std::span<const int32_t> tokens) const {
+  std::vector<uint8_t> b = key_header_;
+  put_bytes(&b, h);
+  put_u32(&b, parent ? 1 : 0);
+  put_bytes(&b, parent ? *parent : BlockHash{});
+  put_u32(&b, static_cast<uint32_t>(tokens.size()));
+  for (int32_t t : tokens) put_u32(&b, static_cast<uint32_t>(t));
+  put_u64(&b, static_cast<uint64_t>(payload_bytes_));
+  return b;
+}
+
+bool PrefixDiskTier::store(const BlockHash& h, const std::optional<BlockHash>& parent, std::span<const int32_t> tokens,
+                           std::span<const uint8_t> payload) {
+  OG_CHECK(int64_t(tokens.size()) == block_size_ && int64_t(payload.size()) == payload_bytes_,
+           "prefix disk tier: internal error: a block of ", tokens.size(), " tokens and ", payload.size(), " bytes");
+  const std::string path = path_of(h);
+  if (has(h)) return true;
+  std::vector<uint8_t> head = header(h, parent, tokens);
+  const Sha256Digest sum = Sha256::of(payload.data(), payload.size());
+  put_bytes(&head, sum);
+  // A name no other writer uses: process id and a counter (another replica
+  // has another pid; a reused pid finds its old temporaries removed or aged).
+  const std::string tmp = cat(dir_, "/.", to_hex(h), "-", key_hex_, ".", ::getpid(), ".", ++temp_counter_, ".tmp");
+  auto skip = [&](const std::string& what, int err) {
+    ::unlink(tmp.c_str());
+    ++stats_.write_skips;
+    if (log_) log_(cat("prefix cache: block ", to_hex(h).substr(0, 16), " not written to disk (", what, ": ",
+                       errno_text(err), ")"));
+    return false;
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return skip("open", errno);
+  bool ok = write_all(fd, head.data(), head.size());
+  if (ok && fault_writes_ > 0) {
+    --fault_writes_;
+    ok = write_all(fd, payload.data(), payload.size() / 2);  // part of it, then the disk is full
+    if (ok) ok = false, errno = fault_errno_;
+  } else if (ok) {
+    ok = write_all(fd, payload.data(), payload.size());
+  }
+  const int err = errno;
+  if (!ok) {
+    ::close(fd);
+    return skip("write", err);
+  }
+  // No fsync: a file cut short by a crash fails its checksum and is a miss.
+  if (::close(fd) != 0) return skip("close", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return skip("rename", errno);
+  ++stats_.writes;
+  stats_.bytes += int64_t(head.size()) + payload_bytes_;
+  if (events_ != nullptr) {
+    KvEvent ev;
+    ev.type = KvEvent::Type::kBlockStored;
+    ev.hashes = {h};
+    ev.parent = parent;
+    ev.token_ids.assign(tokens.begin(), tokens.end());
+    ev.block_size = block_size_;
+    ev.medium = kMediumDisk;
+    events_->push_back(std::move(ev));
+  }
+  if (stats_.bytes > max_bytes_) prune();
+  return true;
+}
+
+bool PrefixDiskTier::load(const BlockHash& h, const std::optional<BlockHash>& parent, std::span<const int32_t> tokens,
+                          std::vector<uint8_t>* payload) {
+  const std::string path = path_of(h);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) remove_bad(path, h, cat("cannot open: ", errno_text(errno)));
+    return false;
+  }
+  const std::vector<uint8_t> want = header(h, parent, tokens);
+  const int64_t size = int64_t(want.size()) + 32 + payload_bytes_;
+  struct stat st {};
+  std::vector<uint8_t> head(want.size() + 32);
+  std::string bad;
+  if (::fstat(fd, &st) != 0) bad = cat("cannot stat: ", errno_text(errno));
+  else if (st.st_size != size) bad = cat(st.st_size, " bytes, not ", size);
+  else if (!read_all(fd, head.data(), head.size())) bad = "cannot read its header";
+  else if (std::memcmp(head.data(), kMagic, 8) != 0) bad = "not a block file";
+  else if (!std::equal(want.begin(), want.end(), head.begin()))
+    bad = "its header names another model, cache layout, block or token ids";
+  if (bad.empty()) {
+    payload->resize(size_t(payload_bytes_));
+    if (!read_all(fd, payload->data(), payload->size())) bad = "cannot read its payload";
+    else if (const Sha256Digest sum = Sha256::of(payload->data(), payload->size());
+             !std::equal(sum.begin(), sum.end(), head.end() - 32))
+      bad = "payload checksum mismatch";
+  }
+  if (bad.empty()) ::futimens(fd, nullptr);  // mtime = now: recently used (the pruning order)
+  ::close(fd);
+  if (!bad.empty()) {
+    remove_bad(path, h, bad);
+    return false;
+  }
+  ++stats_.reads;
+  return true;
+}
+
+void PrefixDiskTier::removed_event(const BlockHash& h) {
+  if (events_ == nullptr) return;
+  KvEvent ev;
+  ev.type = KvEvent::Type::kBlockRemoved;
+  ev.hashes = {h};
+  ev.medium = kMediumDisk;
+  events_->push_back(std::move(ev));
+}
+
+void PrefixDiskTier::remove_bad(const std::string& path, const BlockHash& h, const std::string& why) {
+  ++stats_.bad_files;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) stats_.bytes -= st.st_size;
+  ::unlink(path.c_str());
+  if (log_) log_(cat("prefix cache: removed bad disk block ", path, ": ", why));
+  removed_event(h);
+}
+
+void PrefixDiskTier::prune() {
+  struct File {
+    std::string name;
+    int64_t size;
+    timespec mtime;
+  };
+  std::vector<File> files;
+  int64_t total = 0;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!is_block_file(name)) continue;
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // gone meanwhile
+    files.push_back({name, int64_t(st.st_size), st.st_mtim});
+    total += st.st_size;
+  }
+  if (total > max_bytes_) {
+    std::sort(files.begin(), files.end(), [](const File& a, const File& b) {
+      return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec : a.mtime.tv_nsec < b.mtime.tv_nsec;
+    });
+    const int64_t target = max_bytes_ - max_bytes_ / 10;
+    for (const File& f : files) {
+      if (total <= target) break;
+      if (::unlink(cat(dir_, "/", f.name).c_str()) != 0) continue;  // another replica pruned it first
+      total -= f.size;
+      ++stats_.pruned;
+      // Only this run's blocks are announced (another model's are not ours to report).
+      const std::string tail = cat("-", key_hex_, kSuffix);
+      BlockHash h{};
+      if (f.name.size() == 64 + tail.size() && f.name.ends_with(tail) && parse_hex(f.name.substr(0, 64), &h))
+        removed_event(h);
+    }
+  }
+  stats_.bytes = total;
+}
+
+}  // namespace og
