@@ -110,6 +110,7 @@ void print_summary(const ConvertSummary& s, const std::string& out_path) {
   if (s.fallbacks > 0)
     std::fprintf(stderr, "[summary] %d tensor(s) whose rows are not whole blocks of the chosen type fell back\n",
                  s.fallbacks);
+  for (const std::string& note : s.notes) std::fprintf(stderr, "[summary] note: %s\n", note.c_str());
 }
 
 }  // namespace og::app

@@ -46,7 +46,7 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
   fl.add_string("dtype", &f.dtype,
                 "GGUF weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q2_k q3_k iq4_nl iq4_xs "
                 "mxfp4, or the mixes q4_k_m q5_k_m q3_k_m iq4_xs_m (per-tensor types as `offgraph quantize` picks "
-                "them); HF layout is always F32; empty = f32",
+                "them); HF layout is always F32 but gpt-oss's experts (bf16, or mxfp4 as released); empty = f32",
                 "T");
   fl.add_int("seed", &f.seed, 0, std::numeric_limits<int64_t>::max(), "weight seed");
   fl.add_string("tokenizer", &f.tokenizer,

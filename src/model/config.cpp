@@ -42,8 +42,10 @@ std::vector<float> yarn_rope_inv_freq(double base, int n_rot, const RopeScaling&
   auto corr_dim = [&](double beta) {
     return n_rot * std::log(s.original_max_positions / (beta * 2 * kPi)) / (2 * std::log(base));
   };
-  const double lo = std::max(0.0, std::floor(corr_dim(s.yarn_beta_fast)));
-  const double hi = std::min(double(n_rot - 1), std::ceil(corr_dim(s.yarn_beta_slow)));
+  double lo = corr_dim(s.yarn_beta_fast), hi = corr_dim(s.yarn_beta_slow);
+  if (s.yarn_truncate) lo = std::floor(lo), hi = std::ceil(hi);
+  lo = std::max(0.0, lo);
+  hi = std::min(double(n_rot - 1), hi);
   std::vector<float> f = rope_inv_freq(base, n_rot);
   for (int i = 0; i < n_rot / 2; ++i) {
     const double y = (i - lo) / std::max(0.001, hi - lo);

@@ -35,6 +35,11 @@ struct RopeScaling {
   // (rotations per original context; the GGUF yarn_beta_* keys, default 32
   // and 1). See yarn_rope_inv_freq and yarn_mscale.
   double yarn_beta_fast = 32.0, yarn_beta_slow = 1.0;
+  // transformers' yarn `truncate` (default true): the ramp's corners are
+  // rounded out to whole pairs (floor / ceil), as llama.cpp always does;
+  // gpt-oss's config.json says false (the corners stay fractional). GGUF has
+  // no key for it: export writes such a model truncated (gguf_export.h).
+  bool yarn_truncate = true;
 };
 
 struct LayerConfig {
@@ -143,6 +148,12 @@ const char* pooling_name(Pooling p);  // "unset", "none", "mean", "cls", "last"
 struct HfMoeNames {
   std::string block = "mlp";  // Qwen3-MoE "mlp", Mixtral "block_sparse_moe"
   std::string gate = "gate_proj", up = "up_proj", down = "down_proj";  // Mixtral w1, w3, w2
+  std::string router = "gate";  // "<block>.<router>.weight" (gpt-oss "router", with a bias)
+  // gpt-oss: the experts are GptOssExperts' fused tensors (gate_up_proj [E,
+  // d_model, 2 ff] with gate at even and up at odd columns, down_proj [E, ff,
+  // d_model], or their MXFP4 _blocks / _scales), which the loader presents as
+  // [E, rows, cols] stacks (model/hf_expert_stacks.h); tensor_name gives those.
+  bool gpt_oss_stacks = false;
 };
 
 // One sentence-transformers Dense module after pooling: y = W x, W [d_out, d_in],
@@ -216,7 +227,8 @@ std::vector<float> rope_inv_freq(double base, int n_rot);
 // YaRN (llama.cpp's ggml_rope_yarn with ext_factor 1): pair i's frequency is
 // base^(-2i/n_rot) · ((1 - r_i) / factor + r_i), r_i = 1 - clamp((i - lo) /
 // max(0.001, hi - lo), 0, 1), lo = max(0, floor(d(beta_fast))), hi =
-// min(n_rot - 1, ceil(d(beta_slow))), d(b) = n_rot ln(orig / (2π b)) / (2 ln base).
+// min(n_rot - 1, ceil(d(beta_slow))), d(b) = n_rot ln(orig / (2π b)) / (2 ln base)
+// (without floor and ceil when s.yarn_truncate is false, as transformers).
 std::vector<float> yarn_rope_inv_freq(double base, int n_rot, const RopeScaling& s);
 // The magnitude YaRN multiplies RoPE's cos and sin by: 1 + 0.1 ln(factor)
 // (factor > 1; else 1). With every dim rotated, q·k grows by its square,

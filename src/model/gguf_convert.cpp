@@ -186,6 +186,7 @@ ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& o
   ModelConfig& c = m.config;
   validate_config(c, hf_dir);
   bind_weights(c, *m.weights);  // every tensor present, shaped and typed as the config says
+  const std::vector<std::string> notes = as_gguf_runs_it(c);
   const TensorSource& src = *m.weights;
   const std::vector<GgufTensorPlan> plan =
       gguf_tensor_plan(c, [&](const std::string& n) { return src.find(n) != nullptr; });
@@ -194,6 +195,7 @@ ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& o
   for (const GgufTensorPlan& t : plan) n_attn_v += t.name.find("attn_v.weight") != std::string::npos;
   TensorTypePicker picker(o.type, c.n_layers(), n_attn_v, !c.tied_output, query_groups(c), c.layers[0].n_experts);
   std::vector<Job> jobs;
+  bool kept_mxfp4 = false;
   for (const GgufTensorPlan& t : plan) {
     Job j;
     j.name = t.name;
@@ -205,14 +207,20 @@ ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& o
       OG_CHECK(info != nullptr, hf_dir, ": missing tensor ", name);
       OG_CHECK(info->shape == shape, hf_dir, ": tensor ", name, " has shape ", shape_str(info->shape), ", expected ",
                shape_str(shape));
-      OG_CHECK(info->known_type && is_float(static_cast<DType>(info->type_id)), hf_dir, ": tensor ", name,
-               " has type ", info->type_name, " (export reads F32, F16 and BF16 checkpoints)");
+      // MXFP4: gpt-oss's experts as released (the stacks model/hf_expert_stacks.h makes of them).
+      const DType from = static_cast<DType>(info->type_id);
+      OG_CHECK(info->known_type && (is_float(from) || from == DType::MXFP4), hf_dir, ": tensor ", name,
+               " has type ", info->type_name, " (export reads F32, F16 and BF16 checkpoints, and MXFP4 experts)");
       return info;
     };
     if (!t.source.empty()) j.src = source(t.source, gguf_source_shape(t));
     for (const std::string& name : t.stack_sources)
       j.stack.push_back(source(name, std::vector<int64_t>(t.shape.begin() + 1, t.shape.end())));
     j.to = t.matrix && !gguf_keeps_f32(t.name) ? picker.pick(t.name, t.shape.back()) : DType::F32;
+    // MXFP4 experts (gpt-oss as released) stay MXFP4 under a float type, as
+    // llama.cpp's converter keeps them: a float copy holds the same values in 2-4x the bytes.
+    if (j.src && static_cast<DType>(j.src->type_id) == DType::MXFP4 && is_float(j.to)) j.to = DType::MXFP4;
+    kept_mxfp4 = kept_mxfp4 || j.to == DType::MXFP4;
     j.copy = j.src && j.to == static_cast<DType>(j.src->type_id) && t.permute_heads == 0 && t.add == 0 &&
              t.expert_half < 0;
     jobs.push_back(std::move(j));
@@ -221,13 +229,15 @@ ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& o
   GgufWriter w;
   write_gguf_metadata(c, w);
   w.set("general.name", GgufValue::make_string(base_name(hf_dir)));
-  w.set("general.file_type", GgufValue::make_u32(o.type.file_type));
+  // llama.cpp's MOSTLY_MXFP4_MOE (38): MXFP4 experts, the rest in a float type.
+  w.set("general.file_type", GgufValue::make_u32(kept_mxfp4 && is_float(o.type.base) ? 38 : o.type.file_type));
   w.set("general.quantization_version", GgufValue::make_u32(2));
   for (const auto& [key, value] : o.metadata) w.set(key, value);
   write_kv_geometry_keys(kv_geometry_from_config(c), chunk_of(o, 0), w);
   ConvertSummary s = write_jobs(w, jobs, o, out,
                                 [&](const std::string& p) { verify_written(p, out_path, c); });
   s.fallbacks = picker.fallbacks();
+  s.notes = notes;
   return s;
 }
 

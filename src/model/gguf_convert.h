@@ -45,6 +45,7 @@ struct ConvertSummary {
   double seconds = 0;
   std::map<std::string, int> dtype_counts;  // output dtype name -> tensors
   int fallbacks = 0;                        // matrices whose rows did not fit the chosen block
+  std::vector<std::string> notes;           // what the file runs differently from the source (as_gguf_runs_it)
   double bits_per_weight() const { return n_elements ? 8.0 * static_cast<double>(bytes_out) / n_elements : 0; }
 };
 

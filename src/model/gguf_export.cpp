@@ -68,7 +68,8 @@ void add_experts(std::vector<GgufTensorPlan>& out, const ModelConfig& c, int l,
     t.shape = std::move(shape);
     const std::string fused =
         c.layout == WeightLayout::kHf ? hf_fused_experts_name(c, l, role == TensorRole::kDownExps) : "";
-    if (role == TensorRole::kRouter || c.layout == WeightLayout::kGguf) {
+    // gpt-oss HF: the stacks model/hf_expert_stacks.h presents, GGUF-shaped like a GGUF source's.
+    if (role == TensorRole::kRouter || c.layout == WeightLayout::kGguf || c.hf_moe.gpt_oss_stacks) {
       t.source = tensor_name(c, role, l);
     } else if (source_has && source_has(fused)) {  // transformers v5's fused experts
       t.source = fused;
@@ -267,6 +268,21 @@ void apply_gguf_fixes(const GgufTensorPlan& t, std::vector<float>& v) {
 }
 
 void write_gguf_metadata(const ModelConfig& c, GgufWriter& w) { writer_of(c).to_gguf(c, w); }
+
+std::vector<std::string> as_gguf_runs_it(ModelConfig& c) {
+  std::vector<std::string> notes;
+  for (int l = 0; l < c.n_layers(); ++l) {
+    LayerConfig& L = c.layers[l];
+    RopeScaling& s = L.rope_scaling;
+    if (s.type != RopeScaling::Type::kYarn || s.yarn_truncate) continue;
+    s.yarn_truncate = true;
+    L.rope_inv_freq = yarn_rope_inv_freq(L.rope_base, L.rope_n_rot, s);
+    if (notes.empty())
+      notes.push_back("rope_scaling truncate = false has no GGUF key: the file runs YaRN with the ramp's corners "
+                      "rounded to whole pairs, as llama.cpp runs every yarn file");
+  }
+  return notes;
+}
 
 namespace {
 

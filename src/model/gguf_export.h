@@ -73,6 +73,11 @@ std::vector<float> permute_rows_to_interleaved(const std::vector<float>& x, int6
 // general.architecture and the <arch>.* keys of c (the family spec's to_gguf).
 void write_gguf_metadata(const ModelConfig& c, GgufWriter& w);
 
+// Changes c into what its GGUF file will run where the format cannot say
+// what c holds, returning one note per change for the export's summary:
+// yarn with transformers' truncate = false (gpt-oss) becomes truncated.
+std::vector<std::string> as_gguf_runs_it(ModelConfig& c);
+
 // og::Error naming the first field in which `written` (c's file read back)
 // differs from `c`, with both values. Fields that differ by the formats'
 // conventions (layout, q/k row order, norm offset, gemma's embedding scale

@@ -8,6 +8,7 @@
 #include "model/families/common.h"
 #include "model/families/family.h"
 #include "model/embedding.h"
+#include "model/hf_expert_stacks.h"
 #include "model/kv_keys.h"
 #include "model/loader.h"
 
@@ -212,6 +213,7 @@ HfModelSource read_hf_model(const std::string& dir) {
                       "its GGUF");
   }
   if (!c.dense.empty()) weights = std::make_shared<WithDenseModules>(std::move(weights), dir, c.dense);
+  if (c.hf_moe.gpt_oss_stacks) weights = with_gpt_oss_expert_stacks(std::move(weights), c);
   return {std::move(c), std::move(weights)};
 }
 

@@ -162,12 +162,19 @@ std::string hf_name(const ModelConfig& c, TensorRole r, int l, int e) {
     case TensorRole::kLayerOutputScale: return b + "layer_scalar";
     case TensorRole::kDense:
       return l >= 0 && l < static_cast<int>(c.dense.size()) ? c.dense[l].hf_path + "/linear.weight" : "";
-    case TensorRole::kRouter: return b + c.hf_moe.block + ".gate.weight";
+    case TensorRole::kRouter: return b + c.hf_moe.block + "." + c.hf_moe.router + ".weight";
+    case TensorRole::kRouterBias: return b + c.hf_moe.block + "." + c.hf_moe.router + ".bias";
+    case TensorRole::kSinks: return b + "self_attn.sinks";  // GptOssAttention's
+    default: break;
+  }
+  if (c.hf_moe.gpt_oss_stacks) {  // the stacks model/hf_expert_stacks.h presents
+    std::string stack = hf_expert_stack_name(c, l, r);
+    if (!stack.empty()) return stack;
+  }
+  switch (r) {
     case TensorRole::kGateExps: return ex + c.hf_moe.gate + ".weight";
     case TensorRole::kUpExps: return ex + c.hf_moe.up + ".weight";
     case TensorRole::kDownExps: return ex + c.hf_moe.down + ".weight";
-    case TensorRole::kSinks: return b + "self_attn.sinks";  // GptOss names (its HF checkpoints are not read yet)
-    case TensorRole::kRouterBias: return b + c.hf_moe.block + ".router.bias";
     case TensorRole::kGateExpsBias: return ex + c.hf_moe.gate + ".bias";
     case TensorRole::kUpExpsBias: return ex + c.hf_moe.up + ".bias";
     case TensorRole::kDownExpsBias: return ex + c.hf_moe.down + ".bias";
@@ -205,6 +212,20 @@ TensorView matrix(const TensorSource& src, const std::string& name, int64_t rows
 
 std::string hf_fused_experts_name(const ModelConfig& c, int layer, bool down) {
   return cat(c.hf_prefix, "layers.", layer, ".", c.hf_moe.block, ".experts.", down ? "down_proj" : "gate_up_proj");
+}
+
+std::string hf_expert_stack_name(const ModelConfig& c, int layer, TensorRole role) {
+  const char* part = nullptr;
+  switch (role) {
+    case TensorRole::kGateExps: part = "gate_stack"; break;
+    case TensorRole::kUpExps: part = "up_stack"; break;
+    case TensorRole::kDownExps: part = "down_stack"; break;
+    case TensorRole::kGateExpsBias: part = "gate_stack_bias"; break;
+    case TensorRole::kUpExpsBias: part = "up_stack_bias"; break;
+    case TensorRole::kDownExpsBias: part = "down_stack_bias"; break;
+    default: return "";
+  }
+  return cat(c.hf_prefix, "layers.", layer, ".", c.hf_moe.block, ".experts.", part);
 }
 
 std::string tensor_name(const ModelConfig& c, TensorRole role, int layer, int expert) {
@@ -257,7 +278,8 @@ std::vector<TensorView> expert_matrices(const ModelConfig& c, const TensorSource
                                         int64_t rows, int64_t cols) {
   const int n = c.layers[l].n_experts;
   std::vector<TensorView> out;
-  const std::string fused = c.layout == WeightLayout::kHf ? hf_fused_experts_name(c, l, r == TensorRole::kDownExps) : "";
+  const std::string fused = c.layout == WeightLayout::kHf && !c.hf_moe.gpt_oss_stacks
+                                ? hf_fused_experts_name(c, l, r == TensorRole::kDownExps) : "";
   if (!fused.empty() && src.find(fused) != nullptr) {
     // [n, rows, cols] (down) or [n, 2 rows, cols] (gate rows, then up rows, per expert): row views.
     const bool half = r != TensorRole::kDownExps;
@@ -274,7 +296,7 @@ std::vector<TensorView> expert_matrices(const ModelConfig& c, const TensorSource
     }
     return out;
   }
-  if (c.layout == WeightLayout::kHf) {
+  if (c.layout == WeightLayout::kHf && !c.hf_moe.gpt_oss_stacks) {
     for (int e = 0; e < n; ++e) out.push_back(matrix(src, tensor_name(c, r, l, e), rows, cols));
     return out;
   }

@@ -51,6 +51,11 @@ std::string tensor_name(const ModelConfig& c, TensorRole role, int layer = -1, i
 // "...experts.down_proj" [n_experts, d_model, d_ff_expert]; down picks which.
 // A checkpoint holding them is read from them instead of per-expert tensors.
 std::string hf_fused_experts_name(const ModelConfig& c, int layer, bool down);
+// gpt-oss HF checkpoints (c.hf_moe.gpt_oss_stacks): the name under which
+// model/hf_expert_stacks.h presents a layer's experts as GGUF-shaped stacks,
+// "<prefix>layers.N.mlp.experts.{gate,up,down}_stack" ([E, ff, d] / [E, d,
+// ff]) and "..._stack_bias" ([E, ff] / [E, d]); "" for the other roles.
+std::string hf_expert_stack_name(const ModelConfig& c, int layer, TensorRole role);
 
 struct LayerWeights {
   std::vector<float> attn_norm;       // [d_model]

@@ -252,6 +252,29 @@ TEST(LlamaCppPeer, SyntheticGptOssGivesTheSameText) {
   }
 }
 
+// gpt-oss from its HF checkpoint (GptOssForCausalLM, og-synth's tiny one):
+// our export of the BF16 form (experts fused, gate at even columns) and of
+// the released MXFP4 form (_blocks / _scales; export keeps the experts
+// MXFP4), each read by llama.cpp with the same greedy text as ours.
+TEST(LlamaCppPeer, SyntheticGptOssExportGivesTheSameText) {
+  if (const std::string why = skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  const std::string d = scratch_dir() + "/peer";
+  fs::create_directories(d);
+  for (DType dt : {DType::BF16, DType::MXFP4}) {
+    synth::SynthSpec s = synth::tiny_spec(synth::Family::kGptOss);
+    s.weight_dtype = dt;
+    const std::string name = std::string("gpt-oss-hf-") + (dt == DType::BF16 ? "bf16" : "mxfp4");
+    const std::string hf = d + "/" + name, gguf = d + "/" + name + ".gguf";
+    fs::remove_all(hf);
+    fs::remove(gguf);
+    synth::write_hf(s, hf);
+    Proc e = offgraph({"export", "--model", hf, "--out", gguf, "--dtype", "f32", "--quiet"});
+    ASSERT_EQ(e.code, 0) << e.err;
+    expect_same_continuation(gguf, name, "Once upon a time there was a little girl who lived in a big house", 24, {},
+                             {"-ctk", "f32", "-ctv", "f32", "-fa", "off"});
+  }
+}
+
 // Synthetic gemma4 GGUFs: 10 layers (4 sliding : 1 full, twice) sharing 0
 // and 5 layers, 15 layers sharing 5 and 10; window 8 under a 29-token prompt
 // and 32 decoded tokens, so ring caches wrap and sharers read wrapped donors.

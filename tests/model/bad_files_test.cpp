@@ -171,7 +171,12 @@ TEST(BadHf, UnchangedCopyLoads) { EXPECT_EQ(hf_error({}), ""); }
 TEST(BadHf, UnsupportedRopeScaling) {
   test::HfEdit e;
   e.config = [](nlohmann::json& c) { c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; };
-  EXPECT_ERROR_HAS(hf_error(e), "rope_scaling.rope_type 'yarn' is not supported");
+  EXPECT_ERROR_HAS(hf_error(e), "rope_scaling: yarn scaling needs original_max_position_embeddings");
+  e.config = [](nlohmann::json& c) {
+    c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 512},
+                         {"mscale", 0.7}};
+  };
+  EXPECT_ERROR_HAS(hf_error(e), "rope_scaling.mscale = 0.7 is not supported");
   e.config = [](nlohmann::json& c) { c["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}}; };
   EXPECT_ERROR_HAS(hf_error(e), "rope_scaling.rope_type 'dynamic' is not supported");
   e.config = [](nlohmann::json& c) {

@@ -71,10 +71,9 @@ inline void rewrite_hf(const std::string& src, const std::string& dst, const HfE
   std::vector<SafetensorsTensor> out;
   for (const TensorInfo& t : st->tensors()) {
     if (e.drop_tensors.count(t.name)) continue;
-    const char* dt = t.type_id == 0 ? "F32" : t.type_id == 1 ? "F16" : "BF16";
     SafetensorsTensor o;
     o.name = e.rename ? e.rename(t.name) : t.name;
-    o.dtype = dt;
+    o.dtype = t.type_name;  // the safetensors dtype as stored ("F32", "BF16", "U8", ...)
     o.shape = t.shape;
     o.bytes.assign(t.data, t.data + t.nbytes);
     out.push_back(std::move(o));

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/gguf.h"
+#include "format/safetensors.h"
 #include "model/config.h"
 #include "synth/synth.h"
 
@@ -63,6 +64,10 @@ struct TokenizerInfo {
 TokenizerInfo tokenizer_info(const SynthSpec& spec);
 // gemma4's HF config.json (synth_gemma4.cpp).
 nlohmann::ordered_json gemma4_hf_config(const SynthSpec& spec, const TokenizerInfo& tok);
+// gpt-oss's HF form (synth_gpt_oss.cpp): config.json and the checkpoint's
+// tensors (experts fused, in F32, BF16 or the released MXFP4 blocks as weight_dtype says).
+nlohmann::ordered_json gpt_oss_hf_config(const SynthSpec& spec, const TokenizerInfo& tok);
+std::vector<SafetensorsTensor> gpt_oss_hf_tensors(const SynthSpec& spec);
 // Adds tokenizer.* keys for the spec's tokenizer.
 void add_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w);
 // The gemma4 tokenizer (synth_tokenizer_gemma4.cpp): its GGUF keys and HF

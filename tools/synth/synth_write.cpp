@@ -211,6 +211,7 @@ nlohmann::ordered_json phi3_longrope(const SynthSpec& s) {
 
 nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
   if (s.family == Family::kGemma4) return gemma4_hf_config(s, tok);
+  if (s.family == Family::kGptOss) return gpt_oss_hf_config(s, tok);
   if (is_encoder(s)) return encoder_hf_config(s);
   static const char* kArch[] = {"LlamaForCausalLM",   "Qwen2ForCausalLM", "Qwen3ForCausalLM",
                                 "MistralForCausalLM", "Gemma3ForCausalLM", "",
@@ -293,7 +294,7 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
       if (s.partial_rotary != 1.0) c["partial_rotary_factor"] = s.partial_rotary;  // Phi-4-mini
       break;
     case Family::kGemma4:
-    case Family::kGptOss:  // GGUF only (write_hf refuses it)
+    case Family::kGptOss:  // gpt_oss_hf_config above
     case Family::kBert:    // encoder_hf_config above
     case Family::kNomicBert:
       break;
@@ -304,9 +305,7 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
 }  // namespace
 
 void write_hf(const SynthSpec& spec, const std::string& dir) {
-  OG_CHECK(spec.family != Family::kGptOss, "synthetic model: gpt-oss is written as GGUF only (its HF checkpoint's "
-           "fused MXFP4 experts are not written)");
-  std::vector<PlannedTensor> tensors = plan(spec);
+  std::vector<PlannedTensor> tensors = spec.family == Family::kGptOss ? std::vector<PlannedTensor>{} : plan(spec);
   TokenizerInfo tok = tokenizer_info(spec);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -341,6 +340,7 @@ void write_hf(const SynthSpec& spec, const std::string& dir) {
     };
     st.push_back(std::move(x));
   }
+  if (spec.family == Family::kGptOss) files[""] = gpt_oss_hf_tensors(spec);  // its experts fused, as transformers'
   for (const auto& [module, st] : files)
     write_safetensors(join_path(module.empty() ? dir : join_path(dir, module), "model.safetensors"), st);
 }

@@ -247,7 +247,7 @@ void refuse_unsupported(const nlohmann::json& cfg, const std::string& file, bool
     const nlohmann::json& v = cfg.at(k);
     if (v.is_number() && v.get<double>() == 0) continue;
     fail(file, ": ", k, " = ", json_excerpt(v), ": mixture-of-experts models of this architecture are not "
-         "supported (supported: Qwen3MoeForCausalLM, MixtralForCausalLM)");
+         "supported (supported: Qwen3MoeForCausalLM, MixtralForCausalLM, GptOssForCausalLM)");
   }
   if (hf_bool(cfg, "mlp_bias", file, false)) fail(file, ": mlp_bias = true is not supported");
   if (auto r = json_number(cfg, "partial_rotary_factor", file); r && *r != 1.0 && !reads_partial_rotary)
@@ -337,7 +337,24 @@ RopeScaling parse_hf_rope(const nlohmann::json& obj, const std::string& where) {
              " must exceed low_freq_factor ", s.low_freq_factor);
     return s;
   }
-  fail(where, ".rope_type '", type, "' is not supported (supported: default, linear, llama3, longrope)");
+  if (type == "yarn") {  // gpt-oss; transformers' _compute_yarn_parameters
+    s.type = RopeScaling::Type::kYarn;
+    s.factor = num("factor", 1.0);
+    OG_CHECK(s.factor >= 1, where, ".factor = ", s.factor, " must be >= 1 for yarn");
+    OG_CHECK(json_has(obj, "original_max_position_embeddings"), where,
+             ": yarn scaling needs original_max_position_embeddings");
+    s.original_max_positions = num("original_max_position_embeddings", 1.0);
+    s.yarn_beta_fast = num("beta_fast", 32.0);
+    s.yarn_beta_slow = num("beta_slow", 1.0);
+    OG_CHECK(s.yarn_beta_fast > s.yarn_beta_slow, where, ": beta_fast ", s.yarn_beta_fast,
+             " must exceed beta_slow ", s.yarn_beta_slow);
+    s.yarn_truncate = json_bool(obj, "truncate", where).value_or(true);
+    // Other magnitudes than transformers' default 1 + 0.1 ln(factor) are not run.
+    for (const char* key : {"attention_factor", "mscale", "mscale_all_dim"})
+      if (json_has(obj, key)) fail(where, ".", key, " = ", json_excerpt(obj.at(key)), " is not supported");
+    return s;
+  }
+  fail(where, ".rope_type '", type, "' is not supported (supported: default, linear, llama3, longrope, yarn)");
 }
 
 double hf_rope_theta(const nlohmann::json& cfg, const std::string& file, double fallback) {
@@ -429,7 +446,11 @@ void read_hf_common(const HfInput& in, ModelConfig& c, double default_eps, bool 
     set_rope(L, base, scaling, {});
     L.activation = act;
     L.has_qkv_bias = L.has_o_bias = attn_bias;
-    L.attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+    // YaRN scales cos and sin by m; rotating every dim, q·k grows by m², folded in here (as GGUF).
+    OG_CHECK(scaling.type != RopeScaling::Type::kYarn || n_rot == head_dim, file,
+             ": yarn scaling with partial rotation is not supported");
+    const double m = yarn_mscale(scaling);
+    L.attn_scale = static_cast<float>(m * m / std::sqrt(static_cast<double>(head_dim)));
   }
 }
 

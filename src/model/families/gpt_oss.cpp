@@ -4,8 +4,13 @@
 // biases on q/k/v/o, the router and the experts, gpt-oss's clamped SwiGLU,
 // attention sinks (blk.N.attn_sinks), sliding-window (even layers) and full
 // (odd layers) attention alternating, YaRN RoPE (rotate-half), and the pre-FFN
-// norm stored as blk.N.post_attention_norm. No HF reader yet (the checkpoint's
-// fused, interleaved gate_up_proj in MXFP4 blocks is not read).
+// norm stored as blk.N.post_attention_norm. HF GptOssForCausalLM: the same
+// model from config.json (layer_types, sliding_window, yarn rope_scaling,
+// swiglu_limit 7), its router mlp.router and its experts fused
+// (GptOssExperts' gate_up_proj / down_proj, bf16 or MXFP4 blocks), which the
+// loader reads through model/hf_expert_stacks.h.
+#include <cmath>
+
 #include "model/families/common.h"
 
 namespace og {
@@ -15,6 +20,17 @@ constexpr const char* kArch = "gpt-oss";
 
 // Layer l slides iff l is even (llama.cpp's swa pattern 2: every second layer is full).
 bool sliding(int l) { return l % 2 == 0; }
+
+// The gpt-oss layer flags every layer shares, whichever file it came from.
+void set_gpt_oss_layer(LayerConfig& L) {
+  L.has_qkv_bias = L.has_o_bias = true;
+  L.has_sinks = true;
+  L.gguf_ffn_norm_is_post_attention = true;
+  L.expert_weights_norm = false;
+  L.expert_softmax_after_topk = true;
+  L.has_router_bias = L.has_expert_bias = true;
+  L.expert_swiglu_oai = true;
+}
 
 void gpt_oss_from_gguf(const GgufFile& f, const std::string& arch, ModelConfig& c) {
   const std::string src = f.source_name(), p = arch + ".";
@@ -32,14 +48,40 @@ void gpt_oss_from_gguf(const GgufFile& f, const std::string& arch, ModelConfig& 
     LayerConfig& L = c.layers[l];
     L.window = sliding(l) ? static_cast<int>(*window) : 0;
     // llama.cpp requires every one of these tensors; binding names any that is missing.
-    L.has_qkv_bias = L.has_o_bias = true;
-    L.has_sinks = true;
-    L.gguf_ffn_norm_is_post_attention = true;
-    L.expert_weights_norm = false;
-    L.expert_softmax_after_topk = true;
-    L.has_router_bias = L.has_expert_bias = true;
-    L.expert_swiglu_oai = true;
+    set_gpt_oss_layer(L);
   }
+}
+
+void gpt_oss_from_hf(const HfInput& in, ModelConfig& c) {
+  const nlohmann::json& cfg = in.config;
+  const std::string& file = in.file;
+  OG_CHECK(json_bool(cfg, "attention_bias", file).value_or(true), file,
+           ": attention_bias = false is not supported (gpt-oss has q/k/v/o biases)");
+  read_hf_common(in, c, 1e-5, false, true);
+  read_hf_experts(in, c, HfExpertFields{"num_local_experts", "intermediate_size", nullptr, false});
+  OG_CHECK(c.layers[0].n_experts > 0, file, ": missing required field num_local_experts");
+  // GptOssExperts hard-codes alpha 1.702 and clamps at swiglu_limit (GptOssConfig: 7).
+  if (auto limit = json_number(cfg, "swiglu_limit", file); limit && *limit != 7.0)
+    fail(file, ": swiglu_limit = ", *limit, " is not supported (only 7, the clamp gpt-oss was trained with)");
+  const RopeScaling& rope = c.layers[0].rope_scaling;
+  if (rope.type == RopeScaling::Type::kYarn) {
+    // transformers derives the factor as max_position_embeddings / original_max_position_embeddings.
+    const double derived = static_cast<double>(c.n_ctx) / rope.original_max_positions;
+    OG_CHECK(std::fabs(derived - rope.factor) <= 1e-6 * rope.factor, file, ": rope_scaling.factor ", rope.factor,
+             " disagrees with max_position_embeddings / original_max_position_embeddings = ", derived);
+  }
+  const int64_t window = json_int(cfg, "sliding_window", file).value_or(128);  // GptOssConfig's default
+  OG_CHECK(window > 0 && window <= INT32_MAX, file, ": sliding_window = ", window, " is out of range");
+  const std::optional<std::vector<bool>> types = hf_layer_types(cfg, file, c.n_layers());
+  for (int l = 0; l < c.n_layers(); ++l) {
+    LayerConfig& L = c.layers[l];
+    const bool slides = types ? (*types)[l] : sliding(l);  // GptOssConfig's default alternates so
+    L.window = slides ? static_cast<int>(window) : 0;
+    set_gpt_oss_layer(L);
+  }
+  c.hf_moe.block = "mlp";
+  c.hf_moe.router = "router";
+  c.hf_moe.gpt_oss_stacks = true;
 }
 
 void gpt_oss_to_gguf(const ModelConfig& c, GgufWriter& w) {
@@ -73,7 +115,8 @@ void gpt_oss_to_gguf(const ModelConfig& c, GgufWriter& w) {
 }  // namespace
 
 const FamilySpec& gpt_oss_family() {
-  static const FamilySpec spec{"gpt-oss", {"gpt-oss"}, {}, gpt_oss_from_gguf, nullptr, gpt_oss_to_gguf, false};
+  static const FamilySpec spec{"gpt-oss",       {"gpt-oss"},     {"GptOssForCausalLM"}, gpt_oss_from_gguf,
+                               gpt_oss_from_hf, gpt_oss_to_gguf, false};
   return spec;
 }
 
