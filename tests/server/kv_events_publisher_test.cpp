@@ -1,0 +1,192 @@
+// The KV-event publisher on loopback: endpoint checks, the replay buffer, a
+// SUB socket receiving [topic, seq, batch] in order, a replay from a sequence
+// number ending with the -1 marker, a busy port refused, drops counted.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "server/kv_events_publisher.h"
+
+namespace og::server {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(KvEventsPublisher, EndpointRules) {
+  EXPECT_TRUE(kv_events_binds("tcp://*:5557"));
+  EXPECT_TRUE(kv_events_binds("tcp://[::]:5557"));
+  EXPECT_TRUE(kv_events_binds("ipc:///tmp/x"));
+  EXPECT_TRUE(kv_events_binds("inproc://x"));
+  EXPECT_FALSE(kv_events_binds("tcp://indexer:5557"));
+  EXPECT_FALSE(kv_events_binds("tcp://127.0.0.1:5557"));
+
+  EXPECT_EQ(kv_events_endpoint_problem("tcp://*:5557"), "");
+  EXPECT_EQ(kv_events_endpoint_problem("tcp://127.0.0.1:*"), "");
+  EXPECT_EQ(kv_events_endpoint_problem("tcp://host.example:1"), "");
+  EXPECT_EQ(kv_events_endpoint_problem("ipc:///run/kv"), "");
+  EXPECT_NE(kv_events_endpoint_problem("foo"), "");
+  EXPECT_NE(kv_events_endpoint_problem("tcp://host"), "");
+  EXPECT_NE(kv_events_endpoint_problem("tcp://host:"), "");
+  EXPECT_NE(kv_events_endpoint_problem("tcp://host:70000"), "");
+  EXPECT_NE(kv_events_endpoint_problem("tcp://host:5x"), "");
+  EXPECT_NE(kv_events_endpoint_problem("ipc://"), "");
+  EXPECT_NE(kv_events_endpoint_problem("http://host:80"), "");
+}
+
+TEST(KvEventsPublisher, ReplayBufferKeepsTheLastN) {
+  KvReplayBuffer b(3);
+  for (uint64_t s = 0; s < 5; ++s) b.add(s, "p" + std::to_string(s));
+  EXPECT_EQ(b.size(), 3u);
+  auto all = b.from(0);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0]->first, 2u);
+  EXPECT_EQ(all[0]->second, "p2");
+  EXPECT_EQ(all[2]->first, 4u);
+  auto tail = b.from(3);
+  ASSERT_EQ(tail.size(), 2u);
+  EXPECT_EQ(tail[0]->first, 3u);
+  EXPECT_TRUE(b.from(9).empty());
+  KvReplayBuffer none(0);
+  none.add(0, "x");
+  EXPECT_EQ(none.size(), 0u);
+}
+
+std::vector<KvEvent> cleared() {
+  KvEvent e;
+  e.type = KvEvent::Type::kAllBlocksCleared;
+  return {e};
+}
+
+TEST(KvEventsPublisher, PublishesInOrderAndReplays) {
+  KvEventsOptions o;
+  o.endpoint = "tcp://127.0.0.1:*";
+  o.replay_endpoint = "tcp://127.0.0.1:*";
+  o.topic = "kv@pod@model";
+  KvEventsPublisher pub(o);
+  ASSERT_NE(pub.endpoint().find("tcp://127.0.0.1:"), std::string::npos);
+
+  zmq::context_t ctx;
+  zmq::socket_t sub(ctx, zmq::socket_type::sub);
+  sub.set(zmq::sockopt::subscribe, "kv@");
+  sub.set(zmq::sockopt::rcvtimeo, 50);
+  sub.set(zmq::sockopt::linger, 0);
+  sub.connect(pub.endpoint());
+
+  // A subscription takes a moment to reach the publisher: publish until one
+  // message arrives (the first ones may be lost, as on any PUB socket).
+  std::vector<zmq::message_t> msg;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (msg.empty() && std::chrono::steady_clock::now() < deadline) {
+    pub.push(cleared());
+    (void)zmq::recv_multipart(sub, std::back_inserter(msg));
+  }
+  ASSERT_EQ(msg.size(), 3u);
+  EXPECT_EQ(msg[0].to_string(), "kv@pod@model");
+  ASSERT_EQ(msg[1].size(), 8u);
+  uint64_t seq = seq_of_frame(msg[1].to_string_view());
+  const std::string body = msg[2].to_string();
+  EXPECT_EQ(static_cast<unsigned char>(body[0]), 0x93);
+  EXPECT_EQ(body.substr(10), std::string("\x91\x91\xb0" "AllBlocksCleared\x00", 20));
+  // Three more, consecutive.
+  for (int i = 0; i < 3; ++i) pub.push(cleared());
+  for (int i = 0; i < 3; ++i) {
+    msg.clear();
+    ASSERT_TRUE(zmq::recv_multipart(sub, std::back_inserter(msg)));
+    EXPECT_EQ(seq_of_frame(msg[1].to_string_view()), seq + 1 + i);
+  }
+  const uint64_t last = seq + 3;
+
+  // Replay from seq + 1: seq+1 .. last, then [-1, ""].
+  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::rcvtimeo, 2000);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(pub.replay_endpoint());
+  const std::string start = seq_frame(static_cast<int64_t>(seq + 1));
+  dealer.send(zmq::message_t(), zmq::send_flags::sndmore);
+  dealer.send(zmq::buffer(start));
+  uint64_t want = seq + 1;
+  for (;;) {
+    std::vector<zmq::message_t> r;
+    ASSERT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(r)));
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_EQ(r[0].size(), 0u);
+    if (r[1].to_string() == seq_frame(-1)) {
+      EXPECT_EQ(r[2].size(), 0u);
+      break;
+    }
+    EXPECT_EQ(seq_of_frame(r[1].to_string_view()), want);
+    EXPECT_EQ(r[2].to_string().substr(10), std::string("\x91\x91\xb0" "AllBlocksCleared\x00", 20));
+    ++want;
+  }
+  EXPECT_EQ(want, last + 1);
+
+  const auto c = pub.counts();
+  EXPECT_EQ(c.batches, last + 1);
+  EXPECT_EQ(c.events, last + 1);
+  EXPECT_EQ(c.replays, 1u);
+  pub.stop();
+  pub.push(cleared());  // after stop: dropped, counted
+  EXPECT_EQ(pub.counts().dropped_events, 1u);
+}
+
+TEST(KvEventsPublisher, BusyPortAndBadEndpointAreSetupErrors) {
+  KvEventsOptions a;
+  a.endpoint = "tcp://127.0.0.1:*";
+  KvEventsPublisher first(a);
+  const std::string port = first.endpoint().substr(first.endpoint().rfind(':') + 1);
+
+  KvEventsOptions b;
+  b.endpoint = "tcp://*:" + port;
+  try {
+    KvEventsPublisher second(b);
+    FAIL() << "bound a busy port";
+  } catch (const KvEventsSetupError& e) {
+    EXPECT_FALSE(e.replay);
+    EXPECT_NE(std::string(e.what()).find("cannot bind tcp://*:" + port), std::string::npos) << e.what();
+  }
+  KvEventsOptions c;
+  c.endpoint = "tcp://127.0.0.1:*";
+  c.replay_endpoint = "tcp://*:" + port;
+  try {
+    KvEventsPublisher third(c);
+    FAIL() << "bound a busy replay port";
+  } catch (const KvEventsSetupError& e) {
+    EXPECT_TRUE(e.replay);
+  }
+  KvEventsOptions d;
+  d.endpoint = "foo";
+  EXPECT_THROW(KvEventsPublisher bad(d), KvEventsSetupError);
+}
+
+TEST(KvEventsPublisher, ConnectsToABoundSubscriberAndStopsPromptly) {
+  // llm-d's centralized mode: the subscriber binds, the replica connects.
+  zmq::context_t ctx;
+  zmq::socket_t sub(ctx, zmq::socket_type::sub);
+  sub.set(zmq::sockopt::subscribe, "");
+  sub.set(zmq::sockopt::rcvtimeo, 50);
+  sub.set(zmq::sockopt::linger, 0);
+  sub.bind("tcp://127.0.0.1:*");
+  KvEventsOptions o;
+  o.endpoint = sub.get(zmq::sockopt::last_endpoint);
+  auto pub = std::make_unique<KvEventsPublisher>(o);
+  std::vector<zmq::message_t> msg;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (msg.empty() && std::chrono::steady_clock::now() < deadline) {
+    pub->push(cleared());
+    (void)zmq::recv_multipart(sub, std::back_inserter(msg));
+  }
+  ASSERT_EQ(msg.size(), 3u);
+  EXPECT_EQ(msg[0].size(), 0u);  // the default topic is empty, as vLLM's
+  // Closing with a subscriber gone returns within the bounded linger.
+  sub.close();
+  for (int i = 0; i < 100; ++i) pub->push(cleared());
+  const auto t0 = std::chrono::steady_clock::now();
+  pub.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+}
+
+}  // namespace
+}  // namespace og::server
