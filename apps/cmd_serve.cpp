@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "kv_events_flags.h"
 #include "base/flags.h"
 #include "llm_common.h"
 #include "model/config.h"
@@ -56,6 +57,7 @@ struct ServeFlags {
   std::vector<std::string> cors_origins;
   std::string log_format = "text";
   bool log_probes = false;
+  KvEventsFlags kv_events;  // --kv-events-*: the prefix cache's block events over ZeroMQ
 };
 
 const SchedulerFlagNames kSchedulerNames{"parallel", "requests decoded at once (sessions in the batch)", "request"};
@@ -82,6 +84,7 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
                 "line");
   fl.add_bool("log-probes", &f.log_probes, "also log /health, /ready and /metrics requests");
   add_scheduler_flags(fl, f.sched, kSchedulerNames);
+  add_kv_events_flags(fl, f.kv_events);
   fl.add_int("max-queue", &f.max_queue, 0, kIntMax,
              "requests waiting beyond --parallel before new ones get 429; 0 = unbounded");
   fl.add_int("max-n", &f.max_n, 1, 4096,
@@ -136,6 +139,7 @@ void check_serve_flags(const Flags& fl, ServeFlags& f) {
   // No sampling combination check: these are defaults, and a request that sets
   // its own temperature takes --top-k and the others with it.
   check_scheduler_flags(f.sched, kSchedulerNames, f.run.cache);
+  check_kv_events_flags(fl, f.kv_events, f.sched.prefix_cache_entries > 0);
   for (const std::string& o : f.cors_origins)
     if (o.empty()) usage_fail("--cors-origin: the origin is empty");
 }
@@ -217,6 +221,10 @@ int cmd_serve(const Args& args) {
       static_cast<int>(f.http_threads > 0 ? f.http_threads : parallel + (f.max_queue > 0 ? f.max_queue : 64) + 16);
   install_signal_handlers();
 
+  // Opened before anything else so that a bad or busy endpoint fails at once;
+  // declared before the scheduler, which sends its last events (all blocks
+  // cleared) as it shuts down.
+  std::unique_ptr<server::KvEventsPublisher> kv_events = start_kv_events(f.kv_events);
   // Declared in the order that lets the HTTP server go first on every exit path.
   Run run;
   std::unique_ptr<ModelEngine> engine;
@@ -226,6 +234,13 @@ int cmd_serve(const Args& args) {
   std::unique_ptr<JinjaChatTemplate> tool_use;  // the model's "tool_use" template variant, when it has one
   std::unique_ptr<server::SchedulerAdapter<Scheduler>> port;
   server::HttpServer http(ho);
+  if (kv_events) {
+    server::KvEventsPublisher* p = kv_events.get();
+    http.metrics().kv_events = [p] {
+      const server::KvEventsPublisher::Counts c = p->counts();
+      return server::KvEventCounts{c.events, c.dropped_events};
+    };
+  }
   const int bound = http.bind();
   http.start();
   std::fprintf(stderr, "[serve] listening on http://%s:%d, loading %s\n", f.host.c_str(), bound, f.run.model.model.c_str());
@@ -240,6 +255,12 @@ int cmd_serve(const Args& args) {
   // until the step after it finishes, so a second bound here could refuse a
   // request the server just made room for.
   so.max_queue = 0;
+  if (kv_events) {
+    so.kv_events = kv_events->sink();
+    std::fprintf(stderr, "[serve] KV events on %s (topic '%s'%s%s)\n", kv_events->endpoint().c_str(),
+                 f.kv_events.topic.c_str(), kv_events->replay_endpoint().empty() ? "" : ", replay on ",
+                 kv_events->replay_endpoint().c_str());
+  }
   engine = std::make_unique<ModelEngine>(*loaded.model);
   sched = std::make_unique<Scheduler>(*engine, *loaded.tok, run.make_cache(), so);
   sched->start();

@@ -197,6 +197,13 @@ std::string render_prometheus(const SchedulerSnapshot& s, const ServerMetrics& m
   w.header("offgraph:http_responses_total", "counter", "HTTP responses by status code.");
   for (const auto& [status, n] : m.http())
     w.sample("offgraph:http_responses_total", static_cast<double>(n), "code=\"" + std::to_string(status) + "\"");
+  if (m.kv_events) {
+    const KvEventCounts k = m.kv_events();
+    w.counter("offgraph:kv_events_published_total", static_cast<double>(k.published),
+              "KV-cache events published (--kv-events-endpoint).");
+    w.counter("offgraph:kv_events_dropped_total", static_cast<double>(k.dropped),
+              "KV-cache events dropped because the publisher's queue was full.");
+  }
   vllm_metrics(w, s, m);
   histograms(w, m, "offgraph:");
   return std::move(w.out());

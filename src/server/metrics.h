@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -35,6 +36,11 @@ class Histogram {
   Data d_;
 };
 
+// The KV-event publisher's counts (events sent, events dropped on a full queue).
+struct KvEventCounts {
+  uint64_t published = 0, dropped = 0;
+};
+
 // What the HTTP layer counts itself (the scheduler's counters come from its snapshot).
 class ServerMetrics {
  public:
@@ -51,6 +57,10 @@ class ServerMetrics {
 
   std::map<std::pair<std::string, std::string>, uint64_t> requests() const;
   std::map<int, uint64_t> http() const;
+
+  // Set once before the server starts when KV events are published; read by
+  // every /metrics render. Empty: no KV-event series.
+  std::function<KvEventCounts()> kv_events;
 
  private:
   mutable std::mutex mu_;

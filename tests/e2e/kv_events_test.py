@@ -1,0 +1,308 @@
+#!/usr/bin/python3
+"""KV events end to end: a real `offgraph serve` publishing to a ZeroMQ SUB
+socket that binds (llm-d's centralized mode), read with Debian's python3-zmq
+and python3-msgpack, block hashes recomputed with python3-cbor2 and hashlib
+from the documented algorithm (docs/kv-events.md), not from our code.
+
+Checks: the topic and [topic, seq, batch] framing, sequence numbers from 0
+without gaps, vLLM 0.11's tagged-array layout, BlockStored hashes and tokens
+equal to the independent chain (int form = low 64 bits; the bytes form whole),
+a stored block removed only after it was stored and only once, cache_salt
+changing the first block's hash, a replay from sequence k returning k.. then
+the end marker, AllBlocksCleared on shutdown, the /metrics counter, and bad or
+busy endpoints refused at start naming their flag.
+
+usage: kv_events_test.py OFFGRAPH MODEL
+"""
+import hashlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import cbor2
+import msgpack
+import zmq
+
+BLOCK = 16  # serve's default --block-size
+SEED = "1234"
+END_SEQ = (-1).to_bytes(8, "big", signed=True)
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+# --- the documented algorithm, written from docs/kv-events.md ---------------
+
+def none_hash(seed):
+    return hashlib.sha256(cbor2.dumps(seed, canonical=True)).digest()
+
+
+def chain(tokens, seed, salt=None):
+    """[(hash bytes, block tokens, parent bytes or None)] for each full block."""
+    out, parent = [], none_hash(seed)
+    for i in range(len(tokens) // BLOCK):
+        block = tuple(tokens[i * BLOCK:(i + 1) * BLOCK])
+        extra = (salt,) if (salt and i == 0) else None
+        h = hashlib.sha256(cbor2.dumps((parent, block, extra), canonical=True)).digest()
+        out.append((h, block, parent if i > 0 else None))
+        parent = h
+    return out
+
+
+def low64(h):
+    return int.from_bytes(h, "big") & ((1 << 64) - 1)
+
+
+# --- the server ---------------------------------------------------------------
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def start(offgraph, model, *extra):
+    cmd = [offgraph, "serve", "--model", model, "--port", "0", "--parallel", "1",
+           "--prefix-hash-seed", SEED, *extra]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            break
+        m = re.search(r"ready on http://127\.0\.0\.1:(\d+)", line)
+        if m:
+            return p, int(m.group(1))
+    p.kill()
+    raise SystemExit("serve did not become ready: " + p.stderr.read())
+
+
+def settle(sub):
+    """Lets the SUB socket attach the replica's connection and send its
+    subscription (ZeroMQ does so only while the socket is used, as a real
+    subscriber's poll loop does); earlier messages are lost, as on any PUB."""
+    for _ in range(10):
+        sub.poll(20)
+
+
+def complete(port, prompt, salt=None):
+    body = {"model": "stories260K", "prompt": prompt, "max_tokens": 1, "temperature": 0}
+    if salt:
+        body["cache_salt"] = salt
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            out = json.load(r)
+    except urllib.error.HTTPError as e:
+        raise SystemExit(f"/v1/completions: {e.code} {e.read().decode()}")
+    check(out["usage"]["prompt_tokens"] == len(prompt), "the token-id prompt is taken as is")
+
+
+def receive(sub, until, timeout_s=5.0):
+    """Messages [topic, seq, payload] until until(messages) or the timeout."""
+    msgs, deadline = [], time.time() + timeout_s
+    while not until(msgs) and time.time() < deadline:
+        if sub.poll(50):
+            msgs.append(sub.recv_multipart())
+    return msgs
+
+
+def decode(payload):
+    batch = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+    check(isinstance(batch, list) and len(batch) == 3, "a batch is [ts, events, data_parallel_rank]")
+    ts, events, rank = batch
+    check(isinstance(ts, float) and abs(ts - time.time()) < 60, "ts is the wall clock in seconds")
+    check(rank == 0, "data_parallel_rank is 0")
+    for e in events:
+        tag = e[0]
+        want = {"BlockStored": 7, "BlockRemoved": 3, "AllBlocksCleared": 1}.get(tag)
+        check(want == len(e), f"{tag} has vLLM 0.11's {want} elements: {e!r}")
+        if tag == "BlockStored":
+            check(e[4] == BLOCK and e[5] is None and e[6] == "CPU", "block_size, lora_id nil, medium CPU")
+            check(len(e[3]) == BLOCK * len(e[1]), "BlockStored carries block_size tokens per hash")
+        if tag == "BlockRemoved":
+            check(e[2] == "CPU", "BlockRemoved medium CPU")
+    return events
+
+
+# --- the runs ---------------------------------------------------------------
+
+def main_run(offgraph, model, ctx):
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"kv@")
+    sub_port = sub.bind_to_random_port("tcp://127.0.0.1")
+    replay_port = free_port()
+    server, port = start(offgraph, model, "--prefix-cache-entries", "2",
+                         "--kv-events-endpoint", f"tcp://127.0.0.1:{sub_port}",
+                         "--kv-events-topic", "kv@pod-a@stories",
+                         "--kv-events-replay-endpoint", f"tcp://127.0.0.1:{replay_port}")
+    settle(sub)
+    try:
+        shared = [(7 * i + 3) % 500 + 1 for i in range(2 * BLOCK)]
+        a = shared + [(11 * i + 5) % 500 + 1 for i in range(BLOCK + 4)]
+        b = shared + [(13 * i + 2) % 500 + 1 for i in range(BLOCK + 4)]
+        c = [(17 * i + 9) % 500 + 1 for i in range(2 * BLOCK + 1)]
+        d = [(19 * i + 4) % 500 + 1 for i in range(BLOCK + 1)]
+        requests = [(a, None), (b, None), (a, "tenant-1"), (c, None), (d, None)]
+        expected = {}  # low64 -> (hash, tokens, parent)
+        for prompt, salt in requests:
+            for h, block, parent in chain(prompt, SEED, salt):
+                expected[low64(h)] = (h, block, parent)
+            complete(port, prompt, salt)
+        check(chain(a, SEED)[0][0] != chain(a, SEED, "tenant-1")[0][0], "a salt changes the first block's hash")
+        check(chain(a, SEED)[1][0] != chain(a, SEED, "tenant-1")[1][0], "... and so every later one")
+
+        # 5 captures into 2 entries: 3 evictions, each removing some block.
+        def enough(ms):
+            evs = [e for m in ms for e in msgpack.unpackb(m[2], raw=False)[1]]
+            return sum(e[0] == "BlockStored" for e in evs) >= 5 and sum(e[0] == "BlockRemoved" for e in evs) >= 3
+        msgs = receive(sub, enough)
+        check(enough(msgs), f"5 stores and 3 removals arrive ({len(msgs)} messages)")
+        seqs = [int.from_bytes(m[1], "big") for m in msgs]
+        check(all(len(m) == 3 for m in msgs), "messages are [topic, seq, payload]")
+        check(all(m[0] == b"kv@pod-a@stories" for m in msgs), "the topic frame is --kv-events-topic")
+        check(all(len(m[1]) == 8 for m in msgs), "the sequence frame is 8 bytes")
+        check(seqs == list(range(len(seqs))), f"sequence numbers 0.. without gaps: {seqs}")
+
+        live, seen_stored = {}, set()
+        for m in msgs:
+            for e in decode(m[2]):
+                if e[0] == "BlockStored":
+                    hashes, parent, tokens = e[1], e[2], e[3]
+                    for i, h in enumerate(hashes):
+                        check(h in expected, f"stored hash {h:#x} is a block of a prompt sent (python chain)")
+                        if h not in expected:
+                            continue
+                        _, block, par = expected[h]
+                        check(tuple(tokens[i * BLOCK:(i + 1) * BLOCK]) == block, "stored tokens are the block's")
+                        want_parent = (low64(par) if par else None) if i == 0 else hashes[i - 1]
+                        got_parent = parent if i == 0 else hashes[i - 1]
+                        check(got_parent == want_parent, f"parent of {h:#x}")
+                        check(h not in live, f"{h:#x} stored while already live")
+                        live[h] = True
+                        seen_stored.add(h)
+                elif e[0] == "BlockRemoved":
+                    for h in e[1]:
+                        check(h in live, f"removed {h:#x} was stored before and is live")
+                        live.pop(h, None)
+        n_removed = sum(len(e[1]) for m in msgs for e in msgpack.unpackb(m[2], raw=False)[1] if e[0] == "BlockRemoved")
+        print(f"{len(msgs)} batches: {len(seen_stored)} blocks stored, {n_removed} removed")
+        for prompt, salt in requests:
+            first = low64(chain(prompt, SEED, salt)[0][0])
+            check(first in seen_stored, f"the first block of every prompt is stored (salt {salt})")
+
+        # /metrics counts what was published.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        n_events = sum(len(msgpack.unpackb(m[2], raw=False)[1]) for m in msgs)
+        got = re.search(r'^offgraph:kv_events_published_total\{[^}]*\} (\S+)$', text, re.M)
+        check(got is not None and float(got.group(1)) == n_events, "offgraph:kv_events_published_total")
+
+        # Replay from k: batches k.. as sent, then [-1, b""].
+        k = 1
+        dealer = ctx.socket(zmq.DEALER)
+        dealer.setsockopt(zmq.LINGER, 0)
+        dealer.connect(f"tcp://127.0.0.1:{replay_port}")
+        dealer.send_multipart([b"", k.to_bytes(8, "big")])
+        replayed = []
+        while dealer.poll(3000):
+            _, seq, payload = dealer.recv_multipart()
+            if seq == END_SEQ:
+                check(payload == b"", "the end marker's payload is empty")
+                break
+            replayed.append((int.from_bytes(seq, "big"), payload))
+        else:
+            check(False, "the replay ends with the -1 marker")
+        check([s for s, _ in replayed] == seqs[k:], f"replay from {k} returns {k}..: {[s for s, _ in replayed]}")
+        check([p for _, p in replayed] == [m[2] for m in msgs[k:]], "replayed payloads are the published bytes")
+        dealer.close()
+
+        # Shutdown: the cache goes with the process, and says so.
+        server.send_signal(signal.SIGTERM)
+        tail = receive(sub, lambda ms: any(e[0] == "AllBlocksCleared" for m in ms
+                                           for e in msgpack.unpackb(m[2], raw=False)[1]))
+        check(tail and msgpack.unpackb(tail[-1][2], raw=False)[1][-1] == ["AllBlocksCleared"],
+              "AllBlocksCleared is the last event at shutdown")
+        check(tail and int.from_bytes(tail[0][1], "big") == seqs[-1] + 1, "the shutdown batch follows without a gap")
+        check(server.wait(timeout=15) == 128 + signal.SIGTERM, "serve exits as after SIGTERM")
+    finally:
+        if server.poll() is None:
+            server.kill()
+        sub.close()
+
+
+def bytes_run(offgraph, model, ctx):
+    """--kv-events-hash-format bytes: the 32-byte hashes equal python's sha256 whole."""
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub_port = sub.bind_to_random_port("tcp://127.0.0.1")
+    server, port = start(offgraph, model, "--kv-events-endpoint", f"tcp://127.0.0.1:{sub_port}",
+                         "--kv-events-hash-format", "bytes")
+    settle(sub)
+    try:
+        prompt = [(23 * i + 1) % 500 + 1 for i in range(3 * BLOCK + 2)]
+        complete(port, prompt, "tenant-2")
+        msgs = receive(sub, lambda ms: len(ms) >= 1)
+        check(len(msgs) == 1 and msgs[0][0] == b"", "one batch, under the default (empty) topic")
+        if msgs:
+            events = decode(msgs[0][2])
+            want = chain(prompt, SEED, "tenant-2")
+            check(events == [["BlockStored", [h for h, _, _ in want], None, list(prompt[:3 * BLOCK]), BLOCK, None,
+                              "CPU"]], f"the bytes-form BlockStored equals the python chain: {events!r}")
+    finally:
+        server.kill()
+        server.wait()
+        sub.close()
+
+
+def refusals(offgraph, model):
+    def refused(extra, flag, what):
+        p = subprocess.run([offgraph, "serve", "--model", model, "--port", "0", *extra], capture_output=True,
+                           text=True, timeout=20)
+        lines = p.stderr.strip().splitlines()
+        check(p.returncode != 0 and len(lines) == 1 and flag in lines[0],
+              f"{what}: one line naming {flag}, exit non-zero (rc {p.returncode}: {p.stderr.strip()!r})")
+    refused(["--kv-events-endpoint", "foo"], "--kv-events-endpoint", "a malformed endpoint")
+    refused(["--kv-events-topic", "kv@a@b"], "--kv-events-topic", "a topic without an endpoint")
+    busy = socket.socket()
+    busy.bind(("0.0.0.0", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    try:
+        refused(["--kv-events-endpoint", f"tcp://*:{port}"], "--kv-events-endpoint", "a busy PUB port")
+        refused(["--kv-events-endpoint", "tcp://127.0.0.1:1", "--kv-events-replay-endpoint", f"tcp://*:{port}"],
+                "--kv-events-replay-endpoint", "a busy replay port")
+    finally:
+        busy.close()
+
+
+def main():
+    offgraph, model = sys.argv[1], sys.argv[2]
+    t0 = time.time()
+    ctx = zmq.Context()
+    refusals(offgraph, model)
+    main_run(offgraph, model, ctx)
+    bytes_run(offgraph, model, ctx)
+    ctx.term()
+    print(f"kv events e2e: {len(FAILS)} failures, {time.time() - t0:.1f} s")
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
