@@ -121,6 +121,26 @@ def receive(sub, until, timeout_s=5.0):
     return msgs
 
 
+def replay(ctx, port, k):
+    """[(seq, payload)] a DEALER gets from the replay socket for start k,
+    checking the end marker [-1, b""]."""
+    dealer = ctx.socket(zmq.DEALER)
+    dealer.setsockopt(zmq.LINGER, 0)
+    dealer.connect(f"tcp://127.0.0.1:{port}")
+    dealer.send_multipart([b"", k.to_bytes(8, "big")])
+    out = []
+    while dealer.poll(3000):
+        _, seq, payload = dealer.recv_multipart()
+        if seq == END_SEQ:
+            check(payload == b"", "the end marker's payload is empty")
+            break
+        out.append((int.from_bytes(seq, "big"), payload))
+    else:
+        check(False, "the replay ends with the -1 marker")
+    dealer.close()
+    return out
+
+
 def decode(payload):
     batch = msgpack.unpackb(payload, raw=False, strict_map_key=False)
     check(isinstance(batch, list) and len(batch) == 3, "a batch is [ts, events, data_parallel_rank]")
@@ -168,20 +188,32 @@ def main_run(offgraph, model, ctx):
         check(chain(a, SEED)[1][0] != chain(a, SEED, "tenant-1")[1][0], "... and so every later one")
 
         # 5 captures into 2 entries: 3 evictions, each removing some block.
-        def enough(ms):
-            evs = [e for m in ms for e in msgpack.unpackb(m[2], raw=False)[1]]
+        def enough(payloads):
+            evs = [e for p in payloads for e in msgpack.unpackb(p, raw=False)[1]]
             return sum(e[0] == "BlockStored" for e in evs) >= 5 and sum(e[0] == "BlockRemoved" for e in evs) >= 3
-        msgs = receive(sub, enough)
-        check(enough(msgs), f"5 stores and 3 removals arrive ({len(msgs)} messages)")
-        seqs = [int.from_bytes(m[1], "big") for m in msgs]
+        msgs = receive(sub, lambda ms: enough([m[2] for m in ms]), timeout_s=3.0)
         check(all(len(m) == 3 for m in msgs), "messages are [topic, seq, payload]")
         check(all(m[0] == b"kv@pod-a@stories" for m in msgs), "the topic frame is --kv-events-topic")
         check(all(len(m[1]) == 8 for m in msgs), "the sequence frame is 8 bytes")
+        live_seqs = [int.from_bytes(m[1], "big") for m in msgs]
+        check(live_seqs == list(range(live_seqs[0], live_seqs[0] + len(live_seqs))) if live_seqs else True,
+              f"live sequence numbers without gaps: {live_seqs}")
+        # A subscriber that joined late (its subscription reached the replica
+        # after the first batches) fills the start from the replay socket, as
+        # vLLM's example subscriber does; the whole is 0.. without gaps.
+        everything = replay(ctx, replay_port, 0)
+        early = [(q, p) for q, p in everything if not live_seqs or q < live_seqs[0]]
+        if early:
+            print(f"note: the first {len(early)} batches came by replay")
+        batches = early + [(q, m[2]) for q, m in zip(live_seqs, msgs)]
+        seqs = [q for q, _ in batches]
         check(seqs == list(range(len(seqs))), f"sequence numbers 0.. without gaps: {seqs}")
+        check(enough([p for _, p in batches]), f"5 stores and 3 removals arrive ({len(batches)} batches)")
+        check(everything == batches, "a replay from 0 returns every batch, as published, in order")
 
         live, seen_stored = {}, set()
-        for m in msgs:
-            for e in decode(m[2]):
+        for _, payload in batches:
+            for e in decode(payload):
                 if e[0] == "BlockStored":
                     hashes, parent, tokens = e[1], e[2], e[3]
                     for i, h in enumerate(hashes):
@@ -200,8 +232,9 @@ def main_run(offgraph, model, ctx):
                     for h in e[1]:
                         check(h in live, f"removed {h:#x} was stored before and is live")
                         live.pop(h, None)
-        n_removed = sum(len(e[1]) for m in msgs for e in msgpack.unpackb(m[2], raw=False)[1] if e[0] == "BlockRemoved")
-        print(f"{len(msgs)} batches: {len(seen_stored)} blocks stored, {n_removed} removed")
+        n_events = sum(len(msgpack.unpackb(p, raw=False)[1]) for _, p in batches)
+        print(f"{len(batches)} batches, {n_events} events: {len(seen_stored)} blocks stored, "
+              f"{len(seen_stored) - len(live)} removed")
         for prompt, salt in requests:
             first = low64(chain(prompt, SEED, salt)[0][0])
             check(first in seen_stored, f"the first block of every prompt is stored (salt {salt})")
@@ -209,28 +242,12 @@ def main_run(offgraph, model, ctx):
         # /metrics counts what was published.
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
             text = r.read().decode()
-        n_events = sum(len(msgpack.unpackb(m[2], raw=False)[1]) for m in msgs)
         got = re.search(r'^offgraph:kv_events_published_total\{[^}]*\} (\S+)$', text, re.M)
         check(got is not None and float(got.group(1)) == n_events, "offgraph:kv_events_published_total")
 
-        # Replay from k: batches k.. as sent, then [-1, b""].
-        k = 1
-        dealer = ctx.socket(zmq.DEALER)
-        dealer.setsockopt(zmq.LINGER, 0)
-        dealer.connect(f"tcp://127.0.0.1:{replay_port}")
-        dealer.send_multipart([b"", k.to_bytes(8, "big")])
-        replayed = []
-        while dealer.poll(3000):
-            _, seq, payload = dealer.recv_multipart()
-            if seq == END_SEQ:
-                check(payload == b"", "the end marker's payload is empty")
-                break
-            replayed.append((int.from_bytes(seq, "big"), payload))
-        else:
-            check(False, "the replay ends with the -1 marker")
-        check([s for s, _ in replayed] == seqs[k:], f"replay from {k} returns {k}..: {[s for s, _ in replayed]}")
-        check([p for _, p in replayed] == [m[2] for m in msgs[k:]], "replayed payloads are the published bytes")
-        dealer.close()
+        # Replay from k: batches k.. as sent, then the end marker.
+        k = 2
+        check(replay(ctx, replay_port, k) == batches[k:], f"a replay from {k} returns batches {k}.. as published")
 
         # Shutdown: the cache goes with the process, and says so.
         server.send_signal(signal.SIGTERM)
@@ -252,16 +269,20 @@ def bytes_run(offgraph, model, ctx):
     sub.setsockopt(zmq.LINGER, 0)
     sub.setsockopt(zmq.SUBSCRIBE, b"")
     sub_port = sub.bind_to_random_port("tcp://127.0.0.1")
+    replay_port = free_port()
     server, port = start(offgraph, model, "--kv-events-endpoint", f"tcp://127.0.0.1:{sub_port}",
-                         "--kv-events-hash-format", "bytes")
+                         "--kv-events-hash-format", "bytes",
+                         "--kv-events-replay-endpoint", f"tcp://127.0.0.1:{replay_port}")
     settle(sub)
     try:
         prompt = [(23 * i + 1) % 500 + 1 for i in range(3 * BLOCK + 2)]
         complete(port, prompt, "tenant-2")
-        msgs = receive(sub, lambda ms: len(ms) >= 1)
-        check(len(msgs) == 1 and msgs[0][0] == b"", "one batch, under the default (empty) topic")
-        if msgs:
-            events = decode(msgs[0][2])
+        msgs = receive(sub, lambda ms: len(ms) >= 1, timeout_s=2.0)
+        check(all(m[0] == b"" for m in msgs), "the default topic is empty")
+        payloads = [m[2] for m in msgs] or [p for _, p in replay(ctx, replay_port, 0)]
+        check(len(payloads) == 1, f"one batch ({len(payloads)})")
+        if payloads:
+            events = decode(payloads[0])
             want = chain(prompt, SEED, "tenant-2")
             check(events == [["BlockStored", [h for h, _, _ in want], None, list(prompt[:3 * BLOCK]), BLOCK, None,
                               "CPU"]], f"the bytes-form BlockStored equals the python chain: {events!r}")
