@@ -140,7 +140,8 @@ bool reply_needs_special_text(const ReplyParserOptions& o) {
   // Markers that are control tokens in these families' vocabularies.
   const bool tools = o.parse_tools && (o.format.tools == ToolCallFormat::kLlama3Json ||
                                        o.format.tools == ToolCallFormat::kMistral ||
-                                       o.format.tools == ToolCallFormat::kGemma4);
+                                       o.format.tools == ToolCallFormat::kGemma4 ||
+                                       o.format.tools == ToolCallFormat::kHarmony);
   const bool reasoning = o.parse_reasoning && (o.format.reasoning == ReasoningFormat::kGemma4Channel ||
                                                o.format.reasoning == ReasoningFormat::kMistralThink ||
                                                o.format.reasoning == ReasoningFormat::kHarmony);

@@ -13,6 +13,7 @@ const char* tool_call_format_name(ToolCallFormat f) {
     case ToolCallFormat::kLlama3Json: return "llama3-json";
     case ToolCallFormat::kMistral: return "mistral";
     case ToolCallFormat::kGemma4: return "gemma4";
+    case ToolCallFormat::kHarmony: return "harmony";
   }
   return "none";
 }
@@ -36,6 +37,7 @@ const char* reasoning_format_name(ReasoningFormat f) {
 //   mistral      [TOOL_CALLS]                                        Nemo, Small 3.2, Devstral, Ministral 3
 //   hermes       <tool_call>                                         Qwen 2.5/3, QwQ, Hermes 2/3, Granite 4
 //   llama3-json  <|python_tag|>, or "parameters" and <|start_header_id|>  Llama 3.1/3.2/3.3
+//   harmony      <|channel|>, <|start|> and <|call|>                  gpt-oss
 //   none         anything else                                       DeepSeek R1 distills, Phi 3.5
 //
 //   reasoning       template contains  e.g.
@@ -56,6 +58,7 @@ ReplyFormat detect_reply_format(std::string_view t) {
   else if (has("<tool_call>")) f.tools = ToolCallFormat::kHermes;
   else if (has("<|python_tag|>") || (has("\"parameters\"") && has("<|start_header_id|>")))
     f.tools = ToolCallFormat::kLlama3Json;
+  else if (has("<|channel|>") && has("<|start|>") && has("<|call|>")) f.tools = ToolCallFormat::kHarmony;
 
   if (has("<|channel|>") && has("<|start|>")) f.reasoning = ReasoningFormat::kHarmony;
   else if (has("<|channel>")) f.reasoning = ReasoningFormat::kGemma4Channel;

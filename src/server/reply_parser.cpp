@@ -14,6 +14,7 @@
 //   templates write "\n" between content and calls and between calls).
 #include "server/reply_parser.h"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_set>
 #include <utility>
@@ -47,16 +48,22 @@ ReasoningMarkers reasoning_markers(ReasoningFormat f) {
 }
 
 // The marker that starts a call inside content (Llama 3's calls have none:
-// they are the whole reply).
+// they are the whole reply). Harmony's call is a message: its header starts
+// with <|start|>assistant, or (the reply's first message) with <|channel|>;
+// call_open_marker2 gives that second marker.
 std::string_view call_open_marker(ToolCallFormat f) {
   switch (f) {
     case ToolCallFormat::kHermes: return detail::kHermesOpen;
     case ToolCallFormat::kMistral: return detail::kMistralCalls;
     case ToolCallFormat::kGemma4: return detail::kGemmaOpen;
+    case ToolCallFormat::kHarmony: return detail::kHarmonyStart;
     case ToolCallFormat::kLlama3Json:
     case ToolCallFormat::kNone: break;
   }
   return {};
+}
+std::string_view call_open_marker2(ToolCallFormat f) {
+  return f == ToolCallFormat::kHarmony ? detail::kHarmonyChannel : std::string_view{};
 }
 
 // Where the longest suffix of text that is a proper prefix of marker starts
@@ -105,6 +112,7 @@ struct ReplyParser::Impl {
     if (options.parse_tools) {
       tools = options.format.tools;
       call_open = call_open_marker(tools);
+      call_open2 = call_open_marker2(tools);
     }
     if (!reasoning_marks.open.empty())
       state = options.starts_in_reasoning ? State::kReasoning : State::kStart;
@@ -117,7 +125,7 @@ struct ReplyParser::Impl {
   ReplyParserOptions options;
   ReasoningMarkers reasoning_marks;  // empty: reasoning is not parsed
   ToolCallFormat tools = ToolCallFormat::kNone;  // kNone: calls are not parsed
-  std::string_view call_open;
+  std::string_view call_open, call_open2;  // call_open2: a second marker, or empty
   State state = State::kText;
 
   std::string buf;            // received and not yet released
@@ -206,6 +214,7 @@ struct ReplyParser::Impl {
     }
     std::string_view b = buf;
     size_t close = b.find(reasoning_marks.close);
+    if (tools == ToolCallFormat::kHarmony && harmony_call_ends_analysis(b, close, final)) return true;
     if (close != std::string_view::npos) {
       emit_reasoning(b.substr(0, space_run_start(b, close)));
       buf.erase(0, close + reasoning_marks.close.size());
@@ -224,6 +233,21 @@ struct ReplyParser::Impl {
     return false;
   }
 
+  // Harmony with tools: the analysis message may end (<|end|>) before a
+  // message that is not the final channel's, a call: the reasoning is done
+  // and that message, from its <|start|>assistant, is read as a call (or as
+  // content, if it is none). false: not such an end (yet).
+  bool harmony_call_ends_analysis(std::string_view b, size_t close, bool final) {
+    const std::string next = std::string(detail::kHarmonyEnd) + std::string(detail::kHarmonyStart);
+    const size_t at = b.find(next);
+    if (at == std::string_view::npos || (close != std::string_view::npos && close <= at)) return false;
+    if (!final && reasoning_marks.close.starts_with(b.substr(at))) return false;  // may still be the final header
+    emit_reasoning(b.substr(0, space_run_start(b, at)));
+    buf.erase(0, at + detail::kHarmonyEnd.size());
+    state = State::kAfterReasoning;
+    return true;
+  }
+
   bool after_reasoning(bool final) {
     buf.erase(0, leading_space(buf));
     if (buf.empty() && !final) return false;
@@ -236,6 +260,7 @@ struct ReplyParser::Impl {
     std::string_view b = buf;
     if (!call_open.empty()) {
       size_t open = b.find(call_open);
+      if (!call_open2.empty()) open = std::min(open, b.find(call_open2));
       if (open != std::string_view::npos) {
         size_t space = space_run_start(b, open);
         emit_content(b.substr(0, space));
@@ -249,7 +274,11 @@ struct ReplyParser::Impl {
       return false;
     }
     size_t keep = b.size();
-    if (!call_open.empty()) keep = space_run_start(b, partial_marker_start(b, call_open));
+    if (!call_open.empty()) {
+      size_t partial = partial_marker_start(b, call_open);
+      if (!call_open2.empty()) partial = std::min(partial, partial_marker_start(b, call_open2));
+      keep = space_run_start(b, partial);
+    }
     emit_content(b.substr(0, keep));
     buf.erase(0, keep);
     return false;

@@ -8,7 +8,10 @@
 // (or Qwen3-Coder's `<function=NAME><parameter=KEY>` body inside it),
 // Llama 3.1-3.3 JSON (`{"name": ..., "parameters": ...}`, with or without
 // `<|python_tag|>`), Mistral `[TOOL_CALLS]` (a JSON list, or name[ARGS]{json}),
-// Gemma 4 `<|tool_call>call:NAME{...}<tool_call|>`; reasoning as
+// Gemma 4 `<|tool_call>call:NAME{...}<tool_call|>`, gpt-oss's harmony
+// messages to a function (`<|channel|>commentary to=functions.NAME
+// <|constrain|>json<|message|>{...}<|call|>`, after `<|start|>assistant`
+// when an analysis message came first); reasoning as
 // `<think>...</think>`, Gemma 4's `<|channel>thought\n...<channel|>`,
 // Mistral's `[THINK]...[/THINK]` or gpt-oss's harmony analysis channel
 // (`<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>`,
@@ -33,12 +36,12 @@
 
 namespace og::server {
 
-enum class ToolCallFormat { kNone, kHermes, kLlama3Json, kMistral, kGemma4 };
+enum class ToolCallFormat { kNone, kHermes, kLlama3Json, kMistral, kGemma4, kHarmony };
 // kMistralThink: [THINK]...[/THINK] (Magistral, Ministral 3 Reasoning).
 // kHarmony: gpt-oss's analysis channel, closed by the final channel's header.
 enum class ReasoningFormat { kNone, kThink, kGemma4Channel, kMistralThink, kHarmony };
 
-const char* tool_call_format_name(ToolCallFormat f);   // "none", "hermes", "llama3-json", "mistral", "gemma4"
+const char* tool_call_format_name(ToolCallFormat f);   // "none", "hermes", "llama3-json", "mistral", "gemma4", "harmony"
 const char* reasoning_format_name(ReasoningFormat f);  // "none", "think", "gemma4-channel", "mistral-think", "harmony"
 
 struct ReplyFormat {

@@ -317,6 +317,7 @@ void CallReader::reset() {
   json_end_.reset(0);
   mistral_list_ = false;
   mistral_name_.clear();
+  harmony_name_.clear();
 }
 
 CallRead CallReader::read(std::string_view text, bool final) {
@@ -327,6 +328,10 @@ CallRead CallReader::read(std::string_view text, bool final) {
     case ToolCallFormat::kLlama3Json: r = read_llama(text), marker = text.size(); break;
     case ToolCallFormat::kMistral: r = read_mistral(text), marker = kMistralCalls.size(); break;
     case ToolCallFormat::kGemma4: r = read_gemma(text), marker = kGemmaOpen.size(); break;
+    case ToolCallFormat::kHarmony:
+      r = read_harmony(text, final);
+      marker = text.starts_with(kHarmonyStart) ? kHarmonyStart.size() : kHarmonyChannel.size();
+      break;
     case ToolCallFormat::kNone: r.status = CallStatus::kMalformed; break;
   }
   if (r.status == CallStatus::kNeedMore && final) r.status = CallStatus::kMalformed;
@@ -462,6 +467,46 @@ CallRead CallReader::read_gemma(std::string_view text) {
   }
   scanned_ = p;
   return status(CallStatus::kNeedMore);
+}
+
+// The header (up to <|message|>) names the function in "to=functions.NAME",
+// before or after the channel; the body is the arguments object itself; the
+// call ends at its JSON's end, with the <|call|> that follows (when the
+// reply's text holds it: it is the stop token) taken along.
+CallRead CallReader::read_harmony(std::string_view text, bool final) {
+  if (json_start_ == std::string::npos) {
+    const size_t m = text.find(kHarmonyMessage);
+    if (m == std::string_view::npos)
+      return status(text.size() > kMaxHarmonyHeader ? CallStatus::kMalformed : CallStatus::kNeedMore);
+    const std::string_view header = text.substr(0, m);
+    const size_t to = header.find(kHarmonyRecipient);
+    if (to == std::string_view::npos) return status(CallStatus::kMalformed);  // a message to no function
+    size_t e = to + kHarmonyRecipient.size();
+    while (e < header.size() && !is_space(header[e]) && header[e] != '<') ++e;
+    harmony_name_ = std::string(header.substr(to + kHarmonyRecipient.size(), e - to - kHarmonyRecipient.size()));
+    if (harmony_name_.empty()) return status(CallStatus::kMalformed);
+    const size_t p = skip_space(text, m + kHarmonyMessage.size());
+    if (p >= text.size()) return status(CallStatus::kNeedMore);
+    if (text[p] != '{') return status(CallStatus::kMalformed);
+    json_start_ = p;
+    json_end_.reset(p);
+  }
+  // scanned_: the JSON's end once found (JsonEnd scans on past it otherwise).
+  if (scanned_ == 0) {
+    const size_t end = json_end_.scan(text);
+    if (end == std::string_view::npos) return status(CallStatus::kNeedMore);
+    scanned_ = end;
+  }
+  const size_t e = scanned_;
+  Json j;
+  ParsedCall c;
+  c.name = harmony_name_;
+  if (!parse_json(text.substr(json_start_, e - json_start_), &j) || !dump_object(j, &c.arguments))
+    return status(CallStatus::kMalformed);
+  const std::string_view rest = text.substr(e);
+  if (rest.starts_with(kHarmonyCall)) return done(e + kHarmonyCall.size(), std::move(c));
+  if (!final && kHarmonyCall.starts_with(rest)) return status(CallStatus::kNeedMore);
+  return done(e, std::move(c));
 }
 
 }  // namespace og::server::detail

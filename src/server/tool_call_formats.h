@@ -23,6 +23,16 @@ inline constexpr std::string_view kMistralCallId = "[CALL_ID]";
 inline constexpr std::string_view kGemmaOpen = "<|tool_call>";
 inline constexpr std::string_view kGemmaClose = "<tool_call|>";
 inline constexpr std::string_view kGemmaQuote = "<|\"|>";
+// gpt-oss (harmony): a call is a message addressed to a function,
+// [<|start|>assistant[ to=functions.NAME]]<|channel|>commentary[ to=functions.NAME]
+// [ <|constrain|>json| json]<|message|>{...}<|call|>; the first message of a
+// reply has no <|start|>assistant (the generation prompt ends with it).
+inline constexpr std::string_view kHarmonyStart = "<|start|>assistant";
+inline constexpr std::string_view kHarmonyChannel = "<|channel|>";
+inline constexpr std::string_view kHarmonyMessage = "<|message|>";
+inline constexpr std::string_view kHarmonyCall = "<|call|>";
+inline constexpr std::string_view kHarmonyEnd = "<|end|>";
+inline constexpr std::string_view kHarmonyRecipient = "to=functions.";
 
 // Deeper JSON (or Gemma) nesting than this in a call is malformed: the
 // parsers recurse, and no real tool's arguments nest this deep.
@@ -73,17 +83,21 @@ class CallReader {
   void reset();
   // final: the reply has ended, so kNeedMore becomes kMalformed.
   CallRead read(std::string_view text, bool final);
+  // harmony: a message header longer than this without <|message|> is no call.
+  static constexpr size_t kMaxHarmonyHeader = 512;
 
  private:
   CallRead read_hermes(std::string_view text);
   CallRead read_llama(std::string_view text);
   CallRead read_mistral(std::string_view text);
   CallRead read_gemma(std::string_view text);
+  CallRead read_harmony(std::string_view text, bool final);
 
   ToolCallFormat format_;
-  size_t scanned_ = 0;  // Hermes, Gemma: where the search for the close marker goes on
+  size_t scanned_ = 0;  // Hermes, Gemma: where the search for the close marker goes on; harmony: the JSON's end
   bool in_string_ = false;  // Gemma: inside <|"|> ... <|"|> at scanned_
-  size_t json_start_ = std::string::npos;  // Llama, Mistral: where the JSON value starts
+  size_t json_start_ = std::string::npos;  // Llama, Mistral, harmony: where the JSON value starts
+  std::string harmony_name_;               // harmony: the header's function name
   JsonEnd json_end_;
   bool mistral_list_ = false;  // Mistral: [TOOL_CALLS][{...}, ...] (else name[ARGS]{...})
   std::string mistral_name_;

@@ -44,7 +44,7 @@ TEST(ReplyFormat, DetectedFromEveryTemplate) {
       {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", {TF::kNone, RF::kThink}},
       {"google-gemma-2-2b-it", {TF::kNone, RF::kNone}},
       {"microsoft-Phi-3.5-mini-instruct", {TF::kNone, RF::kNone}},
-      {"openai-gpt-oss-120b", {TF::kNone, RF::kHarmony}},
+      {"openai-gpt-oss-120b", {TF::kHarmony, RF::kHarmony}},
       {"CohereForAI-c4ai-command-r-plus-tool_use", {TF::kNone, RF::kNone}},
   };
   std::filesystem::path dir = std::filesystem::path(OG_SOURCE_DIR) / "tests/template/data/templates";

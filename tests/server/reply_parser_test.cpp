@@ -250,6 +250,36 @@ std::vector<Sample> samples() {
   s.push_back({"harmony_unclosed_analysis", kHarmonyFmt, "<|channel|>analysis<|message|>Still thinking<|end|>",
                "Still thinking<|end|>", "", {}});
   s.push_back({"harmony_no_analysis", kHarmonyFmt, "Plain answer.", "", "Plain answer.", {}});
+  // --- gpt-oss tool calls: a message to functions.NAME on the commentary channel, ended by <|call|> ---
+  const ReplyFormat kHarmonyTools{TF::kHarmony, RF::kHarmony};
+  const Call kOssWeather{"get_weather", R"({"location":"San Francisco"})"};
+  s.push_back({"harmony_analysis_then_call", kHarmonyTools,
+               "<|channel|>analysis<|message|>Need to use function get_weather.<|end|><|start|>assistant<|channel|>"
+               "commentary to=functions.get_weather <|constrain|>json<|message|>{\"location\":\"San Francisco\"}"
+               "<|call|>",
+               "Need to use function get_weather.", "", {kOssWeather}});
+  s.push_back({"harmony_call_without_call_token", kHarmonyTools,  // <|call|> is the stop token: not in the text
+               "<|channel|>analysis<|message|>Weather?<|end|><|start|>assistant<|channel|>commentary "
+               "to=functions.get_weather <|constrain|>json<|message|>{\"location\": \"San Francisco\"}",
+               "Weather?", "", {kOssWeather}});
+  s.push_back({"harmony_call_first", kHarmonyTools,
+               "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+               "{\"location\":\"San Francisco\"}<|call|>",
+               "", "", {kOssWeather}});
+  s.push_back({"harmony_recipient_before_channel", kHarmonyTools,
+               "<|channel|>analysis<|message|>Call it.<|end|><|start|>assistant to=functions.get_weather<|channel|>"
+               "commentary json<|message|>{\"location\":\"San Francisco\"}<|call|>",
+               "Call it.", "", {kOssWeather}});
+  s.push_back({"harmony_tools_final_answer", kHarmonyTools,
+               "<|channel|>analysis<|message|>No tool needed.<|end|><|start|>assistant<|channel|>final<|message|>"
+               "Hi there.",
+               "No tool needed.", "Hi there.", {}});
+  s.push_back({"harmony_call_bad_json", kHarmonyTools,  // not an object: the message comes back as content
+               "<|channel|>commentary to=functions.f <|constrain|>json<|message|>[1, 2]<|call|>", "",
+               "<|channel|>commentary to=functions.f <|constrain|>json<|message|>[1, 2]<|call|>", {}});
+  s.push_back({"harmony_call_not_parsed", kHarmonyTools,  // no tools asked: the message stays as written
+               "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>", "",
+               "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>", {}, false, false});
   return s;
 }
 

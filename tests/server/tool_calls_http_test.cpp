@@ -3,7 +3,8 @@
 // (which replies with the prompt's own text, so a user message scripts the
 // reply): non-streamed messages carry tool_calls / reasoning_content and
 // finish_reason "tool_calls"; streams carry tool_calls deltas; tool_choice
-// none leaves the markers in the content; a built-in template refuses tools;
+// none leaves the markers in the content; gpt-oss's harmony messages to a
+// function are calls too; a built-in template refuses tools;
 // POST /apply-template renders a request.
 #include <gtest/gtest.h>
 
@@ -25,10 +26,10 @@ const char* kTemplate =
 
 class ToolCalls : public ServerFixture {
  protected:
-  void start_jinja() {
+  void start_jinja(const char* tmpl = kTemplate) {
     ASSERT_TRUE(std::filesystem::exists(kStoriesGguf)) << "missing test data " << kStoriesGguf;
     tok_jinja_ = Tokenizer::from_path(kStoriesGguf);
-    jinja_ = std::make_unique<JinjaChatTemplate>(kTemplate, jinja_options_of(*tok_jinja_), "test");
+    jinja_ = std::make_unique<JinjaChatTemplate>(tmpl, jinja_options_of(*tok_jinja_), "test");
     start();
     model_.tmpl = jinja_.get();
     model_.jinja = jinja_.get();
@@ -132,6 +133,54 @@ TEST_F(ToolCalls, StreamedCallDeltas) {
   EXPECT_NE(ids[0], ids[1]);
   EXPECT_EQ(json::parse(args[1]), json({{"city", "Paris"}}));
   EXPECT_EQ(content.find("tool_call"), std::string::npos) << content;
+}
+
+// gpt-oss's harmony: the analysis channel is the reasoning, a commentary
+// message to functions.NAME the call (whole and streamed; <|call|> ends it).
+const char* kHarmonyTemplate =
+    "{%- for m in messages %}{%- if m.role == 'user' %}{{ m.content }}{%- endif %}{%- endfor %}"
+    "{#- the markers of replies: <|start|> <|channel|> <|message|> <|call|> #}";
+const std::string kHarmonyReply =
+    "<|channel|>analysis<|message|>Weather?<|end|><|start|>assistant<|channel|>commentary "
+    "to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>";
+
+TEST_F(ToolCalls, HarmonyCallWholeAndStreamed) {
+  start_jinja(kHarmonyTemplate);
+  ASSERT_EQ(model_.reply_format.tools, ToolCallFormat::kHarmony);
+  auto c = client();
+  auto r = c.Post("/v1/chat/completions", request(kHarmonyReply).dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  const json j = json::parse(r->body);
+  const json& msg = j["choices"][0]["message"];
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls") << r->body;
+  EXPECT_EQ(msg["reasoning_content"], "Weather?") << r->body;
+  ASSERT_EQ(msg["tool_calls"].size(), 1u) << r->body;
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+  EXPECT_TRUE(msg["content"].is_null() || msg["content"] == "") << r->body;
+
+  json body = request(kHarmonyReply);
+  body["stream"] = true;
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  std::string reasoning, content, finish, name, args;
+  for (const json& e : events_of(r->body)) {
+    const json& ch = e["choices"][0];
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+    const json& d = ch["delta"];
+    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+    if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
+    if (d.contains("tool_calls"))
+      for (const json& t : d["tool_calls"]) {
+        if (t["function"].contains("name")) name += t["function"]["name"].get<std::string>();
+        args += t["function"]["arguments"].get<std::string>();
+      }
+  }
+  EXPECT_EQ(finish, "tool_calls") << r->body;
+  EXPECT_EQ(reasoning, "Weather?") << r->body;
+  EXPECT_EQ(name, "get_weather") << r->body;
+  EXPECT_EQ(json::parse(args), json({{"city", "Paris"}}));
+  EXPECT_EQ(content, "") << r->body;
 }
 
 TEST_F(ToolCalls, MalformedCallStaysContent) {
