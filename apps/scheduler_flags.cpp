@@ -2,6 +2,7 @@
 #include "scheduler_flags.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
@@ -29,6 +30,15 @@ void add_scheduler_flags(Flags& fl, SchedulerFlags& f, const SchedulerFlagNames&
                 "root of the prefix cache's block hash chain, as vLLM's PYTHONHASHSEED (replicas and a router "
                 "hashing prompts must share it); default: $PYTHONHASHSEED, else 0",
                 "SEED");
+  fl.add_string("prefix-cache-dir", &f.prefix_cache_dir,
+                "keep prefix-cache blocks evicted from memory as files in this directory (an existing, writable "
+                "one; replicas on one host may share it), read back by later " + n.unit +
+                    "s sharing their prefix, across restarts (docs/cache.md)",
+                "DIR");
+  fl.add_int("prefix-cache-disk-bytes", &f.prefix_cache_disk_bytes, 0, std::numeric_limits<int64_t>::max(),
+             "bound on the block files in --prefix-cache-dir (least recently used deleted first); required with it");
+  fl.add_bool("prefix-cache-persist", &f.prefix_cache_persist,
+              "write every block the prefix cache stores to --prefix-cache-dir, not only those evicted from memory");
 }
 
 void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& n, CacheSetup& cache) {
@@ -41,6 +51,16 @@ void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& n,
   if (cache.max_capacity == 1 || f.max_session_tokens == 1)
     usage_fail("the session limit must be at least 2 tokens (a prompt token and a reply token)");
   if (cache.max_capacity == 0) cache.max_capacity = f.max_session_tokens;
+  if (f.prefix_cache_dir.empty()) {
+    if (f.prefix_cache_disk_bytes > 0 || f.prefix_cache_persist)
+      usage_fail(std::string(f.prefix_cache_persist ? "--prefix-cache-persist" : "--prefix-cache-disk-bytes") +
+                 " needs --prefix-cache-dir");
+  } else {
+    if (f.prefix_cache_disk_bytes < 1)
+      usage_fail("--prefix-cache-dir needs --prefix-cache-disk-bytes N (N >= 1: the bound on its files)");
+    if (f.prefix_cache_entries < 1)
+      usage_fail("--prefix-cache-dir needs the prefix cache in memory (--prefix-cache-entries >= 1)");
+  }
 }
 
 SchedulerOptions scheduler_options_of(const SchedulerFlags& f, const KvPolicy& policy) {
@@ -54,6 +74,10 @@ SchedulerOptions scheduler_options_of(const SchedulerFlags& f, const KvPolicy& p
   so.prefix_block_size = std::max(1, policy.block_size);
   const char* env_seed = std::getenv("PYTHONHASHSEED");
   so.prefix_hash_seed = !f.prefix_hash_seed.empty() ? f.prefix_hash_seed : env_seed && *env_seed ? env_seed : "0";
+  so.prefix_disk.dir = f.prefix_cache_dir;
+  so.prefix_disk.max_bytes = f.prefix_cache_disk_bytes;
+  so.prefix_disk.persist = f.prefix_cache_persist;
+  so.prefix_disk.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   return so;
 }
 

@@ -20,6 +20,9 @@ struct SchedulerFlags {
   int64_t prefix_cache_entries = 0;
   int64_t prefix_cache_bytes = 0;
   std::string prefix_hash_seed;  // empty: $PYTHONHASHSEED, else "0"
+  std::string prefix_cache_dir;  // the disk tier's directory; empty = none
+  int64_t prefix_cache_disk_bytes = 0;
+  bool prefix_cache_persist = false;
 };
 
 // How a command names its scheduler flags: the slot flag and its help, and

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "base/sha256.h"
 #include "model/model.h"
+#include "runtime/model_fingerprint.h"
 
 namespace og {
 
@@ -18,6 +20,9 @@ class Engine {
   // Same contract as Model::forward: logits [n_rows_wanting_logits, n_vocab];
   // a cache refusal is returned with nothing changed.
   virtual KvResult forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) = 0;
+  // What identifies the weights to the prefix cache's disk tier (computed
+  // only when it is on); engines without a model file (tests' fakes): zeros.
+  virtual Sha256Digest model_fingerprint() const { return {}; }
 };
 
 class ModelEngine : public Engine {
@@ -28,6 +33,7 @@ class ModelEngine : public Engine {
   KvResult forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) override {
     return model_.forward(batch, cache, logits);
   }
+  Sha256Digest model_fingerprint() const override { return og::model_fingerprint(model_.source_path()); }
 
  private:
   const Model& model_;

@@ -17,6 +17,9 @@ PrefixCache::PrefixCache(KvCache& cache, const PrefixCacheOptions& o)
       hasher_(o.block_size, o.hash_seed),
       events_on_(o.events) {
   for (int i = max_entries_ - 1; i >= 0; --i) free_seqs_.push_back(o.first_seq + i);
+  if (!o.disk.dir.empty() && enabled())
+    disk_ = std::make_unique<PrefixDiskTier>(o.disk, cache.geometry(), cache.policy(), o.block_size,
+                                             events_on_ ? &events_ : nullptr);
 }
 
 PrefixCache::~PrefixCache() {
@@ -60,15 +63,64 @@ int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int
       best = i;
     }
   }
-  if (best == entries_.size()) return 0;
   // A ring that no longer holds the history position best_len needs answers
   // kHistoryUnavailable: a safe miss.
-  const KvResult r = cache_.fork(entries_[best].seq, dst, best_len);
-  if (!r.ok()) return 0;
-  entries_[best].last_used = ++clock_;
+  int64_t held = 0;
+  if (best < entries_.size() && cache_.fork(entries_[best].seq, dst, best_len).ok()) {
+    entries_[best].last_used = ++clock_;
+    held = best_len;
+  }
+  if (disk_) held = extend_from_disk(prompt, limit, salt, dst, held);
+  if (held == 0) return 0;
   ++stats_.hits;
-  stats_.hit_tokens += best_len;
-  return best_len;
+  stats_.hit_tokens += held;
+  return held;
+}
+
+int64_t PrefixCache::extend_from_disk(std::span<const int32_t> prompt, int64_t limit, std::string_view salt, int dst,
+                                      int64_t held) {
+  const int64_t bs = hasher_.block_size();
+  const int64_t first = held / bs;  // the first block dst lacks in full
+  const std::vector<BlockHash> chain = hasher_.chain(prompt.first(static_cast<size_t>(limit / bs * bs)), salt);
+  // Each block's payload is export_positions' layout of its own positions, so blocks are imported one by one.
+  std::vector<std::vector<uint8_t>> blocks;
+  for (int64_t b = first; b < static_cast<int64_t>(chain.size()); ++b) {
+    const std::optional<BlockHash> parent = b > 0 ? std::optional(chain[b - 1]) : std::nullopt;
+    if (!disk_->load(chain[b], parent, prompt.subspan(b * bs, bs), &blocks.emplace_back())) {
+      blocks.pop_back();
+      break;
+    }
+  }
+  if (blocks.empty()) return held;
+  // dst: created, or cut back to its whole blocks (a memory match may end inside one).
+  const bool created = held == 0 && cache_.length(dst) < 0;
+  if (created ? !cache_.add_sequence(dst).ok() : held == 0 && !cache_.clear(dst).ok()) return 0;
+  if (held > first * bs && !cache_.rewind(dst, held - first * bs).ok()) return held;
+  int64_t n = 0;  // blocks imported (a refusal, e.g. no room in the pool, imports nothing of its block)
+  while (n < static_cast<int64_t>(blocks.size()) && cache_.import_positions(dst, blocks[n]).ok()) ++n;
+  if (n == 0 && created) {
+    cache_.remove_sequence(dst);
+    return 0;
+  }
+  if (n > 0) {
+    ++stats_.disk_hits;
+    stats_.disk_hit_tokens += n * bs;
+  }
+  return (first + n) * bs;
+}
+
+void PrefixCache::write_to_disk(const Entry& e, bool evicted) {
+  const int64_t bs = hasher_.block_size();
+  std::vector<uint8_t> payload;
+  for (size_t b = 0; b < e.chain.size(); ++b) {
+    const auto it = holders_.find(e.chain[b]);
+    if ((evicted && it != holders_.end() && it->second > 1) || disk_->has(e.chain[b])) continue;
+    const int64_t at = static_cast<int64_t>(b) * bs;
+    if (!cache_.export_positions(e.seq, at, at + bs, &payload).ok()) return;
+    const std::optional<BlockHash> parent = b > 0 ? std::optional(e.chain[b - 1]) : std::nullopt;
+    disk_->store(e.chain[b], parent, std::span(e.tokens).subspan(static_cast<size_t>(at), static_cast<size_t>(bs)),
+                 payload);
+  }
 }
 
 void PrefixCache::hold_blocks(const Entry& e) {
@@ -128,6 +180,7 @@ void PrefixCache::enforce_bounds(int64_t extra_bytes) {
     size_t lru = 0;
     for (size_t i = 1; i < entries_.size(); ++i)
       if (entries_[i].last_used < entries_[lru].last_used) lru = i;
+    if (disk_) write_to_disk(entries_[lru], /*evicted=*/true);
     evict(lru);
   }
 }
@@ -151,6 +204,7 @@ void PrefixCache::capture(int src, std::span<const int32_t> tokens, std::string_
   Entry e{std::vector<int32_t>(tokens.begin(), tokens.end()), std::string(salt), hasher_.chain(tokens, salt), seq,
           ++clock_, bytes};
   hold_blocks(e);
+  if (disk_ && disk_->persist()) write_to_disk(e, /*evicted=*/false);
   entries_.push_back(std::move(e));
   stats_.bytes += bytes;
   ++stats_.captures;
@@ -163,7 +217,9 @@ void PrefixCache::clear() {
   // The removals are implied by the clear.
   if (events_on_) {
     events_.erase(std::remove_if(events_.begin(), events_.end(),
-                                 [](const KvEvent& e) { return e.type == KvEvent::Type::kBlockRemoved; }),
+                                 [](const KvEvent& e) {
+                                   return e.type == KvEvent::Type::kBlockRemoved && e.medium == kMediumMemory;
+                                 }),
                   events_.end());
     if (had) events_.push_back(KvEvent{KvEvent::Type::kAllBlocksCleared, {}, {}, {}, 0, kMediumMemory});
   }

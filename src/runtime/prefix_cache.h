@@ -18,10 +18,15 @@
 // salts never share an entry. Every distinct block held is counted once; the
 // blocks' arrivals and departures are reported as KV events (take_events).
 // Bounded by entries and bytes; least recently used entries are evicted first.
+// With a disk tier (runtime/prefix_disk_tier.h), an evicted entry's blocks
+// that no other entry holds are written to disk (with persist, every block at
+// capture), and a lookup continues past what memory holds with the prompt's
+// blocks found on disk, imported into the new sequence (docs/cache.md).
 // Not thread-safe: the scheduler's stepping thread owns it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,6 +36,7 @@
 #include "kv/kv_cache.h"
 #include "runtime/block_hash.h"
 #include "runtime/kv_events.h"
+#include "runtime/prefix_disk_tier.h"
 
 namespace og {
 
@@ -40,6 +46,9 @@ struct PrefixCacheStats {
   int entries = 0;
   int64_t bytes = 0;
   int64_t blocks = 0;  // distinct full blocks the entries hold
+  // Lookups that read blocks from the disk tier, and the positions read
+  // (both also counted in hits / hit_tokens).
+  int64_t disk_hits = 0, disk_hit_tokens = 0;
 };
 
 struct PrefixCacheOptions {
@@ -49,6 +58,7 @@ struct PrefixCacheOptions {
   int block_size = 16;       // tokens per hashed block (vLLM's --block-size)
   std::string hash_seed = "0";  // the chain's root (vLLM's PYTHONHASHSEED)
   bool events = false;       // collect KV events for take_events()
+  PrefixDiskOptions disk;    // the disk tier; disk.dir "" = none (needs max_entries > 0)
 };
 
 class PrefixCache {
@@ -79,6 +89,7 @@ class PrefixCache {
   std::vector<KvEvent> take_events();
 
   const PrefixCacheStats& stats() const { return stats_; }
+  const PrefixDiskTier* disk() const { return disk_.get(); }  // nullptr without a disk tier
 
  private:
   struct Entry {
@@ -93,6 +104,12 @@ class PrefixCache {
   void enforce_bounds(int64_t extra_bytes);
   void hold_blocks(const Entry& e);     // counts e's blocks; BlockStored for the new ones
   void release_blocks(const Entry& e);  // uncounts them; BlockRemoved for the last holders'
+  // Writes e's blocks to the disk tier: those no other entry holds (evicted), or all.
+  void write_to_disk(const Entry& e, bool evicted);
+  // Imports the prompt's blocks after the `held` positions dst holds (0: dst
+  // is not in the cache) from the disk tier; returns the positions dst holds then.
+  int64_t extend_from_disk(std::span<const int32_t> prompt, int64_t limit, std::string_view salt, int dst,
+                           int64_t held);
 
   KvCache& cache_;
   int max_entries_;
@@ -105,6 +122,7 @@ class PrefixCache {
   std::vector<KvEvent> events_;
   uint64_t clock_ = 0;
   PrefixCacheStats stats_;
+  std::unique_ptr<PrefixDiskTier> disk_;  // after events_, which it appends to
 };
 
 }  // namespace og

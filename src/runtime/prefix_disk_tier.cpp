@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <random>
 
 #include "base/error.h"
 
@@ -67,6 +69,16 @@ bool parse_hex(const std::string& s, BlockHash* out) {
     (*out)[i] = static_cast<uint8_t>(hi * 16 + lo);
   }
   return true;
+}
+
+std::atomic<uint64_t>& temp_counter() {
+  static std::atomic<uint64_t> n{0};
+  return n;
+}
+
+uint32_t process_tag() {
+  static const uint32_t tag = std::random_device{}();
+  return tag;
 }
 
 bool is_block_file(const std::string& name) {
@@ -154,11 +166,14 @@ bool PrefixDiskTier::store(const BlockHash& h, const std::optional<BlockHash>& p
   std::vector<uint8_t> head = header(h, parent, tokens);
   const Sha256Digest sum = Sha256::of(payload.data(), payload.size());
   put_bytes(&head, sum);
-  // A name no other writer uses: process id and a counter (another replica
-  // has another pid; a reused pid finds its old temporaries removed or aged).
-  const std::string tmp = cat(dir_, "/.", to_hex(h), "-", key_hex_, ".", ::getpid(), ".", ++temp_counter_, ".tmp");
+  // A name no other writer uses: process id, a process-wide counter (several
+  // tiers may share a process) and a random tag drawn once per process (a
+  // reused pid of a writer that died).
+  const std::string tmp = cat(dir_, "/.", to_hex(h), "-", key_hex_, ".", ::getpid(), ".", process_tag(), ".",
+                              temp_counter().fetch_add(1), ".tmp");
+  bool created = false;
   auto skip = [&](const std::string& what, int err) {
-    ::unlink(tmp.c_str());
+    if (created) ::unlink(tmp.c_str());
     ++stats_.write_skips;
     if (log_) log_(cat("prefix cache: block ", to_hex(h).substr(0, 16), " not written to disk (", what, ": ",
                        errno_text(err), ")"));
@@ -166,6 +181,7 @@ bool PrefixDiskTier::store(const BlockHash& h, const std::optional<BlockHash>& p
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return skip("open", errno);
+  created = true;
   bool ok = write_all(fd, head.data(), head.size());
   if (ok && fault_writes_ > 0) {
     --fault_writes_;

@@ -96,7 +96,6 @@ class PrefixDiskTier {
   std::string key_hex_;              // 16 hex digits of the run key
   std::function<void(const std::string&)> log_;
   std::vector<KvEvent>* events_;
-  uint64_t temp_counter_ = 0;
   int fault_writes_ = 0, fault_errno_ = 0;
   PrefixDiskStats stats_;
 };

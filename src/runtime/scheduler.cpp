@@ -84,9 +84,9 @@ FinishReason finish_of(StopReason r) {
 struct Scheduler::Impl {
   Impl(Engine& e, const Tokenizer& t, std::unique_ptr<KvCache> c, const SchedulerOptions& o)
       : engine(e), tok(t), cache(std::move(c)), opts(o),
-        prefix(*cache, prefix_options(o)) {}
+        prefix(*cache, prefix_options(o, e)) {}
 
-  static PrefixCacheOptions prefix_options(const SchedulerOptions& o) {
+  static PrefixCacheOptions prefix_options(const SchedulerOptions& o, const Engine& e) {
     PrefixCacheOptions p;
     p.max_entries = o.prefix_cache_entries;
     p.max_bytes = o.prefix_cache_bytes;
@@ -94,6 +94,8 @@ struct Scheduler::Impl {
     p.block_size = o.prefix_block_size;
     p.hash_seed = o.prefix_hash_seed;
     p.events = static_cast<bool>(o.kv_events);
+    p.disk = o.prefix_disk;
+    if (!p.disk.dir.empty()) p.disk.model_fingerprint = e.model_fingerprint();
     return p;
   }
 
@@ -541,6 +543,12 @@ void Scheduler::Impl::publish() {
   snap.prefix_hits = ps.hits;
   snap.prefix_hit_tokens = ps.hit_tokens;
   snap.prefix_query_tokens = ps.query_tokens;
+  snap.prefix_disk_hits = ps.disk_hits;
+  snap.prefix_disk_hit_tokens = ps.disk_hit_tokens;
+  if (const PrefixDiskTier* d = prefix.disk()) {
+    snap.prefix_disk_writes = d->stats().writes;
+    snap.prefix_disk_bytes = d->stats().bytes;
+  }
   snap.prefix_evictions = ps.evictions;
   snap.prefix_entries = ps.entries;
   snap.prefix_bytes = ps.bytes;

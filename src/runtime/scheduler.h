@@ -46,6 +46,7 @@
 #include "kv/kv_cache.h"
 #include "runtime/engine.h"
 #include "runtime/kv_events.h"
+#include "runtime/prefix_disk_tier.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -129,6 +130,9 @@ struct SchedulerOptions {
   // Receives the prefix cache's KV events after each step that has some
   // (stepping thread; must not block). Empty: none are collected.
   KvEventSink kv_events;
+  // The prefix cache's disk tier (docs/cache.md); dir "" = none. The model
+  // fingerprint is filled in from the engine.
+  PrefixDiskOptions prefix_disk;
 };
 
 // A consistent snapshot for metrics (thread-safe).
@@ -148,6 +152,9 @@ struct SchedulerSnapshot {
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t prefix_lookups = 0, prefix_hits = 0, prefix_hit_tokens = 0, prefix_evictions = 0;
   int64_t prefix_query_tokens = 0;  // prompt tokens of the lookups
+  // The disk tier: lookups that read blocks from it and the positions read
+  // (also in prefix_hits / prefix_hit_tokens), blocks written, bytes in its directory.
+  int64_t prefix_disk_hits = 0, prefix_disk_hit_tokens = 0, prefix_disk_writes = 0, prefix_disk_bytes = 0;
   // The cache's configuration (vLLM's cache_config_info): positions per
   // block (batched-cell; 0 for a kind without blocks), the blocks of
   // max_sequences full sequences, the storage dtype.

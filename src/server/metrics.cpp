@@ -185,6 +185,14 @@ std::string render_prometheus(const SchedulerSnapshot& s, const ServerMetrics& m
             "Prompt tokens taken from the prefix cache instead of being computed.");
   w.counter("offgraph:prefix_cache_evictions_total", static_cast<double>(s.prefix_evictions),
             "Prefix cache entries evicted.");
+  w.counter("offgraph:prefix_cache_disk_hits_total", static_cast<double>(s.prefix_disk_hits),
+            "Prefix cache lookups that read blocks from the disk tier (--prefix-cache-dir).");
+  w.counter("offgraph:prefix_cache_disk_hit_tokens_total", static_cast<double>(s.prefix_disk_hit_tokens),
+            "Prompt positions read from the prefix cache's disk tier instead of being computed.");
+  w.counter("offgraph:prefix_cache_disk_writes_total", static_cast<double>(s.prefix_disk_writes),
+            "Blocks written to the prefix cache's disk tier.");
+  w.gauge("offgraph:prefix_cache_disk_bytes", static_cast<double>(s.prefix_disk_bytes),
+          "Bytes of block files in the prefix cache's disk directory (all replicas sharing it).");
   w.gauge("offgraph:prefix_cache_entries", s.prefix_entries, "Entries in the prefix cache.");
   w.gauge("offgraph:kv_cache_bytes_allocated", static_cast<double>(s.cache_bytes_allocated),
           "Bytes allocated by the shared KV cache.");
