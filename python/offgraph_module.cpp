@@ -96,13 +96,14 @@ py::dict generation_dict(og_generation g) {
 class PyModel {
  public:
   PyModel(const std::string& path, const std::string& tokenizer, const std::string& chat_template, bool mmap,
-          int threads) {
+          int threads, bool experts_in_memory) {
     og_model_options o;
     og_model_options_init(&o);
     o.tokenizer = tokenizer.empty() ? nullptr : tokenizer.c_str();
     o.chat_template = chat_template.c_str();
     o.mmap = mmap;
     o.threads = threads;
+    o.experts_in_memory = experts_in_memory;
     og_status s;
     {
       py::gil_scoped_release nogil;
@@ -134,6 +135,8 @@ class PyModel {
     d["head_dim"] = i.head_dim;
     d["d_ff"] = i.d_ff;
     d["n_kv_caches"] = i.n_kv_caches;
+    d["weights_copied_bytes"] = i.weights_copied_bytes;
+    d["weights_mapped_expert_bytes"] = i.weights_mapped_expert_bytes;
     return d;
   }
   py::dict special() const {
@@ -452,7 +455,7 @@ PYBIND11_MODULE(_offgraph, m) {
                     std::vector<std::string>, bool>());
 
   py::class_<PyModel>(m, "Model")
-      .def(py::init<const std::string&, const std::string&, const std::string&, bool, int>())
+      .def(py::init<const std::string&, const std::string&, const std::string&, bool, int, bool>())
       .def("close", &PyModel::close)
       .def("info", &PyModel::info)
       .def("special", &PyModel::special)

@@ -86,6 +86,10 @@ typedef struct og_model_options {
   const char* chat_template; /* NULL or "auto": the model's; a built-in name; "0": raw text */
   int mmap;                  /* nonzero: keep the weights in the mapped file */
   int threads;               /* forward-pass workers (process-wide); 0 = all cores */
+  /* nonzero: copy a mixture of experts' expert matrices into memory too (faster when the
+   * file fits); 0: they stay in the mapped file and only the routed ones are paged in. The
+   * dense part is copied either way; with mmap nothing is copied. */
+  int experts_in_memory;
 } og_model_options;
 OG_API void og_model_options_init(og_model_options* opts);
 
@@ -107,6 +111,8 @@ typedef struct og_model_info {
   int32_t head_dim;   /* of layer 0 (keys) */
   int64_t d_ff;       /* of layer 0 */
   int32_t n_kv_caches; /* caches the model needs (layers sharing KV share one) */
+  int64_t weights_copied_bytes;        /* weight matrices copied into memory at load */
+  int64_t weights_mapped_expert_bytes; /* expert matrices used in place from the mapped file */
 } og_model_info;
 OG_API og_status og_model_get_info(const og_model* model, og_model_info* out);
 

@@ -146,18 +146,21 @@ class Model:
         chat_template: "auto" (the model's), a built-in name ("llama3", "chatml", ...) or "0" (raw text).
         mmap: keep the weights in the mapped file.
         threads: forward-pass workers (process-wide); 0 = all cores.
+        experts_in_memory: copy a mixture of experts' expert matrices into memory too (faster when
+            the file fits); by default they stay in the mapped file and only the routed ones are read.
     """
 
     def __init__(self, path: str, *, tokenizer: Optional[str] = None, chat_template: str = "auto",
-                 mmap: bool = False, threads: int = 0):
-        self._m = _offgraph.Model(str(path), tokenizer or "", chat_template, mmap, threads)
+                 mmap: bool = False, threads: int = 0, experts_in_memory: bool = False):
+        self._m = _offgraph.Model(str(path), tokenizer or "", chat_template, mmap, threads, experts_in_memory)
         self.tokenizer = Tokenizer(self)
         self.chat_template = ChatTemplate(self)
 
     @property
     def info(self) -> dict:
         """architecture, chat_template, tokenizer_kind, n_vocab, n_ctx, d_model, n_layers, n_heads,
-        n_kv_heads, head_dim, d_ff, n_kv_caches."""
+        n_kv_heads, head_dim, d_ff, n_kv_caches, weights_copied_bytes (matrices copied into memory at load),
+        weights_mapped_expert_bytes (expert matrices used in place from the mapped file)."""
         return self._m.info()
 
     def session(self, *, kv_windows: Optional[Sequence[int]] = None, kv_dtype: str = "f16",

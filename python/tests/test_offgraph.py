@@ -23,6 +23,24 @@ def test_version_and_info(model):
     assert model.chat_template.name == "0"
 
 
+def test_experts_in_memory(tmp_path):
+    # og-synth's tiny qwen3moe: by default its experts stay in the mapped file; experts_in_memory copies them.
+    synth = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(offgraph.__file__))), "og-synth")
+    if not os.path.exists(synth):
+        pytest.skip("og-synth is not built next to the module")
+    path = str(tmp_path / "moe.gguf")
+    subprocess.run([synth, "--family", "qwen3moe", "--format", "gguf", "--out", path], check=True,
+                   stdout=subprocess.DEVNULL)
+    mapped = offgraph.Model(path, chat_template="0")
+    copied = offgraph.Model(path, chat_template="0", experts_in_memory=True)
+    assert mapped.info["weights_mapped_expert_bytes"] > 0
+    assert copied.info["weights_mapped_expert_bytes"] == 0
+    assert copied.info["weights_copied_bytes"] == (mapped.info["weights_copied_bytes"]
+                                                   + mapped.info["weights_mapped_expert_bytes"])
+    want = mapped.session().generate(PROMPT, max_new_tokens=8).text
+    assert copied.session().generate(PROMPT, max_new_tokens=8).text == want
+
+
 def test_tokenizer(model):
     tok = model.tokenizer
     assert tok.encode(PROMPT) == PROMPT_IDS

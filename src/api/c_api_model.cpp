@@ -185,7 +185,7 @@ void og_tokens_free(og_tokens* t) {
 }
 
 void og_model_options_init(og_model_options* opts) {
-  if (opts) *opts = og_model_options{nullptr, nullptr, 0, 0};
+  if (opts) *opts = og_model_options{nullptr, nullptr, 0, 0, 0};
 }
 
 og_status og_model_open(const char* path, const og_model_options* opts, og_model** out) {
@@ -203,6 +203,7 @@ og_status og_model_open(const char* path, const og_model_options* opts, og_model
     if (o.tokenizer) c.model.tokenizer = o.tokenizer;
     if (o.chat_template) c.model.chat = o.chat_template;
     c.model.mmap = o.mmap != 0;
+    c.model.experts_in_memory = o.experts_in_memory != 0;
     c.threads = o.threads;
     if (c.model.model.empty()) api_fail(OG_ERR_INVALID_ARGUMENT, "path is empty");
     // A missing file is the caller's input; anything wrong inside one is OG_ERR_RUNTIME.
@@ -263,6 +264,9 @@ og_status og_model_get_info(const og_model* model, og_model_info* out) {
       i.d_ff = c.layers[0].d_ff;
     }
     i.n_kv_caches = static_cast<int32_t>(core->run.model().kv_geometry().caches.size());
+    const WeightResidency r = core->run.model().weight_residency();
+    i.weights_copied_bytes = r.copied_bytes;
+    i.weights_mapped_expert_bytes = r.mapped_expert_bytes;
     *out = i;
   });
 }
