@@ -269,7 +269,7 @@ int cmd_serve(const Args& args) {
   served.tok = loaded.tok.get();
   served.tmpl = loaded.tmpl.get();
   served.jinja = dynamic_cast<const JinjaChatTemplate*>(loaded.tmpl.get());
-  if (served.jinja) served.reply_format = server::detect_reply_format(served.jinja->source());
+  served.reply_format = server::template_reply_format(*served.tmpl);
   // The model's "tool_use" variant renders requests with tools (transformers' rule), when
   // the default template is the model's own (a --chat-template-file replaces both).
   if (served.jinja && f.run.model.chat_template_file.empty()) {

@@ -136,6 +136,14 @@ ReplyParserOptions reply_options(const GenerationRequest& req, const ServedModel
   return o;
 }
 
+ReplyFormat template_reply_format(const ChatTemplate& t) {
+  if (const auto* j = dynamic_cast<const JinjaChatTemplate*>(&t)) return detect_reply_format(j->source());
+  const std::vector<ChatMessage> exchange = {{"user", "x"}, {"assistant", "y"}};
+  ReplyFormat f;
+  f.reasoning = detect_reply_format(t.render(exchange, true)).reasoning;
+  return f;
+}
+
 bool reply_needs_special_text(const ReplyParserOptions& o) {
   // Markers that are control tokens in these families' vocabularies.
   const bool tools = o.parse_tools && (o.format.tools == ToolCallFormat::kLlama3Json ||

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "server/backend.h"
 #include "server/reply_parser.h"
 
 namespace og::server {
@@ -63,6 +64,13 @@ TEST(ReplyFormat, DetectedFromEveryTemplate) {
     EXPECT_STREQ(tool_call_format_name(seen[name].tools), tool_call_format_name(want.tools));
     EXPECT_STREQ(reasoning_format_name(seen[name].reasoning), reasoning_format_name(want.reasoning));
   }
+}
+
+// A built-in template's replies: what its own render writes (--chat harmony: gpt-oss's channels).
+TEST(ReplyFormat, BuiltInTemplates) {
+  EXPECT_EQ(template_reply_format(*make_chat_template("harmony", std::nullopt)), (ReplyFormat{TF::kNone, RF::kHarmony}));
+  for (const char* name : {"llama3", "chatml", "gemma", "mistral", "phi3", "0"})
+    EXPECT_EQ(template_reply_format(*make_chat_template(name, std::nullopt)), ReplyFormat{}) << name;
 }
 
 TEST(ReplyFormat, EmptyTemplateHasNoMarkers) {
