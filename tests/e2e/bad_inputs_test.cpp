@@ -99,7 +99,7 @@ std::vector<BadModel> hf_cases() {
       {"hf-no-archs", hf_copy("hf-no-archs", edit([](auto& c) { c["architectures"] = nlohmann::json::array(); })),
        "architectures must be a non-empty list of names"},
       {"hf-yarn", hf_copy("hf-yarn", edit([](auto& c) { c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}}; })),
-       "rope_scaling.rope_type 'yarn' is not supported"},
+       "yarn scaling needs original_max_position_embeddings"},
       {"hf-no-weights", hf_copy("hf-no-weights", "", {"model.safetensors"}), "no model.safetensors"},
       {"hf-no-tokenizer", hf_copy("hf-no-tokenizer", "", {"tokenizer.json"}), "no tokenizer.json"},
   };
