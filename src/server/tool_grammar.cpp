@@ -67,6 +67,8 @@ std::vector<std::string> tool_grammar_markers(const ReplyFormat& f) {
   // User-defined tokens in llama.cpp's GGUFs (no second vocabulary needed); an
   // HF tokenizer.json may call them special.
   if (f.tools == ToolCallFormat::kGemma4) return {"<|tool_call>", "<tool_call|>", "<|\"|>", "<|channel>", "<channel|>"};
+  // gpt-oss: harmony's message markers are control tokens of its o200k vocabulary.
+  if (f.tools == ToolCallFormat::kHarmony) return {"<|channel|>", "<|message|>", "<|constrain|>", "<|start|>", "<|end|>"};
   return {};
 }
 
@@ -74,7 +76,7 @@ namespace {
 
 bool enforceable(ToolCallFormat f) {
   return f == ToolCallFormat::kHermes || f == ToolCallFormat::kLlama3Json || f == ToolCallFormat::kMistral ||
-         f == ToolCallFormat::kGemma4;
+         f == ToolCallFormat::kGemma4 || f == ToolCallFormat::kHarmony;
 }
 
 // One call of tool n (name, arguments rule args_rule) in the format's syntax.
@@ -92,6 +94,9 @@ std::string call_alternative(const ReplyFormat& f, const std::string& name, cons
       return "(" + grammar_literal("<|tool_call>call:" + name) + " " + args_rule + " \"<tool_call|>\")";
     case ToolCallFormat::kLlama3Json:
       return "(" + grammar_literal("{\"name\": " + name_json + ", \"parameters\": ") + " " + args_rule + " \"}\")";
+    case ToolCallFormat::kHarmony:  // a commentary message to the function; <|call|> (a stop token) ends the turn
+      return "(" + grammar_literal("<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>") +
+             " " + args_rule + ")";
     default:
       return "(" + grammar_literal("{\"name\": " + name_json + ", \"arguments\": ") + " " + args_rule + " \"}\")";
   }
@@ -108,6 +113,9 @@ std::string calls_rules(const ReplyFormat& f, bool parallel) {
       break;
     case ToolCallFormat::kGemma4:
       g += std::string("calls ::= call-body") + (parallel ? " call-body*" : "") + "\n";
+      break;
+    case ToolCallFormat::kHarmony:  // one call: its <|call|> ends the turn
+      g += "calls ::= call-body\n";
       break;
     case ToolCallFormat::kMistral:
       if (f.mistral_args) {
@@ -179,6 +187,12 @@ std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOpt
     g += grammar::text_without_rules("<channel|>", "think-body");
     g += reply.starts_in_reasoning ? "root ::= think-body \"<channel|>\" calls\n"
                                    : "root ::= (\"<|channel>\" think-body \"<channel|>\")? calls\n";
+  } else if (reply.parse_reasoning && f.reasoning == ReasoningFormat::kHarmony) {
+    // gpt-oss: an analysis message may come first, then the call's message.
+    g += grammar::text_without_rules("<|end|>", "think-body");
+    g += reply.starts_in_reasoning
+             ? "root ::= think-body \"<|end|><|start|>assistant\" calls\n"
+             : "root ::= (\"<|channel|>analysis<|message|>\" think-body \"<|end|><|start|>assistant\")? calls\n";
   } else if (reply.parse_reasoning && f.reasoning == ReasoningFormat::kMistralThink) {
     g += grammar::text_without_rules("[/THINK]", "think-body");
     g += reply.starts_in_reasoning ? "root ::= think-body \"[/THINK]\" calls\n"

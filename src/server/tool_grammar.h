@@ -2,10 +2,10 @@
 // named function: the call in the model's own format (Hermes / Qwen
 // <tool_call>, Llama 3 JSON, Mistral's [TOOL_CALLS] in the template's own
 // form, Gemma 4's <|tool_call>call:name{...}<tool_call|> with its argument
-// syntax) with arguments valid for the tool's `parameters` schema
+// syntax, gpt-oss's harmony message to functions.NAME) with arguments valid for the tool's `parameters` schema
 // (src/grammar/json_schema.h; strict: additionalProperties defaults to false,
 // and a tool without parameters takes {}), after an optional reasoning block
-// when the template has one. Markers that are control tokens (Mistral's) are
+// when the template has one. Markers that are control tokens (Mistral's, harmony's) are
 // matched over a vocabulary that admits them (tool_grammar_markers).
 #pragma once
 

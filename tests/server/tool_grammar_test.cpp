@@ -3,7 +3,8 @@
 // template's own syntax with valid arguments, the reply parser reads each one
 // back as that call, and what they refuse is refused. Mistral's two syntaxes
 // (name[CALL_ID]id[ARGS]{...} and the [TOOL_CALLS][...] list) and its
-// [THINK] block; Gemma 4's own argument syntax.
+// [THINK] block; Gemma 4's own argument syntax; gpt-oss's harmony message to
+// the function after an optional analysis message.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -223,6 +224,34 @@ TEST(ToolGrammar, Llama3StrictAutoIsNotEnforced) {
   ReplyParserOptions o;
   o.format.tools = ToolCallFormat::kLlama3Json;
   EXPECT_EQ(strict_auto_grammar(request("auto", false, true), o), "");
+}
+
+// gpt-oss (harmony): one call, a commentary message to functions.NAME whose
+// body is the arguments (<|call|>, the stop token, ends the turn), after an
+// optional analysis message.
+TEST(ToolGrammar, HarmonyRequired) {
+  ReplyParserOptions o;
+  o.format = {ToolCallFormat::kHarmony, ReasoningFormat::kHarmony};
+  o.id_seed = 7;
+  const std::string g = tool_call_grammar(request("required"), o);
+  const std::string call =
+      R"(<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris", "days": 3})";
+  EXPECT_TRUE(accepts(g, call)) << g;
+  const std::string thought = "<|channel|>analysis<|message|>Weather, so call it.<|end|><|start|>assistant" + call;
+  EXPECT_TRUE(accepts(g, thought)) << g;
+  const ParsedReply p = parse_reply(thought, o);
+  EXPECT_EQ(p.reasoning, "Weather, so call it.");
+  ASSERT_EQ(p.tool_calls.size(), 1u) << p.content;
+  EXPECT_EQ(p.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(json::parse(p.tool_calls[0].arguments), json::parse(R"({"city": "Paris", "days": 3})"));
+  EXPECT_FALSE(accepts(g, R"(<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris", "days": 9})"));
+  EXPECT_FALSE(accepts(g, "<|channel|>commentary to=functions.rm_rf <|constrain|>json<|message|>{}"));
+  EXPECT_FALSE(accepts(g, "<|channel|>final<|message|>No call."));
+  EXPECT_FALSE(accepts(g, call + call));  // parallel_tool_calls or not: one call per turn
+  EXPECT_FALSE(accepts(tool_call_grammar(request("get_weather"), o),
+                       "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{}"));
+  EXPECT_EQ(tool_grammar_markers(o.format),
+            (std::vector<std::string>{"<|channel|>", "<|message|>", "<|constrain|>", "<|start|>", "<|end|>"}));
 }
 
 }  // namespace
