@@ -2,6 +2,7 @@
 //   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b|gemma4-e2b|qwen3-30b-a3b|gpt-oss-20b]
 //            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4] [shape overrides]
 //            [--chat-template FILE] [--script FILE] [--embedding [--pooling P]] [--longrope ORIG] [--partial-rotary F] (phi3) [--tied true|false]
+//            [--row-pool N] (GGUF: large quantized matrices from N pool rows, for benchmark-sized files)
 // Flags are parsed by the commands' flag library (base/flags.h): the same
 // spellings, checks and messages; bad usage exits 2, a failed write 1.
 #include <cstdio>
@@ -27,7 +28,7 @@ struct SynthFlags {
   // Shape overrides; applied only when given (the preset's value otherwise).
   int64_t d_model = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, d_ff = 0, ctx = 0, window = 0;
   int64_t head_dim_full = 0, shared_kv = 0, per_layer = 0, vocab = 0, experts = 0, experts_used = 0, d_ff_expert = 0;
-  int64_t longrope = 0;
+  int64_t longrope = 0, row_pool = 0;
   double partial_rotary = 1.0;
   std::string tied;
 };
@@ -86,6 +87,10 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
              "phi3: Phi-3.5's longrope RoPE scaling with this original context (below --ctx), short and long factors");
   fl.add_float("partial-rotary", &f.partial_rotary, 0, 1,
                "phi3: the fraction of each head RoPE turns (Phi-4-mini: 0.75); default the preset's", true);
+  fl.add_int("row-pool", &f.row_pool, 1, kMax,
+             "GGUF: build every quantized expert stack and large matrix (not the embedding, routers, norms, biases) "
+             "from N encoded random rows per (dtype, row length), row r of a tensor a copy of pool row "
+             "hash(name, r) % N: benchmark-sized files in minutes (docs/tools.md); default off");
   fl.add_choice("tied", &f.tied, {"true", "false"}, "override the preset's tied output (output = token embedding)");
 }
 
@@ -154,6 +159,11 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
   take("longrope", f.longrope, s.longrope_original);
   if (fl.given("partial-rotary")) s.partial_rotary = f.partial_rotary;
   if (!f.tied.empty()) s.tied = f.tied == "true";
+  if (fl.given("row-pool")) {
+    if (f.format != "gguf") og::usage_fail("--row-pool writes GGUF only (--format gguf)");
+    if (!f.script.empty()) og::usage_fail("--row-pool cannot write a --script model (its rows are chosen)");
+    s.row_pool = f.row_pool;
+  }
   // Files are read after every usage check: a missing one is a failed write (exit 1).
   if (!f.chat_template.empty()) s.chat_template = og::read_text_file(f.chat_template);
   if (!f.script.empty()) {

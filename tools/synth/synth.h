@@ -95,6 +95,13 @@ struct SynthSpec {
   // with weight_dtype as the base (Q4_K -> q4_k_m, Q5_K -> q5_k_m), as
   // `offgraph quantize ... q4_k_m` does.
   bool weight_mix = false;
+  // GGUF only, > 0: every quantized expert stack and every other quantized
+  // matrix of >= 2^22 values (but the token embedding) is built from row_pool
+  // rows per (dtype, row length), each a real encoding of generated values;
+  // row r of tensor T is pool row hash(T, r) % row_pool. Writes benchmark-sized
+  // files in minutes: kernel speed does not depend on the values, and the
+  // routers (F32), norms, biases and the embedding are generated as without it.
+  int64_t row_pool = 0;
   uint64_t seed = 1;
   // Tokenizer: "stories" (the 512-piece SentencePiece vocabulary of
   // stories260K, n_vocab 512), "llama3" (the 128256-token Llama 3.2 BPE vocab)

@@ -71,6 +71,65 @@ uint32_t file_type(DType t) {
 
 nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok);
 
+// --row-pool: the tensors built from pool rows (SynthSpec::row_pool): quantized
+// matrices (float ones are cheap to write) that are expert stacks or hold at
+// least 2^22 values, never the token embedding (src kind kEmbed) or a
+// generated table.
+bool pooled(const SynthSpec& s, const GgufTensorPlan& t, DType dt, const PlannedTensor* src) {
+  if (s.row_pool <= 0 || !t.matrix || !t.generated.empty() || dtype_info(dt).block <= 1) return false;
+  if (src && src->kind == Kind::kEmbed) return false;
+  int64_t n = 1;
+  for (int64_t d : t.shape) n *= d;
+  return t.shape.size() == 3 || n >= (int64_t{1} << 22);
+}
+
+// Pool row of row r of tensor `name`: splitmix64's finaliser over the name's
+// FNV-1a hash and the row, so every tensor draws its own sequence.
+int64_t pool_row(const std::string& name, int64_t r, int64_t pool) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  uint64_t z = h + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(r + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<int64_t>(z % static_cast<uint64_t>(pool));
+}
+
+// The encoded pools, made when a tensor first needs one: row_pool rows of
+// linear-layer values (N(0, 1/cols), as a matrix with fan-in cols) in dtype dt.
+class RowPools {
+ public:
+  explicit RowPools(const SynthSpec& s) : spec_(s) {}
+  const std::vector<uint8_t>& get(DType dt, int64_t cols) {
+    std::vector<uint8_t>& enc = pools_[{static_cast<uint32_t>(dt), cols}];
+    if (enc.empty()) {
+      PlannedTensor p;
+      p.hf_name = cat("row-pool.", dtype_name(static_cast<uint32_t>(dt)), ".", cols);
+      p.shape = {spec_.row_pool, cols};
+      p.kind = Kind::kLinear;
+      p.fan_in = cols;
+      const std::vector<float> v = hf_values(spec_, p);
+      enc = encode_rows(dt, v.data(), spec_.row_pool, cols);
+    }
+    return enc;
+  }
+  // The tensor's bytes: each row a copy of its pool row.
+  std::vector<uint8_t> build(const std::string& name, DType dt, const std::vector<int64_t>& shape) {
+    const int64_t cols = shape.back(), rb = dtype_row_bytes(dt, cols);
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
+    const std::vector<uint8_t>& pool = get(dt, cols);
+    std::vector<uint8_t> out(static_cast<size_t>(rows * rb));
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(out.data() + r * rb, pool.data() + pool_row(name, r, spec_.row_pool) * rb, static_cast<size_t>(rb));
+    return out;
+  }
+
+ private:
+  const SynthSpec& spec_;
+  std::map<std::pair<uint32_t, int64_t>, std::vector<uint8_t>> pools_;
+};
+
 // The plan's tensors as a source without data: the family readers look
 // tensors up by name and check their shapes, never read them here.
 class PlanSource : public TensorSource {
@@ -151,6 +210,7 @@ void write_gguf(const SynthSpec& spec, const std::string& path) {
   if (mix)  // as quantize picks them: query heads per KV head and experts per layer from layer 0
     picker.emplace(*mix, static_cast<int>(c.n_layers()), n_attn_v, !c.tied_output,
                    c.layers[0].n_heads / c.layers[0].n_kv_heads, c.layers[0].n_experts);
+  RowPools pools(spec);
   for (const GgufTensorPlan& t : tensors) {
     const DType dt = storage_dtype(spec, t, picker ? &*picker : nullptr);
     const PlannedTensor* src = nullptr;
@@ -158,6 +218,11 @@ void write_gguf(const SynthSpec& spec, const std::string& path) {
       auto it = hf.find(t.source);
       OG_CHECK(it != hf.end(), "synthetic model: no tensor ", t.source, " for ", t.name);
       src = &it->second;
+    }
+    if (pooled(spec, t, dt, src)) {
+      w.add_tensor(t.name, dt, t.shape,
+                   GgufWriter::Producer([&pools, t, dt] { return pools.build(t.name, dt, t.shape); }));
+      continue;
     }
     if (src && generated_in_blocks(*src) && t.add == 0 && t.permute_heads == 0) {
       // A large table: one block of rows in f32 at a time.
