@@ -15,7 +15,13 @@ PrefixCache::PrefixCache(KvCache& cache, const PrefixCacheOptions& o)
       max_entries_(std::max(0, o.max_entries)),
       max_bytes_(std::max<int64_t>(0, o.max_bytes)),
       hasher_(o.block_size, o.hash_seed),
-      events_on_(o.events) {
+      events_on_(o.events),
+      has_ring_(false) {
+  // The run's windows (policy.windows repeated over the caches) or the model's.
+  const std::vector<int>& w = cache.policy().windows;
+  const std::vector<KvCacheSpec>& caches = cache.geometry().caches;
+  for (size_t c = 0; c < caches.size(); ++c)
+    has_ring_ = has_ring_ || (w.empty() ? caches[c].window : w[c % w.size()]) > 0;
   for (int i = max_entries_ - 1; i >= 0; --i) free_seqs_.push_back(o.first_seq + i);
   if (!o.disk.dir.empty() && enabled())
     disk_ = std::make_unique<PrefixDiskTier>(o.disk, cache.geometry(), cache.policy(), o.block_size,
@@ -168,6 +174,17 @@ void PrefixCache::evict(size_t i) {
   stats_.entries = static_cast<int>(entries_.size());
 }
 
+PrefixCache::Entry PrefixCache::drop(size_t i) {
+  const KvResult r = cache_.remove_sequence(entries_[i].seq);
+  OG_CHECK(r.ok(), "prefix cache: cannot remove sequence ", entries_[i].seq, ": ", r.message);
+  free_seqs_.push_back(entries_[i].seq);
+  stats_.bytes -= entries_[i].bytes;
+  Entry e = std::move(entries_[i]);
+  entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
+  stats_.entries = static_cast<int>(entries_.size());
+  return e;
+}
+
 // Evicts least recently used entries until one more entry of extra_bytes
 // fits both bounds.
 void PrefixCache::enforce_bounds(int64_t extra_bytes) {
@@ -187,27 +204,47 @@ void PrefixCache::enforce_bounds(int64_t extra_bytes) {
 
 void PrefixCache::capture(int src, std::span<const int32_t> tokens, std::string_view salt) {
   if (!enabled() || tokens.size() < 2) return;
+  // Already cached: the same tokens, or (without rings) an entry they start.
   for (Entry& e : entries_)
-    if (e.salt == salt && e.tokens.size() == tokens.size() && std::equal(tokens.begin(), tokens.end(), e.tokens.begin())) {
+    if (e.salt == salt && (has_ring_ ? e.tokens.size() == tokens.size() : e.tokens.size() >= tokens.size()) &&
+        std::equal(tokens.begin(), tokens.end(), e.tokens.begin())) {
       e.last_used = ++clock_;
       return;
     }
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t bytes = kv_sequence_bytes(cache_.geometry(), cache_.policy(), n);
   if (max_bytes_ > 0 && bytes > max_bytes_) return;  // would never fit
+  // Entries the new one starts with are redundant without rings: dropped
+  // first, so that they do not count against the bounds. Their blocks are
+  // released after the new entry holds its own, so that blocks it keeps are
+  // neither removed nor stored again (if the fork fails, they go).
+  std::vector<Entry> superseded;
+  if (!has_ring_) {
+    for (size_t i = 0; i < entries_.size();) {
+      const Entry& old = entries_[i];
+      if (old.salt == salt && old.tokens.size() < tokens.size() &&
+          std::equal(old.tokens.begin(), old.tokens.end(), tokens.begin()))
+        superseded.push_back(drop(i));
+      else
+        ++i;
+    }
+  }
   enforce_bounds(bytes);
-  if (free_seqs_.empty() || static_cast<int>(entries_.size()) >= max_entries_) return;
-  const int seq = free_seqs_.back();
-  const KvResult r = cache_.fork(src, seq, n);
-  if (!r.ok()) return;  // e.g. the pool has no room for it: simply not cached
-  free_seqs_.pop_back();
-  Entry e{std::vector<int32_t>(tokens.begin(), tokens.end()), std::string(salt), hasher_.chain(tokens, salt), seq,
-          ++clock_, bytes};
-  hold_blocks(e);
-  if (disk_ && disk_->persist()) write_to_disk(e, /*evicted=*/false);
-  entries_.push_back(std::move(e));
-  stats_.bytes += bytes;
-  ++stats_.captures;
+  if (!free_seqs_.empty() && static_cast<int>(entries_.size()) < max_entries_) {
+    const int seq = free_seqs_.back();
+    // A refused fork (e.g. no room in the pool) leaves the tokens uncached.
+    if (cache_.fork(src, seq, n).ok()) {
+      free_seqs_.pop_back();
+      Entry e{std::vector<int32_t>(tokens.begin(), tokens.end()), std::string(salt), hasher_.chain(tokens, salt),
+              seq, ++clock_, bytes};
+      hold_blocks(e);
+      if (disk_ && disk_->persist()) write_to_disk(e, /*evicted=*/false);
+      entries_.push_back(std::move(e));
+      stats_.bytes += bytes;
+      ++stats_.captures;
+    }
+  }
+  for (const Entry& old : superseded) release_blocks(old);
   stats_.entries = static_cast<int>(entries_.size());
 }
 

@@ -70,6 +70,9 @@ class PrefixCache {
   PrefixCache& operator=(const PrefixCache&) = delete;
 
   bool enabled() const { return max_entries_ > 0; }
+  // Some layer keeps only a window: an entry serves forks at its own length
+  // and within its window only.
+  bool has_ring() const { return has_ring_; }
   const BlockHasher& hasher() const { return hasher_; }
 
   // Forks the cached KV of the longest cached prefix of `prompt` (at most
@@ -78,8 +81,12 @@ class PrefixCache {
   int64_t fork_into(std::span<const int32_t> prompt, int64_t cap, int dst, std::string_view salt = {});
 
   // Keeps the first `tokens.size()` positions of sequence `src` (which holds
-  // exactly those tokens' KV) as an entry under `salt`, evicting as the bounds
-  // require. A prompt already cached is only marked as used.
+  // at least those tokens' KV) as an entry under `salt`, evicting as the
+  // bounds require. Tokens already cached are only marked as used. Without
+  // ring layers an entry that starts another serves every fork the shorter
+  // one could, so the shorter one is dropped (a prompt's entry, when the
+  // scheduler captures the prompt and its reply at the request's end), and
+  // tokens that start a cached entry are not kept twice.
   void capture(int src, std::span<const int32_t> tokens, std::string_view salt = {});
 
   // Drops every entry (an AllBlocksCleared event).
@@ -101,6 +108,7 @@ class PrefixCache {
     int64_t bytes = 0;
   };
   void evict(size_t i);
+  Entry drop(size_t i);  // takes entry i out (its sequence freed), its blocks still counted
   void enforce_bounds(int64_t extra_bytes);
   void hold_blocks(const Entry& e);     // counts e's blocks; BlockStored for the new ones
   void release_blocks(const Entry& e);  // uncounts them; BlockRemoved for the last holders'
@@ -116,6 +124,7 @@ class PrefixCache {
   int64_t max_bytes_;
   BlockHasher hasher_;
   bool events_on_;
+  bool has_ring_;  // some layer keeps only a window: a longer entry cannot stand for a shorter one
   std::vector<int> free_seqs_;
   std::vector<Entry> entries_;
   std::unordered_map<BlockHash, int, BlockHashHasher> holders_;  // block -> entries holding it

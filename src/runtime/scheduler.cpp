@@ -139,6 +139,7 @@ struct Scheduler::Impl {
   std::unique_ptr<Request> take_running(size_t i);
   // Counts a choice's end; the request's when it is the last (under mu).
   void count_finish(const Request& r, const RequestReport& rep);
+  void capture_reply(const Request& r, const std::vector<int32_t>& reply);
   void take_incoming();
   void handle_cancellations();
   void admit();
@@ -173,6 +174,13 @@ void Scheduler::Impl::finish(std::unique_ptr<Request> req, FinishReason reason, 
     rep.generated_tokens = static_cast<int64_t>(rep.tokens.size());
     r.session.reset();
   }
+  // A finished reply's KV joins the prefix cache with its prompt's (vLLM keeps
+  // a request's full blocks, generated ones included): the next turn of a
+  // chat, whose prompt repeats this one and its reply, starts from it. Not
+  // with ring layers: there the longer entry cannot stand for the prompt's,
+  // and would only push prompts out.
+  if (reason == FinishReason::kStop && r.choice == 0 && r.captured && r.seq >= 0 && !prefix.has_ring())
+    capture_reply(r, rep.tokens);
   if (r.seq >= 0) {
     cache->remove_sequence(r.seq);  // refused (harmlessly) when a failed fork never created it
     free_seqs.push_back(r.seq);
@@ -207,6 +215,16 @@ void Scheduler::Impl::finish(std::unique_ptr<Request> req, FinishReason reason, 
     count_finish(r, c);
     if (forks[i].on_finish) forks[i].on_finish(c);
   }
+}
+
+void Scheduler::Impl::capture_reply(const Request& r, const std::vector<int32_t>& reply) {
+  const int64_t n_prompt = static_cast<int64_t>(r.opts.prompt.size());
+  // The sequence holds the prompt and every sampled token but the last (never forwarded).
+  const int64_t held = cache->length(r.seq);
+  if (held <= n_prompt || held > n_prompt + static_cast<int64_t>(reply.size())) return;
+  std::vector<int32_t> all(r.opts.prompt);
+  all.insert(all.end(), reply.begin(), reply.begin() + (held - n_prompt));
+  prefix.capture(r.seq, all, r.opts.cache_salt);
 }
 
 void Scheduler::Impl::count_finish(const Request& r, const RequestReport& rep) {

@@ -212,8 +212,8 @@ void KvEventsPublisher::serve_replays() {
       }
     };
     for (const auto* b : buffer_.from(start)) reply(seq_frame(static_cast<int64_t>(b->first)), b->second);
+    replays_ += 1;  // counted before the end marker goes out: a client that saw it sees the count
     reply(seq_frame(-1), "");
-    replays_ += 1;
   }
 }
 

@@ -37,15 +37,19 @@ struct Blocks {
     p.block_size = kBlock;
     sched = std::make_unique<Scheduler>(engine, tok, make_kv_cache(KvKind::kBatchedCell, engine.kv_geometry(), p), o);
   }
-  // Runs one request to its end; returns the prompt tokens it took from the cache.
-  int64_t run(const std::vector<int32_t>& prompt, const std::string& salt = "") {
+  // Runs one request to its end; returns the prompt tokens it took from the
+  // cache. One new token: only the prompt is ever forwarded (no reply to keep).
+  int64_t run(const std::vector<int32_t>& prompt, const std::string& salt = "", int64_t max_new = 1) {
     RequestOptions r;
     r.prompt = prompt;
-    r.max_new_tokens = 2;
+    r.max_new_tokens = max_new;
     r.cache_salt = salt;
     int64_t cached = -1;
     RequestCallbacks cb;
-    cb.on_finish = [&](const RequestReport& rep) { cached = rep.cached_tokens; };
+    cb.on_finish = [&](const RequestReport& rep) {
+      cached = rep.cached_tokens;
+      reply = rep.tokens;
+    };
     sched->submit(std::move(r), std::move(cb));
     sched->run_until_idle();
     return cached;
@@ -60,6 +64,7 @@ struct Blocks {
   SeqFakeEngine engine;
   std::unique_ptr<Scheduler> sched;
   std::vector<KvEvent> events;
+  std::vector<int32_t> reply;  // the last request's sampled tokens
 };
 
 std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
@@ -118,6 +123,32 @@ TEST(PrefixBlocks, SaltIsolatesAndShortPromptsMatchBySalt) {
   EXPECT_EQ(b.run({kY, kY, kB}, "tenant-2"), 2);
   EXPECT_EQ(b.run({kY, kY, kB}, "tenant-3"), 0);
   EXPECT_EQ(b.run({kY, kY, kB}), 0);
+}
+
+TEST(PrefixBlocks, AFinishedReplyExtendsItsPromptsEntry) {
+  Blocks b(2);
+  const BlockHasher h(kBlock, "7");
+  const std::vector<int32_t> prompt = {kY, kZ, kA, kB, kB, kA};  // one full block + 2
+  EXPECT_EQ(b.run(prompt, "", 5), 0);
+  // The sequence held the prompt and 4 of the 5 sampled tokens (the last is
+  // never forwarded): 10 positions, 2 full blocks; the second is stored after
+  // the prompt's block, and the prompt's entry gives way to the longer one.
+  std::vector<int32_t> turn = prompt;
+  turn.insert(turn.end(), b.reply.begin(), b.reply.end() - 1);
+  ASSERT_EQ(turn.size(), 10u);
+  std::vector<KvEvent> ev = b.take();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].hashes, h.chain(prompt, ""));
+  const std::vector<BlockHash> tc = h.chain(turn, "");
+  EXPECT_EQ(ev[1].hashes, std::vector<BlockHash>{tc[1]});
+  EXPECT_EQ(*ev[1].parent, tc[0]);
+  EXPECT_EQ(ev[1].token_ids, std::vector<int32_t>(turn.begin() + 4, turn.begin() + 8));
+  EXPECT_EQ(b.sched->snapshot().prefix_entries, 1);
+  // The next turn repeats the prompt and the reply: it starts from all 10.
+  std::vector<int32_t> next = turn;
+  next.insert(next.end(), {kZ, kZ, kY});
+  EXPECT_EQ(b.run(next), 10);
+  EXPECT_EQ(b.sched->snapshot().prefix_evictions, 0);
 }
 
 TEST(PrefixBlocks, EvictionRemovesTheLastHoldersBlocksAndShutdownClearsAll) {

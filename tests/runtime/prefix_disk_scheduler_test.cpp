@@ -108,10 +108,12 @@ TEST(PrefixDiskScheduler, DiskHitsEqualOutputWithoutAnyCache) {
       Replica r(l, kind, dir.path(), false);
       EXPECT_EQ(r.generate(a).tokens, want);
       EXPECT_EQ(r.sched->snapshot().prefix_disk_writes, 0);  // a is in memory only
-      r.generate(other);  // its capture evicts a: a's 7 blocks go to disk
-      EXPECT_EQ(r.sched->snapshot().prefix_disk_writes, 7);
-      EXPECT_EQ(r.disk_stored, 7u);
-      EXPECT_EQ(block_files(dir.path()).size(), 7u);
+      // Its capture evicts a's entry (a's prompt and the 7 reply tokens it
+      // forwarded: 37 positions, 9 blocks), which go to disk.
+      r.generate(other);
+      EXPECT_EQ(r.sched->snapshot().prefix_disk_writes, 9);
+      EXPECT_EQ(r.disk_stored, 9u);
+      EXPECT_EQ(block_files(dir.path()).size(), 9u);
     }
     {
       // A restart: the prompt's 7 blocks (28 of the 29 positions a lookup may take) come from disk.
@@ -137,6 +139,7 @@ TEST(PrefixDiskScheduler, DiskHitsEqualOutputWithoutAnyCache) {
     }
     {
       // Every file corrupted: a miss (block 0's file is found bad and removed), the same output.
+      const size_t files = block_files(dir.path()).size();
       for (const std::string& f : block_files(dir.path())) {
         std::fstream s(f, std::ios::in | std::ios::out | std::ios::binary);
         s.seekp(-5, std::ios::end);
@@ -146,7 +149,7 @@ TEST(PrefixDiskScheduler, DiskHitsEqualOutputWithoutAnyCache) {
       const RequestReport rep = r.generate(a);
       EXPECT_EQ(rep.cached_tokens, 0);
       EXPECT_EQ(rep.tokens, want);
-      EXPECT_EQ(block_files(dir.path()).size(), 6u);
+      EXPECT_EQ(block_files(dir.path()).size(), files - 1);
     }
   }
 }
@@ -158,7 +161,8 @@ TEST(PrefixDiskScheduler, PersistWritesEveryStoredBlock) {
   {
     Replica r(l, KvKind::kBatchedCell, dir.path(), true);
     r.generate(a);
-    EXPECT_EQ(r.sched->snapshot().prefix_disk_writes, 7);  // at capture, nothing evicted
+    // At capture, nothing evicted: the prompt's 7 blocks, then the 2 its reply completes.
+    EXPECT_EQ(r.sched->snapshot().prefix_disk_writes, 9);
   }
   Replica r(l, KvKind::kBatchedCell, dir.path(), true);
   const RequestReport rep = r.generate(a);
