@@ -61,7 +61,9 @@ std::string BatchReport::finish(const SchedulerSnapshot& s, const std::vector<st
     run["peak_concurrent_sessions"] = s.peak_running;
     run["prefix_cache"] = {{"lookups", s.prefix_lookups}, {"hits", s.prefix_hits},
                            {"hit_tokens", s.prefix_hit_tokens}, {"evictions", s.prefix_evictions},
-                           {"entries", s.prefix_entries}, {"bytes", s.prefix_bytes}};
+                           {"entries", s.prefix_entries}, {"bytes", s.prefix_bytes},
+                           {"disk_hits", s.prefix_disk_hits}, {"disk_hit_tokens", s.prefix_disk_hit_tokens},
+                           {"disk_writes", s.prefix_disk_writes}};
     run["peak_cache_bytes"] = s.peak_cache_bytes;
     run["peak_rss_bytes"] = peak_rss_bytes();
     j["run"] = std::move(run);
@@ -77,6 +79,10 @@ std::string BatchReport::finish(const SchedulerSnapshot& s, const std::vector<st
   diag("[batch] prefix cache: %lld lookups, %lld hits, %lld hit tokens, %lld evictions\n",
                static_cast<long long>(s.prefix_lookups), static_cast<long long>(s.prefix_hits),
                static_cast<long long>(s.prefix_hit_tokens), static_cast<long long>(s.prefix_evictions));
+  if (s.prefix_disk_hits > 0 || s.prefix_disk_writes > 0)
+    diag("[batch] prefix cache on disk: %lld lookups read %lld tokens from it, %lld blocks written\n",
+         static_cast<long long>(s.prefix_disk_hits), static_cast<long long>(s.prefix_disk_hit_tokens),
+         static_cast<long long>(s.prefix_disk_writes));
   diag("[batch] peak cache memory %.2f MiB, peak rss %.1f MiB\n", mib(s.peak_cache_bytes), mib(peak_rss_bytes()));
   return "";
 }
