@@ -30,6 +30,10 @@ TEST(Metrics, GaugesCountersHistograms) {
   s.prefix_lookups = 5;
   s.prefix_hits = 4;
   s.prefix_hit_tokens = 64;
+  s.prefix_disk_hits = 2;
+  s.prefix_disk_hit_tokens = 48;
+  s.prefix_disk_writes = 7;
+  s.prefix_disk_bytes = 3000;
   ServerMetrics m;
   m.ttft_s.observe(0.004);
   m.ttft_s.observe(0.2);
@@ -47,6 +51,10 @@ TEST(Metrics, GaugesCountersHistograms) {
   EXPECT_EQ(sample(t, "offgraph:generation_tokens_total" + lbl + "}"), 40);
   EXPECT_EQ(sample(t, "offgraph:prefix_cache_queries_total" + lbl + "}"), 5);
   EXPECT_EQ(sample(t, "offgraph:prefix_cache_hits_total" + lbl + "}"), 4);
+  EXPECT_EQ(sample(t, "offgraph:prefix_cache_disk_hits_total" + lbl + "}"), 2);
+  EXPECT_EQ(sample(t, "offgraph:prefix_cache_disk_hit_tokens_total" + lbl + "}"), 48);
+  EXPECT_EQ(sample(t, "offgraph:prefix_cache_disk_writes_total" + lbl + "}"), 7);
+  EXPECT_EQ(sample(t, "offgraph:prefix_cache_disk_bytes" + lbl + "}"), 3000);
   EXPECT_EQ(sample(t, "offgraph:requests_total" + lbl + ",endpoint=\"chat\",finish_reason=\"stop\"}"), 2);
   EXPECT_EQ(sample(t, "offgraph:requests_total" + lbl + ",endpoint=\"completion\",finish_reason=\"cancelled\"}"), 1);
   EXPECT_EQ(sample(t, "offgraph:http_responses_total" + lbl + ",code=\"200\"}"), 1);
