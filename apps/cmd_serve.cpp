@@ -36,16 +36,23 @@ namespace {
 
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
+// The prefix cache is on by default here, and prompts are prefilled one per
+// step (the median time to first token matters more to a server's clients than
+// to an offline batch).
+SchedulerFlags serve_scheduler_defaults() {
+  SchedulerFlags f;
+  f.step_prefills = 1;
+  f.prefix_cache_entries = 8;
+  return f;
+}
+
 struct ServeFlags {
   RunConfig run;           // model, template, cache, threads
   SamplingFlags sampling;  // the defaults of requests that give none
   int64_t max_new_tokens = 0;
   std::string host = "127.0.0.1";
   int64_t port = 8080;
-  // The prefix cache is on by default here, and prompts are prefilled one per
-  // step (the median time to first token matters more to a server's clients
-  // than to an offline batch).
-  SchedulerFlags sched{.step_prefills = 1, .prefix_cache_entries = 8};
+  SchedulerFlags sched = serve_scheduler_defaults();
   int64_t max_queue = 64;
   int64_t max_n = 8;  // OpenAI's n: choices per request
   std::vector<std::string> api_keys;

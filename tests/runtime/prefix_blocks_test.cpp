@@ -62,9 +62,9 @@ struct Blocks {
 
   FakeTokenizer tok;
   SeqFakeEngine engine;
+  std::vector<KvEvent> events;  // before sched: its shutdown at destruction still sends events
+  std::vector<int32_t> reply;   // the last request's sampled tokens
   std::unique_ptr<Scheduler> sched;
-  std::vector<KvEvent> events;
-  std::vector<int32_t> reply;  // the last request's sampled tokens
 };
 
 std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
