@@ -14,11 +14,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The directory of the synthetic file, removed when the process ends.
+struct ScratchDir {
+  fs::path path = fs::temp_directory_path() / ("og-api-experts-" + std::to_string(::getpid()));
+  ScratchDir() { fs::create_directories(path); }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 // The synthetic file, written once per process; "" when og-synth failed.
 const std::string& moe_file() {
+  static const ScratchDir scratch;
   static const std::string path = [] {
-    const fs::path dir = fs::temp_directory_path() / ("og-api-experts-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
+    const fs::path& dir = scratch.path;
     const std::string out = (dir / "qwen3moe.gguf").string();
     const std::string cmd = std::string(OG_BINARY_DIR) + "/og-synth --family qwen3moe --format gguf --out '" + out +
                             "' > /dev/null";
