@@ -194,7 +194,7 @@ Resolved resolve(const KvGeometry& g, const KvPolicy& p) {
     l.n_kv_heads = s.n_kv_heads;
     l.head_dim_k = s.head_dim_k;
     l.head_dim_v = s.head_dim_v;
-    l.window = p.windows.empty() ? s.window : p.windows[c % p.windows.size()];
+    l.window = effective_window(g, p, c);
     if (l.window > 0) l.slots = std::min<int64_t>(int64_t{l.window} + r.policy.max_write - 1, p.max_capacity);
     l.row_bytes_k = row_bytes(p.dtype, s.head_dim_k);
     l.row_bytes_v = row_bytes(p.dtype, s.head_dim_v);

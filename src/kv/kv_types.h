@@ -3,6 +3,7 @@
 // memory accounting. See ../shared/design/ARCHITECTURE.md, "The cache contract".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -44,6 +45,12 @@ struct KvPolicy {
 };
 
 // One row of a step: a token of sequence `seq` at position `pos`.
+// Cache c's window in a run: the policy's override (repeated over the caches)
+// or the model's own; 0 = flat (full history), W > 0 = a ring.
+inline int effective_window(const KvGeometry& g, const KvPolicy& p, size_t c) {
+  return p.windows.empty() ? g.caches[c].window : p.windows[c % p.windows.size()];
+}
+
 struct KvRow {
   int seq = 0;
   int64_t pos = 0;

@@ -17,11 +17,8 @@ PrefixCache::PrefixCache(KvCache& cache, const PrefixCacheOptions& o)
       hasher_(o.block_size, o.hash_seed),
       events_on_(o.events),
       has_ring_(false) {
-  // The run's windows (policy.windows repeated over the caches) or the model's.
-  const std::vector<int>& w = cache.policy().windows;
-  const std::vector<KvCacheSpec>& caches = cache.geometry().caches;
-  for (size_t c = 0; c < caches.size(); ++c)
-    has_ring_ = has_ring_ || (w.empty() ? caches[c].window : w[c % w.size()]) > 0;
+  for (size_t c = 0; c < cache.geometry().caches.size(); ++c)
+    has_ring_ = has_ring_ || effective_window(cache.geometry(), cache.policy(), c) > 0;
   for (int i = max_entries_ - 1; i >= 0; --i) free_seqs_.push_back(o.first_seq + i);
   if (!o.disk.dir.empty() && enabled())
     disk_ = std::make_unique<PrefixDiskTier>(o.disk, cache.geometry(), cache.policy(), o.block_size,

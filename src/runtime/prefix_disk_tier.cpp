@@ -108,7 +108,7 @@ PrefixDiskTier::PrefixDiskTier(const PrefixDiskOptions& o, const KvGeometry& g, 
   put_u32(&key_header_, static_cast<uint32_t>(g.caches.size()));
   for (size_t c = 0; c < g.caches.size(); ++c) {
     const KvCacheSpec& s = g.caches[c];
-    const int window = p.windows.empty() ? s.window : p.windows[c % p.windows.size()];
+    const int window = effective_window(g, p, c);
     OG_CHECK(window == 0, "--prefix-cache-dir: the disk tier needs every KV cache to keep full history, but cache ", c,
              " is a sliding-window ring (window ", window, "); leave --prefix-cache-dir out for this model");
     for (int v : {s.n_kv_heads, s.head_dim_k, s.head_dim_v, window}) put_u32(&key_header_, static_cast<uint32_t>(v));

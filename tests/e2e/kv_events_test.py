@@ -301,13 +301,14 @@ def refusals(offgraph, model):
               f"{what}: one line naming {flag}, exit non-zero (rc {p.returncode}: {p.stderr.strip()!r})")
     refused(["--kv-events-endpoint", "foo"], "--kv-events-endpoint", "a malformed endpoint")
     refused(["--kv-events-topic", "kv@a@b"], "--kv-events-topic", "a topic without an endpoint")
+    # Loopback only: a wildcard bind of the same port still finds it taken.
     busy = socket.socket()
-    busy.bind(("0.0.0.0", 0))
+    busy.bind(("127.0.0.1", 0))
     busy.listen(1)
     port = busy.getsockname()[1]
     try:
         refused(["--kv-events-endpoint", f"tcp://*:{port}"], "--kv-events-endpoint", "a busy PUB port")
-        refused(["--kv-events-endpoint", "tcp://127.0.0.1:1", "--kv-events-replay-endpoint", f"tcp://*:{port}"],
+        refused(["--kv-events-endpoint", "tcp://127.0.0.1:1", "--kv-events-replay-endpoint", f"tcp://127.0.0.1:{port}"],
                 "--kv-events-replay-endpoint", "a busy replay port")
     finally:
         busy.close()
