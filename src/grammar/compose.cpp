@@ -1,6 +1,8 @@
-// Renaming a grammar's rules, and literals for generated grammars (compose.h).
+// Renaming a grammar's rules, literals, and text that avoids given words, for
+// generated grammars (compose.h).
 #include "grammar/compose.h"
 
+#include <algorithm>
 #include <cctype>
 #include <vector>
 
@@ -79,25 +81,52 @@ std::string grammar_literal(std::string_view s) {
 }
 
 std::string text_without_rules(std::string_view w, std::string_view name) {
-  OG_CHECK(w.size() >= 2, "text_without_rules: the word needs two characters or more");
-  for (char c : w)
-    OG_CHECK(c > 0x20 && c < 0x7F && c != '"', "text_without_rules: the word must be printable ASCII");
-  const char a = w[0];
-  OG_CHECK(w.find(a, 1) == std::string_view::npos, "text_without_rules: the word's first character must not recur");
-  // With w[0] unique, a matcher of w in state k (the last k characters are
-  // w[0, k)) goes to 1 on w[0], to k + 1 on w[k], else to 0. Texts without w:
+  return text_without_any_rules({std::string(w)}, name);
+}
+
+std::string text_without_any_rules(const std::vector<std::string>& words, std::string_view name) {
+  OG_CHECK(!words.empty(), "text_without_rules: no word");
+  const char a = words[0].empty() ? '\0' : words[0][0];
+  for (const std::string& w : words) {
+    OG_CHECK(w.size() >= 2, "text_without_rules: a word needs two characters or more");
+    for (char c : w)
+      OG_CHECK(c > 0x20 && c < 0x7F && c != '"', "text_without_rules: a word must be printable ASCII");
+    OG_CHECK(w[0] == a, "text_without_rules: the words must share their first character");
+    OG_CHECK(w.find(a, 1) == std::string::npos, "text_without_rules: the first character must not recur");
+    for (const std::string& v : words)
+      OG_CHECK(&v == &w || !v.starts_with(w), "text_without_rules: a word is a prefix of another");
+  }
+  // With a = the words' first character and found nowhere else in them, a
+  // matcher of the words is in state 0 or in a node of their trie: after a,
+  // the text read since a is s, a proper prefix of some word's rest. From
+  // node s, a child character goes one deeper (a whole word: refused), a goes
+  // back to node "" and any other character back to state 0. Texts without
+  // the words:
   //   ( [^a] | a L* E )* ( a L* P )?
-  // L: back to state 1 (w[1, k) a), E: back to state 0 (w[1, k) then neither
-  // w[k] nor a), P: stop in state k (w[1, k)), for k = 1 .. |w| - 1.
+  // over the nodes s: L: s a (back to node ""), E: s then neither a child of
+  // s nor a (back to state 0), P: stop in node s.
   auto cls = [](char c) { return c == ']' || c == '\\' || c == '^' || c == '-' ? std::string("\\") + c : std::string(1, c); };
+  std::vector<std::string> nodes;  // each proper prefix of a word's rest, once, in order
+  for (const std::string& w : words)
+    for (size_t k = 1; k < w.size(); ++k) {
+      const std::string s = w.substr(1, k - 1);
+      if (std::find(nodes.begin(), nodes.end(), s) == nodes.end()) nodes.push_back(s);
+    }
   const std::string n(name), ca = "[" + cls(a) + "]";
   std::string l, e, p;
-  for (size_t k = 1; k < w.size(); ++k) {
-    const std::string mid = k > 1 ? grammar_literal(w.substr(1, k - 1)) + " " : "";
-    const std::string sep = k > 1 ? " | " : "";
+  for (const std::string& s : nodes) {
+    std::string children;
+    for (const std::string& w : words)
+      if (w.size() > s.size() + 1 && w.compare(1, s.size(), s) == 0 &&
+          children.find(w[s.size() + 1]) == std::string::npos)
+        children += w[s.size() + 1];
+    std::string not_next;
+    for (char c : children) not_next += cls(c);
+    const std::string mid = s.empty() ? "" : grammar_literal(s) + " ";
+    const std::string sep = l.empty() ? "" : " | ";
     l += sep + mid + ca;
-    e += sep + mid + "[^" + cls(w[k]) + cls(a) + "]";
-    p += sep + (k > 1 ? grammar_literal(w.substr(1, k - 1)) : std::string("\"\""));
+    e += sep + mid + "[^" + not_next + cls(a) + "]";
+    p += sep + (s.empty() ? std::string("\"\"") : grammar_literal(s));
   }
   return n + " ::= ([^" + cls(a) + "] | " + ca + " " + n + "-l* " + n + "-e)* (" + ca + " " + n + "-l* " + n + "-p)?\n" +
          n + "-l ::= " + l + "\n" + n + "-e ::= " + e + "\n" + n + "-p ::= " + p + "\n";

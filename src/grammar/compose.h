@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace og::grammar {
 
@@ -24,5 +25,11 @@ std::string grammar_literal(std::string_view s);
 // more whose first character does not recur in it, as "<tool_call>"
 // (og::Error otherwise).
 std::string text_without_rules(std::string_view w, std::string_view name);
+
+// The same for several words at once: `name` matches any text that contains
+// none of `words`. The words follow the rule above, share their first
+// character, and none is a prefix of another ("<|channel|>" and
+// "<|start|>assistant": harmony's two ways into a message).
+std::string text_without_any_rules(const std::vector<std::string>& words, std::string_view name);
 
 }  // namespace og::grammar

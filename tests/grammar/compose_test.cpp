@@ -1,8 +1,9 @@
 // Grammar composition helpers: text_without_rules matches exactly the texts
 // that do not contain its word (against std::string::find on random texts
 // over the word's characters, a multi-byte one and others, the empty text
-// included), stays flat on a long text (repetition, no recursion), and
-// refuses words it cannot express; prefix_rules renames every rule.
+// included), and text_without_any_rules the texts without any of its words;
+// both stay flat on a long text (repetition, no recursion) and refuse words
+// they cannot express; prefix_rules renames every rule.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -45,6 +46,45 @@ TEST(TextWithout, MatchesExactlyTheTextsWithoutTheWord) {
     EXPECT_FALSE(matches(g, w));
     EXPECT_TRUE(matches(g, w.substr(0, w.size() - 1)));
   }
+}
+
+TEST(TextWithout, ManyWordsMatchExactlyTheTextsWithoutAnyOfThem) {
+  const std::vector<std::vector<std::string>> sets = {
+      {"<|channel|>", "<|start|>assistant"}, {"<|end|>", "<|channel|>", "<|start|>assistant"}, {"abc", "abd", "ax"}};
+  for (const std::vector<std::string>& words : sets) {
+    const auto g = parse("root ::= free\n" + text_without_any_rules(words, "free"));
+    std::vector<std::string> alphabet;
+    for (const std::string& w : words)
+      for (char c : w) alphabet.emplace_back(1, c);
+    for (const char* extra : {"x", "\xC3\xA9", "\n"}) alphabet.emplace_back(extra);
+    std::mt19937 rng(5);
+    int with = 0;
+    for (int i = 0; i < 3000; ++i) {
+      std::string text;
+      const int n = static_cast<int>(rng() % 30);
+      for (int k = 0; k < n; ++k) {
+        if (rng() % 4 == 0) {
+          const std::string& w = words[rng() % words.size()];
+          text += w.substr(0, rng() % (w.size() + 1));
+        } else {
+          text += alphabet[rng() % alphabet.size()];
+        }
+      }
+      bool has = false;
+      for (const std::string& w : words) has = has || text.find(w) != std::string::npos;
+      with += has ? 1 : 0;
+      EXPECT_EQ(matches(g, text), !has) << words[0] << " ... in '" << text << "'";
+    }
+    EXPECT_GT(with, 100) << words[0];
+    for (const std::string& w : words) {
+      EXPECT_FALSE(matches(g, "x" + w + "x")) << w;
+      EXPECT_TRUE(matches(g, w.substr(0, w.size() - 1))) << w;
+    }
+  }
+  EXPECT_THROW(text_without_any_rules({}, "f"), Error);
+  EXPECT_THROW(text_without_any_rules({"<a>", "[b]"}, "f"), Error);  // first characters differ
+  EXPECT_THROW(text_without_any_rules({"<ab", "<abc"}, "f"), Error);  // a prefix of another
+  EXPECT_THROW(text_without_any_rules({"<ab", "<a<"}, "f"), Error);   // first character recurs
 }
 
 TEST(TextWithout, ALongTextStaysWithinTheStackLimit) {
