@@ -200,40 +200,36 @@ ChatSegments render_phi3(Msgs m, bool gen) { return render_wrapped(m, gen, "phi3
 // Zephyr (TinyLlama-Chat): <|ROLE|>\nCONTENT</s>\n.
 ChatSegments render_zephyr(Msgs m, bool gen) { return render_wrapped(m, gen, "zephyr", "<|", "|>\n", "</s>\n"); }
 
-// Today's date in UTC as YYYY-MM-DD (the harmony system message's
-// "Current date", which gpt-oss's own template fills with strftime_now).
-std::string utc_date() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
 // Harmony (gpt-oss), as its chat template renders a conversation without
-// tools: every message is <|start|>ROLE<|message|>TEXT<|end|>; first the
-// system message the template builds (identity, knowledge cutoff, today's
-// date, reasoning effort medium, the valid channels), then a first system
-// message of the conversation as the developer's "# Instructions", user
-// turns, and earlier assistant replies on the final channel only (their
-// reasoning is not shown again). The generation header is <|start|>assistant;
-// the model writes <|channel|>analysis<|message|>...<|end|> (its reasoning),
-// then <|start|>assistant<|channel|>final<|message|>... and <|return|>. A reply
+// tools (api/harmony_chat.h renders whole requests, tools included): every
+// message is <|start|>ROLE<|message|>TEXT<|end|>; first the system message
+// the template builds (harmony_system_message: today's date, reasoning
+// medium), then a first system message of the conversation, when not empty,
+// as the developer's "# Instructions", user turns, and earlier assistant
+// replies on the final channel only (their reasoning is not shown again). The
+// generation header is <|start|>assistant; the model writes
+// <|channel|>analysis<|message|>...<|end|> (its reasoning), then
+// <|start|>assistant<|channel|>final<|message|>... and <|return|>. A reply
 // therefore renders differently as history (final-channel markup, <|end|>
-// for <|return|>): chat re-feeds it (render_after_prompt_segments). Contents
-// are not trimmed.
+// for <|return|>): chat re-feeds it (render_after_prompt_segments). Without
+// a generation prompt a last reply keeps <|return|>, as the template writes
+// it. Contents are not trimmed.
 ChatSegments render_harmony(Msgs m, bool gen) {
   check_roles(m, "harmony", true);
   Out out;
-  out.t("<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
-        "Knowledge cutoff: 2024-06\nCurrent date: " + utc_date() +
-        "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included "
-        "for every message.<|end|>");
-  for (const auto& msg : m) {
-    if (msg.role == "system") out.t("<|start|>developer<|message|># Instructions\n\n").c(msg.content).t("\n\n<|end|>");
-    else if (msg.role == "user") out.t("<|start|>user<|message|>").c(msg.content).t("<|end|>");
-    else out.t("<|start|>assistant<|channel|>final<|message|>").c(msg.content).t("<|end|>");
+  out.t("<|start|>system<|message|>" + harmony_system_message(kHarmonyIdentity, utc_date(), "medium", false) +
+        "<|end|>");
+  for (size_t i = 0; i < m.size(); ++i) {
+    const ChatMessage& msg = m[i];
+    if (msg.role == "system") {
+      if (!msg.content.empty()) out.t("<|start|>developer<|message|># Instructions\n\n").c(msg.content).t("\n\n<|end|>");
+    } else if (msg.role == "user") {
+      out.t("<|start|>user<|message|>").c(msg.content).t("<|end|>");
+    } else {
+      // A last reply without a generation prompt ends as the model ends it (the template's training form).
+      const bool closing = !gen && i + 1 == m.size();
+      out.t("<|start|>assistant<|channel|>final<|message|>").c(msg.content).t(closing ? "<|return|>" : "<|end|>");
+    }
   }
   if (gen) out.t("<|start|>assistant");
   return out.take();
@@ -348,6 +344,27 @@ ChatSegments ChatTemplate::delta_after(const ChatSegments& history, const ChatSe
 std::string ChatTemplate::render_delta(std::span<const ChatMessage> messages, size_t n_done,
                                        bool reply_closed) const {
   return chat_text(render_delta_segments(messages, n_done, reply_closed));
+}
+
+std::string utc_date(int64_t now_unix) {
+  const std::time_t now = now_unix < 0 ? std::time(nullptr) : static_cast<std::time_t>(now_unix);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+std::string harmony_system_message(std::string_view model_identity, std::string_view date,
+                                   std::string_view reasoning_effort, bool has_tools) {
+  std::string s(model_identity);
+  s += "\nKnowledge cutoff: 2024-06\nCurrent date: ";
+  s += date;
+  s += "\n\nReasoning: ";
+  s += reasoning_effort;
+  s += "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.";
+  if (has_tools) s += "\nCalls to these tools must go to the commentary channel: 'functions'.";
+  return s;
 }
 
 std::vector<std::string> chat_template_names() {

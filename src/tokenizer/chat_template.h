@@ -107,6 +107,19 @@ class ChatTemplate {
 // raw, none -> 0; gpt-oss -> harmony).
 std::vector<std::string> chat_template_names();
 
+// The text of the system message gpt-oss's template opens every harmony
+// conversation with (between <|start|>system<|message|> and <|end|>): the
+// model identity, knowledge cutoff, `date` (YYYY-MM-DD), reasoning effort and
+// the valid channels, plus the line that sends calls to 'functions' when the
+// request has tools. The built-in harmony render and render_harmony_request
+// (api/harmony_chat.h) share it.
+std::string harmony_system_message(std::string_view model_identity, std::string_view date,
+                                   std::string_view reasoning_effort, bool has_tools);
+// The default identity of that message.
+inline constexpr std::string_view kHarmonyIdentity = "You are ChatGPT, a large language model trained by OpenAI.";
+// Today's date in UTC as YYYY-MM-DD (now_unix < 0) or that of now_unix.
+std::string utc_date(int64_t now_unix = -1);
+
 // Recognises a model's Jinja chat template by its distinctive markers; returns
 // the matching built-in's name, or nullopt when it matches none.
 std::optional<std::string> detect_chat_template(std::string_view jinja);

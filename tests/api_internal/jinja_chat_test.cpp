@@ -120,11 +120,13 @@ TEST(JinjaChat, GptOssTemplateEqualsTheBuiltinHarmony) {
   auto harmony = make_chat_template("harmony", std::nullopt);
   const std::vector<ChatMessage> m = {{"system", "Be brief."}, {"user", "Hi there"}, {"assistant", "Hello!"},
                                       {"user", "A joke?"}};
-  for (size_t n : {size_t{2}, size_t{4}}) {
+  for (size_t n : {size_t{2}, size_t{3}, size_t{4}}) {
     const std::span<const ChatMessage> conv(m.data(), n);
-    const ChatSegments j = t.render_segments(conv, true), b = harmony->render_segments(conv, true);
-    EXPECT_EQ(chat_text(j), chat_text(b)) << n;
-    EXPECT_EQ(contents_of(j), contents_of(b)) << n;
+    for (bool gen : {true, false}) {  // without the generation prompt a last reply ends with <|return|>
+      const ChatSegments j = t.render_segments(conv, gen), b = harmony->render_segments(conv, gen);
+      EXPECT_EQ(chat_text(j), chat_text(b)) << n << " " << gen;
+      EXPECT_EQ(contents_of(j), contents_of(b)) << n << " " << gen;
+    }
   }
   EXPECT_EQ(t.turn_end(), "<|return|>");
 }
