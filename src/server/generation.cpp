@@ -219,7 +219,8 @@ void set_grammar(const GenerationRequest& req, const ServedModel& m, const Reply
     }
   }
   // Strict tools under "auto": the reply may say anything, but a call it
-  // makes is valid (Hermes / Qwen format; the others are parsed, not enforced).
+  // makes is valid (the formats strict_auto_grammar names; "" for the others,
+  // whose calls are parsed, not enforced).
   const bool strict_auto = !g && req.endpoint == Endpoint::kChat && req.n_tools > 0 &&
                            req.tool_choice.kind == ToolChoice::Kind::kAuto && reply.parse_tools &&
                            has_strict_tools(req);

@@ -50,7 +50,8 @@ ReasoningMarkers reasoning_markers(ReasoningFormat f) {
 // The marker that starts a call inside content (Llama 3's calls have none:
 // they are the whole reply). Harmony's call is a message: its header starts
 // with <|start|>assistant, or (the reply's first message) with <|channel|>;
-// call_open_marker2 gives that second marker.
+// call_open_marker2 gives that second marker. (The strict tools' grammars
+// under "auto", tool_grammar.cpp, keep free text clear of these markers.)
 std::string_view call_open_marker(ToolCallFormat f) {
   switch (f) {
     case ToolCallFormat::kHermes: return detail::kHermesOpen;
@@ -285,7 +286,8 @@ struct ReplyParser::Impl {
   }
 
   // Llama 3: a call is the whole reply, '{' or <|python_tag|> first; calls
-  // may be separated by ';'. Anything else makes the rest content.
+  // may be separated by ';'. Anything else makes the rest content. (The
+  // strict tools' grammar under "auto", tool_grammar.cpp, follows this split.)
   bool llama_start(bool final) {
     std::string_view b = buf;
     size_t p = leading_space(b);

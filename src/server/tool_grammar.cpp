@@ -1,4 +1,4 @@
-// Grammars of required tool calls (tool_grammar.h).
+// Grammars of required tool calls and of strict tools under "auto" (tool_grammar.h).
 #include "server/tool_grammar.h"
 
 #include "grammar/compose.h"
@@ -138,12 +138,52 @@ std::string call_marker(const ReplyFormat& f) {
   return f.tools == ToolCallFormat::kMistral ? "[TOOL_CALLS]" : "<tool_call>";
 }
 
+// gpt-oss (harmony) under "auto": after an optional analysis message, the
+// final message (text holding neither of the parser's two ways into a call,
+// so it reads none there; <|return|> ends it) or one call. The analysis text
+// runs to its <|end|>; when the analysis is not parsed as reasoning the parser
+// reads it as content, so it holds neither way in either.
+std::string harmony_auto_rules(const ReplyParserOptions& reply) {
+  const bool reasoning = reply.parse_reasoning && reply.format.reasoning == ReasoningFormat::kHarmony;
+  const std::vector<std::string> ways_in = {"<|channel|>", "<|start|>assistant"};  // reply_parser.cpp call_open_marker*
+  std::string g = calls_rules(reply.format, false);
+  g += grammar::text_without_any_rules(ways_in, "free");
+  g += reasoning ? grammar::text_without_rules("<|end|>", "think-body")
+                 : grammar::text_without_any_rules({"<|end|>", ways_in[0], ways_in[1]}, "think-body");
+  g += "reply ::= \"<|channel|>final<|message|>\" free | calls\n";
+  g += reasoning && reply.starts_in_reasoning
+           ? "root ::= think-body \"<|end|><|start|>assistant\" reply\n"
+           : "root ::= (\"<|channel|>analysis<|message|>\" think-body \"<|end|><|start|>assistant\")? reply\n";
+  return g;
+}
+
+// Llama 3 under "auto". The parser (reply_parser.cpp llama_start) takes a
+// reply as calls when its first character after whitespace is '{' or it
+// opens with <|python_tag|>, and as content otherwise. So: whitespace, then
+// calls (as the required grammar writes them, no <|python_tag|>), or text
+// that opens with neither, or nothing. A '{' reply that is not a call (a bare
+// JSON answer) is content to the parser, but is not writable here: which
+// objects the parser reads as calls is not a grammar's to tell.
+std::string llama3_auto_rules(const ReplyFormat& f, bool parallel) {
+  std::string g = calls_rules(f, parallel);
+  g += "root ::= ws (calls | text)?\n";
+  g += "ws ::= [ \\t\\n\\r\\f\\x0B]*\n";  // the parser's is_space
+  // "<" and then not the rest of <|python_tag|>: stop within it, or leave it.
+  const std::string_view tag = "<|python_tag|>";
+  std::string not_tag;
+  for (size_t k = 1; k < tag.size(); ++k) {
+    const std::string done = k > 1 ? grammar::grammar_literal(tag.substr(1, k - 1)) : std::string("\"\"");
+    not_tag += std::string(k > 1 ? " | " : "") + done + " | " + (k > 1 ? done + " " : "") + "[^" + tag[k] + "] .*";
+  }
+  g += "text ::= [^{< \\t\\n\\r\\f\\x0B] .* | \"<\" (" + not_tag + ")\n";
+  return g;
+}
+
 }  // namespace
 
 std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserOptions& reply) {
   const ReplyFormat& f = reply.format;
-  if (f.tools != ToolCallFormat::kHermes && f.tools != ToolCallFormat::kMistral && f.tools != ToolCallFormat::kGemma4)
-    return "";
+  if (!enforceable(f.tools)) return "";
   const json& tools = req.template_request["tools"];
   std::string rules, alts;
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -153,7 +193,10 @@ std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserO
     alts += std::string(alts.empty() ? "" : " | ") +
             call_alternative(f, tools[i]["function"]["name"].get<std::string>(), args);
   }
-  std::string g = "call-body ::= " + alts + "\n" + calls_rules(f, req.parallel_tool_calls);
+  std::string g = "call-body ::= " + alts + "\n";
+  if (f.tools == ToolCallFormat::kHarmony) return g + harmony_auto_rules(reply) + rules;
+  if (f.tools == ToolCallFormat::kLlama3Json) return g + llama3_auto_rules(f, req.parallel_tool_calls) + rules;
+  g += calls_rules(f, req.parallel_tool_calls);
   // Text (reasoning included) never holding the marker, then calls or nothing.
   g += f.tools == ToolCallFormat::kHermes ? "root ::= free (calls [\\n]?)?\n" : "root ::= free calls?\n";
   g += grammar::text_without_rules(call_marker(f), "free");

@@ -31,10 +31,19 @@ std::vector<std::string> tool_grammar_markers(const ReplyFormat& format);
 // True when one of the request's tools says "strict": true.
 bool has_strict_tools(const GenerationRequest& req);
 
-// tool_choice "auto" with strict tools: any text without the call marker,
-// then (or not) calls whose arguments are valid for strict tools' schemas
-// (any object for the others). Hermes / Qwen, Mistral and Gemma 4 formats;
-// "" for Llama 3's bare JSON (its calls are parsed, not enforced).
+// tool_choice "auto" with strict tools: the reply may be text, but any call
+// in it is to a listed tool, with arguments valid for a strict tool's schema
+// (any object for the others). Every format tool_call_grammar enforces ("" for
+// the others: their calls are parsed, not enforced):
+// - Hermes / Qwen, Mistral, Gemma 4: text without the call marker, then (or
+//   not) calls;
+// - gpt-oss (harmony): an optional analysis message, then the final message
+//   (text holding neither <|channel|> nor <|start|>assistant, the parser's
+//   ways into a call) or one call;
+// - Llama 3 bare JSON: whitespace, then calls, or text whose first character
+//   is not '{' and that does not open with <|python_tag|> (what the parser
+//   reads as content), or nothing. A reply that opens with '{' is a call: a
+//   bare JSON object that is not one cannot be written.
 std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserOptions& reply);
 
 }  // namespace og::server

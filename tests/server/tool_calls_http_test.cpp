@@ -230,9 +230,10 @@ TEST_F(ToolCalls, RequiredCallIsAGrammarOrARefusal) {
 }
 
 // Strict tools under tool_choice auto: the reply is held to "text without the
-// marker, then valid calls or nothing" (Hermes, Mistral and Gemma 4 formats);
-// without a strict tool, or for Llama 3's bare JSON calls, nothing is
-// constrained.
+// marker, then valid calls or nothing" (Hermes, Mistral and Gemma 4 formats),
+// to a final message or a valid call (gpt-oss's harmony), to text that does
+// not open with '{' or valid calls (Llama 3's bare JSON); without a strict
+// tool nothing is constrained.
 TEST_F(ToolCalls, StrictToolsUnderAutoAreAGrammar) {
   start_jinja();
   auto c = client();
@@ -264,7 +265,7 @@ TEST_F(ToolCalls, StrictToolsUnderAutoAreAGrammar) {
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");
   ASSERT_TRUE(r && r->status == 200);
   EXPECT_FALSE(sched_->last_options().grammar.grammar);
-  // Mistral's and Gemma 4's calls are enforced too; Llama 3's bare JSON is parsed, not enforced.
+  // Mistral's and Gemma 4's calls are enforced too.
   body["tools"][0]["function"]["strict"] = true;
   model_.reply_format.tools = ToolCallFormat::kMistral;
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");
@@ -274,10 +275,32 @@ TEST_F(ToolCalls, StrictToolsUnderAutoAreAGrammar) {
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");
   ASSERT_TRUE(r && r->status == 200);
   EXPECT_TRUE(sched_->last_options().grammar.grammar);
-  model_.reply_format.tools = ToolCallFormat::kLlama3Json;
+  // gpt-oss's harmony messages: a final message or a valid call.
+  model_.reply_format = {ToolCallFormat::kHarmony, ReasoningFormat::kHarmony};
   r = c.Post("/v1/chat/completions", body.dump(), "application/json");
-  ASSERT_TRUE(r && r->status == 200);
-  EXPECT_FALSE(sched_->last_options().grammar.grammar);
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  auto accepted = [&](const std::string& text) {
+    const auto h = sched_->last_options().grammar.grammar;
+    if (!h) return false;
+    grammar::Matcher m(h);
+    return m.accept_bytes(text) && m.is_complete();
+  };
+  const std::string analysis = "<|channel|>analysis<|message|>Weather.<|end|><|start|>assistant";
+  EXPECT_TRUE(accepted(analysis + "<|channel|>final<|message|>Sunny."));
+  EXPECT_TRUE(accepted(analysis + R"(<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>)"
+                                  R"({"city": "Paris"})"));
+  EXPECT_FALSE(accepted(analysis + R"(<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>)"
+                                   R"({"town": "Paris"})"));
+  EXPECT_FALSE(accepted("<|channel|>commentary to=functions.no_such_tool <|constrain|>json<|message|>{}"));
+  // Llama 3's bare JSON: text that does not open with '{', or a valid call.
+  model_.reply_format = {ToolCallFormat::kLlama3Json, ReasoningFormat::kNone};
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  EXPECT_TRUE(accepted("It is sunny in Paris."));
+  EXPECT_TRUE(accepted(R"({"name": "get_weather", "parameters": {"city": "Paris"}})"));
+  EXPECT_FALSE(accepted(R"({"name": "get_weather", "parameters": {"town": "Paris"}})"));
+  EXPECT_FALSE(accepted(R"({"name": "no_such_tool", "parameters": {}})"));
+  EXPECT_FALSE(accepted(R"({"answer": 42})"));
 }
 
 TEST_F(ToolCalls, ApplyTemplateRoute) {

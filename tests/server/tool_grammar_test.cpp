@@ -4,8 +4,12 @@
 // back as that call, and what they refuse is refused. Mistral's two syntaxes
 // (name[CALL_ID]id[ARGS]{...} and the [TOOL_CALLS][...] list) and its
 // [THINK] block; Gemma 4's own argument syntax; gpt-oss's harmony message to
-// the function after an optional analysis message.
+// the function after an optional analysis message. Under "auto", random
+// replies the grammar accepts are read by the parser as valid calls or as text
+// with none (harmony, Llama 3's bare JSON).
 #include <gtest/gtest.h>
+
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -220,10 +224,88 @@ TEST(ToolGrammar, Gemma4UnwritableKeyIsA400) {
   }
 }
 
-TEST(ToolGrammar, Llama3StrictAutoIsNotEnforced) {
+// Whether every call the parser reads in a reply is to a listed tool, with
+// arguments valid for get_weather's schema when it is that one.
+bool calls_valid(const ParsedReply& p) {
+  for (const ToolCall& c : p.tool_calls) {
+    const json a = json::parse(c.arguments);
+    if (c.name == "get_time") continue;
+    if (c.name != "get_weather" || a.size() != 2 || !a.contains("city") || !a.contains("days")) return false;
+    if (!a["city"].is_string() || a["city"].get<std::string>().size() > 10) return false;
+    if (!a["days"].is_number_integer() || a["days"].get<int>() < 1 || a["days"].get<int>() > 7) return false;
+  }
+  return true;
+}
+
+// Random replies from pieces of calls and markers: whenever the grammar
+// accepts one, the parser reads only valid calls in it.
+void expect_accepted_calls_valid(const std::string& g, const ReplyParserOptions& o,
+                                 const std::vector<std::string>& pieces, int* accepted) {
+  std::mt19937 rng(11);
+  const auto gr = grammar::Grammar::parse(g);
+  for (int i = 0; i < 4000; ++i) {
+    std::string text;
+    for (int k = 0, n = static_cast<int>(rng() % 6); k < n; ++k) text += pieces[rng() % pieces.size()];
+    grammar::Matcher m(gr);
+    if (!(m.accept_bytes(text) && m.is_complete())) continue;
+    ++*accepted;
+    EXPECT_TRUE(calls_valid(parse_reply(text, o))) << text;
+  }
+}
+
+ReplyParserOptions llama3() {
   ReplyParserOptions o;
   o.format.tools = ToolCallFormat::kLlama3Json;
-  EXPECT_EQ(strict_auto_grammar(request("auto", false, true), o), "");
+  o.id_seed = 7;
+  return o;
+}
+
+// Llama 3 under "auto": calls ({"name": ..., "parameters": ...}) or text the
+// parser does not read as a call (after whitespace, neither '{' nor
+// <|python_tag|> first), nothing else.
+TEST(ToolGrammar, Llama3StrictAuto) {
+  const ReplyParserOptions o = llama3();
+  const std::string g = strict_auto_grammar(request("auto", false, /*strict=*/true), o);
+  ASSERT_FALSE(g.empty());
+  for (const std::string text : {"", " \n", "It is sunny {in} Paris.", "\n\t <b>x</b>", "<|python_ta", "<|python_tag|",
+                                 "<|pythonic {\"name\": \"get_time\", \"parameters\": {}}", "<", "Sure; {}"}) {
+    EXPECT_TRUE(accepts(g, text)) << text;
+    const ParsedReply p = parse_reply(text, o);
+    EXPECT_TRUE(p.tool_calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+  const std::string call = R"({"name": "get_weather", "parameters": {"city": "Paris", "days": 2}})";
+  EXPECT_TRUE(accepts(g, call)) << g;
+  EXPECT_TRUE(accepts(g, "\n " + call));
+  const ParsedReply p = parse_reply("\n " + call, o);
+  ASSERT_EQ(p.tool_calls.size(), 1u);
+  EXPECT_EQ(p.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(json::parse(p.tool_calls[0].arguments), json::parse(R"({"city": "Paris", "days": 2})"));
+  EXPECT_EQ(p.content, "");
+  EXPECT_TRUE(accepts(g, R"({"name": "get_time", "parameters": {"tz": "UTC"}})"));  // not strict: any object
+  // Refused: a bound broken, an unknown tool, JSON that is no call, '{' after
+  // whitespace, <|python_tag|>, text after a call, two calls unless parallel.
+  EXPECT_FALSE(accepts(g, R"({"name": "get_weather", "parameters": {"city": "Paris", "days": 12}})"));
+  EXPECT_FALSE(accepts(g, R"({"name": "get_weather", "parameters": {"town": "Paris", "days": 2}})"));
+  EXPECT_FALSE(accepts(g, R"({"name": "rm_rf", "parameters": {}})"));
+  EXPECT_FALSE(accepts(g, R"({"answer": 42})"));
+  EXPECT_FALSE(accepts(g, " \n{x"));
+  EXPECT_FALSE(accepts(g, R"(<|python_tag|>{"name": "get_time", "parameters": {}})"));
+  EXPECT_FALSE(accepts(g, "<|python_tag|>"));
+  EXPECT_FALSE(accepts(g, call + " Done."));
+  EXPECT_FALSE(accepts(g, call + "; " + call));
+  const std::string par = strict_auto_grammar(request("auto", /*parallel=*/true, /*strict=*/true), o);
+  EXPECT_TRUE(accepts(par, call + "; " + R"({"name": "get_time", "parameters": {}})"));
+  EXPECT_EQ(parse_reply(call + "; " + R"({"name": "get_time", "parameters": {}})", o).tool_calls.size(), 2u);
+  // The split is the parser's: a random reply the grammar accepts is either
+  // calls it reads as valid, or content with no call in it.
+  int accepted = 0;
+  expect_accepted_calls_valid(par, o,
+                              {" ", "\n", "x", "{", "}", "<", "<|python_tag|>", "<|python", "; ", call,
+                               R"({"name": "rm_rf", "parameters": {}})",
+                               R"({"name": "get_weather", "arguments": {"city": "Rome", "days": 0}})"},
+                              &accepted);
+  EXPECT_GT(accepted, 200);
 }
 
 // gpt-oss (harmony): one call, a commentary message to functions.NAME whose
@@ -252,6 +334,74 @@ TEST(ToolGrammar, HarmonyRequired) {
                        "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{}"));
   EXPECT_EQ(tool_grammar_markers(o.format),
             (std::vector<std::string>{"<|channel|>", "<|message|>", "<|constrain|>", "<|start|>", "<|end|>"}));
+}
+
+// gpt-oss (harmony) under "auto": after an optional analysis message, the
+// final message (no way into a call in its text) or one valid call.
+TEST(ToolGrammar, HarmonyStrictAuto) {
+  ReplyParserOptions o;
+  o.format = {ToolCallFormat::kHarmony, ReasoningFormat::kHarmony};
+  o.parse_tools = o.parse_reasoning = true;
+  o.id_seed = 7;
+  const std::string g = strict_auto_grammar(request("auto", false, /*strict=*/true), o);
+  ASSERT_FALSE(g.empty());
+  const std::string analysis = "<|channel|>analysis<|message|>Weather <|channel|> or not?<|end|><|start|>assistant";
+  const std::string final_text = "<|channel|>final<|message|>It is <b>sunny</b> <|end|> in Paris.";
+  const std::string call =
+      R"(<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris", "days": 3})";
+  EXPECT_TRUE(accepts(g, final_text)) << g;
+  EXPECT_TRUE(accepts(g, "<|channel|>final<|message|>"));
+  EXPECT_TRUE(accepts(g, analysis + final_text));
+  EXPECT_TRUE(accepts(g, call));
+  EXPECT_TRUE(accepts(g, analysis + call));
+  EXPECT_TRUE(accepts(g, R"(<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"tz": [1]})"));
+  ParsedReply p = parse_reply(analysis + final_text, o);
+  EXPECT_EQ(p.reasoning, "Weather <|channel|> or not?");
+  EXPECT_EQ(p.content, "It is <b>sunny</b> <|end|> in Paris.");
+  EXPECT_TRUE(p.tool_calls.empty());
+  p = parse_reply(analysis + call, o);
+  ASSERT_EQ(p.tool_calls.size(), 1u) << p.content;
+  EXPECT_EQ(p.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(json::parse(p.tool_calls[0].arguments), json::parse(R"({"city": "Paris", "days": 3})"));
+  // Refused: a bound broken, an unknown function, a call inside the final
+  // message, a way into a message there, no message at all, two calls,
+  // text after the call, an analysis that never ends.
+  EXPECT_FALSE(accepts(g, analysis + R"(<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris", "days": 9})"));
+  EXPECT_FALSE(accepts(g, "<|channel|>commentary to=functions.rm_rf <|constrain|>json<|message|>{}"));
+  EXPECT_FALSE(accepts(g, "<|channel|>final<|message|>Sure.<|channel|>commentary to=functions.rm_rf <|constrain|>json<|message|>{}"));
+  EXPECT_FALSE(accepts(g, "<|channel|>final<|message|>Sure.<|start|>assistant to=functions.rm_rf<|channel|>commentary json<|message|>{}"));
+  EXPECT_FALSE(accepts(g, "Hello."));
+  EXPECT_FALSE(accepts(g, call + call));
+  EXPECT_FALSE(accepts(g, call + " and more"));
+  EXPECT_FALSE(accepts(g, "<|channel|>analysis<|message|>Hmm"));
+  // A reply that starts inside the analysis (the prompt opened it).
+  ReplyParserOptions in = o;
+  in.starts_in_reasoning = true;
+  const std::string gi = strict_auto_grammar(request("auto", false, true), in);
+  EXPECT_TRUE(accepts(gi, "Thinking.<|end|><|start|>assistant" + call));
+  EXPECT_TRUE(accepts(gi, "Thinking.<|end|><|start|>assistant<|channel|>final<|message|>Hi"));
+  EXPECT_FALSE(accepts(gi, call));
+  // Whenever the grammar accepts a random reply, the parser reads only valid calls.
+  const std::vector<std::string> pieces = {"<|channel|>", "<|start|>assistant", "<|end|>", "analysis<|message|>",
+                                           "final<|message|>", "x ", "<|", "commentary to=functions.rm_rf <|constrain|>json<|message|>{}",
+                                           "<|channel|>analysis<|message|>", "<|end|><|start|>assistant",
+                                           "<|channel|>final<|message|>", call,
+                                           R"(<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris", "days": 0})"};
+  int accepted = 0;
+  expect_accepted_calls_valid(g, o, pieces, &accepted);
+  EXPECT_GT(accepted, 50);
+  // Analysis not parsed as reasoning: the parser reads it as content, so it
+  // holds no way into a call either.
+  ReplyParserOptions plain = o;
+  plain.parse_reasoning = false;
+  const std::string gp = strict_auto_grammar(request("auto", false, true), plain);
+  EXPECT_TRUE(accepts(gp, "<|channel|>analysis<|message|>Weather.<|end|><|start|>assistant" + call));
+  EXPECT_FALSE(accepts(gp, analysis + call));
+  p = parse_reply("<|channel|>analysis<|message|>Weather.<|end|><|start|>assistant" + call, plain);
+  ASSERT_EQ(p.tool_calls.size(), 1u) << p.content;
+  accepted = 0;
+  expect_accepted_calls_valid(gp, plain, pieces, &accepted);
+  EXPECT_GT(accepted, 50);
 }
 
 }  // namespace
