@@ -1,13 +1,16 @@
 // `offgraph template`: one chat request (OpenAI's chat shape: messages, tools,
 // chat_template_kwargs, add_generation_prompt) rendered by a model's own Jinja
-// chat template or a template file, printed exactly as rendered and nothing
-// more. A template that raises is exit 1 with its message.
+// chat template, a template file or the built-in harmony render (--chat
+// harmony: gpt-oss's format, tools included; api/harmony_chat.h), printed
+// exactly as rendered and nothing more. A template that raises is exit 1
+// with its message.
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
+#include "api/harmony_chat.h"
 #include "api/jinja_chat.h"
 #include "api/run_builder.h"
 #include "base/error.h"
@@ -23,7 +26,7 @@ namespace og::app {
 namespace {
 
 struct TemplateFlags {
-  std::string model, template_file, request = "-", date;
+  std::string model, template_file, request = "-", date, chat;
   std::string bos, eos;
 };
 
@@ -57,12 +60,17 @@ int64_t parse_date(const std::string& d) {
 int cmd_template(const Args& args) {
   TemplateFlags f;
   Flags fl = command_flags("template",
-                           "(--model M | --chat-template-file T) [--request R.json|-] [options]\n\n"
+                           "(--model M | --chat-template-file T | --chat harmony) [--request R.json|-] [options]\n\n"
                            "Renders one chat request (a JSON object in OpenAI's chat shape: messages, tools,\n"
                            "chat_template_kwargs, add_generation_prompt, default true) with the model's own chat\n"
-                           "template or a template file and prints exactly the rendered text.");
+                           "template, a template file or the built-in harmony render and prints exactly the\n"
+                           "rendered text.");
   add_model_flag(fl, &f.model, "the model whose chat template renders (and whose BOS/EOS texts are the defaults)");
   fl.add_string("chat-template-file", &f.template_file, "a Jinja chat template file instead of the model's", "PATH");
+  fl.add_string("chat", &f.chat,
+                "the built-in harmony (alias gpt-oss) render instead of a Jinja template: gpt-oss's format with "
+                "tools, tool calls and tool results",
+                "NAME");
   fl.add_string("request", &f.request, "the chat request as a JSON file; - = stdin", "PATH");
   fl.add_string("bos-token", &f.bos, "what {{ bos_token }} prints (default: the model's BOS text)", "TEXT");
   fl.add_string("eos-token", &f.eos, "what {{ eos_token }} prints (default: the model's EOS text)", "TEXT");
@@ -71,8 +79,22 @@ int cmd_template(const Args& args) {
     std::fputs(fl.help().c_str(), stdout);
     return 0;
   }
-  if (f.model.empty() && f.template_file.empty()) usage_fail("--model or --chat-template-file is required");
+  if (!f.chat.empty() && f.chat != "harmony" && f.chat != "gpt-oss")
+    usage_fail("--chat: only the built-in harmony (alias gpt-oss) renders whole requests here, not '" + f.chat +
+               "' (the other built-ins render through run, chat and serve)");
+  if (!f.chat.empty() && (!f.model.empty() || !f.template_file.empty()))
+    usage_fail("--chat harmony renders without a Jinja template: give it instead of --model and --chat-template-file");
+  if (f.model.empty() && f.template_file.empty() && f.chat.empty())
+    usage_fail("--model, --chat-template-file or --chat harmony is required");
   const int64_t now = f.date.empty() ? -1 : parse_date(f.date);
+  if (!f.chat.empty()) {
+    const nlohmann::ordered_json request = nlohmann::ordered_json::parse(read_request(f.request), nullptr, false);
+    if (request.is_discarded()) fail("--request: not valid JSON");
+    const std::string rendered = chat_text(render_harmony_request(request, now));
+    if (std::fwrite(rendered.data(), 1, rendered.size(), stdout) != rendered.size())
+      fail("cannot write the output to stdout");
+    return 0;
+  }
   if (!f.model.empty()) check_path_exists(f.model, "--model");
   if (!f.template_file.empty()) check_path_exists(f.template_file, "--chat-template-file");
 

@@ -101,7 +101,14 @@ TEST(Template, ErrorsAreOneLineWithTheirExitCode) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"template", "--request", req}, 2, "--model or --chat-template-file is required"},
+      {{"template", "--request", req}, 2, "--model, --chat-template-file or --chat harmony is required"},
+      {{"template", "--chat", "llama3", "--request", req}, 2, "only the built-in harmony"},
+      {{"template", "--chat", "harmony", "--chat-template-file", kQwen25, "--request", req}, 2,
+       "instead of --model and --chat-template-file"},
+      {{"template", "--chat", "harmony", "--request",
+        write("builtin.json", R"({"messages": [{"role": "user", "content": "x"}],
+          "chat_template_kwargs": {"builtin_tools": ["python"]}})")},
+       1, "builtin_tools"},
       {{"template", "--chat-template-file", kQwen25, "--request", req, "--template-date", "2024-13-01"}, 2,
        "--template-date expects YYYY-MM-DD"},
       {{"template", "--chat-template-file", kQwen25, "--request", req, "--template-date", "2023-02-30"}, 2,
@@ -146,6 +153,48 @@ TEST(Template, JinjaPathEqualsTheBuiltInOfTheSameFormat) {
   EXPECT_NE(missing.err.find("/nonexistent.jinja: no such file or directory (--chat-template-file)"),
             std::string::npos)
       << missing.err;
+}
+
+// gpt-oss: its own template and the built-in harmony render (--chat harmony,
+// alias gpt-oss) print the same prompt, byte for byte, for requests with
+// tools, tool calls, tool results and reasoning settings
+// (tests/api_internal/harmony_chat_test.cpp covers the schema shapes).
+TEST(Template, JinjaPathEqualsTheBuiltInHarmonyWithTools) {
+  const std::string gpt_oss = std::string(OG_SOURCE_DIR) + "/tests/template/data/templates/openai-gpt-oss-120b.jinja";
+  const std::string tools = R"("tools": [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+      "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "The city"},
+        "unit": {"type": "string", "enum": ["c", "f"], "default": "c"},
+        "days": {"type": "array", "items": {"type": "integer"}},
+        "where": {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]}},
+        "required": ["city"]}}},
+    {"type": "function", "function": {"name": "now", "description": "The time"}}])";
+  const std::vector<std::string> requests = {
+      R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather?"}], )" + tools +
+          "}",
+      R"({"messages": [{"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "Look it up.", "tool_calls": [{"id": "1", "type": "function",
+          "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "1", "content": "sunny \"25\""},
+        {"role": "assistant", "content": "Sunny."}, {"role": "user", "content": "Time?"}],
+        "chat_template_kwargs": {"reasoning_effort": "high"}, )" +
+          tools + "}",
+      R"({"messages": [{"role": "user", "content": "Time?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "now", "arguments": {}}}]},
+        {"role": "tool", "content": "noon"}], "add_generation_prompt": false, )" +
+          tools + "}",
+  };
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::string req = write("harmony" + std::to_string(i) + ".json", requests[i]);
+    const Proc j = offgraph({"template", "--chat-template-file", gpt_oss, "--request", req, "--template-date", "2025-01-02"});
+    const Proc b = offgraph({"template", "--chat", i == 1 ? "gpt-oss" : "harmony", "--request", req, "--template-date",
+                             "2025-01-02"});
+    ASSERT_EQ(j.code, 0) << j.err;
+    ASSERT_EQ(b.code, 0) << b.err;
+    EXPECT_EQ(b.out, j.out) << i;
+    EXPECT_NE(b.out.find("namespace functions {"), std::string::npos) << b.out;
+  }
 }
 
 }  // namespace
