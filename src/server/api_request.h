@@ -85,9 +85,10 @@ struct GenerationRequest {
   // kChat: {"messages", "tools"?, "chat_template_kwargs"?} for a Jinja template
   // (see above); reasoning_effort, when given, is one of the kwargs.
   nlohmann::ordered_json template_request;
-  // kChat: the request holds what only a Jinja template can render (tools,
-  // tool calls, tool results, reasoning_content, chat_template_kwargs): the
-  // field that does, for the error a built-in template gives.
+  // kChat: the request holds what only a Jinja template (or the built-in
+  // harmony's whole-request render) can render (tools, tool calls, tool
+  // results, reasoning_content, chat_template_kwargs): the field that does,
+  // for the error the other built-in templates give.
   std::string needs_jinja;
   size_t n_tools = 0;
   ToolChoice tool_choice;

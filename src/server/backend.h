@@ -98,7 +98,8 @@ struct ServedModel {
 
 // What a chat template's replies hold (ServedModel::reply_format): a Jinja
 // template's markers from its source; a built-in's from its own render of a
-// short exchange (the built-in harmony's channels give gpt-oss's reasoning;
+// short exchange (the built-in harmony's channels give gpt-oss's reasoning,
+// and it renders tools, so its replies hold gpt-oss's calls; the other
 // built-ins render no tools, so they have no tool-call format). In generation.cpp.
 ReplyFormat template_reply_format(const ChatTemplate& t);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "api/harmony_chat.h"
 #include "base/error.h"
 #include "server/tool_grammar.h"
 
@@ -43,6 +44,63 @@ void check_model(const std::string& requested, const ServedModel& m) {
                  "the model " + client_text(requested) + " is not served here; this server serves '" + m.id + "'", "model");
 }
 
+namespace {
+
+// The served template is the built-in harmony (gpt-oss), not a Jinja one.
+bool serves_builtin_harmony(const ServedModel& m) { return !m.jinja && m.tmpl && m.tmpl->name() == "harmony"; }
+
+// The request field a harmony render error names ("harmony: messages[2].content
+// is missing ..." -> "messages[2].content"); "messages" when it names none.
+std::string harmony_error_param(std::string_view what) {
+  if (what.starts_with("harmony: ")) what.remove_prefix(9);
+  if (what.starts_with("\"tools\"")) return "tools";
+  if (!what.starts_with("messages[") && !what.starts_with("tools[") && !what.starts_with("chat_template_kwargs."))
+    return "messages";
+  size_t n = 0;
+  while (n < what.size() && n < 200 && static_cast<unsigned char>(what[n]) > 0x20) ++n;
+  return std::string(what.substr(0, utf8_prefix(what, n)));
+}
+
+// An error's text as one line: line breaks and other control bytes escaped
+// (\n, \x1b), cut at a UTF-8 boundary after 400 bytes.
+std::string one_line(std::string_view s) {
+  const size_t n = utf8_prefix(s, 400);
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7F) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (n < s.size()) out += " ...";
+  return out;
+}
+
+// The built-in harmony render of the whole request (api/harmony_chat.h):
+// tools, tool calls, tool results and the kwargs as gpt-oss's template
+// renders them; what it cannot render is a 400 naming the field.
+ChatSegments harmony_segments(const nlohmann::ordered_json& template_request, bool add_generation_prompt) {
+  nlohmann::ordered_json r = template_request;
+  r["add_generation_prompt"] = add_generation_prompt;
+  try {
+    return render_harmony_request(r);
+  } catch (const og::Error& e) {
+    std::string_view what = e.what();
+    const std::string param = harmony_error_param(what);
+    if (what.starts_with("harmony: ")) what.remove_prefix(9);
+    bad_request("the built-in 'harmony' chat template cannot render this request: " + one_line(what), param);
+  }
+}
+
+}  // namespace
+
 ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& template_request,
                            const std::vector<ChatMessage>& messages, const std::string& needs_jinja, bool has_tools,
                            bool add_generation_prompt) {
@@ -52,6 +110,7 @@ ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& t
     r["add_generation_prompt"] = add_generation_prompt;
     return j->render_request_segments(r);
   }
+  if (serves_builtin_harmony(m)) return harmony_segments(template_request, add_generation_prompt);
   if (!needs_jinja.empty())
     bad_request("'" + needs_jinja + "' needs a Jinja chat template, and this server renders with the built-in '" +
                     m.tmpl->name() +
@@ -141,6 +200,8 @@ ReplyFormat template_reply_format(const ChatTemplate& t) {
   const std::vector<ChatMessage> exchange = {{"user", "x"}, {"assistant", "y"}};
   ReplyFormat f;
   f.reasoning = detect_reply_format(t.render(exchange, true)).reasoning;
+  // The built-in harmony renders tools (chat_segments), so its replies hold gpt-oss's calls.
+  if (t.name() == "harmony") f.tools = ToolCallFormat::kHarmony;
   return f;
 }
 
