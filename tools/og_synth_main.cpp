@@ -1,6 +1,6 @@
 // og-synth: writes a synthetic random-weight model (tests, benchmarks).
 //   og-synth --family gemma3 --format gguf --out m.gguf [--preset tiny|llama32-1b|gemma4-e2b|qwen3-30b-a3b|gpt-oss-20b]
-//            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4] [shape overrides]
+//            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4|harmony] [shape overrides]
 //            [--chat-template FILE] [--script FILE] [--embedding [--pooling P]] [--longrope ORIG] [--partial-rotary F] (phi3) [--tied true|false]
 //            [--row-pool N] (GGUF: large quantized matrices from N pool rows, for benchmark-sized files)
 // Flags are parsed by the commands' flag library (base/flags.h): the same
@@ -51,7 +51,8 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
                 "T");
   fl.add_int("seed", &f.seed, 0, std::numeric_limits<int64_t>::max(), "weight seed");
   fl.add_string("tokenizer", &f.tokenizer,
-                "stories (512 pieces) | llama3 (128256 tokens) | gemma4 (--vocab tokens); default: the preset's",
+                "stories (512 pieces) | llama3 (128256 tokens) | gemma4 (--vocab tokens) | harmony (201088, gpt-oss's "
+                "o200k_harmony ids); default: the preset's",
                 "T");
   fl.add_string("chat-template", &f.chat_template,
                 "store this Jinja chat template file's text with the model (GGUF tokenizer.chat_template; HF "
@@ -131,8 +132,8 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
     s.weight_mix = wt.mix;
   }
   if (!f.tokenizer.empty()) {
-    if (f.tokenizer != "stories" && f.tokenizer != "llama3" && f.tokenizer != "gemma4")
-      og::usage_fail("--tokenizer must be one of stories|llama3|gemma4, got '" + f.tokenizer + "'");
+    if (f.tokenizer != "stories" && f.tokenizer != "llama3" && f.tokenizer != "gemma4" && f.tokenizer != "harmony")
+      og::usage_fail("--tokenizer must be one of stories|llama3|gemma4|harmony, got '" + f.tokenizer + "'");
     s.tokenizer = f.tokenizer;
   }
   s.seed = static_cast<uint64_t>(f.seed);

@@ -145,6 +145,7 @@ SynthSpec tiny_spec(Family f) {
       s.n_experts_used = 4;
       s.d_ff_expert = 32;
       s.d_ff = 32;
+      s.tokenizer = "harmony";  // o200k_harmony's 201088 ids, control tokens at their real ids
       break;
     case Family::kGemma4:
       // E2B's structure in miniature: (4 sliding, 1 full) x 2, the last 5
@@ -241,8 +242,9 @@ int64_t n_vocab(const SynthSpec& spec) {
   if (spec.tokenizer == "stories") return 512;
   if (spec.tokenizer == "llama3") return 128256;
   if (spec.tokenizer == "bert") return bert_vocab_size();
+  if (spec.tokenizer == "harmony") return harmony_vocab_size();
   if (spec.tokenizer == "gemma4") return spec.vocab > 0 ? spec.vocab : gemma4_base_vocab();
-  fail("synthetic model: unknown tokenizer '", spec.tokenizer, "' (expected stories, llama3 or gemma4)");
+  fail("synthetic model: unknown tokenizer '", spec.tokenizer, "' (expected stories, llama3, gemma4 or harmony)");
 }
 
 void validate(const SynthSpec& s) {

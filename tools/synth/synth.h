@@ -104,9 +104,12 @@ struct SynthSpec {
   int64_t row_pool = 0;
   uint64_t seed = 1;
   // Tokenizer: "stories" (the 512-piece SentencePiece vocabulary of
-  // stories260K, n_vocab 512), "llama3" (the 128256-token Llama 3.2 BPE vocab)
-  // or "gemma4" (a Gemma-4-style BPE over UTF-8 with merges derived from the
-  // stories pieces, Gemma 4's special tokens, padded to `vocab`).
+  // stories260K, n_vocab 512), "llama3" (the 128256-token Llama 3.2 BPE vocab),
+  // "gemma4" (a Gemma-4-style BPE over UTF-8 with merges derived from the
+  // stories pieces, Gemma 4's special tokens, padded to `vocab`) or "harmony"
+  // (gpt-oss's, the default of its specs: o200k_harmony's 201088 ids with the
+  // harmony control tokens at their real ids, Llama 3's BPE below them, filler
+  // pieces between).
   std::string tokenizer = "stories";
   // The Jinja chat template stored with the model (GGUF tokenizer.chat_template;
   // HF chat_template.jinja and tokenizer_config.json); "" = the tokenizer's own.
@@ -137,7 +140,7 @@ SynthSpec tiny_spec(Family f);
 SynthSpec qwen3_30b_a3b_spec();
 // gpt-oss-20b shapes: d_model 2880, 24 layers (sliding window 128 on even
 // layers), 64 heads of 64, 8 KV heads, 32 experts of 2880 with 4 used, YaRN
-// 32 over 4096; the llama3 tokenizer (128256; the real vocabulary is 201088),
+// 32 over 4096; the harmony tokenizer (201088 tokens, as o200k_harmony),
 // experts in the spec's weight dtype (MXFP4), other matrices Q8_0.
 SynthSpec gpt_oss_20b_spec();
 // Llama-3.2-1B shapes: d_model 2048, 16 layers, 32 heads, 8 KV heads, d_ff 8192, vocab 128256.

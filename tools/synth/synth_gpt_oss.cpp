@@ -34,7 +34,6 @@ SynthSpec gpt_oss_20b_spec() {
   s.n_ctx = 131072;
   s.yarn_factor = 32;
   s.yarn_original = 4096;
-  s.tokenizer = "llama3";  // 128256 tokens (the real o200k vocabulary has 201088)
   s.gpt_oss_dense_dtype = DType::Q8_0;
   return s;
 }

@@ -75,6 +75,12 @@ void add_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w);
 void add_gemma4_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w);
 void write_gemma4_hf_tokenizer(const SynthSpec& spec, const std::string& dir);
 TokenizerInfo gemma4_tokenizer_info(const SynthSpec& spec);
+// The harmony tokenizer of gpt-oss (synth_tokenizer_harmony.cpp): o200k_harmony's
+// 201088 ids with its control tokens at their real ids; its GGUF keys and HF files.
+int64_t harmony_vocab_size();
+TokenizerInfo harmony_tokenizer_info();
+void add_harmony_gguf_tokenizer(GgufWriter& w);
+void write_harmony_hf_tokenizer(const SynthSpec& spec, const std::string& dir);
 // Copies/writes tokenizer.json, tokenizer_config.json into dir.
 void write_hf_tokenizer(const SynthSpec& spec, const std::string& dir);
 

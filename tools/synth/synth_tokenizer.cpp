@@ -1,6 +1,7 @@
 // Tokenizer material for synthetic models, taken from ../shared/testdata:
 // "stories" (the 512-piece SentencePiece vocabulary of stories260K) and
-// "llama3" (the Llama 3.2 byte-level BPE tokenizer.json).
+// "llama3" (the Llama 3.2 byte-level BPE tokenizer.json); "harmony" (gpt-oss)
+// builds on the latter in synth_tokenizer_harmony.cpp.
 #include <filesystem>
 #include <map>
 
@@ -41,6 +42,7 @@ void require(const std::string& path) {
 TokenizerInfo tokenizer_info(const SynthSpec& spec) {
   if (spec.tokenizer == "gemma4") return gemma4_tokenizer_info(spec);
   if (spec.tokenizer == "bert") return bert_tokenizer_info();
+  if (spec.tokenizer == "harmony") return harmony_tokenizer_info();
   TokenizerInfo t;
   if (spec.tokenizer == "llama3") {
     t.bos = kLlama3Bos;
@@ -57,6 +59,7 @@ TokenizerInfo tokenizer_info(const SynthSpec& spec) {
 void add_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w) {
   if (spec.tokenizer == "gemma4") return add_gemma4_gguf_tokenizer(spec, w);
   if (spec.tokenizer == "bert") return add_bert_gguf_tokenizer(w);
+  if (spec.tokenizer == "harmony") return add_harmony_gguf_tokenizer(w);
   if (spec.tokenizer == "stories") {
     require(stories_gguf());
     auto src = GgufFile::open(stories_gguf());
@@ -113,6 +116,7 @@ void write_hf_tokenizer(const SynthSpec& spec, const std::string& dir) {
   namespace fs = std::filesystem;
   if (spec.tokenizer == "gemma4") return write_gemma4_hf_tokenizer(spec, dir);
   if (spec.tokenizer == "bert") return write_bert_hf_tokenizer(dir);
+  if (spec.tokenizer == "harmony") return write_harmony_hf_tokenizer(spec, dir);
   if (spec.tokenizer == "stories") {
     for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
       std::string src = join_path(stories_hf(), f);
