@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (build-fuzz/) and runs each for N
+# Builds the libFuzzer targets in the clang sanitizer tree (build-asan/) and runs each for N
 # seconds (default 60; 9 targets), seeded from fuzz/corpus/<target>/ and the
-# real test data (copied into build-fuzz/seeds/<target>/, never into the repo).
+# real test data (copied into build-asan/seeds/<target>/, never into the repo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
@@ -16,23 +16,17 @@ seed_files() {
     fuzz_grammar) echo tests/grammar/data/*.gbnf ;;
   esac
 }
-exec 9>/tmp/offgraph-build.lock
-flock 9
-# -O1 -g1 (line tables only), as the sanitizer tree: a much faster build, and
-# crash reports still name file and line.
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-  -DOG_BUILD_FUZZERS=ON -DOG_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target fuzz_all
-flock -u 9
-for f in build-fuzz/fuzz/fuzz_*; do
+# The sanitizer tree (scripts/asan_tree.sh): its libraries carry the fuzzers'
+# coverage instrumentation; after scripts/sanitize.sh this builds nothing.
+scripts/asan_tree.sh fuzz_all
+for f in build-asan/fuzz/fuzz_*; do
   [ -x "$f" ] || continue
   name=$(basename "$f")
-  work=build-fuzz/corpus/$name
+  work=build-asan/corpus/$name
   mkdir -p "$work"
   seeds=()
   [ -d "fuzz/corpus/$name" ] && seeds+=("fuzz/corpus/$name")
-  real=build-fuzz/seeds/$name
+  real=build-asan/seeds/$name
   mkdir -p "$real"
   for s in $(seed_files "$name"); do
     if [ -f "$s" ]; then cp -f "$s" "$real/"; fi

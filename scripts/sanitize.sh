@@ -1,20 +1,14 @@
 #!/usr/bin/env bash
-# Builds the unit tests with ASan + UBSan (build-asan/) and runs them, the C
+# Builds the unit tests with clang's ASan + UBSan (build-asan/) and runs them, the C
 # API's (tests/api, through liboffgraph.so) included. Only the unit-test
 # executables are built (target unit_tests): the command, the Python module
 # and the end-to-end tests are left out (an instrumented library cannot be
 # loaded by a plain python3, and the end-to-end tests run in the Release tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec 9>/tmp/offgraph-build.lock
-flock 9
-# -O1 -g1 (line tables only): the instrumented kernels compile 3x faster than
-# at RelWithDebInfo's -O2 -g (2 min 32 s -> 46 s for matmul_avx2.cpp), and
-# reports still name file and line.
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOG_SANITIZE=ON \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" >/dev/null
-cmake --build build-asan -j "$(nproc)" --target unit_tests
-flock -u 9
+# The fuzzers are built here too (same tree, scripts/asan_tree.sh), so that
+# scripts/fuzz.sh, which runs next in CI, only runs them.
+scripts/asan_tree.sh unit_tests fuzz_all
 # The template oracle test reads the chat templates of the pinned npm tokenizer
 # packages from <build dir>/node: share the Release tree's (installed by
 # scripts/node_deps.sh, a no-op when they are there).

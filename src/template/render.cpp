@@ -276,7 +276,7 @@ Value Interp::make_macro(const Stmt& s, const std::shared_ptr<Scope>& scope, boo
 }
 
 void Interp::install_globals() {
-  globals_->set("range", Value::callable("range", [this](CallArgs& a) {
+  globals_->set("range", Value::callable("range", [](CallArgs& a) {
     if (a.pos.empty() || a.pos.size() > 3) fail("range expected 1 to 3 arguments");
     int64_t start = 0, stop, step = 1;
     if (a.pos.size() == 1) {

@@ -227,7 +227,7 @@ TEST(BadHf, UnsupportedFieldsAreNamed) {
   };
   for (const auto& [key, value] : cases) {
     test::HfEdit e;
-    e.config = [&, key = std::string(key)](nlohmann::json& c) { c[key] = value; };
+    e.config = [key = std::string(key), value = value](nlohmann::json& c) { c[key] = value; };
     EXPECT_ERROR_HAS(hf_error(e), key);
   }
   test::HfEdit e;

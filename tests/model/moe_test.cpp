@@ -249,7 +249,7 @@ TEST(MoeBadFiles, HfExpertFieldsAndTensors) {
   };
   for (const auto& [key, value] : fields) {
     test::HfEdit e;
-    e.config = [&, key = key](nlohmann::json& c) { c[key] = value; };
+    e.config = [key = key, value = value](nlohmann::json& c) { c[key] = value; };
     EXPECT_ERROR_HAS(hf_error(Family::kQwen3Moe, e), key);
   }
   test::HfEdit no_used;
