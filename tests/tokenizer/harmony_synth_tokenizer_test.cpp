@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <random>
 
 #include "format/gguf.h"
@@ -39,6 +41,7 @@ const Files& files() {
     x.dir = (std::filesystem::temp_directory_path() / ("og_harmony_tok_" + std::to_string(std::random_device{}()))).string();
     std::filesystem::create_directories(x.dir);
     synth::SynthSpec spec = synth::tiny_spec(synth::Family::kGptOss);
+    spec.tokenizer = "harmony";  // the gpt-oss-20b preset's; the tiny model's default is stories
     spec.n_layers = 2;  // the tokenizer is the point: a narrower model writes faster
     spec.d_model = 32;
     spec.head_dim = 8;
@@ -52,12 +55,21 @@ const Files& files() {
   return f;
 }
 
+// Each form's tokenizer, loaded once (a load of the 201088 pieces and their
+// merges is most of this test's time).
+const Tokenizer* loaded(const std::string& path) {
+  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
+  auto& t = cache[path];
+  if (!t) t = Tokenizer::from_path(path);
+  return t.get();
+}
+
 constexpr int32_t kStartOfText = 199998, kEndOfText = 199999, kReturn = 200002, kConstrain = 200003,
                   kChannel = 200005, kStart = 200006, kEnd = 200007, kMessage = 200008, kCall = 200012;
 
-TEST(HarmonySynthTokenizer, RealSizeAndControlTokenIds) {
+void RealSizeAndControlTokenIds() {
   for (const std::string& path : {files().gguf, files().hf}) {
-    auto tok = Tokenizer::from_path(path);
+    const Tokenizer* tok = loaded(path);
     EXPECT_EQ(tok->n_vocab(), 201088) << path;
     const std::pair<const char*, int32_t> named[] = {
         {"<|startoftext|>", kStartOfText}, {"<|endoftext|>", kEndOfText}, {"<|return|>", kReturn},
@@ -84,7 +96,7 @@ TEST(HarmonySynthTokenizer, RealSizeAndControlTokenIds) {
   }
 }
 
-TEST(HarmonySynthTokenizer, GgufKeysAsLlamaCppWritesThemForGptOss) {
+void GgufKeysAsLlamaCppWritesThemForGptOss() {
   auto f = GgufFile::open(files().gguf);
   EXPECT_EQ(f->get_string("tokenizer.ggml.model"), std::optional<std::string>("gpt2"));
   EXPECT_EQ(f->get_string("tokenizer.ggml.pre"), std::optional<std::string>("gpt-4o"));
@@ -107,9 +119,9 @@ TEST(HarmonySynthTokenizer, GgufKeysAsLlamaCppWritesThemForGptOss) {
   EXPECT_TRUE(seen);
 }
 
-TEST(HarmonySynthTokenizer, GgufAndTokenizerJsonGiveTheSameIds) {
-  auto g = Tokenizer::from_path(files().gguf);
-  auto h = Tokenizer::from_path(files().hf);
+void GgufAndTokenizerJsonGiveTheSameIds() {
+  const Tokenizer* g = loaded(files().gguf);
+  const Tokenizer* h = loaded(files().hf);
   ASSERT_EQ(g->n_vocab(), h->n_vocab());
   for (const std::string text :
        {"Once upon a time, there was a little girl named Lily.", "  two  spaces\n", "CamelCaseWords don't 12345",
@@ -122,13 +134,13 @@ TEST(HarmonySynthTokenizer, GgufAndTokenizerJsonGiveTheSameIds) {
   EXPECT_EQ(g->special().stop_ids, h->special().stop_ids);
 }
 
-TEST(HarmonySynthTokenizer, ChatTemplateIsHarmonyAndStopsOnReturnAndCall) {
+void ChatTemplateIsHarmonyAndStopsOnReturnAndCall() {
   for (const std::string& path : {files().gguf, files().hf}) {
     const std::optional<std::string> jinja = read_chat_template(path);
     ASSERT_TRUE(jinja.has_value()) << path;
     EXPECT_EQ(detect_chat_template(*jinja), std::optional<std::string>("harmony")) << path;
     auto tmpl = make_chat_template("auto", jinja);
-    auto tok = Tokenizer::from_path(path);
+    const Tokenizer* tok = loaded(path);
     const std::vector<int32_t> stops = chat_stop_ids(*tmpl, *tok);
     for (int32_t id : {kReturn, kCall}) EXPECT_NE(std::find(stops.begin(), stops.end(), id), stops.end()) << path << id;
     EXPECT_EQ(std::find(stops.begin(), stops.end(), kEnd), stops.end()) << path;  // <|end|> closes a message only
@@ -139,6 +151,16 @@ TEST(HarmonySynthTokenizer, ChatTemplateIsHarmonyAndStopsOnReturnAndCall) {
     EXPECT_EQ(ids[ids.size() - 2], kStart) << path;  // ... <|start|> assistant
     EXPECT_EQ(tok->piece(ids.back()), "assistant") << path;
   }
+}
+
+
+// One test (one process): each loads the 201088-token vocabulary from files
+// written once, which took 10-15 s per process as four tests.
+TEST(HarmonySynthTokenizer, IdsKeysFormsAndChatTemplate) {
+  RealSizeAndControlTokenIds();
+  GgufKeysAsLlamaCppWritesThemForGptOss();
+  GgufAndTokenizerJsonGiveTheSameIds();
+  ChatTemplateIsHarmonyAndStopsOnReturnAndCall();
 }
 
 }  // namespace

@@ -145,7 +145,6 @@ SynthSpec tiny_spec(Family f) {
       s.n_experts_used = 4;
       s.d_ff_expert = 32;
       s.d_ff = 32;
-      s.tokenizer = "harmony";  // o200k_harmony's 201088 ids, control tokens at their real ids
       break;
     case Family::kGemma4:
       // E2B's structure in miniature: (4 sliding, 1 full) x 2, the last 5

@@ -107,7 +107,7 @@ struct SynthSpec {
   // stories260K, n_vocab 512), "llama3" (the 128256-token Llama 3.2 BPE vocab),
   // "gemma4" (a Gemma-4-style BPE over UTF-8 with merges derived from the
   // stories pieces, Gemma 4's special tokens, padded to `vocab`) or "harmony"
-  // (gpt-oss's, the default of its specs: o200k_harmony's 201088 ids with the
+  // (gpt-oss's, the default of its gpt-oss-20b preset: o200k_harmony's 201088 ids with the
   // harmony control tokens at their real ids, Llama 3's BPE below them, filler
   // pieces between).
   std::string tokenizer = "stories";

@@ -34,6 +34,10 @@ SynthSpec gpt_oss_20b_spec() {
   s.n_ctx = 131072;
   s.yarn_factor = 32;
   s.yarn_original = 4096;
+  // o200k_harmony's 201088 ids (control tokens at their real ids), so the
+  // embedding and output are the real 201088 x 2880. The tiny model keeps the
+  // 512-token stories vocabulary: at 201088 rows every test fixture was ~100 MB.
+  s.tokenizer = "harmony";
   s.gpt_oss_dense_dtype = DType::Q8_0;
   return s;
 }
