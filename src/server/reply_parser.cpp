@@ -32,16 +32,20 @@ namespace {
 
 struct ReasoningMarkers {
   std::string_view open, close;
+  // A header that opens the content directly, with no reasoning before it
+  // (harmony's final channel when the model skips analysis); dropped.
+  std::string_view content_open;
 };
 
 ReasoningMarkers reasoning_markers(ReasoningFormat f) {
   switch (f) {
-    case ReasoningFormat::kThink: return {"<think>", "</think>"};
-    case ReasoningFormat::kGemma4Channel: return {"<|channel>thought", "<channel|>"};
-    case ReasoningFormat::kMistralThink: return {"[THINK]", "[/THINK]"};
+    case ReasoningFormat::kThink: return {"<think>", "</think>", {}};
+    case ReasoningFormat::kGemma4Channel: return {"<|channel>thought", "<channel|>", {}};
+    case ReasoningFormat::kMistralThink: return {"[THINK]", "[/THINK]", {}};
     // gpt-oss: the analysis channel, then the final channel's header (what the model writes between them).
     case ReasoningFormat::kHarmony:
-      return {"<|channel|>analysis<|message|>", "<|end|><|start|>assistant<|channel|>final<|message|>"};
+      return {"<|channel|>analysis<|message|>", "<|end|><|start|>assistant<|channel|>final<|message|>",
+              "<|channel|>final<|message|>"};
     case ReasoningFormat::kNone: break;
   }
   return {};
@@ -203,7 +207,14 @@ struct ReplyParser::Impl {
       state = State::kReasoning;
       return true;
     }
-    if (!final && reasoning_marks.open.starts_with(rest)) return false;
+    const std::string_view content_open = reasoning_marks.content_open;
+    if (!content_open.empty() && rest.starts_with(content_open)) {
+      buf.erase(0, n + content_open.size());
+      state = State::kAfterReasoning;
+      return true;
+    }
+    if (!final && (reasoning_marks.open.starts_with(rest) || (!content_open.empty() && content_open.starts_with(rest))))
+      return false;
     state = State::kText;
     return true;
   }

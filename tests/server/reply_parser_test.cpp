@@ -250,6 +250,11 @@ std::vector<Sample> samples() {
   s.push_back({"harmony_unclosed_analysis", kHarmonyFmt, "<|channel|>analysis<|message|>Still thinking<|end|>",
                "Still thinking<|end|>", "", {}});
   s.push_back({"harmony_no_analysis", kHarmonyFmt, "Plain answer.", "", "Plain answer.", {}});
+  // The final channel without analysis before it: its header is not content.
+  s.push_back({"harmony_final_first", kHarmonyFmt, "<|channel|>final<|message|>Straight answer.", "",
+               "Straight answer.", {}});
+  s.push_back({"harmony_final_header_only_at_start", kHarmonyFmt, "Text <|channel|>final<|message|>x", "",
+               "Text <|channel|>final<|message|>x", {}});
   // --- gpt-oss tool calls: a message to functions.NAME on the commentary channel, ended by <|call|> ---
   const ReplyFormat kHarmonyTools{TF::kHarmony, RF::kHarmony};
   const Call kOssWeather{"get_weather", R"({"location":"San Francisco"})"};
@@ -274,6 +279,8 @@ std::vector<Sample> samples() {
                "<|channel|>analysis<|message|>No tool needed.<|end|><|start|>assistant<|channel|>final<|message|>"
                "Hi there.",
                "No tool needed.", "Hi there.", {}});
+  s.push_back({"harmony_tools_final_first", kHarmonyTools, "<|channel|>final<|message|>No tool needed: hi.", "",
+               "No tool needed: hi.", {}});
   s.push_back({"harmony_call_bad_json", kHarmonyTools,  // not an object: the message comes back as content
                "<|channel|>commentary to=functions.f <|constrain|>json<|message|>[1, 2]<|call|>", "",
                "<|channel|>commentary to=functions.f <|constrain|>json<|message|>[1, 2]<|call|>", {}});
