@@ -66,19 +66,7 @@ std::string harmony_error_param(std::string_view what) {
 std::string one_line(std::string_view s) {
   const size_t n = utf8_prefix(s, 400);
   std::string out;
-  for (size_t i = 0; i < n; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c == 0x7F) {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
+  append_escaped(out, s.substr(0, n), false);
   if (n < s.size()) out += " ...";
   return out;
 }

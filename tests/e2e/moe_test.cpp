@@ -28,7 +28,7 @@ std::string run_greedy(const std::string& model, const std::string& prompt) {
 }
 
 // A text as `batch --output text` prints it: backslash, newline, CR and tab
-// escaped (gpt-oss's 201088-token vocabulary gives random text such characters).
+// escaped (random text from a synthetic vocabulary may hold such characters).
 std::string batch_escaped(const std::string& text) {
   std::string out;
   for (char c : text) {
