@@ -68,13 +68,16 @@ double seconds_per_call(const KernelTable& k, const TensorView& w, const std::ve
   return best;
 }
 
-// --stream: one decode matvec (n_x = 1) against a plain read of the same
-// bytes, both on the same threads, alternately in the same minute. The
+// --stream: one decode step's product (n_x rows: 1 for one session, a few
+// for batched decode) against a plain read of the same bytes, both on the
+// same threads, alternately in the same minute. The
 // weights sit in huge pages as the loader puts them, in as many copies as
 // make ~512 MiB, used in turn, so that every call streams from DRAM (one
 // 2048x2048 Q4_K matrix alone would stay in L3). Prints the best GB/s of
-// each over `rounds` alternations and the matvec's share of the read.
-void stream_compare(DType t, int64_t n_out, int64_t n_in, int64_t threads, int rounds) {
+// each over `rounds` alternations and the matvec's share of the read, and the
+// product's mean GB/s over all its calls (what a model's many small calls
+// see: the best single call of a 1 MB matrix is far above it).
+void stream_compare(DType t, int64_t n_out, int64_t n_in, int64_t n_x, int64_t threads, int rounds) {
   const DType layout = matmul_layout(t);
   const int64_t rb = dtype_row_bytes(layout, n_in), bytes = n_out * rb;
   const int64_t copies = og::bench::dram_copies(bytes);
@@ -87,30 +90,34 @@ void stream_compare(DType t, int64_t n_out, int64_t n_in, int64_t threads, int r
     for (int64_t r = 0; r < n_out; ++r)
       std::copy_n(rows.data() + (r % distinct) * rb, rb, buf.data() + c * bytes + r * rb);
   set_num_threads(static_cast<int>(threads));
-  std::vector<float> x(static_cast<size_t>(n_in)), y(static_cast<size_t>(n_out));
+  std::vector<float> x(static_cast<size_t>(n_x * n_in)), y(static_cast<size_t>(n_x * n_out));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
-  double best_mm = 0, best_rd = 0;
+  double best_mm = 0, best_rd = 0, total_s = 0;
   for (int round = 0; round < rounds; ++round) {
     for (int64_t c = 0; c < copies; ++c) {  // one pass over every copy
       const TensorView w{buf.data() + c * bytes, layout, {n_out, n_in}, "bench"};
       const auto t0 = std::chrono::steady_clock::now();
-      matmul(w, x.data(), 1, y.data());
+      matmul(w, x.data(), n_x, y.data());
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       best_mm = std::max(best_mm, static_cast<double>(bytes) / s / 1e9);
+      total_s += s;
     }
     for (int64_t c = 0; c < copies; ++c)
       best_rd = std::max(best_rd, read_bandwidth(buf.data() + c * bytes, bytes, 1));
   }
-  std::printf("%-7s %6ldx%-5ld %2ld %8.1f MB %9.2f %9.2f %6.1f %%\n", dtype_name(static_cast<uint32_t>(layout)).c_str(),
-              static_cast<long>(n_out), static_cast<long>(n_in), static_cast<long>(threads), bytes / 1e6, best_mm,
-              best_rd, 100.0 * best_mm / best_rd);
+  const double mean_mm = static_cast<double>(bytes) * static_cast<double>(copies * rounds) / total_s / 1e9;
+  std::printf("%-7s %6ldx%-5ld %3ld %2ld %8.1f MB %9.2f %9.2f %9.2f %6.1f %%\n",
+              dtype_name(static_cast<uint32_t>(layout)).c_str(), static_cast<long>(n_out), static_cast<long>(n_in),
+              static_cast<long>(n_x), static_cast<long>(threads), bytes / 1e6, best_mm, mean_mm, best_rd,
+              100.0 * best_mm / best_rd);
   std::fflush(stdout);
 }
 
 }  // namespace
 
-// --stream (alone): for each dtype, shape and thread count, the decode
-// matvec's GB/s against a plain read of the same bytes (stream_compare).
+// --stream (alone): for each dtype, shape, n_x (default 1 here) and thread
+// count, the decode product's GB/s against a plain read of the same bytes
+// (stream_compare).
 // Options (each a comma list): --isa scalar,avx2,avxvnni,avx512  --nx 1,64
 // --threads 1,2  --shape 2048x2048,8192x2048 (n_out x n_in); --cpu-time
 // (alone) times the calling thread's CPU time, for --threads 1 only; --plain
@@ -122,7 +129,7 @@ void stream_compare(DType t, int64_t n_out, int64_t n_in, int64_t threads, int r
 int main(int argc, char** argv) {
   std::vector<DType> dtypes;
   std::vector<Isa> isas = available_isas();
-  std::vector<int64_t> nxs = {1, 64}, thread_counts = {1, 2};
+  std::vector<int64_t> nxs, thread_counts = {1, 2};  // nxs default: {1, 64}, with --stream {1}
   struct Shape {
     int64_t n_out, n_in;
   };
@@ -194,12 +201,17 @@ int main(int argc, char** argv) {
     dtypes = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,   DType::Q4_0,   DType::Q4_K, DType::Q5_K,
               DType::Q6_K, DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
   if (stream) {
-    std::printf("%-7s %-12s %2s %11s %9s %9s %8s\n", "layout", "shape", "T", "bytes", "mv GB/s", "read GB/s", "share");
+    if (nxs.empty()) nxs = {1};
+    std::printf("%-7s %-12s %3s %2s %11s %9s %9s %9s %8s\n", "layout", "shape", "n_x", "T", "bytes", "mv GB/s",
+                "mean", "read GB/s", "share");
     for (DType t : dtypes)
       for (const auto& s : shapes)
-        for (int64_t threads : thread_counts) stream_compare(t, s.n_out, s.n_in, threads, static_cast<int>(rounds));
+        for (int64_t n_x : nxs)
+          for (int64_t threads : thread_counts)
+            stream_compare(t, s.n_out, s.n_in, n_x, threads, static_cast<int>(rounds));
     return 0;
   }
+  if (nxs.empty()) nxs = {1, 64};
   std::printf("%-6s %-11s %4s %2s %-7s %10s %8s %9s\n", "dtype", "shape", "n_x", "T", "isa", "us/call", "GB/s",
               "GFLOP/s");
   for (DType t : dtypes)
