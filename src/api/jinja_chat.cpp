@@ -200,9 +200,10 @@ ChatSegments JinjaChatTemplate::render_segments(std::span<const ChatMessage> mes
              "unknown chat role '", m.role, "'");
   std::vector<ChatMessage> marked(messages.begin(), messages.end());
   std::vector<std::string> contents;
-  for (size_t i = 0; i < marked.size(); ++i) {
-    contents.push_back(marked[i].content);
-    marked[i].content = placeholder(i);
+  for (ChatMessage& m : marked) {
+    if (m.content.empty()) continue;  // see render_request_segments
+    contents.push_back(m.content);
+    m.content = placeholder(contents.size() - 1);
   }
   return split_render(vars_of(messages, add_generation_prompt), vars_of(marked, add_generation_prompt), contents);
 }
@@ -251,6 +252,10 @@ ChatSegments JinjaChatTemplate::render_request_segments(const Json& request) con
   std::vector<std::string> contents;
   for (Json& m : marked["messages"]) {
     if (!m.is_object() || !m.contains("content") || !m["content"].is_string()) continue;
+    // An empty content has no text to mark, and a placeholder would make it
+    // true where templates test it (gpt-oss's refuses content beside the
+    // analysis of a turn of calls, and others skip an empty turn).
+    if (m["content"].get_ref<const std::string&>().empty()) continue;
     contents.push_back(m["content"].get<std::string>());
     m["content"] = placeholder(contents.size() - 1);
   }

@@ -55,6 +55,26 @@ TEST(JinjaChat, TrimmedContentsAndTheBosRule) {
   EXPECT_EQ(t.turn_end(), "<turn|>");
 }
 
+// An empty content is left empty while the contents are marked: a template
+// that tests it renders the same as with the real messages (a placeholder
+// there would take the other branch, or make a template raise).
+TEST(JinjaChat, EmptyContentsStayEmpty) {
+  const char* tests_content =
+      "{%- for message in messages %}{%- if message['content'] %}{{- '<' + message['role'] + '>' + "
+      "message['content'] }}{%- elif message['role'] == 'assistant' %}{{- '<call/>' }}{%- else %}"
+      "{{- raise_exception('empty ' + message['role']) }}{%- endif %}{%- endfor %}";
+  JinjaChatTemplate t(tests_content, opts(), "test");
+  const std::vector<ChatMessage> m = {{"user", "Hi"}, {"assistant", ""}, {"user", "More"}};
+  const ChatSegments s = t.render_segments(m, true);
+  EXPECT_EQ(chat_text(s), "<user>Hi<call/><user>More");
+  EXPECT_EQ(contents_of(s), "[Hi][More]");
+  const auto req = nlohmann::ordered_json::parse(R"({"messages": [{"role": "user", "content": "Hi"},
+      {"role": "assistant", "content": ""}, {"role": "user", "content": "More"}]})");
+  const ChatSegments r = t.render_request_segments(req);
+  EXPECT_EQ(chat_text(r), "<user>Hi<call/><user>More");
+  EXPECT_EQ(contents_of(r), "[Hi][More]");
+}
+
 // A render with one more turn starts with the previous render, segment kinds
 // included: what incremental chat relies on.
 TEST(JinjaChat, EachRenderExtendsThePrevious) {
