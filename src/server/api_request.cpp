@@ -250,9 +250,21 @@ Messages parse_messages(Fields& f, std::vector<std::string>* ignored) {
       if (!n["tool_calls"].empty()) needs(at + ".tool_calls");
     }
     if (*role == "assistant") {
-      if (auto r = mf.string("reasoning_content")) {
-        n["reasoning_content"] = *r;
+      const auto reasoning = mf.string("reasoning_content");
+      if (reasoning) {
+        n["reasoning_content"] = *reasoning;
         needs(at + ".reasoning_content");
+      }
+      // gpt-oss's template (and the built-in harmony) read the analysis that
+      // led to a call from `thinking`: a client may send it so, and an echoed
+      // reply's reasoning_content before its calls is passed as it too (as
+      // llama.cpp's server does), so the next turn sees why the call was made.
+      // Not when the turn has content: the template takes one or the other.
+      if (auto thinking = mf.string("thinking")) {
+        n["thinking"] = *thinking;
+        needs(at + ".thinking");
+      } else if (reasoning && text.empty() && n.contains("tool_calls") && !n["tool_calls"].empty()) {
+        n["thinking"] = *reasoning;
       }
     }
     mf.note_unknown();

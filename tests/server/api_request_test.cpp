@@ -109,6 +109,7 @@ TEST(ChatRequest, ToolsAndToolMessages) {
   ASSERT_EQ(t["messages"].size(), 4u);
   EXPECT_EQ(t["messages"][2]["content"], "");
   EXPECT_EQ(t["messages"][2]["reasoning_content"], "think");
+  EXPECT_EQ(t["messages"][2]["thinking"], "think");  // the analysis before a call, as gpt-oss's template reads it
   EXPECT_EQ(t["messages"][2]["tool_calls"][0]["function"]["arguments"]["days"], 2);
   EXPECT_EQ(t["messages"][2]["tool_calls"][0]["function"]["arguments"].begin().key(), "city");  // order kept
   EXPECT_EQ(t["messages"][3]["role"], "tool");
@@ -121,6 +122,29 @@ TEST(ChatRequest, ToolsAndToolMessages) {
   ASSERT_EQ(r.messages.size(), 4u);
   EXPECT_EQ(r.messages[3].role, "tool");
   EXPECT_EQ(r.messages[3].content, "sunny");
+}
+
+// The analysis before a call reaches the template as `thinking` (what gpt-oss's
+// reads): sent so, or copied from reasoning_content when the turn is calls
+// only; a turn with content keeps its reasoning_content alone.
+TEST(ChatRequest, ThinkingBeforeACall) {
+  const std::string call = R"("tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}])";
+  auto msg = [&](const std::string& fields) {
+    const GenerationRequest r = chat(R"({"messages": [{"role": "user", "content": "u"}, {"role": "assistant", )" +
+                                     fields + "}]}");
+    EXPECT_TRUE(r.ignored.empty()) << r.ignored[0];
+    return r.template_request["messages"][1];
+  };
+  EXPECT_EQ(msg(R"("content": null, "thinking": "t", )" + call)["thinking"], "t");
+  EXPECT_EQ(msg(R"("content": "", "reasoning_content": "r", )" + call)["thinking"], "r");
+  const auto both = msg(R"("content": null, "reasoning_content": "r", "thinking": "t", )" + call);
+  EXPECT_EQ(both["thinking"], "t");
+  EXPECT_EQ(both["reasoning_content"], "r");
+  EXPECT_FALSE(msg(R"("content": "c", "reasoning_content": "r", )" + call).contains("thinking"));
+  EXPECT_FALSE(msg(R"("content": "c", "reasoning_content": "r")").contains("thinking"));
+  EXPECT_EQ(chat(R"({"messages": [{"role": "assistant", "content": "a", "thinking": "t"}]})").needs_jinja,
+            "messages[0].thinking");
+  EXPECT_THROW(chat(R"({"messages": [{"role": "assistant", "content": "a", "thinking": 5}]})"), ApiError);
 }
 
 TEST(ChatRequest, ToolChoiceForms) {

@@ -146,6 +146,29 @@ TEST_F(BuiltInHarmony, RendersToolRequestsAsGptOssTemplate) {
       << text;
 }
 
+// The analysis that led to a call, echoed back as reasoning_content (or sent
+// as gpt-oss's own `thinking`), is rendered before the call on the next turn,
+// by the built-in as by gpt-oss's template.
+TEST_F(BuiltInHarmony, RendersTheAnalysisBeforeACall) {
+  for (const char* key : {"reasoning_content", "thinking"}) {
+    SCOPED_TRACE(key);
+    json body = request();
+    body["messages"].erase(4);  // ends on the tool result
+    body["messages"].erase(4);
+    body["messages"][2][key] = "Paris needs get_weather.";
+    serve_jinja();
+    const std::string want = applied(body);
+    const std::vector<int32_t> want_ids = chat_prompt(body);
+    serve_builtin();
+    EXPECT_EQ(applied(body), want);
+    EXPECT_EQ(chat_prompt(body), want_ids);
+    EXPECT_NE(want.find("<|start|>assistant<|channel|>analysis<|message|>Paris needs get_weather.<|end|>"
+                        "<|start|>assistant to=functions.get_weather"),
+              std::string::npos)
+        << want;
+  }
+}
+
 // tool_choice required / a named function: the harmony call grammar; the
 // scripted reply (the last user message, echoed up to END) is parsed into the call.
 TEST_F(BuiltInHarmony, RequiredToolChoiceGivesAParsedCall) {
