@@ -113,11 +113,17 @@ std::string test_name(const Result& r) {
 
 // Bytes one decode step reads per token: the weights once for all
 // sequences, and each sequence its own K/V at its mean position over the test.
-double decode_bytes_per_token(const Model& m, const BenchFlags& f, const Result& r) {
+// A mixture of experts' step reads its dense part and the experts it routed
+// any row to: expert_bytes, what the timed steps read (a row's share of
+// routed experts in matmul_bytes is replaced by it).
+double decode_bytes_per_token(const Model& m, const BenchFlags& f, const Result& r, int64_t expert_bytes) {
   KvDType kd = KvDType::F32;
   kv_dtype_from_name(f.kv_dtype, &kd);
   const double kv = static_cast<double>(kv_bytes_read(m.kv_geometry(), kd, r.depth + r.n_gen / 2));
-  return static_cast<double>(m.weight_traffic().matmul_bytes) / static_cast<double>(r.n_seqs) + kv;
+  const WeightTraffic t = m.weight_traffic();
+  const double step = static_cast<double>(t.matmul_bytes - t.expert_bytes_per_row) +
+                      static_cast<double>(expert_bytes) / static_cast<double>(r.n_gen);
+  return step / static_cast<double>(r.n_seqs) + kv;
 }
 
 // On a terminal, one stderr line updated in place while a test runs.
@@ -140,16 +146,15 @@ void clear_progress(const BenchFlags& f) {
 bool run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, Probes& probes, Result& r,
              int64_t test, int64_t tests) {
   const bool prefill = r.kind == "prefill";
+  int64_t expert_bytes = 0;  // of the last decode run
   auto once = [&](uint64_t seed, bool warm) {
     if (prefill)
       return bench_prefill_seconds(m, co, r.depth, warm ? std::min<int64_t>(r.n_prompt, 16) : r.n_prompt, seed);
     return bench_decode_seconds(m, co, r.depth, warm ? std::min<int64_t>(r.n_gen, 2) : r.n_gen,
-                                static_cast<int>(r.n_seqs), seed);
+                                static_cast<int>(r.n_seqs), seed, &expert_bytes);
   };
   once(static_cast<uint64_t>(f.seed), true);  // warm-up: caches, pool, page faults
-  if (!prefill) r.bytes_per_token = decode_bytes_per_token(m, f, r);
-  const double work = prefill ? static_cast<double>(m.weight_traffic().matmul_macs_per_row) : r.bytes_per_token;
-  double limit_sum = 0, fraction_sum = 0;
+  double limit_sum = 0, fraction_sum = 0, bytes_sum = 0;
   int64_t done = 0;
   for (int64_t i = 0; i < f.repetitions && !interrupted(); ++i) {
     show_progress(f, r, r.threads, i + 1, f.repetitions, test, tests);
@@ -160,6 +165,10 @@ bool run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, P
     const double limit = (before + probe()) / 2;
     const double tokens = prefill ? static_cast<double>(r.n_prompt) : static_cast<double>(r.n_gen * r.n_seqs);
     r.tok_s.push_back(tokens / s);
+    // Prefill: multiply-adds per token; decode: bytes read per token in this run.
+    const double work = prefill ? static_cast<double>(m.weight_traffic().matmul_macs_per_row)
+                                : decode_bytes_per_token(m, f, r, expert_bytes);
+    if (!prefill) bytes_sum += work;
     limit_sum += limit;
     fraction_sum += r.tok_s.back() * work / limit;
     ++done;
@@ -170,6 +179,7 @@ bool run_one(const Model& m, const BenchFlags& f, const BenchCacheOptions& co, P
   const double n = static_cast<double>(done);
   if (prefill) r.limits.madd_peak = limit_sum / n;
   else r.limits.read_gbs = limit_sum / n / 1e9;
+  if (!prefill) r.bytes_per_token = bytes_sum / n;
   r.fraction = fraction_sum / n;
   return true;
 }

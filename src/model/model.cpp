@@ -61,7 +61,10 @@ class LoadedModel : public Model {
       for (const TensorView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.w_router}) add(*m);
       // A row reads only its n_experts_used experts (counted at expert 0's size; all are alike).
       for (int j = 0; j < config_.layers[i].n_experts_used && !l.w_gate_exps.empty(); ++j)
-        for (const TensorView* m : {&l.w_gate_exps[0], &l.w_up_exps[0], &l.w_down_exps[0]}) add(*m);
+        for (const TensorView* m : {&l.w_gate_exps[0], &l.w_up_exps[0], &l.w_down_exps[0]}) {
+          add(*m);
+          t.expert_bytes_per_row += m->data ? m->shape[0] * m->row_bytes() : 0;
+        }
     }
     add(weights_.output);
     return t;

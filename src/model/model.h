@@ -56,6 +56,7 @@ struct WeightTraffic {
   // a mixture of experts, the router and the n_experts_used experts one row reads).
   int64_t matmul_bytes = 0;
   int64_t matmul_macs_per_row = 0;   // their multiply-adds for one row (attention over the cache excluded)
+  int64_t expert_bytes_per_row = 0;  // the part of matmul_bytes that is one row's routed experts
 };
 
 // What an embedding pass gives (Model::embed): one vector per sequence, in the

@@ -68,6 +68,12 @@ MoeScratch& moe_scratch() {
   return s;
 }
 
+thread_local int64_t t_expert_bytes = 0;  // moe_expert_bytes_read
+
+int64_t expert_bytes(const LayerWeights& w, int e) {
+  return w.w_gate_exps[e].nbytes() + w.w_up_exps[e].nbytes() + w.w_down_exps[e].nbytes();
+}
+
 constexpr int kMaxUsed = 64;  // experts per token under softmax-after-top-k (a stack array)
 
 void check_layer(const LayerConfig& L, const LayerWeights& w) {
@@ -153,6 +159,7 @@ void moe_ffn(const LayerConfig& L, const LayerWeights& w, const float* x, int64_
   for (int e = 0; e < E; ++e) {
     const int64_t g0 = s.start[e], m = s.start[e + 1] - g0;
     if (m == 0) continue;  // an expert no row chose is never read
+    t_expert_bytes += expert_bytes(w, e);
     float* gate = s.gate.data() + g0 * ff;
     float* up = s.up.data() + g0 * ff;
     const kernels::MatmulTarget gate_up[] = {{&w.w_gate_exps[e], gate}, {&w.w_up_exps[e], up}};
@@ -183,6 +190,7 @@ void moe_ffn_plain(const LayerConfig& L, const LayerWeights& w, const float* x, 
     std::fill(yr, yr + d, 0.0f);
     for (int j = 0; j < k; ++j) {
       const int e = route.expert[j];
+      t_expert_bytes += expert_bytes(w, e);
       kernels::matmul(w.w_gate_exps[e], xr, 1, gate.data());
       kernels::matmul(w.w_up_exps[e], xr, 1, up.data());
       add_bias_rows(gate.data(), w.b_gate_exps, e, ff, 1);
@@ -194,5 +202,7 @@ void moe_ffn_plain(const LayerConfig& L, const LayerWeights& w, const float* x, 
     }
   }
 }
+
+int64_t moe_expert_bytes_read() { return t_expert_bytes; }
 
 }  // namespace og

@@ -36,4 +36,10 @@ void moe_ffn(const LayerConfig& L, const LayerWeights& w, const float* x, int64_
 // The same, one row and one chosen expert at a time (the plain twin).
 void moe_ffn_plain(const LayerConfig& L, const LayerWeights& w, const float* x, int64_t n, int64_t d_model, float* y);
 
+// Bytes of expert matrices (gate, up, down) that the calling thread's
+// moe_ffn calls have read so far: each expert a step routes any row to, once
+// (moe_ffn_plain: once per row and chosen expert). bench reports a batch's
+// decode against the experts its steps really read.
+int64_t moe_expert_bytes_read();
+
 }  // namespace og

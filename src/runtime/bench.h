@@ -29,10 +29,14 @@ double bench_prefill_seconds(const Model& model, const BenchCacheOptions& o, int
 
 // Seconds of n_gen decode steps over n_seqs sequences, one row per sequence
 // per step (each step one forward of n_seqs rows, all wanting logits; each
-// sequence's next token is the argmax of its logits). Sequence 0 is filled to
-// depth and the others are forked from it.
+// row's argmax is taken, as greedy sampling would, but the next tokens are
+// random, as llama.cpp's benchmarks feed them, so forked sequences do not
+// converge). Sequence 0 is filled to depth and the others are forked from it.
+// expert_bytes (when given): the bytes of expert matrices the timed steps
+// read (a mixture of experts' routed experts, each once per step; 0 for a
+// dense model).
 double bench_decode_seconds(const Model& model, const BenchCacheOptions& o, int64_t depth, int64_t n_gen,
-                            int n_seqs, uint64_t seed);
+                            int n_seqs, uint64_t seed, int64_t* expert_bytes = nullptr);
 
 // K and V bytes one row reads attending over `positions` cached positions,
 // over all layers (window layers see at most their window).

@@ -1,6 +1,7 @@
 // Mixture-of-experts layers (qwen3moe, mixtral): routing as llama.cpp and
 // transformers define it, the grouped step against its plain twin on random
-// weights (f32 and repacked q8_0), experts left mapped or copied at load
+// weights (f32 and repacked q8_0) and the expert bytes each reads, experts
+// left mapped or copied at load
 // (same logits, copied bytes without them), quantize and export of the 3-D expert
 // stacks (the router stays f32), unnormalised weights written back, and every
 // bad expert field or tensor refused with a message naming it.
@@ -70,12 +71,26 @@ void expect_grouped_equals_plain(const std::string& path, bool repack) {
   for (int l = 0; l < m.config.n_layers(); ++l) {
     const LayerConfig& L = m.config.layers[l];
     ASSERT_GT(L.n_experts, 0);
+    const LayerWeights& lw = w.layers[l];
+    const int64_t expert = lw.w_gate_exps[0].nbytes() + lw.w_up_exps[0].nbytes() + lw.w_down_exps[0].nbytes();
     for (int64_t n : {1, 2, 3, 7, 16, 33}) {
       const std::vector<float> x = random_rows(n, d, static_cast<uint32_t>(n * 7 + l));
       std::vector<float> grouped(static_cast<size_t>(n * d)), plain(static_cast<size_t>(n * d));
-      moe_ffn(L, w.layers[l], x.data(), n, d, grouped.data());
-      moe_ffn_plain(L, w.layers[l], x.data(), n, d, plain.data());
+      const int64_t b0 = moe_expert_bytes_read();
+      moe_ffn(L, lw, x.data(), n, d, grouped.data());
+      const int64_t b1 = moe_expert_bytes_read();
+      moe_ffn_plain(L, lw, x.data(), n, d, plain.data());
       EXPECT_LE(test::max_rel_err(grouped, plain), 1e-6) << path << " layer " << l << " rows " << n;
+      // Grouped: each routed expert once (k for one row, at most every expert);
+      // the plain twin: once per row and chosen expert.
+      const int64_t k = L.n_experts_used, grouped_bytes = b1 - b0;
+      EXPECT_EQ(moe_expert_bytes_read() - b1, n * k * expert);
+      EXPECT_EQ(grouped_bytes % expert, 0);
+      EXPECT_GE(grouped_bytes, k * expert);
+      EXPECT_LE(grouped_bytes, std::min<int64_t>(n * k, L.n_experts) * expert);
+      if (n == 1) {
+        EXPECT_EQ(grouped_bytes, k * expert);
+      }
     }
   }
 }

@@ -1,10 +1,12 @@
-// The benchmark's byte accounting and its timed runs on a tiny model (no
-// speed is asserted: only that the runs complete and report time).
+// The benchmark's byte accounting and its timed runs on tiny models (no
+// speed is asserted: only that the runs complete and report time, and the
+// expert bytes a mixture of experts' steps read).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "runtime/bench.h"
+#include "model/synth_fixture.h"
 
 namespace og {
 namespace {
@@ -32,6 +34,29 @@ TEST(BenchRuns, PrefillAndBatchedDecodeAtDepthComplete) {
   o.dtype = KvDType::Q8_0;
   EXPECT_GT(bench_decode_seconds(*m, o, 9, 3, 4, 2), 0.0);
   EXPECT_GT(bench_decode_seconds(*m, o, 0, 2, 1, 3), 0.0);
+}
+
+// A mixture of experts' decode reports the experts its steps read: one row
+// reads its n_experts_used experts a layer (what weight_traffic counts), a
+// batch of rows each routed expert once a step, at least that and at most
+// one row's experts times the rows.
+TEST(BenchRuns, DecodeCountsTheExpertsItsStepsRead) {
+  auto m = Model::load(test::synth_gguf(synth::Family::kQwen3Moe));
+  const WeightTraffic t = m->weight_traffic();
+  ASSERT_GT(t.expert_bytes_per_row, 0);
+  ASSERT_LT(t.expert_bytes_per_row, t.matmul_bytes);
+  BenchCacheOptions o;
+  int64_t bytes = -1;
+  EXPECT_GT(bench_decode_seconds(*m, o, 3, 5, 1, 1, &bytes), 0.0);
+  EXPECT_EQ(bytes, 5 * t.expert_bytes_per_row);
+  EXPECT_GT(bench_decode_seconds(*m, o, 3, 5, 4, 1, &bytes), 0.0);
+  EXPECT_GT(bytes, 5 * t.expert_bytes_per_row);
+  EXPECT_LE(bytes, 5 * 4 * t.expert_bytes_per_row);
+  // A dense model reads no experts.
+  auto dense = Model::load(std::string(OG_TESTDATA_DIR) + "/models/stories260K/stories260K.gguf");
+  EXPECT_EQ(dense->weight_traffic().expert_bytes_per_row, 0);
+  EXPECT_GT(bench_decode_seconds(*dense, o, 0, 2, 2, 1, &bytes), 0.0);
+  EXPECT_EQ(bytes, 0);
 }
 
 }  // namespace
