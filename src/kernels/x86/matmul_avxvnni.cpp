@@ -4,8 +4,8 @@
 // matmuls differ from the AVX2 table (register_avxvnni below).
 #define OG_X86_NS avxvnni
 #define OG_X86_VNNI 1
-// Q6_K_R and Q8_0_R prefill: 1 x 8 tiles (AVX2's 1 x 4 measured slower with
-// one dot instruction per 32 products).
+// Q6_K_R and Q8_0_R prefill: 1 x 8 tiles (1 x 4 measured slower with one dot
+// instruction per 32 products; AVX2's Q6_K_R took 1 x 8 later, for its own gain).
 #define OG_X86_K6XP 8
 #define OG_X86_Q8RXT 8
 #define OG_X86_KR8XT 6  // as measured before AVX2 went to 8 (no AVX-VNNI machine here to measure 8)
