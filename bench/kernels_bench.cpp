@@ -188,6 +188,13 @@ int main(int argc, char** argv) {
       if (!dtype_from_name(n, &t) || !weight_dtype_supported(t)) og::usage_fail("unknown or unsupported dtype " + n);
       dtypes.push_back(t);
     }
+    // Each timed dtype's rows must be whole blocks (the default list's shapes are).
+    for (DType t : dtypes)
+      for (const Shape& sh : shapes)
+        if (sh.n_in % dtype_info(t).block != 0)
+          og::usage_fail("--shape " + std::to_string(sh.n_out) + "x" + std::to_string(sh.n_in) + ": rows of " +
+                         std::to_string(sh.n_in) + " are not whole " + dtype_name(static_cast<uint32_t>(t)) +
+                         " blocks (" + std::to_string(dtype_info(t).block) + ")");
   } catch (const og::UsageError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
