@@ -32,6 +32,7 @@
 #define OG_X86_Q8RG 4   // Q8_0_R: groups of 8 rows per tile
 #define OG_X86_Q8RXT 3
 #define OG_X86_Q8RD 4   // Q8_0_R decode: groups per tile
+#define OG_X86_MXRD 1   // MXFP4_R decode: one group per tile (one weight stream; 4 and 2 were slower)
 #include "kernels/x86/matmul_x86.inc"
 
 namespace og::kernels {
