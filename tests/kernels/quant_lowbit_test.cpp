@@ -185,6 +185,33 @@ TEST(LowBitMatmul, TopLevelsStayExactOnEveryIsa) {
   }
 }
 
+// The AVX-512 table's zmm tiles for Q2_K, Q3_K and IQ4_XS (KLowZ, KIQ4XSZ)
+// add their two 256-bit halves into the ymm tiles' exact int32 lanes before
+// the same float epilogue, so their outputs equal the AVX-VNNI table's (the
+// ymm tiles with the same VNNI instructions) bit for bit: decode, small
+// batches and chunked prefill, rows of one and several blocks.
+TEST(LowBitMatmul, ZmmTilesEqualTheYmmTilesBitForBit) {
+  if (!isa_available(Isa::kAvx512) || !isa_available(Isa::kAvxVnni))
+    GTEST_SKIP() << "needs a CPU with both AVX-512 and AVX-VNNI";
+  for (DType t : {DType::Q2_K, DType::Q3_K, DType::IQ4_XS})
+    for (int64_t n_out : {7, 64})
+      for (int64_t n_in : {256, 1024}) {
+        const int64_t rb = dtype_row_bytes(t, n_in);
+        const std::vector<float> src = testing::random_normal(n_out * n_in, 40 + static_cast<uint32_t>(n_out + n_in));
+        std::vector<uint8_t> q(static_cast<size_t>(n_out * rb));
+        for (int64_t r = 0; r < n_out; ++r) quantize_row(t, src.data() + r * n_in, q.data() + r * rb, n_in);
+        const TensorView w{q.data(), t, {n_out, n_in}, "w"};
+        for (int64_t n_x : {1, 3, 8, 13, 300}) {
+          const std::vector<float> x = testing::random_normal(n_x * n_in, 7 + static_cast<uint32_t>(n_x));
+          std::vector<float> zmm(static_cast<size_t>(n_x * n_out)), ymm(zmm.size());
+          matmul_with(kernel_table(Isa::kAvx512), w, x.data(), n_x, zmm.data());
+          matmul_with(kernel_table(Isa::kAvxVnni), w, x.data(), n_x, ymm.data());
+          ASSERT_EQ(std::memcmp(zmm.data(), ymm.data(), zmm.size() * sizeof(float)), 0)
+              << dtype_name(static_cast<uint32_t>(t)) << " " << n_out << "x" << n_in << " n_x " << n_x;
+        }
+      }
+}
+
 // IQ4_NL_R and MXFP4_R (rows interleaved by 8 at load): repacking changes no
 // value (unpacking restores the bytes, get_row reads each row), and every
 // ISA's matmul matches the double product of the dequantized weights within
