@@ -16,5 +16,5 @@ scripts/node_deps.sh build/node
 [ -e build-asan/node ] || ln -s "$(pwd)/build/node" build-asan/node
 echo "[sanitize] unit tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j 2 --timeout 900 -LE 'e2e|slow|python|install|docs' \
+  ctest --test-dir build-asan --output-on-failure -j 2 --timeout 900 -LE 'e2e|python|install|docs' \
   -E '_NOT_BUILT$'

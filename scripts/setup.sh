@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs every Debian package offgraph needs (idempotent, non-interactive),
-# builds the Release tree into build/ and installs the Node packages of the
+# Installs every Debian package offgraph needs (idempotent, non-interactive)
+# and builds what the main job (scripts/demo.sh) runs: `offgraph` and
+# `og-synth` in the Release tree build/. The test command (scripts/test.sh)
+# builds the rest (tests, benchmarks) and installs the Node packages of the
 # server's client tests into build/node (scripts/node_deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,5 +32,4 @@ if ! command -v npm >/dev/null; then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm
 fi
 
-scripts/build.sh
-scripts/node_deps.sh
+scripts/build.sh offgraph og-synth
