@@ -6,6 +6,9 @@
 #include <string>
 
 namespace og {
+
+void sha256_use_scalar_for_tests(bool scalar);  // base/sha256.cpp
+
 namespace {
 
 std::string hex_of(std::string_view s) { return to_hex(Sha256::of(s)); }
@@ -28,6 +31,26 @@ TEST(Sha256, PiecesEqualTheWhole) {
     for (size_t at = 0, step = 1; at < n; at += step, step = step * 3 % 17 + 1) h.update(m.substr(at, step));
     EXPECT_EQ(h.finish(), Sha256::of(m)) << n;
   }
+}
+
+// The SHA-NI rounds (where the CPU has them) and the scalar ones agree on
+// every length around block boundaries and on a long message in pieces.
+TEST(Sha256, ScalarAndShaNiAgree) {
+  std::string msg;
+  for (int i = 0; i < 5000; ++i) msg.push_back(static_cast<char>((i * 131 + 7) ^ (i >> 3)));
+  for (size_t n : {0u, 1u, 55u, 56u, 63u, 64u, 65u, 127u, 128u, 129u, 1000u, 5000u}) {
+    const std::string_view m(msg.data(), n);
+    sha256_use_scalar_for_tests(true);
+    const Sha256Digest scalar = Sha256::of(m);
+    sha256_use_scalar_for_tests(false);
+    EXPECT_EQ(Sha256::of(m), scalar) << n;
+    Sha256 h;
+    for (size_t at = 0, step = 1; at < n; at += step, step = step * 7 % 193 + 1) h.update(m.substr(at, step));
+    EXPECT_EQ(h.finish(), scalar) << n;
+  }
+  sha256_use_scalar_for_tests(true);
+  EXPECT_EQ(hex_of("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  sha256_use_scalar_for_tests(false);
 }
 
 }  // namespace
