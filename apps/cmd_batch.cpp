@@ -196,7 +196,8 @@ int cmd_batch(const Args& args) {
     const std::filesystem::path dir = std::filesystem::path(b.out_prefix).parent_path();
     std::error_code ec;
     if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
-      fail("--out-prefix: cannot write into ", dir.string(), ": no such directory");
+      fail("--out-prefix: cannot write into ", dir.string(), ": ",
+           std::filesystem::exists(dir, ec) ? "not a directory" : "no such directory");
   }
   std::vector<PromptSpec> specs;
   for (const std::string& p : b.positional) specs.push_back({p, -1});
@@ -260,7 +261,7 @@ int cmd_batch(const Args& args) {
       r.prompt = prompts[i];
       r.max_new_tokens = specs[i].max_new_tokens >= 0 ? specs[i].max_new_tokens : f.max_new_tokens;
       r.sampler = sc;
-      r.stop_ids = l.stop_ids;
+      if (!f.ignore_eos) r.stop_ids = l.stop_ids;
       r.stop_strings = f.stop;
       r.grammar = grammar;
       RequestCallbacks cb;

@@ -47,6 +47,9 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   fl.add_short('n', "max-new-tokens");
   fl.add_alias("--n-predict", "max-new-tokens");
   fl.add_repeated("stop", &f.stop, "stop when the generated text contains this string (not printed)");
+  fl.add_bool("ignore-eos", &f.ignore_eos,
+              "do not stop at the model's end-of-text or end-of-turn tokens: only --max-new-tokens and --stop end "
+              "a reply (a fixed-length generation, as llama.cpp's --ignore-eos)");
   fl.add_string("json-schema", &f.json_schema,
                 "constrain every reply to JSON valid for this schema (a file, or the JSON text itself)", "FILE|JSON");
   fl.add_string("grammar", &f.grammar, "constrain every reply to this GBNF grammar file", "FILE");
@@ -126,7 +129,7 @@ GrammarConstraint structured_output_of(const LlmFlags& f, const Tokenizer& tok) 
 GenerateOptions generate_options_of(const LlmFlags& f, const LoadedModel& l) {
   GenerateOptions o;
   o.max_new_tokens = f.max_new_tokens;
-  o.stop_ids = l.stop_ids;
+  if (!f.ignore_eos) o.stop_ids = l.stop_ids;
   o.stop_strings = f.stop;
   o.interrupt = &interrupted();
   o.grammar = structured_output_of(f, *l.tok);

@@ -28,6 +28,7 @@ struct LlmFlags {
   std::string prompt, system;
   int64_t max_new_tokens = 256;
   std::vector<std::string> stop;
+  bool ignore_eos = false;  // --ignore-eos: only --max-new-tokens and --stop end a reply
   bool warmup = false;
   bool interactive = false;
   std::string stats = "text";

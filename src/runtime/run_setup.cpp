@@ -49,8 +49,10 @@ KvPolicy kv_policy_of(const CacheSetup& s, const Model& model, std::string* warn
   p.max_capacity = s.max_capacity > 0 ? s.max_capacity
                                       : (n_ctx > 0 ? std::min(n_ctx, kDefaultMaxCapacity) : kDefaultMaxCapacity);
   if (warning && n_ctx > 0 && p.max_capacity > n_ctx)
-    *warning = "--kv-max-capacity " + std::to_string(p.max_capacity) +
-               " exceeds the model's trained context length " + std::to_string(n_ctx);
+    // No flag is named: the capacity comes from --kv-max-capacity or, in batch
+    // and serve, from --max-session-tokens; the user gave one of them.
+    *warning = "a cache of " + std::to_string(p.max_capacity) +
+               " positions per session exceeds the model's trained context length " + std::to_string(n_ctx);
   p.initial_capacity = std::min(s.initial_capacity, p.max_capacity);
   OG_CHECK(kv_dtype_from_name(s.storage_dtype, &p.dtype), "unknown cache storage dtype ", s.storage_dtype);
   for (int64_t w : s.windows) p.windows.push_back(static_cast<int>(w));

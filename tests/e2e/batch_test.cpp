@@ -104,6 +104,17 @@ TEST(Batch, APromptThatCanNeverFitIsRefusedAndTheRestRun) {
   EXPECT_EQ(lines(p.out).size(), 2u);
 }
 
+// A session limit past the trained context (512) warns about the flag given,
+// not about a --kv-max-capacity the user never wrote.
+TEST(Batch, SessionLimitPastTheContextWarnsWithoutNamingAnotherFlag) {
+  const Proc p = offgraph({"batch", "--model", kGguf, "--max-session-tokens", "1024", "-n", "4", "Hi"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.err.find("a cache of 1024 positions per session exceeds the model's trained context length 512"),
+            std::string::npos)
+      << p.err;
+  EXPECT_EQ(p.err.find("--kv-max-capacity"), std::string::npos) << p.err;
+}
+
 TEST(Batch, BadFlagsAndFilesAreOneLineErrors) {
   const std::string dir = scratch_dir();
   const std::string bad_json = dir + "/bad.jsonl";
@@ -133,6 +144,7 @@ TEST(Batch, BadFlagsAndFilesAreOneLineErrors) {
       {{"batch", "--model", kGguf, "--prompts-file", unknown_key}, 1, "unknown key \"temperature\""},
       {{"batch", "--model", kGguf, "--prompts-file", empty}, 1, "holds no prompts"},
       {{"batch", "--model", kGguf, "x", "--out-prefix", dir + "/no/such/dir/p"}, 1, "no such directory"},
+      {{"batch", "--model", kGguf, "x", "--out-prefix", empty + "/p"}, 1, "empty.txt: not a directory"},
       {{"batch", "--model", dir + "/missing.gguf", "x"}, 1, "no such file"},
   };
   for (const Case& c : cases) {

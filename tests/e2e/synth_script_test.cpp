@@ -128,6 +128,26 @@ TEST(SynthScript, Qwen3PlainReplyInHfLayout) {
   EXPECT_EQ(p.out, "<think>\nThe user greets me.\n</think>\n\nHello! How can I help you today?");
 }
 
+// --ignore-eos (run, chat and batch): the script's <|im_end|> no longer ends
+// the reply; only --max-new-tokens does, so a fixed-length generation works.
+TEST(SynthScript, IgnoreEosRunsToMaxNewTokens) {
+  const std::string& m = qwen3_tool_gguf();
+  const Proc plain = reply(m, {"--stats", "json"});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("\"stop_reason\":\"stop_token\""), std::string::npos) << plain.out;
+  const Proc ignored = reply(m, {"--stats", "json", "--ignore-eos"});
+  ASSERT_EQ(ignored.code, 0) << ignored.err;
+  EXPECT_EQ(ignored.out.rfind(kThinking + kToolCall, 0), 0u) << ignored.out;
+  EXPECT_NE(ignored.out.find("\"stop_reason\":\"max_new_tokens\""), std::string::npos) << ignored.out;
+  EXPECT_NE(ignored.out.find("\"generated_tokens\":64"), std::string::npos) << ignored.out;
+
+  const Proc batch = offgraph({"batch", "-m", m, "What is the weather in Paris?", "--temp", "0", "-n", "40",
+                               "--ignore-eos", "--output", "jsonl"});
+  ASSERT_EQ(batch.code, 0) << batch.err;
+  EXPECT_NE(batch.out.find("\"tokens\":40"), std::string::npos) << batch.out;
+  EXPECT_NE(batch.out.find("\"finish_reason\":\"length\""), std::string::npos) << batch.out;
+}
+
 TEST(SynthScript, Llama32JsonToolCall) {
   ASSERT_TRUE(std::filesystem::exists(kLlama32Template)) << kLlama32Template;
   const std::string m =
