@@ -31,14 +31,16 @@ void add_scheduler_flags(Flags& fl, SchedulerFlags& f, const SchedulerFlagNames&
                 "hashing prompts must share it); default: $PYTHONHASHSEED, else 0",
                 "SEED");
   fl.add_string("prefix-cache-dir", &f.prefix_cache_dir,
-                "keep prefix-cache blocks evicted from memory as files in this directory (an existing, writable "
-                "one; replicas on one host may share it), read back by later " + n.unit +
+                "keep prefix-cache blocks evicted from memory (and, at a graceful exit, those still in memory, "
+                "within 2 s) as files in this directory (an existing, writable one; replicas of one user on one "
+                "host may share it), read back by later " + n.unit +
                     "s sharing their prefix, across restarts (docs/cache.md)",
                 "DIR");
   fl.add_int("prefix-cache-disk-bytes", &f.prefix_cache_disk_bytes, 0, std::numeric_limits<int64_t>::max(),
              "bound on the block files in --prefix-cache-dir (least recently used deleted first); required with it");
   fl.add_bool("prefix-cache-persist", &f.prefix_cache_persist,
-              "write every block the prefix cache stores to --prefix-cache-dir, not only those evicted from memory");
+              "write every block the prefix cache stores to --prefix-cache-dir when it is stored (write-through: "
+              "a crash loses none), not only at eviction and at a graceful exit");
 }
 
 void check_scheduler_flags(const SchedulerFlags& f, const SchedulerFlagNames& n, CacheSetup& cache) {

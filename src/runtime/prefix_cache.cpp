@@ -1,12 +1,14 @@
 // PrefixCache: block-chain lookup (the deepest cached block of the prompt,
 // then a token-wise extension inside an entry holding it), fork into a new
 // session's sequence, capture at the prompt boundary, per-block holder counts
-// and their KV events, LRU eviction by count and bytes.
+// and their KV events, LRU eviction by count and bytes; the disk tier's
+// exports (to the disk worker) and imports (from its reads).
 #include "runtime/prefix_cache.h"
 
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/timer.h"
 
 namespace og {
 
@@ -21,15 +23,15 @@ PrefixCache::PrefixCache(KvCache& cache, const PrefixCacheOptions& o)
     has_ring_ = has_ring_ || effective_window(cache.geometry(), cache.policy(), c) > 0;
   for (int i = max_entries_ - 1; i >= 0; --i) free_seqs_.push_back(o.first_seq + i);
   if (!o.disk.dir.empty() && enabled())
-    disk_ = std::make_unique<PrefixDiskTier>(o.disk, cache.geometry(), cache.policy(), o.block_size,
-                                             events_on_ ? &events_ : nullptr);
+    disk_ = std::make_unique<PrefixDiskWorker>(o.disk, cache.geometry(), cache.policy(), o.block_size, events_on_);
 }
 
 PrefixCache::~PrefixCache() {
   for (const Entry& e : entries_) cache_.remove_sequence(e.seq);
 }
 
-int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int dst, std::string_view salt) {
+int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int dst, std::string_view salt,
+                               DiskRead* read) {
   if (!enabled() || cap < 1) return 0;
   ++stats_.lookups;
   stats_.query_tokens += static_cast<int64_t>(prompt.size());
@@ -73,58 +75,93 @@ int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int
     entries_[best].last_used = ++clock_;
     held = best_len;
   }
-  if (disk_) held = extend_from_disk(prompt, limit, salt, dst, held);
+  if (read != nullptr) held = extend_from_disk(*read, dst, held);
   if (held == 0) return 0;
   ++stats_.hits;
   stats_.hit_tokens += held;
   return held;
 }
 
-int64_t PrefixCache::extend_from_disk(std::span<const int32_t> prompt, int64_t limit, std::string_view salt, int dst,
-                                      int64_t held) {
+std::shared_ptr<DiskRead> PrefixCache::read_from_disk(std::span<const int32_t> prompt, int64_t cap,
+                                                      std::string_view salt) {
+  if (!disk_ || !enabled() || cap < 1) return nullptr;
+  const int64_t bs = hasher_.block_size();
+  const int64_t limit = std::min<int64_t>(cap, static_cast<int64_t>(prompt.size()));
+  const std::vector<BlockHash> chain = hasher_.chain(prompt.first(static_cast<size_t>(limit / bs * bs)), salt);
+  size_t first = 0;  // memory holds blocks 0 .. first - 1 (a chain is cached as a prefix)
+  while (first < chain.size() && holders_.count(chain[first])) ++first;
+  if (first == chain.size()) return nullptr;
+  std::vector<DiskBlockRef> blocks;
+  for (size_t b = first; b < chain.size(); ++b) {
+    const auto at = prompt.subspan(b * static_cast<size_t>(bs), static_cast<size_t>(bs));
+    blocks.push_back({chain[b], b > 0 ? std::optional(chain[b - 1]) : std::nullopt, {at.begin(), at.end()}});
+  }
+  return disk_->read(static_cast<int64_t>(first), std::move(blocks));
+}
+
+int64_t PrefixCache::extend_from_disk(DiskRead& read, int dst, int64_t held) {
   const int64_t bs = hasher_.block_size();
   const int64_t first = held / bs;  // the first block dst lacks in full
-  const std::vector<BlockHash> chain = hasher_.chain(prompt.first(static_cast<size_t>(limit / bs * bs)), salt);
+  // Blocks memory held when the read started but no longer does leave a gap: nothing to import.
+  if (first < read.first()) return held;
   // Each block's payload is export_positions' layout of its own positions, so blocks are imported one by one.
-  std::vector<std::vector<uint8_t>> blocks;
-  for (int64_t b = first; b < static_cast<int64_t>(chain.size()); ++b) {
-    const std::optional<BlockHash> parent = b > 0 ? std::optional(chain[b - 1]) : std::nullopt;
-    if (!disk_->load(chain[b], parent, prompt.subspan(b * bs, bs), &blocks.emplace_back())) {
-      blocks.pop_back();
-      break;
-    }
-  }
-  if (blocks.empty()) return held;
+  std::vector<std::vector<uint8_t>> blocks = read.take();
+  const size_t skip = static_cast<size_t>(first - read.first());
+  if (skip >= blocks.size()) return held;
   // dst: created, or cut back to its whole blocks (a memory match may end inside one).
   const bool created = held == 0 && cache_.length(dst) < 0;
   if (created ? !cache_.add_sequence(dst).ok() : held == 0 && !cache_.clear(dst).ok()) return 0;
   if (held > first * bs && !cache_.rewind(dst, held - first * bs).ok()) return held;
-  int64_t n = 0;  // blocks imported (a refusal, e.g. no room in the pool, imports nothing of its block)
-  while (n < static_cast<int64_t>(blocks.size()) && cache_.import_positions(dst, blocks[n]).ok()) ++n;
+  size_t n = 0;  // blocks imported (a refusal, e.g. no room in the pool, imports nothing of its block)
+  while (skip + n < blocks.size() && cache_.import_positions(dst, blocks[skip + n]).ok()) {
+    mark_on_disk(read.blocks()[skip + n].hash);
+    ++n;
+  }
   if (n == 0 && created) {
     cache_.remove_sequence(dst);
     return 0;
   }
   if (n > 0) {
     ++stats_.disk_hits;
-    stats_.disk_hit_tokens += n * bs;
+    stats_.disk_hit_tokens += static_cast<int64_t>(n) * bs;
   }
-  return (first + n) * bs;
+  return (first + static_cast<int64_t>(n)) * bs;
 }
 
-void PrefixCache::write_to_disk(const Entry& e, bool evicted) {
+void PrefixCache::mark_on_disk(const BlockHash& h) {
+  if (on_disk_.size() >= 65536) on_disk_.clear();
+  on_disk_.insert(h);
+}
+
+bool PrefixCache::write_to_disk(const Entry& e, bool evicted, double wait_s) {
   const int64_t bs = hasher_.block_size();
-  std::vector<uint8_t> payload;
+  Timer waited;
   for (size_t b = 0; b < e.chain.size(); ++b) {
     const auto it = holders_.find(e.chain[b]);
-    if ((evicted && it != holders_.end() && it->second > 1) || disk_->has(e.chain[b])) continue;
+    if ((evicted && it != holders_.end() && it->second > 1) || on_disk_.count(e.chain[b])) continue;
     const int64_t at = static_cast<int64_t>(b) * bs;
-    if (!cache_.export_positions(e.seq, at, at + bs, &payload).ok()) return;
-    const std::optional<BlockHash> parent = b > 0 ? std::optional(e.chain[b - 1]) : std::nullopt;
-    disk_->store(e.chain[b], parent, std::span(e.tokens).subspan(static_cast<size_t>(at), static_cast<size_t>(bs)),
-                 payload);
+    std::vector<uint8_t> payload;
+    if (!cache_.export_positions(e.seq, at, at + bs, &payload).ok()) return true;
+    const auto tokens = std::span(e.tokens).subspan(static_cast<size_t>(at), static_cast<size_t>(bs));
+    DiskBlockRef ref{e.chain[b], b > 0 ? std::optional(e.chain[b - 1]) : std::nullopt, {tokens.begin(), tokens.end()}};
+    if (!disk_->write(std::move(ref), std::move(payload), wait_s > 0 ? wait_s - waited.seconds() : 0)) return false;
+    mark_on_disk(e.chain[b]);
   }
+  return true;
 }
+
+bool PrefixCache::write_back(double seconds) {
+  if (!disk_) return true;
+  Timer t;
+  std::vector<const Entry*> order;
+  for (const Entry& e : entries_) order.push_back(&e);
+  std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) { return a->last_used > b->last_used; });
+  for (const Entry* e : order)
+    if (t.seconds() >= seconds || !write_to_disk(*e, /*evicted=*/false, seconds - t.seconds())) return false;
+  return disk_->drain(seconds - t.seconds());
+}
+
+bool PrefixCache::drain_disk(double seconds) { return !disk_ || disk_->drain(seconds); }
 
 void PrefixCache::hold_blocks(const Entry& e) {
   // The blocks no entry held yet form the chain's tail.
@@ -262,6 +299,8 @@ void PrefixCache::clear() {
 std::vector<KvEvent> PrefixCache::take_events() {
   std::vector<KvEvent> out;
   out.swap(events_);
+  if (disk_ && events_on_)
+    for (KvEvent& e : disk_->take_events()) out.push_back(std::move(e));
   return out;
 }
 

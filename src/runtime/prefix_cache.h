@@ -20,8 +20,11 @@
 // Bounded by entries and bytes; least recently used entries are evicted first.
 // With a disk tier (runtime/prefix_disk_tier.h), an evicted entry's blocks
 // that no other entry holds are written to disk (with persist, every block at
-// capture), and a lookup continues past what memory holds with the prompt's
-// blocks found on disk, imported into the new sequence (docs/cache.md).
+// capture; at a graceful shutdown, every block still only in memory), and a
+// lookup continues past what memory holds with the prompt's blocks found on
+// disk, imported into the new sequence (docs/cache.md). The files are written
+// and read on the disk worker's thread (runtime/prefix_disk_worker.h): this
+// class only exports blocks to it and imports what it read.
 // Not thread-safe: the scheduler's stepping thread owns it.
 #pragma once
 
@@ -31,12 +34,13 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kv/kv_cache.h"
 #include "runtime/block_hash.h"
 #include "runtime/kv_events.h"
-#include "runtime/prefix_disk_tier.h"
+#include "runtime/prefix_disk_worker.h"
 
 namespace og {
 
@@ -76,9 +80,23 @@ class PrefixCache {
   const BlockHasher& hasher() const { return hasher_; }
 
   // Forks the cached KV of the longest cached prefix of `prompt` (at most
-  // `cap` tokens) under `salt` into sequence `dst` (created or replaced).
+  // `cap` tokens) under `salt` into sequence `dst` (created or replaced),
+  // then imports the blocks `read` (from read_from_disk with the same prompt,
+  // cap and salt; may be null) has read by now that continue it.
   // Returns the positions dst now holds: 0 on a miss (dst is then left untouched).
-  int64_t fork_into(std::span<const int32_t> prompt, int64_t cap, int dst, std::string_view salt = {});
+  int64_t fork_into(std::span<const int32_t> prompt, int64_t cap, int dst, std::string_view salt = {},
+                    DiskRead* read = nullptr);
+
+  // Starts reading, on the disk worker, the blocks of `prompt` (at most `cap`
+  // tokens) under `salt` past those memory holds now; nullptr when there is no
+  // disk tier or nothing to read. Never waits on disk.
+  std::shared_ptr<DiskRead> read_from_disk(std::span<const int32_t> prompt, int64_t cap, std::string_view salt = {});
+  // A graceful shutdown's write-back: queues every entry's blocks not yet on
+  // disk (most recently used entries first) and waits for the disk worker,
+  // all within `seconds`; false when time ran out first. No-op without a tier.
+  bool write_back(double seconds);
+  // Waits up to `seconds` for the disk worker's queue to empty (true if it did).
+  bool drain_disk(double seconds);
 
   // Keeps the first `tokens.size()` positions of sequence `src` (which holds
   // at least those tokens' KV) as an entry under `salt`, evicting as the
@@ -92,11 +110,13 @@ class PrefixCache {
   // Drops every entry (an AllBlocksCleared event).
   void clear();
 
-  // The KV events since the last call, in order (empty unless options.events).
+  // The KV events since the last call, in order (empty unless options.events);
+  // the disk tier's follow the memory's of the same call.
   std::vector<KvEvent> take_events();
 
   const PrefixCacheStats& stats() const { return stats_; }
-  const PrefixDiskTier* disk() const { return disk_.get(); }  // nullptr without a disk tier
+  PrefixDiskWorker* disk() { return disk_.get(); }  // nullptr without a disk tier
+  const PrefixDiskWorker* disk() const { return disk_.get(); }
 
  private:
   struct Entry {
@@ -112,12 +132,14 @@ class PrefixCache {
   void enforce_bounds(int64_t extra_bytes);
   void hold_blocks(const Entry& e);     // counts e's blocks; BlockStored for the new ones
   void release_blocks(const Entry& e);  // uncounts them; BlockRemoved for the last holders'
-  // Writes e's blocks to the disk tier: those no other entry holds (evicted), or all.
-  void write_to_disk(const Entry& e, bool evicted);
-  // Imports the prompt's blocks after the `held` positions dst holds (0: dst
-  // is not in the cache) from the disk tier; returns the positions dst holds then.
-  int64_t extend_from_disk(std::span<const int32_t> prompt, int64_t limit, std::string_view salt, int dst,
-                           int64_t held);
+  // Exports e's blocks to the disk worker: those no other entry holds
+  // (evicted), or all, skipping those known to be on disk; waits up to wait_s
+  // for room in its queue. False when a block did not fit.
+  bool write_to_disk(const Entry& e, bool evicted, double wait_s = 0);
+  // Imports the blocks `read` holds after the `held` positions dst holds (0:
+  // dst is not in the cache); returns the positions dst holds then.
+  int64_t extend_from_disk(DiskRead& read, int dst, int64_t held);
+  void mark_on_disk(const BlockHash& h);
 
   KvCache& cache_;
   int max_entries_;
@@ -131,7 +153,10 @@ class PrefixCache {
   std::vector<KvEvent> events_;
   uint64_t clock_ = 0;
   PrefixCacheStats stats_;
-  std::unique_ptr<PrefixDiskTier> disk_;  // after events_, which it appends to
+  std::unique_ptr<PrefixDiskWorker> disk_;
+  // Blocks written to (or queued for, or read from) disk by this process:
+  // not exported again. Forgotten past 65536 (then some are exported twice).
+  std::unordered_set<BlockHash, BlockHashHasher> on_disk_;
 };
 
 }  // namespace og

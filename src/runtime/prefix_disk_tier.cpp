@@ -1,9 +1,11 @@
-// PrefixDiskTier: block files (header, payload checksum, payload) written by
-// temporary file + rename, verified on every read, pruned by mtime past the
-// byte bound. File format: docs/cache.md, "The disk tier".
+// PrefixDiskTier: block files (header, MAC, payload) written by temporary
+// file + rename, opened only as regular files and verified on every read,
+// pruned by mtime past the byte bound; the directory's MAC key. File format:
+// docs/cache.md, "The disk tier".
 #include "runtime/prefix_disk_tier.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -21,7 +24,9 @@ namespace og {
 namespace {
 
 constexpr char kMagic[8] = {'O', 'G', 'K', 'V', 'B', 'L', 'K', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 1 had a plain SHA-256 of the payload: a miss, removed
+constexpr const char* kKeyName = ".offgraph-kvb-key";
+constexpr size_t kKeyBytes = 32;
 constexpr const char* kSuffix = ".kvb";
 constexpr int64_t kStaleTempSeconds = 600;  // a temporary file this old belongs to a dead writer
 
@@ -85,12 +90,106 @@ bool is_block_file(const std::string& name) {
   return name.size() > 4 && name[0] != '.' && name.compare(name.size() - 4, 4, kSuffix) == 0;
 }
 
+std::string octal(unsigned v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0%o", v);
+  return b;
+}
+
+bool is_regular(const std::string& path, struct stat* st) { return ::lstat(path.c_str(), st) == 0 && S_ISREG(st->st_mode); }
+
+// Opens an existing file for reading only when it is a regular file: a link
+// is refused (O_NOFOLLOW), and a FIFO or device neither blocks the open
+// (O_NONBLOCK) nor gets read (fstat). -1 with *why set otherwise; ENOENT
+// leaves *why empty (a plain miss).
+int open_regular(const std::string& path, struct stat* st, std::string* why) {
+  why->clear();
+  if (::lstat(path.c_str(), st) != 0) {
+    if (errno != ENOENT) *why = cat("cannot stat: ", errno_text(errno));
+    return -1;
+  }
+  if (!S_ISREG(st->st_mode)) {
+    *why = "not a regular file";
+    return -1;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *why = errno == ENOENT ? "" : cat("cannot open: ", errno_text(errno));
+    return -1;
+  }
+  if (::fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {  // replaced between lstat and open
+    *why = "not a regular file";
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// kKeyBytes from the kernel's generator (getrandom, else /dev/urandom).
+std::vector<uint8_t> random_key(const std::string& dir) {
+  std::vector<uint8_t> key(kKeyBytes);
+  size_t got = 0;
+  while (got < key.size()) {
+    const ssize_t r = ::getrandom(key.data() + got, key.size() - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  if (got < key.size()) {
+    const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    OG_CHECK(fd >= 0 && read_all(fd, key.data(), key.size()), "--prefix-cache-dir ", dir,
+             ": no random bytes for its key (getrandom and /dev/urandom failed)");
+    ::close(fd);
+  }
+  return key;
+}
+
+// The directory's MAC key: read, or made on first use. Made as a temporary
+// file (mode 0600, O_EXCL) hard-linked onto its name, so that replicas
+// starting together agree on one key and none reads a half-written one. A key
+// file anyone but this user could have written or can read is refused: a MAC
+// keyed by it would prove nothing.
+std::vector<uint8_t> directory_key(const std::string& dir) {
+  const std::string path = cat(dir, "/", kKeyName);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    OG_CHECK(errno == ENOENT, "--prefix-cache-dir ", dir, ": cannot stat its key file ", path, ": ",
+             errno_text(errno));
+    const std::vector<uint8_t> key = random_key(dir);
+    const std::string tmp = cat(path, ".", ::getpid(), ".", process_tag(), ".", temp_counter().fetch_add(1), ".tmp");
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    OG_CHECK(fd >= 0, "--prefix-cache-dir ", dir, ": cannot create its key file: ", errno_text(errno));
+    const bool ok = ::fchmod(fd, 0600) == 0 && write_all(fd, key.data(), key.size()) && ::fsync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    const bool linked = ok && ::link(tmp.c_str(), path.c_str()) == 0;
+    const int link_err = errno;
+    ::unlink(tmp.c_str());
+    OG_CHECK(ok, "--prefix-cache-dir ", dir, ": cannot write its key file: ", errno_text(err));
+    if (linked) return key;
+    OG_CHECK(link_err == EEXIST, "--prefix-cache-dir ", dir, ": cannot create its key file ", path, ": ",
+             errno_text(link_err));
+    // Another replica made it first: use theirs.
+  }
+  std::string why;
+  const int fd = open_regular(path, &st, &why);
+  OG_CHECK(fd >= 0, "--prefix-cache-dir ", dir, ": its key file ", path, ": ", why.empty() ? "vanished" : why);
+  std::vector<uint8_t> key(kKeyBytes);
+  const bool ok = st.st_uid == ::geteuid() && (st.st_mode & 077) == 0 && st.st_size == int64_t(kKeyBytes) &&
+                  read_all(fd, key.data(), key.size());
+  ::close(fd);
+  OG_CHECK(ok, "--prefix-cache-dir ", dir, ": its key file ", path, " is not a ", kKeyBytes,
+           "-byte file of this user with mode 0600 (owner ", st.st_uid, ", mode ", octal(st.st_mode & 07777),
+           ", ", st.st_size, " bytes); remove it and a new key is made (the blocks in the directory become misses)");
+  return key;
+}
+
 }  // namespace
 
 PrefixDiskTier::PrefixDiskTier(const PrefixDiskOptions& o, const KvGeometry& g, const KvPolicy& p, int block_size,
                                std::vector<KvEvent>* events)
     : dir_(o.dir), max_bytes_(o.max_bytes), persist_(o.persist), block_size_(block_size), log_(o.log),
-      events_(events) {
+      events_(events), before_write_(o.before_write) {
   namespace fs = std::filesystem;
   std::error_code ec;
   OG_CHECK(fs::is_directory(dir_, ec), "--prefix-cache-dir ", dir_, ": not an existing directory");
@@ -99,6 +198,7 @@ PrefixDiskTier::PrefixDiskTier(const PrefixDiskOptions& o, const KvGeometry& g, 
   OG_CHECK(max_bytes_ >= 1, "--prefix-cache-disk-bytes must be at least 1 with --prefix-cache-dir (got ", max_bytes_,
            ")");
   OG_CHECK(block_size_ >= 1, "prefix disk tier: block size ", block_size_);
+  secret_ = directory_key(dir_);
   // The run key: everything a block's bytes depend on besides its tokens.
   key_header_.assign(kMagic, kMagic + 8);
   put_u32(&key_header_, kVersion);
@@ -124,7 +224,7 @@ PrefixDiskTier::PrefixDiskTier(const PrefixDiskOptions& o, const KvGeometry& g, 
   const auto now = fs::file_time_type::clock::now();
   for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.size() > 4 && name[0] == '.' && name.ends_with(".tmp")) {
+    if (name.size() > 4 && name[0] == '.' && name.ends_with(".tmp") && e.is_regular_file(ec)) {
       std::error_code ec2;
       const auto t = fs::last_write_time(e.path(), ec2);
       if (!ec2 && now - t > std::chrono::seconds(kStaleTempSeconds)) fs::remove(e.path(), ec2);
@@ -139,12 +239,12 @@ std::string PrefixDiskTier::path_of(const BlockHash& h) const {
 
 bool PrefixDiskTier::has(const BlockHash& h) const {
   struct stat st {};
-  return ::stat(path_of(h).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  return is_regular(path_of(h), &st);
 }
 
 // The header as this run writes and expects it: key fields, the block's hash,
 // its parent (flag and hash, zeros for none), tokens and payload size. The
-// payload's SHA-256 follows it in the file, then the payload.
+// MAC of header and payload follows it in the file, then the payload.
 std::vector<uint8_t> PrefixDiskTier::header(const BlockHash& h, const std::optional<BlockHash>& parent,
                                             std::span<const int32_t> tokens) const {
   std::vector<uint8_t> b = key_header_;
@@ -164,8 +264,11 @@ bool PrefixDiskTier::store(const BlockHash& h, const std::optional<BlockHash>& p
   const std::string path = path_of(h);
   if (has(h)) return true;
   std::vector<uint8_t> head = header(h, parent, tokens);
-  const Sha256Digest sum = Sha256::of(payload.data(), payload.size());
-  put_bytes(&head, sum);
+  HmacSha256 mac(secret_);
+  mac.update(head.data(), head.size());
+  mac.update(payload.data(), payload.size());
+  put_bytes(&head, mac.finish());
+  if (before_write_) before_write_();
   // A name no other writer uses: process id, a process-wide counter (several
   // tiers may share a process) and a random tag drawn once per process (a
   // reused pid of a writer that died).
@@ -179,7 +282,7 @@ bool PrefixDiskTier::store(const BlockHash& h, const std::optional<BlockHash>& p
                        errno_text(err), ")"));
     return false;
   };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return skip("open", errno);
   created = true;
   bool ok = write_all(fd, head.data(), head.size());
@@ -195,7 +298,7 @@ bool PrefixDiskTier::store(const BlockHash& h, const std::optional<BlockHash>& p
     ::close(fd);
     return skip("write", err);
   }
-  // No fsync: a file cut short by a crash fails its checksum and is a miss.
+  // No fsync: a file cut short by a crash fails its size or MAC and is a miss.
   if (::close(fd) != 0) return skip("close", errno);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return skip("rename", errno);
   ++stats_.writes;
@@ -217,29 +320,14 @@ bool PrefixDiskTier::store(const BlockHash& h, const std::optional<BlockHash>& p
 bool PrefixDiskTier::load(const BlockHash& h, const std::optional<BlockHash>& parent, std::span<const int32_t> tokens,
                           std::vector<uint8_t>* payload) {
   const std::string path = path_of(h);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  std::string bad;
+  const int fd = open_regular(path, &st, &bad);
   if (fd < 0) {
-    if (errno != ENOENT) remove_bad(path, h, cat("cannot open: ", errno_text(errno)));
+    if (!bad.empty()) remove_bad(path, h, bad);
     return false;
   }
-  const std::vector<uint8_t> want = header(h, parent, tokens);
-  const int64_t size = int64_t(want.size()) + 32 + payload_bytes_;
-  struct stat st {};
-  std::vector<uint8_t> head(want.size() + 32);
-  std::string bad;
-  if (::fstat(fd, &st) != 0) bad = cat("cannot stat: ", errno_text(errno));
-  else if (st.st_size != size) bad = cat(st.st_size, " bytes, not ", size);
-  else if (!read_all(fd, head.data(), head.size())) bad = "cannot read its header";
-  else if (std::memcmp(head.data(), kMagic, 8) != 0) bad = "not a block file";
-  else if (!std::equal(want.begin(), want.end(), head.begin()))
-    bad = "its header names another model, cache layout, block or token ids";
-  if (bad.empty()) {
-    payload->resize(size_t(payload_bytes_));
-    if (!read_all(fd, payload->data(), payload->size())) bad = "cannot read its payload";
-    else if (const Sha256Digest sum = Sha256::of(payload->data(), payload->size());
-             !std::equal(sum.begin(), sum.end(), head.end() - 32))
-      bad = "payload checksum mismatch";
-  }
+  bad = check_file(fd, header(h, parent, tokens), payload);
   if (bad.empty()) ::futimens(fd, nullptr);  // mtime = now: recently used (the pruning order)
   ::close(fd);
   if (!bad.empty()) {
@@ -248,6 +336,28 @@ bool PrefixDiskTier::load(const BlockHash& h, const std::optional<BlockHash>& pa
   }
   ++stats_.reads;
   return true;
+}
+
+// Why the open file fd is not block `want` (its expected header), or "" with
+// its payload in *payload. The size is checked before anything is read.
+std::string PrefixDiskTier::check_file(int fd, const std::vector<uint8_t>& want, std::vector<uint8_t>* payload) const {
+  const int64_t size = int64_t(want.size()) + 32 + payload_bytes_;
+  struct stat st {};
+  std::vector<uint8_t> head(want.size() + 32);
+  if (::fstat(fd, &st) != 0) return cat("cannot stat: ", errno_text(errno));
+  if (st.st_size != size) return cat(st.st_size, " bytes, not ", size);
+  if (!read_all(fd, head.data(), head.size())) return "cannot read its header";
+  if (std::memcmp(head.data(), kMagic, 8) != 0) return "not a block file";
+  if (!std::equal(want.begin(), want.end(), head.begin()))
+    return "its header names another version, model, cache layout, block or token ids";
+  payload->resize(size_t(payload_bytes_));
+  if (!read_all(fd, payload->data(), payload->size())) return "cannot read its payload";
+  HmacSha256 mac(secret_);
+  mac.update(want.data(), want.size());
+  mac.update(payload->data(), payload->size());
+  if (!digests_equal(mac.finish(), std::span(head).last(32)))
+    return "MAC mismatch (corrupt, or not written with this directory's key)";
+  return "";
 }
 
 void PrefixDiskTier::removed_event(const BlockHash& h) {
@@ -262,7 +372,7 @@ void PrefixDiskTier::removed_event(const BlockHash& h) {
 void PrefixDiskTier::remove_bad(const std::string& path, const BlockHash& h, const std::string& why) {
   ++stats_.bad_files;
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) stats_.bytes -= st.st_size;
+  if (is_regular(path, &st)) stats_.bytes -= st.st_size;
   ::unlink(path.c_str());
   if (log_) log_(cat("prefix cache: removed bad disk block ", path, ": ", why));
   removed_event(h);
@@ -282,7 +392,7 @@ void PrefixDiskTier::prune() {
     const std::string name = e.path().filename().string();
     if (!is_block_file(name)) continue;
     struct stat st {};
-    if (::stat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // gone meanwhile
+    if (!is_regular(e.path().string(), &st)) continue;  // gone meanwhile, or not a file this tier made
     files.push_back({name, int64_t(st.st_size), st.st_mtim});
     total += st.st_size;
   }

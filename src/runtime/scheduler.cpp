@@ -65,7 +65,19 @@ struct Request {
   GenerateOptions gen;
   TextCallback on_text;
   std::unique_ptr<Session> session;
+  // Waiting: the read of its prompt's blocks from the disk tier, started
+  // ahead of its admission (none: nothing to read).
+  std::shared_ptr<DiskRead> disk_read;
+  bool disk_asked = false;
+  Timer disk_wait;
+
+  ~Request() {
+    if (disk_read) disk_read->cancel();  // a request that left needs none of it
+  }
 };
+
+constexpr double kIdleDiskDrainS = 60;  // run_until_idle's bound on waiting for disk writes
+constexpr double kHeadDiskPollS = 0.005;  // a step with nothing running waits this long for the head's read
 
 FinishReason finish_of(StopReason r) {
   switch (r) {
@@ -84,7 +96,20 @@ FinishReason finish_of(StopReason r) {
 struct Scheduler::Impl {
   Impl(Engine& e, const Tokenizer& t, std::unique_ptr<KvCache> c, const SchedulerOptions& o)
       : engine(e), tok(t), cache(std::move(c)), opts(o),
-        prefix(*cache, prefix_options(o, e)) {}
+        prefix(*cache, prefix_options(o, e)) {
+    // The disk worker wakes the stepping thread to pass on a finished read or its events.
+    if (PrefixDiskWorker* d = prefix.disk())
+      d->set_notify([this] {
+        {
+          std::lock_guard<std::mutex> lk(mu);
+          disk_news = true;
+        }
+        wake.notify_all();
+      });
+  }
+  ~Impl() {
+    if (PrefixDiskWorker* d = prefix.disk()) d->set_notify(nullptr);  // before mu and wake go
+  }
 
   static PrefixCacheOptions prefix_options(const SchedulerOptions& o, const Engine& e) {
     PrefixCacheOptions p;
@@ -123,6 +148,7 @@ struct Scheduler::Impl {
   bool cancel_all = false;
   bool stop_thread = false;
   bool idle = true;
+  bool disk_news = false;  // the disk worker finished a read or has events
   SchedulerSnapshot snap;
 
   // Stepping thread only.
@@ -131,6 +157,7 @@ struct Scheduler::Impl {
   std::vector<int> free_seqs;
   std::vector<float> logits;
   std::thread thread;
+  bool wrote_back = false;  // shutdown's write-back of the prefix cache to disk is done
 
   // Ends a choice: its turn (a finished turn gives the reason itself, else
   // `reason`), its cache sequence, the counters, then on_finish; a leader's
@@ -144,6 +171,10 @@ struct Scheduler::Impl {
   void handle_cancellations();
   void admit();
   bool admit_one(Request& r);
+  // Starts the read of r's blocks from the disk tier, once.
+  void start_disk_read(Request& r);
+  // r's read is over, or has had its time (then r takes what was read).
+  bool disk_ready(const Request& r) const;
   // The session, sampler and callbacks of a choice whose sequence holds the
   // prompt's first `head` tokens.
   void start_session(Request& r, int64_t head);
@@ -302,7 +333,8 @@ bool Scheduler::Impl::admit_one(Request& r) {
   const int64_t n = static_cast<int64_t>(prompt.size());
   // Prompt logprobs need every prompt row forwarded: no prefix is taken.
   if (r.opts.use_prefix_cache && !r.opts.prompt_logprobs)
-    r.cached_tokens = prefix.fork_into(prompt, n - 1, r.seq, r.opts.cache_salt);
+    r.cached_tokens = prefix.fork_into(prompt, n - 1, r.seq, r.opts.cache_salt, r.disk_read.get());
+  r.disk_read.reset();
   if (r.cached_tokens == 0) {
     const KvResult kr = cache->add_sequence(r.seq);
     if (!kr.ok()) throw Error("cannot add a cache sequence: " + kr.message);
@@ -375,9 +407,32 @@ void Scheduler::Impl::fork_choices(Request& lead, const float* row, std::vector<
   }
 }
 
+void Scheduler::Impl::start_disk_read(Request& r) {
+  if (r.disk_asked) return;
+  r.disk_asked = true;
+  if (!r.opts.use_prefix_cache || r.opts.prompt_logprobs) return;
+  r.disk_read = prefix.read_from_disk(r.opts.prompt, static_cast<int64_t>(r.opts.prompt.size()) - 1, r.opts.cache_salt);
+  r.disk_wait.reset();
+}
+
+bool Scheduler::Impl::disk_ready(const Request& r) const {
+  return !r.disk_read || r.disk_read->done() || r.disk_wait.seconds() >= opts.prefix_disk.read_wait_s;
+}
+
 void Scheduler::Impl::admit() {
-  // FIFO: the head waits until its choices' session slots are free; nobody overtakes it.
-  while (!waiting.empty() && free_seqs.size() >= 1 + waiting.front()->forks.size()) {
+  // The disk reads of the requests the free sessions could take start ahead
+  // of their turn, on the disk worker.
+  size_t slots = free_seqs.size();
+  for (auto& r : waiting) {
+    const size_t need = 1 + r->forks.size();
+    if (need > slots) break;
+    slots -= need;
+    start_disk_read(*r);
+  }
+  // FIFO: the head waits until its choices' session slots are free and its
+  // blocks are read from disk (running sessions step on meanwhile); nobody overtakes it.
+  while (!waiting.empty() && free_seqs.size() >= 1 + waiting.front()->forks.size() &&
+         disk_ready(*waiting.front())) {
     std::unique_ptr<Request> r = std::move(waiting.front());
     waiting.pop_front();
     try {
@@ -542,6 +597,8 @@ void Scheduler::Impl::publish() {
   const KvBlockUsage blocks = cache->block_usage(seqs);
   const int64_t bytes = cache->memory().allocated();
   const PrefixCacheStats& ps = prefix.stats();
+  const std::optional<PrefixDiskStats> ds =
+      prefix.disk() ? std::optional(prefix.disk()->stats()) : std::nullopt;
   std::lock_guard<std::mutex> lk(mu);
   size_t choices_waiting = 0;
   for (const auto& r : waiting) choices_waiting += 1 + r->forks.size();
@@ -563,9 +620,9 @@ void Scheduler::Impl::publish() {
   snap.prefix_query_tokens = ps.query_tokens;
   snap.prefix_disk_hits = ps.disk_hits;
   snap.prefix_disk_hit_tokens = ps.disk_hit_tokens;
-  if (const PrefixDiskTier* d = prefix.disk()) {
-    snap.prefix_disk_writes = d->stats().writes;
-    snap.prefix_disk_bytes = d->stats().bytes;
+  if (ds) {
+    snap.prefix_disk_writes = ds->writes;
+    snap.prefix_disk_bytes = ds->bytes;
   }
   snap.prefix_evictions = ps.evictions;
   snap.prefix_entries = ps.entries;
@@ -675,6 +732,11 @@ bool Scheduler::step() {
   m.take_incoming();
   m.handle_cancellations();
   m.admit();
+  if (m.running.empty() && !m.waiting.empty() && !m.disk_ready(*m.waiting.front())) {
+    // Nothing to step but the head's disk read: wait for it a little (no busy loop).
+    m.waiting.front()->disk_read->wait_for(kHeadDiskPollS);
+    m.admit();
+  }
   const bool stepped = m.forward_step();
   m.flush_kv_events();
   m.publish();
@@ -684,6 +746,10 @@ bool Scheduler::step() {
 void Scheduler::run_until_idle() {
   while (step()) {
   }
+  // Idle includes the disk tier: its queued writes land, their events go out.
+  impl_->prefix.drain_disk(kIdleDiskDrainS);
+  impl_->flush_kv_events();
+  impl_->publish();
 }
 
 void Scheduler::start() {
@@ -694,12 +760,13 @@ void Scheduler::start() {
       const bool busy = step();
       std::unique_lock<std::mutex> lk(m.mu);
       if (m.stop_thread) break;
-      if (!busy && m.incoming.empty()) {
+      if (!busy && m.incoming.empty() && !m.disk_news) {
         m.idle = true;
         m.idle_cv.notify_all();
-        m.wake.wait(lk, [&] { return m.stop_thread || !m.incoming.empty(); });
+        m.wake.wait(lk, [&] { return m.stop_thread || !m.incoming.empty() || m.disk_news; });
         if (m.stop_thread) break;
       }
+      m.disk_news = false;  // the next step passes the disk worker's events on
     }
   });
 }
@@ -729,6 +796,15 @@ void Scheduler::shutdown(double grace_s) {
   // Whatever is left (or was submitted meanwhile) finishes as cancelled or refused.
   m.take_incoming();
   m.handle_cancellations();
+  // A graceful shutdown keeps what memory holds: the blocks not yet on disk
+  // are written, within the bound (docs/cache.md, "The disk tier").
+  if (!m.wrote_back) {
+    m.wrote_back = true;
+    const double bound = m.opts.prefix_disk.shutdown_write_s;
+    if (!m.prefix.write_back(bound) && m.opts.prefix_disk.log)
+      m.opts.prefix_disk.log(cat("prefix cache: the write-back to disk at shutdown stopped at its bound of ", bound,
+                                 " s; the blocks not written by then are lost"));
+  }
   m.publish();
   // The prefix cache goes with the process: subscribers forget its blocks.
   if (m.opts.kv_events) {

@@ -3,12 +3,23 @@
 // restarted scheduler over the same directory reads a prompt's blocks back,
 // alone or after a shorter prefix held in memory, and its greedy output equals
 // the output computed without any cache; a corrupt file is a miss with the
-// same output; disk blocks are announced as "disk" events.
+// same output; disk blocks are announced as "disk" events. Issue 50: a
+// graceful shutdown writes what memory holds, so a restart finds it; an
+// eviction's write happens off the stepping thread (steps go on while a slow
+// writer holds it up); a FIFO in the directory is a miss and blocks nothing;
+// the background thread admits a request once its blocks are read.
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <thread>
 
+#include "base/timer.h"
 #include "model/synth_fixture.h"
 #include "runtime/scheduler.h"
 #include "temp_dir.h"
@@ -54,7 +65,9 @@ std::vector<int32_t> cold(const Loaded& l, const std::vector<int32_t>& prompt) {
 }
 
 struct Replica {
-  Replica(const Loaded& l, KvKind kind, const std::string& dir, bool persist) : engine(*l.model) {
+  Replica(const Loaded& l, KvKind kind, const std::string& dir, bool persist,
+          const std::function<void(SchedulerOptions&)>& tweak = {})
+      : engine(*l.model) {
     SchedulerOptions o;
     o.max_decode_sequences = 1;
     o.step_tokens = 16;
@@ -68,7 +81,20 @@ struct Replica {
       for (const KvEvent& e : ev)
         if (e.medium == std::string(kMediumDisk) && e.type == KvEvent::Type::kBlockStored) disk_stored += e.hashes.size();
     };
+    if (tweak) tweak(o);
     sched = std::make_unique<Scheduler>(engine, *l.tok, make_kv_cache(kind, l.model->kv_geometry(), policy(2)), o);
+  }
+  // Submits without stepping; the report lands in *out.
+  void submit(const std::vector<int32_t>& prompt, RequestReport* out, std::promise<void>* done = nullptr) {
+    RequestOptions r;
+    r.prompt = prompt;
+    r.max_new_tokens = 8;
+    RequestCallbacks cb;
+    cb.on_finish = [out, done](const RequestReport& rep) {
+      *out = rep;
+      if (done) done->set_value();
+    };
+    sched->submit(std::move(r), std::move(cb));
   }
   RequestReport generate(const std::vector<int32_t>& prompt) {
     RequestOptions r;
@@ -166,6 +192,113 @@ TEST(PrefixDiskScheduler, PersistWritesEveryStoredBlock) {
   }
   Replica r(l, KvKind::kBatchedCell, dir.path(), true);
   const RequestReport rep = r.generate(a);
+  EXPECT_EQ(rep.cached_tokens, 28);
+  EXPECT_EQ(rep.tokens, cold(l, a));
+}
+
+TEST(PrefixDiskScheduler, GracefulShutdownWritesWhatMemoryHolds) {
+  // Without --prefix-cache-persist, nothing was evicted: every block is only
+  // in memory until the scheduler shuts down (a graceful exit), which writes it.
+  const Loaded l = load_llama();
+  const std::vector<int32_t> a = test_tokens(30, l.model->n_vocab(), 44);
+  TempDir dir;
+  {
+    Replica r(l, KvKind::kBatchedCell, dir.path(), false);
+    r.generate(a);
+    EXPECT_EQ(r.sched->snapshot().prefix_disk_writes, 0);
+    EXPECT_TRUE(block_files(dir.path()).empty());
+    r.sched->shutdown(0);
+    EXPECT_EQ(r.sched->snapshot().prefix_disk_writes, 9);  // a's prompt and reply: 37 positions, 9 blocks
+    EXPECT_EQ(r.disk_stored, 9u);
+  }
+  EXPECT_EQ(block_files(dir.path()).size(), 9u);
+  Replica r(l, KvKind::kBatchedCell, dir.path(), false);
+  const RequestReport rep = r.generate(a);
+  EXPECT_EQ(rep.cached_tokens, 28);
+  EXPECT_EQ(r.sched->snapshot().prefix_disk_hit_tokens, 28);
+  EXPECT_EQ(rep.tokens, cold(l, a));
+}
+
+TEST(PrefixDiskScheduler, EvictionDoesNotWaitForTheDisk) {
+  const Loaded l = load_llama();
+  const int32_t nv = l.model->n_vocab();
+  const std::vector<int32_t> a = test_tokens(30, nv, 45), other = test_tokens(12, nv, 46);
+  TempDir dir;
+  // The writer is held up until released (at most 20 s, so that a failure still ends).
+  auto gate = std::make_shared<std::promise<void>>();
+  std::shared_future<void> open = gate->get_future().share();
+  auto entered = std::make_shared<std::atomic<int>>(0);
+  auto writer = std::make_shared<std::thread::id>();
+  Replica r(l, KvKind::kBatchedCell, dir.path(), false, [&](SchedulerOptions& o) {
+    o.prefix_disk.before_write = [open, entered, writer] {
+      *writer = std::this_thread::get_id();
+      entered->fetch_add(1);
+      open.wait_for(std::chrono::seconds(20));
+    };
+  });
+  r.generate(a);
+  // other's capture evicts a's entry: its 9 blocks go to the disk worker, whose writer is stuck.
+  RequestReport rep;
+  r.submit(other, &rep);
+  Timer t;
+  while (r.sched->step()) {
+  }
+  EXPECT_LT(t.seconds(), 10.0);  // the steps did not wait for the 20 s writer
+  EXPECT_FALSE(rep.tokens.empty());  // other was served meanwhile
+  for (Timer w; entered->load() == 0 && w.seconds() < 5;) std::this_thread::yield();
+  EXPECT_EQ(entered->load(), 1);  // the first block's write is under way, on another thread
+  EXPECT_NE(*writer, std::this_thread::get_id());
+  EXPECT_EQ(r.sched->snapshot().prefix_disk_writes, 0);
+  gate->set_value();
+  r.sched->run_until_idle();  // waits for the disk worker
+  EXPECT_EQ(r.sched->snapshot().prefix_disk_writes, 9);
+  EXPECT_EQ(r.disk_stored, 9u);
+}
+
+TEST(PrefixDiskScheduler, FifoInTheDirectoryIsAMissAndBlocksNothing) {
+  const Loaded l = load_llama();
+  const std::vector<int32_t> a = test_tokens(30, l.model->n_vocab(), 47);
+  const std::vector<int32_t> want = cold(l, a);
+  TempDir dir;
+  { Replica(l, KvKind::kBatchedCell, dir.path(), true).generate(a); }
+  // Every block file becomes a FIFO: a read that opened one would wait for a writer forever.
+  std::vector<std::string> files = block_files(dir.path());
+  ASSERT_EQ(files.size(), 9u);
+  for (const std::string& f : files) {
+    std::filesystem::remove(f);
+    ASSERT_EQ(::mkfifo(f.c_str(), 0644), 0);
+  }
+  Replica r(l, KvKind::kBatchedCell, dir.path(), false);
+  std::promise<void> finished;
+  std::future<void> done = finished.get_future();
+  RequestReport rep;
+  r.sched->start();
+  r.submit(a, &rep, &finished);
+  if (done.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    // Free a reader stuck in open() so that the test ends, then fail.
+    for (const std::string& f : files) {
+      const int fd = ::open(f.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) ::close(fd);
+    }
+    done.wait();
+    FAIL() << "the request waited on a FIFO";
+  }
+  EXPECT_EQ(rep.cached_tokens, 0);
+  EXPECT_EQ(rep.tokens, want);
+}
+
+TEST(PrefixDiskScheduler, BackgroundThreadAdmitsOnceTheBlocksAreRead) {
+  const Loaded l = load_llama();
+  const std::vector<int32_t> a = test_tokens(30, l.model->n_vocab(), 48);
+  TempDir dir;
+  { Replica(l, KvKind::kBatchedSequence, dir.path(), true).generate(a); }
+  Replica r(l, KvKind::kBatchedSequence, dir.path(), false);
+  r.sched->start();
+  std::promise<void> finished;
+  std::future<void> done = finished.get_future();
+  RequestReport rep;
+  r.submit(a, &rep, &finished);
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready);
   EXPECT_EQ(rep.cached_tokens, 28);
   EXPECT_EQ(rep.tokens, cold(l, a));
 }

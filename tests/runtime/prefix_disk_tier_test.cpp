@@ -1,17 +1,23 @@
 // The prefix cache's disk tier as a store: round trip, a restart (a new tier
 // over the same directory), least-recently-used pruning past the byte bound,
 // two writers of one block at once, and the bad files that must be misses and
-// be removed: truncated, a flipped byte, another model's file; a full disk
-// (an injected ENOSPC in the middle of a write: no tmpfs of a chosen size is at
-// hand in CI) is a logged skip. Bad options are one-line errors.
+// be removed: truncated, a flipped byte, another model's file, a file made
+// with another directory's key (planted), a FIFO, a device, a symlink (even to
+// a genuine block) - each read under a time guard, as a FIFO used to block it
+// forever; a full disk (an injected ENOSPC in the middle of a write: no tmpfs
+// of a chosen size is at hand in CI) is a logged skip. The directory's key
+// file: made 0600 on first use, shared by tiers over one directory, refused
+// when others could read or write it. Bad options are one-line errors.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 
 #include "base/error.h"
@@ -71,9 +77,10 @@ bool store(PrefixDiskTier& t, int i) {
 
 int64_t file_size(const std::string& p) { return int64_t(fs::file_size(p)); }
 
+// Files in dir besides its key.
 size_t files_in(const std::string& dir) {
   size_t n = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename() != ".offgraph-kvb-key";
   return n;
 }
 
@@ -145,7 +152,11 @@ TEST(PrefixDiskTier, LeastRecentlyUsedFilesGoPastTheBound) {
   EXPECT_EQ(events[1].type, KvEvent::Type::kBlockRemoved);
   EXPECT_EQ(events[1].medium, kMediumDisk);
   EXPECT_EQ(events[1].hashes, std::vector<BlockHash>{hash_of(1)});
-  // A new tier over an over-full directory prunes at start.
+  // A new tier over an over-full directory prunes at start. Block 3 is made
+  // the newest by a clear margin: file times are coarse (a kernel tick), and
+  // its write and block 0's read may share one.
+  const timespec later[2] = {now, {now.tv_sec + 5, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, t.path_of(hash_of(3)).c_str(), later, 0), 0);
   PrefixDiskTier small(options(dir.path(), one + one / 2), geometry(), policy(), kBlock, nullptr);
   EXPECT_EQ(small.stats().bytes, one);
   EXPECT_TRUE(small.has(hash_of(3)));
@@ -283,6 +294,187 @@ TEST(PrefixDiskTier, BadOptionsAreOneLineErrors) {
   }
   for (const std::string& m : {message(options(dir.path("missing")), geometry())})
     EXPECT_EQ(m.find('\n'), std::string::npos);
+}
+
+// Runs fn on a thread and waits at most `seconds` for it; on a timeout,
+// unblock() is called (opening a FIFO's other end frees a reader stuck in
+// open) before joining, and false is returned.
+bool within(double seconds, const std::function<void()>& fn, const std::function<void()>& unblock) {
+  std::promise<void> done;
+  std::future<void> f = done.get_future();
+  std::thread t([&] {
+    fn();
+    done.set_value();
+  });
+  const bool ok = f.wait_for(std::chrono::duration<double>(seconds)) == std::future_status::ready;
+  if (!ok) {
+    unblock();
+    if (f.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+      t.detach();  // still stuck: leave it rather than hang the suite
+      return false;
+    }
+  }
+  t.join();
+  return ok;
+}
+
+// Frees a reader blocked opening the FIFO at `path` (if any), as a writer would.
+void unblock_fifo(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
+  if (fd >= 0) ::close(fd);
+}
+
+TEST(PrefixDiskTier, FifoIsAMissAndDoesNotBlock) {
+  test::TempDir dir;
+  std::string logged;
+  PrefixDiskOptions o = options(dir.path());
+  o.log = [&](const std::string& s) { logged += s + "\n"; };
+  PrefixDiskTier t(o, geometry(), policy(), kBlock, nullptr);
+  const std::string path = t.path_of(hash_of(0));
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  EXPECT_FALSE(t.has(hash_of(0)));
+  bool hit = true;
+  std::vector<uint8_t> got;
+  EXPECT_TRUE(within(5, [&] { hit = load(t, 0, &got); }, [&] { unblock_fifo(path); })) << "the read blocked on a FIFO";
+  EXPECT_FALSE(hit);
+  EXPECT_EQ(t.stats().bad_files, 1);
+  EXPECT_NE(logged.find("not a regular file"), std::string::npos) << logged;
+  EXPECT_FALSE(fs::exists(fs::symlink_status(path)));  // removed: reported once
+  // A write replaces it with a genuine file.
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  EXPECT_TRUE(within(5, [&] { hit = store(t, 0) && load(t, 0, &got); }, [&] { unblock_fifo(path); }));
+  EXPECT_TRUE(hit);
+}
+
+TEST(PrefixDiskTier, DeviceIsAMiss) {
+  test::TempDir dir;
+  PrefixDiskTier t(options(dir.path()), geometry(), policy(), kBlock, nullptr);
+  // A character device (/dev/zero's numbers) where one may be made (root); a
+  // socket otherwise: neither is ever opened for its bytes.
+  const std::string path = t.path_of(hash_of(1));
+  if (::mknod(path.c_str(), S_IFCHR | 0644, makedev(1, 5)) != 0) {
+    ASSERT_EQ(::mknod(path.c_str(), S_IFSOCK | 0644, 0), 0);
+  }
+  std::vector<uint8_t> got;
+  bool hit = true;
+  EXPECT_TRUE(within(5, [&] { hit = load(t, 1, &got); }, [] {}));
+  EXPECT_FALSE(hit);
+  EXPECT_EQ(t.stats().bad_files, 1);
+}
+
+TEST(PrefixDiskTier, SymlinkIsAMissEvenToAGenuineBlock) {
+  test::TempDir dir;
+  PrefixDiskTier t(options(dir.path()), geometry(), policy(), kBlock, nullptr);
+  ASSERT_TRUE(store(t, 2));
+  const std::string path = t.path_of(hash_of(2)), moved = dir.path("elsewhere");
+  fs::rename(path, moved);
+  fs::create_symlink(moved, path);
+  EXPECT_FALSE(t.has(hash_of(2)));
+  std::vector<uint8_t> got;
+  bool hit = true;
+  EXPECT_TRUE(within(5, [&] { hit = load(t, 2, &got); }, [] {}));
+  EXPECT_FALSE(hit);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(path)));  // the link is removed, never its target
+  EXPECT_TRUE(fs::exists(moved));
+  // A link to a FIFO neither blocks nor is followed.
+  ASSERT_EQ(::mkfifo(dir.path("fifo").c_str(), 0644), 0);
+  fs::create_symlink(dir.path("fifo"), path);
+  EXPECT_TRUE(within(5, [&] { hit = load(t, 2, &got); }, [&] { unblock_fifo(dir.path("fifo")); }));
+  EXPECT_FALSE(hit);
+}
+
+TEST(PrefixDiskTier, PlantedFileIsAMiss) {
+  // Someone who may write the directory but not read its key makes a file
+  // with every header field right: its MAC is of another key.
+  test::TempDir dir, attacker;
+  std::string logged;
+  PrefixDiskOptions o = options(dir.path());
+  o.log = [&](const std::string& s) { logged += s + "\n"; };
+  PrefixDiskTier t(o, geometry(), policy(), kBlock, nullptr);
+  PrefixDiskTier forger(options(attacker.path()), geometry(), policy(), kBlock, nullptr);
+  ASSERT_TRUE(store(forger, 3));
+  fs::copy_file(forger.path_of(hash_of(3)), t.path_of(hash_of(3)));
+  std::vector<uint8_t> got;
+  EXPECT_FALSE(load(t, 3, &got));
+  EXPECT_NE(logged.find("MAC mismatch"), std::string::npos) << logged;
+  EXPECT_FALSE(fs::exists(t.path_of(hash_of(3))));
+  EXPECT_EQ(t.stats().bad_files, 1);
+  EXPECT_EQ(t.stats().reads, 0);
+  // The same block written with the directory's key is a hit.
+  ASSERT_TRUE(store(t, 3));
+  EXPECT_TRUE(load(t, 3, &got));
+  EXPECT_EQ(got, payload_of(t, 3));
+}
+
+TEST(PrefixDiskTier, KeyFileIsMadeOnceWithMode0600) {
+  test::TempDir dir;
+  const std::string key = dir.path(".offgraph-kvb-key");
+  {
+    PrefixDiskTier t(options(dir.path()), geometry(), policy(), kBlock, nullptr);
+    ASSERT_TRUE(store(t, 0));
+  }
+  struct stat st {};
+  ASSERT_EQ(::lstat(key.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_size, 32);
+  std::ifstream in(key, std::ios::binary);
+  const std::string first((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Tiers starting together over one directory agree on one key.
+  test::TempDir shared;
+  std::vector<std::unique_ptr<PrefixDiskTier>> tiers(4);
+  std::vector<std::thread> ts;
+  for (auto& t : tiers)
+    ts.emplace_back([&] { t = std::make_unique<PrefixDiskTier>(options(shared.path()), geometry(), policy(), kBlock, nullptr); });
+  for (auto& t : ts) t.join();
+  ASSERT_TRUE(store(*tiers[0], 1));
+  std::vector<uint8_t> got;
+  for (auto& t : tiers) EXPECT_TRUE(load(*t, 1, &got));
+  EXPECT_EQ(files_in(shared.path()), 1u);  // the block: no temporary file left
+  // A restart reads the same key: the block written before is a hit.
+  PrefixDiskTier again(options(dir.path()), geometry(), policy(), kBlock, nullptr);
+  EXPECT_TRUE(load(again, 0, &got));
+  std::ifstream in2(key, std::ios::binary);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>()), first);
+}
+
+TEST(PrefixDiskTier, UntrustworthyKeyFileIsAOneLineError) {
+  auto message = [](const std::string& dir) {
+    try {
+      PrefixDiskTier t(options(dir), geometry(), policy(), kBlock, nullptr);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  {
+    test::TempDir dir;  // readable by others: the MAC would prove nothing
+    { PrefixDiskTier t(options(dir.path()), geometry(), policy(), kBlock, nullptr); }
+    fs::permissions(dir.path(".offgraph-kvb-key"), fs::perms::group_read | fs::perms::others_read, fs::perm_options::add);
+    const std::string m = message(dir.path());
+    EXPECT_NE(m.find("mode 0600"), std::string::npos) << m;
+    EXPECT_NE(m.find(".offgraph-kvb-key"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos);
+  }
+  {
+    test::TempDir dir;  // a FIFO: refused, without blocking
+    ASSERT_EQ(::mkfifo(dir.path(".offgraph-kvb-key").c_str(), 0600), 0);
+    std::string m;
+    EXPECT_TRUE(within(5, [&] { m = message(dir.path()); }, [&] { unblock_fifo(dir.path(".offgraph-kvb-key")); }));
+    EXPECT_NE(m.find("not a regular file"), std::string::npos) << m;
+  }
+  {
+    test::TempDir dir, elsewhere;  // a link to a key elsewhere
+    { PrefixDiskTier t(options(elsewhere.path()), geometry(), policy(), kBlock, nullptr); }
+    fs::create_symlink(elsewhere.path(".offgraph-kvb-key"), dir.path(".offgraph-kvb-key"));
+    EXPECT_NE(message(dir.path()).find("not a regular file"), std::string::npos);
+  }
+  {
+    test::TempDir dir;  // the wrong size
+    { std::ofstream(dir.path(".offgraph-kvb-key")) << "short"; }
+    fs::permissions(dir.path(".offgraph-kvb-key"), fs::perms::owner_read | fs::perms::owner_write);
+    EXPECT_NE(message(dir.path()).find("32-byte"), std::string::npos);
+  }
 }
 
 }  // namespace
