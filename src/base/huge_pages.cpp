@@ -39,9 +39,12 @@ HugePageBuffer::HugePageBuffer(size_t bytes, std::nothrow_t) {
   data_ = reinterpret_cast<uint8_t*>(a);
   size_ = bytes;
   // Best effort: without THP the memory is ordinary pages, which still works.
-  // Only whole 2 MiB pages are advised: a partial last page stays in 4 KiB
-  // pages, so nothing past `bytes` is ever committed.
+  // Only whole 2 MiB pages are advised: a partial last page stays in base
+  // pages (4, 16 or 64 KiB), so nothing past `bytes` is ever committed.
+  // MADV_HUGEPAGE is Linux's; elsewhere (macOS) the mapping is plain pages.
+#ifdef MADV_HUGEPAGE
   if (const size_t whole = bytes / kHuge * kHuge; whole > 0) madvise(data_, whole, MADV_HUGEPAGE);
+#endif
 }
 
 HugePageBuffer::~HugePageBuffer() { reset(); }

@@ -10,6 +10,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define OG_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define OG_CPU_RELAX() __asm__ __volatile__("yield" ::: "memory")  // AArch64's spin-wait hint
 #else
 #define OG_CPU_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
 #endif

@@ -1,9 +1,9 @@
 // The public kernel API (ops.h): argument checks, the choice of instruction
-// set at run time (OFFGRAPH_ISA=scalar|avx2|avxvnni|avx512 overrides it for every
-// kernel, attention over the cache included), and the threaded matmul driver.
-// The only file that knows which ISAs exist.
-#include <cpuid.h>
-
+// set at run time (OFFGRAPH_ISA=scalar|avx2|avxvnni|avx512 on x86-64,
+// scalar|neon|dotprod|i8mm on AArch64 overrides it for every kernel,
+// attention over the cache included), and the threaded matmul driver.
+// The only file that knows which ISAs exist; whether the CPU has one, and
+// which kernels its table holds, is the architecture's file (kernels/arch.h).
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "kernels/arch.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/ref/ref.h"
@@ -34,7 +35,8 @@ constexpr DType kWeightDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType:
 
 constexpr DType kAttendDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
 
-constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512};
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2,  Isa::kAvxVnni, Isa::kAvx512,
+                            Isa::kNeon,   Isa::kDotprod, Isa::kI8mm};
 static_assert(std::size(kAllIsas) == kNumIsas);
 
 int id_of(DType t) { return static_cast<int>(t); }
@@ -94,16 +96,15 @@ KernelTable make_ref_table() {
 KernelTable make_table(Isa isa) {
   KernelTable k = make_ref_table();
   k.isa = isa;
-  if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) register_avx2(k);
-  if (isa == Isa::kAvxVnni) register_avxvnni(k);
-  if (isa == Isa::kAvx512) register_avx512(k);
+  if (isa != Isa::kScalar) arch::register_kernels(isa, k);
   return k;
 }
 
 Isa best_isa() {
-  for (Isa isa : {Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2})
-    if (isa_available(isa)) return isa;
-  return Isa::kScalar;
+  Isa best = Isa::kScalar;
+  for (Isa isa : arch::isas())
+    if (isa_available(isa)) best = isa;
+  return best;
 }
 
 Isa chosen_isa() {
@@ -115,7 +116,7 @@ Isa chosen_isa() {
       OG_CHECK(isa_available(isa), "OFFGRAPH_ISA=", v, ": this CPU does not support ", v);
       return isa;
     }
-  fail("OFFGRAPH_ISA=", v, ": unknown instruction set (expected scalar, avx2, avxvnni or avx512)");
+  fail("OFFGRAPH_ISA=", v, ": unknown instruction set (expected ", arch::isa_names(), ")");
 }
 
 void check_weight_dtype(DType t, const char* what) {
@@ -136,55 +137,21 @@ struct alignas(64) Line {
   uint8_t b[64];
 };
 
-// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
-// does not know "f16c", and the fuzz build compiles this file with clang.
-bool cpu_has_f16c() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
-}
-
-// AVX-VNNI from CPUID leaf 7 subleaf 1 (EAX bit 4): neither GCC 12's nor
-// clang 14's __builtin_cpu_supports knows it.
-bool cpu_has_avxvnni() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
-}
-
 }  // namespace
-
-bool far_l2_prefetch_pays() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(0, &a, &b, &c, &d)) return true;
-  const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
-  if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return true;
-  const unsigned base = (a >> 8) & 0xf, family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
-  return family != 26;
-}
 
 const char* isa_str(Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvxVnni: return "avxvnni";
+    case Isa::kNeon: return "neon";
+    case Isa::kDotprod: return "dotprod";
+    case Isa::kI8mm: return "i8mm";
     default: return "scalar";
   }
 }
 
-bool isa_available(Isa isa) {
-  switch (isa) {
-    case Isa::kScalar: return true;
-    case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
-    case Isa::kAvxVnni:
-      return isa_available(Isa::kAvx2) && cpu_has_avxvnni();
-    case Isa::kAvx512:
-      return isa_available(Isa::kAvx2) && __builtin_cpu_supports("avx512f") &&
-             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
-             __builtin_cpu_supports("avx512bf16");
-  }
-  return false;
-}
+bool isa_available(Isa isa) { return isa == Isa::kScalar || arch::available(isa); }
 
 const KernelTable& kernel_table(Isa isa) {
   OG_CHECK(isa_available(isa), "instruction set ", isa_str(isa), " is not supported by this CPU");
@@ -222,7 +189,7 @@ Isa set_active_isa(Isa isa) {
 
 std::string isa_summary() {
   std::string compiled, detected;
-  for (Isa isa : kAllIsas) {
+  for (Isa isa : arch::isas()) {
     compiled += std::string(compiled.empty() ? "" : " ") + isa_str(isa);
     if (isa_available(isa)) detected += std::string(detected.empty() ? "" : " ") + isa_str(isa);
   }
@@ -231,10 +198,12 @@ std::string isa_summary() {
 
 std::vector<Isa> available_isas() {
   std::vector<Isa> v;
-  for (Isa isa : kAllIsas)
+  for (Isa isa : arch::isas())
     if (isa_available(isa)) v.push_back(isa);
   return v;
 }
+
+std::vector<Isa> compiled_isas() { return {arch::isas().begin(), arch::isas().end()}; }
 
 bool attend_dtype_supported(DType t) {
   for (DType d : kAttendDTypes)

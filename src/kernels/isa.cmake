@@ -1,6 +1,9 @@
 # Files named *_avx2.cpp / *_avxvnni.cpp / *_avx512.cpp are the only ones
 # compiled for newer instruction sets; src/kernels/dispatch.cpp picks them at
-# run time.
+# run time. x86-64 targets only (src/kernels/arch.cmake).
+if(NOT OG_ARCH STREQUAL "x86")
+  return()
+endif()
 file(GLOB_RECURSE og_avx2_srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/*_avx2.cpp")
 file(GLOB_RECURSE og_avxvnni_srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/*_avxvnni.cpp")
 file(GLOB_RECURSE og_avx512_srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/*_avx512.cpp")

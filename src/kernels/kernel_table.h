@@ -12,11 +12,14 @@
 
 namespace og::kernels {
 
-// Ordered by preference: a later one is chosen when the CPU has it. kAvxVnni
-// is AVX2 with AVX-VNNI (VEX vpdpbusd on ymm: Intel Alder Lake and later
-// client cores, Sapphire Rapids and later, Zen 5).
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512 = 3 };
-constexpr int kNumIsas = 4;
+// Every architecture's instruction sets (a build has tables for its own:
+// kernels/arch.h); within one architecture a later one is preferred when the
+// CPU has it. kAvxVnni is AVX2 with AVX-VNNI (VEX vpdpbusd on ymm: Intel
+// Alder Lake and later client cores, Sapphire Rapids and later, Zen 5).
+// kNeon is AArch64's baseline Advanced SIMD, kDotprod adds sdot/udot
+// (ARMv8.2 FEAT_DotProd), kI8mm adds smmla (FEAT_I8MM).
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512 = 3, kNeon = 4, kDotprod = 5, kI8mm = 6 };
+constexpr int kNumIsas = 7;
 constexpr int kNumDTypeIds = 50;  // dtype ids are < 50 (see tensor/dtype.h)
 
 // One weight dtype's matmul y[n_x, n_out] = x[n_x, n_in] · W^T, in two steps:
@@ -75,13 +78,16 @@ struct KernelTable {
 bool far_l2_prefetch_pays();
 
 const char* isa_str(Isa isa);
-// Whether this CPU can run `isa`'s kernels.
+// Whether this CPU can run `isa`'s kernels (false for another architecture's).
 bool isa_available(Isa isa);
 // The table of `isa` (must be available); the chosen one is active_table().
 const KernelTable& kernel_table(Isa isa);
 const KernelTable& active_table();
 // The instruction sets this CPU can run, scalar first (tests loop over them).
 std::vector<Isa> available_isas();
+// The instruction sets this build has tables for, scalar first, whether or
+// not this CPU can run them (tests say which they skipped).
+std::vector<Isa> compiled_isas();
 // Makes `isa` (must be available) the one every op in ops.h uses, attention
 // included, as OFFGRAPH_ISA does at start-up; returns the previous one. For
 // tests and benchmarks that compare ISAs end to end: call it while no op runs.
@@ -95,8 +101,8 @@ float dot_row_with(const KernelTable& k, DType t, const void* w_row, const float
 void dequantize_row_with(const KernelTable& k, DType t, const void* src, float* dst, int64_t n);
 
 // Fill in each instruction set's variants (x86/*_avx2.cpp, *_avxvnni.cpp,
-// *_avx512.cpp); dispatch.cpp calls them only when the CPU has that
-// instruction set. register_avxvnni overrides the int8 matmuls of a table
+// *_avx512.cpp); x86/cpu_x86.cpp calls them only when the CPU has that
+// instruction set (x86 builds only). register_avxvnni overrides the int8 matmuls of a table
 // that register_avx2 filled.
 void register_avx2(KernelTable& k);
 void register_avxvnni(KernelTable& k);

@@ -234,7 +234,9 @@ TEST(GetRow, CopiesOneDequantizedRowAndChecksRange) {
 
 TEST(Info, IsaNameIsKnown) {
   std::string n = isa_name();
-  EXPECT_TRUE(n == "scalar" || n == "avx2" || n == "avxvnni" || n == "avx512") << n;
+  EXPECT_TRUE(n == "scalar" || n == "avx2" || n == "avxvnni" || n == "avx512" || n == "neon" || n == "dotprod" ||
+              n == "i8mm")
+      << n;
 }
 
 }  // namespace

@@ -1,0 +1,25 @@
+// The target architecture's half of dispatch.cpp: which instruction sets
+// this build has tables for, whether the running CPU has each, and what each
+// table overrides of the reference. One implementation is compiled per
+// architecture (src/kernels/x86/cpu_x86.cpp or src/kernels/arm/cpu_arm.cpp;
+// src/kernels/arch.cmake picks the folder).
+#pragma once
+
+#include <span>
+
+#include "kernels/kernel_table.h"
+
+namespace og::kernels::arch {
+
+// This architecture's instruction sets, scalar first, then in order of
+// preference (the last one the CPU has is chosen).
+std::span<const Isa> isas();
+// Whether the running CPU can run isa's kernels (false for another
+// architecture's instruction sets).
+bool available(Isa isa);
+// Overrides the reference entries of k with isa's kernels (isa available).
+void register_kernels(Isa isa, KernelTable& k);
+// The names OFFGRAPH_ISA accepts here, for its usage error: "scalar, avx2, avxvnni or avx512".
+const char* isa_names();
+
+}  // namespace og::kernels::arch

@@ -1,0 +1,96 @@
+// AArch64's instruction sets (arch.h): the baseline Advanced SIMD table
+// (ARMv8.0 NEON, which every AArch64 CPU a general-purpose OS runs on has),
+// the dot-product table (sdot/udot, ARMv8.2 FEAT_DotProd) and the int8
+// matrix table (smmla, FEAT_I8MM). Linux reports them in the HWCAP words of
+// the auxiliary vector; macOS in sysctl hw.optional.arm.* (that branch is not
+// compiled or run by this project's checks: docs/contributing.md).
+//
+// No table has kernels of its own yet: each is the reference's, so the
+// names exist (OFFGRAPH_ISA, tests, bench) before the kernels do.
+#include "kernels/arch.h"
+
+#if defined(__linux__)
+#include <sys/auxv.h>
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
+namespace og::kernels {
+
+namespace {
+
+// The kernel ABI's bits (Linux arch/arm64/include/uapi/asm/hwcap.h), for C
+// libraries whose headers predate them.
+#if defined(__linux__)
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1UL << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20)
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1UL << 13)
+#endif
+#endif
+
+struct ArmFeatures {
+  bool asimd = false, dotprod = false, i8mm = false;
+};
+
+#if defined(__APPLE__)
+bool sysctl_flag(const char* name) {
+  int v = 0;
+  size_t n = sizeof v;
+  return sysctlbyname(name, &v, &n, nullptr, 0) == 0 && v != 0;
+}
+#endif
+
+ArmFeatures read_features() {
+  ArmFeatures f;
+#if defined(__linux__)
+  const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  f.asimd = (hw & HWCAP_ASIMD) != 0;
+  f.dotprod = f.asimd && (hw & HWCAP_ASIMDDP) != 0;
+  f.i8mm = f.dotprod && (hw2 & HWCAP2_I8MM) != 0;
+#elif defined(__APPLE__)
+  f.asimd = true;  // every Apple arm64 CPU
+  f.dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
+  f.i8mm = f.dotprod && sysctl_flag("hw.optional.arm.FEAT_I8MM");
+#elif defined(__ARM_NEON)
+  f.asimd = true;  // an OS with no feature query: the baseline the compiler assumed
+#endif
+  return f;
+}
+
+const ArmFeatures& features() {
+  static const ArmFeatures f = read_features();
+  return f;
+}
+
+constexpr Isa kArmIsas[] = {Isa::kScalar, Isa::kNeon, Isa::kDotprod, Isa::kI8mm};
+
+}  // namespace
+
+// A tuning fact of x86 CPUs only (kernel_table.h); no ARM kernel asks it.
+bool far_l2_prefetch_pays() { return true; }
+
+namespace arch {
+
+std::span<const Isa> isas() { return kArmIsas; }
+
+const char* isa_names() { return "scalar, neon, dotprod or i8mm"; }
+
+bool available(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return true;
+    case Isa::kNeon: return features().asimd;
+    case Isa::kDotprod: return features().dotprod;
+    case Isa::kI8mm: return features().i8mm;
+    default: return false;  // another architecture's
+  }
+}
+
+void register_kernels(Isa, KernelTable&) {}
+
+}  // namespace arch
+}  // namespace og::kernels
