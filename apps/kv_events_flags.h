@@ -16,6 +16,8 @@ struct KvEventsFlags {
   std::string topic;            // --kv-events-topic
   std::string replay_endpoint;  // --kv-events-replay-endpoint
   std::string hash_format = "int";
+  std::string encoding = "array";  // --kv-events-encoding
+  bool bind = false;               // --kv-events-bind
   int64_t buffer_steps = 10000;  // vLLM's buffer_steps
 };
 

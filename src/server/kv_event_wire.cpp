@@ -14,6 +14,12 @@ KvHashFormat kv_hash_format_of(const std::string& name) {
   fail("unknown block hash format '", name, "' (int or bytes)");
 }
 
+KvEventEncoding kv_event_encoding_of(const std::string& name) {
+  if (name == "array") return KvEventEncoding::kArray;
+  if (name == "map") return KvEventEncoding::kMap;
+  fail("unknown KV event encoding '", name, "' (array or map)");
+}
+
 void MsgpackWriter::be(uint64_t v, int n) {
   for (int i = n - 1; i >= 0; --i) out_ += static_cast<char>((v >> (8 * i)) & 0xff);
 }
@@ -106,6 +112,18 @@ void MsgpackWriter::array(size_t n) {
   }
 }
 
+void MsgpackWriter::map(size_t n) {
+  if (n < 16) {
+    out_ += static_cast<char>(0x80 | n);
+  } else if (n <= 0xffff) {
+    out_ += '\xde';
+    be(n, 2);
+  } else {
+    out_ += '\xdf';
+    be(n, 4);
+  }
+}
+
 namespace {
 
 void write_hash(MsgpackWriter& w, const BlockHash& h, KvHashFormat format) {
@@ -130,49 +148,78 @@ void write_medium(MsgpackWriter& w, const std::string& medium) {
   }
 }
 
+// Writes an event's header and tag: [tag, ...] with `fields` more elements,
+// or {"type": tag, ...} with `fields` more pairs. key() then names each field
+// in the map encoding (and writes nothing in the array one).
+class EventWriter {
+ public:
+  EventWriter(MsgpackWriter& w, KvEventEncoding enc, const char* tag, size_t fields)
+      : w_(w), map_(enc == KvEventEncoding::kMap) {
+    if (map_) {
+      w_.map(fields + 1);
+      w_.str("type");
+    } else {
+      w_.array(fields + 1);
+    }
+    w_.str(tag);
+  }
+  MsgpackWriter& key(const char* name) {
+    if (map_) w_.str(name);
+    return w_;
+  }
+
+ private:
+  MsgpackWriter& w_;
+  bool map_;
+};
+
 }  // namespace
 
-void write_kv_event(MsgpackWriter& w, const KvEvent& e, KvHashFormat format) {
+void write_kv_event(MsgpackWriter& w, const KvEvent& e, KvHashFormat format, KvEventEncoding encoding) {
   switch (e.type) {
-    case KvEvent::Type::kBlockStored:
-      // Every field of vLLM 0.11's BlockStored is required (no default), so
-      // omit_defaults drops none of them: tag + 6.
-      w.array(7);
-      w.str("BlockStored");
-      write_hashes(w, e.hashes, format);
+    case KvEvent::Type::kBlockStored: {
+      // vLLM 0.11's BlockStored has 6 fields, none with a default, so
+      // omit_defaults drops none; current vLLM adds lora_name (no default,
+      // so always there) and fields with defaults (extra_keys, group_idx,
+      // ...) that omit_defaults leaves out at their default, as here.
+      const bool map = encoding == KvEventEncoding::kMap;
+      EventWriter ev(w, encoding, "BlockStored", map ? 7 : 6);
+      write_hashes(ev.key("block_hashes"), e.hashes, format);
       if (e.parent) {
-        write_hash(w, *e.parent, format);
+        write_hash(ev.key("parent_block_hash"), *e.parent, format);
       } else {
-        w.nil();
+        ev.key("parent_block_hash").nil();
       }
-      w.array(e.token_ids.size());
+      ev.key("token_ids").array(e.token_ids.size());
       for (int32_t t : e.token_ids) w.sint(t);
-      w.sint(e.block_size);
-      w.nil();  // lora_id: no adapters
-      write_medium(w, e.medium);
+      ev.key("block_size").sint(e.block_size);
+      ev.key("lora_id").nil();  // no adapters
+      write_medium(ev.key("medium"), e.medium);
+      if (map) ev.key("lora_name").nil();
       break;
-    case KvEvent::Type::kBlockRemoved:
-      w.array(3);
-      w.str("BlockRemoved");
-      write_hashes(w, e.hashes, format);
-      write_medium(w, e.medium);
+    }
+    case KvEvent::Type::kBlockRemoved: {
+      EventWriter ev(w, encoding, "BlockRemoved", 2);
+      write_hashes(ev.key("block_hashes"), e.hashes, format);
+      write_medium(ev.key("medium"), e.medium);
       break;
-    case KvEvent::Type::kAllBlocksCleared:
-      w.array(1);
-      w.str("AllBlocksCleared");
+    }
+    case KvEvent::Type::kAllBlocksCleared: {
+      EventWriter ev(w, encoding, "AllBlocksCleared", 0);
       break;
+    }
   }
 }
 
 std::string encode_kv_event_batch(double ts, const std::vector<KvEvent>& events, KvHashFormat format,
-                                  int data_parallel_rank) {
+                                  int data_parallel_rank, KvEventEncoding encoding) {
   MsgpackWriter w;
   // data_parallel_rank defaults to None, but vLLM's publisher fills in its
   // rank (0 for a single engine) before encoding, so it is always there.
   w.array(3);
   w.f64(ts);
   w.array(events.size());
-  for (const KvEvent& e : events) write_kv_event(w, e, format);
+  for (const KvEvent& e : events) write_kv_event(w, e, format, encoding);
   w.sint(data_parallel_rank);
   return w.take();
 }

@@ -2,7 +2,14 @@
 // that numbers, encodes and sends batches and answers replay requests.
 #include "server/kv_events_publisher.h"
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
@@ -18,6 +25,10 @@ constexpr int kLingerMs = 250;
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
+// The longest path a Unix socket address holds (sun_path less its NUL).
+constexpr size_t kMaxIpcPath = sizeof(sockaddr_un::sun_path) - 1;
+constexpr size_t kShownChars = 80;
+
 double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -29,21 +40,88 @@ bool kv_events_binds(const std::string& endpoint) {
          starts_with(endpoint, "ipc://") || starts_with(endpoint, "inproc://");
 }
 
+std::string kv_endpoint_shown(const std::string& endpoint) {
+  std::string out;
+  for (size_t i = 0; i < endpoint.size() && i < kShownChars; ++i) {
+    const unsigned char c = static_cast<unsigned char>(endpoint[i]);
+    if (c < 0x20 || c == 0x7f) {
+      static const char* kHex = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (endpoint.size() > kShownChars) out += cat("... (", endpoint.size(), " characters)");
+  return out;
+}
+
 std::string kv_events_endpoint_problem(const std::string& endpoint) {
   const char* kForm = "expected tcp://HOST:PORT, ipc://PATH or inproc://NAME";
+  const std::string shown = kv_endpoint_shown(endpoint);
+  if (endpoint.size() > kMaxKvEndpointChars)
+    return cat("'", shown, "' is longer than ", kMaxKvEndpointChars, " characters");
   if (starts_with(endpoint, "ipc://") || starts_with(endpoint, "inproc://")) {
-    return endpoint.size() > endpoint.find("://") + 3 ? "" : cat("'", endpoint, "' names nothing (", kForm, ")");
+    const size_t name = endpoint.find("://") + 3;
+    if (endpoint.size() == name) return cat("'", shown, "' names nothing (", kForm, ")");
+    if (starts_with(endpoint, "ipc://") && endpoint.size() - name > kMaxIpcPath)
+      return cat("'", shown, "': an ipc path holds at most ", kMaxIpcPath, " bytes");
+    return "";
   }
-  if (!starts_with(endpoint, "tcp://")) return cat("'", endpoint, "' is not a ZeroMQ endpoint (", kForm, ")");
+  if (!starts_with(endpoint, "tcp://")) return cat("'", shown, "' is not a ZeroMQ endpoint (", kForm, ")");
   const std::string rest = endpoint.substr(6);
   const size_t colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0) return cat("'", endpoint, "' has no HOST:PORT (", kForm, ")");
+  if (colon == std::string::npos || colon == 0) return cat("'", shown, "' has no HOST:PORT (", kForm, ")");
+  const std::string host = rest.substr(0, colon);
+  if ((host.front() == '[') != (host.back() == ']') || (host.front() == '[' && host.size() < 3))
+    return cat("'", shown, "': an IPv6 host is written in brackets, tcp://[::1]:PORT");
   const std::string port = rest.substr(colon + 1);
   if (port == "*") return "";
   bool digits = !port.empty() && port.size() <= 5;
   for (char c : port) digits = digits && c >= '0' && c <= '9';
-  if (!digits || std::stoi(port) > 65535) return cat("'", endpoint, "': the port '", port, "' is not 0..65535 or *");
+  if (!digits || std::stoi(port) > 65535)
+    return cat("'", shown, "': the port '", kv_endpoint_shown(port), "' is not 0..65535 or *");
   return "";
+}
+
+bool kv_endpoint_is_ipv6(const std::string& endpoint) {
+  if (!starts_with(endpoint, "tcp://")) return false;
+  const std::string rest = endpoint.substr(6);
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) return false;
+  const std::string host = rest.substr(0, colon);
+  return host.find(':') != std::string::npos || (!host.empty() && host.front() == '[');
+}
+
+std::string kv_ipc_endpoint_taken(const std::string& endpoint) {
+  if (!starts_with(endpoint, "ipc://")) return "";
+  const std::string path = endpoint.substr(6);
+  // An abstract name (@...) is no file: the kernel itself refuses a taken one.
+  if (path.empty() || path[0] == '@' || path.size() > kMaxIpcPath) return "";
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return "";
+    return cat("cannot look at ", kv_endpoint_shown(path), ": ", std::strerror(errno));
+  }
+  if (!S_ISSOCK(st.st_mode)) return "the path exists and is not a socket (binding would delete it)";
+  // A socket file: live when something accepts a connection on it.
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return cat("cannot check it: ", std::strerror(errno));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  const int err = errno;
+  ::close(fd);
+  // EAGAIN: a listener whose backlog is full, so live too.
+  if (rc == 0 || err == EAGAIN)
+    return "another live process listens on it (another server?); stop it or choose another path";
+  if (err == ECONNREFUSED) {
+    ::unlink(path.c_str());  // stale: left by a process that is gone
+    return "";
+  }
+  return cat("cannot check it: ", std::strerror(err));
 }
 
 void KvReplayBuffer::add(uint64_t seq, std::string payload) {
@@ -72,10 +150,15 @@ KvEventsPublisher::KvEventsPublisher(KvEventsOptions options)
     if (std::string p = kv_events_endpoint_problem(opt_.replay_endpoint); !p.empty())
       throw KvEventsSetupError(true, p);
   }
-  const bool bind = kv_events_binds(opt_.endpoint);
+  const bool bind = opt_.force_bind || kv_events_binds(opt_.endpoint);
+  if (bind) {
+    if (std::string p = kv_ipc_endpoint_taken(opt_.endpoint); !p.empty())
+      throw KvEventsSetupError(false, cat("cannot bind ", kv_endpoint_shown(opt_.endpoint), ": ", p));
+  }
   try {
     z_->pub.set(zmq::sockopt::sndhwm, opt_.hwm);
     z_->pub.set(zmq::sockopt::linger, kLingerMs);
+    if (kv_endpoint_is_ipv6(opt_.endpoint)) z_->pub.set(zmq::sockopt::ipv6, true);
     if (bind) {
       z_->pub.bind(opt_.endpoint);
       endpoint_ = z_->pub.get(zmq::sockopt::last_endpoint);
@@ -84,18 +167,22 @@ KvEventsPublisher::KvEventsPublisher(KvEventsOptions options)
       endpoint_ = opt_.endpoint;
     }
   } catch (const zmq::error_t& e) {
-    throw KvEventsSetupError(false, cat("cannot ", bind ? "bind " : "connect to ", opt_.endpoint, ": ", e.what()));
+    throw KvEventsSetupError(
+        false, cat("cannot ", bind ? "bind " : "connect to ", kv_endpoint_shown(opt_.endpoint), ": ", e.what()));
   }
   if (!opt_.replay_endpoint.empty()) {
+    if (std::string p = kv_ipc_endpoint_taken(opt_.replay_endpoint); !p.empty())
+      throw KvEventsSetupError(true, cat("cannot bind ", kv_endpoint_shown(opt_.replay_endpoint), ": ", p));
     try {
       z_->replay = std::make_unique<zmq::socket_t>(z_->ctx, zmq::socket_type::router);
       z_->replay->set(zmq::sockopt::linger, 0);
+      if (kv_endpoint_is_ipv6(opt_.replay_endpoint)) z_->replay->set(zmq::sockopt::ipv6, true);
       // A full replay is at most buffer_steps + 1 messages: let all of them queue.
       z_->replay->set(zmq::sockopt::sndhwm, static_cast<int>(std::min<size_t>(opt_.buffer_steps + 16, 1 << 30)));
       z_->replay->bind(opt_.replay_endpoint);
       replay_endpoint_ = z_->replay->get(zmq::sockopt::last_endpoint);
     } catch (const zmq::error_t& e) {
-      throw KvEventsSetupError(true, cat("cannot bind ", opt_.replay_endpoint, ": ", e.what()));
+      throw KvEventsSetupError(true, cat("cannot bind ", kv_endpoint_shown(opt_.replay_endpoint), ": ", e.what()));
     }
   }
   thread_ = std::thread([this] { run(); });
@@ -168,7 +255,8 @@ void KvEventsPublisher::run() {
 
 void KvEventsPublisher::publish(Step& step) {
   const uint64_t seq = next_seq_++;
-  std::string payload = encode_kv_event_batch(step.ts, step.events, opt_.hash_format, opt_.data_parallel_rank);
+  std::string payload =
+      encode_kv_event_batch(step.ts, step.events, opt_.hash_format, opt_.data_parallel_rank, opt_.encoding);
   const std::string seq_bytes = seq_frame(static_cast<int64_t>(seq));
   try {
     // A PUB socket never blocks: past its high-water mark a subscriber misses

@@ -34,6 +34,8 @@ struct KvEventsOptions {
   std::string replay_endpoint;  // ROUTER, always bound; empty: no replay socket
   std::string topic;            // the first frame of every message ("" as vLLM's default)
   KvHashFormat hash_format = KvHashFormat::kInt;
+  KvEventEncoding encoding = KvEventEncoding::kArray;
+  bool force_bind = false;      // bind `endpoint` even where vLLM's rule connects (tcp://127.0.0.1:5557: one interface)
   size_t buffer_steps = 10000;  // batches kept for replay (vLLM's buffer_steps)
   size_t max_queued = 100000;   // steps waiting for the publisher thread before new ones are dropped
   int hwm = 100000;             // the PUB socket's send high-water mark (vLLM's)
@@ -45,9 +47,28 @@ struct KvEventsOptions {
 // llm-d's indexer in its centralized mode).
 bool kv_events_binds(const std::string& endpoint);
 
-// Checks an endpoint's form: tcp://HOST:PORT (PORT a number or *), ipc://PATH
-// or inproc://NAME. Returns "" when good, else what is wrong.
+// The longest endpoint accepted (a bound on what is parsed and echoed).
+inline constexpr size_t kMaxKvEndpointChars = 1024;
+
+// Checks an endpoint's form: tcp://HOST:PORT (PORT a number or *; HOST a name,
+// an IPv4 address, *, or an IPv6 address in brackets), ipc://PATH (PATH fits a
+// Unix socket address) or inproc://NAME. Returns "" when good, else what is wrong.
 std::string kv_events_endpoint_problem(const std::string& endpoint);
+
+// An endpoint as messages quote it: control characters escaped and at most
+// 80 characters, a longer one cut with its length said.
+std::string kv_endpoint_shown(const std::string& endpoint);
+
+// Whether an ipc:// endpoint to bind is taken: "" when it is free (a stale
+// socket file no process listens on is removed), else why not: another live
+// process listens on it, or the path is something other than a socket (which
+// ZeroMQ's bind would delete). Other endpoints: "". The check runs just
+// before the bind, so two servers started at the same instant can still race.
+std::string kv_ipc_endpoint_taken(const std::string& endpoint);
+
+// Whether a tcp:// endpoint names an IPv6 address ([::1] or a bare one),
+// which ZeroMQ reaches only with ZMQ_IPV6 set on the socket.
+bool kv_endpoint_is_ipv6(const std::string& endpoint);
 
 // A socket that could not be opened; `replay` says which.
 class KvEventsSetupError : public Error {

@@ -10,7 +10,12 @@ equal to the independent chain (int form = low 64 bits; the bytes form whole),
 a stored block removed only after it was stored and only once, cache_salt
 changing the first block's hash, a replay from sequence k returning k.. then
 the end marker, AllBlocksCleared on shutdown, the /metrics counter, and bad or
-busy endpoints refused at start naming their flag.
+busy endpoints refused at start naming their flag (an ipc:// path another live
+server holds among them; a 10,000-character endpoint cut in the message).
+--kv-events-encoding map: events are maps decoded by name with llm-d's rules
+(tests/deploy/llmd_events.py) into the same hashes and tokens as the python
+chain. --kv-events-bind binds one interface (tcp://127.0.0.1:P), and an IPv6
+endpoint (tcp://[::1]:P) publishes.
 
 usage: kv_events_test.py OFFGRAPH MODEL
 """
@@ -29,6 +34,10 @@ import urllib.request
 import cbor2
 import msgpack
 import zmq
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "deploy"))
+import llmd_events  # noqa: E402
 
 BLOCK = 16  # serve's default --block-size
 SEED = "1234"
@@ -300,6 +309,21 @@ def refusals(offgraph, model):
         check(p.returncode != 0 and len(lines) == 1 and flag in lines[0],
               f"{what}: one line naming {flag}, exit non-zero (rc {p.returncode}: {p.stderr.strip()!r})")
     refused(["--kv-events-endpoint", "foo"], "--kv-events-endpoint", "a malformed endpoint")
+    huge = "tcp://" + "h" * 10000 + ":1"
+    p = subprocess.run([offgraph, "serve", "--model", model, "--port", "0", "--kv-events-endpoint", huge],
+                       capture_output=True, text=True, timeout=20)
+    check(p.returncode != 0 and len(p.stderr) < 400 and "10008 characters" in p.stderr,
+          f"a 10,000-character endpoint is cut in the error (rc {p.returncode}, {len(p.stderr)} bytes)")
+    # An ipc:// path a live server holds is refused, and that server keeps it.
+    path = f"/tmp/og-kv-e2e-{os.getpid()}"
+    first, _ = start(offgraph, model, "--kv-events-endpoint", f"ipc://{path}")
+    try:
+        refused(["--kv-events-endpoint", f"ipc://{path}"], "--kv-events-endpoint", "an ipc path a live server holds")
+        check(first.poll() is None and os.path.exists(path), "the first server still holds its ipc path")
+    finally:
+        first.kill()
+        first.wait()
+    refused(["--kv-events-encoding", "map"], "--kv-events-encoding", "an encoding without an endpoint")
     refused(["--kv-events-topic", "kv@a@b"], "--kv-events-topic", "a topic without an endpoint")
     # Loopback only: a wildcard bind of the same port still finds it taken.
     busy = socket.socket()
@@ -314,6 +338,94 @@ def refusals(offgraph, model):
         busy.close()
 
 
+def one_prompt_run(offgraph, model, ctx, sub, extra, prompt, maps):
+    """Starts serve with `extra`, sends `prompt`, returns its events decoded
+    by llm-d's rules (maps: the map encoding's) and the raw events."""
+    server, port = start(offgraph, model, *extra)
+    settle(sub)
+    settle(sub)  # a SUB that connects retries every 100 ms until the replica binds
+    try:
+        complete(port, prompt)
+        msgs = receive(sub, lambda ms: len(ms) >= 1, timeout_s=3.0)
+        check(len(msgs) >= 1, f"events arrive with {' '.join(extra)}")
+        decoded, raw = [], []
+        for m in msgs:
+            try:
+                decoded += llmd_events.decode_batch(m[2], maps=maps)[1]
+            except llmd_events.DecodeError as e:
+                check(False, f"llm-d's rules decode the events ({' '.join(extra)}): {e}")
+            raw += msgpack.unpackb(m[2], raw=False)[1]
+        return decoded, raw
+    finally:
+        server.kill()
+        server.wait()
+
+
+def map_run(offgraph, model, ctx):
+    """--kv-events-encoding map: tagged maps, read by field name, equal to the python chain."""
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub_port = sub.bind_to_random_port("tcp://127.0.0.1")
+    prompt = [(29 * i + 7) % 500 + 1 for i in range(2 * BLOCK + 5)]
+    try:
+        events, raw = one_prompt_run(offgraph, model, ctx, sub,
+                                     ["--kv-events-endpoint", f"tcp://127.0.0.1:{sub_port}",
+                                      "--kv-events-encoding", "map"], prompt, maps=True)
+        check(raw and all(isinstance(e, dict) and isinstance(e.get("type"), str) for e in raw),
+              f"map events are maps with a 'type': {raw!r}"[:300])
+        stored = [e for e in raw if e.get("type") == "BlockStored"]
+        check(stored and set(stored[0]) == {"type", "block_hashes", "parent_block_hash", "token_ids", "block_size",
+                                            "lora_id", "medium", "lora_name"},
+              f"BlockStored's keys are current vLLM's: {sorted(stored[0]) if stored else None}")
+        want = chain(prompt, SEED)
+        got = [e for e in events if e["type"] == "BlockStored"]
+        check(got and got[0]["hashes"] == [low64(h) for h, _, _ in want] and got[0]["parent"] == 0
+              and got[0]["tokens"] == prompt[:2 * BLOCK] and got[0]["block_size"] == BLOCK,
+              f"the map-encoded BlockStored equals the python chain: {got!r}"[:300])
+    finally:
+        sub.close()
+
+
+def has_ipv6_loopback():
+    try:
+        s = socket.socket(socket.AF_INET6)
+        s.bind(("::1", 0))
+        s.close()
+        return True
+    except OSError:
+        return False
+
+
+def interface_runs(offgraph, model, ctx):
+    """--kv-events-bind on one interface, and an IPv6 endpoint: a SUB that connects gets events."""
+    cases = [(["--kv-events-bind", "--kv-events-endpoint", f"tcp://127.0.0.1:{free_port()}"], False)]
+    if has_ipv6_loopback():
+        cases.append((["--kv-events-endpoint", "tcp://[::1]:{}"], True))
+    else:
+        print("note: no IPv6 loopback here: the tcp://[::1] case is left out")
+    prompt = [(31 * i + 2) % 500 + 1 for i in range(BLOCK + 1)]
+    for extra, v6 in cases:
+        if v6:
+            s = socket.socket(socket.AF_INET6)
+            s.bind(("::1", 0))
+            port = s.getsockname()[1]
+            s.close()
+            extra = [x.format(port) for x in extra]
+        endpoint = extra[-1]
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        if v6:
+            sub.setsockopt(zmq.IPV6, 1)
+        sub.connect(endpoint)
+        try:
+            events, _ = one_prompt_run(offgraph, model, ctx, sub, extra, prompt, maps=False)
+            check(any(e["type"] == "BlockStored" for e in events), f"a connecting SUB gets BlockStored from {endpoint}")
+        finally:
+            sub.close()
+
+
 def main():
     offgraph, model = sys.argv[1], sys.argv[2]
     t0 = time.time()
@@ -321,6 +433,8 @@ def main():
     refusals(offgraph, model)
     main_run(offgraph, model, ctx)
     bytes_run(offgraph, model, ctx)
+    map_run(offgraph, model, ctx)
+    interface_runs(offgraph, model, ctx)
     ctx.term()
     print(f"kv events e2e: {len(FAILS)} failures, {time.time() - t0:.1f} s")
     return 1 if FAILS else 0

@@ -127,6 +127,59 @@ TEST(KvEventWire, Batch) {
   EXPECT_EQ(hex(encode_kv_event_batch(0.0, {}, KvHashFormat::kBytes, 3)), "93" "cb0000000000000000" "90" "03");
 }
 
+// A msgpack str of fewer than 32 bytes: fixstr header + the bytes.
+std::string fixstr(std::string_view s) {
+  static const char* d = "0123456789abcdef";
+  const unsigned n = 0xa0 | static_cast<unsigned>(s.size());
+  return std::string{d[n >> 4], d[n & 15]} + hex_of(s);
+}
+
+TEST(KvEventWire, MapEncodingNamesEveryField) {
+  // Current vLLM's events (no array_like): {"type": tag, field: value, ...}
+  // in declaration order, fields with defaults left out.
+  KvEvent e;
+  e.hashes = {hash_with(42)};
+  e.parent = hash_with(7);
+  e.token_ids = {1, 200};
+  e.block_size = 2;
+  e.medium = "CPU";
+  MsgpackWriter w;
+  write_kv_event(w, e, KvHashFormat::kInt, KvEventEncoding::kMap);
+  EXPECT_EQ(hex(w.bytes()), "88" + fixstr("type") + fixstr("BlockStored") + fixstr("block_hashes") + "91" "2a" +
+                                fixstr("parent_block_hash") + "07" + fixstr("token_ids") + "92" "01" "ccc8" +
+                                fixstr("block_size") + "02" + fixstr("lora_id") + "c0" + fixstr("medium") +
+                                fixstr("CPU") + fixstr("lora_name") + "c0");
+
+  KvEvent r;
+  r.type = KvEvent::Type::kBlockRemoved;
+  r.hashes = {hash_with(1)};
+  r.medium = "disk";
+  KvEvent c;
+  c.type = KvEvent::Type::kAllBlocksCleared;
+  MsgpackWriter w2;
+  write_kv_event(w2, r, KvHashFormat::kInt, KvEventEncoding::kMap);
+  write_kv_event(w2, c, KvHashFormat::kInt, KvEventEncoding::kMap);
+  EXPECT_EQ(hex(w2.bytes()), "83" + fixstr("type") + fixstr("BlockRemoved") + fixstr("block_hashes") + "91" "01" +
+                                 fixstr("medium") + fixstr("disk") + "81" + fixstr("type") +
+                                 fixstr("AllBlocksCleared"));
+
+  // The batch stays the positional [ts, events, rank].
+  EXPECT_EQ(hex(encode_kv_event_batch(1.5, {c}, KvHashFormat::kInt, 0, KvEventEncoding::kMap)),
+            "93" "cb3ff8000000000000" "91" "81" + fixstr("type") + fixstr("AllBlocksCleared") + "00");
+  // The array encoding is unchanged by the parameter.
+  EXPECT_EQ(encode_kv_event_batch(1.5, {c}, KvHashFormat::kInt, 0, KvEventEncoding::kArray),
+            encode_kv_event_batch(1.5, {c}, KvHashFormat::kInt));
+}
+
+TEST(KvEventWire, MapHeaders) {
+  MsgpackWriter w;
+  w.map(0);
+  w.map(15);
+  w.map(16);
+  w.map(70000);
+  EXPECT_EQ(hex(w.bytes()), "80" "8f" "de0010" "df00011170");
+}
+
 TEST(KvEventWire, SequenceFrames) {
   EXPECT_EQ(hex(seq_frame(0)), "0000000000000000");
   EXPECT_EQ(hex(seq_frame(258)), "0000000000000102");
@@ -140,6 +193,9 @@ TEST(KvEventWire, HashFormatNames) {
   EXPECT_EQ(kv_hash_format_of("int"), KvHashFormat::kInt);
   EXPECT_EQ(kv_hash_format_of("bytes"), KvHashFormat::kBytes);
   EXPECT_THROW(kv_hash_format_of("hex"), og::Error);
+  EXPECT_EQ(kv_event_encoding_of("array"), KvEventEncoding::kArray);
+  EXPECT_EQ(kv_event_encoding_of("map"), KvEventEncoding::kMap);
+  EXPECT_THROW(kv_event_encoding_of("json"), og::Error);
 }
 
 }  // namespace

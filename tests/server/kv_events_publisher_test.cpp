@@ -3,7 +3,15 @@
 // number ending with the -1 marker, a busy port refused, drops counted.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -34,6 +42,39 @@ TEST(KvEventsPublisher, EndpointRules) {
   EXPECT_NE(kv_events_endpoint_problem("tcp://host:5x"), "");
   EXPECT_NE(kv_events_endpoint_problem("ipc://"), "");
   EXPECT_NE(kv_events_endpoint_problem("http://host:80"), "");
+  EXPECT_EQ(kv_events_endpoint_problem("tcp://[::1]:5557"), "");
+  EXPECT_EQ(kv_events_endpoint_problem("tcp://[fe80::1%eth0]:*"), "");
+  EXPECT_NE(kv_events_endpoint_problem("tcp://[::1:5557"), "");
+  EXPECT_NE(kv_events_endpoint_problem("tcp://[]:5557"), "");
+  EXPECT_NE(kv_events_endpoint_problem("ipc:///" + std::string(200, 'p')), "");  // past a Unix socket path
+  EXPECT_TRUE(kv_endpoint_is_ipv6("tcp://[::1]:5557"));
+  EXPECT_TRUE(kv_endpoint_is_ipv6("tcp://[::]:*"));
+  EXPECT_FALSE(kv_endpoint_is_ipv6("tcp://127.0.0.1:5557"));
+  EXPECT_FALSE(kv_endpoint_is_ipv6("tcp://*:5557"));
+  EXPECT_FALSE(kv_endpoint_is_ipv6("ipc:///tmp/a:b"));
+}
+
+TEST(KvEventsPublisher, LongOrControlEndpointsAreCutInMessages) {
+  // Issue 50: a 10,000-character endpoint was echoed whole.
+  const std::string huge = "tcp://" + std::string(10000, 'h') + ":1";
+  const std::string p = kv_events_endpoint_problem(huge);
+  ASSERT_NE(p, "");
+  EXPECT_LT(p.size(), 300u) << p;
+  EXPECT_NE(p.find("(10008 characters)"), std::string::npos) << p;
+  const std::string junk = "junk://" + std::string(5000, 'j');
+  EXPECT_LT(kv_events_endpoint_problem(junk).size(), 300u);
+  // A newline cannot split the one-line error.
+  const std::string nl = kv_events_endpoint_problem("foo\nbar");
+  EXPECT_EQ(nl.find('\n'), std::string::npos) << nl;
+  EXPECT_NE(nl.find("foo\\x0abar"), std::string::npos) << nl;
+  try {
+    KvEventsOptions o;
+    o.endpoint = "tcp://*:" + std::string(3000, '9');
+    KvEventsPublisher bad(o);
+    FAIL() << "accepted a bad endpoint";
+  } catch (const KvEventsSetupError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 300u) << e.what();
+  }
 }
 
 TEST(KvEventsPublisher, ReplayBufferKeepsTheLastN) {
@@ -159,6 +200,157 @@ TEST(KvEventsPublisher, BusyPortAndBadEndpointAreSetupErrors) {
   KvEventsOptions d;
   d.endpoint = "foo";
   EXPECT_THROW(KvEventsPublisher bad(d), KvEventsSetupError);
+}
+
+// Pushes until the subscriber gets one message (a subscription takes a
+// moment to arrive) or 3 s pass; returns the message, empty if none came.
+std::vector<zmq::message_t> first_message(KvEventsPublisher& pub, zmq::socket_t& sub) {
+  std::vector<zmq::message_t> msg;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (msg.empty() && std::chrono::steady_clock::now() < deadline) {
+    pub.push(cleared());
+    (void)zmq::recv_multipart(sub, std::back_inserter(msg));
+  }
+  return msg;
+}
+
+zmq::socket_t subscriber(zmq::context_t& ctx, const std::string& endpoint, bool ipv6 = false) {
+  zmq::socket_t sub(ctx, zmq::socket_type::sub);
+  sub.set(zmq::sockopt::subscribe, "");
+  sub.set(zmq::sockopt::rcvtimeo, 50);
+  sub.set(zmq::sockopt::linger, 0);
+  if (ipv6) sub.set(zmq::sockopt::ipv6, true);
+  sub.connect(endpoint);
+  return sub;
+}
+
+std::string temp_path(const char* tag) {
+  return "/tmp/og-kv-" + std::to_string(::getpid()) + "-" + tag;
+}
+
+TEST(KvEventsPublisher, IpcRefusesAnEndpointALiveServerHolds) {
+  // Issue 50: a second server on the same ipc:// path silently took it over
+  // (ZeroMQ's bind unlinks the path first).
+  const std::string path = temp_path("live");
+  ::unlink(path.c_str());
+  KvEventsOptions o;
+  o.endpoint = "ipc://" + path;
+  KvEventsPublisher first(o);
+  try {
+    KvEventsPublisher second(o);
+    FAIL() << "a second publisher took over " << path;
+  } catch (const KvEventsSetupError& e) {
+    EXPECT_FALSE(e.replay);
+    EXPECT_NE(std::string(e.what()).find("another live process"), std::string::npos) << e.what();
+  }
+  // The first still publishes on it.
+  zmq::context_t ctx;
+  zmq::socket_t sub = subscriber(ctx, o.endpoint);
+  EXPECT_EQ(first_message(first, sub).size(), 3u);
+  // The replay socket is checked the same way.
+  KvEventsOptions r;
+  r.endpoint = "tcp://127.0.0.1:*";
+  r.replay_endpoint = o.endpoint;
+  try {
+    KvEventsPublisher third(r);
+    FAIL() << "a replay socket took over " << path;
+  } catch (const KvEventsSetupError& e) {
+    EXPECT_TRUE(e.replay);
+  }
+}
+
+TEST(KvEventsPublisher, IpcReclaimsAStaleSocketAndKeepsOtherFiles) {
+  // A socket file no process listens on (a server killed with SIGKILL): reused.
+  const std::string path = temp_path("stale");
+  ::unlink(path.c_str());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.data(), path.size());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a), 0);
+  ::close(fd);  // the file stays, nobody listens
+  KvEventsOptions o;
+  o.endpoint = "ipc://" + path;
+  {
+    KvEventsPublisher pub(o);
+    zmq::context_t ctx;
+    zmq::socket_t sub = subscriber(ctx, o.endpoint);
+    EXPECT_EQ(first_message(pub, sub).size(), 3u);
+  }
+  // A regular file at the path is never deleted.
+  const std::string file = temp_path("file");
+  std::ofstream(file) << "keep me";
+  KvEventsOptions f;
+  f.endpoint = "ipc://" + file;
+  try {
+    KvEventsPublisher pub(f);
+    FAIL() << "bound over a regular file";
+  } catch (const KvEventsSetupError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a socket"), std::string::npos) << e.what();
+  }
+  struct stat st;
+  EXPECT_EQ(::stat(file.c_str(), &st), 0);
+  ::unlink(file.c_str());
+}
+
+TEST(KvEventsPublisher, BindsOneInterfaceWhenAsked) {
+  // Issue 50: a TCP endpoint was bound only as tcp://*:P (every interface);
+  // tcp://127.0.0.1:P was connected. A free port first:
+  zmq::context_t ctx;
+  std::string port;
+  {
+    zmq::socket_t probe(ctx, zmq::socket_type::pub);
+    probe.set(zmq::sockopt::linger, 0);
+    probe.bind("tcp://127.0.0.1:*");
+    const std::string e = probe.get(zmq::sockopt::last_endpoint);
+    port = e.substr(e.rfind(':') + 1);
+  }
+  KvEventsOptions o;
+  o.endpoint = "tcp://127.0.0.1:" + port;
+  o.force_bind = true;
+  KvEventsPublisher pub(o);
+  EXPECT_EQ(pub.endpoint(), o.endpoint);
+  zmq::socket_t sub = subscriber(ctx, o.endpoint);
+  EXPECT_EQ(first_message(pub, sub).size(), 3u);
+}
+
+bool have_ipv6_loopback() {
+  const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+TEST(KvEventsPublisher, Ipv6Endpoints) {
+  // Issue 50: tcp://[::1]:P failed with "No such device" (no ZMQ_IPV6).
+  if (!have_ipv6_loopback()) GTEST_SKIP() << "this machine has no IPv6 loopback";
+  KvEventsOptions o;
+  o.endpoint = "tcp://[::1]:*";
+  o.replay_endpoint = "tcp://[::1]:*";
+  KvEventsPublisher pub(o);
+  EXPECT_EQ(pub.endpoint().rfind("tcp://[::1]:", 0), 0u) << pub.endpoint();
+  EXPECT_EQ(pub.replay_endpoint().rfind("tcp://[::1]:", 0), 0u) << pub.replay_endpoint();
+  zmq::context_t ctx;
+  zmq::socket_t sub = subscriber(ctx, pub.endpoint(), true);
+  EXPECT_EQ(first_message(pub, sub).size(), 3u);
+}
+
+TEST(KvEventsPublisher, MapEncodingOnTheWire) {
+  KvEventsOptions o;
+  o.endpoint = "tcp://127.0.0.1:*";
+  o.encoding = KvEventEncoding::kMap;
+  KvEventsPublisher pub(o);
+  zmq::context_t ctx;
+  zmq::socket_t sub = subscriber(ctx, pub.endpoint());
+  auto msg = first_message(pub, sub);
+  ASSERT_EQ(msg.size(), 3u);
+  // [ts, [{"type": "AllBlocksCleared"}], 0]
+  EXPECT_EQ(msg[2].to_string().substr(10), std::string("\x91\x81\xa4type\xb0" "AllBlocksCleared\x00", 25));
 }
 
 TEST(KvEventsPublisher, ConnectsToABoundSubscriberAndStopsPromptly) {
