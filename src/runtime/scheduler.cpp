@@ -657,7 +657,13 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tok, std::unique_ptr<KvCac
   const KvPolicy& p = impl_->cache->policy();
   std::lock_guard<std::mutex> lk(impl_->mu);
   impl_->snap.block_size = std::max(1, p.block_size);
-  impl_->snap.num_blocks = p.max_sequences * ((p.max_capacity + impl_->snap.block_size - 1) / impl_->snap.block_size);
+  // The pool's own size where the kind has one (it keeps a spare block per
+  // sequence), so that cache_config_info's num_gpu_blocks is the count
+  // kv_cache_usage divides by; else the blocks the sequences' capacity spans.
+  const KvBlockUsage pool = impl_->cache->block_usage({});
+  impl_->snap.num_blocks =
+      pool.total > 0 ? pool.total
+                     : p.max_sequences * ((p.max_capacity + impl_->snap.block_size - 1) / impl_->snap.block_size);
   impl_->snap.cache_dtype = kv_dtype_name(p.dtype);
   impl_->snap.prefix_caching = opts.prefix_cache_entries > 0;
 }
