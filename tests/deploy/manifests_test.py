@@ -3,16 +3,22 @@
 every Kubernetes manifest in deploy/kubernetes parses and has kind, apiVersion
 and metadata.name; the kustomization lists exactly the manifests; the
 Deployment's flags exist in `offgraph serve --help`, its probes hit /ready and
-/health on the container port, its grace period covers the drain; the Service,
-InferencePool and the picker's KV-event discovery select the pods' labels; the
-endpoint picker config names our metric names and the replicas' KV-event port,
-topic prefix, block size and hash seed; haproxy.cfg passes `haproxy -c` and
-keeps its health checks, balancing and retry policy; run-replicas.sh parses and
+/health on the container port, its grace period covers the drain; the Service
+and InferencePool select the pods' labels; the endpoint picker config names our
+metric names and the replicas' KV-event port, topic prefix and block size; the
+KV-event topic names the pod as <IP>:<the pool's target port> (llm-d v0.8.0's
+precise scorer keys endpoints so); the picker has its tokenizer sidecar on the
+socket its config names; the Istio DestinationRule (deploy/kubernetes/istio)
+names the picker's Service with TLS; haproxy.cfg passes `haproxy -c` and keeps
+its health checks, balancing and retry policy; run-replicas.sh parses and
 rejects bad arguments with a clear message.
 The Deployment's own flags then start a real server on the test model
 (loopback: host, port, threads and the KV-event address replaced), which
-serves under MODEL_NAME and stops with 143 on SIGTERM.
-Usage: manifests_test.py REPO_ROOT OFFGRAPH MODEL [HAPROXY]   (Debian's python3-yaml)"""
+serves under MODEL_NAME, publishes KV events that decode under llm-d's field
+rules (tests/deploy/llmd_events.py) on the Deployment's topic, and stops with
+143 on SIGTERM.
+Usage: manifests_test.py REPO_ROOT OFFGRAPH MODEL [HAPROXY]
+(Debian's python3-yaml, python3-zmq, python3-msgpack)"""
 
 import glob
 import json
@@ -22,13 +28,19 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import yaml
+import zmq
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from deploy_procs import (Children, TestFailure, check, free_port, request,  # noqa: E402
+from deploy_procs import (Children, TestFailure, check, request,  # noqa: E402
                           require_executable, run_bounded, start_replica)
+import llmd_events  # noqa: E402
+
+# Where the test pretends the pod is: POD_IP in the Deployment's env.
+POD_IP = "127.0.0.1"
 
 METRICS = {"queuedRequestsSpec": "vllm:num_requests_waiting",
            "runningRequestsSpec": "vllm:num_requests_running",
@@ -131,6 +143,8 @@ def check_deployment(objs, flags):
     env = {e["name"] for e in c.get("env", [])}
     for v in re.findall(r"\$\(([A-Z_]+)\)", " ".join(args)):
         check(v in env, f"$({v}) in the args is a container env variable")
+    values = {e["name"]: e.get("value") for e in c.get("env", [])}
+    check(values.get("POD_PORT") == a["--port"], "env POD_PORT (in the KV-event topic) equals --port")
     # The picker connects to each pod's socket, so the replica binds: a "*" host (vLLM's rule).
     check(a["--kv-events-endpoint"].startswith("tcp://*:"), "--kv-events-endpoint binds (tcp://*:PORT)")
     kv_port = int(a["--kv-events-endpoint"].rsplit(":", 1)[1])
@@ -138,13 +152,41 @@ def check_deployment(objs, flags):
     return dep, labels, a, http, kv_port, c
 
 
-def check_deployment_starts(offgraph, model, container):
-    """The Deployment's serve flags, on loopback with the test model, start a server."""
-    env = {e["name"]: e.get("value", "127.0.0.1") for e in container["env"]}  # POD_IP: loopback
-    expand = lambda v: re.sub(r"\$\(([A-Z_]+)\)", lambda m: env[m.group(1)], v)  # noqa: E731
-    # A connected (not bound) KV-event socket to a free loopback port: nothing listens off the host.
+def expand_env(container, pod_ip=POD_IP):
+    """A function expanding $(VAR) from the container's env (POD_IP: pod_ip)."""
+    env = {e["name"]: e.get("value", pod_ip) for e in container["env"]}
+    env["POD_IP"] = pod_ip
+    return env, lambda v: re.sub(r"\$\(([A-Z_]+)\)", lambda m: env[m.group(1)], v)
+
+
+def receive_events(sub, until, seconds=5.0):
+    """[(pod, model, seq, ts, events)] decoded by llm-d's rules until until(list) or the time is up."""
+    out, deadline = [], time.time() + seconds
+    while not until(out) and time.time() < deadline:
+        if sub.poll(50):
+            frames = sub.recv_multipart()
+            try:
+                pod, model, seq, payload = llmd_events.parse_message(frames)
+                ts, events = llmd_events.decode_batch(payload)
+            except llmd_events.DecodeError as e:
+                raise TestFailure(f"a KV-event message breaks llm-d's decoding rules: {e}")
+            out.append((pod, model, seq, ts, events))
+    return out
+
+
+def check_deployment_starts(offgraph, model, container, http, block_size):
+    """The Deployment's serve flags, on loopback with the test model, start a
+    server whose KV events, sent to a subscriber that binds (llm-d's
+    centralized mode, so nothing listens off the host), decode as llm-d reads
+    them and name the pod as the picker names its endpoint."""
+    env, expand = expand_env(container)
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"kv@")
+    sub_port = sub.bind_to_random_port("tcp://127.0.0.1")
     loopback = {"--model": None, "--host": None, "--port": None, "--threads": "1",
-                "--kv-events-endpoint": f"tcp://127.0.0.1:{free_port()}"}
+                "--kv-events-endpoint": f"tcp://127.0.0.1:{sub_port}"}
     extra = []
     for k, v in parse_args(container["args"]).items():
         v = loopback.get(k, v)
@@ -159,6 +201,26 @@ def check_deployment_starts(offgraph, model, container):
             status, _, body = request(port, "GET", "/v1/models")
             ids = [m["id"] for m in json.loads(body)["data"]]
             check(ids == [env["MODEL_NAME"]], f"the Deployment's flags serve the model as MODEL_NAME: {ids}")
+            # A prompt of two whole blocks: its capture sends a BlockStored.
+            for _ in range(10):
+                sub.poll(20)  # lets the replica's connection and our subscription meet
+            prompt = [(7 * i + 3) % 200 + 1 for i in range(2 * block_size + 3)]
+            status, _, body = request(port, "POST", "/v1/completions",
+                                      {"model": env["MODEL_NAME"], "prompt": prompt, "max_tokens": 1})
+            check(status == 200, f"a completion on the Deployment's flags: {status} {body[:200]!r}")
+            got = receive_events(sub, lambda ms: any(e["type"] == "BlockStored" for m in ms for e in m[4]))
+            stored = [e for m in got for e in m[4] if e["type"] == "BlockStored"]
+            check(stored, "the Deployment's replica publishes BlockStored for a two-block prompt")
+            want_pod = f"{POD_IP}:{http}"
+            for pod, name, _, _, _ in got:
+                check(pod == want_pod, f"the topic names the pod {pod!r}, the picker's endpoint key is {want_pod!r}")
+                check(name == env["MODEL_NAME"], f"the topic names the model {name!r}")
+            for e in stored:
+                check(e["block_size"] == block_size, "BlockStored's block_size is the picker's blockSize")
+                check(len(e["tokens"]) == block_size * len(e["hashes"]), "block_size tokens per stored hash")
+                check(e["medium"].lower() == "cpu", f"medium {e['medium']!r} (the picker weighs it as cpu)")
+            check(stored and stored[0]["tokens"] == prompt[:len(stored[0]["tokens"])],
+                  "the first stored tokens are the prompt's")
             proc.send_signal(signal.SIGTERM)
             check(proc.wait(timeout=10) == 143, "the server stops with 143 on SIGTERM")
         except TestFailure:
@@ -166,6 +228,8 @@ def check_deployment_starts(offgraph, model, container):
             raise
         finally:
             children.kill_all()
+            sub.close()
+            ctx.term()
 
 
 def check_pool_and_service(objs, labels, http):
@@ -188,7 +252,7 @@ def check_pool_and_service(objs, labels, http):
     return pool
 
 
-def check_epp(objs, labels, a, kv_port, namespace):
+def check_epp(objs, labels, a, kv_port, namespace, http, dep_container):
     cm = get(objs, "ConfigMap", "offgraph-epp-config")
     check(list(cm["data"]) == ["epp-config.yaml"], "the picker's ConfigMap holds epp-config.yaml")
     cfg = yaml.safe_load(cm["data"]["epp-config.yaml"])
@@ -210,18 +274,46 @@ def check_epp(objs, labels, a, kv_port, namespace):
     pp = plugins["precise-prefix-cache-scorer"]["parameters"]
     tp = pp["tokenProcessorConfig"]
     check(str(tp["blockSize"]) == a["--block-size"], "the picker's blockSize is the replicas' --block-size")
-    check(tp["hashSeed"] == a["--prefix-hash-seed"], "the picker's hashSeed is the replicas' --prefix-hash-seed")
     ke = pp["kvEventsConfig"]
     check(a["--kv-events-topic"].startswith(ke["topicFilter"]), "--kv-events-topic starts with the topicFilter")
-    check(a["--kv-events-topic"].count("@") == 2, "--kv-events-topic is kv@<pod>@<model>, as the picker parses it")
+    # llm-d v0.8.0 keys an endpoint as "<address>:<port>" (the pool's target
+    # port) and finds a replica's events by the pod the topic names.
+    _, expand = expand_env(dep_container, "10.1.2.3")
+    pod, name = llmd_events.parse_topic(expand(a["--kv-events-topic"]))
+    check(pod == f"10.1.2.3:{http}",
+          f"--kv-events-topic names the pod as <pod IP>:<target port> (10.1.2.3:{http}), not {pod!r}")
+    check(name and name == expand("$(MODEL_NAME)"), "--kv-events-topic ends with the served model name")
     pd = ke["podDiscoveryConfig"]
-    check(pd["socketPort"] == kv_port, "the picker connects to the replicas' KV-event port")
-    check(pd["podNamespace"] == namespace, "the picker discovers pods in the kustomization's namespace")
-    for term in pd["podLabelSelector"].split(","):
-        k, v = term.split("=")
-        check(labels.get(k) == v, f"podLabelSelector term {term} matches the pod labels")
+    check(ke.get("discoverPods") is True and pd["socketPort"] == kv_port,
+          "the picker connects to each endpoint's KV-event port")
+    check("podLabelSelector" not in pd and "podNamespace" not in pd,
+          "no podLabelSelector/podNamespace: v0.8.0 discovers the pool's endpoints, and ignores them")
+    feeds = [e["pluginRef"] for src in cfg["dataLayer"]["sources"] if src["pluginRef"] == "endpoint-notification-source"
+             for e in src["extractors"]]
+    check("precise-prefix-cache-scorer" in feeds, "the pool's endpoint notices feed the precise scorer")
+    model_name = expand("$(MODEL_NAME)")
+    tok = plugins.get("tokenizer")
+    check(tok is not None, "the picker config declares the tokenizer plugin")
+    sock = tok["parameters"]["udsTokenizerConfig"]["socketFile"]
+    check(tok["parameters"]["modelName"] == model_name, "the tokenizer plugin loads MODEL_NAME's tokenizer")
+    pool_cfg = pp["indexerConfig"]["tokenizersPoolConfig"]
+    check(pool_cfg["modelName"] == model_name and pool_cfg.get("uds", {}).get("socketFile") == sock,
+          "the scorer's fallback tokenizer is the same sidecar socket")
+    check("hf" not in pool_cfg, "no `hf` tokenizer section (the v0.8.0 image ignores it)")
+    profile = [p["pluginRef"] for p in cfg["schedulingProfiles"][0]["plugins"]]
+    check(profile.index("tokenizer") < profile.index("precise-prefix-cache-scorer"),
+          "the tokenizer runs before the precise scorer in the profile")
     epp = get(objs, "Deployment", "offgraph-epp")
-    c = epp["spec"]["template"]["spec"]["containers"][0]
+    pod_spec = epp["spec"]["template"]["spec"]
+    c = pod_spec["containers"][0]
+    side = next((x for x in pod_spec["containers"][1:] if "llm-d-uds-tokenizer" in x["image"]), None)
+    check(side is not None, "the picker's pod runs llm-d's UDS tokenizer sidecar")
+    mounts = lambda ctr: {m["mountPath"].rstrip("/"): m["name"] for m in ctr.get("volumeMounts", [])}  # noqa: E731
+    sock_dir = os.path.dirname(sock)
+    check(sock_dir in mounts(c) and mounts(side).get(sock_dir) == mounts(c)[sock_dir],
+          f"the picker and the sidecar share the socket directory {sock_dir}")
+    vol = next(v for v in pod_spec["volumes"] if v["name"] == mounts(c)[sock_dir])
+    check("emptyDir" in vol, "the socket directory is a pod-local emptyDir")
     ea = dict(x.split("=", 1) for x in c["args"])
     check(ea["--pool-name"] == "offgraph" and ea["--pool-namespace"] == namespace,
           "the picker watches the InferencePool offgraph in the kustomization's namespace")
@@ -241,9 +333,30 @@ def check_kubernetes(repo, offgraph, model):
     namespace = kust["namespace"]
     get(objs, "Namespace", namespace)
     dep, labels, a, http, kv_port, container = check_deployment(objs, serve_flags(offgraph))
-    check_pool_and_service(objs, labels, http)
-    check_epp(objs, labels, a, kv_port, namespace)
-    check_deployment_starts(offgraph, model, container)
+    pool = check_pool_and_service(objs, labels, http)
+    check_epp(objs, labels, a, kv_port, namespace, http, container)
+    check_istio(kdir, namespace, pool)
+    check_deployment_starts(offgraph, model, container, http, int(a["--block-size"]))
+
+
+def check_istio(kdir, namespace, pool):
+    """deploy/kubernetes/istio: a DestinationRule giving Istio's gateway TLS to the picker's Service."""
+    idir = os.path.join(kdir, "istio")
+    objs = load_manifests(idir)
+    kust = get(objs, "Kustomization", "offgraph-istio")
+    files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(idir, "*.yaml")))
+    check(sorted(kust["resources"]) == [f for f in files if f != "kustomization.yaml"],
+          "istio/kustomization.yaml lists exactly the other manifests")
+    check(kust["namespace"] == namespace, "the Istio objects go to the same namespace")
+    rules = [d for (kind, _), (_, d) in objs.items() if kind == "DestinationRule"]
+    check(len(rules) == 1, "one DestinationRule")
+    dr = rules[0]
+    epp = pool["spec"]["endpointPickerRef"]["name"]
+    check(dr["spec"]["host"] == f"{epp}.{namespace}.svc.cluster.local",
+          f"the DestinationRule's host is the picker's Service {epp}.{namespace}.svc.cluster.local")
+    tls = dr["spec"]["trafficPolicy"]["tls"]
+    check(tls["mode"] == "SIMPLE" and tls.get("insecureSkipVerify") is True,
+          "TLS to the picker's self-signed certificate (SIMPLE, insecureSkipVerify)")
 
 
 def check_haproxy(repo, haproxy):
