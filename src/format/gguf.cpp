@@ -20,6 +20,9 @@ namespace {
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
 constexpr int kMaxArrayDepth = 8;        // arrays of arrays nest at most this deep
 constexpr uint32_t kMaxDims = 4;
+// Real files carry tens of keys (tokenizer vocabularies are single arrays); a
+// cap keeps per-key bookkeeping (~200 bytes a key) small against any file.
+constexpr uint64_t kMaxMetadataKeys = 1 << 16;
 
 }  // namespace
 
@@ -40,16 +43,25 @@ class GgufCursor {
     return v;
   }
   std::string read_string(const char* what) {
+    const size_t n = string_length(what);
+    std::string s(reinterpret_cast<const char*>(data_ + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  void skip_string(const char* what) { pos_ += string_length(what); }
+  void skip(uint64_t n) { pos_ += static_cast<size_t>(n); }  // n <= remaining(), checked by the caller
+  const uint8_t* data() const { return data_; }
+
+ private:
+  // Reads a string's length and checks that its bytes are there.
+  size_t string_length(const char* what) {
     uint64_t n = read<uint64_t>(what);
     if (n > remaining())
       fail(name_, ": ", what, " at offset ", pos_ - 8, " has length ", n, ", past the end of the file (",
            remaining(), " bytes left)");
-    std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(n));
-    pos_ += static_cast<size_t>(n);
-    return s;
+    return static_cast<size_t>(n);
   }
 
- private:
   const uint8_t* data_;
   size_t size_;
   size_t pos_ = 0;
@@ -74,9 +86,19 @@ uint64_t min_value_bytes(GgufType t) {
   return 1;
 }
 
-GgufValue read_value(Cursor& c, GgufType type, const std::string& key, int depth, const std::string& name);
+// Bytes of one value of type t on disk; 0 for strings and arrays (variable).
+uint64_t fixed_bytes(GgufType t) {
+  return t == GgufType::STRING || t == GgufType::ARRAY ? 0 : min_value_bytes(t);
+}
 
-GgufValue read_array(Cursor& c, const std::string& key, int depth, const std::string& name) {
+struct ArrayHeader {
+  GgufType elem;
+  uint64_t n;
+};
+
+// Reads an array's element type and count, checking the count against the
+// bytes left (each element takes at least min_value_bytes).
+ArrayHeader read_array_header(Cursor& c, const std::string& key, int depth, const std::string& name) {
   if (depth >= kMaxArrayDepth)
     fail(name, ": key ", key, ": arrays nested more than ", kMaxArrayDepth, " deep");
   uint32_t et = c.read<uint32_t>("array element type");
@@ -86,11 +108,43 @@ GgufValue read_array(Cursor& c, const std::string& key, int depth, const std::st
   if (n > c.remaining() / min_value_bytes(elem))
     fail(name, ": key ", key, ": array of ", n, " ", gguf_type_name(elem), " elements does not fit in the ",
          c.remaining(), " bytes left in the file");
+  return {elem, n};
+}
+
+// Walks one array's elements (validating, storing nothing); element starts
+// relative to `base` go to `starts` when given.
+void skip_elements(Cursor& c, ArrayHeader h, const std::string& key, int depth, const std::string& name,
+                   std::vector<uint64_t>* starts, size_t base);
+
+void skip_value(Cursor& c, GgufType t, const std::string& key, int depth, const std::string& name) {
+  if (t == GgufType::STRING) return c.skip_string("string value");
+  if (t == GgufType::ARRAY) {
+    const ArrayHeader h = read_array_header(c, key, depth, name);
+    return skip_elements(c, h, key, depth + 1, name, nullptr, 0);
+  }
+  c.skip(fixed_bytes(t));  // a fixed-size element; its array header checked the bytes are there
+}
+
+void skip_elements(Cursor& c, ArrayHeader h, const std::string& key, int depth, const std::string& name,
+                   std::vector<uint64_t>* starts, size_t base) {
+  if (const uint64_t size = fixed_bytes(h.elem)) return c.skip(h.n * size);
+  if (starts) starts->reserve(static_cast<size_t>(h.n));  // n <= bytes left / 8: bounded by the file
+  for (uint64_t k = 0; k < h.n; ++k) {
+    if (starts) starts->push_back(c.pos() - base);
+    skip_value(c, h.elem, key, depth, name);
+  }
+}
+
+// An array as its encoded elements (see GgufArray): memory about its size on disk.
+GgufValue read_array(Cursor& c, const std::string& key, int depth, const std::string& name) {
+  const ArrayHeader h = read_array_header(c, key, depth, name);
+  const size_t begin = c.pos();
+  std::vector<uint64_t> starts;
+  skip_elements(c, h, key, depth + 1, name, &starts, begin);
   GgufValue v;
   v.type = GgufType::ARRAY;
-  v.arr_type = elem;
-  v.arr.reserve(static_cast<size_t>(n));
-  for (uint64_t i = 0; i < n; ++i) v.arr.push_back(read_value(c, elem, key, depth + 1, name));
+  v.arr = GgufArray::adopt(h.elem, h.n, std::vector<uint8_t>(c.data() + begin, c.data() + c.pos()),
+                           std::move(starts));
   return v;
 }
 
@@ -192,11 +246,10 @@ GgufValue GgufValue::make_string(std::string v) {
   r.s = std::move(v);
   return r;
 }
-GgufValue GgufValue::make_array(GgufType elem, std::vector<GgufValue> elems) {
+GgufValue GgufValue::make_array(GgufType elem, const std::vector<GgufValue>& elems) {
   GgufValue r;
   r.type = GgufType::ARRAY;
-  r.arr_type = elem;
-  r.arr = std::move(elems);
+  r.arr = GgufArray(elem, elems);
   return r;
 }
 GgufValue GgufValue::make_int(GgufType t, int64_t v) {
@@ -235,7 +288,57 @@ bool GgufValue::operator==(const GgufValue& o) const {
   }
   if (type == GgufType::BOOL) return b == o.b;
   if (type == GgufType::STRING) return s == o.s;
-  return arr_type == o.arr_type && arr == o.arr;
+  return arr == o.arr;
+}
+
+size_t GgufValue::storage_bytes() const { return s.capacity() + arr.storage_bytes(); }
+
+// ---- GgufArray ----
+
+GgufArray GgufArray::adopt(GgufType elem, uint64_t n, std::vector<uint8_t> bytes, std::vector<uint64_t> starts) {
+  GgufArray a;
+  a.elem_ = elem;
+  a.n_ = n;
+  a.bytes_ = std::move(bytes);
+  a.starts_ = std::move(starts);
+  OG_CHECK(fixed_bytes(elem) ? a.starts_.empty() && a.bytes_.size() == n * fixed_bytes(elem) : a.starts_.size() == n,
+           "GgufArray::adopt: ", n, " ", gguf_type_name(elem), " elements do not match their encoding");
+  return a;
+}
+
+size_t GgufArray::element_end(size_t k) const {
+  if (const uint64_t size = fixed_bytes(elem_)) return static_cast<size_t>((k + 1) * size);
+  return k + 1 < starts_.size() ? static_cast<size_t>(starts_[k + 1]) : bytes_.size();
+}
+
+GgufValue GgufArray::operator[](size_t k) const {
+  OG_CHECK(k < size(), "GgufArray: element ", k, " of ", size());
+  const uint64_t size = fixed_bytes(elem_);
+  const size_t begin = size ? static_cast<size_t>(k * size) : static_cast<size_t>(starts_[k]);
+  static const std::string kWhere = "GGUF array element";
+  Cursor c(bytes_.data() + begin, element_end(k) - begin, kWhere);
+  return read_value(c, elem_, kWhere, 1, kWhere);  // validated when the file was read: cannot fail
+}
+
+GgufValue GgufArray::Iterator::operator*() const { return (*a_)[k_]; }
+
+std::string_view GgufArray::string_at(size_t k) const {
+  OG_CHECK(elem_ == GgufType::STRING && k < size(), "GgufArray::string_at: element ", k, " of ", size(), " ",
+           gguf_type_name(elem_));
+  const size_t begin = static_cast<size_t>(starts_[k]) + 8;  // past the length
+  return std::string_view(reinterpret_cast<const char*>(bytes_.data() + begin), element_end(k) - begin);
+}
+
+size_t GgufArray::storage_bytes() const {
+  return bytes_.capacity() + starts_.capacity() * sizeof(uint64_t);
+}
+
+bool GgufArray::operator==(const GgufArray& o) const {
+  if (elem_ != o.elem_ || n_ != o.n_) return false;
+  if (bytes_ == o.bytes_) return true;
+  for (size_t k = 0; k < size(); ++k)  // floats (NaN, -0) and bools (any nonzero) compare by value
+    if (!((*this)[k] == o[k])) return false;
+  return true;
 }
 
 // ---- GgufFile ----
@@ -273,6 +376,8 @@ void GgufFile::parse_bytes(const uint8_t* data, size_t size) {
   // A metadata record is at least key length (8) + value type (4) + 1 byte.
   if (n_kv > c.remaining() / 13)
     fail(name, ": metadata count ", n_kv, " is more than the ", c.remaining(), " remaining bytes can hold");
+  if (n_kv > kMaxMetadataKeys)
+    fail(name, ": metadata count ", n_kv, " is above the limit of ", kMaxMetadataKeys, " keys");
   // A tensor info is at least name length (8) + n_dims (4) + type (4) + offset (8).
   if (n_tensors > c.remaining() / 24)
     fail(name, ": tensor count ", n_tensors, " is more than the ", c.remaining(), " remaining bytes can hold");
@@ -376,6 +481,12 @@ void GgufFile::place_tensors(const uint8_t* data, size_t size) {
   }
 }
 
+size_t GgufFile::metadata_bytes() const {
+  size_t n = kv_.capacity() * sizeof(kv_[0]);
+  for (const auto& [key, value] : kv_) n += key.capacity() + value.storage_bytes();
+  return n;
+}
+
 const GgufValue* GgufFile::get(std::string_view key) const {
   for (const auto& kv : kv_)
     if (kv.first == key) return &kv.second;
@@ -422,11 +533,11 @@ std::optional<bool> GgufFile::get_bool(std::string_view key) const {
 std::optional<std::vector<std::string>> GgufFile::get_string_array(std::string_view key) const {
   const GgufValue* v = get(key);
   if (!v) return std::nullopt;
-  if (v->type != GgufType::ARRAY || v->arr_type != GgufType::STRING)
+  if (v->type != GgufType::ARRAY || v->arr.type() != GgufType::STRING)
     fail(name_, ": ", key, " must be an array of strings");
   std::vector<std::string> out;
   out.reserve(v->arr.size());
-  for (const auto& e : v->arr) out.push_back(e.s);
+  for (size_t k = 0; k < v->arr.size(); ++k) out.emplace_back(v->arr.string_at(k));
   return out;
 }
 
@@ -436,7 +547,7 @@ std::optional<std::vector<double>> GgufFile::get_float_array(std::string_view ke
   if (v->type != GgufType::ARRAY) fail(name_, ": ", key, " must be an array of numbers");
   std::vector<double> out;
   out.reserve(v->arr.size());
-  for (const auto& e : v->arr) {
+  for (const GgufValue& e : v->arr) {
     if (e.is_float()) out.push_back(e.f);
     else if (e.is_integer()) out.push_back(is_unsigned(e.type) ? static_cast<double>(e.u) : static_cast<double>(e.i));
     else fail(name_, ": ", key, " must be an array of numbers");
@@ -448,11 +559,11 @@ std::optional<std::vector<int64_t>> GgufFile::get_int_array(std::string_view key
   const GgufValue* v = get(key);
   if (!v) return std::nullopt;
   if (v->type != GgufType::ARRAY ||
-      !is_integer_type(v->arr_type))
+      !is_integer_type(v->arr.type()))
     fail(name_, ": ", key, " must be an array of integers");
   std::vector<int64_t> out;
   out.reserve(v->arr.size());
-  for (const auto& e : v->arr) {
+  for (const GgufValue& e : v->arr) {
     if (e.type == GgufType::U64 && e.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
       fail(name_, ": ", key, " holds a value too large for 64-bit signed");
     out.push_back(e.i);

@@ -23,8 +23,52 @@ enum class GgufType : uint32_t {
 };
 const char* gguf_type_name(GgufType t);
 
-// One metadata value. Scalars use one of u/i/f/b/s; arrays hold elements of
-// arr_type in arr (arrays of arrays nest).
+struct GgufValue;
+
+// The elements of one metadata array, kept as their GGUF encoding (little-endian
+// values; strings and nested arrays length-prefixed as on disk) so that an array
+// takes about the memory it takes in the file, not a GgufValue per element
+// (a 17 MB u8 array once cost 1.7 GB). Elements are decoded on demand.
+class GgufArray {
+ public:
+  GgufArray() = default;
+  GgufArray(GgufType elem, const std::vector<GgufValue>& elems);  // og::Error if an element is not of type elem
+  // Takes bytes the GGUF reader has validated: n elements of type elem; starts
+  // holds each element's offset for strings and arrays (empty for fixed sizes).
+  static GgufArray adopt(GgufType elem, uint64_t n, std::vector<uint8_t> bytes, std::vector<uint64_t> starts);
+
+  GgufType type() const { return elem_; }
+  size_t size() const { return static_cast<size_t>(n_); }
+  bool empty() const { return n_ == 0; }
+  GgufValue operator[](size_t k) const;       // element k, decoded
+  std::string_view string_at(size_t k) const;  // element k of a string array, no copy
+  const std::vector<uint8_t>& bytes() const { return bytes_; }  // the elements' GGUF encoding
+  size_t storage_bytes() const;                // heap bytes held, for accounting and tests
+  bool operator==(const GgufArray& o) const;   // element-wise (GgufValue::operator==)
+
+  class Iterator {
+   public:
+    Iterator(const GgufArray* a, size_t k) : a_(a), k_(k) {}
+    GgufValue operator*() const;
+    Iterator& operator++() { ++k_; return *this; }
+    bool operator!=(const Iterator& o) const { return k_ != o.k_; }
+   private:
+    const GgufArray* a_;
+    size_t k_;
+  };
+  Iterator begin() const { return Iterator(this, 0); }
+  Iterator end() const { return Iterator(this, size()); }
+
+ private:
+  size_t element_end(size_t k) const;
+  GgufType elem_ = GgufType::U8;
+  uint64_t n_ = 0;
+  std::vector<uint8_t> bytes_;
+  std::vector<uint64_t> starts_;
+};
+
+// One metadata value. Scalars use one of u/i/f/b/s; arrays hold their
+// elements in arr (arrays of arrays nest; arr.type() is the element type).
 struct GgufValue {
   GgufType type = GgufType::U8;
   uint64_t u = 0;
@@ -32,8 +76,7 @@ struct GgufValue {
   double f = 0;
   bool b = false;
   std::string s;
-  GgufType arr_type = GgufType::U8;
-  std::vector<GgufValue> arr;
+  GgufArray arr;
 
   static GgufValue make_u32(uint32_t v);
   static GgufValue make_i32(int32_t v);
@@ -41,13 +84,17 @@ struct GgufValue {
   static GgufValue make_f32(float v);
   static GgufValue make_bool(bool v);
   static GgufValue make_string(std::string v);
-  static GgufValue make_array(GgufType elem, std::vector<GgufValue> elems);
+  static GgufValue make_array(GgufType elem, const std::vector<GgufValue>& elems);
   static GgufValue make_int(GgufType t, int64_t v);  // any integer type t (u64 via the bit pattern)
   static GgufValue make_f64(double v);
   bool is_integer() const;
   bool is_float() const;
   bool operator==(const GgufValue& o) const;  // same type and value (arrays: element-wise)
+  size_t storage_bytes() const;               // heap bytes held (string and array storage)
 };
+
+// Appends v's GGUF encoding (no type tag) to out.
+void gguf_encode_value(std::vector<uint8_t>& out, const GgufValue& v);
 
 class GgufCursor;
 
@@ -62,6 +109,9 @@ class GgufFile : public TensorSource {
   uint64_t data_offset() const { return data_offset_; }
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
   const GgufValue* get(std::string_view key) const;
+  // Heap bytes the parsed metadata holds (keys, strings, arrays): about the
+  // metadata's size in the file, whatever its shape.
+  size_t metadata_bytes() const;
 
   // Typed access; nullopt when absent; og::Error naming the key on a wrong type.
   std::optional<std::string> get_string(std::string_view key) const;

@@ -27,7 +27,9 @@ void put_string(std::vector<uint8_t>& out, const std::string& s) {
   if (!s.empty()) std::memcpy(out.data() + at, s.data(), s.size());
 }
 
-void put_value(std::vector<uint8_t>& out, const GgufValue& v, const std::string& key) {
+}  // namespace
+
+void gguf_encode_value(std::vector<uint8_t>& out, const GgufValue& v) {
   switch (v.type) {
     case GgufType::U8: put<uint8_t>(out, static_cast<uint8_t>(v.u)); break;
     case GgufType::I8: put<int8_t>(out, static_cast<int8_t>(v.i)); break;
@@ -42,16 +44,24 @@ void put_value(std::vector<uint8_t>& out, const GgufValue& v, const std::string&
     case GgufType::BOOL: put<uint8_t>(out, v.b ? 1 : 0); break;
     case GgufType::STRING: put_string(out, v.s); break;
     case GgufType::ARRAY:
-      put<uint32_t>(out, static_cast<uint32_t>(v.arr_type));
+      put<uint32_t>(out, static_cast<uint32_t>(v.arr.type()));
       put<uint64_t>(out, v.arr.size());
-      for (const auto& e : v.arr) {
-        OG_CHECK(e.type == v.arr_type, "GGUF writer: key ", key, ": array of ", gguf_type_name(v.arr_type),
-                 " holds a ", gguf_type_name(e.type));
-        put_value(out, e, key);
-      }
+      out.insert(out.end(), v.arr.bytes().begin(), v.arr.bytes().end());
       break;
   }
 }
+
+// Encodes the elements once, as the reader stores them (see GgufArray).
+GgufArray::GgufArray(GgufType elem, const std::vector<GgufValue>& elems) : elem_(elem), n_(elems.size()) {
+  const bool variable = elem == GgufType::STRING || elem == GgufType::ARRAY;
+  for (const GgufValue& e : elems) {
+    OG_CHECK(e.type == elem, "GGUF array of ", gguf_type_name(elem), " holds a ", gguf_type_name(e.type));
+    if (variable) starts_.push_back(bytes_.size());
+    gguf_encode_value(bytes_, e);
+  }
+}
+
+namespace {
 
 uint64_t pad_to(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
@@ -113,7 +123,7 @@ std::vector<uint8_t> GgufWriter::header() const {
   for (const auto& kv : kv_) {
     put_string(out, kv.first);
     put<uint32_t>(out, static_cast<uint32_t>(kv.second.type));
-    put_value(out, kv.second, kv.first);
+    gguf_encode_value(out, kv.second);
   }
   uint64_t align = alignment();
   uint64_t offset = 0;

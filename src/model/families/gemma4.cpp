@@ -124,7 +124,7 @@ std::vector<bool> gguf_sliding_pattern(const GgufFile& f, const std::string& key
   const GgufValue* v = f.get(key);
   OG_CHECK(v != nullptr, f.source_name(), ": missing required key ", key);
   if (v->type == GgufType::BOOL) return std::vector<bool>(static_cast<size_t>(n), v->b);  // every layer alike
-  OG_CHECK(v->type == GgufType::ARRAY && v->arr_type == GgufType::BOOL && static_cast<int>(v->arr.size()) == n,
+  OG_CHECK(v->type == GgufType::ARRAY && v->arr.type() == GgufType::BOOL && static_cast<int>(v->arr.size()) == n,
            f.source_name(), ": ", key, " must be an array of ", n, " booleans (one per layer)");
   std::vector<bool> out;
   for (const GgufValue& e : v->arr) out.push_back(e.b);
