@@ -2,7 +2,9 @@
 // batching scheduler. It listens first (/health says 503 while the model
 // loads), prints one ready line on stdout, logs to stderr, and on SIGINT or
 // SIGTERM refuses new work, lets running requests finish within
-// --shutdown-grace-s (then cancels them), and exits 0.
+// --shutdown-grace-s (then cancels them), and exits 128 + the signal; whatever
+// is running, the process ends within the grace + 5 s (server/shutdown_watch.h), and
+// at once when the signal comes while the model loads.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -28,6 +30,7 @@
 #include "server/backend.h"
 #include "scheduler_flags.h"
 #include "server/http_server.h"
+#include "server/shutdown_watch.h"
 #include "server/tool_grammar.h"
 
 namespace og::app {
@@ -104,7 +107,8 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
   fl.add_int("max-connections", &f.max_connections, 1, 1 << 20,
              "open connections beyond which new ones get 503 and are closed (capped by the open-file limit)");
   fl.add_float("shutdown-grace-s", &f.shutdown_grace_s, 0, 3600,
-               "on SIGINT/SIGTERM, how long running requests may finish before they are cancelled");
+               "on SIGINT/SIGTERM, how long running requests may finish before they are cancelled; the process "
+               "ends within this + 5 s whatever it is doing (at once while the model loads)");
   fl.add_int("max-body-bytes", &f.max_body_bytes, 1024, kIntMax, "largest request body (413 beyond)");
   fl.add_int("http-threads", &f.http_threads, 0, 65536,
              "requests answered at once (generation and tokenize; idle connections cost none); 0 = --parallel + "
@@ -151,34 +155,6 @@ void check_serve_flags(const Flags& fl, ServeFlags& f) {
     if (o.empty()) usage_fail("--cors-origin: the origin is empty");
 }
 
-// SIGINT / SIGTERM write to a pipe the main thread waits on (a handler, not a
-// signal mask, so that threads started by libraries cannot swallow them).
-int g_signal_pipe[2] = {-1, -1};
-
-void on_signal(int sig) {
-  const char c = static_cast<char>(sig);
-  const ssize_t n = write(g_signal_pipe[1], &c, 1);
-  (void)n;
-}
-
-void install_signal_handlers() {
-  OG_CHECK(pipe(g_signal_pipe) == 0, "cannot create the signal pipe: ", std::strerror(errno));
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not the end of the server
-}
-
-int wait_for_signal() {
-  char c = 0;
-  while (read(g_signal_pipe[0], &c, 1) < 0 && errno == EINTR) {
-  }
-  return c;
-}
-
 std::string model_name_of(const std::string& path) {
   std::filesystem::path p(path);
   if (p.has_filename() && p.extension() == ".gguf") return p.stem().string();
@@ -211,6 +187,11 @@ int cmd_serve(const Args& args) {
     return 0;
   }
   check_serve_flags(fl, f);
+  signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not the end of the server
+  // Before anything is read (key files, the model), and destroyed last: the
+  // watch bounds the start-up and the whole shutdown, the destructors of the
+  // server and the scheduler included.
+  server::ShutdownWatch watch(f.shutdown_grace_s);
   server::HttpOptions ho;
   ho.host = f.host;
   ho.port = static_cast<int>(f.port);
@@ -226,7 +207,6 @@ int cmd_serve(const Args& args) {
   ho.max_in_flight = f.max_queue > 0 ? static_cast<int>(parallel + f.max_queue) : 0;
   ho.http_threads =
       static_cast<int>(f.http_threads > 0 ? f.http_threads : parallel + (f.max_queue > 0 ? f.max_queue : 64) + 16);
-  install_signal_handlers();
 
   // Opened before anything else so that a bad or busy endpoint fails at once;
   // declared before the scheduler, which sends its last events (all blocks
@@ -314,6 +294,7 @@ int cmd_serve(const Args& args) {
   served.embedder = embedder.get();
   served.generates = loaded.model->config().causal;
   port = std::make_unique<server::SchedulerAdapter<Scheduler>>(*sched);
+  watch.set_ready();  // a signal from now on drains; before, it ended the load at once
   http.set_model(served, *port);
   const std::string replies = std::string("tool calls ") + server::tool_call_format_name(served.reply_format.tools) +
                               ", reasoning " +
@@ -325,12 +306,14 @@ int cmd_serve(const Args& args) {
               static_cast<long long>(so.max_session_tokens), one_line(sched->describe()).c_str());
   std::fflush(stdout);
 
-  const int sig = wait_for_signal();
+  const int sig = watch.wait();
   std::fprintf(stderr, "[serve] shutting down: %d requests in flight, %.1f s grace\n", http.in_flight(),
                f.shutdown_grace_s);
   http.drain();
   sched->shutdown(f.shutdown_grace_s);
-  if (!http.wait_idle(10)) std::fprintf(stderr, "[serve] %d responses were still being written\n", http.in_flight());
+  // Cancelled requests write their last event at once; the margin bounds the rest.
+  if (!http.wait_idle(server::kShutdownMarginS / 2))
+    std::fprintf(stderr, "[serve] %d responses were still being written\n", http.in_flight());
   http.stop();
   const SchedulerSnapshot s = sched->snapshot();
   std::fprintf(stderr, "[serve] stopped: %llu finished, %llu cancelled, %llu refused, %llu failed\n",

@@ -178,17 +178,32 @@ struct StreamState {
     }
     if (!u.finished) return true;
     const RequestReport& r = *u.finished;
+    ch.report = r;  // the access log's counts, however it ended
     if (!normal_finish(r)) {
       out += sse_event(error_body(unfinished_error(r)));
       return false;
     }
-    ch.report = r;
     --unfinished;
     if (ch.parser) parsed_events(c, ch.parser->finish(), out);
     std::string reason = openai_finish_reason(r.reason);
     if (ch.called_tools && r.reason == FinishReason::kStop) reason = "tool_calls";
     out += sse_event(chunk_finish(meta, reason, include_usage, c));
     return true;
+  }
+
+  // After a cancel: the reports of the choices that had not finished, as the
+  // scheduler sends them (at its next step), so that the access log has their
+  // token counts; gives up after `limit` (a scheduler that is gone).
+  void collect_reports(std::chrono::milliseconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    auto missing = [&] {
+      for (const ChoiceStream& ch : choices)
+        if (!ch.report) return true;
+      return false;
+    };
+    while (missing() && std::chrono::steady_clock::now() < end)
+      for (const StreamUpdate& u : stream->take(kPoll))
+        if (u.finished) choices[u.choice].report = *u.finished;
   }
 
   // The SSE text of what arrived since the last call (may be empty).
@@ -198,11 +213,15 @@ struct StreamState {
       for (int c = 0; c < static_cast<int>(choices.size()); ++c) out += sse_event(chunk_role(meta, include_usage, c));
     opened = true;
     for (const StreamUpdate& u : stream->take(kPoll)) {
+      if (complete) {  // after an abnormal finish: only the other choices' reports
+        if (u.finished) choices[u.choice].report = *u.finished;
+        continue;
+      }
       if (choice_events(u, out)) continue;
       complete = true;
       cancel_all(*sched, ids);  // the other choices end with it
-      return out;
     }
+    if (complete) return out;
     if (unfinished > 0) return out;
     complete = true;
     if (include_usage) {
@@ -217,10 +236,13 @@ struct StreamState {
 
 // The access log's token fields from the choices' reports (null: unfinished).
 // per_prompt: choices per prompt (the choices of a prompt share it).
-void note_reports(const HttpRequest& req, const std::vector<const RequestReport*>& reports, int per_prompt) {
+// client_left: the client closed the connection before the answer ended.
+void note_reports(const HttpRequest& req, const std::vector<const RequestReport*>& reports, int per_prompt,
+                  bool client_left) {
   RequestContext* ctx = request_context(req);
   if (!ctx) return;
   ctx->generation = true;
+  ctx->client_closed = client_left;
   ctx->prompt_tokens = ctx->cached_tokens = 0;
   std::string finish;
   for (size_t i = 0; i < reports.size(); ++i) {
@@ -254,6 +276,12 @@ void HttpServer::Impl::acquire_slot() {
 void HttpServer::Impl::InFlight::release() {
   std::lock_guard<std::mutex> lock(mu);
   n.fetch_sub(1);
+  idle.notify_all();
+}
+
+void HttpServer::Impl::InFlight::release_preparing() {
+  std::lock_guard<std::mutex> lock(mu);
+  preparing.fetch_sub(1);
   idle.notify_all();
 }
 
@@ -293,9 +321,13 @@ void wait_whole(RequestStream& stream, SchedulerPort& sched, const std::vector<u
   }
 }
 
+// How long a cancelled stream's worker waits for the reports of its choices.
+constexpr std::chrono::milliseconds kReportWait{5000};
+
 // Writes the events as they come until the request finishes or the client
-// goes; a request not finished here is cancelled.
-void write_stream(StreamState& st, ResponseWriter& w) {
+// goes; a request not finished here is cancelled (and its reports collected).
+// Returns whether the client left.
+bool write_stream(StreamState& st, ResponseWriter& w) {
   HttpResponse head;
   head.content_type = "text/event-stream";
   head.set_header("Cache-Control", "no-cache");
@@ -306,7 +338,11 @@ void write_stream(StreamState& st, ResponseWriter& w) {
     alive = out.empty() ? !w.client_gone() : w.stream(out);
   }
   if (alive) w.end_stream();
-  if (!st.complete) cancel_all(*st.sched, st.ids);  // the client is gone: free its place in the batch
+  if (!st.complete) {
+    cancel_all(*st.sched, st.ids);  // the client is gone: free its place in the batch
+    st.collect_reports(kReportWait);
+  }
+  return !alive;
 }
 
 }  // namespace
@@ -350,6 +386,7 @@ CompletionResult echoed(const ServedModel& m, const Submission& sub, const Reque
 
 void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, ResponseWriter& w) {
   if (draining.load()) throw ApiError(503, "server_error", "shutting_down", "the server is shutting down");
+  Preparing counted(*in_flight);  // in flight while it is parsed and rendered, then by its slot
   const ServedModel& m = *model.load();
   SchedulerPort& s = *sched.load();
   const nlohmann::ordered_json j = parse_json_object(req.body);
@@ -360,8 +397,14 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
   const ReplyParserOptions& parse = sub->parse;
   const bool parsing = parse.parse_tools || parse.parse_reasoning;
 
+  // A client that left while its body was parsed and its prompt rendered
+  // gets no place in the batch.
+  if (w.client_gone())
+    throw ApiError(499, "invalid_request_error", "client_closed",
+                   "the client closed the connection before the request was scheduled");
   const int n = sub->per_prompt * static_cast<int>(sub->opts.size());  // every prompt's choices
   acquire_slot();
+  counted.release();  // counted by its slot from here
   auto slot = std::make_shared<Slot>(in_flight, n);
   auto stream = std::make_shared<RequestStream>(m, &metrics, ep, r.params.logprobs, n);
   stream->set_per_prompt(sub->per_prompt);
@@ -390,7 +433,7 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
     {
       std::vector<const RequestReport*> done;
       for (const WholeChoice& ch : choices) done.push_back(ch.last.finished ? &*ch.last.finished : nullptr);
-      note_reports(req, done, sub->per_prompt);
+      note_reports(req, done, sub->per_prompt, client_left);
     }
     const RequestReport* bad = nullptr;
     for (const WholeChoice& ch : choices)
@@ -428,10 +471,10 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
     ch.echo_pending = sub->echo;
   }
   try {
-    write_stream(st, w);
+    const bool client_left = write_stream(st, w);
     std::vector<const RequestReport*> done;
     for (const ChoiceStream& ch : st.choices) done.push_back(ch.report ? &*ch.report : nullptr);
-    note_reports(req, done, sub->per_prompt);
+    note_reports(req, done, sub->per_prompt, client_left);
   } catch (...) {
     cancel_all(s, ids);
     slot->drop();

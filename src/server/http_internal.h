@@ -43,6 +43,7 @@ struct RequestContext {
   int64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
   double ttft_ms = -1;  // < 0: no token came
   std::string finish;   // finish reason(s)
+  bool client_closed = false;  // the client left before the answer ended
 };
 
 // The request's context (set by the server's begin hook), or nullptr.
@@ -70,11 +71,34 @@ struct HttpServer::Impl {
   // scheduler's, so the scheduler's own queue bound is never the one hit.
   // Shared with each request's slot, because a scheduler's last on_finish
   // may come after the server is gone (a test's teardown, an error path).
+  // `preparing` counts the requests a worker is answering that hold no slot
+  // (yet): a generation request while its body is parsed and its prompt
+  // rendered, and the other worker routes (tokenize, apply-template,
+  // embeddings), so that "in flight" and wait_idle() include them.
   struct InFlight {
     std::atomic<int> n{0};
+    std::atomic<int> preparing{0};
     std::mutex mu;
     std::condition_variable idle;
-    void release();
+    void release();            // a slot
+    void release_preparing();  // a preparing request
+    int total() const { return n.load() + preparing.load(); }
+  };
+  // Counts one request in InFlight::preparing until release() or its end.
+  class Preparing {
+   public:
+    explicit Preparing(InFlight& f) : f_(f) { f_.preparing.fetch_add(1); }
+    ~Preparing() { release(); }
+    Preparing(const Preparing&) = delete;
+    Preparing& operator=(const Preparing&) = delete;
+    void release() {
+      if (held_) f_.release_preparing();
+      held_ = false;
+    }
+
+   private:
+    InFlight& f_;
+    bool held_ = true;
   };
   std::shared_ptr<InFlight> in_flight = std::make_shared<InFlight>();
 

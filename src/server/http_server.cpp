@@ -14,6 +14,7 @@
 #include <cmath>
 #include <ctime>
 #include <random>
+#include <regex>
 #include <string_view>
 #include <nlohmann/json.hpp>
 
@@ -120,6 +121,42 @@ std::string log_text(std::string_view s, size_t max = 200) {
   return out;
 }
 
+// The log's form of an invalid-JSON error: where the parse failed, never the
+// body's bytes (the client's message may quote what the parser last read,
+// which can be a prompt).
+std::string invalid_json_log(const std::string& message) {
+  std::string out = "the request body is not valid JSON";
+  static const std::regex kWhere(R"((line \d+, column \d+|(byte|offset|position) \d+))");
+  std::smatch m;
+  const std::string head = message.substr(0, 400);
+  if (std::regex_search(head, m, kWhere)) out += " (at " + m.str(1) + ")";
+  return out;
+}
+
+// Every log line is one line: control bytes (a newline in a template's
+// raise_exception message, an endpoint) are written as \n, \r, \t or \xNN.
+std::string one_line(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    }
+  }
+  return out;
+}
+
 std::string utc_now() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
@@ -220,7 +257,7 @@ void HttpServer::drain() { impl_->draining.store(true); }
 bool HttpServer::wait_idle(double seconds) {
   Impl::InFlight& f = *impl_->in_flight;
   std::unique_lock<std::mutex> lock(f.mu);
-  return f.idle.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return f.n.load() == 0; });
+  return f.idle.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return f.total() == 0; });
 }
 
 void HttpServer::stop() {
@@ -229,7 +266,7 @@ void HttpServer::stop() {
   impl_->bound = false;
 }
 
-int HttpServer::in_flight() const { return impl_->in_flight->n.load(); }
+int HttpServer::in_flight() const { return impl_->in_flight->total(); }
 
 int HttpServer::open_connections() const { return impl_->loop->open_connections(); }
 
@@ -324,6 +361,10 @@ void HttpServer::Impl::answer_on_worker(const HttpRequest& req, ResponseWriter& 
     if (!w.started()) w.send(r);
   };
   const std::string p = canonical_path(req.path);
+  // In flight from here (parsing and rendering can take long); a generation
+  // request from its check that the server is not draining.
+  std::optional<Preparing> counted;
+  if (!is_generation(p)) counted.emplace(*in_flight);
   try {
     if (p == "/v1/embeddings") return answer(json_response(handle_embeddings(*model.load(), req.body)));
     if (is_generation(p) && !model.load()->generates)
@@ -374,8 +415,10 @@ void HttpServer::Impl::prepare(const HttpRequest& req, HttpResponse& r) {
   if (r.status >= 400 && ctx->error.empty()) {
     const json j = json::parse(r.body, nullptr, false);
     if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
-        j["error"]["message"].is_string())
+        j["error"]["message"].is_string()) {
       ctx->error = j["error"]["message"].get<std::string>();
+      if (j["error"].value("code", json()) == "invalid_json") ctx->error = invalid_json_log(ctx->error);
+    }
   }
 }
 
@@ -405,6 +448,10 @@ void HttpServer::Impl::done(const HttpRequest& req, int status) {
       text += " finish=" + ctx->finish;
       j["finish_reason"] = ctx->finish;
     }
+    if (ctx->client_closed) {
+      text += " client=closed";
+      j["client_closed"] = true;
+    }
   }
   text += " id=" + log_text(ctx->id);
   j["request_id"] = ctx->id;
@@ -422,7 +469,7 @@ void HttpServer::Impl::emit(const std::string& text, json j) {
     out.update(j);
     line = out.dump(-1, ' ', false, json::error_handler_t::replace);
   } else {
-    line = utc_now() + " " + text;
+    line = utc_now() + " " + one_line(text);
   }
   if (opts.log) opts.log(line);
   else std::fprintf(stderr, opts.log_json ? "%s\n" : "[serve] %s\n", line.c_str());

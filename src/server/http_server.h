@@ -100,13 +100,16 @@ class HttpServer {
   void set_model(const ServedModel& model, SchedulerPort& sched);
   // Shutdown, step 1: new generation requests get 503, /health and /ready 503.
   void drain();
-  // Shutdown, step 2: waits until no generation request is being answered;
+  // Shutdown, step 2: waits until no request is in flight (in_flight() is 0);
   // false on timeout.
   bool wait_idle(double seconds);
   // Shutdown, step 3: closes the listening socket and joins the threads.
   void stop();
 
-  int in_flight() const;  // generation requests submitted and not yet answered
+  // Requests in flight: generation requests submitted and not yet answered,
+  // and every request a worker is still parsing or rendering (a template
+  // that renders slowly counts, as does one whose client has left).
+  int in_flight() const;
   int open_connections() const;
   int max_connections() const;  // the cap in force (after bind())
   int64_t buffered_request_bytes() const;
