@@ -3,7 +3,16 @@
 // input per positional argument, else one per line of --file or of stdin.
 // Output: OpenAI's list shape as JSON (server/embeddings.h builds it), or
 // plain floats, one vector per line. Bad usage exits 2, a bad file or input 1.
+// SIGINT / SIGTERM (as run and batch handle them) stop it while it reads
+// stdin, after the model loads or before the next forward pass: one line
+// "[interrupted]" on stderr, no output, exit 130 / 143.
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +21,7 @@
 #include "base/flags.h"
 #include "base/mapped_file.h"
 #include "commands.h"
+#include "llm_common.h"
 #include "runtime/embedder.h"
 #include "server/embeddings.h"
 #include "shared_flags.h"
@@ -41,6 +51,33 @@ std::vector<std::string> split_lines(const std::string& text, const std::string&
   }
   if (out.empty()) fail(from, ": no input to embed");
   return out;
+}
+
+// stdin to its end; nullopt when a SIGINT / SIGTERM came first (the wait
+// polls, so a terminal or a pipe that sends nothing cannot hold the signal off).
+std::optional<std::string> read_stdin_or_interrupt() {
+  check_fd_readable(0, "stdin");
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    if (interrupted()) return std::nullopt;
+    pollfd p{0, POLLIN, 0};
+    const int r = ::poll(&p, 1, 100);
+    if (r < 0 && errno != EINTR) fail("stdin: cannot read: ", std::strerror(errno));
+    if (r <= 0) continue;
+    const ssize_t n = ::read(0, buf, sizeof buf);
+    if (n == 0) return out;
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      fail("stdin: cannot read: ", std::strerror(errno));
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+int interrupted_exit() {
+  std::fputs("[interrupted]\n", stderr);
+  return interrupted_exit_code();
 }
 
 // The model's name for the JSON body: the file or directory name.
@@ -93,25 +130,34 @@ int cmd_embed(const Args& args) {
   if (!o.file.empty() && !o.positional.empty()) usage_fail("give the inputs as TEXT arguments or --file, not both");
   check_model_paths(o.run.model);
   if (!o.file.empty()) check_path_exists(o.file, "--file");
+  install_interrupt_handler(/*restart_reads=*/true);
   std::vector<std::string> texts = o.positional;
-  if (!o.file.empty()) texts = split_lines(read_text_file(o.file), o.file);
-  else if (texts.empty()) texts = split_lines(read_fd_to_end(0, "stdin"), "stdin");
+  if (!o.file.empty()) {
+    texts = split_lines(read_text_file(o.file), o.file);
+  } else if (texts.empty()) {
+    const std::optional<std::string> in = read_stdin_or_interrupt();
+    if (!in) return interrupted_exit();
+    texts = split_lines(*in, "stdin");
+  }
   for (size_t i = 0; i < texts.size(); ++i)
     if (texts[i].empty()) fail("input ", i, " is empty");
 
   o.run.model.chat = "0";  // no chat template is needed
   const Run run = build_run(o.run);
+  if (interrupted()) return interrupted_exit();  // during the load
   if (const std::string why = embedding_refusal(run.model()); !why.empty()) fail(why);
   const Embedder embedder(run.model());
   EmbedOptions eo;
   eo.normalize = static_cast<int>(o.normalize);
   eo.dimensions = o.dimensions;
   eo.batch_rows = o.batch_rows;
+  eo.interrupt = &interrupted();
   OG_CHECK(o.dimensions <= embedder.dim(), "--dimensions ", o.dimensions, " is more than the model's embedding width ",
            embedder.dim());
   std::vector<std::vector<int32_t>> inputs;
   for (const std::string& t : texts) inputs.push_back(run.tokenizer().encode(t, true, false));
   const EmbedResult r = embedder.embed(inputs, eo);
+  if (r.interrupted) return interrupted_exit();
   diag("[embed] %zu input(s), %lld tokens, %lld forward pass(es), %lld values each\n", texts.size(),
        static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.forward_passes),
        static_cast<long long>(r.dim));

@@ -49,6 +49,10 @@ EmbedResult Embedder::embed(const std::vector<std::vector<int32_t>>& inputs, con
   res.vectors.resize(inputs.size());
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t next = 0; next < inputs.size();) {
+    if (o.interrupt && o.interrupt->load()) {
+      res.interrupted = true;
+      return res;
+    }
     // As many whole inputs as the budget allows (at least one).
     Batch batch;
     const size_t first = next;

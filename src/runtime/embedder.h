@@ -7,6 +7,7 @@
 // with one line naming the input and what is wrong.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -20,6 +21,9 @@ struct EmbedOptions {
   int normalize = 2;        // -1 none, 0 max-abs (int16 range), 1 taxicab, 2 euclidean, p > 2 p-norm
   int64_t dimensions = 0;   // keep the first N values, then normalise; 0 = the model's width
   int64_t batch_rows = 0;   // most rows one forward pass holds; 0 = max(n_ctx, 512) capped at 8192
+  // When set (a SIGINT handler's flag), checked before each forward pass: the
+  // embedding stops there with EmbedResult::interrupted.
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
 struct EmbedResult {
@@ -29,6 +33,7 @@ struct EmbedResult {
   int64_t dim = 0;
   int64_t prompt_tokens = 0;  // tokens of all inputs
   int64_t forward_passes = 0;
+  bool interrupted = false;  // EmbedOptions::interrupt stopped it: the vectors are incomplete
 };
 
 // "" when `m` embeds, else why not (one line: a model without a pooling type).
