@@ -3,6 +3,7 @@
 // byte classes; Grammar::parse.
 #include <algorithm>
 
+#include "grammar/automaton.h"
 #include "grammar/parser.h"
 
 namespace og::grammar::detail {
@@ -177,7 +178,13 @@ std::shared_ptr<const Grammar> Grammar::parse(std::string_view text, const Gramm
                                               std::string_view root) {
   detail::Parser parser(text, limits);
   auto program = std::make_unique<detail::Program>(parser.compile(root));
-  return std::shared_ptr<const Grammar>(new Grammar(std::move(program), limits));
+  std::shared_ptr<const Grammar> g(new Grammar(std::move(program), limits));
+  // The start state, built now: a grammar whose first byte already has more
+  // than limits.max_stacks live parses (10,000 alternatives that begin alike)
+  // is a parse error here, where callers report bad grammars, rather than a
+  // failure when the first matcher is made.
+  detail::Automaton start(g);
+  return g;
 }
 
 Grammar::Grammar(std::unique_ptr<detail::Program> program, const GrammarLimits& limits)

@@ -86,6 +86,22 @@ class Compiler {
   std::map<std::string, std::string> rule_paths_;           // ref rule -> the schema's pointer (for errors)
   size_t bytes_ = 0;
   int depth_ = 0;
+  int64_t work_ = 0;  // against o_.max_work
+
+  // Counts n units of work (a subschema compiled, an enum value, a property):
+  // the bound on compile time, whatever the schema's shape.
+  void charge(size_t n, const std::string& path, const std::string& keyword) {
+    work_ += static_cast<int64_t>(n);
+    if (work_ > o_.max_work)
+      schema_fail(path, keyword, "the schema is too large to compile: more than " + std::to_string(o_.max_work) +
+                                     " subschemas, enum values and properties (max_work)");
+  }
+  void check_count(size_t n, int limit, const std::string& path, const std::string& keyword, const char* what,
+                   const char* option) {
+    if (n > static_cast<size_t>(limit))
+      schema_fail(path, keyword, "'" + keyword + "' " + where(path) + " has " + std::to_string(n) + " " + what +
+                                     ", above the limit " + std::to_string(limit) + " (" + option + ")");
+  }
 
   std::string text() const {
     std::string out;
@@ -232,6 +248,7 @@ Expr Compiler::compile(const Json& s, const std::string& path, const std::string
     int& d;
     ~Depth() { --d; }
   } guard{++depth_};
+  charge(1, path, "");
   if (depth_ > 4 * o_.max_depth)
     schema_fail(path, "", "the schema nests (through $ref, allOf, anyOf) deeper than " +
                               std::to_string(4 * o_.max_depth) + " " + where(path));
@@ -274,11 +291,14 @@ Expr Compiler::compile_flat(const Json& s, const std::string& path, const std::s
     Json branches = Json::array();
     std::string kw = any ? "anyOf" : "oneOf";
     if (any && one) {
+      check_count(s["anyOf"].size() * s["oneOf"].size(), o_.max_branches, path, kw, "branches (with oneOf)",
+                  "max_branches");
       for (const auto& x : s["anyOf"])
         for (const auto& y : s["oneOf"]) branches.push_back(Json{{"allOf", Json::array({x, y})}});
     } else {
       branches = s[kw];
     }
+    check_count(branches.size(), o_.max_branches, path, kw, "branches", "max_branches");
     Json siblings = Json::object();
     for (auto it = s.begin(); it != s.end(); ++it)
       if (it.key() != "anyOf" && it.key() != "oneOf" && it.key() != "$defs" && it.key() != "definitions" &&
@@ -308,18 +328,27 @@ Expr Compiler::compile_values(const Json& s, const std::string& path) {
     for (const auto& e : s["enum"]) in = in || json_equal(e, s["const"]);
     if (!in) candidates.clear();
   }
+  check_count(candidates.size(), o_.max_enum_values, path, "enum", "values", "max_enum_values");
+  charge(candidates.size(), path, "enum");
+  // Scalars (every value in Gemma's syntax) go into one trie; objects and
+  // arrays, whose layout has whitespace, stay alternatives of their own.
+  std::vector<std::string> texts;
   std::vector<Expr> alts;
   size_t bytes = 0;
   for (const auto& v : candidates) {
     if (!validate_at(v, rest, root_, o_).empty()) continue;
     Expr e = literal(v);
     if (!e) continue;  // a Gemma string holding its own quote marker
-    alts.push_back(e);
-    bytes += alts.back()->size();
+    bytes += e->size();
     if (bytes > o_.max_grammar_bytes)
       schema_fail(path, "enum", "the values " + where(path) + " grow the grammar past " +
                                     std::to_string(o_.max_grammar_bytes) + " bytes");
+    if (gemma()) texts.push_back(*gemma_value_text(v));
+    else if (v.is_object() || v.is_array()) alts.push_back(e);
+    else texts.push_back(v.dump());
   }
+  check_count(alts.size(), o_.max_branches, path, "enum", "object and array values", "max_branches");
+  alts.push_back(literal_trie(std::move(texts), [&](const std::string& body) { return rule("enum", body); }));
   return g_alt(alts);
 }
 
@@ -455,6 +484,11 @@ Expr Compiler::compile_object(const Json& s, const std::string& path, const std:
   Json req_list = s.value("required", Json::array());
   std::set<std::string> required;
   for (const auto& r : req_list) required.insert(r.get<std::string>());
+  // Each optional property is an alternative at the object's start: bounded,
+  // so the matcher's live parses stay well under limits.max_stacks.
+  check_count(props.size(), o_.max_properties, path, "properties", "properties", "max_properties");
+  check_count(required.size(), o_.max_properties, path, "required", "names", "max_properties");
+  charge(props.size() + required.size(), path, "properties");
   Json extra = s.value("additionalProperties", Json(true));
   std::optional<Expr> extra_value;  // compiled when first needed
   auto extra_expr = [&]() -> Expr {

@@ -60,11 +60,15 @@
 // deep ones (a $ref required again at every level), which would leave the
 // matcher a path it can never finish.
 // Limits: the grammar text is at most max_grammar_bytes, every {m,n} bound at
-// most max_repetition, and schemas nest at most max_depth: past them,
-// SchemaError. Rule names are [a-zA-Z0-9-]; groups nest at most ~64 deep.
+// most max_repetition, and schemas nest at most max_depth; an object has at
+// most max_properties properties, a union max_branches branches, an enum
+// max_enum_values values, and the whole schema at most max_work units of work
+// (subschemas compiled, enum values, properties): past any of them,
+// SchemaError naming the limit (the server's 400). Rule names are [a-zA-Z0-9-]; groups nest at most ~64 deep.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -103,6 +107,10 @@ struct JsonSchemaOptions {
   size_t max_grammar_bytes = 1 << 20;    // a schema whose grammar grows past this is refused
   int max_repetition = 10000;            // largest bound of a repetition (maxLength, maxItems, {m,n})
   int max_depth = 64;                    // nesting of subschemas, refs and merges
+  int max_properties = 1024;             // properties (and required names) of one object schema
+  int max_branches = 1024;               // anyOf/oneOf branches of one schema, object/array values of one enum
+  int max_enum_values = 65536;           // values of one enum (scalar values compile to one trie)
+  int64_t max_work = 1 << 18;            // subschemas compiled + enum values + properties, in all: a time bound
 };
 
 // The grammar text (rules "name ::= ...", one a line; the start rule is `root`).

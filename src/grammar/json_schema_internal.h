@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -99,6 +100,12 @@ std::string gbnf_class(const CharRanges& r, bool negated);
 Expr g_seq(const std::vector<Expr>& parts);
 Expr g_alt(const std::vector<Expr>& alts);
 Expr g_rep(const Expr& x, int min, int max);  // max -1: unbounded
+// The texts as one expression shaped as a trie: values sharing a prefix share
+// its bytes, so one parse stays alive per prefix however many values there
+// are (10,000 integers as plain alternatives exceeded limits.max_stacks at run
+// time). make_rule(body) names a rule for each branching node, so the text
+// nests one level deep. nullopt when texts is empty.
+Expr literal_trie(std::vector<std::string> texts, const std::function<std::string(const std::string&)>& make_rule);
 // The rules (name, body) that derive no finite string (a fixpoint over the
 // text the builders above write).
 std::vector<std::string> unproductive_rules(const std::vector<std::pair<std::string, std::string>>& rules);

@@ -74,6 +74,10 @@ class Parser {
 
   std::string_view text_;
   const GrammarLimits& limits_;
+  struct Where {
+    size_t offset = 0, line = 1, col = 1;
+  };
+  mutable Where where_;  // where()'s last answer, to count on from
   size_t p_ = 0;
   int64_t n_elements_ = 0;
   std::vector<RuleDef> rules_;
