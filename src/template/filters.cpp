@@ -35,18 +35,18 @@ std::string jinja_title(const std::string& s) {
 std::string do_indent(std::string s, const Value& width, bool first, bool blank) {
   std::string ind = width.is_string() ? width.str() : std::string(static_cast<size_t>(std::clamp<int64_t>(to_int_arg(width, "indent"), 0, 10000)), ' ');
   s += "\n";
-  std::vector<std::string> lines = py_splitlines(s);
-  std::string rv;
-  if (blank) {
-    for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + ind : "") + lines[i];
-  } else {
-    rv = lines.empty() ? "" : lines[0];
-    if (lines.size() > 1) {
+  // Line by line, checked as it grows: a long indent times many lines is big.
+  std::string rv = first ? ind : "";
+  size_t i = 0;
+  for_each_line(s, [&](std::string line) {
+    if (i++ > 0) {
       rv += "\n";
-      for (size_t i = 1; i < lines.size(); ++i) rv += (i > 1 ? "\n" : "") + (lines[i].empty() ? "" : ind) + lines[i];
+      if (blank || !line.empty()) rv += ind;
     }
-  }
-  return first ? ind + rv : rv;
+    rv += line;
+    check_bytes(rv.size());
+  });
+  return rv;
 }
 
 Value to_int(const Value& v, const Value& dflt, int64_t base) {

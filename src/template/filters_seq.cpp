@@ -193,6 +193,7 @@ Value f_batch(Interp&, const Value& v, FilterArgs& a) {
     if (static_cast<int64_t>(cur.size()) == n) out.push_back(Value::list(std::exchange(cur, {})));
   }
   if (!cur.empty()) {
+    if (fill) check_items(static_cast<size_t>(n));  // batch(10**12, fill_with=0) would fill for ever
     while (fill && static_cast<int64_t>(cur.size()) < n) cur.push_back(fill_with);
     out.push_back(Value::list(std::move(cur)));
   }

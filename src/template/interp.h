@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "template/ast.h"
+#include "template/meter.h"
 #include "template/template.h"
 #include "template/value.h"
 
@@ -51,8 +52,8 @@ class Interp {
   void count_iteration();
   void check_size(size_t bytes) const;
   // Every value computed costs its size: a template that loops over huge
-  // strings fails instead of running for hours (the budget: 64 x max_output_bytes).
-  void charge_work(size_t units);
+  // values fails instead of running for hours (see RenderOptions::max_work).
+  void charge_work(size_t units) { meter_.charge(static_cast<int64_t>(units)); }
   void append(std::string_view s);
   struct DepthGuard {
     Interp& in;
@@ -77,11 +78,11 @@ class Interp {
   void install_globals();
 
   const RenderOptions& opt_;
+  Meter meter_;  // this thread's meter while the render runs
   std::shared_ptr<Scope> root_;
   std::shared_ptr<Scope> globals_;
   std::string* out_ = nullptr;
   int64_t iterations_ = 0;
-  int64_t work_ = 0;
   int depth_ = 0;
   std::vector<Value> namespace_values_;  // emptied at the end: a namespace may hold itself
 };

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "template/meter.h"
 #include "template/text.h"
 
 namespace og::jinja {
@@ -18,7 +19,12 @@ std::string json_quote(const std::string& s, bool ensure_ascii) {
     std::snprintf(buf, sizeof buf, "\\u%04x", c);
     out += buf;
   };
+  size_t checked = 0;
   for (char32_t c : utf8_decode(s)) {
+    if (out.size() > checked + 4096) {  // escapes grow the text up to 6 times
+      check_bytes(out.size());
+      checked = out.size();
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -65,8 +71,13 @@ std::string key_text(const Value& k) {
   }
 }
 
+// Every value written is charged, and the text is checked against the render's
+// size bound as it grows: a list that holds one big list many times would
+// otherwise print hundreds of megabytes before anything looked at its size.
 void dump(const Value& v, const JsonFormat& f, int level, std::string& out) {
   OG_CHECK(level < 512, "tojson: value nests too deeply");
+  charge_work(kElementWork);
+  check_bytes(out.size());
   auto newline = [&](int lv) {
     if (!f.indent) return;
     out.push_back('\n');
@@ -80,7 +91,7 @@ void dump(const Value& v, const JsonFormat& f, int level, std::string& out) {
     case Value::Kind::String: out += json_quote(v.str(), f.ensure_ascii); return;
     case Value::Kind::List:
     case Value::Kind::Tuple: {
-      if (v.is_dict_view()) fail("Object of type ", v.repr().substr(0, v.repr().find('(')), " is not JSON serializable");
+      if (v.is_dict_view()) fail("Object of type ", v.hint(), " is not JSON serializable");
       const auto& items = v.items();
       if (items.empty()) { out += "[]"; return; }
       out.push_back('[');
@@ -121,6 +132,7 @@ void dump(const Value& v, const JsonFormat& f, int level, std::string& out) {
 std::string to_json(const Value& v, const JsonFormat& fmt) {
   std::string out;
   dump(v, fmt, 0, out);
+  check_bytes(out.size());
   return out;
 }
 

@@ -10,8 +10,16 @@
 namespace og::jinja {
 namespace {
 
-// What one string method may build (the render's own bound applies on top).
-constexpr size_t kMaxMethodResult = 64u << 20;
+// A value in an error message or an undefined's hint: errors stay one short line
+// even when the value is megabytes long.
+std::string brief_repr(const Value& v) {
+  std::string r = v.repr();
+  constexpr size_t kMax = 200;
+  if (r.size() <= kMax) return r;
+  size_t cut = kMax;
+  while (cut > 0 && (static_cast<unsigned char>(r[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  return r.substr(0, cut) + "...";
+}
 
 std::u32string strip_set(const CallArgs& a, size_t idx) {
   if (a.pos.size() > idx && a.pos[idx].is_string()) return utf8_decode(a.pos[idx].str());
@@ -59,6 +67,7 @@ Value do_split(const std::string& s, const CallArgs& a, bool reverse) {
       size_t b = i;
       while (i < u.size() && !py_isspace(u[i])) ++i;
       words.emplace_back(b, i);
+      check_items(words.size());  // each becomes a value: stop before holding millions
     }
     if (maxsplit >= 0 && static_cast<int64_t>(words.size()) > maxsplit + 1) {
       if (!reverse) {
@@ -82,25 +91,33 @@ Value do_split(const std::string& s, const CallArgs& a, bool reverse) {
   if (!sep->is_string()) fail("must be str or None, not ", sep->type_name());
   const std::string& d = sep->str();
   if (d.empty()) fail("empty separator");
+  // The parts are checked against the render's size bound as they are found
+  // ('x,' * 8000000 splits into 8 million values, a gigabyte).
+  size_t text = 0;
+  auto add = [&](std::string part) {
+    text += part.size();
+    parts.push_back(std::move(part));
+    check_items(parts.size(), text);
+  };
   if (!reverse) {
     size_t pos = 0;
     while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
-      size_t f = s.find(d, pos);
+      size_t f = text_find(s, d, pos);
       if (f == std::string::npos) break;
-      parts.push_back(s.substr(pos, f - pos));
+      add(s.substr(pos, f - pos));
       pos = f + d.size();
     }
-    parts.push_back(s.substr(pos));
+    add(s.substr(pos));
   } else {
     size_t end = s.size();
     while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
       if (end < d.size()) break;
-      size_t f = s.rfind(d, end - d.size());
+      size_t f = text_rfind(s, d, end - d.size());
       if (f == std::string::npos) break;
-      parts.push_back(s.substr(f + d.size(), end - f - d.size()));
+      add(s.substr(f + d.size(), end - f - d.size()));
       end = f;
     }
-    parts.push_back(s.substr(0, end));
+    add(s.substr(0, end));
     std::reverse(parts.begin(), parts.end());
   }
   std::vector<Value> out;
@@ -152,27 +169,28 @@ Value str_replace(const std::string& s, CallArgs& a) {
         ++done;
       }
       if (i < u.size()) utf8_append(out, u[i]);
-      if (out.size() > kMaxMethodResult) fail("replace: result too large");
+      check_bytes(out.size());
     }
     return Value(std::move(out));
   }
   size_t pos = 0;
   while (count < 0 || done < count) {
-    size_t f = s.find(from, pos);
+    size_t f = text_find(s, from, pos);
     if (f == std::string::npos) break;
     out.append(s, pos, f - pos);
     out += to;
     pos = f + from.size();
     ++done;
-    if (out.size() > kMaxMethodResult) fail("replace: result too large");
+    check_bytes(out.size());
   }
   out.append(s, pos, std::string::npos);
+  check_bytes(out.size());
   return Value(std::move(out));
 }
 
 Value str_find(const std::string& s, const std::string& name, CallArgs& a) {
   const std::string& x = str_arg(a, 0, name.c_str());
-  size_t f = name[0] == 'r' ? s.rfind(x) : s.find(x);
+  size_t f = name[0] == 'r' ? text_rfind(s, x) : text_find(s, x);
   if (f == std::string::npos) {
     if (name.find("index") != std::string::npos) fail("substring not found");
     return Value(int64_t{-1});
@@ -184,7 +202,7 @@ Value str_count(const std::string& s, CallArgs& a) {
   const std::string& x = str_arg(a, 0, "count");
   if (x.empty()) return Value(static_cast<int64_t>(utf8_length(s) + 1));
   int64_t n = 0;
-  for (size_t f = s.find(x); f != std::string::npos; f = s.find(x, f + x.size())) ++n;
+  for (size_t f = text_find(s, x); f != std::string::npos; f = text_find(s, x, f + x.size())) ++n;
   return Value(n);
 }
 
@@ -195,7 +213,7 @@ Value str_join(const std::string& s, CallArgs& a) {
     if (!items[i].is_string()) fail("sequence item ", i, ": expected str instance, ", items[i].type_name(), " found");
     if (i) out += s;
     out += items[i].str();
-    if (out.size() > kMaxMethodResult) fail("join: result too large");
+    check_bytes(out.size());
   }
   return Value(std::move(out));
 }
@@ -249,7 +267,7 @@ Value str_format(const std::string& s, CallArgs& a) {
       if (!v) fail("KeyError: '", field, "'");
     }
     out += v->to_str();
-    if (out.size() > kMaxMethodResult) fail("format: result too large");
+    check_bytes(out.size());
     i = end;
   }
   return Value(std::move(out));
@@ -274,7 +292,12 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& a) 
   if (name == "join") return str_join(s, a);
   if (name == "splitlines") {
     std::vector<Value> out;
-    for (auto& line : py_splitlines(s)) out.emplace_back(std::move(line));
+    size_t text = 0;
+    for_each_line(s, [&](std::string line) {
+      text += line.size();
+      out.emplace_back(std::move(line));
+      check_items(out.size(), text);
+    });
     return Value::list(std::move(out));
   }
   return str_predicate(s, name);
@@ -316,7 +339,7 @@ Value list_method(const Value& l, const std::string& name, CallArgs& a) {
     if (name == "index") return Value(static_cast<int64_t>(i));
     ++n;
   }
-  if (name == "index") fail(x.repr(), " is not in list");
+  if (name == "index") fail(brief_repr(x), " is not in list");
   return Value(n);
 }
 
@@ -364,7 +387,7 @@ Value get_item(const Value& obj, const Value& key) {
   if (obj.is_dict() || obj.is_namespace()) {
     if (const Value* v = obj.dict_ref().find(key)) return *v;
     if (key.is_string()) return get_attr(obj, key.str());
-    return Value::undefined("'" + obj.type_name() + " object' has no attribute " + key.repr());
+    return Value::undefined("'" + obj.type_name() + " object' has no attribute " + brief_repr(key));
   }
   if ((obj.is_sequence() || obj.is_string()) && !obj.is_dict_view() && (key.is_int() || key.is_bool())) {
     int64_t i = key.as_int();
@@ -372,22 +395,22 @@ Value get_item(const Value& obj, const Value& key) {
       if (is_ascii(obj.str())) {
         int64_t n = static_cast<int64_t>(obj.str().size());
         if (i < 0) i += n;
-        if (i < 0 || i >= n) return Value::undefined("'str object' has no attribute " + key.repr());
+        if (i < 0 || i >= n) return Value::undefined("'str object' has no attribute " + brief_repr(key));
         return Value(obj.str().substr(static_cast<size_t>(i), 1));
       }
       std::u32string u = utf8_decode(obj.str());
       int64_t n = static_cast<int64_t>(u.size());
       if (i < 0) i += n;
-      if (i < 0 || i >= n) return Value::undefined("'str object' has no attribute " + key.repr());
+      if (i < 0 || i >= n) return Value::undefined("'str object' has no attribute " + brief_repr(key));
       return Value(utf8_encode(u.substr(static_cast<size_t>(i), 1)));
     }
     int64_t n = static_cast<int64_t>(obj.items().size());
     if (i < 0) i += n;
-    if (i < 0 || i >= n) return Value::undefined("'" + obj.type_name() + " object' has no attribute " + key.repr());
+    if (i < 0 || i >= n) return Value::undefined("'" + obj.type_name() + " object' has no attribute " + brief_repr(key));
     return obj.items()[static_cast<size_t>(i)];
   }
   if (key.is_string()) return get_attr(obj, key.str());
-  return Value::undefined("'" + obj.type_name() + " object' has no attribute " + key.repr());
+  return Value::undefined("'" + obj.type_name() + " object' has no attribute " + brief_repr(key));
 }
 
 }  // namespace og::jinja

@@ -21,7 +21,13 @@ int64_t to_int_arg(const Value& v, const char* what) {
 
 std::string html_escape(const std::string& s) {
   std::string out;
+  charge_work(static_cast<int64_t>(s.size()));
+  size_t checked = 0;
   for (char c : s) {
+    if (out.size() > checked + 4096) {  // entities grow the text up to 5 times
+      check_bytes(out.size());
+      checked = out.size();
+    }
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -92,15 +98,23 @@ Value float_op(const std::string& op, double x, double y) {
   return Value(std::pow(x, y));
 }
 
+// a * n, saturating: n may be huge and the product must not wrap.
+size_t times(size_t a, int64_t n) {
+  const auto u = static_cast<size_t>(n);
+  return a != 0 && u > SIZE_MAX / a ? SIZE_MAX : a * u;
+}
+
 Value repeat(const Value& seq, int64_t n, const Interp& in) {
   if (n < 0) n = 0;
+  // An empty operand repeats to itself: no loop of n rounds ('' * 10**18).
+  if (seq.is_string() ? seq.str().empty() : seq.items().empty()) n = 0;
   if (seq.is_string()) {
-    in.check_size(seq.str().size() * static_cast<size_t>(n));
+    in.check_size(times(seq.str().size(), n));
     std::string out;
     for (int64_t i = 0; i < n; ++i) out += seq.str();
     return Value(std::move(out));
   }
-  in.check_size(seq.items().size() * static_cast<size_t>(n) * 8);
+  check_items(times(seq.items().size(), n));
   std::vector<Value> out;
   for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
   return seq.kind() == Value::Kind::Tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
@@ -131,9 +145,9 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, const Int
       return Value(a.str() + b.str());
     }
     if (a.is_sequence() && b.kind() == a.kind()) {
+      check_items(a.items().size() + b.items().size());
       std::vector<Value> out = a.items();
       out.insert(out.end(), b.items().begin(), b.items().end());
-      in.check_size(out.size() * 8);
       return a.kind() == Value::Kind::Tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
     }
   }
@@ -153,7 +167,7 @@ bool contains(const Value& c, const Value& item) {
   switch (c.kind()) {
     case Value::Kind::String:
       if (!item.is_string()) fail("'in <string>' requires string as left operand, not ", item.type_name());
-      return c.str().find(item.str()) != std::string::npos;
+      return text_find(c.str(), item.str()) != std::string::npos;
     case Value::Kind::List:
     case Value::Kind::Tuple:
       for (const Value& v : c.items())
@@ -169,15 +183,20 @@ std::vector<Value> iterate(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::Undefined: return {};
     case Value::Kind::List:
-    case Value::Kind::Tuple: return v.items();
+    case Value::Kind::Tuple: charge_work(static_cast<int64_t>(v.items().size()) * kElementWork); return v.items();
     case Value::Kind::Dict: {
+      charge_work(static_cast<int64_t>(v.dict_ref().items.size()) * kElementWork);
       std::vector<Value> keys;
       for (const auto& kv : v.dict_ref().items) keys.push_back(kv.first);
       return keys;
     }
     case Value::Kind::String: {
+      std::u32string u = utf8_decode(v.str());
+      check_items(u.size());  // one value a character: check before building them
+      charge_work(static_cast<int64_t>(u.size()) * kElementWork);
       std::vector<Value> chars;
-      for (char32_t c : utf8_decode(v.str())) chars.emplace_back(utf8_encode(std::u32string(1, c)));
+      chars.reserve(u.size());
+      for (char32_t c : u) chars.emplace_back(utf8_encode(std::u32string(1, c)));
       return chars;
     }
     default: fail("'", v.type_name(), "' object is not iterable");
@@ -259,6 +278,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     if (i >= fmt.size()) fail("incomplete format");
     if (next >= list.size()) fail("not enough arguments for format string");
     out += format_one(fmt[i], flags, std::min(width, 100000), prec, list[next++]);
+    check_bytes(out.size());  // many fields may each print a big value
   }
   if (next < list.size() && args.kind() == Value::Kind::Tuple) fail("not all arguments converted during string formatting");
   return out;

@@ -26,7 +26,7 @@ void Scope::set(const std::string& name, Value v) {
   vars.emplace_back(name, std::move(v));
 }
 
-Interp::Interp(const RenderOptions& opt, const Value& vars) : opt_(opt) {
+Interp::Interp(const RenderOptions& opt, const Value& vars) : opt_(opt), meter_(opt) {
   globals_ = std::make_shared<Scope>();
   install_globals();
   root_ = std::make_shared<Scope>();
@@ -59,16 +59,7 @@ void Interp::count_iteration() {
     fail("more than ", opt_.max_loop_iterations, " loop iterations");
 }
 
-void Interp::charge_work(size_t units) {
-  work_ += static_cast<int64_t>(units);
-  const int64_t budget = 64 * std::max<int64_t>(opt_.max_output_bytes, 1 << 16);
-  if (work_ > budget) fail("the template computes more than ", budget, " bytes of values; giving up");
-}
-
-void Interp::check_size(size_t bytes) const {
-  if (static_cast<int64_t>(bytes) > opt_.max_output_bytes)
-    fail("output or a string grows beyond ", opt_.max_output_bytes, " bytes");
-}
+void Interp::check_size(size_t bytes) const { meter_.check_bytes(bytes); }
 
 void Interp::append(std::string_view s) {
   check_size(out_->size() + s.size());

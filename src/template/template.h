@@ -24,8 +24,16 @@ struct Stmt;
 
 struct RenderOptions {
   int64_t max_loop_iterations = 1'000'000;  // total over every loop of one render (and range() sizes)
-  int64_t max_output_bytes = 16 << 20;      // the output and every string built on the way;
-                                            // all values computed: 64 times this
+  int64_t max_output_bytes = 16 << 20;      // the output and every value built on the way (a string's
+                                            // bytes; a list or dict: 128 bytes an item), checked before
+                                            // the value is built
+  // Work units one render may spend: a byte of string built, copied, searched or
+  // compared costs 1, a list/dict element visited, copied or compared 16 (so
+  // comparisons, filters, tests and loops are all charged). 0: 64 x max_output_bytes.
+  int64_t max_work = 0;
+  int64_t max_memory_bytes = 256 << 20;     // the values built by one render and still held
+                                            // (strings, lists, dicts; not the output)
+  int64_t max_render_ms = 10'000;           // wall-clock limit of one render; 0: none
   int max_depth = 64;                       // nested macro / caller calls
   int64_t now_unix = -1;                    // the time strftime_now formats (UTC); < 0: the current time
 };

@@ -3,14 +3,18 @@
 // Cyrillic); other characters have no case here.
 #include "template/text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
+#include "template/meter.h"
+
 namespace og::jinja {
 
 std::u32string utf8_decode(std::string_view s) {
+  charge_work(static_cast<int64_t>(s.size()));
   std::u32string out;
   out.reserve(s.size());
   size_t i = 0;
@@ -67,6 +71,7 @@ std::string utf8_encode(std::u32string_view s) {
 }
 
 bool is_ascii(std::string_view s) {
+  charge_work(static_cast<int64_t>(s.size()));
   for (char c : s)
     if (static_cast<unsigned char>(c) >= 0x80) return false;
   return true;
@@ -85,6 +90,11 @@ bool py_isspace(char32_t c) {
 
 std::vector<std::string> py_splitlines(std::string_view s) {
   std::vector<std::string> lines;
+  for_each_line(s, [&](std::string line) { lines.push_back(std::move(line)); });
+  return lines;
+}
+
+void for_each_line(std::string_view s, const std::function<void(std::string)>& fn) {
   std::u32string u = utf8_decode(s);
   std::u32string cur;
   for (size_t i = 0; i < u.size(); ++i) {
@@ -96,11 +106,71 @@ std::vector<std::string> py_splitlines(std::string_view s) {
       continue;
     }
     if (c == '\r' && i + 1 < u.size() && u[i + 1] == '\n') ++i;
-    lines.push_back(utf8_encode(cur));
+    fn(utf8_encode(cur));
     cur.clear();
   }
-  if (!cur.empty()) lines.push_back(utf8_encode(cur));
-  return lines;
+  if (!cur.empty()) fn(utf8_encode(cur));
+}
+
+namespace {
+
+// Search work is charged in chunks: often enough for the deadline, rarely
+// enough to cost nothing.
+constexpr int64_t kSearchFlush = 1 << 16;
+
+}  // namespace
+
+size_t text_find(std::string_view h, std::string_view n, size_t from) {
+  if (from > h.size()) return std::string_view::npos;
+  if (n.empty()) return from;
+  if (h.size() < n.size()) return std::string_view::npos;
+  const size_t last = h.size() - n.size();
+  int64_t work = 0;
+  for (size_t i = from; i <= last;) {
+    const void* p = std::memchr(h.data() + i, n[0], last - i + 1);
+    if (!p) {
+      work += static_cast<int64_t>(last - i + 1);
+      break;
+    }
+    const size_t at = static_cast<size_t>(static_cast<const char*>(p) - h.data());
+    size_t k = 1;
+    while (k < n.size() && h[at + k] == n[k]) ++k;
+    work += static_cast<int64_t>(at - i + k);
+    if (k == n.size()) {
+      charge_work(work);
+      return at;
+    }
+    if (work > kSearchFlush) {
+      charge_work(work);
+      work = 0;
+    }
+    i = at + 1;
+  }
+  charge_work(work);
+  return std::string_view::npos;
+}
+
+size_t text_rfind(std::string_view h, std::string_view n, size_t last_start) {
+  if (h.size() < n.size()) return std::string_view::npos;
+  size_t at = std::min(last_start, h.size() - n.size());
+  if (n.empty()) return at;
+  int64_t work = 0;
+  for (;; --at) {
+    size_t k = 0;
+    while (k < n.size() && h[at + k] == n[k]) ++k;
+    work += static_cast<int64_t>(k + 1);
+    if (k == n.size()) break;
+    if (work > kSearchFlush) {
+      charge_work(work);
+      work = 0;
+    }
+    if (at == 0) {
+      charge_work(work);
+      return std::string_view::npos;
+    }
+  }
+  charge_work(work);
+  return at;
 }
 
 bool py_isprintable(char32_t c) {
@@ -166,7 +236,7 @@ bool py_isalnum(char32_t c) {
 std::string str_upper(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  if (is_ascii(s)) {
+  if (is_ascii(s)) {  // (is_ascii charges the bytes)
     for (char c : s) out.push_back(c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c);
     return out;
   }
@@ -250,7 +320,12 @@ std::string py_str_repr(std::string_view s) {
   bool has_double = s.find('"') != std::string_view::npos;
   char quote = (has_single && !has_double) ? '"' : '\'';
   std::string out(1, quote);
+  size_t checked = 0;
   for (char32_t c : utf8_decode(s)) {
+    if (out.size() > checked + 4096) {  // escapes grow the text up to 10 times
+      check_bytes(out.size());
+      checked = out.size();
+    }
     if (c == static_cast<char32_t>(quote) || c == '\\') {
       out.push_back('\\');
       out.push_back(static_cast<char>(c));

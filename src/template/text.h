@@ -3,11 +3,14 @@
 // characters, and the repr() of floats and strings.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace og::jinja {
+
+// The O(n) helpers here charge the render's work meter (meter.h) a unit a byte.
 
 // Invalid UTF-8 bytes decode to U+FFFD.
 std::u32string utf8_decode(std::string_view s);
@@ -19,6 +22,13 @@ bool is_ascii(std::string_view s);
 bool py_isspace(char32_t c);
 // str.splitlines(): \n, \r\n, \r, \v, \f, \x1c-\x1e, \x85, U+2028, U+2029 end lines.
 std::vector<std::string> py_splitlines(std::string_view s);
+// The same, one line at a time, without holding them all.
+void for_each_line(std::string_view s, const std::function<void(std::string)>& fn);
+// std::string's find(needle, from) / rfind(needle, last_start), in time
+// proportional to the bytes compared, every one of them charged to the meter
+// (a plain find is O(n*m) on hostile input such as 'aaa...ab' in 'aaa...a').
+size_t text_find(std::string_view hay, std::string_view needle, size_t from = 0);
+size_t text_rfind(std::string_view hay, std::string_view needle, size_t last_start = std::string_view::npos);
 bool py_isprintable(char32_t c);
 bool py_isalnum(char32_t c);
 bool py_isupper(char32_t c);

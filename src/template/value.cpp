@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "template/meter.h"
 #include "template/text.h"
 
 namespace og::jinja {
@@ -16,6 +17,7 @@ const Value* Dict::find(const Value& key) const {
 }
 
 const Value* Dict::find(std::string_view key) const {
+  charge_work(static_cast<int64_t>(items.size()));
   for (const auto& kv : items)
     if (kv.first.is_string() && kv.first.str() == key) return &kv.second;
   return nullptr;
@@ -31,9 +33,20 @@ void Dict::set(const Value& key, Value v) {
   items.emplace_back(key, std::move(v));
 }
 
+namespace {
+
+// The text of a value, counted in the render's live memory (meter.h).
+std::shared_ptr<const std::string> make_text(std::string s) {
+  if (s.empty()) return nullptr;
+  const size_t bytes = s.capacity() + sizeof(std::string);
+  return track(std::move(s), bytes);
+}
+
+}  // namespace
+
 Value Value::undefined(std::string hint) {
   Value v;
-  v.s_ = std::move(hint);
+  v.s_ = make_text(std::move(hint));
   return v;
 }
 
@@ -46,7 +59,7 @@ Value Value::none() {
 Value::Value(bool b) : kind_(Kind::Bool), b_(b), i_(b ? 1 : 0) {}
 Value::Value(int64_t v) : kind_(Kind::Int), i_(v) {}
 Value::Value(double v) : kind_(Kind::Float), f_(v) {}
-Value::Value(std::string s) : kind_(Kind::String), s_(std::move(s)) {}
+Value::Value(std::string s) : kind_(Kind::String), s_(make_text(std::move(s))) {}
 
 Value Value::markup(std::string s) {
   Value v(std::move(s));
@@ -56,7 +69,15 @@ Value Value::markup(std::string s) {
 
 namespace {
 
+// A container built during a render costs its items and may not outgrow the
+// render's size bound (the builders that can grow a value check before building).
+void charge_container(size_t n) {
+  charge_work(static_cast<int64_t>(n) * kElementWork);
+  check_items(n);
+}
+
 int depth_of(const std::vector<Value>& items) {
+  charge_container(items.size());
   int d = 0;
   for (const Value& v : items) d = std::max(d, v.depth());
   OG_CHECK(d + 1 <= kMaxValueDepth, "values nest deeper than ", kMaxValueDepth, " levels");
@@ -64,6 +85,7 @@ int depth_of(const std::vector<Value>& items) {
 }
 
 int depth_of(const Dict& dict) {
+  charge_container(2 * dict.items.size());
   int d = 0;
   for (const auto& kv : dict.items) d = std::max({d, kv.first.depth(), kv.second.depth()});
   OG_CHECK(d + 1 <= kMaxValueDepth, "values nest deeper than ", kMaxValueDepth, " levels");
@@ -96,13 +118,14 @@ Value Value::list(std::vector<Value> items) {
   Value v;
   v.depth_ = depth_of(items);
   v.kind_ = Kind::List;
-  v.list_ = std::make_shared<std::vector<Value>>(std::move(items));
+  const size_t bytes = items.size() * kElementBytes;
+  v.list_ = track(std::move(items), bytes);
   return v;
 }
 
 Value Value::dict_view(std::vector<Value> items, std::string view_name) {
   Value v = list(std::move(items));
-  v.s_ = std::move(view_name);
+  v.s_ = make_text(std::move(view_name));
   return v;
 }
 
@@ -117,7 +140,8 @@ Value Value::dict(Dict d) {
   v.depth_ = depth_of(d);
   d.depth = v.depth_;
   v.kind_ = Kind::Dict;
-  v.dict_ = std::make_shared<Dict>(std::move(d));
+  const size_t bytes = 2 * d.items.size() * kElementBytes;
+  v.dict_ = track(std::move(d), bytes);
   return v;
 }
 
@@ -141,7 +165,7 @@ bool Value::truthy() const {
     case Kind::Bool: return b_;
     case Kind::Int: return i_ != 0;
     case Kind::Float: return f_ != 0;
-    case Kind::String: return !s_.empty();
+    case Kind::String: return s_ != nullptr;
     case Kind::List:
     case Kind::Tuple: return !list_->empty();
     case Kind::Dict: return !dict_->items.empty();
@@ -171,18 +195,21 @@ std::string Value::type_name() const {
 std::string Value::to_str() const {
   switch (kind_) {
     case Kind::Undefined: return "";
-    case Kind::String: return s_;
+    case Kind::String: return str();
     default: return repr();
   }
 }
 
 namespace {
 
+// The text grows item by item and stops at the render's size bound: a list that
+// holds one huge list many times would print gigabytes.
 std::string seq_repr(const std::vector<Value>& items, const char* open, const char* close, bool tuple) {
   std::string out = open;
   for (size_t i = 0; i < items.size(); ++i) {
     if (i) out += ", ";
     out += items[i].repr();
+    check_bytes(out.size());
   }
   if (tuple && items.size() == 1) out += ",";
   return out + close;
@@ -192,7 +219,10 @@ std::string dict_repr(const Dict& d) {
   std::string out = "{";
   for (size_t i = 0; i < d.items.size(); ++i) {
     if (i) out += ", ";
-    out += d.items[i].first.repr() + ": " + d.items[i].second.repr();
+    out += d.items[i].first.repr();
+    out += ": ";
+    out += d.items[i].second.repr();
+    check_bytes(out.size());
   }
   return out + "}";
 }
@@ -201,15 +231,16 @@ std::string dict_repr(const Dict& d) {
 
 std::string Value::repr() const {
   WalkGuard guard;
+  charge_work(kElementWork);
   switch (kind_) {
     case Kind::Undefined: return "Undefined";
     case Kind::None: return "None";
     case Kind::Bool: return b_ ? "True" : "False";
     case Kind::Int: return std::to_string(i_);
     case Kind::Float: return py_float_repr(f_);
-    case Kind::String: return py_str_repr(s_);
+    case Kind::String: charge_work(static_cast<int64_t>(str().size())); return py_str_repr(str());
     case Kind::List:
-      if (!s_.empty()) return s_ + "(" + seq_repr(*list_, "[", "]", false) + ")";
+      if (s_) return *s_ + "(" + seq_repr(*list_, "[", "]", false) + ")";
       return seq_repr(*list_, "[", "]", false);
     case Kind::Tuple: return seq_repr(*list_, "(", ")", true);
     case Kind::Dict: return dict_repr(*dict_);
@@ -219,8 +250,11 @@ std::string Value::repr() const {
   return "";
 }
 
+// Equality and ordering charge every element they visit: `w == w` over a list
+// holding one 100000-item list 100 times is 10 million comparisons.
 bool equals(const Value& a, const Value& b) {
   WalkGuard guard;
+  charge_work(kElementWork);
   using K = Value::Kind;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
@@ -237,7 +271,9 @@ bool equals(const Value& a, const Value& b) {
   switch (a.kind()) {
     case K::Undefined:
     case K::None: return true;
-    case K::String: return a.str() == b.str();
+    case K::String:
+      charge_work(static_cast<int64_t>(std::min(a.str().size(), b.str().size())));
+      return a.str() == b.str();
     case K::Dict:
     case K::Namespace: {
       const Dict& x = a.dict_ref();
@@ -257,11 +293,15 @@ bool equals(const Value& a, const Value& b) {
 
 bool less(const Value& a, const Value& b) {
   WalkGuard guard;
+  charge_work(kElementWork);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_float() < b.as_float();
     return a.as_int() < b.as_int();
   }
-  if (a.is_string() && b.is_string()) return a.str() < b.str();
+  if (a.is_string() && b.is_string()) {
+    charge_work(static_cast<int64_t>(std::min(a.str().size(), b.str().size())));
+    return a.str() < b.str();
+  }
   if (a.is_sequence() && b.kind() == a.kind()) {
     const auto& x = a.items();
     const auto& y = b.items();

@@ -60,7 +60,7 @@ class Value {
   // dict.keys() / values() / items(): iterable like a list, printed as
   // "dict_keys([...])", not indexable, not JSON serializable (as in Python).
   static Value dict_view(std::vector<Value> items, std::string view_name);
-  bool is_dict_view() const { return kind_ == Kind::List && !s_.empty(); }
+  bool is_dict_view() const { return kind_ == Kind::List && s_ != nullptr; }
   static Value dict(Dict d = {});
   static Value make_namespace(Dict d = {});
   static Value callable(std::string name, std::function<Value(CallArgs&)> fn);
@@ -85,14 +85,14 @@ class Value {
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == Kind::Float ? static_cast<int64_t>(f_) : i_; }
   double as_float() const { return kind_ == Kind::Float ? f_ : static_cast<double>(i_); }
-  const std::string& str() const { return s_; }
+  const std::string& str() const { return s_ ? *s_ : kNoText; }
   const std::vector<Value>& items() const { return *list_; }
   std::vector<Value>& items_mut() { return *list_; }
   const Dict& dict_ref() const { return *dict_; }
   Dict& dict_mut() { return *dict_; }
   const Callable& fn() const { return *fn_; }
   // For an undefined value: why it is undefined ("'x' is undefined").
-  const std::string& hint() const { return s_; }
+  const std::string& hint() const { return str(); }
 
   // Container nesting: 0 for scalars, 1 + the deepest element for containers.
   int depth() const { return kind_ == Kind::Namespace ? dict_->depth : depth_; }
@@ -113,10 +113,13 @@ class Value {
   int64_t i_ = 0;
   double f_ = 0;
   int depth_ = 0;
-  std::string s_;
+  // The text of a string, an undefined's hint or a dict view's name; null when
+  // empty. Shared: copying a value (a lookup, a loop, a list of it) copies no text.
+  std::shared_ptr<const std::string> s_;
   std::shared_ptr<std::vector<Value>> list_;
   std::shared_ptr<Dict> dict_;
   std::shared_ptr<Callable> fn_;
+  inline static const std::string kNoText;
 };
 
 // Python's ==: numbers compare by value (True == 1), containers element-wise.
