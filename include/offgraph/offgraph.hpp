@@ -94,6 +94,25 @@ class Handle {
 };
 
 class Session {
+  // What generate() passes as user_data when it adds its own text callback:
+  // the caller's C callbacks and their user_data go on being called.
+  struct Relay {
+    std::function<bool(std::string_view)>* fn;
+    og_token_callback c_token;
+    og_text_callback c_text;
+    void* c_user_data;
+    static int token(void* ud, int32_t id) {
+      const Relay* r = static_cast<const Relay*>(ud);
+      return r->c_token(r->c_user_data, id);
+    }
+    static int text(void* ud, const char* t, size_t n) {
+      const Relay* r = static_cast<const Relay*>(ud);
+      const int c_stop = r->c_text ? r->c_text(r->c_user_data, t, n) : 0;
+      const bool go_on = (*r->fn)(std::string_view(t, n));
+      return c_stop != 0 || !go_on ? 1 : 0;
+    }
+  };
+
  public:
   explicit Session(og_session* s) : h_(s) {}
   og_session* get() const { return h_.get(); }
@@ -102,13 +121,15 @@ class Session {
     check(og_session_prefill(h_.get(), tokens.data(), tokens.size(), want_logits ? 1 : 0));
   }
   // on_text (optional) receives the text as it streams; return false from it to cancel.
+  // The C callbacks in opts (on_token, on_text) keep working beside it, each
+  // with its own opts.user_data: the wrapper relays to both.
   Generation generate(const std::vector<int32_t>& prompt, og_generate_options opts = default_generate_options(),
                       std::function<bool(std::string_view)> on_text = nullptr) {
+    Relay relay{&on_text, opts.on_token, opts.on_text, opts.user_data};
     if (on_text) {
-      opts.user_data = &on_text;
-      opts.on_text = [](void* ud, const char* t, size_t n) -> int {
-        return (*static_cast<std::function<bool(std::string_view)>*>(ud))(std::string_view(t, n)) ? 0 : 1;
-      };
+      opts.user_data = &relay;
+      opts.on_token = relay.c_token ? &Relay::token : nullptr;
+      opts.on_text = &Relay::text;
     }
     og_generation g{};
     check(og_session_generate(h_.get(), prompt.data(), prompt.size(), &opts, &g));

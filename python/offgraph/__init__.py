@@ -19,15 +19,16 @@ a Model and an Engine may be used from any thread.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _offgraph
-from ._errors import (BusyError, CapacityError, ClosedError, Error, InvalidArgumentError, OutOfRangeError,
-                      StateError)
+from ._errors import (BusyError, CapacityError, ClosedError, Error, InvalidArgumentError, NotFoundError,
+                      OutOfRangeError, StateError)
 
 __all__ = [
     "Model", "Tokenizer", "ChatTemplate", "Session", "Stream", "Generation", "Engine", "Request",
-    "Error", "InvalidArgumentError", "ClosedError", "OutOfRangeError", "BusyError", "StateError",
+    "Error", "InvalidArgumentError", "NotFoundError", "ClosedError", "OutOfRangeError", "BusyError", "StateError",
     "CapacityError", "__version__",
 ]
 
@@ -52,13 +53,29 @@ class Generation:
     prompt_tokens: int = 0
 
 
-def _gen_opts(max_new_tokens: int = 256, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
-              min_p: float = 0.0, repeat_penalty: float = 1.0, repeat_last_n: int = 64,
-              presence_penalty: float = 0.0, frequency_penalty: float = 0.0, seed: int = -1,
-              stop: Optional[Iterable[str]] = None, stop_at_eos: bool = True) -> "_offgraph.GenOpts":
-    return _offgraph.GenOpts(int(max_new_tokens), float(temperature), int(top_k), float(top_p), float(min_p),
-                             float(repeat_penalty), int(repeat_last_n), float(presence_penalty),
-                             float(frequency_penalty), int(seed), list(stop or []), bool(stop_at_eos))
+_SAMPLING_DEFAULTS = {"top_k": 0, "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0, "repeat_last_n": 64,
+                      "presence_penalty": 0.0, "frequency_penalty": 0.0, "seed": -1, "stop": None,
+                      "stop_at_eos": True}
+
+
+def _gen_opts(caller: str, max_new_tokens: int, temperature: float, sampling: Mapping) -> "_offgraph.GenOpts":
+    # An unknown keyword is the caller's TypeError, named as Python names it for the public method.
+    for key in sampling:
+        if key not in _SAMPLING_DEFAULTS:
+            raise TypeError(f"{caller}() got an unexpected keyword argument '{key}' "
+                            f"(sampling options: {', '.join(_SAMPLING_DEFAULTS)})")
+    o = dict(_SAMPLING_DEFAULTS, **sampling)
+    return _offgraph.GenOpts(int(max_new_tokens), float(temperature), int(o["top_k"]), float(o["top_p"]),
+                             float(o["min_p"]), float(o["repeat_penalty"]), int(o["repeat_last_n"]),
+                             float(o["presence_penalty"]), float(o["frequency_penalty"]), int(o["seed"]),
+                             list(o["stop"] or []), bool(o["stop_at_eos"]))
+
+
+def _existing(path: Optional[str]) -> str:
+    # A missing file is a FileNotFoundError (offgraph.NotFoundError), as open() would raise.
+    if path and not os.path.exists(path):
+        raise NotFoundError(str(path))
+    return str(path or "")
 
 
 def _messages(messages: Iterable[Message]) -> List[Tuple[str, str]]:
@@ -152,7 +169,8 @@ class Model:
 
     def __init__(self, path: str, *, tokenizer: Optional[str] = None, chat_template: str = "auto",
                  mmap: bool = False, threads: int = 0, experts_in_memory: bool = False):
-        self._m = _offgraph.Model(str(path), tokenizer or "", chat_template, mmap, threads, experts_in_memory)
+        self._m = _offgraph.Model(_existing(str(path)), _existing(tokenizer), chat_template, mmap, threads,
+                                  experts_in_memory)
         self.tokenizer = Tokenizer(self)
         self.chat_template = ChatTemplate(self)
 
@@ -211,8 +229,12 @@ class Stream:
             except KeyboardInterrupt:
                 self.cancel()
                 raise
-            except BaseException:
-                self._finish()
+            except BusyError:
+                raise  # another thread holds the session: the stream itself is untouched
+            except Error:
+                # The library ended the turn and took it back; the session is free again,
+                # and the caller sees this error, not a later "no stream is running".
+                self._abandon()
                 raise
             if token >= 0:
                 self.tokens.append(token)
@@ -235,9 +257,19 @@ class Stream:
     def _finish(self) -> None:
         if self.result is not None:
             return
-        d = self._session._s.stream_finish()
+        try:
+            d = self._session._s.stream_finish()
+        except Error:
+            self._abandon()
+            raise
         self._session._stream = None
         self.result = Generation(_text(d["text"]), d["tokens"], d["stop_reason"], d["prompt_tokens"])
+
+    def _abandon(self) -> None:
+        # The turn failed: nothing of it is kept (the library undid it), and the
+        # stream is over, so cancel() and the session's other calls work again.
+        self._session._stream = None
+        self.result = Generation("", [], "failed", 0)
 
 
 class Session:
@@ -282,7 +314,7 @@ class Session:
         """One turn: prefills `prompt` (text, ids, or None to continue the history) and samples until a
         stop rule. Sampling: top_k, top_p, min_p, repeat_penalty, repeat_last_n, presence_penalty,
         frequency_penalty, seed (-1 = random), stop (strings), stop_at_eos. Ctrl-C cancels it."""
-        s = Stream(self, self._ids(prompt), _gen_opts(max_new_tokens, temperature, **sampling))
+        s = Stream(self, self._ids(prompt), _gen_opts("generate", max_new_tokens, temperature, sampling))
         try:
             for _ in s:
                 pass
@@ -294,12 +326,13 @@ class Session:
 
     def stream(self, prompt: Prompt = None, max_new_tokens: int = 256, temperature: float = 0.0, **sampling) -> Stream:
         """As generate(), as an iterator over the text pieces (Stream.result: the Generation)."""
-        return Stream(self, self._ids(prompt), _gen_opts(max_new_tokens, temperature, **sampling))
+        return Stream(self, self._ids(prompt), _gen_opts("stream", max_new_tokens, temperature, sampling))
 
     def logits(self, copy: bool = False):
         """numpy float32 [n_vocab]: the logits of the last row that asked for them (the distribution the
         last token was sampled from, or prefill(..., logits=True)). Without copy, a read-only view of
-        the session's buffer, whose values the next logits() call refreshes."""
+        the session's buffer, whose values the next logits() call refreshes. Needs numpy (Debian's
+        python3-numpy); the rest of the module does not."""
         a = self._s.logits()
         return a.copy() if copy else a
 
@@ -412,7 +445,7 @@ class Engine:
                **sampling) -> Request:
         """Queues a request (text is encoded with BOS; ids as given) and returns it at once."""
         ids = self.model._m.encode(prompt, True, False) if isinstance(prompt, str) else [int(t) for t in prompt]
-        return Request(self, self._e.submit(ids, _gen_opts(max_new_tokens, temperature, **sampling)))
+        return Request(self, self._e.submit(ids, _gen_opts("submit", max_new_tokens, temperature, sampling)))
 
     def generate(self, prompts: Iterable[Union[str, Sequence[int]]], max_new_tokens: int = 256,
                  temperature: float = 0.0, **sampling) -> List[Generation]:

@@ -6,7 +6,8 @@ import numpy.typing as npt
 
 from ._errors import (BusyError as BusyError, CapacityError as CapacityError, ClosedError as ClosedError,
                       Error as Error, InvalidArgumentError as InvalidArgumentError,
-                      OutOfRangeError as OutOfRangeError, StateError as StateError)
+                      NotFoundError as NotFoundError, OutOfRangeError as OutOfRangeError,
+                      StateError as StateError)
 
 __version__: str
 

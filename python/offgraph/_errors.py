@@ -14,6 +14,17 @@ class InvalidArgumentError(Error, ValueError):
     """A bad argument: an unknown name, a value out of its range, a missing file."""
 
 
+class NotFoundError(InvalidArgumentError, FileNotFoundError):
+    """A model, tokenizer or other file that does not exist (also a FileNotFoundError)."""
+
+    def __init__(self, path: str):
+        super().__init__(f"{path}: no such file or directory")
+        # As open() fills them: str() is "[Errno 2] no such file or directory: '<path>'".
+        self.errno = 2  # ENOENT
+        self.strerror = "no such file or directory"
+        self.filename = path
+
+
 class ClosedError(Error):
     """The model, session or engine was closed."""
 

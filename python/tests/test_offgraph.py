@@ -274,3 +274,42 @@ def test_session_from_two_threads_is_busy(model):
         time.sleep(0.0005)
     t.join()
     assert errors and "in use by another thread" in errors[0]
+
+
+def test_missing_file_is_file_not_found(tmp_path, model_path):
+    missing = str(tmp_path / "nope.gguf")
+    with pytest.raises(FileNotFoundError, match="no such file or directory") as e:
+        offgraph.Model(missing)
+    assert e.value.filename == missing
+    assert isinstance(e.value, offgraph.InvalidArgumentError)  # and still a ValueError, as before
+    with pytest.raises(FileNotFoundError):
+        offgraph.Model(model_path, tokenizer=str(tmp_path / "tokenizer.json"))
+
+
+def test_unknown_keyword_names_the_public_method(model):
+    s = model.session()
+    for call in (lambda: s.generate(PROMPT, tempreature=1.0), lambda: s.stream(PROMPT, tempreature=1.0),
+                 lambda: model.engine().submit(PROMPT, tempreature=1.0)):
+        with pytest.raises(TypeError) as e:
+            call()
+        assert "unexpected keyword argument 'tempreature'" in str(e.value)
+        assert "_gen_opts" not in str(e.value)
+    assert s.generate(PROMPT_IDS, max_new_tokens=60, top_k=1, seed=3).text == CONTINUATION
+
+
+def test_failed_stream_raises_its_own_error_and_frees_the_session(tmp_path):
+    # An embedding-only model (og-synth's BERT) cannot generate: the real error reaches the caller,
+    # not "no stream is running", and the session's other calls work afterwards.
+    synth = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(offgraph.__file__))), "og-synth")
+    assert os.path.exists(synth), f"og-synth is not built next to the module: {synth}"
+    path = str(tmp_path / "bert.gguf")
+    subprocess.run([synth, "--family", "bert", "--format", "gguf", "--out", path], check=True,
+                   stdout=subprocess.DEVNULL)
+    m = offgraph.Model(path, chat_template="0")
+    s = m.session()
+    with pytest.raises(offgraph.Error) as e:
+        s.generate([1, 2, 3], max_new_tokens=4)
+    assert not isinstance(e.value, offgraph.StateError), str(e.value)
+    assert s.position == 0
+    s.reset()
+    s.close()

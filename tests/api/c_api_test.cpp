@@ -383,4 +383,41 @@ TEST_F(ModelTest, CppLayer) {
   EXPECT_THROW(offgraph::Model("/nonexistent.gguf"), offgraph::Error);
 }
 
+// A C-style on_token using user_data beside the C++ text callback: both are
+// called, each with its own data (the wrapper used to overwrite user_data, and
+// such an on_token read the functor as its own struct and crashed).
+TEST_F(ModelTest, CppLayerKeepsTheCCallbacksUserData) {
+  offgraph::Model m(kModelPath);
+  offgraph::Session s = m.session();
+  struct Counts {
+    int tokens = 0;
+    std::string c_text;
+  } counts;
+  og_generate_options o = offgraph::default_generate_options();
+  o.max_new_tokens = 60;
+  o.user_data = &counts;
+  o.on_token = [](void* ud, int32_t) -> int {
+    ++static_cast<Counts*>(ud)->tokens;
+    return 0;
+  };
+  o.on_text = [](void* ud, const char* t, size_t n) -> int {
+    static_cast<Counts*>(ud)->c_text.append(t, n);
+    return 0;
+  };
+  std::string streamed;
+  const offgraph::Generation g = s.generate(m.encode(kPrompt), o, [&](std::string_view t) {
+    streamed += t;
+    return true;
+  });
+  EXPECT_EQ(g.text, kContinuation);
+  EXPECT_EQ(streamed, kContinuation);
+  EXPECT_EQ(counts.c_text, kContinuation);
+  EXPECT_EQ(counts.tokens, static_cast<int>(g.tokens.size()));
+  // Either callback can cancel.
+  offgraph::Session s2 = m.session();
+  o.on_text = [](void*, const char*, size_t) -> int { return 1; };
+  const offgraph::Generation c = s2.generate(m.encode(kPrompt), o, [](std::string_view) { return true; });
+  EXPECT_EQ(c.stop_reason, OG_STOP_CANCELLED);
+}
+
 }  // namespace
