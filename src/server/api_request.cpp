@@ -11,6 +11,7 @@
 
 #include "grammar/json_schema.h"
 #include "server/api_error.h"
+#include "server/json_body.h"
 
 namespace og::server {
 
@@ -39,6 +40,12 @@ const char* type_name(const json& v) {
 
 [[noreturn]] void wrong_type(const std::string& field, const char* want, const json& v) {
   bad_request("'" + field + "' must be " + want + ", not " + type_name(v), field);
+}
+
+[[noreturn]] void out_of_range(const std::string& field, const json& v, int64_t lo, int64_t hi) {
+  bad_request("'" + field + "' is " + v.dump() + ", outside [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                  "]: it must be an integer in that range",
+              field);
 }
 
 // The body's fields, each read once; what is left at the end is unknown.
@@ -99,14 +106,21 @@ class Fields {
   }
 
   static int64_t int_value(const std::string& name, const json& v, int64_t lo, int64_t hi) {
+    if (v.is_number_float()) {
+      // An integer past 64 bits (2^64 and up, below -2^63) is parsed as a
+      // float: a whole number out of range is a range error; a fraction, or a
+      // whole number in range written as a number (2.0, 1e3), a type error.
+      const double d = v.get<double>();
+      const bool whole = std::isfinite(d) && std::floor(d) == d;
+      if (!whole || (d >= static_cast<double>(lo) && d <= static_cast<double>(hi) && std::fabs(d) < 0x1p63))
+        wrong_type(name, "an integer", v);
+      out_of_range(name, v, lo, hi);
+    }
     if (!v.is_number_integer()) wrong_type(name, "an integer", v);
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      bad_request("'" + name + "' is " + v.dump() + ", above " + std::to_string(hi), name);
+      out_of_range(name, v, lo, hi);
     const int64_t x = v.get<int64_t>();
-    if (x < lo || x > hi)
-      bad_request("'" + name + "' is " + std::to_string(x) + ", outside [" + std::to_string(lo) + ", " +
-                      std::to_string(hi) + "]",
-                  name);
+    if (x < lo || x > hi) out_of_range(name, v, lo, hi);
     return x;
   }
 
@@ -181,11 +195,14 @@ json parse_tool_calls(const json& calls, const std::string& where, std::vector<s
     if (!args) {
       f["arguments"] = json::object();
     } else if (args->is_string()) {
-      json parsed = json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
-      if (parsed.is_discarded())
+      // Client JSON inside a string: bounded as the body is.
+      JsonParse parsed = parse_json_bounded(args->get<std::string>());
+      if (parsed.limit)
+        bad_request("'" + at + ".function.arguments' " + parsed.error, at + ".function.arguments", "json_too_complex");
+      if (!parsed.error.empty())
         bad_request("'" + at + ".function.arguments' is not valid JSON: " + client_text(args->get<std::string>(), 80),
                     at + ".function.arguments");
-      f["arguments"] = std::move(parsed);
+      f["arguments"] = std::move(parsed.value);
     } else if (args->is_object()) {
       f["arguments"] = *args;
     } else {
@@ -592,23 +609,12 @@ void parse_prompts(Fields& f, GenerationRequest* r) {
 
 json parse_json_object(std::string_view body) {
   if (body.empty()) bad_request("the request body is empty: expected a JSON object");
-  json j;
-  try {
-    // The callback bounds nesting: a deep body must not exhaust the stack or memory.
-    j = json::parse(body, [](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxJsonDepth) throw ApiError(400, "invalid_request_error", "", "the JSON body nests deeper than " +
-                                                                                   std::to_string(kMaxJsonDepth) +
-                                                                                   " levels");
-      return true;
-    });
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number past double's range
-    // The parser's message ends with the text it last read, which may be long.
-    std::string what = e.what();
-    if (what.size() > 240) what = what.substr(0, utf8_prefix(what, 240)) + "...";
-    bad_request("the request body is not valid JSON: " + what, "", "invalid_json");
-  }
-  if (!j.is_object()) bad_request(std::string("the request body must be a JSON object, not ") + type_name(j));
-  return j;
+  JsonParse p = parse_json_bounded(body);
+  if (!p.error.empty())
+    bad_request("the request body " + p.error, p.where, p.limit ? "json_too_complex" : "invalid_json");
+  if (!p.value.is_object())
+    bad_request(std::string("the request body must be a JSON object, not ") + type_name(p.value));
+  return std::move(p.value);
 }
 
 GenerationRequest parse_chat_request(const json& body) {
