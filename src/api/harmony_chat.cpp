@@ -361,8 +361,20 @@ ChatSegments render_harmony_request(const Json& request, int64_t now_unix) {
   const Request r = read_request(request);
   const bool has_tools = !r.tools.empty();
   Out out;
-  out.t("<|start|>system<|message|>" + harmony_system_message(r.identity, utc_date(now_unix), r.effort, has_tools) +
-        "<|end|>");
+  // The system message with the request's model_identity and reasoning_effort
+  // (chat_template_kwargs) as text: they are the request's, not the template's
+  // (the defaults, the same text, stay template text as the built-in render has them).
+  const std::string system = harmony_system_message("", utc_date(now_unix), "", has_tools);
+  const size_t effort_at = system.find("\n\nReasoning: ") + 13;
+  auto field = [&](const std::string& text, std::string_view default_text) {
+    if (text == default_text) out.t(text);
+    else out.c(text);
+  };
+  out.t("<|start|>system<|message|>");
+  field(r.identity, kHarmonyIdentity);
+  out.t(system.substr(0, effort_at));
+  field(r.effort, "medium");
+  out.t(system.substr(effort_at) + "<|end|>");
   // The first message, when system or developer, is the developer's instructions.
   const std::string role0 = role_of(r.messages[0]);
   const bool developer = role0 == "system" || role0 == "developer";

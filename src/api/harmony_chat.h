@@ -16,7 +16,8 @@
 //
 // Segments: the template's own markers are template text; every text the
 // request supplies (contents, reasoning, the functions namespace, a call's
-// name and arguments, a tool result) is content, so none of it can become a
+// name and arguments, a tool result, the kwargs' model_identity and
+// reasoning_effort) is content, so none of it can become a
 // control token. gpt-oss renders one call per assistant message: a message's
 // tool_calls after the first are dropped, as that template drops them.
 #pragma once

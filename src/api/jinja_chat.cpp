@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "api/request_text.h"
 #include "base/error.h"
 #include "template/template.h"
 
@@ -125,6 +126,7 @@ JinjaChatOptions jinja_options_of(const Tokenizer& tok) {
   const SpecialTokens& s = tok.special();
   if (s.bos >= 0) o.bos_token = tok.piece(s.bos);
   if (s.eos >= 0) o.eos_token = tok.piece(s.eos);
+  o.special_texts = special_token_texts(tok);
   return o;
 }
 
@@ -135,6 +137,7 @@ JinjaChatTemplate::JinjaChatTemplate(std::string source, JinjaChatOptions option
   } catch (const Error& e) {
     fail(origin_, " chat template: ", e.what());
   }
+  guard_ = std::make_unique<const RequestTextGuard>(options_.special_texts, source_);
   // The text that closes an assistant turn: a built-in's marker when the
   // template is a known format, else what the template writes right after an
   // assistant's content (up to the line's end), else the EOS text.
@@ -247,7 +250,18 @@ Json JinjaChatTemplate::request_vars(const Json& request) const {
 std::string JinjaChatTemplate::render_request(const Json& request) const { return render_vars(request_vars(request)); }
 
 ChatSegments JinjaChatTemplate::render_request_segments(const Json& request) const {
-  const Json vars = request_vars(request);
+  Json vars = request_vars(request);
+  // The request's own variables with their special-token texts wrapped
+  // (request_text.h); bos_token, eos_token and the operator's kwargs are
+  // trusted unless the request's chat_template_kwargs replace them.
+  RequestTextGuard::Markers markers;
+  if (guard_->active()) {
+    markers = guard_->pick(vars);
+    const Json* kw = request.contains("chat_template_kwargs") ? &request["chat_template_kwargs"] : nullptr;
+    for (auto it = vars.begin(); it != vars.end(); ++it)
+      if (it.key() == "messages" || it.key() == "tools" || (kw && kw->contains(it.key())))
+        it.value() = guard_->wrap(it.value(), markers, it.key() == "messages");
+  }
   Json marked = vars;
   std::vector<std::string> contents;
   for (Json& m : marked["messages"]) {
@@ -259,7 +273,8 @@ ChatSegments JinjaChatTemplate::render_request_segments(const Json& request) con
     contents.push_back(m["content"].get<std::string>());
     m["content"] = placeholder(contents.size() - 1);
   }
-  return split_render(vars, marked, contents);
+  const ChatSegments segments = split_render(vars, marked, contents);
+  return guard_->active() ? guard_->unwrap(segments, markers) : segments;
 }
 
 }  // namespace og

@@ -11,12 +11,19 @@
 // message cannot inject them. A template whose output cannot be aligned that
 // way is encoded as one text, as llama.cpp's --jinja does; contents_protected()
 // says which held for the last render.
+//
+// Every other string of a request (tools, tool calls, names, reasoning,
+// chat_template_kwargs values, ...) stays text too: render_request_segments
+// wraps the special-token texts in them (api/request_text.h), so that none
+// becomes a control token. There is no option to let them through: a client
+// that needs control tokens sends token ids to /v1/completions.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,11 +35,15 @@ namespace og {
 namespace jinja {
 class Template;
 }
+class RequestTextGuard;
 
 struct JinjaChatOptions {
   std::string bos_token, eos_token;  // what {{ bos_token }} / {{ eos_token }} print
   int64_t now_unix = -1;             // what strftime_now sees; < 0: the current time
   nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs (enable_thinking, ...)
+  // The tokenizer's control-token texts (special_token_texts): request
+  // fields holding them are kept as text. Empty: nothing is wrapped.
+  std::vector<std::string> special_texts;
 };
 
 class JinjaChatTemplate : public ChatTemplate {
@@ -70,6 +81,7 @@ class JinjaChatTemplate : public ChatTemplate {
   std::string source_, origin_, turn_end_;
   JinjaChatOptions options_;
   std::shared_ptr<const jinja::Template> tmpl_;
+  std::unique_ptr<const RequestTextGuard> guard_;
 };
 
 // The OpenAI request's messages as templates expect them (see render_request).
