@@ -29,6 +29,7 @@
 #include "runtime/scheduler.h"
 #include "server/backend.h"
 #include "scheduler_flags.h"
+#include "server/auth.h"
 #include "server/http_server.h"
 #include "server/shutdown_watch.h"
 #include "server/tool_grammar.h"
@@ -65,6 +66,7 @@ struct ServeFlags {
   double shutdown_grace_s = 10;
   std::string reasoning_format = "auto";
   std::vector<std::string> cors_origins;
+  std::vector<std::string> host_allow;
   std::string log_format = "text";
   bool log_probes = false;
   KvEventsFlags kv_events;  // --kv-events-*: the prefix cache's block events over ZeroMQ
@@ -89,6 +91,11 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
   fl.add_repeated("cors-origin", &f.cors_origins,
                   "an origin whose browser requests may read responses (CORS; * = any); none: no CORS headers",
                   "ORIGIN");
+  fl.add_repeated("host-allow", &f.host_allow,
+                  "a Host header name served besides --host's address (and localhost for a loopback one; * = "
+                  "any): other names get 403, against DNS rebinding; without it a server bound to 0.0.0.0/:: or "
+                  "with API keys serves any Host",
+                  "NAME");
   fl.add_choice("log-format", &f.log_format, {"text", "json"},
                 "the server's log lines on stderr (one per request once answered): text, or one JSON object per "
                 "line");
@@ -153,6 +160,9 @@ void check_serve_flags(const Flags& fl, ServeFlags& f) {
   check_kv_events_flags(fl, f.kv_events, f.sched.prefix_cache_entries > 0);
   for (const std::string& o : f.cors_origins)
     if (o.empty()) usage_fail("--cors-origin: the origin is empty");
+  for (const std::string& h : f.host_allow)
+    if (h != "*" && server::normalize_host(h).empty())
+      usage_fail("--host-allow: '" + h + "' is not a host name or IP address");
 }
 
 std::string model_name_of(const std::string& path) {
@@ -201,6 +211,7 @@ int cmd_serve(const Args& args) {
   ho.header_timeout_s = static_cast<int>(f.header_timeout_s);
   ho.max_connections = static_cast<int>(f.max_connections);
   ho.cors_origins = f.cors_origins;
+  ho.host_allow = f.host_allow;
   ho.log_json = f.log_format == "json";
   ho.log_probes = f.log_probes;
   const int64_t parallel = f.sched.sessions;

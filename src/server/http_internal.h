@@ -57,6 +57,7 @@ std::string request_id_of(const HttpRequest& req);
 struct HttpServer::Impl {
   HttpOptions opts;
   ApiKeys keys;
+  HostCheck host_check;  // set by bind()
   std::unique_ptr<ConnectionLoop> loop;
   bool bound = false;
   // Shared with the callbacks of requests in the scheduler, which may outlive the server.

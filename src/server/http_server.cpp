@@ -237,6 +237,7 @@ HttpServer::HttpServer(HttpOptions opts) : impl_(std::make_unique<Impl>()) {
 HttpServer::~HttpServer() { stop(); }
 
 int HttpServer::bind() {
+  impl_->host_check = HostCheck(impl_->opts.host, impl_->opts.host_allow, !impl_->opts.api_keys.empty());
   const int port = impl_->loop->bind();
   impl_->bound = true;
   return port;
@@ -277,6 +278,14 @@ int64_t HttpServer::buffered_request_bytes() const { return impl_->loop->buffere
 ServerMetrics& HttpServer::metrics() { return impl_->metrics; }
 
 std::optional<HttpResponse> HttpServer::Impl::check_head(const HttpRequest& req) {
+  // First of all: a page reaching the server by DNS rebinding gets nothing, not even a 404.
+  if (const std::string* host = req.header("host"); !host_check.allows(host)) {
+    std::string served = host_check.describe();
+    if (served.size() > 160) served = served.substr(0, utf8_prefix(served, 160)) + ", ...";
+    return api_error_response(ApiError(403, "permission_error", "host_not_allowed",
+                                       "the Host header " + client_text(*host) + " names no address of this server (" +
+                                           served + "); to serve another name, start it with --host-allow NAME"));
+  }
   bool path_known = false;
   const Route* r = find_route(req.path, req.method, &path_known);
   // A CORS preflight from an allowed origin, before any key is asked for;

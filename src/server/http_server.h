@@ -82,6 +82,9 @@ struct HttpOptions {
   // Origins whose browser requests may read responses (CORS); "*" = any;
   // empty = CORS off: no CORS headers, OPTIONS is 405.
   std::vector<std::string> cors_origins;
+  // Host header names served besides the listening address's (HostCheck in
+  // auth.h: a mismatch is 403; "*" = any).
+  std::vector<std::string> host_allow;
 };
 
 class HttpServer {

@@ -412,14 +412,14 @@ TEST(Serve, BadInputTable) {
   nokey.set_bearer_token_auth("file-key");
   EXPECT_EQ(nokey.Post("/v1/chat/completions", "{" + msgs + ", \"max_tokens\": 2}", "application/json")->status, 200);
   // A huge declared body is refused before it is read.
-  const std::string huge_head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k1\r\n"
+  const std::string huge_head = "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer k1\r\n"
                                 "Content-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n";
   EXPECT_EQ(send_raw(s.port(), huge_head, 12).substr(0, 12), "HTTP/1.1 413");
   expect_healthy(s);
   // A slow client: headers, then part of the body; the server answers 408 and
   // drops it after one --timeout-s (2 s), not two.
   const std::string slow =
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k1\r\nContent-Length: 50\r\n\r\n{";
+      "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer k1\r\nContent-Length: 50\r\n\r\n{";
   const auto t0 = std::chrono::steady_clock::now();
   const std::string resp = send_raw(s.port(), slow);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -437,7 +437,7 @@ TEST(Serve, ClientLeavingMidStreamCancelsItsRequest) {
   const std::string cancelled = "offgraph:requests_total{model_name=\"slow\",endpoint=\"chat\",finish_reason=\"cancelled\"}";
   const int64_t before = metric(s, cancelled);
   const std::string sbody = "{" + msgs + R"(, "max_tokens": 2000, "stream": true, "ignore_eos": true})";
-  const std::string sreq = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  const std::string sreq = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                            "Content-Length: " + std::to_string(sbody.size()) + "\r\n\r\n" + sbody;
   const std::string partial = send_raw(s.port(), sreq, 600);  // reads a few events, then closes
   EXPECT_EQ(partial.rfind("HTTP/1.1 200", 0), 0u) << partial;
@@ -464,7 +464,7 @@ TEST(Serve, ClientLeavingAWholeAnswerCancelsItsRequest) {
       "offgraph:requests_total{model_name=\"slow\",endpoint=\"completion\",finish_reason=\"cancelled\"}";
   const int64_t before = metric(s, cancelled);
   const std::string body = R"({"prompt": "hi", "max_tokens": 2000, "ignore_eos": true})";
-  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   const int fd = connect_raw(s.port());
   send(fd, req.data(), req.size(), MSG_NOSIGNAL);
@@ -549,7 +549,7 @@ TEST(Serve, ShutdownDuringAStreamExitsZero) {
 // One GET on a new connection: its status (0 when none came) and seconds taken.
 std::pair<int, double> timed_get(int port, const std::string& path) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string resp = send_raw(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string resp = send_raw(port, "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return {resp.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(resp.c_str() + 9) : 0, s};
 }
@@ -635,7 +635,7 @@ TEST(Serve, DrainAnswers503WithRetryAfter) {
   s.signal(SIGTERM);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the drain has begun
   const std::string body = R"({"prompt": "hi", "max_tokens": 4})";
-  const std::string resp = send_raw(s.port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+  const std::string resp = send_raw(s.port(), "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
                                               "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   EXPECT_EQ(resp.rfind("HTTP/1.1 503", 0), 0u) << resp;
   EXPECT_NE(resp.find("Retry-After: "), std::string::npos) << resp;

@@ -187,8 +187,10 @@ TEST(Auth, Keys) {
   EXPECT_FALSE(keys.allows("k1"));
   EXPECT_FALSE(keys.allows("Bearer k2"));
   EXPECT_FALSE(keys.allows("Bearer k1 "));
-  EXPECT_FALSE(keys.allows("bearer k1"));
+  EXPECT_TRUE(keys.allows("bearer k1"));  // RFC 7235: the scheme is case-insensitive
+  EXPECT_TRUE(keys.allows("BEARER  k1"));
   EXPECT_FALSE(keys.allows("Bearer "));
+  EXPECT_FALSE(keys.allows("Bearerk1"));
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ std::pair<int, double> timed_get(int port, const std::string& path) {
   const auto t0 = Clock::now();
   const int fd = connect_to(port, 5);
   if (fd < 0) return {0, seconds_since(t0)};
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
   send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   const std::string resp = read_until_close(fd);
   close(fd);
@@ -215,7 +215,7 @@ TEST_F(Conn, HeaderTimeoutIs408ThenClose) {
   o.timeout_s = 30;  // not the one that applies to a head
   start(o);
   const int fd = connect_to(port_);
-  send_str(fd, "GET /health HTTP/1.1\r\nHost: x\r\n");
+  send_str(fd, "GET /health HTTP/1.1\r\nHost: localhost\r\n");
   const auto t0 = Clock::now();
   const std::string resp = read_until_close(fd);
   const double took = seconds_since(t0);
@@ -239,7 +239,7 @@ TEST_F(Conn, TimeoutIsOneDeadlineForAStalledBody) {
   o.timeout_s = 1;
   start(o);
   const int fd = connect_to(port_);
-  send_str(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\":");
+  send_str(fd, "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"prompt\":");
   const auto t0 = Clock::now();
   // Bytes that trickle in do not extend the deadline.
   for (int i = 0; i < 3; ++i) {
@@ -262,7 +262,7 @@ TEST_F(Conn, OversizedContentLengthIs413AtOnce) {
   start(o);
   const int fd = connect_to(port_);
   const auto t0 = Clock::now();
-  send_str(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  send_str(fd, "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                "Content-Length: 5000\r\n\r\n{\"prompt\": \"");
   const std::string resp = read_until_close(fd);
   close(fd);
@@ -280,7 +280,7 @@ TEST_F(Conn, BufferedRequestBytesAreBounded) {
   o.max_body_bytes = 40000;
   o.max_buffered_bytes = 1;  // raised to one largest request + a little (~170 KB)
   start(o);
-  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 40000\r\n\r\n";
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 40000\r\n\r\n";
   std::vector<int> slow;
   int refused_at = -1;
   for (int i = 0; i < 12 && refused_at < 0; ++i) {
@@ -307,7 +307,7 @@ TEST_F(Conn, BufferedRequestBytesAreBounded) {
   // A whole request fits again.
   const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 2})";
   const int fd = connect_to(port_);
-  send_str(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+  send_str(fd, "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: " +
                    std::to_string(body.size()) + "\r\n\r\n" + body);
   EXPECT_EQ(read_until_close(fd).rfind("HTTP/1.1 200", 0), 0u);
   close(fd);
@@ -360,8 +360,8 @@ TEST_F(Conn, KeepAlivePipeliningAndHead) {
   start();
   const int fd = connect_to(port_);
   // Two requests in one write, then a HEAD: three responses in order on one connection.
-  send_str(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
-  send_str(fd, "HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  send_str(fd, "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  send_str(fd, "HEAD /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
   ResponseReader rd(fd);
   const std::string health = rd.next(), models = rd.next(), head = rd.next(/*head_only=*/true);
   EXPECT_NE(health.find("{\"status\":\"ok\"}"), std::string::npos) << health;
@@ -370,7 +370,7 @@ TEST_F(Conn, KeepAlivePipeliningAndHead) {
   EXPECT_NE(head.find("Content-Length: 15\r\n"), std::string::npos) << head;
   // A generation request and then another on the same connection (the worker hands it back).
   const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 3})";
-  const std::string post = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  const std::string post = "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   send_str(fd, post + post);
   for (int i = 0; i < 2; ++i) {
@@ -398,7 +398,7 @@ TEST_F(Conn, ChunkedBodiesAndExpectContinue) {
   start();
   const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 3})";
   int fd = connect_to(port_);
-  std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  std::string req = "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
   req += "5\r\n" + body.substr(0, 5) + "\r\n";
   char size[16];
   std::snprintf(size, sizeof size, "%zx", body.size() - 5);
@@ -409,7 +409,7 @@ TEST_F(Conn, ChunkedBodiesAndExpectContinue) {
   EXPECT_EQ(resp.rfind("HTTP/1.1 200", 0), 0u) << resp;
   // Expect: 100-continue gets its interim response before the body is sent.
   fd = connect_to(port_);
-  send_str(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nConnection: close\r\nContent-Length: " +
+  send_str(fd, "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nConnection: close\r\nContent-Length: " +
                    std::to_string(body.size()) + "\r\n\r\n");
   char buf[64] = {};
   ASSERT_GT(recv(fd, buf, 25, MSG_WAITALL), 0);
@@ -420,7 +420,7 @@ TEST_F(Conn, ChunkedBodiesAndExpectContinue) {
   EXPECT_EQ(resp.rfind("HTTP/1.1 200", 0), 0u) << resp;
   // A malformed chunk is 400 and the server stays up.
   fd = connect_to(port_);
-  send_str(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+  send_str(fd, "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
   resp = read_until_close(fd);
   close(fd);
   EXPECT_EQ(resp.rfind("HTTP/1.1 400", 0), 0u) << resp;

@@ -306,7 +306,7 @@ TEST_F(Http, ChunkedBodyOverTheLimitIs413) {
   o.max_body_bytes = 1000;
   start(o);
   const int fd = connect_raw(port_);
-  std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  std::string req = "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                     "Transfer-Encoding: chunked\r\n\r\n";
   for (int i = 0; i < 4; ++i) req += "200\r\n" + std::string(512, ' ') + "\r\n";
   req += "0\r\n\r\n";
@@ -327,7 +327,7 @@ TEST_F(Http, DeclaredLengthsAreCheckedBeforeTheBody) {
   } cases[] = {{"99999999999999999999999", "HTTP/1.1 413"}, {"1001", "HTTP/1.1 413"}, {"12abc", "HTTP/1.1 400"}};
   for (const auto& c : cases) {
     const int fd = connect_raw(port_);
-    const std::string req = std::string("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: ") + c.length +
+    const std::string req = std::string("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: ") + c.length +
                             "\r\nConnection: close\r\n\r\n";
     send(fd, req.data(), req.size(), MSG_NOSIGNAL);
     char buf[16] = {};
@@ -405,7 +405,7 @@ TEST_F(Http, DisconnectWhileWaitingForAWholeAnswerCancels) {
   start();
   sched_->hold();
   const std::string body = R"({"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 50})";
-  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                               "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   const int fd = connect_raw(port_);
   send(fd, request.data(), request.size(), MSG_NOSIGNAL);
@@ -435,7 +435,7 @@ TEST_F(Http, SlowClientTimesOut) {
   o.timeout_s = 1;
   start(o);
   const int fd = connect_raw(port_);
-  const std::string part = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\":";
+  const std::string part = "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"prompt\":";
   send(fd, part.data(), part.size(), MSG_NOSIGNAL);
   expect_healthy();  // other clients are served meanwhile
   const std::string resp = read_all(fd);  // the server gives up on the stalled body: 408, then closes
