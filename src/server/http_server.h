@@ -28,8 +28,9 @@
 // 405. Every response carries X-Request-Id (the client's, when it sent a
 // usable one). Each request is logged once answered (the access log).
 //
-// Errors are OpenAI's {"error": {...}}: 400 bad request, 401 key, 404 route,
-// 405 method, 408 head or body too slow, 413 body, 429 too many requests in
+// Errors are OpenAI's {"error": {...}}: 400 bad request, 401 key, 403 a Host
+// that names no address of the server (HostCheck, auth.h), 404 route, 405
+// method, 408 head or body too slow, 413 body, 429 too many requests in
 // flight, 500 engine failure, 503 loading, shutting down (with Retry-After)
 // or too many connections.
 #pragma once
