@@ -92,6 +92,7 @@ class Compiler {
   // the bound on compile time, whatever the schema's shape.
   void charge(size_t n, const std::string& path, const std::string& keyword) {
     work_ += static_cast<int64_t>(n);
+    if (o_.work_spent) *o_.work_spent += static_cast<int64_t>(n);
     if (work_ > o_.max_work)
       schema_fail(path, keyword, "the schema is too large to compile: more than " + std::to_string(o_.max_work) +
                                      " subschemas, enum values and properties (max_work)");

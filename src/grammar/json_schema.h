@@ -111,6 +111,7 @@ struct JsonSchemaOptions {
   int max_branches = 1024;               // anyOf/oneOf branches of one schema, object/array values of one enum
   int max_enum_values = 65536;           // values of one enum (scalar values compile to one trie)
   int64_t max_work = 1 << 18;            // subschemas compiled + enum values + properties, in all: a time bound
+  int64_t* work_spent = nullptr;         // when set, the work spent is added here (a budget several schemas share)
 };
 
 // The grammar text (rules "name ::= ...", one a line; the start rule is `root`).

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include "grammar/json_schema_internal.h"
 
@@ -220,7 +221,7 @@ namespace {
 // string, given which rules can? Reads the text this file writes.
 struct ProductiveEval {
   const std::string& s;
-  const std::set<std::string>& productive;
+  const std::unordered_set<std::string>& productive;
   size_t p = 0;
 
   void skip_quoted(char close) {
@@ -301,18 +302,25 @@ std::vector<std::string> unproductive_rules(const std::vector<std::pair<std::str
   std::map<std::string, std::vector<size_t>> users;
   for (size_t i = 0; i < rules.size(); ++i)
     for (const auto& n : rule_names_in(rules[i].second)) users[n].push_back(i);
-  std::set<std::string> productive;
+  std::unordered_set<std::string> productive;
   std::vector<size_t> work(rules.size());
   for (size_t i = 0; i < rules.size(); ++i) work[i] = rules.size() - 1 - i;
+  // A rule waits in the work list at most once: a rule using 1,000 others was
+  // re-read once per other that became productive (quadratic in properties).
+  std::vector<char> queued(rules.size(), 1);
   while (!work.empty()) {
     size_t i = work.back();
     work.pop_back();
+    queued[i] = 0;
     if (productive.count(rules[i].first)) continue;
     ProductiveEval e{rules[i].second, productive};
     if (!e.alt()) continue;
     productive.insert(rules[i].first);
     for (size_t u : users[rules[i].first])
-      if (!productive.count(rules[u].first)) work.push_back(u);
+      if (!queued[u] && !productive.count(rules[u].first)) {
+        queued[u] = 1;
+        work.push_back(u);
+      }
   }
   std::vector<std::string> out;
   for (const auto& [name, body] : rules)

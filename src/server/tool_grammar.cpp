@@ -1,6 +1,9 @@
 // Grammars of required tool calls and of strict tools under "auto" (tool_grammar.h).
 #include "server/tool_grammar.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "grammar/compose.h"
 #include "grammar/json_schema.h"
 #include "server/api_error.h"
@@ -16,8 +19,17 @@ grammar::JsonSyntax syntax_of(const ReplyFormat& f) {
   return f.tools == ToolCallFormat::kGemma4 ? grammar::JsonSyntax::kGemma4 : grammar::JsonSyntax::kJson;
 }
 
+// What the tools' schemas of one request may cost together: each tool
+// compiled with the whole default budget let 512 tools multiply it (minutes of
+// compile time, and a combined grammar past what the grammar parser takes).
+struct SchemaBudget {
+  int64_t work = grammar::JsonSchemaOptions{}.max_work;
+  size_t bytes = grammar::JsonSchemaOptions{}.max_grammar_bytes;
+};
+
 // Rules `tN-root` for tool N's arguments; returns the rule text.
-std::string arguments_rules(const json& tool, size_t n, grammar::JsonSyntax syntax, std::string* root) {
+std::string arguments_rules(const json& tool, size_t n, grammar::JsonSyntax syntax, SchemaBudget& budget,
+                            std::string* root) {
   const json& fn = tool["function"];
   // No parameters: the empty object. Arguments are strict (additionalProperties
   // defaults to false): a call's extra arguments would only fail the function,
@@ -26,14 +38,22 @@ std::string arguments_rules(const json& tool, size_t n, grammar::JsonSyntax synt
   grammar::JsonSchemaOptions o;
   o.strict = true;
   o.syntax = syntax;
+  int64_t spent = 0;
+  const bool shared = budget.work < o.max_work || budget.bytes < o.max_grammar_bytes;
+  o.max_work = budget.work;
+  o.max_grammar_bytes = budget.bytes;
+  o.work_spent = &spent;
   std::string text;
   const std::string field = "tools[" + std::to_string(n) + "].function.parameters";
   try {
     text = grammar::json_schema_to_grammar(params, o);
   } catch (const grammar::SchemaError& e) {
-    bad_request("'" + field + "': " + e.what() + " (tool_choice needs a schema it can enforce)", field,
-                "unsupported_schema");
+    bad_request("'" + field + "': " + e.what() + " (tool_choice needs a schema it can enforce" +
+                    (shared ? "; the tools' schemas share these limits" : "") + ")",
+                field, "unsupported_schema");
   }
+  budget.work -= spent;
+  budget.bytes -= std::min(budget.bytes, text.size());
   const std::string prefix = "t" + std::to_string(n) + "-";
   *root = prefix + "root";
   return grammar::prefix_rules(text, prefix) + "\n";
@@ -186,9 +206,10 @@ std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserO
   if (!enforceable(f.tools)) return "";
   const json& tools = req.template_request["tools"];
   std::string rules, alts;
+  SchemaBudget budget;
   for (size_t i = 0; i < tools.size(); ++i) {
     std::string args;
-    rules += is_strict(tools[i]) ? arguments_rules(tools[i], i, syntax_of(f), &args)
+    rules += is_strict(tools[i]) ? arguments_rules(tools[i], i, syntax_of(f), budget, &args)
                                  : any_object_rules(i, syntax_of(f), &args);
     alts += std::string(alts.empty() ? "" : " | ") +
             call_alternative(f, tools[i]["function"]["name"].get<std::string>(), args);
@@ -213,11 +234,12 @@ std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOpt
                     "); use \"auto\"",
                 "tool_choice", "unsupported_parameter");
   std::string rules, alts;
+  SchemaBudget budget;
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string name = tools[i]["function"]["name"].get<std::string>();
     if (req.tool_choice.kind == ToolChoice::Kind::kFunction && name != req.tool_choice.function) continue;
     std::string args;
-    rules += arguments_rules(tools[i], i, syntax_of(f), &args);
+    rules += arguments_rules(tools[i], i, syntax_of(f), budget, &args);
     alts += std::string(alts.empty() ? "" : " | ") + call_alternative(f, name, args);
   }
   std::string g = "call-body ::= " + alts + "\n" + calls_rules(f, req.parallel_tool_calls);

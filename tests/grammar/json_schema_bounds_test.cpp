@@ -7,7 +7,7 @@
 // in its text (every group once counted lines from the start).
 #include <gtest/gtest.h>
 
-#include <chrono>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -44,9 +44,8 @@ std::string schema_error(const Json& schema, const JsonSchemaOptions& o = {}) {
   return "";
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+// Processor time, not wall time: the bounds hold on a loaded machine too.
+double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
 TEST(JsonSchemaBounds, TenThousandIntegerEnumCompilesToATrie) {
   Json s = {{"enum", Json::array()}};
@@ -70,16 +69,16 @@ TEST(JsonSchemaBounds, EnumTrieKeepsEveryValueAndNoOther) {
 TEST(JsonSchemaBounds, TenThousandPropertiesAreRefusedNamingTheLimit) {
   Json s = {{"type", "object"}, {"properties", Json::object()}};
   s["properties"] = object_of(10000, {{"type", "integer"}});
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = cpu_seconds();
   const std::string e = schema_error(s);
   EXPECT_NE(e.find("has 10000 properties, above the limit 1024 (max_properties)"), std::string::npos) << e;
-  EXPECT_LT(seconds_since(t0), 2.0);
+  EXPECT_LT(cpu_seconds() - t0, 2.0);
   // At the limit it compiles, and quickly.
   s["properties"] = object_of(1024, {{"type", "integer"}});
-  const auto t1 = std::chrono::steady_clock::now();
+  const double t1 = cpu_seconds();
   auto g = Grammar::parse(json_schema_to_grammar(s));
   EXPECT_TRUE(accepts(g, R"({"p5": 1, "p1023": 2})"));
-  EXPECT_LT(seconds_since(t1), 2.0);
+  EXPECT_LT(cpu_seconds() - t1, 2.0);
 }
 
 TEST(JsonSchemaBounds, UnionsEnumsAndWorkHaveLimits) {
@@ -125,9 +124,9 @@ TEST(GrammarBounds, ParsingIsLinearInTheText) {
   std::string text = "root ::=";
   for (int i = 0; i < 60000; ++i) text += " (\"a\" | \"b\")";
   text += "\n";
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = cpu_seconds();
   auto g = Grammar::parse(text);
-  EXPECT_LT(seconds_since(t0), 3.0);
+  EXPECT_LT(cpu_seconds() - t0, 3.0);
   EXPECT_TRUE(accepts(g, std::string(60000, 'a')));
 }
 

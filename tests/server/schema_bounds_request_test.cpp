@@ -4,6 +4,7 @@
 // passed here and failed as a 500 when generation made its matcher).
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "grammar/grammar.h"
 #include "server/api_error.h"
 #include "server/api_request.h"
+#include "server/reply_parser.h"
+#include "server/tool_grammar.h"
 
 namespace og::server {
 namespace {
@@ -74,6 +77,37 @@ TEST(SchemaBoundsRequest, AGrammarTooAmbiguousAtItsStartIsA400) {
   EXPECT_EQ(e.status(), 400);
   EXPECT_EQ(e.param(), "grammar");
   EXPECT_NE(std::string(e.what()).find("limits.max_stacks"), std::string::npos) << e.what();
+}
+
+TEST(SchemaBoundsRequest, ToolsShareOneSchemaBudget) {
+  // 300 tools of 1000 properties each: every one within the limits alone, but
+  // compiled each with the whole budget they took ~30 s and made a grammar of
+  // ~50 MB that the grammar parser then refused (a 500).
+  const json params = {{"type", "object"}, {"properties", object_of(1000, {{"type", "integer"}})}};
+  GenerationRequest r;
+  r.endpoint = Endpoint::kChat;
+  r.template_request["tools"] = json::array();
+  for (int i = 0; i < 300; ++i)
+    r.template_request["tools"].push_back(
+        {{"type", "function"}, {"function", {{"name", "f" + std::to_string(i)}, {"parameters", params}}}});
+  r.n_tools = 300;
+  r.tool_choice.kind = ToolChoice::Kind::kRequired;
+  ReplyParserOptions reply;
+  reply.format.tools = ToolCallFormat::kHermes;
+  const std::clock_t t0 = std::clock();  // processor time: the bound holds on a loaded machine too
+  ApiError e(0, "", "", "no error");
+  try {
+    tool_call_grammar(r, reply);
+  } catch (const ApiError& x) {
+    e = x;
+  }
+  EXPECT_LT(static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC, 3.0);
+  EXPECT_EQ(e.status(), 400) << e.what();
+  EXPECT_NE(std::string(e.what()).find("the tools' schemas share these limits"), std::string::npos) << e.what();
+  // A few such tools still compile.
+  r.template_request["tools"] = json::array({r.template_request["tools"][0], r.template_request["tools"][1]});
+  r.n_tools = 2;
+  EXPECT_FALSE(tool_call_grammar(r, reply).empty());
 }
 
 }  // namespace
