@@ -44,6 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   og::jinja::RenderOptions opt;
   opt.max_loop_iterations = 20000;
   opt.max_output_bytes = 256 << 10;
+  opt.max_memory_bytes = 32 << 20;
   opt.max_depth = 16;
   opt.now_unix = 0;
   try {

@@ -3,6 +3,7 @@
 // exit code, and the Jinja path agreeing with the built-in of the same format.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -79,6 +80,31 @@ TEST(Template, ModelTemplateDateAndSpecialTokens) {
   const Proc d = offgraph({"template", "--chat-template-file", dated, "--request", req, "--template-date", "2024-07-26"});
   ASSERT_EQ(d.code, 0) << d.err;
   EXPECT_EQ(d.out, "26 Jul 2024||");
+}
+
+// The probe's hostile templates (issue 50): a comparison loop over a list that
+// holds one 100000-item list 100 times, and its tojson (689 MB of text before
+// the render's bounds); each is exit 1 with one line naming the bound, quickly.
+TEST(Template, HostileTemplatesFailFastWithOneLine) {
+  const std::string req = write("h.json", R"({"messages": [{"role": "user", "content": "hi"}]})");
+  const std::string shared =
+      "{% set l0 = range(100000)|list %}{% set ns = namespace(a=[]) %}{% for i in range(100) %}"
+      "{% set ns.a = ns.a + [l0] %}{% endfor %}";
+  const std::pair<std::string, std::string> cases[] = {
+      {shared + "{% set w = [ns.a] %}{% for i in range(1000) %}{% for j in range(1000) %}{% if w == w %}{% endif %}"
+                "{% endfor %}{% endfor %}",
+       "work budget"},
+      {shared + "{{ ns.a|tojson }}", "grows beyond 16777216 bytes"}};
+  for (const auto& [text, bound] : cases) {
+    const std::string path = write("hostile.jinja", text);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Proc p = offgraph({"template", "--chat-template-file", path, "--request", req});
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(p.code, 1) << p.err;
+    EXPECT_NE(p.err.find(bound), std::string::npos) << p.err;
+    EXPECT_EQ(count(p.err, "\n"), 1u) << p.err;
+    EXPECT_LT(s, 10) << bound;
+  }
 }
 
 TEST(Template, ErrorsAreOneLineWithTheirExitCode) {

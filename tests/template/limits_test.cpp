@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "template/template.h"
 
@@ -39,63 +42,79 @@ void expect_bounded(const std::string& src, const std::string& limit, const Rend
   EXPECT_LT(o.seconds, seconds) << src.substr(0, 120);
 }
 
-// One list of 100000 items held 100 times: 10 million elements behind each use.
-const std::string kShared =
-    "{% set l0 = range(100000)|list %}{% set ns = namespace(a=[]) %}"
-    "{% for i in range(100) %}{% set ns.a = ns.a + [l0] %}{% endfor %}";
+// A list of n items held 100 times: 100 n elements behind each use.
+std::string shared(int n) {
+  return "{% set l0 = range(" + std::to_string(n) +
+         ")|list %}{% set ns = namespace(a=[]) %}{% for i in range(100) %}{% set ns.a = ns.a + [l0] %}{% endfor %}";
+}
 
-TEST(JinjaLimits, DeepComparisonsAreCharged) {
-  // The probe's template: 1 million comparisons of 10 million elements each.
-  expect_bounded(kShared +
+// Bounds 16 times below the defaults: the same mechanisms at a fraction of the
+// work, so the tests stay quick on a loaded machine. The probe's own templates
+// run under the defaults (any of their bounds may stop them: "giving up").
+RenderOptions small() {
+  RenderOptions o;
+  o.max_output_bytes = 1 << 20;
+  o.max_work = 64 << 20;
+  o.max_memory_bytes = 16 << 20;
+  return o;
+}
+
+TEST(JinjaLimits, TheProbesTemplatesEndUnderTheDefaults) {
+  // 1 million comparisons of 10 million elements each: minutes before.
+  expect_bounded(shared(100000) +
                      "{% set w = [ns.a] %}{% for i in range(1000) %}{% for j in range(1000) %}"
                      "{% if w == w %}{% endif %}{% endfor %}{% endfor %}",
-                 "work budget");
-  for (const char* cond : {"w != w", "l0 in ns.a", "ns.a in w", "ns.a < ns.a", "w is eq(w)", "w is in([w])"})
-    expect_bounded(kShared + "{% set w = [ns.a] %}{% for i in range(1000) %}{% if " + cond + " %}{% endif %}{% endfor %}",
-                   "work budget");
+                 "giving up");
+  // 689 MB of JSON text, 8 million split values: refused at 16 MiB.
+  expect_bounded(shared(100000) + "{{ ns.a|tojson }}", "grows beyond 16777216 bytes");
+  expect_bounded("{% set s = 'x,' * 8000000 %}{{ s.split(',')|length }}", "grows beyond 16777216 bytes");
+}
+
+TEST(JinjaLimits, DeepComparisonsAreCharged) {
+  for (const char* cond :
+       {"w == w", "w != w", "l0 in ns.a", "ns.a in w", "ns.a < ns.a", "w is eq(w)", "w is in([w])"})
+    expect_bounded(shared(5000) + "{% set w = [ns.a] %}{% for i in range(1000) %}{% if " + cond +
+                       " %}{% endif %}{% endfor %}",
+                   "work budget", small());
 }
 
 TEST(JinjaLimits, FiltersAndMethodsAreCharged) {
-  for (const char* expr : {"ns.a|unique|list", "ns.a|sort", "ns.a.count(l0)",
-                           "ns.a.count(l0[:-1] + [-1])", "ns.a|max"})
-    expect_bounded(kShared + "{% for i in range(1000) %}{% set x = " + expr + " %}{% endfor %}", "work budget");
+  for (const char* expr :
+       {"ns.a|unique|list", "ns.a|sort", "ns.a.count(l0)", "ns.a.count(l0[:-1] + [-1])", "ns.a|max"})
+    expect_bounded(shared(5000) + "{% for i in range(1000) %}{% set x = " + expr + " %}{% endfor %}", "work budget",
+                   small());
 }
 
 TEST(JinjaLimits, LiveValuesAreCounted) {
-  // 100 copies of a 100000-item list (12.8 MB each) are held at once.
-  expect_bounded(kShared + "{% set ns.b = [] %}{% for x in ns.a %}{% set ns.b = ns.b + [x|list] %}{% endfor %}",
-                 "bytes of memory");
-  expect_bounded(kShared + "{{ (ns.a|map('list'))|list|length }}", "bytes of memory");
+  // 100 copies of a 5000-item list (640 KB each) held at once.
+  expect_bounded(shared(5000) + "{% set ns.b = [] %}{% for x in ns.a %}{% set ns.b = ns.b + [x|list] %}{% endfor %}",
+                 "bytes of memory", small());
+  expect_bounded(shared(5000) + "{{ (ns.a|map('list'))|list|length }}", "bytes of memory", small());
   // Copies that are freed again do not add up.
-  EXPECT_EQ(run(kShared + "{% for x in ns.a[:20] %}{% set y = x|list %}{% endfor %}").error, "");
+  EXPECT_EQ(run(shared(5000) + "{% for x in ns.a %}{% set y = x|list %}{% endfor %}", small()).error, "");
 }
 
 TEST(JinjaLimits, StringsFromSharedListsStopAtTheSizeBound) {
-  // tojson / string / join / repr of the shared list would be 689 MB of text.
+  // Each would be 3.4 MB of text from a value the render holds once.
   for (const char* expr : {"ns.a|tojson", "ns.a|tojson(indent=100)", "ns.a|string", "ns.a|pprint", "ns.a|join(',')",
                            "ns.a ~ ''", "'%s' % [ns.a]", "'{}'.format(ns.a)", "[ns.a]|join"})
-    expect_bounded(kShared + "{{ " + expr + " }}", "grows beyond");
+    expect_bounded(shared(5000) + "{{ " + expr + " }}", "grows beyond 1048576 bytes", small());
 }
 
 TEST(JinjaLimits, BigOutputsAreRefusedBeforeTheyAreBuilt) {
-  const std::string s = "{% set s = 'x,' * 8000000 %}";
-  expect_bounded(s + "{{ s.split(',')|length }}", "grows beyond");   // 8 million values
-  expect_bounded(s + "{{ s.rsplit(',')|length }}", "grows beyond");
-  expect_bounded(s + "{{ s.replace(',', ' ').split()|length }}", "grows beyond");
-  expect_bounded(s + "{{ s.replace(',', '\\n').splitlines()|length }}", "grows beyond");
-  expect_bounded(s + "{{ s|list|length }}", "grows beyond");  // a value a character
-  expect_bounded(s + "{% for c in s %}{% endfor %}", "grows beyond");
-  expect_bounded(s + "{{ ([s] * 100)|join }}", "grows beyond");
-  expect_bounded(s + "{{ ''.join([s] * 100) }}", "grows beyond");
-  expect_bounded(s + "{{ (s ~ s)|length }}", "grows beyond");
-  expect_bounded(s + "{{ s.replace(',', s)|length }}", "grows beyond");
-  expect_bounded(s + "{{ ('%s' * 100) % ((s,) * 100) }}", "grows beyond");
-  expect_bounded("{{ ('\\n' * 1000000)|indent(1000, blank=true)|length }}", "grows beyond");
-  expect_bounded("{{ [1]|batch(1000000000000, fill_with=0)|list }}", "grows beyond");
-  expect_bounded("{{ [1, 2] * 1000000000000 }}", "grows beyond");
-  expect_bounded("{{ ([1] * 100000) + ([1] * 100000) }}", "grows beyond");
-  // A repeat count whose byte size wraps around 2^64 is still too big.
-  expect_bounded("{{ 'abcd' * 4611686018427387905 }}", "grows beyond");
+  const std::string s = "{% set s = 'x,' * 500000 %}";  // 1,000,000 bytes
+  for (const char* expr : {"s.split(',')|length",  // 500000 values
+                           "s.rsplit(',')|length", "s.replace(',', ' ').split()|length",
+                           "s.replace(',', '\\n').splitlines()|length",
+                           "s|list|length",  // a value a character
+                           "([s] * 100)|join", "''.join([s] * 100)", "(s ~ s)|length", "s.replace(',', s)|length",
+                           "('%s' * 100) % ((s,) * 100)", "('\\n' * 100000)|indent(1000, blank=true)|length",
+                           "[1]|batch(1000000000000, fill_with=0)|list", "[1, 2] * 1000000000000",
+                           "([1] * 5000) + ([1] * 5000)",
+                           // a repeat count whose byte size wraps around 2^64 is still too big
+                           "'abcd' * 4611686018427387905"})
+    expect_bounded(s + "{{ " + expr + " }}", "grows beyond", small());
+  expect_bounded(s + "{% for c in s %}{% endfor %}", "grows beyond", small());
   // Repeating nothing many times is nothing, at once.
   EXPECT_EQ(run("{{ '' * 1000000000000000000 }}{{ [] * 1000000000000000000 }}").error, "");
 }
@@ -115,8 +134,8 @@ TEST(JinjaLimits, WallClockDeadline) {
   RenderOptions opt;
   opt.max_work = int64_t{1} << 50;
   opt.max_render_ms = 100;
-  expect_bounded(kShared + "{% set w = [ns.a] %}{% for i in range(1000) %}{% if w == w %}{% endif %}{% endfor %}",
-                 "time limit (100 ms)", opt, 2);
+  expect_bounded(shared(100000) + "{% set w = [ns.a] %}{% for i in range(1000) %}{% if w == w %}{% endif %}{% endfor %}",
+                 "time limit (100 ms)", opt);
 }
 
 TEST(JinjaLimits, DefaultsLeaveOrdinaryWorkAlone) {
@@ -124,7 +143,32 @@ TEST(JinjaLimits, DefaultsLeaveOrdinaryWorkAlone) {
   EXPECT_EQ(run("{{ range(100000)|list|length }}").error, "");
   EXPECT_EQ(run("{{ ('x' * 16000000)|length }}").error, "");
   EXPECT_EQ(run("{% set s = 'a b ' * 50000 %}{{ s.split()|length }}{{ s.split(' ')|length }}").error, "");
-  EXPECT_EQ(run("{% for i in range(999) %}{% for j in range(1000) %}{% endfor %}{% endfor %}").error, "");
+  EXPECT_EQ(run("{% for i in range(300) %}{% for j in range(1000) %}{% endfor %}{% endfor %}").error, "");
+}
+
+// The hostile seeds of the Jinja fuzzer (fuzz/corpus/fuzz_jinja/hostile_*) end
+// with an error under the fuzzer's own bounds.
+TEST(JinjaLimits, FuzzSeedsEndWithErrors) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(OG_SOURCE_DIR) / "fuzz/corpus/fuzz_jinja";
+  ASSERT_TRUE(fs::is_directory(dir)) << dir;
+  RenderOptions fuzz;
+  fuzz.max_loop_iterations = 20000;
+  fuzz.max_output_bytes = 256 << 10;
+  fuzz.max_memory_bytes = 32 << 20;
+  int seeds = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("hostile_", 0) != 0) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    Outcome o = run(text.str(), fuzz);
+    EXPECT_NE(o.error, "") << entry.path();
+    EXPECT_LT(o.error.size(), 1000u) << entry.path();
+    EXPECT_LT(o.seconds, 8) << entry.path();
+    ++seeds;
+  }
+  EXPECT_GE(seeds, 7);
 }
 
 }  // namespace
