@@ -140,7 +140,7 @@ bool PrefixCache::write_to_disk(const Entry& e, bool evicted, double wait_s) {
     const auto it = holders_.find(e.chain[b]);
     if ((evicted && it != holders_.end() && it->second > 1) || on_disk_.count(e.chain[b])) continue;
     const int64_t at = static_cast<int64_t>(b) * bs;
-    std::vector<uint8_t> payload;
+    std::vector<uint8_t> payload = disk_->take_buffer();
     if (!cache_.export_positions(e.seq, at, at + bs, &payload).ok()) return true;
     const auto tokens = std::span(e.tokens).subspan(static_cast<size_t>(at), static_cast<size_t>(bs));
     DiskBlockRef ref{e.chain[b], b > 0 ? std::optional(e.chain[b - 1]) : std::nullopt, {tokens.begin(), tokens.end()}};

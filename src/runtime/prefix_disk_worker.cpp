@@ -83,6 +83,8 @@ struct PrefixDiskWorker::State {
   PrefixDiskStats stats;            // the tier's, as of the last finished job
   int64_t queue_skips = 0;          // writes skipped for a full queue
   std::vector<KvEvent> events;
+  std::vector<std::vector<uint8_t>> spare;  // buffers of finished writes, for the next exports
+  int64_t spare_bytes = 0;
 
   std::mutex notify_mu;
   std::function<void()> notify;
@@ -136,8 +138,13 @@ void PrefixDiskWorker::State::run() {
       tier.store(block.hash, block.parent, block.tokens, *payload);
       lk.lock();
       writing = false;
-      pending_bytes -= static_cast<int64_t>(writes.front().payload.size());
+      std::vector<uint8_t> done = std::move(writes.front().payload);
+      pending_bytes -= static_cast<int64_t>(done.size());
       writes.pop_front();
+      if (spare_bytes + static_cast<int64_t>(done.capacity()) <= PrefixDiskWorker::kKeptBufferBytes) {
+        spare_bytes += static_cast<int64_t>(done.capacity());
+        spare.push_back(std::move(done));
+      }
       lk.unlock();
     }
     lk.lock();
@@ -211,6 +218,15 @@ bool PrefixDiskWorker::write(DiskBlockRef b, std::vector<uint8_t> payload, doubl
     s.log(cat("prefix cache: block ", to_hex(b.hash).substr(0, 16), " not written to disk (", s.max_pending,
               " bytes already wait to be written; ", skips, " blocks skipped so far)"));
   return false;
+}
+
+std::vector<uint8_t> PrefixDiskWorker::take_buffer() {
+  std::lock_guard<std::mutex> lk(state_->mu);
+  if (state_->spare.empty()) return {};
+  std::vector<uint8_t> b = std::move(state_->spare.back());
+  state_->spare.pop_back();
+  state_->spare_bytes -= static_cast<int64_t>(b.capacity());
+  return b;
 }
 
 std::shared_ptr<DiskRead> PrefixDiskWorker::read(int64_t first, std::vector<DiskBlockRef> blocks) {

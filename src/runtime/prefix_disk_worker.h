@@ -10,6 +10,8 @@
 // request holds at most the prompt's blocks. A worker stuck in a system call
 // (a hung network file system) makes later reads misses at once, and the
 // destructor leaves it behind rather than wait past the shutdown bound.
+// Payload buffers are recycled (up to kKeptBufferBytes): the export into a
+// fresh buffer is mostly page faults, many times the copy itself.
 // Thread-safe: any thread may call any method.
 #pragma once
 
@@ -78,6 +80,10 @@ class PrefixDiskWorker {
   int64_t payload_bytes() const { return payload_bytes_; }
   double read_wait_s() const { return read_wait_s_; }
   double shutdown_write_s() const { return shutdown_write_s_; }
+
+  // A buffer for a payload to export into (capacity from a finished write when one is kept).
+  std::vector<uint8_t> take_buffer();
+  static constexpr int64_t kKeptBufferBytes = int64_t{64} << 20;
 
   // Queues block `b`'s write. When the queue's bytes would pass the bound,
   // waits up to `wait_s` for room, then skips it (counted, logged): false.

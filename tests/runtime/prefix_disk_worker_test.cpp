@@ -103,6 +103,8 @@ TEST(PrefixDiskWorker, WritesOffTheCallingThread) {
   EXPECT_EQ(got[0], payload(w, 2));
   ASSERT_TRUE(w.drain(5));
   EXPECT_EQ(w.stats().writes, 2);
+  // The written payloads' buffers are kept for the next exports.
+  EXPECT_GE(w.take_buffer().capacity(), static_cast<size_t>(w.payload_bytes()));
   r = w.read(0, {block(1), block(2)});
   ASSERT_TRUE(r->wait_for(5));
   got = r->take();
