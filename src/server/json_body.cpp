@@ -118,7 +118,7 @@ class Builder {
       const Frame& f = stack_[i];
       if (f.key) {
         if (!p.empty()) p += '.';
-        p.append(*f.key, 0, kMaxPathBytes + 1);
+        p.append(*f.key, 0, utf8_prefix(*f.key, kMaxPathBytes + 1));  // whole characters only
       } else {
         p += "[" + std::to_string(f.index) + "]";
       }
@@ -142,7 +142,7 @@ bool Builder::key(string_t& k) {
   if (f.keys) {
     if (auto it = f.keys->find(k); it != f.keys->end()) at = it->second;
   } else {
-    for (size_t i = 0; i < o.size(); ++i)
+    for (size_t i = 0; i < o.size() && at == o.size(); ++i)
       if (o[i].first == k) at = i;
   }
   if (at == o.size()) {

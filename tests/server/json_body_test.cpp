@@ -158,6 +158,13 @@ TEST(JsonBody, DepthLimitNamesWhere) {
   const std::string what = error_of([&] { parse_json_object(body); }).what();
   EXPECT_LT(what.size(), 400u);
   EXPECT_NE(what.find("(cut;"), std::string::npos) << what;
+  // Cut on whole characters: a key of 2-byte characters is cut at an even byte count (160, not 161).
+  std::string accents;
+  for (int i = 0; i < 1000; ++i) accents += "\xc3\xa9";
+  const ApiError cut = error_of([&] {
+    parse_json_object("{\"" + accents + "\": " + std::string(70, '[') + std::string(70, ']') + "}");
+  });
+  EXPECT_EQ(cut.param().substr(0, 161), accents.substr(0, 160) + "[") << cut.param();
 }
 
 // A tool call's arguments are client JSON in a string: parsed by the same bounded parser.
