@@ -268,7 +268,8 @@ TEST(PrefixDiskScheduler, FifoInTheDirectoryIsAMissAndBlocksNothing) {
     std::filesystem::remove(f);
     ASSERT_EQ(::mkfifo(f.c_str(), 0644), 0);
   }
-  Replica r(l, KvKind::kBatchedCell, dir.path(), false);
+  // A read stuck in open() would hold the request back for read_wait_s: longer than the guard.
+  Replica r(l, KvKind::kBatchedCell, dir.path(), false, [](SchedulerOptions& o) { o.prefix_disk.read_wait_s = 60; });
   std::promise<void> finished;
   std::future<void> done = finished.get_future();
   RequestReport rep;
