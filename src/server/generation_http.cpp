@@ -44,6 +44,12 @@ ApiError unfinished_error(const RequestReport& r) {
     case FinishReason::kRefused:
       return ApiError(503, "server_error", "refused", "the request was refused: " + r.message);
     default:
+      // The matcher's bounds reached mid-reply (src/grammar/automaton.cpp:
+      // limits.max_stacks, limits.max_states): the request's grammar is too
+      // ambiguous or too large, the client's fault, not the engine's.
+      if (r.message.rfind("grammar: ", 0) == 0 && r.message.find("limits.max_") != std::string::npos)
+        return ApiError(400, "invalid_request_error", "grammar_limit",
+                        "the request's grammar passed a bound of the matcher mid-reply: " + r.message.substr(9));
       return ApiError(500, "server_error", "engine_failure", "the engine failed: " + r.message);
   }
 }
