@@ -19,6 +19,10 @@ struct RenderOptions;
 // Work units: a byte of string text copied, searched or compared costs one;
 // a container element visited, copied or compared costs this many.
 constexpr int64_t kElementWork = 16;
+// An expression evaluated or a statement run (the interpreter's own overhead:
+// scopes, argument lists, lookups), so that a cheap step repeated 2^60 times
+// by recursive macros is stopped by the budget, not only by the deadline.
+constexpr int64_t kStepWork = 64;
 // What a list item or dict entry is taken to occupy when a container's size
 // is checked against max_output_bytes (at least sizeof(Value), see meter.cpp).
 constexpr size_t kElementBytes = 128;

@@ -109,6 +109,7 @@ Flow Interp::exec_body(const Body& body, const std::shared_ptr<Scope>& scope) {
 
 Flow Interp::exec(const Stmt& s, const std::shared_ptr<Scope>& scope) {
   try {
+    charge_work(kStepWork);
     switch (s.kind) {
       case StmtKind::Text: append(s.text); return Flow::Normal;
       case StmtKind::Output: append(eval(*s.expr, scope).to_str()); return Flow::Normal;

@@ -85,6 +85,14 @@ TEST(JinjaLimits, FiltersAndMethodsAreCharged) {
                    small());
 }
 
+TEST(JinjaLimits, InterpreterStepsAreCharged) {
+  // 2^60 macro calls within the depth bound, each one cheap.
+  expect_bounded("{% macro f(n) %}{% if n < 60 %}{{ f(n+1) }}{{ f(n+1) }}{% endif %}{% endmacro %}{{ f(0) }}",
+                 "work budget", small());
+  expect_bounded("{% macro f(n) %}{% if n < 60 %}{{ f(n+1) }}{{ f(n+1) }}{% endif %}{% endmacro %}{{ f(0) }}",
+                 "giving up");
+}
+
 TEST(JinjaLimits, LiveValuesAreCounted) {
   // 100 copies of a 5000-item list (640 KB each) held at once.
   expect_bounded(shared(5000) + "{% set ns.b = [] %}{% for x in ns.a %}{% set ns.b = ns.b + [x|list] %}{% endfor %}",
