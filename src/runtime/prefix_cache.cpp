@@ -156,9 +156,15 @@ bool PrefixCache::write_back(double seconds) {
   std::vector<const Entry*> order;
   for (const Entry& e : entries_) order.push_back(&e);
   std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) { return a->last_used > b->last_used; });
+  bool done = true;
   for (const Entry* e : order)
-    if (t.seconds() >= seconds || !write_to_disk(*e, /*evicted=*/false, seconds - t.seconds())) return false;
-  return disk_->drain(seconds - t.seconds());
+    if (t.seconds() >= seconds || !write_to_disk(*e, /*evicted=*/false, seconds - t.seconds())) {
+      done = false;
+      break;
+    }
+  done = disk_->drain(seconds - t.seconds()) && done;
+  disk_->spend_shutdown_bound();  // the process is going: no second wait in the worker's destructor
+  return done;
 }
 
 bool PrefixCache::drain_disk(double seconds) { return !disk_ || disk_->drain(seconds); }

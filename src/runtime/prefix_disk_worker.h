@@ -92,6 +92,9 @@ class PrefixDiskWorker {
   std::shared_ptr<DiskRead> read(int64_t first, std::vector<DiskBlockRef> blocks);
   // Waits until no job is queued or running, at most `seconds`; true if so.
   bool drain(double seconds);
+  // The shutdown's write-back has had its time: the destructor drops what is
+  // still queued instead of waiting shutdown_write_s again.
+  void spend_shutdown_bound() { shutdown_write_s_ = 0; }
 
   PrefixDiskStats stats() const;
   std::vector<KvEvent> take_events();

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "base/timer.h"
@@ -217,6 +218,37 @@ TEST(PrefixDiskScheduler, GracefulShutdownWritesWhatMemoryHolds) {
   EXPECT_EQ(rep.cached_tokens, 28);
   EXPECT_EQ(r.sched->snapshot().prefix_disk_hit_tokens, 28);
   EXPECT_EQ(rep.tokens, cold(l, a));
+}
+
+TEST(PrefixDiskScheduler, ShutdownWithAHungDiskEndsWithinItsBound) {
+  const Loaded l = load_llama();
+  const std::vector<int32_t> a = test_tokens(30, l.model->n_vocab(), 49);
+  TempDir dir;
+  auto gate = std::make_shared<std::promise<void>>();
+  std::shared_future<void> open = gate->get_future().share();
+  auto log = std::make_shared<std::string>();
+  auto log_mu = std::make_shared<std::mutex>();
+  {
+    Replica r(l, KvKind::kBatchedCell, dir.path(), false, [&](SchedulerOptions& o) {
+      o.prefix_disk.shutdown_write_s = 0.3;
+      o.prefix_disk.before_write = [open] { open.wait_for(std::chrono::seconds(20)); };  // a hung disk
+      o.prefix_disk.log = [log, log_mu](const std::string& s) {
+        std::lock_guard<std::mutex> lk(*log_mu);
+        *log += s + "\n";
+      };
+    });
+    r.generate(a);
+    Timer t;
+    r.sched->shutdown(0);
+    r.sched.reset();  // and the worker's end
+    EXPECT_LT(t.seconds(), 0.3 + 1 + 1.5);  // the bound, the job in progress, slack
+  }
+  {
+    std::lock_guard<std::mutex> lk(*log_mu);
+    EXPECT_NE(log->find("stopped at its bound"), std::string::npos) << *log;
+  }
+  gate->set_value();  // the thread left behind finishes its write
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }
 
 TEST(PrefixDiskScheduler, EvictionDoesNotWaitForTheDisk) {
