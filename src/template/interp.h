@@ -83,6 +83,7 @@ class Interp {
   std::shared_ptr<Scope> globals_;
   std::string* out_ = nullptr;
   int64_t iterations_ = 0;
+  size_t held_ = 0;  // bytes in the output buffers that unfinished captures set aside
   int depth_ = 0;
   std::vector<Value> namespace_values_;  // emptied at the end: a namespace may hold itself
 };

@@ -49,10 +49,14 @@ void Meter::check_bytes(size_t bytes, const char* what) const {
     fail(what, " grows beyond ", max_bytes_, " bytes");
 }
 
-std::shared_ptr<LiveBytes> Meter::hold(size_t bytes) {
+void Meter::check_memory(size_t extra) const {
   const int64_t now = live_->bytes.load(std::memory_order_relaxed);
-  if (bytes > static_cast<size_t>(INT64_MAX - now) || now + static_cast<int64_t>(bytes) > max_memory_)
+  if (extra > static_cast<size_t>(INT64_MAX - now) || now + static_cast<int64_t>(extra) > max_memory_)
     fail("the template's values would take more than ", max_memory_, " bytes of memory; giving up");
+}
+
+std::shared_ptr<LiveBytes> Meter::hold(size_t bytes) {
+  check_memory(bytes);
   live_->bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   return live_;
 }

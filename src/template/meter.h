@@ -52,6 +52,9 @@ class Meter {
   int64_t max_bytes() const { return max_bytes_; }
   // Counts `bytes` more of live values; og::Error past max_memory_bytes.
   std::shared_ptr<LiveBytes> hold(size_t bytes);
+  // og::Error when the live values plus `extra` bytes held elsewhere (output
+  // buffers) pass max_memory_bytes.
+  void check_memory(size_t extra) const;
 
   static Meter* current() { return current_; }
 

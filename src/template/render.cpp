@@ -63,6 +63,9 @@ void Interp::check_size(size_t bytes) const { meter_.check_bytes(bytes); }
 
 void Interp::append(std::string_view s) {
   check_size(out_->size() + s.size());
+  // The buffers of unfinished macro calls count as memory held too (64 of
+  // them nested could hold 64 x the value bound).
+  meter_.check_memory(held_ + out_->size() + s.size());
   out_->append(s);
 }
 
@@ -89,12 +92,15 @@ std::string Interp::capture(const Body& body, const std::shared_ptr<Scope>& scop
   std::string buf;
   std::string* saved = out_;
   out_ = &buf;
+  held_ += saved->size();
   try {
     exec_body(body, scope);
   } catch (...) {
+    held_ -= saved->size();
     out_ = saved;
     throw;
   }
+  held_ -= saved->size();
   out_ = saved;
   return buf;
 }

@@ -98,6 +98,10 @@ TEST(JinjaLimits, LiveValuesAreCounted) {
   expect_bounded(shared(5000) + "{% set ns.b = [] %}{% for x in ns.a %}{% set ns.b = ns.b + [x|list] %}{% endfor %}",
                  "bytes of memory", small());
   expect_bounded(shared(5000) + "{{ (ns.a|map('list'))|list|length }}", "bytes of memory", small());
+  // Output buffers of unfinished macro calls: 16 nested calls holding 1 MB each.
+  expect_bounded("{% macro f(n) %}{{ 'x' * 1000000 }}{% if n < 16 %}{{ f(n + 1) }}{% endif %}{% endmacro %}"
+                 "{{ f(0)|length }}",
+                 "bytes of memory", small());
   // Copies that are freed again do not add up.
   EXPECT_EQ(run(shared(5000) + "{% for x in ns.a %}{% set y = x|list %}{% endfor %}", small()).error, "");
 }
