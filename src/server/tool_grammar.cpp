@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "grammar/compose.h"
+#include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "server/api_error.h"
 
@@ -52,11 +53,23 @@ std::string arguments_rules(const json& tool, size_t n, grammar::JsonSyntax synt
                     (shared ? "; the tools' schemas share these limits" : "") + ")",
                 field, "unsupported_schema");
   }
-  budget.work -= spent;
-  budget.bytes -= std::min(budget.bytes, text.size());
   const std::string prefix = "t" + std::to_string(n) + "-";
   *root = prefix + "root";
-  return grammar::prefix_rules(text, prefix) + "\n";
+  std::string rules = grammar::prefix_rules(text, prefix) + "\n";  // the prefixes add bytes: count them too
+  budget.work -= spent;
+  budget.bytes -= std::min(budget.bytes, rules.size());
+  return rules;
+}
+
+// The whole call grammar within what the grammar parser takes: past it, a
+// 400 naming the tools here, not a grammar that fails to compile (a 500) later.
+std::string within_grammar_limit(std::string g) {
+  const size_t limit = grammar::GrammarLimits{}.max_text_bytes;
+  if (g.size() > limit)
+    bad_request("'tools': the grammar of these tools' calls is " + std::to_string(g.size()) +
+                    " bytes, above the limit " + std::to_string(limit) + " (the tools' schemas share it)",
+                "tools", "unsupported_schema");
+  return g;
 }
 
 // Any JSON object: the arguments of a tool that is not strict.
@@ -215,13 +228,14 @@ std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserO
             call_alternative(f, tools[i]["function"]["name"].get<std::string>(), args);
   }
   std::string g = "call-body ::= " + alts + "\n";
-  if (f.tools == ToolCallFormat::kHarmony) return g + harmony_auto_rules(reply) + rules;
-  if (f.tools == ToolCallFormat::kLlama3Json) return g + llama3_auto_rules(f, req.parallel_tool_calls) + rules;
+  if (f.tools == ToolCallFormat::kHarmony) return within_grammar_limit(g + harmony_auto_rules(reply) + rules);
+  if (f.tools == ToolCallFormat::kLlama3Json)
+    return within_grammar_limit(g + llama3_auto_rules(f, req.parallel_tool_calls) + rules);
   g += calls_rules(f, req.parallel_tool_calls);
   // Text (reasoning included) never holding the marker, then calls or nothing.
   g += f.tools == ToolCallFormat::kHermes ? "root ::= free (calls [\\n]?)?\n" : "root ::= free calls?\n";
   g += grammar::text_without_rules(call_marker(f), "free");
-  return g + rules;
+  return within_grammar_limit(g + rules);
 }
 
 std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOptions& reply) {
@@ -265,7 +279,7 @@ std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOpt
   } else {
     g += "root ::= calls\n";
   }
-  return g + rules;
+  return within_grammar_limit(g + rules);
 }
 
 }  // namespace og::server
