@@ -541,6 +541,8 @@ def parse_args(argv):
     p.add_argument("--fd-bound", type=int, default=soak_checks.FD_BOUND,
                    help=f"largest fd growth, last third vs middle third (default {soak_checks.FD_BOUND})")
     p.add_argument("--seed", type=int, default=1, help="seed of the clients' mix (default 1)")
+    p.add_argument("--samples-out", metavar="CSV",
+                   help="also write the once-a-second samples there (seconds, rss_kb, fds, threads, requests)")
     p.add_argument("--inject", choices=["mismatch", "fd-leak"],
                    help="break the run on purpose, to see the soak fail: a wrong reference, or "
                         "connections the clients never close under a 1 h header timeout")
@@ -552,6 +554,13 @@ def parse_args(argv):
         if args.seconds <= 0 or args.clients < 1 or args.parallel < 1:
             p.error("--seconds, --clients and --parallel must be positive")
     return args
+
+
+def write_samples(path, samples):
+    with open(path, "w") as f:
+        f.write("seconds,rss_kb,fds,threads,requests\n")
+        for t, rss, fds, threads, done in samples:
+            f.write(f"{t:.1f},{rss},{fds},{threads},{done}\n")
 
 
 def check_inputs(args):
@@ -592,6 +601,8 @@ def soak(args, workdir):
         # until the server has stopped.
         samples, load_s, clients = run_load(ctx)
         kept = sum(len(c.kept) for c in clients)
+        if args.samples_out:
+            write_samples(args.samples_out, samples)
         metrics, busy = wait_metrics_idle(server.port, args.timeout_s, 10)
         after = settle_idle(server, before, 15)
         statuses, finishes = access_log_statuses(server)
