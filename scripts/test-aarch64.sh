@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs the AArch64 cross build (build-aarch64/, made by scripts/cross-aarch64.sh)
+# under qemu-user on an x86-64 host: for each emulated CPU (cortex-a57: ARMv8.0
+# NEON only; neoverse-n1: + dot product; max: + i8mm, BF16, SVE), the table
+# the HWCAP bits select, the kernel unit tests, and stories260K's greedy
+# continuation, which must equal the x86 build's (build/offgraph, built if
+# missing) byte for byte. Emulated, so it checks correctness only: its
+# timings say nothing of speed on ARM hardware. Prints its wall and CPU time.
+#   QUICK=1: only the table tests of test_kernels (*IsaTable*, *EachTable*:
+#            which tables run, each against the reference) under each CPU,
+#            not the whole set (which takes tens of minutes under qemu).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=build-aarch64
+MODEL=../shared/testdata/models/stories260K/stories260K.gguf
+# No -L /usr/aarch64-linux-gnu: the programs load libc6:arm64's loader and C
+# library (cmake/aarch64-linux-gnu.cmake says why mixing them hangs).
+QEMU=(qemu-aarch64-static)
+t0=$(date +%s)
+[ -f "$MODEL" ] || { echo "test-aarch64: missing test data $MODEL" >&2; exit 1; }
+for f in "$B/offgraph" "$B/tests/test_kernels"; do
+  [ -x "$f" ] || { echo "test-aarch64: no $f (run scripts/cross-aarch64.sh first)" >&2; exit 1; }
+done
+command -v qemu-aarch64-static >/dev/null || { echo "test-aarch64: no qemu-aarch64-static (scripts/cross-aarch64.sh installs it)" >&2; exit 1; }
+[ -x build/offgraph ] || scripts/build.sh offgraph
+
+fail=0
+check() {  # check NAME WANT GOT
+  if [ "$2" == "$3" ]; then echo "  ok: $1"; else echo "  FAIL: $1: expected [$2], got [$3]"; fail=1; fi
+}
+
+run_args=(run --model "$MODEL" --prompt "Once upon a time" --max-new-tokens 60 --chat 0)
+x86_text=$(build/offgraph "${run_args[@]}" 2>/dev/null)
+[ -n "$x86_text" ] || { echo "test-aarch64: build/offgraph gave no text" >&2; exit 1; }
+
+declare -A best=([cortex-a57]=neon [neoverse-n1]=dotprod [max]=i8mm)
+for cpu in cortex-a57 neoverse-n1 max; do
+  echo "== qemu -cpu $cpu"
+  # The table chosen from HWCAP: `--version` prints "...; in use: <table>".
+  summary=$("${QEMU[@]}" -cpu "$cpu" "$B/offgraph" --version | grep "instruction sets:")
+  echo "  $summary"
+  check "table in use" "${best[$cpu]}" "${summary##*in use: }"
+  filter="*"
+  [ "${QUICK:-0}" = 1 ] && filter="*IsaTable*:*EachTable*"
+  if "${QEMU[@]}" -cpu "$cpu" "$B/tests/test_kernels" --gtest_brief=1 --gtest_filter="$filter" > "$B/test_kernels.$cpu.log" 2>&1; then
+    echo "  ok: test_kernels ($filter): $(grep '^\[  PASSED' "$B/test_kernels.$cpu.log")"
+    grep '^\[  SKIPPED \]' "$B/test_kernels.$cpu.log" | sed 's/^/  /' || true
+  else
+    echo "  FAIL: test_kernels ($filter), see $B/test_kernels.$cpu.log"; tail -20 "$B/test_kernels.$cpu.log"; fail=1
+  fi
+  grep "^\[ isa \]" "$B/test_kernels.$cpu.log" | sed 's/^/  /' || true
+  # stories260K's greedy continuation with every table this CPU has.
+  for isa in scalar neon dotprod i8mm; do
+    case "$cpu:$isa" in cortex-a57:dotprod|cortex-a57:i8mm|neoverse-n1:i8mm) continue;; esac
+    got=$(OFFGRAPH_ISA=$isa "${QEMU[@]}" -cpu "$cpu" "$B/offgraph" "${run_args[@]}" 2>/dev/null) || { echo "  FAIL: run $isa exited $?"; fail=1; continue; }
+    check "stories260K greedy text, OFFGRAPH_ISA=$isa, equals the x86 build's" "$x86_text" "$got"
+  done
+done
+# A table the CPU lacks is the usage error (exit 2), as on x86.
+rc=0; OFFGRAPH_ISA=i8mm "${QEMU[@]}" -cpu cortex-a57 "$B/offgraph" "${run_args[@]}" >/dev/null 2>"$B/isa_err.log" || rc=$?
+check "OFFGRAPH_ISA=i8mm on cortex-a57 exits 2 ($(head -1 "$B/isa_err.log"))" 2 "$rc"
+rc=0; OFFGRAPH_ISA=avx2 "${QEMU[@]}" -cpu max "$B/offgraph" "${run_args[@]}" >/dev/null 2>"$B/isa_err.log" || rc=$?
+check "OFFGRAPH_ISA=avx2 on aarch64 exits 2 ($(head -1 "$B/isa_err.log"))" 2 "$rc"
+
+times > "$B/times.txt"  # not in a pipe: a subshell's `times` has no children
+cpu=$(tail -1 "$B/times.txt" | awk '{ for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); t[i] = a[1] * 60 + a[2] }
+                                    printf "user %.0f s, system %.0f s", t[1], t[2] }')
+echo "test-aarch64: wall $(( $(date +%s) - t0 )) s; CPU of the programs it ran: $cpu"
+[ $fail = 0 ] && echo "test-aarch64: all passed" || { echo "test-aarch64: FAILED"; exit 1; }
