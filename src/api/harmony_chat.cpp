@@ -168,7 +168,10 @@ std::string ts_tool(const Json& tool, const std::string& where) {
   const Json* fn = field(tool, "function");
   if (!fn || !fn->is_object()) fail("harmony: ", where, " has no \"function\" object");
   const std::string at = where + ".function";
-  std::string s = "// " + str_of(field(*fn, "description"), at + ".description") + "\n";
+  // A tool without a description (OpenAI's is optional): an empty one, as
+  // the server gives gpt-oss's template (server/generation.cpp).
+  const Json* d = field(*fn, "description");
+  std::string s = "// " + (d && !d->is_null() ? str_of(d, at + ".description") : std::string()) + "\n";
   s += "type " + str_of(field(*fn, "name"), at + ".name") + " = ";
   const Json* params = field(*fn, "parameters");
   const Json* props = params ? field(*params, "properties") : nullptr;

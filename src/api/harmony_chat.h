@@ -11,8 +11,9 @@
 // `builtin_tools` (browser, python), a system or developer message after the
 // first, and roles other than system, developer, user, assistant and tool,
 // which that template drops without a word. Requests the template itself
-// rejects (a tool without a description, an enum's non-string default, a
-// tool message with no earlier tool call, ...) are an og::Error here too.
+// rejects (an enum's non-string default, a tool message with no earlier tool
+// call, ...) are an og::Error here too; a tool without a description (or a
+// null one) has an empty one, as the server gives that template.
 //
 // Segments: the template's own markers are template text; every text the
 // request supplies (contents, reasoning, the functions namespace, a call's

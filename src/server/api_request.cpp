@@ -527,12 +527,15 @@ ToolChoice parse_tool_choice(Fields& f, const json& tools, std::vector<std::stri
 
 // chat_template_kwargs (an object; its keys become template variables) and
 // reasoning_effort (a template variable too, as gpt-oss's template reads it).
-json parse_template_kwargs(Fields& f) {
+// *source: the field the kwargs came from, for the 400 of a template that
+// cannot take them ("chat_template_kwargs" when it has keys, else "reasoning_effort").
+json parse_template_kwargs(Fields& f, std::string* source) {
   json kw = json::object();
   if (const json* k = f.get("chat_template_kwargs")) {
     if (!k->is_object()) wrong_type("chat_template_kwargs", "an object", *k);
     kw = *k;
   }
+  *source = kw.empty() ? "reasoning_effort" : "chat_template_kwargs";
   if (auto e = f.string("reasoning_effort")) {
     if (*e != "minimal" && *e != "low" && *e != "medium" && *e != "high" && *e != "none")
       bad_request("'reasoning_effort' is " + client_text(*e) + ": expected none, minimal, low, medium or high",
@@ -553,7 +556,8 @@ ChatPart parse_chat_part(Fields& f, std::vector<std::string>* ignored) {
   ChatPart c;
   c.messages = parse_messages(f, ignored);
   c.tools = parse_tools(f, ignored);
-  const json kwargs = parse_template_kwargs(f);
+  std::string kwargs_field;
+  const json kwargs = parse_template_kwargs(f, &kwargs_field);
   c.template_request["messages"] = c.messages.normalized;
   if (!c.tools.empty()) {
     c.template_request["tools"] = c.tools;
@@ -561,7 +565,7 @@ ChatPart parse_chat_part(Fields& f, std::vector<std::string>* ignored) {
   }
   if (!kwargs.empty()) {
     c.template_request["chat_template_kwargs"] = kwargs;
-    if (c.messages.needs_jinja.empty()) c.messages.needs_jinja = "chat_template_kwargs";
+    if (c.messages.needs_jinja.empty()) c.messages.needs_jinja = kwargs_field;
   }
   return c;
 }

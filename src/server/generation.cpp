@@ -40,8 +40,11 @@ SamplerConfig sampler_of(const GenerationParams& p, const ServedModel& m) {
 
 void check_model(const std::string& requested, const ServedModel& m) {
   if (requested.empty() || requested == m.id) return;
-  throw ApiError(400, "invalid_request_error", "model_not_found",
-                 "the model " + client_text(requested) + " is not served here; this server serves '" + m.id + "'", "model");
+  // 404 as OpenAI answers it (its clients raise NotFoundError for it).
+  throw ApiError(404, "invalid_request_error", "model_not_found",
+                 "The model " + client_text(requested) +
+                     " does not exist or you do not have access to it; this server serves '" + m.id + "'",
+                 "model");
 }
 
 namespace {
@@ -89,21 +92,37 @@ ChatSegments harmony_segments(const nlohmann::ordered_json& template_request, bo
 
 }  // namespace
 
+nlohmann::ordered_json jinja_request(const ServedModel& m, const nlohmann::ordered_json& template_request) {
+  nlohmann::ordered_json r = template_request;
+  if (m.reply_format.tools != ToolCallFormat::kHarmony || !r.contains("tools") || !r["tools"].is_array()) return r;
+  for (auto& tool : r["tools"]) {
+    if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object()) continue;
+    auto& fn = tool["function"];
+    if (!fn.contains("description") || fn["description"].is_null()) fn["description"] = "";
+  }
+  return r;
+}
+
 ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& template_request,
                            const std::vector<ChatMessage>& messages, const std::string& needs_jinja, bool has_tools,
                            bool add_generation_prompt) {
   const JinjaChatTemplate* j = has_tools && m.jinja_tool_use ? m.jinja_tool_use : m.jinja;
   if (j) {
-    nlohmann::ordered_json r = template_request;
+    nlohmann::ordered_json r = jinja_request(m, template_request);
     r["add_generation_prompt"] = add_generation_prompt;
     return j->render_request_segments(r);
   }
   if (serves_builtin_harmony(m)) return harmony_segments(template_request, add_generation_prompt);
-  if (!needs_jinja.empty())
-    bad_request("'" + needs_jinja + "' needs a Jinja chat template, and this server renders with the built-in '" +
-                    m.tmpl->name() +
+  if (!needs_jinja.empty()) {
+    // reasoning_effort reaches the model only as a template variable (gpt-oss's reads it).
+    const std::string why = needs_jinja == "reasoning_effort"
+                                ? " has no effect on this model: a Jinja chat template that reads it (as gpt-oss's does) "
+                                  "is needed"
+                                : " needs a Jinja chat template";
+    bad_request("'" + needs_jinja + "'" + why + ", and this server renders with the built-in '" + m.tmpl->name() +
                     "' template (serve a model that ships one with --chat auto, or give --chat-template-file)",
                 needs_jinja, "unsupported_parameter");
+  }
   return m.tmpl->render_segments(messages, add_generation_prompt);
 }
 
@@ -180,6 +199,7 @@ ReplyParserOptions reply_options(const GenerationRequest& req, const ServedModel
                   o.format.tools != ToolCallFormat::kNone;
   o.parse_reasoning = m.parse_reasoning && o.format.reasoning != ReasoningFormat::kNone;
   o.starts_in_reasoning = o.parse_reasoning && prompt_opens_reasoning(rendered, o.format.reasoning);
+  o.parallel_tool_calls = req.parallel_tool_calls;
   return o;
 }
 

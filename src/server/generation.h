@@ -24,8 +24,14 @@
 
 namespace og::server {
 
-// A model field naming another model: ApiError 400 (code model_not_found).
+// A model field naming another model: ApiError 404 (code model_not_found).
 void check_model(const std::string& requested, const ServedModel& m);
+
+// The request as the served Jinja template reads it: under gpt-oss's
+// (harmony replies) a tool without a description, or a null one, gets ""
+// (OpenAI's is optional; that template adds it to text unguarded and would
+// refuse the request), as the built-in harmony render gives it.
+nlohmann::ordered_json jinja_request(const ServedModel& m, const nlohmann::ordered_json& template_request);
 
 // A chat request's prompt segments: through the model's Jinja template
 // (its tool_use variant when tools are given and it has one) with tools,

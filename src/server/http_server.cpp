@@ -354,7 +354,8 @@ std::optional<HttpResponse> HttpServer::Impl::answer_now(const HttpRequest& req)
     const std::string id = percent_decode(std::string_view(p).substr(kModelPrefix.size()));
     if (id != m.id)
       return api_error_response(ApiError(404, "invalid_request_error", "model_not_found",
-                                         "the model " + client_text(id) + " does not exist; this server serves '" +
+                                         "The model " + client_text(id) +
+                                             " does not exist or you do not have access to it; this server serves '" +
                                              m.id + "'",
                                          "model"));
     return json_response(model_body(m.id, m.created, m.max_session_tokens));
@@ -530,7 +531,8 @@ HttpResponse HttpServer::Impl::handle_apply_template(const std::string& body) {
     const bool tools = r.template_request.contains("tools");
     const JinjaChatTemplate* j = tools && m.jinja_tool_use ? m.jinja_tool_use : m.jinja;
     if (j) {
-      prompt = j->render_request(r.template_request);  // as `offgraph template` prints it (BOS text kept)
+      // As `offgraph template` prints it (BOS text kept).
+      prompt = j->render_request(jinja_request(m, r.template_request));
     } else {
       prompt = chat_text(chat_segments(m, r.template_request, r.messages, r.needs_jinja, tools, r.add_generation_prompt));
     }

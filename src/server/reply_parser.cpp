@@ -173,6 +173,10 @@ struct ReplyParser::Impl {
   }
 
   void emit_call(detail::ParsedCall&& c) {
+    if (!options.parallel_tool_calls && !calls.empty()) {  // one call asked for: the rest are dropped
+      after_call = true;
+      return;
+    }
     ToolCall call{new_id(), std::move(c.name), std::move(c.arguments)};
     int index = static_cast<int>(calls.size());
     out.tool_calls.push_back({index, call.id, call.name, ""});

@@ -93,6 +93,10 @@ struct ReplyParserOptions {
   // The prompt ended inside a reasoning block (a template whose generation
   // prompt opens `<think>`): the reply starts as reasoning.
   bool starts_in_reasoning = false;
+  // false (the request's parallel_tool_calls: false): only the first call is
+  // returned; a later well-formed call is dropped, its text with it (neither
+  // a call nor content), as vLLM keeps only the first. Other text stays content.
+  bool parallel_tool_calls = true;
   uint64_t id_seed = 0;  // tool call ids: drawn from this seed (0 = from the clock)
 };
 

@@ -185,8 +185,8 @@ test("logprobs", async ({ client }) => {
 
 test("bad requests are the SDK's typed errors", async ({ client, base }) => {
   const msgs = [{ role: "user", content: "x" }];
-  let e = await expectError(client.chat.completions.create({ model: "gpt-4o", messages: msgs }), 400, "model_not_found");
-  assert.ok(e instanceof OpenAI.BadRequestError);
+  let e = await expectError(client.chat.completions.create({ model: "gpt-4o", messages: msgs }), 404, "model_not_found");
+  assert.ok(e instanceof OpenAI.NotFoundError);
   await health(base);
   await expectError(client.chat.completions.create({ model: ALIAS, messages: msgs, n: 9 }), 400);
   await health(base);

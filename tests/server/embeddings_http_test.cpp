@@ -141,7 +141,15 @@ TEST_F(EmbeddingsHttp, BadInputsAre400s) {
   expect_400(R"({"input": "a", "encoding_format": "int8"})", "encoding_format", "\"float\" or \"base64\"");
   expect_400(R"({"input": "a", "dimensions": 0})", "dimensions", "positive integer");
   expect_400(R"({"input": "a", "dimensions": 65})", "dimensions", "more than the model's embedding width 64");
-  expect_400(R"({"input": "a", "model": "other"})", "model", "not served here");
+  {  // another model: 404 as OpenAI answers it
+    auto [st, e] = post(R"({"input": "a", "model": "other"})");
+    EXPECT_EQ(st, 404) << e.dump();
+    EXPECT_EQ(e["error"]["code"], "model_not_found") << e.dump();
+    EXPECT_EQ(e["error"]["param"], "model") << e.dump();
+    EXPECT_NE(e["error"]["message"].get<std::string>().find("does not exist or you do not have access"),
+              std::string::npos)
+        << e.dump();
+  }
   auto [s, j] = post(R"({"input": )");
   EXPECT_EQ(s, 400);
   std::vector<int32_t> too_long(3000, 5);  // the tiny model's context is 2048

@@ -277,9 +277,6 @@ TEST_F(Http, BadRequestsKeepTheServerUp) {
   expect_error(c.Post("/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\"}]}",
                       "application/json"),
                400, "UTF-8");
-  expect_error(c.Post("/v1/chat/completions", R"({"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]})",
-                      "application/json"),
-               400, "not served here");
   expect_error(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "n": 9})",
                       "application/json"),
                400, "--max-n");
@@ -516,6 +513,34 @@ TEST_F(Http, MetricsAfterRequests) {
   EXPECT_NE(t.find("offgraph:http_responses_total{model_name=\"stories\",code=\"400\"} 1"), std::string::npos) << t;
   EXPECT_NE(t.find("offgraph:inter_token_latency_seconds_count{model_name=\"stories\"} 5"), std::string::npos) << t;
   EXPECT_NE(t.find("offgraph:e2e_request_latency_seconds_count{model_name=\"stories\"} 1"), std::string::npos) << t;
+}
+
+// An unknown model is a 404 in OpenAI's shape on every route that takes
+// `model` (openai-node then raises NotFoundError, as against OpenAI).
+TEST_F(Http, UnknownModelIs404OnEveryRoute) {
+  start();
+  auto c = client();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/v1/chat/completions", R"({"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]})"},
+      {"/v1/completions", R"({"model": "gpt-4", "prompt": "x", "max_tokens": 1})"},
+      {"/tokenize", R"({"model": "gpt-4", "prompt": "x"})"},
+      {"/detokenize", R"({"model": "gpt-4", "tokens": [1]})"},
+      {"/apply-template", R"({"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]})"},
+  };
+  for (const auto& [path, body] : cases) {
+    SCOPED_TRACE(path);
+    auto r = c.Post(path, body, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404) << r->body;
+    const json e = json::parse(r->body)["error"];
+    EXPECT_EQ(e["type"], "invalid_request_error") << r->body;
+    EXPECT_EQ(e["code"], "model_not_found") << r->body;
+    EXPECT_EQ(e["param"], "model") << r->body;
+    EXPECT_NE(e["message"].get<std::string>().find("The model 'gpt-4' does not exist or you do not have access to it"),
+              std::string::npos)
+        << r->body;
+  }
+  expect_healthy();
 }
 
 }  // namespace

@@ -512,6 +512,39 @@ TEST(ReplyParser, MovedParserKeepsItsState) {
   EXPECT_EQ(c.tool_calls().size(), 1u);
 }
 
+// parallel_tool_calls: false: the first call only, whole and streamed in any
+// split; later calls (separate markers, or a Mistral list) are dropped, text
+// between them stays content.
+TEST(ReplyParser, OneCallWhenParallelCallsAreOff) {
+  const std::string two_hermes = "Checking." + kWeatherCall + " and " +
+                                 "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>";
+  const std::string two_mistral =
+      R"([TOOL_CALLS] [{"name": "get_weather", "arguments": {"location": "Paris"}}, {"name": "get_time", "arguments": {}}])";
+  struct Case {
+    ReplyFormat format;
+    std::string text, content;
+    Call first;
+  };
+  const std::vector<Case> cases = {{kHermes, two_hermes, "Checking. and", kWeather},
+                                   {kMistral, two_mistral, "", {"get_weather", R"({"location":"Paris"})"}}};
+  for (const Case& c : cases) {
+    ReplyParserOptions o;
+    o.format = c.format;
+    o.id_seed = 7;
+    o.parallel_tool_calls = false;
+    for (size_t cut = 0; cut <= c.text.size(); ++cut) {
+      SCOPED_TRACE(c.text + " cut at " + std::to_string(cut));
+      const Collected got = stream(c.text, o, {cut});
+      ASSERT_EQ(got.calls.size(), 1u);
+      EXPECT_EQ(got.calls[0].name, c.first.name);
+      EXPECT_EQ(got.calls[0].arguments, c.first.arguments);
+      EXPECT_EQ(got.content, c.content);
+    }
+    o.parallel_tool_calls = true;  // the default: both
+    EXPECT_EQ(stream(c.text, o, {}).calls.size(), 2u);
+  }
+}
+
 TEST(ReplyParser, PromptOpensReasoning) {
   EXPECT_TRUE(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n", RF::kThink));
   EXPECT_TRUE(prompt_opens_reasoning("<｜Assistant｜><think>\n", RF::kThink));

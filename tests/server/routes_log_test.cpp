@@ -259,7 +259,7 @@ TEST_F(Routes, AccessLogText) {
   EXPECT_NE(got[0].find(" id=t-1"), std::string::npos) << got[0];
   EXPECT_NE(got[1].find(" GET /health 200 "), std::string::npos) << got[1];
   EXPECT_NE(got[2].find(" GET /v1/models/nope 404 "), std::string::npos) << got[2];
-  EXPECT_NE(got[2].find("error: the model 'nope' does not exist"), std::string::npos) << got[2];
+  EXPECT_NE(got[2].find("error: The model 'nope' does not exist"), std::string::npos) << got[2];
 }
 
 }  // namespace

@@ -135,6 +135,38 @@ TEST_F(ToolCalls, StreamedCallDeltas) {
   EXPECT_EQ(content.find("tool_call"), std::string::npos) << content;
 }
 
+// parallel_tool_calls: false without a grammar (tool_choice auto): a reply
+// with two calls comes back with the first only, whole and streamed.
+TEST_F(ToolCalls, ParallelCallsOffGivesOneCall) {
+  start_jinja();
+  auto c = client();
+  const std::string second = R"(<tool_call>{"name":"get_weather","arguments":{"city":"Lyon"}}</tool_call>)";
+  json body = request(kCall + second);
+  body["parallel_tool_calls"] = false;
+  auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls") << r->body;
+  const json& calls = j["choices"][0]["message"]["tool_calls"];
+  ASSERT_EQ(calls.size(), 1u) << r->body;
+  EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+  EXPECT_EQ(r->body.find("Lyon"), std::string::npos) << r->body;
+  body["stream"] = true;
+  r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  std::set<int> indexes;
+  std::string finish;
+  for (const json& e : events_of(r->body)) {
+    const json& ch = e["choices"][0];
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+    if (ch["delta"].contains("tool_calls"))
+      for (const json& t : ch["delta"]["tool_calls"]) indexes.insert(t["index"].get<int>());
+  }
+  EXPECT_EQ(indexes, std::set<int>({0})) << r->body;
+  EXPECT_EQ(finish, "tool_calls") << r->body;
+  EXPECT_EQ(r->body.find("Lyon"), std::string::npos) << r->body;
+}
+
 // gpt-oss's harmony: the analysis channel is the reasoning, a commentary
 // message to functions.NAME the call (whole and streamed; <|call|> ends it).
 const char* kHarmonyTemplate =
@@ -333,6 +365,32 @@ TEST_F(ToolCalls, BuiltInTemplateRefusesTools) {
   r = c.Post("/apply-template", R"({"messages": [{"role": "user", "content": "hi"}]})", "application/json");
   ASSERT_TRUE(r && r->status == 200);
   EXPECT_EQ(json::parse(r->body)["prompt"], "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// reasoning_effort on a built-in template without it: the 400 names
+// reasoning_effort, not chat_template_kwargs (which it would be as a kwarg);
+// given kwargs are named when both come.
+TEST_F(ToolCalls, ReasoningEffortOnABuiltInTemplateNamesItself) {
+  start();  // chatml, a built-in
+  auto c = client();
+  for (const char* path : {"/v1/chat/completions", "/apply-template", "/tokenize"}) {
+    SCOPED_TRACE(path);
+    auto r = c.Post(path, R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "low"})",
+                    "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    json e = json::parse(r->body)["error"];
+    EXPECT_EQ(e["param"], "reasoning_effort") << r->body;
+    EXPECT_EQ(e["message"].get<std::string>().rfind("'reasoning_effort' has no effect on this model", 0), 0u) << r->body;
+    EXPECT_EQ(e["message"].get<std::string>().find("chat_template_kwargs"), std::string::npos) << r->body;
+    r = c.Post(path,
+               R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "low",
+                   "chat_template_kwargs": {"enable_thinking": false}})",
+               "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_EQ(json::parse(r->body)["error"]["param"], "chat_template_kwargs") << r->body;
+  }
 }
 
 // Unknown fields do not fail the request; each name is logged once.
