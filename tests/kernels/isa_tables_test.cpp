@@ -64,6 +64,29 @@ TEST(IsaTables, OtherArchitecturesAreNeverAvailable) {
   EXPECT_GT(foreign, 0);
 }
 
+// The AArch64 tables' own kernels (arm/matmul_neon.cpp): the matmul of every
+// plain weight dtype (F32, F16 and Q8_0 in NEON; the others dequantized by the
+// reference, dotted in NEON) and the F32 and F16 dot products; everything
+// else is the reference's there (docs/contributing.md).
+TEST(IsaTables, ArmTablesHaveNeonKernels) {
+  const std::vector<Isa> compiled = compiled_isas();
+  if (std::find(compiled.begin(), compiled.end(), Isa::kNeon) == compiled.end())
+    GTEST_SKIP() << "not an AArch64 build (EveryVectorIsaHasItsOwnKernels covers the x86 tables)";
+  const KernelTable& ref = kernel_table(Isa::kScalar);
+  int checked = 0;
+  for (Isa isa : available_isas()) {
+    if (isa == Isa::kScalar) continue;
+    const KernelTable& k = kernel_table(isa);
+    for (DType t : all_weight_dtypes())
+      EXPECT_NE(k.matmul[static_cast<int>(t)].rows, ref.matmul[static_cast<int>(t)].rows)
+          << isa_str(isa) << " " << dtype_info(t).name;
+    EXPECT_NE(k.dot[static_cast<int>(DType::F32)], nullptr) << isa_str(isa);
+    EXPECT_NE(k.dot[static_cast<int>(DType::F16)], nullptr) << isa_str(isa);
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "this CPU has none of the AArch64 vector tables";
+}
+
 class EachTable : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {

@@ -5,8 +5,8 @@
 // the auxiliary vector; macOS in sysctl hw.optional.arm.* (that branch is not
 // compiled or run by this project's checks: docs/contributing.md).
 //
-// No table has kernels of its own yet: each is the reference's, so the
-// names exist (OFFGRAPH_ISA, tests, bench) before the kernels do.
+// The three tables hold the same kernels for now, the baseline NEON ones
+// (matmul_neon.cpp); sdot and smmla kernels are not written yet.
 #include "kernels/arch.h"
 
 #if defined(__linux__)
@@ -71,6 +71,8 @@ constexpr Isa kArmIsas[] = {Isa::kScalar, Isa::kNeon, Isa::kDotprod, Isa::kI8mm}
 
 }  // namespace
 
+void register_neon(KernelTable& k);  // matmul_neon.cpp
+
 // A tuning fact of x86 CPUs only (kernel_table.h); no ARM kernel asks it.
 bool far_l2_prefetch_pays() { return true; }
 
@@ -90,7 +92,9 @@ bool available(Isa isa) {
   }
 }
 
-void register_kernels(Isa, KernelTable&) {}
+void register_kernels(Isa isa, KernelTable& k) {
+  if (isa == Isa::kNeon || isa == Isa::kDotprod || isa == Isa::kI8mm) register_neon(k);
+}
 
 }  // namespace arch
 }  // namespace og::kernels
