@@ -2,6 +2,7 @@
 // methods: scopes, the output buffer, the render's bounds and its counters.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,9 +23,15 @@ class LinedError : public Error {
 
 struct Scope {
   std::vector<std::pair<std::string, Value>> vars;
+  // Name -> position in vars once a scope has many (the root scope holds every
+  // chat_template_kwargs key: 50,000 of them made each set and lookup a scan).
+  std::map<std::string, size_t, std::less<>> index;
   std::shared_ptr<Scope> parent;
   const Value* lookup(std::string_view name) const;
   void set(const std::string& name, Value v);
+
+ private:
+  size_t position(std::string_view name) const;  // in vars; npos: not in this scope
 };
 
 enum class Flow { Normal, Break, Continue };

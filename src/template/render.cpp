@@ -9,21 +9,43 @@
 
 namespace og::jinja {
 
+namespace {
+
+// Scopes up to this many names are scanned; larger ones keep an index.
+constexpr size_t kIndexFrom = 16;
+
+}  // namespace
+
+size_t Scope::position(std::string_view name) const {
+  if (!index.empty()) {
+    auto it = index.find(name);
+    return it == index.end() ? std::string::npos : it->second;
+  }
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (vars[i].first == name) return i;
+  return std::string::npos;
+}
+
 const Value* Scope::lookup(std::string_view name) const {
-  for (const Scope* s = this; s; s = s->parent.get())
-    for (const auto& kv : s->vars)
-      if (kv.first == name) return &kv.second;
+  for (const Scope* s = this; s; s = s->parent.get()) {
+    size_t i = s->position(name);
+    if (i != std::string::npos) return &s->vars[i].second;
+  }
   return nullptr;
 }
 
 void Scope::set(const std::string& name, Value v) {
-  for (auto& kv : vars) {
-    if (kv.first == name) {
-      kv.second = std::move(v);
-      return;
-    }
+  size_t i = position(name);
+  if (i != std::string::npos) {
+    vars[i].second = std::move(v);
+    return;
   }
   vars.emplace_back(name, std::move(v));
+  if (!index.empty()) {
+    index.emplace(name, vars.size() - 1);
+  } else if (vars.size() > kIndexFrom) {
+    for (size_t i = 0; i < vars.size(); ++i) index.emplace(vars[i].first, i);
+  }
 }
 
 Interp::Interp(const RenderOptions& opt, const Value& vars) : opt_(opt), meter_(opt) {
