@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/one_line.h"
 #include "commands.h"
 #include "base/flags.h"
 #include "kernels/ops.h"
@@ -18,24 +19,6 @@
 #include "offgraph/offgraph.h"
 
 namespace {
-
-// An error as one line: its control bytes (a newline in a template's
-// raise_exception message, in a path or an endpoint) written as \n, \r, \t or
-// \xNN, so that every error is one line of stderr.
-std::string one_line(const char* what) {
-  std::string out;
-  for (const char* p = what; *p; ++p) {
-    const unsigned char u = static_cast<unsigned char>(*p);
-    if (u >= 0x20 && u != 0x7f) {
-      out += *p;
-      continue;
-    }
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "\\x%02x", u);
-    out += *p == '\n' ? "\\n" : *p == '\r' ? "\\r" : *p == '\t' ? "\\t" : buf;
-  }
-  return out;
-}
 
 void print_help() {
   std::printf("usage: offgraph <command> [options]\n\ncommands:\n");
@@ -77,7 +60,7 @@ int cli_main(const std::vector<std::string>& argv_in) {
       // reported before any work starts.
       og::kernels::isa_name();
     } catch (const og::Error& e) {
-      std::fprintf(stderr, "offgraph %s: error: %s\n", c.name, one_line(e.what()).c_str());
+      std::fprintf(stderr, "offgraph %s: error: %s\n", c.name, og::one_line(e.what()).c_str());
       return 2;
     }
     try {
@@ -87,17 +70,17 @@ int cli_main(const std::vector<std::string>& argv_in) {
         og::fail("cannot write the output to stdout: ", std::strerror(errno));
       return rc;
     } catch (const og::UsageError& e) {
-      std::fprintf(stderr, "offgraph %s: error: %s (see offgraph %s --help)\n", c.name, one_line(e.what()).c_str(),
+      std::fprintf(stderr, "offgraph %s: error: %s (see offgraph %s --help)\n", c.name, og::one_line(e.what()).c_str(),
                    c.name);
       return 2;
     } catch (const og::Error& e) {
-      std::fprintf(stderr, "offgraph %s: error: %s\n", c.name, one_line(e.what()).c_str());
+      std::fprintf(stderr, "offgraph %s: error: %s\n", c.name, og::one_line(e.what()).c_str());
       return 1;
     } catch (const std::bad_alloc&) {
       std::fprintf(stderr, "offgraph %s: error: out of memory\n", c.name);
       return 1;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "offgraph %s: internal error: %s\n", c.name, one_line(e.what()).c_str());
+      std::fprintf(stderr, "offgraph %s: internal error: %s\n", c.name, og::one_line(e.what()).c_str());
       return 1;
     }
   }

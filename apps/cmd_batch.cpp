@@ -102,7 +102,7 @@ struct Generation {
 
 // `text` on one line: backslash, newline, carriage return and tab escaped as
 // \\, \n, \r and \t, so that line k of the output is generation k.
-std::string one_line(const std::string& text) {
+std::string output_line(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
@@ -144,7 +144,7 @@ class Output {
         // Text cut inside a UTF-8 sequence (a cancelled generation) is kept, marked, not fatal.
         line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       } else {
-        line = one_line(g.text);
+        line = output_line(g.text);
       }
       write_stdout_line(line);
       return;

@@ -173,7 +173,7 @@ std::string model_name_of(const std::string& path) {
 }
 
 // The cache's describe() lines joined into one (indentation dropped).
-std::string one_line(const std::string& s) {
+std::string joined_lines(const std::string& s) {
   std::string out;
   size_t at = 0;
   while (at < s.size()) {
@@ -314,7 +314,7 @@ int cmd_serve(const Args& args) {
   std::printf("[serve] ready on http://%s:%d | model %s | template %s (%s) | %d sessions x %lld tokens | %s\n",
               f.host.c_str(), bound, served.id.c_str(), describe_chat_template(*loaded.tmpl).c_str(), replies.c_str(),
               so.max_decode_sequences,
-              static_cast<long long>(so.max_session_tokens), one_line(sched->describe()).c_str());
+              static_cast<long long>(so.max_session_tokens), joined_lines(sched->describe()).c_str());
   std::fflush(stdout);
 
   const int sig = watch.wait();

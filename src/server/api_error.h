@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/one_line.h"
+
 namespace og::server {
 
 class ApiError : public std::runtime_error {
@@ -38,27 +40,6 @@ inline size_t utf8_prefix(std::string_view s, size_t max) {
   return n;
 }
 
-// Appends s to out with line breaks and other control bytes escaped (\n,
-// \x1b), and quotes and backslashes too when quotes (\', \\).
-inline void append_escaped(std::string& out, std::string_view s, bool quotes) {
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (quotes && (c == '\'' || c == '\\')) {
-      out += '\\';
-      out += ch;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c == 0x7F) {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-}
-
 // Client text (a field name, a role, a model id) for an error message: in
 // single quotes, with control bytes, quotes and backslashes escaped (\n,
 // \x1b, \', \\) and cut after `max` bytes at a UTF-8 boundary, so a message
@@ -66,7 +47,7 @@ inline void append_escaped(std::string& out, std::string_view s, bool quotes) {
 inline std::string client_text(std::string_view s, size_t max = 64) {
   const size_t n = utf8_prefix(s, max);
   std::string out = "'";
-  append_escaped(out, s.substr(0, n), true);
+  append_one_line(out, s.substr(0, n), true);
   out += '\'';
   if (n < s.size()) out += " (cut; " + std::to_string(s.size()) + " bytes)";
   return out;

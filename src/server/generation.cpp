@@ -66,10 +66,10 @@ std::string harmony_error_param(std::string_view what) {
 
 // An error's text as one line: line breaks and other control bytes escaped
 // (\n, \x1b), cut at a UTF-8 boundary after 400 bytes.
-std::string one_line(std::string_view s) {
+std::string one_line_cut(std::string_view s) {
   const size_t n = utf8_prefix(s, 400);
   std::string out;
-  append_escaped(out, s.substr(0, n), false);
+  append_one_line(out, s.substr(0, n));
   if (n < s.size()) out += " ...";
   return out;
 }
@@ -86,7 +86,7 @@ ChatSegments harmony_segments(const nlohmann::ordered_json& template_request, bo
     std::string_view what = e.what();
     const std::string param = harmony_error_param(what);
     if (what.starts_with("harmony: ")) what.remove_prefix(9);
-    bad_request("the built-in 'harmony' chat template cannot render this request: " + one_line(what), param);
+    bad_request("the built-in 'harmony' chat template cannot render this request: " + one_line_cut(what), param);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/one_line.h"
 #include "server/api_request.h"
 #include "server/api_response.h"
 #include "server/auth.h"
@@ -130,30 +131,6 @@ std::string invalid_json_log(const std::string& message) {
   std::smatch m;
   const std::string head = message.substr(0, 400);
   if (std::regex_search(head, m, kWhere)) out += " (at " + m.str(1) + ")";
-  return out;
-}
-
-// Every log line is one line: control bytes (a newline in a template's
-// raise_exception message, an endpoint) are written as \n, \r, \t or \xNN.
-std::string one_line(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char c : s) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u != 0x7f) {
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    }
-  }
   return out;
 }
 

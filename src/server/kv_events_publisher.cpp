@@ -2,6 +2,8 @@
 // that numbers, encodes and sends batches and answers replay requests.
 #include "server/kv_events_publisher.h"
 
+#include "base/one_line.h"
+
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,18 +43,7 @@ bool kv_events_binds(const std::string& endpoint) {
 }
 
 std::string kv_endpoint_shown(const std::string& endpoint) {
-  std::string out;
-  for (size_t i = 0; i < endpoint.size() && i < kShownChars; ++i) {
-    const unsigned char c = static_cast<unsigned char>(endpoint[i]);
-    if (c < 0x20 || c == 0x7f) {
-      static const char* kHex = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
+  std::string out = one_line(std::string_view(endpoint).substr(0, kShownChars));
   if (endpoint.size() > kShownChars) out += cat("... (", endpoint.size(), " characters)");
   return out;
 }
