@@ -387,7 +387,7 @@ TEST(Serve, BadInputTable) {
        400},
       {"empty messages", R"({"messages": []})", 400},
       {"invalid UTF-8", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xc3\x28\"}]}", 400},
-      {"unknown model", "{" + msgs + R"(, "model": "llama-70b"})", 400},
+      {"unknown model (OpenAI: 404 model_not_found)", "{" + msgs + R"(, "model": "llama-70b"})", 404},
       {"n over --max-n", "{" + msgs + R"(, "n": 9})", 400},
       {"prompt over the limit", json({{"messages", {{{"role", "user"}, {"content", std::string(3000, 'z')}}}}}).dump(),
        400},

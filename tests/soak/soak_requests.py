@@ -55,7 +55,7 @@ def generation_requests():
 BAD_REQUESTS = [
     BadRequest("malformed_json", "POST", COMPLETION_PATH, b'{"prompt": "Once", ', 400),
     BadRequest("unknown_model", "POST", COMPLETION_PATH,
-               {"model": "no-such-model", "prompt": "Once", "max_tokens": 4}, 400),
+               {"model": "no-such-model", "prompt": "Once", "max_tokens": 4}, 404),
     BadRequest("over_session_limit", "POST", COMPLETION_PATH, {"prompt": "Once", "max_tokens": 100000}, 400),
     BadRequest("messages_not_list", "POST", CHAT_PATH, {"messages": "hi"}, 400),
     BadRequest("no_route", "GET", "/v1/no-such-route", None, 404),
