@@ -72,13 +72,13 @@ TEST(JsonSchemaBounds, TenThousandPropertiesAreRefusedNamingTheLimit) {
   const double t0 = cpu_seconds();
   const std::string e = schema_error(s);
   EXPECT_NE(e.find("has 10000 properties, above the limit 1024 (max_properties)"), std::string::npos) << e;
-  EXPECT_LT(cpu_seconds() - t0, 2.0);
+  EXPECT_LT(cpu_seconds() - t0, 10.0);  // was 14 s of CPU in Release; ~1 s under ASan now
   // At the limit it compiles, and quickly.
   s["properties"] = object_of(1024, {{"type", "integer"}});
   const double t1 = cpu_seconds();
   auto g = Grammar::parse(json_schema_to_grammar(s));
   EXPECT_TRUE(accepts(g, R"({"p5": 1, "p1023": 2})"));
-  EXPECT_LT(cpu_seconds() - t1, 2.0);
+  EXPECT_LT(cpu_seconds() - t1, 10.0);
 }
 
 TEST(JsonSchemaBounds, UnionsEnumsAndWorkHaveLimits) {
@@ -126,7 +126,7 @@ TEST(GrammarBounds, ParsingIsLinearInTheText) {
   text += "\n";
   const double t0 = cpu_seconds();
   auto g = Grammar::parse(text);
-  EXPECT_LT(cpu_seconds() - t0, 3.0);
+  EXPECT_LT(cpu_seconds() - t0, 10.0);  // 0.5 s in Release, 1.6 s under ASan
   EXPECT_TRUE(accepts(g, std::string(60000, 'a')));
 }
 

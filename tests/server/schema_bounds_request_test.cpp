@@ -101,7 +101,9 @@ TEST(SchemaBoundsRequest, ToolsShareOneSchemaBudget) {
   } catch (const ApiError& x) {
     e = x;
   }
-  EXPECT_LT(static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC, 3.0);
+  // Before the shared budget this took ~30 s of CPU; the bound only guards
+  // against that, with room for a sanitizer build (3.8 s there, 0.5 s Release).
+  EXPECT_LT(static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC, 20.0);
   EXPECT_EQ(e.status(), 400) << e.what();
   EXPECT_NE(std::string(e.what()).find("the tools' schemas share these limits"), std::string::npos) << e.what();
   // A few such tools still compile.
