@@ -41,10 +41,76 @@ bool has_control_token(const Tokenizer& tok, std::span<const std::string> texts)
 
 GrammarState::GrammarState(const GrammarConstraint& c) : c_(c), matcher_(c.grammar) {
   OG_CHECK(c_.grammar && c_.vocab, "a grammar constraint needs a grammar and a vocabulary");
+  if (!c_.reasoning.close.empty())
+    block_ = c_.reasoning.starts_open ? Block::kOpen : c_.reasoning.open.empty() ? Block::kDone : Block::kBefore;
 }
 
 int32_t GrammarState::sample(Sampler& sampler, std::span<const float> logits, std::span<const int32_t> recent,
                              std::span<const int32_t> generated, std::span<const int32_t> stop_ids) {
+  const bool over = block_ == Block::kOpen && c_.reasoning.max_tokens >= 0 &&
+                    reasoning_tokens_ >= c_.reasoning.max_tokens;
+  if (over) {
+    const int32_t id = forced_close_token();
+    if (id >= 0) {
+      OG_CHECK(matcher_.accept_token(*c_.vocab, id), "grammar: a forced token was refused");
+      reasoning_forced_ = true;
+      track(id);
+      return id;
+    }
+  }
+  const bool counted = block_ == Block::kOpen;
+  const int32_t id = sample_allowed(sampler, logits, recent, generated, stop_ids);
+  if (counted && !over) ++reasoning_tokens_;
+  track(id);
+  return id;
+}
+
+// The close marker's next bytes (after what of it the reply already ends
+// with), spelled by the longest allowed token. A scan of the vocabulary: it
+// runs only for the few tokens of a marker, once per reply at most.
+int32_t GrammarState::forced_close_token() const {
+  const std::string& close = c_.reasoning.close;
+  size_t have = std::min(seen_.size(), close.size() - 1);
+  while (have > 0 && std::string_view(seen_).substr(seen_.size() - have) != std::string_view(close).substr(0, have))
+    --have;
+  const std::string_view rest = std::string_view(close).substr(have);
+  int32_t best = -1;
+  size_t best_len = 0;
+  for (int32_t id = 0; id < c_.vocab->n_vocab(); ++id) {
+    const std::string_view b = c_.vocab->bytes(id);
+    if (b.size() <= best_len || !rest.starts_with(b) || !c_.vocab->in_trie(id)) continue;
+    if (!matcher_.allows(*c_.vocab, id)) continue;
+    best = id;
+    best_len = b.size();
+  }
+  return best;
+}
+
+// Follows the reply through the reasoning block: opened (by its opener at the
+// start, or by the prompt), then closed by its close marker.
+void GrammarState::track(int32_t id) {
+  if (block_ == Block::kDone || id < 0 || id >= c_.vocab->n_vocab()) return;
+  seen_ += c_.vocab->bytes(id);
+  const std::string& open = c_.reasoning.open;
+  if (block_ == Block::kBefore) {
+    if (!seen_.starts_with(open)) {
+      if (!std::string_view(open).starts_with(seen_)) block_ = Block::kDone;  // no block: the answer began
+      return;
+    }
+    block_ = Block::kOpen;
+    seen_.erase(0, open.size());
+  }
+  const std::string& close = c_.reasoning.close;
+  if (seen_.find(close) != std::string::npos) {
+    block_ = Block::kDone;
+    seen_.clear();
+    return;
+  }
+  if (seen_.size() >= close.size()) seen_.erase(0, seen_.size() - (close.size() - 1));
+}
+
+int32_t GrammarState::sample_allowed(Sampler& sampler, std::span<const float> logits, std::span<const int32_t> recent,
+                                     std::span<const int32_t> generated, std::span<const int32_t> stop_ids) {
   auto is_stop = [&](int32_t id) { return std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end(); };
   const bool complete = matcher_.is_complete();
   const bool more = matcher_.can_continue();

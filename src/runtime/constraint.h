@@ -45,10 +45,25 @@ std::shared_ptr<const grammar::TokenVocab> grammar_vocab(const Tokenizer& tok, s
 // texts) differs from grammar_vocab(tok)).
 bool has_control_token(const Tokenizer& tok, std::span<const std::string> texts);
 
+// The reasoning block a grammar admits before its constrained part (a think
+// block, Mistral's [THINK], Gemma 4's thought channel, harmony's analysis
+// message): the tokens inside it are counted, and once max_tokens of them are
+// spent the close marker is forced, token by token (the longest vocabulary
+// entry that spells the marker's next bytes and the grammar allows), so the
+// constrained part begins. The markers are the reply's text: the grammar
+// decides where the block may stand, this only counts and closes it.
+struct ReasoningLimit {
+  std::string open;          // the opener a reply may begin with ("" when only starts_open)
+  std::string close;         // the text that ends the block ("" = no block: nothing counted)
+  bool starts_open = false;  // the prompt opened the block: the reply begins inside it
+  int64_t max_tokens = -1;   // tokens inside the block before close is forced; < 0 = no limit
+};
+
 // A grammar for one request: the compiled grammar and the vocabulary index.
 struct GrammarConstraint {
   std::shared_ptr<const grammar::Grammar> grammar;
   std::shared_ptr<const grammar::TokenVocab> vocab;
+  ReasoningLimit reasoning = {};  // no block by default
 };
 
 // One turn's matcher.
@@ -63,9 +78,21 @@ class GrammarState {
   bool complete() const { return matcher_.is_complete(); }
   bool dead_end() const { return dead_end_; }
   int64_t masked_steps() const { return masked_steps_; }  // steps that needed the full mask
+  int64_t reasoning_tokens() const { return reasoning_tokens_; }  // sampled inside the reasoning block
+  bool reasoning_forced() const { return reasoning_forced_; }     // its budget ran out and close was forced
 
  private:
+  enum class Block { kBefore, kOpen, kDone };  // where the reply stands against c_.reasoning
+  int32_t sample_allowed(Sampler& sampler, std::span<const float> logits, std::span<const int32_t> recent,
+                         std::span<const int32_t> generated, std::span<const int32_t> stop_ids);
+  int32_t forced_close_token() const;  // -1 when no allowed token spells the marker's next bytes
+  void track(int32_t id);
+
   GrammarConstraint c_;
+  Block block_ = Block::kDone;
+  std::string seen_;  // kBefore: the reply so far; kOpen: its last bytes (a close marker in the making)
+  int64_t reasoning_tokens_ = 0;
+  bool reasoning_forced_ = false;
   grammar::Matcher matcher_;
   grammar::TokenMask mask_;
   std::vector<float> masked_;
