@@ -64,6 +64,9 @@ class Sampler {
 
   const SamplerConfig& config() const { return config_; }
   void reseed(uint64_t seed) { rng_.reseed(seed); }
+  // A uniform draw in [0, 1) from this sampler's PRNG (speculative decoding's
+  // accept / reject draws, so a seed fixes those too).
+  double uniform() { return rng_.next_double(); }
 
  private:
   void apply_logit_bias(std::vector<float>& logits) const;

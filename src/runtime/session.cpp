@@ -274,13 +274,22 @@ void Session::finish_text() {
 }
 
 void Session::sample_next() {
+  if ((turn_->res.reason = budget_left()) != StopReason::kNone) return finish_text();
+  take_token(choose_token());
+}
+
+int32_t Session::choose_token() {
+  Turn& t = *turn_;
+  Timer ts;
+  const int32_t id = t.grammar ? t.grammar->sample(*t.sampler, logits_, history_, t.res.tokens, t.opts->stop_ids)
+                               : t.sampler->sample(logits_, history_, t.res.tokens);
+  stats_.sampling_s += ts.seconds();
+  return id;
+}
+
+void Session::take_token(int32_t id) {
   Turn& t = *turn_;
   TurnResult& res = t.res;
-  if ((res.reason = budget_left()) != StopReason::kNone) return finish_text();
-  Timer ts;
-  const int32_t id = t.grammar ? t.grammar->sample(*t.sampler, logits_, history_, res.tokens, t.opts->stop_ids)
-                               : t.sampler->sample(logits_, history_, res.tokens);
-  stats_.sampling_s += ts.seconds();
   if (res.tokens.empty()) stats_.ttft_s = t.timer.seconds();
   history_.push_back(id);
   res.tokens.push_back(id);
@@ -334,8 +343,9 @@ void Session::interrupt_turn() {
 
 void Session::step() {
   OG_CHECK(turn_ && !turn_->done, "session: no turn to step");
-  Batch batch;
   const bool prefill = in_prefill();
+  if (!prefill && turn_->opts->spec.proposer && spec_step()) return;
+  Batch batch;
   add_rows(batch, cache_->policy().max_write);
   Timer tf;
   forward_checked(batch);

@@ -32,6 +32,7 @@
 #include "kv/kv_cache.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
+#include "runtime/spec/proposer.h"
 #include "runtime/stats.h"
 #include "runtime/stop_filter.h"
 #include "tokenizer/streaming_decoder.h"
@@ -79,6 +80,13 @@ struct GenerateOptions {
   // Set from anywhere (a SIGINT handler): generate() ends the turn at the next
   // step boundary as interrupt_turn() does. Null: never interrupted.
   const std::atomic<bool>* interrupt = nullptr;
+  // Speculative decoding (one-session turns driven by step() / generate()):
+  // each decode step forwards the last token plus the proposer's draft in one
+  // batch and keeps the longest prefix the target agrees with plus one token
+  // of its own. Greedy output is token for token that of plain decoding; a
+  // sampled one has the target's distribution (the rejection rule). Under a
+  // grammar with temperature > 0 the turn decodes plainly. See docs/speculative.md.
+  SpecOptions spec;
 };
 
 enum class StopReason { kNone, kStopToken, kStopString, kMaxTokens, kCapacity, kInterrupted };
@@ -228,6 +236,15 @@ class Session {
   void start_decoder(bool after_text, const GenerateOptions& opts);
   // Samples one token from logits_ and applies the stop rules (the loop body of a turn).
   void sample_next();
+  // sample_next's halves: the token the sampler (and grammar) pick from
+  // logits_, and taking a token into the turn (history, events, text, stop rules).
+  int32_t choose_token();
+  void take_token(int32_t id);
+  // A decode step under speculation (runtime/spec/spec_step.cpp): false when
+  // it did nothing (no draft worth verifying), so step() decodes plainly.
+  bool spec_step();
+  // The most draft tokens the next verify step may carry.
+  int64_t spec_room() const;
   StopReason budget_left() const;
   void finish_text();
   void emit(const std::string& s);
