@@ -87,6 +87,66 @@ TEST(IsaTables, ArmTablesHaveNeonKernels) {
   if (checked == 0) GTEST_SKIP() << "this CPU has none of the AArch64 vector tables";
 }
 
+// The types the dot-product and int8-matrix tables have int8 kernels of
+// their own for (arm/matmul_dotprod.cpp, arm/matmul_i8mm.cpp).
+const std::vector<DType>& arm_int8_dtypes() {
+  static const std::vector<DType> v = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+  return v;
+}
+
+bool has(const std::vector<Isa>& v, Isa isa) { return std::find(v.begin(), v.end(), isa) != v.end(); }
+
+// dotprod replaces neon's matmul of these types (sdot), i8mm replaces
+// dotprod's (smmla): each table runs kernels of its own, not the one before.
+TEST(IsaTables, ArmInt8TablesHaveTheirOwnKernels) {
+  const std::vector<Isa> avail = available_isas();
+  if (!has(compiled_isas(), Isa::kNeon)) GTEST_SKIP() << "not an AArch64 build";
+  if (!has(avail, Isa::kDotprod)) GTEST_SKIP() << "this CPU lacks the dotprod table (" << isa_summary() << ")";
+  for (DType t : arm_int8_dtypes()) {
+    const int id = static_cast<int>(t);
+    EXPECT_NE(kernel_table(Isa::kDotprod).matmul[id].rows, kernel_table(Isa::kNeon).matmul[id].rows)
+        << dtype_info(t).name;
+    if (has(avail, Isa::kI8mm)) {
+      EXPECT_NE(kernel_table(Isa::kI8mm).matmul[id].rows, kernel_table(Isa::kDotprod).matmul[id].rows)
+          << dtype_info(t).name;
+    }
+  }
+  if (!has(avail, Isa::kI8mm)) GTEST_SKIP() << "dotprod checked; this CPU lacks the i8mm table (" << isa_summary() << ")";
+}
+
+// smmla sums the same int8 products as sdot and both fold them with the same
+// float steps, so the i8mm table's outputs equal the dotprod table's bit for
+// bit, for every pairing of weight rows and activation rows (odd counts
+// leave one of each to the sdot path); both stay close to the reference over
+// several super-blocks.
+TEST(IsaTables, I8mmEqualsDotprodBitForBit) {
+  const std::vector<Isa> avail = available_isas();
+  if (!has(compiled_isas(), Isa::kNeon)) GTEST_SKIP() << "not an AArch64 build";
+  if (!has(avail, Isa::kI8mm) || !has(avail, Isa::kDotprod))
+    GTEST_SKIP() << "this CPU lacks the dotprod or i8mm table (" << isa_summary() << ")";
+  for (DType t : arm_int8_dtypes()) {
+    std::vector<float> all_b, all_ref;  // the error is measured over every shape: a few outputs alone are noisy
+    for (int64_t n_out : {int64_t{1}, int64_t{6}, int64_t{7}})
+      for (int64_t n_x : {int64_t{1}, int64_t{2}, int64_t{3}}) {
+        const int64_t n_in = 1024, rb = dtype_row_bytes(t, n_in);
+        std::vector<float> src = random_normal(n_out * n_in, 11, 0.3f), x = random_normal(n_x * n_in, 12);
+        std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+        for (int64_t r = 0; r < n_out; ++r) quantize_row(t, src.data() + r * n_in, bytes.data() + r * rb, n_in);
+        const TensorView w{bytes.data(), t, {n_out, n_in}, "w"};
+        std::vector<float> a(static_cast<size_t>(n_x * n_out)), b(a.size()), ref(a.size());
+        matmul_with(kernel_table(Isa::kI8mm), w, x.data(), n_x, a.data());
+        matmul_with(kernel_table(Isa::kDotprod), w, x.data(), n_x, b.data());
+        matmul_with(kernel_table(Isa::kScalar), w, x.data(), n_x, ref.data());
+        const std::string what = std::string(dtype_info(t).name) + " n_out " + std::to_string(n_out) + " n_x " +
+                                 std::to_string(n_x);
+        for (size_t k = 0; k < a.size(); ++k) ASSERT_EQ(a[k], b[k]) << what << " element " << k;
+        all_b.insert(all_b.end(), b.begin(), b.end());
+        all_ref.insert(all_ref.end(), ref.begin(), ref.end());
+      }
+    EXPECT_LT(rel_rms(all_b, all_ref), 2e-2) << dtype_info(t).name;
+  }
+}
+
 class EachTable : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {

@@ -5,8 +5,9 @@
 // the auxiliary vector; macOS in sysctl hw.optional.arm.* (that branch is not
 // compiled or run by this project's checks: docs/contributing.md).
 //
-// The three tables hold the same kernels for now, the baseline NEON ones
-// (matmul_neon.cpp); sdot and smmla kernels are not written yet.
+// Each table starts from the one before it: neon is matmul_neon.cpp's
+// kernels, dotprod adds matmul_dotprod.cpp's sdot int8 matmuls, i8mm
+// replaces those with matmul_i8mm.cpp's smmla ones (same types, same bits).
 #include "kernels/arch.h"
 
 #if defined(__linux__)
@@ -71,7 +72,9 @@ constexpr Isa kArmIsas[] = {Isa::kScalar, Isa::kNeon, Isa::kDotprod, Isa::kI8mm}
 
 }  // namespace
 
-void register_neon(KernelTable& k);  // matmul_neon.cpp
+void register_neon(KernelTable& k);     // matmul_neon.cpp
+void register_dotprod(KernelTable& k);  // matmul_dotprod.cpp (armv8.2-a+dotprod)
+void register_i8mm(KernelTable& k);     // matmul_i8mm.cpp (+i8mm)
 
 // A tuning fact of x86 CPUs only (kernel_table.h); no ARM kernel asks it.
 bool far_l2_prefetch_pays() { return true; }
@@ -94,6 +97,8 @@ bool available(Isa isa) {
 
 void register_kernels(Isa isa, KernelTable& k) {
   if (isa == Isa::kNeon || isa == Isa::kDotprod || isa == Isa::kI8mm) register_neon(k);
+  if (isa == Isa::kDotprod || isa == Isa::kI8mm) register_dotprod(k);
+  if (isa == Isa::kI8mm) register_i8mm(k);
 }
 
 }  // namespace arch
