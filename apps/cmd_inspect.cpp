@@ -13,20 +13,20 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "base/mapped_file.h"
-#include "commands.h"
 #include "base/flags.h"
-#include "shared_flags.h"
+#include "base/mapped_file.h"
+#include "chat/chat_template.h"
+#include "chat/reply_parser.h"
+#include "commands.h"
 #include "format/gguf.h"
-#include "template/template.h"
-#include "server/reply_parser.h"
-#include "tokenizer/chat_template.h"
 #include "format/hf_config.h"
 #include "kv/kv_types.h"
 #include "model/config.h"
 #include "model/kv_keys.h"
 #include "model/loader.h"
 #include "model/model.h"
+#include "shared_flags.h"
+#include "template/template.h"
 #include "tensor/dtype.h"
 
 namespace og::app {
@@ -95,9 +95,9 @@ void add_template_facts(Json& j, const std::optional<std::string>& source,
   Json names = Json::array();
   for (const auto& [name, text] : variants) names.push_back(name);
   j["chat_template_variants"] = names;
-  const server::ReplyFormat f = server::detect_reply_format(source.value_or(""));
-  j["reply_format"] = {{"tool_calls", server::tool_call_format_name(f.tools)},
-                       {"reasoning", server::reasoning_format_name(f.reasoning)}};
+  const ReplyFormat f = detect_reply_format(source.value_or(""));
+  j["reply_format"] = {{"tool_calls", tool_call_format_name(f.tools)},
+                       {"reasoning", reasoning_format_name(f.reasoning)}};
 }
 
 Json inspect_gguf(const std::string& path) {

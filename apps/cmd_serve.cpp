@@ -17,22 +17,22 @@
 #include <fstream>
 #include <limits>
 
+#include "api/run_builder.h"
 #include "base/error.h"
+#include "base/flags.h"
+#include "chat/tool_grammar.h"
 #include "commands.h"
 #include "kv_events_flags.h"
-#include "base/flags.h"
 #include "llm_common.h"
 #include "model/config.h"
 #include "runtime/embedder.h"
 #include "runtime/engine.h"
-#include "api/run_builder.h"
 #include "runtime/scheduler.h"
-#include "server/backend.h"
 #include "scheduler_flags.h"
 #include "server/auth.h"
+#include "server/backend.h"
 #include "server/http_server.h"
 #include "server/shutdown_watch.h"
-#include "server/tool_grammar.h"
 
 namespace og::app {
 
@@ -276,8 +276,8 @@ int cmd_serve(const Args& args) {
         tool_use = std::make_unique<JinjaChatTemplate>(it->second, jinja_options_of(*loaded.tok),
                                                        "the model's tool_use");
         served.jinja_tool_use = tool_use.get();
-        if (served.reply_format.tools == server::ToolCallFormat::kNone) {
-          const server::ReplyFormat t = server::detect_reply_format(tool_use->source());
+        if (served.reply_format.tools == ToolCallFormat::kNone) {
+          const ReplyFormat t = detect_reply_format(tool_use->source());
           served.reply_format.tools = t.tools;
           served.reply_format.mistral_args = t.mistral_args;
           served.reply_format.mistral_call_id = t.mistral_call_id;
@@ -290,7 +290,7 @@ int cmd_serve(const Args& args) {
   served.parse_reasoning = f.reasoning_format == "auto";
   served.grammar_vocab = grammar_vocab(*loaded.tok);  // structured output's vocabulary index, built once
   // Required tool calls in a format whose markers are control tokens (Mistral) need them admitted.
-  if (const auto markers = server::tool_grammar_markers(served.reply_format); has_control_token(*loaded.tok, markers))
+  if (const auto markers = tool_grammar_markers(served.reply_format); has_control_token(*loaded.tok, markers))
     served.tool_grammar_vocab = grammar_vocab(*loaded.tok, markers);
   served.stop_ids = loaded.stop_ids;
   served.max_session_tokens = so.max_session_tokens;
@@ -307,9 +307,9 @@ int cmd_serve(const Args& args) {
   port = std::make_unique<server::SchedulerAdapter<Scheduler>>(*sched);
   watch.set_ready();  // a signal from now on drains; before, it ended the load at once
   http.set_model(served, *port);
-  const std::string replies = std::string("tool calls ") + server::tool_call_format_name(served.reply_format.tools) +
+  const std::string replies = std::string("tool calls ") + tool_call_format_name(served.reply_format.tools) +
                               ", reasoning " +
-                              (served.parse_reasoning ? server::reasoning_format_name(served.reply_format.reasoning)
+                              (served.parse_reasoning ? reasoning_format_name(served.reply_format.reasoning)
                                                       : "left in content");
   std::printf("[serve] ready on http://%s:%d | model %s | template %s (%s) | %d sessions x %lld tokens | %s\n",
               f.host.c_str(), bound, served.id.c_str(), describe_chat_template(*loaded.tmpl).c_str(), replies.c_str(),

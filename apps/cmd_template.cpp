@@ -1,7 +1,7 @@
 // `offgraph template`: one chat request (OpenAI's chat shape: messages, tools,
 // chat_template_kwargs, add_generation_prompt) rendered by a model's own Jinja
 // chat template, a template file or the built-in harmony render (--chat
-// harmony: gpt-oss's format, tools included; api/harmony_chat.h), printed
+// harmony: gpt-oss's format, tools included; chat/harmony_chat.h), printed
 // exactly as rendered and nothing more. A template that raises is exit 1
 // with its message.
 #include <cstdio>
@@ -10,13 +10,14 @@
 #include <optional>
 #include <string>
 
-#include "api/harmony_chat.h"
-#include "api/jinja_chat.h"
 #include "api/run_builder.h"
 #include "base/error.h"
 #include "base/flags.h"
 #include "base/mapped_file.h"
+#include "chat/harmony_chat.h"
+#include "chat/jinja_chat.h"
 #include "commands.h"
+#include "format/chat_template_source.h"
 #include "llm_common.h"
 #include "shared_flags.h"
 #include "tokenizer/tokenizer.h"

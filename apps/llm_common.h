@@ -11,13 +11,13 @@
 
 #include "api/run_builder.h"
 #include "base/flags.h"
+#include "chat/chat_template.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "runtime/stats.h"
 #include "shared_flags.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og::app {

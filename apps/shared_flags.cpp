@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "chat/chat_template.h"
 #include "llama_habits.h"
-#include "tokenizer/chat_template.h"
 
 namespace og::app {
 

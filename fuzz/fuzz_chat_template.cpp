@@ -14,7 +14,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace {
 

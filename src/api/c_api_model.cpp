@@ -9,8 +9,8 @@
 #include <unordered_map>
 
 #include "api/c_api_internal.h"
+#include "chat/chat_template.h"
 #include "model/config.h"
-#include "tokenizer/chat_template.h"
 
 namespace og::capi {
 

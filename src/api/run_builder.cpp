@@ -5,9 +5,9 @@
 #include <system_error>
 
 #include "base/error.h"
-#include "api/jinja_chat.h"
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
+#include "chat/jinja_chat.h"
 
 namespace og {
 

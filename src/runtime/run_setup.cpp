@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/timer.h"
+#include "format/chat_template_source.h"
 #include "model/config.h"
 
 namespace og {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og {

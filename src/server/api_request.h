@@ -24,8 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
+#include "chat/tool_grammar.h"  // ToolChoice
 #include "grammar/grammar.h"
-#include "tokenizer/chat_template.h"
 
 namespace og::server {
 
@@ -61,14 +62,6 @@ struct GenerationParams {
   int top_logprobs = 0;  // alternatives per token, with logprobs
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
-};
-
-// tool_choice: "auto" (the default with tools), "none", "required", or one
-// named function.
-struct ToolChoice {
-  enum class Kind { kAuto, kNone, kRequired, kFunction };
-  Kind kind = Kind::kAuto;
-  std::string function;  // kFunction: its name (one of the request's tools)
 };
 
 // One completion prompt: text, or token ids when is_ids.

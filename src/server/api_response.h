@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/reply_parser.h"
 #include "server/api_error.h"
 #include "server/api_request.h"
-#include "server/reply_parser.h"
 
 namespace og::server {
 

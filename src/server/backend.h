@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "api/jinja_chat.h"
+#include "chat/chat_template.h"
+#include "chat/jinja_chat.h"
+#include "chat/reply_parser.h"
 #include "runtime/constraint.h"
 #include "runtime/embedder.h"
 #include "runtime/sampler.h"
 #include "runtime/scheduler.h"
-#include "tokenizer/chat_template.h"
-#include "server/reply_parser.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og::server {
@@ -72,7 +72,7 @@ struct ServedModel {
   // once; null: built for each request that needs one.
   std::shared_ptr<const grammar::TokenVocab> grammar_vocab;
   // The same with the tool-call format's control-token markers admitted
-  // (server/tool_grammar.h tool_grammar_markers), for grammars of tool calls;
+  // (chat/tool_grammar.h tool_grammar_markers), for grammars of tool calls;
   // null: grammar_vocab serves them (or, when the markers are control tokens,
   // one is built for each request that needs it).
   std::shared_ptr<const grammar::TokenVocab> tool_grammar_vocab;

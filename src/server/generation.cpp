@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <random>
 
-#include "api/harmony_chat.h"
 #include "base/error.h"
-#include "server/tool_grammar.h"
+#include "chat/harmony_chat.h"
+#include "chat/request_error.h"
+#include "chat/tool_grammar.h"
 
 namespace og::server {
 
@@ -74,7 +75,7 @@ std::string one_line_cut(std::string_view s) {
   return out;
 }
 
-// The built-in harmony render of the whole request (api/harmony_chat.h):
+// The built-in harmony render of the whole request (chat/harmony_chat.h):
 // tools, tool calls, tool results and the kwargs as gpt-oss's template
 // renders them; what it cannot render is a 400 naming the field.
 ChatSegments harmony_segments(const nlohmann::ordered_json& template_request, bool add_generation_prompt) {
@@ -270,6 +271,29 @@ RequestOptions build_request_options(const GenerationRequest& req, const ServedM
   return o;
 }
 
+namespace {
+
+// The request's tools as the chat format's tool grammars take them.
+ToolRequest tool_request(const GenerationRequest& req) {
+  ToolRequest t;
+  if (req.template_request.contains("tools")) t.tools = req.template_request["tools"];
+  t.choice = req.tool_choice;
+  t.parallel_tool_calls = req.parallel_tool_calls;
+  return t;
+}
+
+// A tool grammar, or the 400 naming the field the format could not constrain.
+template <class F>
+std::string tool_grammar_or_400(F make) {
+  try {
+    return make();
+  } catch (const ChatRequestError& e) {
+    bad_request(e.what(), e.field(), e.code());
+  }
+}
+
+}  // namespace
+
 void set_grammar(const GenerationRequest& req, const ServedModel& m, const ReplyParserOptions& reply,
                  RequestOptions& o) {
   std::shared_ptr<const grammar::Grammar> g = req.params.grammar;
@@ -280,7 +304,7 @@ void set_grammar(const GenerationRequest& req, const ServedModel& m, const Reply
     if (g)
       bad_request("'tool_choice' and '" + req.params.grammar_from + "' both constrain the reply: give one",
                   "tool_choice");
-    const std::string text = tool_call_grammar(req, reply);
+    const std::string text = tool_grammar_or_400([&] { return tool_call_grammar(tool_request(req), reply); });
     try {
       g = grammar::Grammar::parse(text);
     } catch (const og::Error& e) {
@@ -292,9 +316,9 @@ void set_grammar(const GenerationRequest& req, const ServedModel& m, const Reply
   // whose calls are parsed, not enforced).
   const bool strict_auto = !g && req.endpoint == Endpoint::kChat && req.n_tools > 0 &&
                            req.tool_choice.kind == ToolChoice::Kind::kAuto && reply.parse_tools &&
-                           has_strict_tools(req);
+                           has_strict_tools(tool_request(req));
   if (strict_auto) {
-    const std::string text = strict_auto_grammar(req, reply);
+    const std::string text = tool_grammar_or_400([&] { return strict_auto_grammar(tool_request(req), reply); });
     if (!text.empty()) {
       try {
         g = grammar::Grammar::parse(text);

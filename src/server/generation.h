@@ -36,7 +36,7 @@ nlohmann::ordered_json jinja_request(const ServedModel& m, const nlohmann::order
 // A chat request's prompt segments: through the model's Jinja template
 // (its tool_use variant when tools are given and it has one) with tools,
 // tool calls and kwargs; through the built-in harmony's whole-request render
-// (api/harmony_chat.h: tools, tool calls, tool results, reasoning_effort and
+// (chat/harmony_chat.h: tools, tool calls, tool results, reasoning_effort and
 // model_identity as gpt-oss's own template renders them; what it cannot
 // render, such as builtin_tools, is an ApiError 400 naming the field); else
 // the built-in template (ApiError 400 naming `needs_jinja` when the request

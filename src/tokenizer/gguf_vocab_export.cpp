@@ -6,9 +6,9 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "format/chat_template_source.h"
 #include "format/hf_config.h"
 #include "tokenizer/bpe_presets.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/pipeline.h"
 
 namespace og {

@@ -10,7 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "api/jinja_chat.h"
+#include "chat/jinja_chat.h"
 #include "server_fixture.h"
 
 namespace og::server::test {

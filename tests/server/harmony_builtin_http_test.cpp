@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/jinja_chat.h"
 #include "base/mapped_file.h"
+#include "chat/jinja_chat.h"
 #include "grammar/grammar.h"
 #include "server_fixture.h"
 

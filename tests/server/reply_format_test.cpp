@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "chat/reply_parser.h"
 #include "server/backend.h"
-#include "server/reply_parser.h"
 
 namespace og::server {
 namespace {

@@ -1,4 +1,4 @@
-// Request fields through the HTTP layer (api/request_text.h): a control
+// Request fields through the HTTP layer (chat/request_text.h): a control
 // token's text written into a tool description, a parameter's enum, a tool
 // call's name and arguments, a message's name, reasoning_content or a
 // chat_template_kwargs value reaches the prompt as text, on /tokenize and on
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/jinja_chat.h"
+#include "chat/jinja_chat.h"
 #include "server_fixture.h"
 
 namespace og::server::test {

@@ -10,11 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/reply_parser.h"
+#include "chat/request_error.h"
+#include "chat/tool_grammar.h"
 #include "grammar/grammar.h"
 #include "server/api_error.h"
 #include "server/api_request.h"
-#include "server/reply_parser.h"
-#include "server/tool_grammar.h"
 
 namespace og::server {
 namespace {
@@ -84,31 +85,27 @@ TEST(SchemaBoundsRequest, ToolsShareOneSchemaBudget) {
   // compiled each with the whole budget they took ~30 s and made a grammar of
   // ~50 MB that the grammar parser then refused (a 500).
   const json params = {{"type", "object"}, {"properties", object_of(1000, {{"type", "integer"}})}};
-  GenerationRequest r;
-  r.endpoint = Endpoint::kChat;
-  r.template_request["tools"] = json::array();
+  ToolRequest r;
   for (int i = 0; i < 300; ++i)
-    r.template_request["tools"].push_back(
-        {{"type", "function"}, {"function", {{"name", "f" + std::to_string(i)}, {"parameters", params}}}});
-  r.n_tools = 300;
-  r.tool_choice.kind = ToolChoice::Kind::kRequired;
+    r.tools.push_back({{"type", "function"}, {"function", {{"name", "f" + std::to_string(i)}, {"parameters", params}}}});
+  r.choice.kind = ToolChoice::Kind::kRequired;
   ReplyParserOptions reply;
   reply.format.tools = ToolCallFormat::kHermes;
   const std::clock_t t0 = std::clock();  // processor time: the bound holds on a loaded machine too
-  ApiError e(0, "", "", "no error");
+  std::string error = "no error", field;
   try {
     tool_call_grammar(r, reply);
-  } catch (const ApiError& x) {
-    e = x;
+  } catch (const ChatRequestError& x) {
+    error = x.what();
+    field = x.field();
   }
   // Before the shared budget this took ~30 s of CPU; the bound only guards
   // against that, with room for a sanitizer build (3.8 s there, 0.5 s Release).
   EXPECT_LT(static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC, 20.0);
-  EXPECT_EQ(e.status(), 400) << e.what();
-  EXPECT_NE(std::string(e.what()).find("the tools' schemas share these limits"), std::string::npos) << e.what();
+  EXPECT_NE(field, "") << error;
+  EXPECT_NE(error.find("the tools' schemas share these limits"), std::string::npos) << error;
   // A few such tools still compile.
-  r.template_request["tools"] = json::array({r.template_request["tools"][0], r.template_request["tools"][1]});
-  r.n_tools = 2;
+  r.tools = json::array({r.tools[0], r.tools[1]});
   EXPECT_FALSE(tool_call_grammar(r, reply).empty());
 }
 

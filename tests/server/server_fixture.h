@@ -21,10 +21,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
 #include "runtime/stop_filter.h"
 #include "server/backend.h"
 #include "server/http_server.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og::server::test {

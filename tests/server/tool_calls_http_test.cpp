@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/jinja_chat.h"
+#include "chat/jinja_chat.h"
 #include "grammar/grammar.h"
 #include "server_fixture.h"
 

@@ -1,4 +1,4 @@
-// Request fields other than message contents stay text (api/request_text.h):
+// Request fields other than message contents stay text (chat/request_text.h):
 // a special-token text written into tools, parameter descriptions, enums,
 // tool calls (names, arguments as a string or an object), message names,
 // reasoning or chat_template_kwargs values (strings, lists, dicts) never
@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "api/harmony_chat.h"
-#include "api/jinja_chat.h"
-#include "api/request_text.h"
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "chat/harmony_chat.h"
+#include "chat/jinja_chat.h"
+#include "chat/request_text.h"
 
 namespace og {
 namespace {

@@ -3,7 +3,7 @@
 // reasoning, and malformed calls that must come back as content byte for
 // byte; every sample is also fed in random splits, which must not change the
 // result.
-#include "server/reply_parser.h"
+#include "chat/reply_parser.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace og::server {
+namespace og {
 namespace {
 
 using TF = ToolCallFormat;
@@ -558,4 +558,4 @@ TEST(ReplyParser, PromptOpensReasoning) {
 }
 
 }  // namespace
-}  // namespace og::server
+}  // namespace og

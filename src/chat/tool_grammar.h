@@ -14,14 +14,33 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/api_request.h"
-#include "server/reply_parser.h"
+#include "chat/reply_parser.h"
 
-namespace og::server {
+namespace og {
+
+// tool_choice: "auto" (the default with tools), "none", "required", or one
+// named function.
+struct ToolChoice {
+  enum class Kind { kAuto, kNone, kRequired, kFunction };
+  Kind kind = Kind::kAuto;
+  std::string function;  // kFunction: its name (one of the request's tools)
+};
+
+// What a tool grammar is built from: the request's tools (OpenAI's list of
+// {"type": "function", "function": {name, parameters?, strict?}}, validated
+// where the request was parsed), the choice, and whether several calls may
+// follow one another. A tool grammar the request cannot have (a schema past
+// the limits, a format whose calls cannot be enforced) is a ChatRequestError
+// (chat/request_error.h) naming the field.
+struct ToolRequest {
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  ToolChoice choice;
+  bool parallel_tool_calls = true;
+};
 
 // The grammar text for req's tool_choice (required: any of the tools; a
 // function: that one), one call, or one or more when parallel_tool_calls.
-std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOptions& reply);
+std::string tool_call_grammar(const ToolRequest& req, const ReplyParserOptions& reply);
 
 // The texts of the control tokens that the format's tool grammars write and
 // so must be admitted into the grammar's vocabulary (runtime/constraint.h
@@ -29,7 +48,7 @@ std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOpt
 std::vector<std::string> tool_grammar_markers(const ReplyFormat& format);
 
 // True when one of the request's tools says "strict": true.
-bool has_strict_tools(const GenerationRequest& req);
+bool has_strict_tools(const ToolRequest& req);
 
 // tool_choice "auto" with strict tools: the reply may be text, but any call
 // in it is to a listed tool, with arguments valid for a strict tool's schema
@@ -44,6 +63,6 @@ bool has_strict_tools(const GenerationRequest& req);
 //   is not '{' and that does not open with <|python_tag|> (what the parser
 //   reads as content), or nothing. A reply that opens with '{' is a call: a
 //   bare JSON object that is not one cannot be written.
-std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserOptions& reply);
+std::string strict_auto_grammar(const ToolRequest& req, const ReplyParserOptions& reply);
 
-}  // namespace og::server
+}  // namespace og

@@ -9,9 +9,10 @@
 #include <random>
 
 #include "base/error.h"
+#include "chat/chat_template.h"
+#include "format/chat_template_source.h"
 #include "format/gguf.h"
 #include "synth/synth.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/streaming_decoder.h"
 #include "tokenizer/tokenizer.h"
 

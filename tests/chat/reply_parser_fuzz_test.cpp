@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "server/reply_parser.h"
+#include "chat/reply_parser.h"
 
-namespace og::server {
+namespace og {
 namespace {
 
 using TF = ToolCallFormat;
@@ -137,4 +137,4 @@ TEST(ReplyParserFuzz, RandomRepliesAreAccountedFor) {
 }
 
 }  // namespace
-}  // namespace og::server
+}  // namespace og

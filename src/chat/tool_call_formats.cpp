@@ -1,11 +1,11 @@
 // Reading one tool call in each format's syntax (see tool_call_formats.h):
 // where it ends as the reply grows, and whether its body is well formed.
-#include "server/tool_call_formats.h"
+#include "chat/tool_call_formats.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-namespace og::server::detail {
+namespace og::detail {
 
 using Json = nlohmann::ordered_json;  // keeps the model's key order in arguments
 
@@ -509,4 +509,4 @@ CallRead CallReader::read_harmony(std::string_view text, bool final) {
   return done(e, std::move(c));
 }
 
-}  // namespace og::server::detail
+}  // namespace og::detail

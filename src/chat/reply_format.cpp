@@ -2,9 +2,9 @@
 // markers its chat template writes for assistant turns in history.
 #include <string_view>
 
-#include "server/reply_parser.h"
+#include "chat/reply_parser.h"
 
-namespace og::server {
+namespace og {
 
 const char* tool_call_format_name(ToolCallFormat f) {
   switch (f) {
@@ -67,4 +67,4 @@ ReplyFormat detect_reply_format(std::string_view t) {
   return f;
 }
 
-}  // namespace og::server
+}  // namespace og

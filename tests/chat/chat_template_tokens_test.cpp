@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <set>
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace og {
 namespace {

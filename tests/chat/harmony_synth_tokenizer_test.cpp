@@ -12,9 +12,10 @@
 #include <memory>
 #include <random>
 
+#include "chat/chat_template.h"
+#include "format/chat_template_source.h"
 #include "format/gguf.h"
 #include "synth/synth.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/gguf_vocab_export.h"
 #include "tokenizer/tokenizer.h"
 

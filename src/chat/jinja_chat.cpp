@@ -1,10 +1,10 @@
 // A model's Jinja chat template behind the ChatTemplate interface (jinja_chat.h).
-#include "api/jinja_chat.h"
+#include "chat/jinja_chat.h"
 
 #include <algorithm>
 
-#include "api/request_text.h"
 #include "base/error.h"
+#include "chat/request_text.h"
 #include "template/template.h"
 
 namespace og {

@@ -1,15 +1,15 @@
 // Grammars of required tool calls and of strict tools under "auto" (tool_grammar.h).
-#include "server/tool_grammar.h"
+#include "chat/tool_grammar.h"
 
 #include <algorithm>
 #include <cstdint>
 
+#include "chat/request_error.h"
 #include "grammar/compose.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
-#include "server/api_error.h"
 
-namespace og::server {
+namespace og {
 
 namespace {
 
@@ -49,9 +49,9 @@ std::string arguments_rules(const json& tool, size_t n, grammar::JsonSyntax synt
   try {
     text = grammar::json_schema_to_grammar(params, o);
   } catch (const grammar::SchemaError& e) {
-    bad_request("'" + field + "': " + e.what() + " (tool_choice needs a schema it can enforce" +
-                    (shared ? "; the tools' schemas share these limits" : "") + ")",
-                field, "unsupported_schema");
+    throw ChatRequestError("'" + field + "': " + e.what() + " (tool_choice needs a schema it can enforce" +
+                               (shared ? "; the tools' schemas share these limits" : "") + ")",
+                           field, "unsupported_schema");
   }
   const std::string prefix = "t" + std::to_string(n) + "-";
   *root = prefix + "root";
@@ -66,9 +66,9 @@ std::string arguments_rules(const json& tool, size_t n, grammar::JsonSyntax synt
 std::string within_grammar_limit(std::string g) {
   const size_t limit = grammar::GrammarLimits{}.max_text_bytes;
   if (g.size() > limit)
-    bad_request("'tools': the grammar of these tools' calls is " + std::to_string(g.size()) +
-                    " bytes, above the limit " + std::to_string(limit) + " (the tools' schemas share it)",
-                "tools", "unsupported_schema");
+    throw ChatRequestError("'tools': the grammar of these tools' calls is " + std::to_string(g.size()) +
+                               " bytes, above the limit " + std::to_string(limit) + " (the tools' schemas share it)",
+                           "tools", "unsupported_schema");
   return g;
 }
 
@@ -88,9 +88,8 @@ bool is_strict(const json& tool) {
 
 }  // namespace
 
-bool has_strict_tools(const GenerationRequest& req) {
-  if (!req.template_request.contains("tools")) return false;
-  for (const json& t : req.template_request["tools"])
+bool has_strict_tools(const ToolRequest& req) {
+  for (const json& t : req.tools)
     if (is_strict(t)) return true;
   return false;
 }
@@ -214,10 +213,10 @@ std::string llama3_auto_rules(const ReplyFormat& f, bool parallel) {
 
 }  // namespace
 
-std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserOptions& reply) {
+std::string strict_auto_grammar(const ToolRequest& req, const ReplyParserOptions& reply) {
   const ReplyFormat& f = reply.format;
   if (!enforceable(f.tools)) return "";
-  const json& tools = req.template_request["tools"];
+  const json& tools = req.tools;
   std::string rules, alts;
   SchemaBudget budget;
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -238,20 +237,20 @@ std::string strict_auto_grammar(const GenerationRequest& req, const ReplyParserO
   return within_grammar_limit(g + rules);
 }
 
-std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOptions& reply) {
-  const json& tools = req.template_request["tools"];
+std::string tool_call_grammar(const ToolRequest& req, const ReplyParserOptions& reply) {
+  const json& tools = req.tools;
   const ReplyFormat& f = reply.format;
   if (!enforceable(f.tools))
-    bad_request(std::string("'tool_choice' ") +
-                    (req.tool_choice.kind == ToolChoice::Kind::kRequired ? "required" : "naming a function") +
-                    " cannot be enforced for this model's tool-call format (" + tool_call_format_name(f.tools) +
-                    "); use \"auto\"",
-                "tool_choice", "unsupported_parameter");
+    throw ChatRequestError(std::string("'tool_choice' ") +
+                               (req.choice.kind == ToolChoice::Kind::kRequired ? "required" : "naming a function") +
+                               " cannot be enforced for this model's tool-call format (" +
+                               tool_call_format_name(f.tools) + "); use \"auto\"",
+                           "tool_choice", "unsupported_parameter");
   std::string rules, alts;
   SchemaBudget budget;
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string name = tools[i]["function"]["name"].get<std::string>();
-    if (req.tool_choice.kind == ToolChoice::Kind::kFunction && name != req.tool_choice.function) continue;
+    if (req.choice.kind == ToolChoice::Kind::kFunction && name != req.choice.function) continue;
     std::string args;
     rules += arguments_rules(tools[i], i, syntax_of(f), budget, &args);
     alts += std::string(alts.empty() ? "" : " | ") + call_alternative(f, name, args);
@@ -282,4 +281,4 @@ std::string tool_call_grammar(const GenerationRequest& req, const ReplyParserOpt
   return within_grammar_limit(g + rules);
 }
 
-}  // namespace og::server
+}  // namespace og

@@ -4,13 +4,13 @@
 // whitespace included: under trim_blocks and lstrip_blocks an expression tag
 // that is not trimmed keeps the indentation before it), then the messages as
 // its main loop renders them.
-#include "api/harmony_chat.h"
+#include "chat/harmony_chat.h"
 
 #include <string>
 #include <string_view>
 
-#include "api/jinja_chat.h"
 #include "base/error.h"
+#include "chat/jinja_chat.h"
 #include "template/json_dump.h"
 
 namespace og {

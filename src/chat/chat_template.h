@@ -30,8 +30,6 @@
 
 namespace og {
 
-class GgufFile;
-
 // role: "system", "user" or "assistant" (anything else is an og::Error at render).
 struct ChatMessage {
   std::string role;
@@ -112,7 +110,7 @@ std::vector<std::string> chat_template_names();
 // model identity, knowledge cutoff, `date` (YYYY-MM-DD), reasoning effort and
 // the valid channels, plus the line that sends calls to 'functions' when the
 // request has tools. The built-in harmony render and render_harmony_request
-// (api/harmony_chat.h) share it.
+// (chat/harmony_chat.h) share it.
 std::string harmony_system_message(std::string_view model_identity, std::string_view date,
                                    std::string_view reasoning_effort, bool has_tools);
 // The default identity of that message.
@@ -130,18 +128,6 @@ std::optional<std::string> detect_chat_template(std::string_view jinja);
 // listing the names.
 std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name,
                                                  const std::optional<std::string>& model_template);
-
-// The template stored with a model: GGUF `tokenizer.chat_template`; in an HF
-// directory chat_template.jinja, else tokenizer_config.json `chat_template`
-// (a string, or a list of {name, template} where "default" is taken), else
-// chat_template.json. A tokenizer.json / tokenizer.model path looks beside
-// itself. nullopt when there is none.
-std::optional<std::string> read_chat_template(const std::string& model_path);
-std::optional<std::string> read_chat_template(const GgufFile& gguf);
-// The model's named template variants besides the default ("tool_use", ...):
-// GGUF `tokenizer.chat_template.NAME`, an HF list of {name, template}.
-std::map<std::string, std::string> read_chat_template_variants(const std::string& model_path);
-std::map<std::string, std::string> read_chat_template_variants(const GgufFile& gguf);
 
 // Ids that end an assistant turn: the tokenizer's stop ids (EOS, EOT, ...) plus
 // each of tmpl.stop_markers() that is a single token of the vocabulary. Sorted, unique.

@@ -1,6 +1,6 @@
 // Chat templates: exact renders of a fixed conversation per built-in format,
 // incremental == full rendering over multi-turn chats, and --chat resolution.
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <gtest/gtest.h>
 

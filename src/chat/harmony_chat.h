@@ -27,7 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace og {
 

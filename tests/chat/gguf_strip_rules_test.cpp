@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og {

@@ -1,6 +1,6 @@
 // The built-in chat formats: one small render function per format, the generic
 // incremental render, name resolution and recognition of a model's template.
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <algorithm>
 #include <ctime>
@@ -201,7 +201,7 @@ ChatSegments render_phi3(Msgs m, bool gen) { return render_wrapped(m, gen, "phi3
 ChatSegments render_zephyr(Msgs m, bool gen) { return render_wrapped(m, gen, "zephyr", "<|", "|>\n", "</s>\n"); }
 
 // Harmony (gpt-oss), as its chat template renders a conversation without
-// tools (api/harmony_chat.h renders whole requests, tools included): every
+// tools (chat/harmony_chat.h renders whole requests, tools included): every
 // message is <|start|>ROLE<|message|>TEXT<|end|>; first the system message
 // the template builds (harmony_system_message: today's date, reasoning
 // medium), then a first system message of the conversation, when not empty,

@@ -34,7 +34,7 @@
 #include <string_view>
 #include <vector>
 
-namespace og::server {
+namespace og {
 
 enum class ToolCallFormat { kNone, kHermes, kLlama3Json, kMistral, kGemma4, kHarmony };
 // kMistralThink: [THINK]...[/THINK] (Magistral, Ministral 3 Reasoning).
@@ -135,4 +135,4 @@ ParsedReply parse_reply(std::string_view text, const ReplyParserOptions& options
 // DeepSeek-R1 distills and some Qwen 3 templates end it).
 bool prompt_opens_reasoning(std::string_view rendered_prompt, ReasoningFormat f);
 
-}  // namespace og::server
+}  // namespace og

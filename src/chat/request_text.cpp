@@ -1,5 +1,5 @@
 // Request fields kept as text through a Jinja chat template (request_text.h).
-#include "api/request_text.h"
+#include "chat/request_text.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,4 +1,4 @@
-// The built-in harmony render of whole requests (api/harmony_chat.h) against
+// The built-in harmony render of whole requests (chat/harmony_chat.h) against
 // gpt-oss's own template (the test data's openai-gpt-oss-120b.jinja, rendered
 // by the Jinja engine): the same text byte for byte for tools of varied
 // schemas, assistant tool calls, tool results, multi-turn conversations and
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "api/harmony_chat.h"
-#include "api/jinja_chat.h"
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "chat/harmony_chat.h"
+#include "chat/jinja_chat.h"
 
 namespace og {
 namespace {

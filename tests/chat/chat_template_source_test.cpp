@@ -8,8 +8,9 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "chat/chat_template.h"
+#include "format/chat_template_source.h"
 #include "format/gguf.h"
-#include "tokenizer/chat_template.h"
 
 namespace og {
 namespace {

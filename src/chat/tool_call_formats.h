@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "server/reply_parser.h"
+#include "chat/reply_parser.h"
 
-namespace og::server::detail {
+namespace og::detail {
 
 inline constexpr std::string_view kHermesOpen = "<tool_call>";
 inline constexpr std::string_view kHermesClose = "</tool_call>";
@@ -116,4 +116,4 @@ bool parse_hermes_body(std::string_view body, ParsedCall* out);
 // The body between <|tool_call> and <tool_call|>: call:NAME{key:value,...}.
 bool parse_gemma4_body(std::string_view body, ParsedCall* out);
 
-}  // namespace og::server::detail
+}  // namespace og::detail

@@ -14,7 +14,7 @@
 //
 // Every other string of a request (tools, tool calls, names, reasoning,
 // chat_template_kwargs values, ...) stays text too: render_request_segments
-// wraps the special-token texts in them (api/request_text.h), so that none
+// wraps the special-token texts in them (chat/request_text.h), so that none
 // becomes a control token. There is no option to let them through: a client
 // that needs control tokens sends token ids to /v1/completions.
 #pragma once
@@ -27,7 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og {

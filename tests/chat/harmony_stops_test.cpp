@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
+#include "chat/chat_template.h"
 #include "format/gguf.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og {

@@ -12,16 +12,16 @@
 // - around a well-formed tool call: the whitespace just before its first
 //   byte, and whitespace after the last call up to the end of the reply (the
 //   templates write "\n" between content and calls and between calls).
-#include "server/reply_parser.h"
+#include "chat/reply_parser.h"
 
 #include <algorithm>
 #include <chrono>
 #include <unordered_set>
 #include <utility>
 
-#include "server/tool_call_formats.h"
+#include "chat/tool_call_formats.h"
 
-namespace og::server {
+namespace og {
 
 using detail::CallRead;
 using detail::CallReader;
@@ -399,4 +399,4 @@ bool prompt_opens_reasoning(std::string_view rendered_prompt, ReasoningFormat f)
   return open != std::string_view::npos && all_space(rendered_prompt.substr(open + m.open.size()));
 }
 
-}  // namespace og::server
+}  // namespace og

@@ -1,5 +1,5 @@
 // The grammars of required tool calls and of strict tools under "auto"
-// (server/tool_grammar.h), per format: the texts they accept are calls in the
+// (chat/tool_grammar.h), per format: the texts they accept are calls in the
 // template's own syntax with valid arguments, the reply parser reads each one
 // back as that call, and what they refuse is refused. Mistral's two syntaxes
 // (name[CALL_ID]id[ARGS]{...} and the [TOOL_CALLS][...] list) and its
@@ -13,33 +13,30 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/reply_parser.h"
+#include "chat/request_error.h"
+#include "chat/tool_grammar.h"
 #include "grammar/grammar.h"
-#include "server/api_error.h"
-#include "server/api_request.h"
-#include "server/reply_parser.h"
-#include "server/tool_grammar.h"
 
-namespace og::server {
+namespace og {
 namespace {
 
 using json = nlohmann::ordered_json;
 
-GenerationRequest request(const std::string& choice, bool parallel = false, bool strict = false) {
-  GenerationRequest r;
-  r.endpoint = Endpoint::kChat;
+ToolRequest request(const std::string& choice, bool parallel = false, bool strict = false) {
+  ToolRequest r;
   const json weather = json::parse(R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 10},
       "days": {"type": "integer", "minimum": 1, "maximum": 7}}, "required": ["city", "days"]})");
-  r.template_request["tools"] = {
+  r.tools = {
       {{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", weather}, {"strict", strict}}}},
       {{"type", "function"}, {"function", {{"name", "get_time"}}}}};
-  r.n_tools = 2;
   if (choice == "required") {
-    r.tool_choice.kind = ToolChoice::Kind::kRequired;
+    r.choice.kind = ToolChoice::Kind::kRequired;
   } else if (choice == "auto") {
-    r.tool_choice.kind = ToolChoice::Kind::kAuto;
+    r.choice.kind = ToolChoice::Kind::kAuto;
   } else {
-    r.tool_choice.kind = ToolChoice::Kind::kFunction;
-    r.tool_choice.function = choice;
+    r.choice.kind = ToolChoice::Kind::kFunction;
+    r.choice.function = choice;
   }
   r.parallel_tool_calls = parallel;
   return r;
@@ -186,12 +183,12 @@ TEST(ToolGrammar, Gemma4Required) {
 }
 
 TEST(ToolGrammar, Gemma4NestedValuesAndStrictAuto) {
-  GenerationRequest r = request("auto", false, /*strict=*/true);
-  r.template_request["tools"][1]["function"]["parameters"] = json::parse(R"({"type": "object",
+  ToolRequest r = request("auto", false, /*strict=*/true);
+  r.tools[1]["function"]["parameters"] = json::parse(R"({"type": "object",
       "properties": {"Zone": {"enum": ["UTC", "CET"]}, "opts": {"type": "object", "properties": {"b": {"type": "boolean"},
       "n": {"type": ["null", "integer"]}}, "required": ["b", "n"]}, "tags": {"type": "array", "items": {"type": "string"}}},
       "required": ["Zone"]})");
-  r.template_request["tools"][1]["function"]["strict"] = true;
+  r.tools[1]["function"]["strict"] = true;
   const ReplyParserOptions o = gemma4();
   const std::string g = strict_auto_grammar(r, o);
   ASSERT_FALSE(g.empty());
@@ -211,14 +208,15 @@ TEST(ToolGrammar, Gemma4NestedValuesAndStrictAuto) {
 // A property name Gemma's syntax cannot write (it holds the quote marker) is a
 // 400 naming the tool's parameters, not a grammar that could never finish.
 TEST(ToolGrammar, Gemma4UnwritableKeyIsA400) {
-  GenerationRequest r = request("required");
-  r.template_request["tools"][0]["function"]["parameters"] =
+  ToolRequest r = request("required");
+  r.tools[0]["function"]["parameters"] =
       json::parse(R"({"type": "object", "properties": {"a<|\"|>b": {"type": "string"}}})");
   try {
     tool_call_grammar(r, gemma4());
     FAIL() << "no error";
-  } catch (const ApiError& e) {
-    EXPECT_EQ(e.status(), 400);
+  } catch (const ChatRequestError& e) {
+    EXPECT_EQ(e.field(), "tools[0].function.parameters");
+    EXPECT_EQ(e.code(), "unsupported_schema");
     EXPECT_NE(std::string(e.what()).find("tools[0].function.parameters"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("quote marker"), std::string::npos) << e.what();
   }
@@ -405,4 +403,4 @@ TEST(ToolGrammar, HarmonyStrictAuto) {
 }
 
 }  // namespace
-}  // namespace og::server
+}  // namespace og

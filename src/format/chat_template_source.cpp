@@ -1,13 +1,14 @@
 // Where a model keeps its Jinja chat template: GGUF `tokenizer.chat_template`,
 // or beside an HF checkpoint (HfCheckpoint::chat_template, the one reader of
 // such a directory).
+#include "format/chat_template_source.h"
+
 #include <cstring>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "format/gguf.h"
 #include "format/hf_config.h"
-#include "tokenizer/chat_template.h"
 
 namespace og {
 namespace {

@@ -1,0 +1,27 @@
+// Where a model keeps its Jinja chat template text: GGUF
+// `tokenizer.chat_template` (and its named variants), or the files of an HF
+// checkpoint (HfCheckpoint, the one reader of such a directory). Only the
+// text: what it means is src/chat/'s business.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace og {
+
+class GgufFile;
+
+// The template stored with a model: GGUF `tokenizer.chat_template`; in an HF
+// directory chat_template.jinja, else tokenizer_config.json `chat_template`
+// (a string, or a list of {name, template} where "default" is taken), else
+// chat_template.json. A tokenizer.json / tokenizer.model path looks beside
+// itself. nullopt when there is none.
+std::optional<std::string> read_chat_template(const std::string& model_path);
+std::optional<std::string> read_chat_template(const GgufFile& gguf);
+// The model's named template variants besides the default ("tool_use", ...):
+// GGUF `tokenizer.chat_template.NAME`, an HF list of {name, template}.
+std::map<std::string, std::string> read_chat_template_variants(const std::string& model_path);
+std::map<std::string, std::string> read_chat_template_variants(const GgufFile& gguf);
+
+}  // namespace og
