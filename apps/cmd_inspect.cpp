@@ -18,6 +18,7 @@
 #include "chat/chat_template.h"
 #include "chat/reply_parser.h"
 #include "commands.h"
+#include "format/chat_template_source.h"
 #include "format/gguf.h"
 #include "format/hf_config.h"
 #include "kv/kv_types.h"
