@@ -69,6 +69,7 @@ struct ServeFlags {
   std::vector<std::string> host_allow;
   std::string log_format = "text";
   bool log_probes = false;
+  bool no_webui = false;
   KvEventsFlags kv_events;  // --kv-events-*: the prefix cache's block events over ZeroMQ
 };
 
@@ -100,6 +101,9 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
                 "the server's log lines on stderr (one per request once answered): text, or one JSON object per "
                 "line");
   fl.add_bool("log-probes", &f.log_probes, "also log /health, /ready and /metrics requests");
+  fl.add_bool("no-webui", &f.no_webui,
+              "no chat page: / answers only 'Ollama is running' (text/plain) and /webui/* is 404; by default a "
+              "browser opening / gets the chat page (docs/serving.md)");
   add_scheduler_flags(fl, f.sched, kSchedulerNames);
   add_kv_events_flags(fl, f.kv_events);
   fl.add_int("max-queue", &f.max_queue, 0, kIntMax,
@@ -214,6 +218,7 @@ int cmd_serve(const Args& args) {
   ho.host_allow = f.host_allow;
   ho.log_json = f.log_format == "json";
   ho.log_probes = f.log_probes;
+  ho.webui = !f.no_webui;
   const int64_t parallel = f.sched.sessions;
   ho.max_in_flight = f.max_queue > 0 ? static_cast<int>(parallel + f.max_queue) : 0;
   ho.http_threads =

@@ -14,7 +14,8 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       libcpp-httplib-dev curl nodejs python3-jinja2
       pybind11-dev python3-dev python3-numpy python3-pytest python3-jsonschema
       cppzmq-dev libmsgpack-cxx-dev python3-zmq python3-msgpack python3-cbor2
-      haproxy prometheus python3-yaml)
+      haproxy prometheus python3-yaml
+      chromium)  # the chat page's browser test (tests/js/webui_browser_test.mjs), driven by puppeteer-core
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -26,6 +26,7 @@
 #include "server/embeddings.h"
 #include "server/generation.h"
 #include "server/http_internal.h"
+#include "server/webui.h"
 
 namespace og::server {
 
@@ -43,6 +44,7 @@ struct Route {
 // Every route the server answers; anything else is 404 (405 for a known path).
 // Paths are matched after canonical_path(); "/v1/models/{id}" takes any id.
 constexpr Route kRoutes[] = {
+    {"GET", "/", false, false},                 {"GET", "/webui/{file}", false, false},
     {"GET", "/health", false, false},           {"GET", "/ready", false, false},
     {"GET", "/metrics", false, false},          {"GET", "/v1/models", true, true},
     {"GET", "/v1/models/{id}", true, true},
@@ -64,6 +66,7 @@ std::string canonical_path(const std::string& p) {
 // The route pattern of a canonical path.
 std::string route_of(const std::string& cp) {
   if (cp.size() > kModelPrefix.size() && cp.compare(0, kModelPrefix.size(), kModelPrefix) == 0) return "/v1/models/{id}";
+  if (cp != "/" && is_webui_path(cp)) return "/webui/{file}";
   return cp;
 }
 
@@ -309,6 +312,7 @@ std::optional<HttpResponse> HttpServer::Impl::check_head(const HttpRequest& req)
 // model step (the scheduler's snapshot is a copy under its own mutex).
 std::optional<HttpResponse> HttpServer::Impl::answer_now(const HttpRequest& req) {
   const std::string p = canonical_path(req.path);
+  if (is_webui_path(p)) return webui_response(req, opts.webui);
   if (p == "/health" || p == "/ready") {
     if (!model.load()) return unavailable("the model is loading");
     if (draining.load()) return unavailable("the server is shutting down");

@@ -8,6 +8,8 @@
 // slow connections delays them; generation runs on the worker pool. A client
 // that goes away mid-stream has its request cancelled. Route table:
 //
+//   GET  /                     the chat page, or "Ollama is running" (webui.h)  (open)
+//   GET  /webui/{file}         the chat page's script and style                   (open)
 //   GET  /health               200 {"status":"ok"} | 503 loading/shutting down   (open)
 //   GET  /ready                200 when serving | 503                              (open)
 //   GET  /metrics              Prometheus text                                     (open)
@@ -86,6 +88,8 @@ struct HttpOptions {
   // Host header names served besides the listening address's (HostCheck in
   // auth.h: a mismatch is 403; "*" = any).
   std::vector<std::string> host_allow;
+  // The chat page at / (webui.h); false (--no-webui): / answers only "Ollama is running".
+  bool webui = true;
 };
 
 class HttpServer {
