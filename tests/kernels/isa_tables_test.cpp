@@ -64,10 +64,10 @@ TEST(IsaTables, OtherArchitecturesAreNeverAvailable) {
   EXPECT_GT(foreign, 0);
 }
 
-// The AArch64 tables' own kernels (arm/matmul_neon.cpp): the matmul of every
-// plain weight dtype (F32, F16 and Q8_0 in NEON; the others dequantized by the
-// reference, dotted in NEON) and the F32 and F16 dot products; everything
-// else is the reference's there (docs/contributing.md).
+// The AArch64 tables' own kernels (arm/matmul_neon.cpp, elementwise_neon.cpp):
+// the matmul of every plain weight dtype (F32, F16 and Q8_0 in NEON; the
+// others dequantized by the reference, dotted in NEON), the F32 and F16 dot
+// products and the element-wise ops; attention is the reference's there (docs/arm.md).
 TEST(IsaTables, ArmTablesHaveNeonKernels) {
   const std::vector<Isa> compiled = compiled_isas();
   if (std::find(compiled.begin(), compiled.end(), Isa::kNeon) == compiled.end())
@@ -82,6 +82,14 @@ TEST(IsaTables, ArmTablesHaveNeonKernels) {
           << isa_str(isa) << " " << dtype_info(t).name;
     EXPECT_NE(k.dot[static_cast<int>(DType::F32)], nullptr) << isa_str(isa);
     EXPECT_NE(k.dot[static_cast<int>(DType::F16)], nullptr) << isa_str(isa);
+    // The element-wise ops (arm/elementwise_neon.cpp).
+    EXPECT_NE(k.rms_norm, ref.rms_norm) << isa_str(isa);
+    EXPECT_NE(k.softmax, ref.softmax) << isa_str(isa);
+    EXPECT_NE(k.silu_mul, ref.silu_mul) << isa_str(isa);
+    EXPECT_NE(k.gelu_tanh_mul, ref.gelu_tanh_mul) << isa_str(isa);
+    EXPECT_NE(k.add, ref.add) << isa_str(isa);
+    EXPECT_NE(k.scale, ref.scale) << isa_str(isa);
+    EXPECT_NE(k.f32_to_f16_row, ref.f32_to_f16_row) << isa_str(isa);
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "this CPU has none of the AArch64 vector tables";
@@ -90,7 +98,9 @@ TEST(IsaTables, ArmTablesHaveNeonKernels) {
 // The types the dot-product and int8-matrix tables have int8 kernels of
 // their own for (arm/matmul_dotprod.cpp, arm/matmul_i8mm.cpp).
 const std::vector<DType>& arm_int8_dtypes() {
-  static const std::vector<DType> v = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+  static const std::vector<DType> v = {DType::Q8_0, DType::Q4_0,   DType::Q4_1,   DType::Q5_0,
+                                       DType::Q5_1, DType::Q4_K,   DType::Q5_K,   DType::Q6_K,
+                                       DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
   return v;
 }
 

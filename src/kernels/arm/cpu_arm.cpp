@@ -5,8 +5,8 @@
 // the auxiliary vector; macOS in sysctl hw.optional.arm.* (that branch is not
 // compiled or run by this project's checks: docs/contributing.md).
 //
-// Each table starts from the one before it: neon is matmul_neon.cpp's
-// kernels, dotprod adds matmul_dotprod.cpp's sdot int8 matmuls, i8mm
+// Each table starts from the one before it: neon is matmul_neon.cpp's and
+// elementwise_neon.cpp's kernels, dotprod adds matmul_dotprod.cpp's sdot int8 matmuls, i8mm
 // replaces those with matmul_i8mm.cpp's smmla ones (same types, same bits).
 #include "kernels/arch.h"
 
@@ -73,6 +73,7 @@ constexpr Isa kArmIsas[] = {Isa::kScalar, Isa::kNeon, Isa::kDotprod, Isa::kI8mm}
 }  // namespace
 
 void register_neon(KernelTable& k);     // matmul_neon.cpp
+void register_neon_elementwise(KernelTable& k);  // elementwise_neon.cpp
 void register_dotprod(KernelTable& k);  // matmul_dotprod.cpp (armv8.2-a+dotprod)
 void register_i8mm(KernelTable& k);     // matmul_i8mm.cpp (+i8mm)
 
@@ -96,7 +97,10 @@ bool available(Isa isa) {
 }
 
 void register_kernels(Isa isa, KernelTable& k) {
-  if (isa == Isa::kNeon || isa == Isa::kDotprod || isa == Isa::kI8mm) register_neon(k);
+  if (isa == Isa::kNeon || isa == Isa::kDotprod || isa == Isa::kI8mm) {
+    register_neon(k);
+    register_neon_elementwise(k);
+  }
   if (isa == Isa::kDotprod || isa == Isa::kI8mm) register_dotprod(k);
   if (isa == Isa::kI8mm) register_i8mm(k);
 }

@@ -14,6 +14,13 @@ void register_dotprod(KernelTable& k) {
   set(DType::Q4_0, &q8arm::rows_sdot<q8arm::Q4_0T>);
   set(DType::Q4_K, &q8arm::rows_sdot<q8arm::Q4_KT>);
   set(DType::Q6_K, &q8arm::rows_sdot<q8arm::Q6_KT>);
+  set(DType::Q4_1, &q8arm::rows_sdot<q8arm::Q4_1T>);
+  set(DType::Q5_0, &q8arm::rows_sdot<q8arm::Q5_0T>);
+  set(DType::Q5_1, &q8arm::rows_sdot<q8arm::Q5_1T>);
+  set(DType::Q5_K, &q8arm::rows_sdot<q8arm::Q5_KT>);
+  set(DType::IQ4_NL, &q8arm::rows_sdot<q8arm::IQ4_NLT>);
+  set(DType::IQ4_XS, &q8arm::rows_sdot<q8arm::IQ4_XST>);
+  set(DType::MXFP4, &q8arm::rows_sdot<q8arm::MXFP4T>);
 }
 
 }  // namespace og::kernels
