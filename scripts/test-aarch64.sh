@@ -9,9 +9,52 @@
 #   QUICK=1: only the table tests of test_kernels (*IsaTable*, *EachTable*:
 #            which tables run, each against the reference) under each CPU,
 #            not the whole set (which takes tens of minutes under qemu).
+#   argument `ci`: what scripts/test.sh runs, after `scripts/cross-aarch64.sh ci`
+#            built only the kernel and KV libraries and their tests (the
+#            whole cross build takes ~15 min on 2 cores): test_kernels under
+#            each CPU without the *Repacked* tests (the x86 interleaved
+#            layouts, which no AArch64 table uses: reference against
+#            reference there) and test_kv under cortex-a57 (without its two
+#            slow cases, which test no kernel). No offgraph, so
+#            no stories260K check: that is the default mode, outside CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build-aarch64
+if [ "${1:-}" = ci ]; then
+  t0=$(date +%s)
+  for f in "$B/tests/test_kernels" "$B/tests/test_kv"; do
+    [ -x "$f" ] || { echo "test-aarch64: no $f (run scripts/cross-aarch64.sh ci first)" >&2; exit 1; }
+  done
+  command -v qemu-aarch64-static >/dev/null || { echo "test-aarch64: no qemu-aarch64-static (scripts/cross-aarch64.sh installs it)" >&2; exit 1; }
+  # The runs are mostly one thread each: two at a time keep both cores busy.
+  # Each writes its report to $B/ci.<n>.txt and its status to ci.<n>.rc.
+  run() {  # run N CPU PROGRAM FILTER
+    local log="$B/$(basename "$3").$2.log" t=$(date +%s) rc=0
+    qemu-aarch64-static -cpu "$2" "$3" --gtest_brief=1 --gtest_filter="$4" > "$log" 2>&1 || rc=$?
+    {
+      if [ $rc = 0 ]; then
+        echo "  ok: -cpu $2 $(basename "$3") ($4), $(( $(date +%s) - t )) s: $(grep '^\[  PASSED' "$log")"
+        grep '^\[  SKIPPED \]' "$log" | sed 's/^/    /' || true
+      else
+        echo "  FAIL: -cpu $2 $(basename "$3") ($4), exit $rc, see $log"; tail -20 "$log"
+      fi
+      grep "^\[ isa \]" "$log" | sed 's/^/    /' || true
+    } > "$B/ci.$1.txt"
+    echo $rc > "$B/ci.$1.rc"
+  }
+  rm -f "$B"/ci.*.txt "$B"/ci.*.rc
+  # test_kv without its two slow cases (3 and 1.3 min under qemu: memory
+  # formulas over many shapes and huge-page buffers, no kernel code).
+  kv_filter="*:-KvCases.Gemma3MemoryFormula:KvCases.HugePageBuffersMatchReference"
+  { run 1 max "$B/tests/test_kernels" "*:-*Repacked*"; run 2 cortex-a57 "$B/tests/test_kv" "$kv_filter"; } &
+  run 3 neoverse-n1 "$B/tests/test_kernels" "*:-*Repacked*"
+  run 4 cortex-a57 "$B/tests/test_kernels" "*:-*Repacked*"
+  wait
+  fail=0
+  for n in 1 2 3 4; do cat "$B/ci.$n.txt"; [ "$(cat "$B/ci.$n.rc")" = 0 ] || fail=1; done
+  echo "test-aarch64 (CI): wall $(( $(date +%s) - t0 )) s"
+  [ $fail = 0 ] && { echo "test-aarch64 (CI): all passed"; exit 0; } || { echo "test-aarch64 (CI): FAILED"; exit 1; }
+fi
 MODEL=../shared/testdata/models/stories260K/stories260K.gguf
 # No -L /usr/aarch64-linux-gnu: the programs load libc6:arm64's loader and C
 # library (cmake/aarch64-linux-gnu.cmake says why mixing them hangs).
