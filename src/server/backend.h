@@ -12,6 +12,7 @@
 #include "chat/chat_template.h"
 #include "chat/jinja_chat.h"
 #include "chat/reply_parser.h"
+#include "server/model_facts.h"
 #include "runtime/constraint.h"
 #include "runtime/embedder.h"
 #include "runtime/sampler.h"
@@ -94,6 +95,8 @@ struct ServedModel {
   // false: the model only embeds (bidirectional attention), so the generation
   // routes answer 400 saying so.
   bool generates = true;
+  // The file's facts for Ollama's /api/tags, /api/ps and /api/show.
+  ModelFacts facts;
 };
 
 // What a chat template's replies hold (ServedModel::reply_format): a Jinja

@@ -125,9 +125,7 @@ nlohmann::ordered_json embeddings_body(const EmbedResult& r, const std::string& 
           {"usage", {{"prompt_tokens", r.prompt_tokens}, {"total_tokens", r.prompt_tokens}}}};
 }
 
-std::string handle_embeddings(const ServedModel& m, const std::string& body) {
-  const EmbeddingsRequest r = parse_embeddings_request(parse_json_object(body));
-  check_model(r.model, m);
+EmbedResult embed_for(const ServedModel& m, const std::vector<std::vector<int32_t>>& inputs, int64_t dimensions) {
   if (m.embedder == nullptr)
     bad_request("the model '" + m.id + "' is not an embedding model (its file declares no pooling type), so it "
                 "has no embeddings", "model", "model_not_embedding");
@@ -135,9 +133,23 @@ std::string handle_embeddings(const ServedModel& m, const std::string& body) {
     bad_request("the model '" + m.id + "' has pooling type none (per-token vectors), which this route does not "
                 "serve", "model");
   const int64_t width = m.embedder->dim();
-  if (r.dimensions > width)
-    bad_request("'dimensions' " + std::to_string(r.dimensions) + " is more than the model's embedding width " +
+  if (dimensions > width)
+    bad_request("'dimensions' " + std::to_string(dimensions) + " is more than the model's embedding width " +
                 std::to_string(width), "dimensions");
+  EmbedOptions o;
+  o.dimensions = dimensions;
+  try {
+    return m.embedder->embed(inputs, o);
+  } catch (const og::Error& e) {
+    // The embedder's refusals are about the inputs (length, ids, dimensions).
+    bad_request(std::string("cannot embed: ") + e.what(), "input");
+  }
+}
+
+std::string handle_embeddings(const ServedModel& m, const std::string& body) {
+  const EmbeddingsRequest r = parse_embeddings_request(parse_json_object(body));
+  check_model(r.model, m);
+  if (m.embedder == nullptr) embed_for(m, {}, 0);  // the model's refusal before any tokenizing
   std::vector<std::vector<int32_t>> inputs = r.tokens;
   for (size_t i = 0; i < r.texts.size(); ++i) {
     try {
@@ -146,15 +158,7 @@ std::string handle_embeddings(const ServedModel& m, const std::string& body) {
       bad_request("cannot tokenize 'input' item " + std::to_string(i) + ": " + e.what(), "input");
     }
   }
-  EmbedOptions o;
-  o.dimensions = r.dimensions;
-  EmbedResult res;
-  try {
-    res = m.embedder->embed(inputs, o);
-  } catch (const og::Error& e) {
-    // The embedder's refusals are about the inputs (length, ids, dimensions).
-    bad_request(std::string("cannot embed: ") + e.what(), "input");
-  }
+  const EmbedResult res = embed_for(m, inputs, r.dimensions);
   return embeddings_body(res, m.id, r.base64).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 

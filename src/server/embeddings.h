@@ -34,6 +34,12 @@ EmbeddingsRequest parse_embeddings_request(const nlohmann::ordered_json& body);
 // Pooling none gives each input's per-token vectors as a list of lists (float only).
 nlohmann::ordered_json embeddings_body(const EmbedResult& r, const std::string& model, bool base64);
 
+// The served model's embeddings of token-id inputs (L2-normalised, cut to
+// `dimensions` when > 0): ApiError 400 when the model does not embed, has
+// pooling none, `dimensions` exceeds its width or an input is refused (the
+// Ollama routes share it).
+EmbedResult embed_for(const ServedModel& m, const std::vector<std::vector<int32_t>>& inputs, int64_t dimensions);
+
 // The whole route: parse, check the model, tokenize (BOS/EOS as the
 // vocabulary says), embed (L2-normalised), build the body. ApiError for the client's mistakes.
 std::string handle_embeddings(const ServedModel& m, const std::string& body);

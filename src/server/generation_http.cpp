@@ -25,16 +25,7 @@ constexpr std::chrono::milliseconds kPoll{50};
 // How long a whole answer's wait sleeps between checks of its client.
 constexpr std::chrono::milliseconds kWholePoll{100};
 
-// Released 1 + n times (the answer is done; each choice's on_finish came),
-// then gives the slot back.
-struct Slot {
-  Slot(std::shared_ptr<HttpServer::Impl::InFlight> c, int choices) : count(std::move(c)), refs(1 + choices) {}
-  void drop() {
-    if (refs.fetch_sub(1) == 1) count->release();
-  }
-  std::shared_ptr<HttpServer::Impl::InFlight> count;
-  std::atomic<int> refs;
-};
+}  // namespace
 
 // The error a request that did not finish normally is answered with.
 ApiError unfinished_error(const RequestReport& r) {
@@ -57,6 +48,8 @@ ApiError unfinished_error(const RequestReport& r) {
 bool normal_finish(const RequestReport& r) {
   return r.reason == FinishReason::kStop || r.reason == FinishReason::kLength;
 }
+
+namespace {
 
 // One choice's stream state: chat replies with tool calls or reasoning go
 // through its own parser.
@@ -240,9 +233,8 @@ struct StreamState {
   }
 };
 
-// The access log's token fields from the choices' reports (null: unfinished).
-// per_prompt: choices per prompt (the choices of a prompt share it).
-// client_left: the client closed the connection before the answer ended.
+}  // namespace
+
 void note_reports(const HttpRequest& req, const std::vector<const RequestReport*>& reports, int per_prompt,
                   bool client_left) {
   RequestContext* ctx = request_context(req);
@@ -265,8 +257,6 @@ void note_reports(const HttpRequest& req, const std::vector<const RequestReport*
   }
   ctx->finish = finish;
 }
-
-}  // namespace
 
 void HttpServer::Impl::acquire_slot() {
   int n = in_flight->n.load();

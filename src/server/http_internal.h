@@ -128,6 +128,39 @@ struct HttpServer::Impl {
 
   // Takes a slot (429 when max_in_flight are taken); InFlight::release gives it back.
   void acquire_slot();
+
+  // Ollama's API (ollama_routes.cpp, ollama_generation.cpp): the answers the
+  // event loop gives (version, tags, ps), and the worker's routes.
+  std::optional<HttpResponse> ollama_answer_now(const HttpRequest& req);
+  void handle_ollama(const HttpRequest& req, ResponseWriter& w);
+  void handle_ollama_generation(bool chat, const HttpRequest& req, ResponseWriter& w);
 };
+
+// A generation request's in-flight slot, released 1 + n times (the answer is
+// done; each choice's on_finish came), then given back.
+struct Slot {
+  Slot(std::shared_ptr<HttpServer::Impl::InFlight> c, int choices) : count(std::move(c)), refs(1 + choices) {}
+  void drop() {
+    if (refs.fetch_sub(1) == 1) count->release();
+  }
+  std::shared_ptr<HttpServer::Impl::InFlight> count;
+  std::atomic<int> refs;
+};
+
+// What every answer shape of a generation request shares (generation_http.cpp):
+// the error a request that did not finish normally is answered with, whether
+// it finished normally, and the access log's token fields from its choices'
+// reports (null: unfinished; per_prompt: choices per prompt, which share it;
+// client_left: the client closed the connection before the answer ended).
+ApiError unfinished_error(const RequestReport& r);
+bool normal_finish(const RequestReport& r);
+void note_reports(const HttpRequest& req, const std::vector<const RequestReport*>& reports, int per_prompt,
+                  bool client_left);
+
+// Ollama's routes are the paths under /api/ (ollama_routes.cpp).
+bool is_ollama_path(const std::string& path);
+// An error answer on an /api/ path rewritten into Ollama's {"error": "text"}
+// (the server's prepare hook, after the access log has its message).
+void ollama_error_shape(const HttpRequest& req, HttpResponse& r);
 
 }  // namespace og::server

@@ -51,6 +51,14 @@ constexpr Route kRoutes[] = {
     {"POST", "/v1/chat/completions", true, true}, {"POST", "/v1/completions", true, true},
     {"POST", "/tokenize", true, true},          {"POST", "/detokenize", true, true},
     {"POST", "/apply-template", true, true},    {"POST", "/v1/embeddings", true, true},
+    // Ollama's API (ollama_routes.cpp).
+    {"GET", "/api/version", true, false},       {"GET", "/api/tags", true, true},
+    {"GET", "/api/ps", true, true},             {"POST", "/api/show", true, true},
+    {"POST", "/api/chat", true, true},          {"POST", "/api/generate", true, true},
+    {"POST", "/api/embed", true, true},         {"POST", "/api/embeddings", true, true},
+    {"POST", "/api/pull", true, true},          {"POST", "/api/push", true, true},
+    {"POST", "/api/create", true, true},        {"POST", "/api/copy", true, true},
+    {"DELETE", "/api/delete", true, true},
 };
 
 constexpr std::string_view kModelPrefix = "/v1/models/";
@@ -89,7 +97,9 @@ std::string allowed_methods(const std::string& path) {
   return out;
 }
 
-bool is_generation(const std::string& cp) { return cp == "/v1/chat/completions" || cp == "/v1/completions"; }
+bool is_generation(const std::string& cp) {
+  return cp == "/v1/chat/completions" || cp == "/v1/completions" || cp == "/api/chat" || cp == "/api/generate";
+}
 
 bool is_probe(const std::string& p) { return p == "/health" || p == "/ready" || p == "/metrics"; }
 
@@ -341,6 +351,7 @@ std::optional<HttpResponse> HttpServer::Impl::answer_now(const HttpRequest& req)
                                          "model"));
     return json_response(model_body(m.id, m.created, m.max_session_tokens));
   }
+  if (auto r = ollama_answer_now(req)) return r;
   if (is_generation(p) && draining.load()) return unavailable("the server is shutting down");
   return std::nullopt;
 }
@@ -357,6 +368,7 @@ void HttpServer::Impl::answer_on_worker(const HttpRequest& req, ResponseWriter& 
   std::optional<Preparing> counted;
   if (!is_generation(p)) counted.emplace(*in_flight);
   try {
+    if (is_ollama_path(p)) return handle_ollama(req, w);
     if (p == "/v1/embeddings") return answer(json_response(handle_embeddings(*model.load(), req.body)));
     if (is_generation(p) && !model.load()->generates)
       bad_request("the model '" + model.load()->id + "' only embeds (bidirectional attention): use /v1/embeddings",
@@ -411,6 +423,7 @@ void HttpServer::Impl::prepare(const HttpRequest& req, HttpResponse& r) {
       if (j["error"].value("code", json()) == "invalid_json") ctx->error = invalid_json_log(ctx->error);
     }
   }
+  ollama_error_shape(req, r);
 }
 
 void HttpServer::Impl::done(const HttpRequest& req, int status) {
