@@ -19,7 +19,8 @@
 //  - a server with --api-key: the page asks for the key, keeps it, and works;
 //  - screenshots at desktop width (light and dark) and phone width, written to
 //    OUT_DIR (docs/images/webui.png is one of them), with no sideways scroll;
-//  - a reply's copy button puts its markdown on the clipboard.
+//  - a reply's copy button puts its markdown on the clipboard;
+//  - conversations or settings in localStorage of another shape are dropped.
 // Run by ctest: node webui_browser_test.mjs OFFGRAPH OG_SYNTH NODE_MODULES SOURCE_DIR OUT_DIR.
 // Chromium missing is a failure (scripts/setup.sh installs it).
 import assert from "node:assert/strict";
@@ -292,6 +293,24 @@ test("6. tool calls in a streamed reply are shown", async ({ page }) => {
   assert.match(await text(page, ".msg.assistant .stats"), /9 tokens .* · tool_calls$/);
 });
 
+test("7. storage in another shape is dropped, not trusted", async ({ page }) => {
+  await page.evaluate(() => {
+    localStorage.setItem("offgraph.chats", JSON.stringify({ not: "a list" }));
+    localStorage.setItem("offgraph.settings", "null");
+    localStorage.setItem("offgraph.current", "[1,2]");
+  });
+  await page.reload({ waitUntil: "load" });
+  await page.waitForFunction((m) => document.querySelector("#model-name").textContent === m, { timeout: 5000 }, MODEL);
+  assert.equal(await count(page, "#chats li"), 0);
+  assert.ok(await page.$("#empty"));
+  await page.evaluate(() => {
+    localStorage.setItem("offgraph.chats", JSON.stringify([{ id: "a", title: "t", messages: [{ role: "user", content: "kept" }] },
+                                                          { id: "b", messages: [{ role: "<img>" }] }, null, 7]));
+  });
+  await page.reload({ waitUntil: "load" });
+  assert.equal(await count(page, "#chats li"), 1);
+});
+
 async function keyTest(base) {
   const page = await openPage(base);
   await page.waitForSelector("#key-dialog[open]", { timeout: 5000 });
@@ -345,10 +364,10 @@ async function main() {
   const t1 = Date.now();
   try {
     pages.push(await keyTest(keyed.base));
-    console.log(`ok - 7. a server with --api-key: the page asks for the key and works with it (${((Date.now() - t1) / 1000).toFixed(1)} s)`);
+    console.log(`ok - 8. a server with --api-key: the page asks for the key and works with it (${((Date.now() - t1) / 1000).toFixed(1)} s)`);
   } catch (e) {
     ++failed;
-    console.log(`FAIL - 7. the API key: ${e && e.stack ? e.stack : e}`);
+    console.log(`FAIL - 8. the API key: ${e && e.stack ? e.stack : e}`);
   }
   for (const p of pages) {
     const violations = await p.evaluate(() => window.__violations);

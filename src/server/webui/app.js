@@ -170,10 +170,26 @@ function save(key, value) {
   }
 }
 
+// Storage written by something else (another version, a hand edit) is
+// dropped rather than trusted to have the expected shape.
+function loadChats() {
+  const v = load(KEY_CHATS, []);
+  if (!Array.isArray(v)) return [];
+  return v.filter((c) => c && typeof c === "object" && typeof c.id === "string" && Array.isArray(c.messages) &&
+                         c.messages.every((m) => m && (m.role === "user" || m.role === "assistant")));
+}
+
+function loadSettings() {
+  const v = load(KEY_SETTINGS, {});
+  const out = { system: "", temperature: "", top_p: "", max_tokens: "" };
+  for (const k of Object.keys(out)) if (v && typeof v[k] === "string") out[k] = v[k];
+  return out;
+}
+
 const state = {
-  chats: load(KEY_CHATS, []),
+  chats: loadChats(),
   current: load(KEY_CURRENT, null),
-  settings: load(KEY_SETTINGS, { system: "", temperature: "", top_p: "", max_tokens: "" }),
+  settings: loadSettings(),
   model: null,
   busy: null,  // {controller} while a reply streams
 };
