@@ -93,6 +93,11 @@ struct ReplyParserOptions {
   // The prompt ended inside a reasoning block (a template whose generation
   // prompt opens `<think>`): the reply starts as reasoning.
   bool starts_in_reasoning = false;
+  // The prompt closed the reasoning block (Qwen 3 with enable_thinking false)
+  // or the request turned thinking off: a grammar then lets no block open
+  // before its constrained part (chat/reasoning_grammar.h). The parser reads
+  // the reply as ever.
+  bool thinking_off = false;
   // false (the request's parallel_tool_calls: false): only the first call is
   // returned; a later well-formed call is dropped, its text with it (neither
   // a call nor content), as vLLM keeps only the first. Other text stays content.

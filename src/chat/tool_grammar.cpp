@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "chat/reasoning_grammar.h"
 #include "chat/request_error.h"
 #include "grammar/compose.h"
 #include "grammar/grammar.h"
@@ -256,28 +257,9 @@ std::string tool_call_grammar(const ToolRequest& req, const ReplyParserOptions& 
     alts += std::string(alts.empty() ? "" : " | ") + call_alternative(f, name, args);
   }
   std::string g = "call-body ::= " + alts + "\n" + calls_rules(f, req.parallel_tool_calls);
-  // A reasoning block may come first (the model thinks, then calls).
-  if (reply.parse_reasoning && f.reasoning == ReasoningFormat::kThink) {
-    g += "think-body ::= ([^<] | \"<\" [^/] | \"</\" [^t])*\n";
-    g += reply.starts_in_reasoning ? "root ::= think-body \"</think>\" [\\n]{0,2} calls\n"
-                                   : "root ::= (\"<think>\" think-body \"</think>\" [\\n]{0,2})? calls\n";
-  } else if (reply.parse_reasoning && f.reasoning == ReasoningFormat::kGemma4Channel) {
-    g += grammar::text_without_rules("<channel|>", "think-body");
-    g += reply.starts_in_reasoning ? "root ::= think-body \"<channel|>\" calls\n"
-                                   : "root ::= (\"<|channel>\" think-body \"<channel|>\")? calls\n";
-  } else if (reply.parse_reasoning && f.reasoning == ReasoningFormat::kHarmony) {
-    // gpt-oss: an analysis message may come first, then the call's message.
-    g += grammar::text_without_rules("<|end|>", "think-body");
-    g += reply.starts_in_reasoning
-             ? "root ::= think-body \"<|end|><|start|>assistant\" calls\n"
-             : "root ::= (\"<|channel|>analysis<|message|>\" think-body \"<|end|><|start|>assistant\")? calls\n";
-  } else if (reply.parse_reasoning && f.reasoning == ReasoningFormat::kMistralThink) {
-    g += grammar::text_without_rules("[/THINK]", "think-body");
-    g += reply.starts_in_reasoning ? "root ::= think-body \"[/THINK]\" calls\n"
-                                   : "root ::= (\"[THINK]\" think-body \"[/THINK]\")? calls\n";
-  } else {
-    g += "root ::= calls\n";
-  }
+  // A reasoning block may come first (the model thinks, then calls), unless
+  // thinking is off or the prompt closed it: the same rule as structured output.
+  g += reasoning_then(f.reasoning, reasoning_room(reply), "calls", false);
   return within_grammar_limit(g + rules);
 }
 

@@ -4,8 +4,9 @@
 // form, Gemma 4's <|tool_call>call:name{...}<tool_call|> with its argument
 // syntax, gpt-oss's harmony message to functions.NAME) with arguments valid for the tool's `parameters` schema
 // (src/grammar/json_schema.h; strict: additionalProperties defaults to false,
-// and a tool without parameters takes {}), after an optional reasoning block
-// when the template has one. Markers that are control tokens (Mistral's, harmony's) are
+// and a tool without parameters takes {}), after the reasoning the reply may
+// hold (chat/reasoning_grammar.h: a block when the template has one, none with
+// thinking off or a prompt that closed it). Markers that are control tokens (Mistral's, harmony's) are
 // matched over a vocabulary that admits them (tool_grammar_markers).
 #pragma once
 

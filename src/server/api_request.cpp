@@ -442,9 +442,13 @@ void parse_structured_output(Fields& f, GenerationParams& p) {
     if (!g->is_string()) wrong_type("grammar", "a string (a GBNF grammar)", *g);
     take(g->get<std::string>(), "grammar");
   }
+  // The reasoning budget of a constrained reply (structured output or a forced tool call).
+  if (const auto r = f.integer("max_reasoning_tokens", 0, std::numeric_limits<int32_t>::max()))
+    p.max_reasoning_tokens = *r;
   if (from.empty()) return;
   p.grammar = compile_grammar(text, from);
   p.grammar_from = from;
+  p.grammar_text = std::move(text);
 }
 
 // tools: [{"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}].

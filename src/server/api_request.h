@@ -54,6 +54,10 @@ struct GenerationParams {
   // json_schema or grammar (GBNF text) — `grammar_from` names which.
   std::shared_ptr<const grammar::Grammar> grammar;
   std::string grammar_from;
+  std::string grammar_text;  // its text, for a chat format to put reasoning before it
+  // max_reasoning_tokens (>= 0): tokens a constrained reply may reason before
+  // its close marker is forced (unset: the server's default, generation.h).
+  std::optional<int64_t> max_reasoning_tokens;
   // vLLM's cache_salt: the request shares prefix-cache KV only with requests
   // of the same salt (a non-empty string, at most 1024 bytes).
   std::string cache_salt;

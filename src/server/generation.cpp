@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "chat/harmony_chat.h"
+#include "chat/reasoning_grammar.h"
 #include "chat/request_error.h"
 #include "chat/tool_grammar.h"
 
@@ -200,6 +201,9 @@ ReplyParserOptions reply_options(const GenerationRequest& req, const ServedModel
                   o.format.tools != ToolCallFormat::kNone;
   o.parse_reasoning = m.parse_reasoning && o.format.reasoning != ReasoningFormat::kNone;
   o.starts_in_reasoning = o.parse_reasoning && prompt_opens_reasoning(rendered, o.format.reasoning);
+  const auto kw = req.template_request.find("chat_template_kwargs");
+  o.thinking_off = prompt_closes_reasoning(rendered, o.format.reasoning) ||
+                   (kw != req.template_request.end() && kwargs_turn_thinking_off(*kw));
   o.parallel_tool_calls = req.parallel_tool_calls;
   return o;
 }
@@ -294,6 +298,46 @@ std::string tool_grammar_or_400(F make) {
 
 }  // namespace
 
+namespace {
+
+// The client's grammar after the reasoning the reply may hold (the same
+// grammar when the format adds nothing); a 400 naming the field when the
+// whole no longer compiles (past the grammar limits).
+std::shared_ptr<const grammar::Grammar> with_reasoning(const GenerationRequest& req, const ReplyParserOptions& reply) {
+  if (req.endpoint != Endpoint::kChat || req.params.grammar_text.empty()) return req.params.grammar;
+  const std::string text = structured_output_grammar(req.params.grammar_text, reply.format.reasoning,
+                                                     reasoning_room(reply));
+  if (text == req.params.grammar_text) return req.params.grammar;
+  try {
+    return grammar::Grammar::parse(text);
+  } catch (const og::Error& e) {
+    bad_request("'" + req.params.grammar_from + "' with the reasoning before it: " + e.what(),
+                req.params.grammar_from, "invalid_grammar");
+  }
+}
+
+bool all_in(const std::vector<std::string>& these, const std::vector<std::string>& those) {
+  return std::all_of(these.begin(), these.end(),
+                     [&](const std::string& k) { return std::find(those.begin(), those.end(), k) != those.end(); });
+}
+
+// The reasoning block's budget (runtime/constraint.h ReasoningLimit): counted
+// from the opener the grammar allows, or from the start when the prompt opened
+// it; with thinking off such a block is closed at once.
+ReasoningLimit reasoning_limit(const GenerationRequest& req, const ReplyParserOptions& reply) {
+  const ReasoningRoom room = reasoning_room(reply);
+  if (room == ReasoningRoom::kNone) return {};
+  const ReasoningBlock b = reasoning_block(reply.format.reasoning);
+  ReasoningLimit l;
+  l.open = b.open;
+  l.close = b.close;
+  l.starts_open = room == ReasoningRoom::kOpen;
+  l.max_tokens = reply.thinking_off ? 0 : req.params.max_reasoning_tokens.value_or(kDefaultMaxReasoningTokens);
+  return l;
+}
+
+}  // namespace
+
 void set_grammar(const GenerationRequest& req, const ServedModel& m, const ReplyParserOptions& reply,
                  RequestOptions& o) {
   std::shared_ptr<const grammar::Grammar> g = req.params.grammar;
@@ -328,10 +372,18 @@ void set_grammar(const GenerationRequest& req, const ServedModel& m, const Reply
     }
   }
   if (!g) return;
-  o.grammar.grammar = std::move(g);
   const bool tool_grammar = call_required || strict_auto;
-  const std::vector<std::string> markers = tool_grammar ? tool_grammar_markers(reply.format) : std::vector<std::string>{};
-  if (tool_grammar && m.tool_grammar_vocab)
+  if (!tool_grammar) g = with_reasoning(req, reply);
+  const bool wrapped = g != req.params.grammar && !tool_grammar;
+  o.grammar.grammar = std::move(g);
+  if (call_required || wrapped) o.grammar.reasoning = reasoning_limit(req, reply);
+  // The markers the grammar writes that may be control tokens: the tool-call
+  // format's, or the reasoning block's around a structured answer (which the
+  // tool-call format's include wherever that format has a reasoning block).
+  std::vector<std::string> markers;
+  if (tool_grammar) markers = tool_grammar_markers(reply.format);
+  if (wrapped) markers = reasoning_grammar_markers(reply.format.reasoning);
+  if (!markers.empty() && m.tool_grammar_vocab && all_in(markers, tool_grammar_markers(reply.format)))
     o.grammar.vocab = m.tool_grammar_vocab;
   else if (!markers.empty() && has_control_token(*m.tok, markers))
     o.grammar.vocab = grammar_vocab(*m.tok, markers);

@@ -66,8 +66,12 @@ bool reply_needs_special_text(const ReplyParserOptions& o);
 // Structured output: the request's grammar (response_format, json_schema,
 // grammar) or, for tool_choice required / a named function, the grammar of a
 // call in the model's format; ApiError 400 when both are given or the call
-// cannot be enforced. Sets o.grammar (and keeps the stop ids, which end a
+// cannot be enforced. On chat, either comes after the reasoning the reply may
+// hold (chat/reasoning_grammar.h), whose tokens are bounded by
+// max_reasoning_tokens (default kDefaultMaxReasoningTokens) before its close
+// marker is forced. Sets o.grammar (and keeps the stop ids, which end a
 // complete reply, even with ignore_eos).
+inline constexpr int64_t kDefaultMaxReasoningTokens = 1024;
 void set_grammar(const GenerationRequest& req, const ServedModel& m, const ReplyParserOptions& reply,
                  RequestOptions& o);
 
