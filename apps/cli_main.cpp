@@ -1,6 +1,6 @@
-// og_cli_main: the `offgraph` command line, dispatching to a subcommand. It lives
-// in liboffgraph.so (declared in include/offgraph/offgraph.h); the `offgraph`
-// program (apps/program/main.c) only calls it. Errors from any layer arrive here
+// og_cli_main: the `offgraph` command line, dispatching to a subcommand. It is
+// linked into the `offgraph` program (apps/program/main.c only calls it), not
+// into liboffgraph.so, which is the C API alone. Errors from any layer arrive here
 // as og::Error and become one line on stderr with exit code 1; bad usage
 // (og::UsageError) exits with code 2; no exception leaves this function.
 #include <cerrno>

@@ -6,7 +6,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "offgraph/offgraph.h"
@@ -15,7 +19,7 @@ namespace py = pybind11;
 
 namespace {
 
-[[noreturn]] void raise(og_status s) {
+[[noreturn]] void raise(og_status s, const char* message) {
   const char* name = "Error";
   switch (s) {
     case OG_ERR_INVALID_ARGUMENT: name = "InvalidArgumentError"; break;
@@ -24,12 +28,15 @@ namespace {
     case OG_ERR_BUSY: name = "BusyError"; break;
     case OG_ERR_STATE: name = "StateError"; break;
     case OG_ERR_CAPACITY: name = "CapacityError"; break;
+    case OG_ERR_CANCELLED: name = "CancelledError"; break;
     default: break;
   }
   py::object cls = py::module_::import("offgraph._errors").attr(name);
-  PyErr_SetString(cls.ptr(), og_last_error());
+  PyErr_SetString(cls.ptr(), message);
   throw py::error_already_set();
 }
+
+[[noreturn]] void raise(og_status s) { raise(s, og_last_error()); }
 
 void check(og_status s) {
   if (s != OG_OK) raise(s);
@@ -70,7 +77,7 @@ struct GenOpts {
 
   GenOpts(int64_t max_new_tokens, double temperature, int top_k, double top_p, double min_p, double repeat_penalty,
           int repeat_last_n, double presence_penalty, double frequency_penalty, int64_t seed,
-          std::vector<std::string> stop, bool stop_at_eos)
+          std::vector<std::string> stop, bool stop_at_eos, bool logprobs, int top_logprobs)
       : stops(std::move(stop)) {
     og_generate_options_init(&o);
     o.max_new_tokens = max_new_tokens;
@@ -80,6 +87,8 @@ struct GenOpts {
     o.stop_strings = stop_ptrs.data();
     o.n_stop_strings = stop_ptrs.size();
     o.stop_at_model_stop_ids = stop_at_eos ? 1 : 0;
+    o.logprobs = logprobs ? 1 : 0;
+    o.top_logprobs = top_logprobs;
   }
 };
 
@@ -89,6 +98,22 @@ py::dict generation_dict(og_generation g) {
   d["text"] = py::bytes(g.text.data ? g.text.data : "", g.text.len);
   d["stop_reason"] = og_stop_reason_name(g.stop_reason);
   d["prompt_tokens"] = g.prompt_tokens;
+  if (g.logprobs) {
+    py::list lps;
+    for (size_t i = 0; i < g.tokens.n; ++i) {
+      py::dict e;
+      e["token"] = g.tokens.ids[i];
+      e["logprob"] = g.logprobs[i];
+      py::list top;
+      for (int32_t k = 0; k < g.top_k; ++k)
+        top.append(py::make_tuple(g.top_ids[i * g.top_k + k], g.top_logprobs[i * g.top_k + k]));
+      e["top_logprobs"] = top;
+      lps.append(e);
+    }
+    d["logprobs"] = lps;
+  } else {
+    d["logprobs"] = py::none();
+  }
   og_generation_free(&g);
   return d;
 }
@@ -137,6 +162,10 @@ class PyModel {
     d["n_kv_caches"] = i.n_kv_caches;
     d["weights_copied_bytes"] = i.weights_copied_bytes;
     d["weights_mapped_expert_bytes"] = i.weights_mapped_expert_bytes;
+    d["generates"] = i.generates != 0;
+    d["embeds"] = i.embeds != 0;
+    d["embedding_dim"] = i.embedding_dim;
+    d["pooling"] = i.pooling;
     return d;
   }
   py::dict special() const {
@@ -155,6 +184,27 @@ class PyModel {
     og_tokens t{};
     check(og_stop_ids(h(), &t));
     return take_ids(t);
+  }
+  // One vector per text (og_embed).
+  std::vector<std::vector<float>> embed(const std::vector<std::string>& texts, int normalize, int64_t dimensions) const {
+    std::vector<const char*> ptrs;
+    for (const std::string& t : texts) ptrs.push_back(t.c_str());
+    og_embed_options o;
+    og_embed_options_init(&o);
+    o.normalize = normalize;
+    o.dimensions = dimensions;
+    og_embeddings e{};
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_embed(handle, ptrs.data(), ptrs.size(), &o, &e);
+    }
+    check_nogil(st);
+    std::vector<std::vector<float>> out(e.n);
+    for (size_t i = 0; i < e.n; ++i) out[i].assign(e.data + i * e.dim, e.data + (i + 1) * e.dim);
+    og_embeddings_free(&e);
+    return out;
   }
   std::vector<int32_t> encode(const std::string& text, bool add_special, bool parse_special) const {
     og_tokens t{};
@@ -224,14 +274,45 @@ class PySession {
     check(og_session_free(s));
   }
 
+  // The prefill runs on a thread of its own while this one checks for signals
+  // every 20 ms: Ctrl-C cancels it (og_session_cancel, within one prefill
+  // chunk), takes it back whole, and raises KeyboardInterrupt.
   void prefill(const std::vector<int32_t>& ids, bool want_logits) {
-    og_status st;
     auto* const handle = h();
+    og_status st = OG_OK;
+    std::string message;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool finished = false;
+    std::thread worker([&] {
+      const og_status r = og_session_prefill(handle, ids.data(), ids.size(), want_logits);
+      std::lock_guard<std::mutex> lock(mu);
+      st = r;
+      if (r != OG_OK) message = og_last_error();  // per thread: read it here
+      finished = true;
+      cv.notify_one();
+    });
+    bool interrupted = false;
+    for (;;) {
+      {
+        py::gil_scoped_release nogil;
+        std::unique_lock<std::mutex> lock(mu);
+        if (cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return finished; })) break;
+      }
+      if (!interrupted && PyErr_CheckSignals() != 0) {
+        interrupted = true;  // the KeyboardInterrupt stays set until raised below
+        og_session_cancel(handle);
+      }
+    }
     {
       py::gil_scoped_release nogil;
-      st = og_session_prefill(handle, ids.data(), ids.size(), want_logits);
+      worker.join();
     }
-    check_nogil(st);
+    if (interrupted) {
+      if (st == OG_OK) og_session_undo(handle);  // it finished before the cancel landed: taken back too
+      throw py::error_already_set();
+    }
+    if (st != OG_OK) raise(st, message.c_str());
   }
   void stream_start(const std::vector<int32_t>& ids, const GenOpts& g) {
     og_status st;
@@ -306,6 +387,24 @@ class PySession {
     check_nogil(st);
   }
   void reset() { check(og_session_reset(h())); }
+  void save(const std::string& path) {
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_session_save(handle, path.c_str());
+    }
+    check_nogil(st);
+  }
+  void load(const std::string& path) {
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_session_load(handle, path.c_str());
+    }
+    check_nogil(st);
+  }
   PySession* fork() {
     og_session* f = nullptr;
     og_status st;
@@ -442,17 +541,10 @@ class PyEngine {
 PYBIND11_MODULE(_offgraph, m) {
   m.doc() = "The C API of offgraph (liboffgraph.so) for the offgraph package; use `import offgraph`.";
   m.def("version", [] { return std::string(og_version()); });
-  // The `offgraph` command line in this process (python3 -m offgraph); returns its exit code.
-  m.def("cli_main", [](const std::vector<std::string>& argv) {
-    std::vector<const char*> ptrs;
-    for (const auto& a : argv) ptrs.push_back(a.c_str());
-    py::gil_scoped_release nogil;
-    return og_cli_main(static_cast<int>(ptrs.size()), ptrs.data());
-  });
 
   py::class_<GenOpts>(m, "GenOpts")
       .def(py::init<int64_t, double, int, double, double, double, int, double, double, int64_t,
-                    std::vector<std::string>, bool>());
+                    std::vector<std::string>, bool, bool, int>());
 
   py::class_<PyModel>(m, "Model")
       .def(py::init<const std::string&, const std::string&, const std::string&, bool, int, bool>())
@@ -460,6 +552,7 @@ PYBIND11_MODULE(_offgraph, m) {
       .def("info", &PyModel::info)
       .def("special", &PyModel::special)
       .def("stop_ids", &PyModel::stop_ids)
+      .def("embed", &PyModel::embed)
       .def("encode", &PyModel::encode)
       .def("decode", &PyModel::decode)
       .def("piece", &PyModel::piece)
@@ -482,6 +575,8 @@ PYBIND11_MODULE(_offgraph, m) {
       .def("rewind", &PySession::rewind)
       .def("undo", &PySession::undo)
       .def("reset", &PySession::reset)
+      .def("save", &PySession::save)
+      .def("load", &PySession::load)
       .def("fork", &PySession::fork, py::return_value_policy::take_ownership)
       .def("stats", &PySession::stats);
 

@@ -17,7 +17,8 @@
  * Thread safety. og_model: every call may be made from any thread at once.
  * og_session: one thread at a time; a call made while another thread (or a
  * callback of the same session) is inside a call on it is refused with
- * OG_ERR_BUSY. og_engine: every call may be made from any thread at once.
+ * OG_ERR_BUSY, except og_session_cancel and og_session_stream_cancel, which any
+ * thread may call at any time. og_engine: every call may be made from any thread at once.
  * og_last_error() is per thread.
  */
 #ifndef OFFGRAPH_H
@@ -54,14 +55,16 @@ typedef enum og_status {
   OG_ERR_BUSY = 4,             /* the session is in use by another thread (or its own callback) */
   OG_ERR_STATE = 5,            /* not now: e.g. no stream running, no logits yet, nothing to undo */
   OG_ERR_CAPACITY = 6,         /* the tokens do not fit in the session's cache */
-  OG_ERR_RUNTIME = 7           /* a failure while loading or running (a bad file, out of memory, ...) */
+  OG_ERR_RUNTIME = 7,          /* a failure while loading or running (a bad file, out of memory, ...) */
+  OG_ERR_CANCELLED = 8         /* og_session_cancel stopped a prefill (which is taken back whole) */
 } og_status;
 
 /* The library's version, "MAJOR.MINOR.PATCH" (equals OG_VERSION_STRING of the headers it was built with). */
 OG_API const char* og_version(void);
 /* The message of this thread's last failed call ("" when none); valid until its next failing call. */
 OG_API const char* og_last_error(void);
-/* "ok", "invalid_argument", "invalid_handle", "out_of_range", "busy", "state", "capacity", "runtime". */
+/* "ok", "invalid_argument", "invalid_handle", "out_of_range", "busy", "state", "capacity", "runtime",
+ * "cancelled". */
 OG_API const char* og_status_name(og_status status);
 
 /* Memory the library hands to the caller. */
@@ -113,8 +116,46 @@ typedef struct og_model_info {
   int32_t n_kv_caches; /* caches the model needs (layers sharing KV share one) */
   int64_t weights_copied_bytes;        /* weight matrices copied into memory at load */
   int64_t weights_mapped_expert_bytes; /* expert matrices used in place from the mapped file */
+  int32_t generates; /* nonzero: sessions and engines run it (causal attention); 0: it only embeds */
+  int32_t embeds;    /* nonzero: og_embed works (the file declares a pooling type other than none) */
+  int64_t embedding_dim; /* the width of og_embed's vectors; 0 when it does not embed */
+  const char* pooling;   /* "mean", "cls", "last", "none" (per-token vectors, which og_embed refuses), or
+                          * "" when the file declares no pooling type; valid until og_model_close */
 } og_model_info;
+/* The model's facts above (any thread). */
 OG_API og_status og_model_get_info(const og_model* model, og_model_info* out);
+
+/* --------------------------------------------------------------- embeddings */
+
+typedef struct og_embed_options {
+  /* How each vector is normalised: 2 = euclidean (default, unit length), -1 = none,
+   * 0 = max-abs scaled to the int16 range, 1 = taxicab, p > 2 = p-norm (as llama.cpp's
+   * --embd-normalize). */
+  int32_t normalize;
+  int64_t dimensions; /* keep the first N values (Matryoshka), then normalise; 0 = the full width */
+} og_embed_options;
+OG_API void og_embed_options_init(og_embed_options* opts);
+
+/* Vectors handed to the caller (og_embeddings_free). */
+typedef struct og_embeddings {
+  float* data;           /* n * dim floats, vector i at data + i * dim */
+  size_t n;              /* one vector per input, in order */
+  int64_t dim;           /* values per vector */
+  int64_t prompt_tokens; /* tokens of all inputs */
+} og_embeddings;
+OG_API void og_embeddings_free(og_embeddings* e);
+
+/* Embeds n >= 1 texts (NUL-terminated, non-empty; each encoded with the vocabulary's
+ * BOS/EOS, special-token texts kept as text) with the model's pooling and dense
+ * projections, exactly as `offgraph embed` and POST /v1/embeddings do (the same vectors,
+ * bit for bit). opts may be NULL (defaults). OG_ERR_INVALID_ARGUMENT: a model that does
+ * not embed (og_model_info.embeds), an empty text, one longer than the model's context,
+ * dimensions out of range. Any thread; embeddings run one at a time per model. */
+OG_API og_status og_embed(const og_model* model, const char* const* texts, size_t n, const og_embed_options* opts,
+                          og_embeddings* out);
+/* The same over token ids: input i is ids[i][0 .. lens[i]) (each id in [0, n_vocab)). */
+OG_API og_status og_embed_tokens(const og_model* model, const int32_t* const* ids, const size_t* lens, size_t n,
+                                 const og_embed_options* opts, og_embeddings* out);
 
 /* --------------------------------------------------------------- tokenizer */
 
@@ -189,6 +230,13 @@ typedef struct og_generate_options {
   og_token_callback on_token; /* optional */
   og_text_callback on_text;   /* optional */
   void* user_data;
+  /* Sessions only (og_engine_submit refuses them): nonzero logprobs fills
+   * og_generation.logprobs with each generated token's log-probability, the natural log
+   * of the softmax of the model's raw logits (before temperature and filters), as the
+   * server's `logprobs` are; top_logprobs in [0, 20] adds that many most likely
+   * alternatives per token (most likely first, ties to the lower id). */
+  int logprobs;
+  int32_t top_logprobs;
 } og_generate_options;
 OG_API void og_generate_options_init(og_generate_options* opts);
 
@@ -208,6 +256,13 @@ typedef struct og_generation {
   og_string text;   /* the generated text (stop string excluded) */
   og_stop_reason stop_reason;
   int64_t prompt_tokens; /* tokens prefilled this turn */
+  /* With og_generate_options.logprobs (else NULL and 0): logprobs[i] is tokens.ids[i]'s
+   * log-probability; top_ids / top_logprobs hold top_k alternatives per token,
+   * token i's at [i * top_k, (i + 1) * top_k) (NULL when top_k is 0). */
+  float* logprobs;
+  int32_t top_k;
+  int32_t* top_ids;
+  float* top_logprobs;
 } og_generation;
 OG_API void og_generation_free(og_generation* g);
 
@@ -230,13 +285,26 @@ OG_API og_status og_session_generate(og_session* session, const int32_t* prompt,
  * og_session_stream_* is accepted until finish. */
 OG_API og_status og_session_stream_start(og_session* session, const int32_t* prompt, size_t n,
                                          const og_generate_options* opts);
-/* Steps until a token is sampled or the turn ends. *token: the sampled id (-1 when
- * none); *text and *len: the text that became ready (owned by the session, valid until
- * the next call on it); *done: nonzero once the turn has ended. */
+/* Runs one chunk of the prompt's prefill (one cache write, prefill_chunk_size rows)
+ * when more than a chunk is left, else steps until a token is sampled or the turn
+ * ends. *token: the sampled id (-1 when none: a prefill chunk, or a turn that ended
+ * without one); *text and *len: the text that became ready (owned by the session,
+ * valid until the next call on it); *done: nonzero once the turn has ended. */
 OG_API og_status og_session_stream_next(og_session* session, int32_t* token, const char** text, size_t* len,
                                         int* done);
-/* Ends the turn early, keeping what was generated (reason OG_STOP_CANCELLED); finish still follows. */
+/* Ends the turn early, keeping what was generated (reason OG_STOP_CANCELLED); finish still
+ * follows. Any thread, at any time, even while og_session_stream_next runs (never
+ * OG_ERR_BUSY): the turn stops before its next forward step (within one prefill chunk).
+ * OG_ERR_STATE when no stream is running. */
 OG_API og_status og_session_stream_cancel(og_session* session);
+/* Cancels what runs on the session now, from any thread (never OG_ERR_BUSY): it stops
+ * before its next forward step, so within one prefill chunk (og_session_options.
+ * prefill_chunk_size rows). A generate or stream ends as OG_STOP_CANCELLED keeping what
+ * was generated (a prompt cut mid-prefill stays in the history, and the next turn
+ * prefills the rest); a prefill is taken back whole and returns OG_ERR_CANCELLED.
+ * Between two og_session_stream_next calls it ends the stream at the next one; made
+ * while nothing runs, it is forgotten when the next prefill, generate or stream starts. */
+OG_API og_status og_session_cancel(og_session* session);
 /* Ends a stream (done or not: not done counts as cancelled); out may be NULL. */
 OG_API og_status og_session_stream_finish(og_session* session, og_generation* out);
 
@@ -256,6 +324,20 @@ OG_API og_status og_session_rewind(og_session* session, int64_t length);
 OG_API og_status og_session_undo(og_session* session);
 /* Empty history, cache cleared. */
 OG_API og_status og_session_reset(og_session* session);
+
+/* Writes the session's state to `path` (replaced whole, never left half-written): the
+ * history, the cache's contents, the undo marks and the last logits, with the model's
+ * fingerprint, in a versioned file. Sampling keeps no state between turns (each turn's
+ * sampler comes from its options and seed), so none is saved. OG_ERR_STATE while a
+ * stream runs, or when a windowed cache has dropped positions of the history. */
+OG_API og_status og_session_save(og_session* session, const char* path);
+/* Replaces the session's state with the one saved in `path`: the session then continues
+ * exactly as the saved one would have (the same tokens, greedy or seeded). The session's
+ * kv_dtype must be the saved one's, and the history must fit its capacity
+ * (OG_ERR_CAPACITY). OG_ERR_INVALID_ARGUMENT, the session unchanged: no such file, not
+ * a session file, another version, truncated or corrupt (a checksum covers the file),
+ * saved from another model (its fingerprint differs) or with another kv_dtype. */
+OG_API og_status og_session_load(og_session* session, const char* path);
 
 typedef struct og_session_stats {
   int64_t prompt_tokens, generated_tokens, decode_steps, recomputed_tokens;
@@ -326,19 +408,6 @@ typedef struct og_engine_stats {
   uint64_t finished, cancelled, refused, failed;
 } og_engine_stats;
 OG_API og_status og_engine_get_stats(og_engine* engine, og_engine_stats* out);
-
-/* ------------------------------------------------------------ command line */
-
-/* Runs the `offgraph` command line in this process, exactly as the `offgraph`
- * program does (the program is this one call): argv[0] is the program name,
- * argv[1] the subcommand ("run", "serve", ...). Returns the command's exit code
- * (0 ok, 1 failure, 2 bad usage, 130 SIGINT, 143 SIGTERM) and prints to
- * stdout/stderr as the program does; it does not set og_last_error. Not
- * reentrant: the commands that run until stopped (run, chat, serve) install
- * process-wide SIGINT/SIGTERM handlers (serve also ignores SIGPIPE), so call it
- * from one thread at a time. Meant for bindings that ship the command
- * (python3 -m offgraph). */
-OG_API int og_cli_main(int argc, const char* const* argv);
 
 #ifdef __cplusplus
 }

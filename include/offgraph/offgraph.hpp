@@ -93,6 +93,41 @@ class Handle {
   H* h_ = nullptr;
 };
 
+// A turn pulled step by step (Session::stream): next() until it returns false,
+// then finish() (the destructor finishes an unfinished stream as cancelled).
+// The session must outlive it.
+class Stream {
+ public:
+  explicit Stream(og_session* s) : s_(s) {}
+  Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  Stream& operator=(Stream&&) = delete;
+  ~Stream() {
+    if (s_) og_session_stream_finish(s_, nullptr);
+  }
+  // One step (og_session_stream_next): appends the text that became ready to *text and sets
+  // *token (-1 for a prefill chunk or an end without a token); false once the turn has ended.
+  bool next(std::string* text = nullptr, int32_t* token = nullptr) {
+    int32_t t = -1;
+    const char* p = nullptr;
+    size_t n = 0;
+    int done = 0;
+    check(og_session_stream_next(s_, &t, &p, &n, &done));
+    if (text) text->append(p, n);
+    if (token) *token = t;
+    return done == 0;
+  }
+  // Ends the turn early, keeping what was generated; any thread, even while next() runs.
+  void cancel() { check(og_session_stream_cancel(s_)); }
+  Generation finish() {
+    og_generation g{};
+    check(og_session_stream_finish(std::exchange(s_, nullptr), &g));
+    return take(g);
+  }
+
+ private:
+  og_session* s_;
+};
+
 class Session {
   // What generate() passes as user_data when it adds its own text callback:
   // the caller's C callbacks and their user_data go on being called.
@@ -135,6 +170,19 @@ class Session {
     check(og_session_generate(h_.get(), prompt.data(), prompt.size(), &opts, &g));
     return take(g);
   }
+  // The same turn step by step (og_session_stream_start); opts' C callbacks are called as in generate().
+  Stream stream(const std::vector<int32_t>& prompt, const og_generate_options& opts = default_generate_options()) {
+    check(og_session_stream_start(h_.get(), prompt.data(), prompt.size(), &opts));
+    return Stream(h_.get());
+  }
+  // Cancels the generate, prefill or stream running on this session, from any thread
+  // (og_session_cancel): it stops within one prefill chunk.
+  void cancel() { check(og_session_cancel(h_.get())); }
+  og_session_stats stats() const {
+    og_session_stats s{};
+    check(og_session_get_stats(h_.get(), &s));
+    return s;
+  }
   std::vector<float> logits() const {
     const float* l = nullptr;
     size_t n = 0;
@@ -153,6 +201,9 @@ class Session {
   }
   void rewind(int64_t length) { check(og_session_rewind(h_.get(), length)); }
   void undo() { check(og_session_undo(h_.get())); }
+  // og_session_save / og_session_load: the state in a file; a loaded session continues as the saved one.
+  void save(const std::string& path) { check(og_session_save(h_.get(), path.c_str())); }
+  void load(const std::string& path) { check(og_session_load(h_.get(), path.c_str())); }
   void reset() { check(og_session_reset(h_.get())); }
   Session fork() const {
     og_session* f = nullptr;
@@ -187,6 +238,18 @@ class Model {
     og_tokens t{};
     check(og_stop_ids(h_.get(), &t));
     return take(t);
+  }
+  // One vector per text (og_embed: the model's pooling, as POST /v1/embeddings); opts NULL = defaults.
+  std::vector<std::vector<float>> embed(const std::vector<std::string>& texts,
+                                        const og_embed_options* opts = nullptr) const {
+    std::vector<const char*> p;
+    for (const std::string& t : texts) p.push_back(t.c_str());
+    og_embeddings e{};
+    check(og_embed(h_.get(), p.data(), p.size(), opts, &e));
+    std::vector<std::vector<float>> out(e.n);
+    for (size_t i = 0; i < e.n; ++i) out[i].assign(e.data + i * e.dim, e.data + (i + 1) * e.dim);
+    og_embeddings_free(&e);
+    return out;
   }
   std::vector<int32_t> encode(std::string_view text, bool add_special = true, bool parse_special = false) const {
     og_tokens t{};

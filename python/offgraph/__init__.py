@@ -23,13 +23,13 @@ import os
 from typing import Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _offgraph
-from ._errors import (BusyError, CapacityError, ClosedError, Error, InvalidArgumentError, NotFoundError,
-                      OutOfRangeError, StateError)
+from ._errors import (BusyError, CancelledError, CapacityError, ClosedError, Error, InvalidArgumentError,
+                      NotFoundError, OutOfRangeError, StateError)
 
 __all__ = [
     "Model", "Tokenizer", "ChatTemplate", "Session", "Stream", "Generation", "Engine", "Request",
     "Error", "InvalidArgumentError", "NotFoundError", "ClosedError", "OutOfRangeError", "BusyError", "StateError",
-    "CapacityError", "__version__",
+    "CapacityError", "CancelledError", "__version__",
 ]
 
 __version__: str = _offgraph.version()
@@ -51,11 +51,15 @@ class Generation:
     tokens: List[int]
     stop_reason: str  # "stop_token", "stop_string", "max_new_tokens", "capacity", "cancelled" (engine: "stop", "length", ...)
     prompt_tokens: int = 0
+    # With logprobs=True (sessions): per generated token {"token": id, "logprob": float,
+    # "top_logprobs": [(id, logprob), ...]} (the natural log of the softmax of the raw logits, as the
+    # server's; top_logprobs alternatives most likely first). None otherwise.
+    logprobs: Optional[List[dict]] = None
 
 
 _SAMPLING_DEFAULTS = {"top_k": 0, "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0, "repeat_last_n": 64,
                       "presence_penalty": 0.0, "frequency_penalty": 0.0, "seed": -1, "stop": None,
-                      "stop_at_eos": True}
+                      "stop_at_eos": True, "logprobs": False, "top_logprobs": 0}
 
 
 def _gen_opts(caller: str, max_new_tokens: int, temperature: float, sampling: Mapping) -> "_offgraph.GenOpts":
@@ -68,7 +72,8 @@ def _gen_opts(caller: str, max_new_tokens: int, temperature: float, sampling: Ma
     return _offgraph.GenOpts(int(max_new_tokens), float(temperature), int(o["top_k"]), float(o["top_p"]),
                              float(o["min_p"]), float(o["repeat_penalty"]), int(o["repeat_last_n"]),
                              float(o["presence_penalty"]), float(o["frequency_penalty"]), int(o["seed"]),
-                             list(o["stop"] or []), bool(o["stop_at_eos"]))
+                             list(o["stop"] or []), bool(o["stop_at_eos"]),
+                             bool(o["logprobs"]) or int(o["top_logprobs"]) > 0, int(o["top_logprobs"]))
 
 
 def _existing(path: Optional[str]) -> str:
@@ -178,8 +183,24 @@ class Model:
     def info(self) -> dict:
         """architecture, chat_template, tokenizer_kind, n_vocab, n_ctx, d_model, n_layers, n_heads,
         n_kv_heads, head_dim, d_ff, n_kv_caches, weights_copied_bytes (matrices copied into memory at load),
-        weights_mapped_expert_bytes (expert matrices used in place from the mapped file)."""
+        weights_mapped_expert_bytes (expert matrices used in place from the mapped file), generates
+        (sessions and engines run it; False for an embedding-only, bidirectional model), embeds (embed()
+        works), embedding_dim (its vectors' width, 0 when it does not embed), pooling ("mean", "cls",
+        "last", "none", or "" when the file declares none)."""
         return self._m.info()
+
+    def embed(self, input: Union[str, Sequence[str]], *, dimensions: int = 0,
+              normalize: int = 2) -> Union[List[float], List[List[float]]]:
+        """The embedding of a text (a list of floats), or of each text of a list (a list of such lists),
+        with the model's pooling: the vectors POST /v1/embeddings and `offgraph embed` give, bit for bit.
+        Texts are encoded with the vocabulary's BOS/EOS. dimensions: keep the first N values (0 = the full
+        width), then normalise; normalize: 2 euclidean (unit vectors), -1 none, 0 max-abs (int16 range),
+        1 taxicab, p > 2 p-norm. A model that does not embed (info["embeds"] False), an empty text or one
+        longer than the model's context raise InvalidArgumentError."""
+        single = isinstance(input, str)
+        texts = [input] if single else [str(t) for t in input]
+        vectors = self._m.embed(texts, int(normalize), int(dimensions))
+        return vectors[0] if single else vectors
 
     def session(self, *, kv_windows: Optional[Sequence[int]] = None, kv_dtype: str = "f16",
                 kv_kind: str = "sequence", kv_max_capacity: int = 0, kv_initial_capacity: int = 512,
@@ -263,7 +284,7 @@ class Stream:
             self._abandon()
             raise
         self._session._stream = None
-        self.result = Generation(_text(d["text"]), d["tokens"], d["stop_reason"], d["prompt_tokens"])
+        self.result = Generation(_text(d["text"]), d["tokens"], d["stop_reason"], d["prompt_tokens"], d["logprobs"])
 
     def _abandon(self) -> None:
         # The turn failed: nothing of it is kept (the library undid it), and the
@@ -307,13 +328,16 @@ class Session:
 
     def prefill(self, prompt: Prompt, logits: bool = False) -> None:
         """Adds `prompt` (text or ids) to the history without generating; logits=True keeps the
-        last row's logits for logits()."""
+        last row's logits for logits(). Ctrl-C stops it within one prefill chunk, takes it back whole
+        (the history is as before) and raises KeyboardInterrupt."""
         self._s.prefill(self._ids(prompt), logits)
 
     def generate(self, prompt: Prompt = None, max_new_tokens: int = 256, temperature: float = 0.0, **sampling) -> Generation:
         """One turn: prefills `prompt` (text, ids, or None to continue the history) and samples until a
         stop rule. Sampling: top_k, top_p, min_p, repeat_penalty, repeat_last_n, presence_penalty,
-        frequency_penalty, seed (-1 = random), stop (strings), stop_at_eos. Ctrl-C cancels it."""
+        frequency_penalty, seed (-1 = random), stop (strings), stop_at_eos; logprobs=True fills
+        Generation.logprobs, top_logprobs=N (0..20) adds N alternatives per token. Ctrl-C cancels it, during
+        the prompt's prefill too (within one prefill chunk)."""
         s = Stream(self, self._ids(prompt), _gen_opts("generate", max_new_tokens, temperature, sampling))
         try:
             for _ in s:
@@ -363,6 +387,20 @@ class Session:
         """Empty history, cache cleared."""
         self._close_stream()
         self._s.reset()
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the session's state to `path` (history, cache contents, undo marks, last logits, with
+        the model's fingerprint; versioned and checksummed). Sampling keeps no state between turns, so
+        a seeded turn after load() gives what it would have given here."""
+        self._close_stream()
+        self._s.save(os.fspath(path))
+
+    def load(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Replaces the state with the one save() wrote: the session then continues exactly as the saved
+        one would. A missing file is NotFoundError; a foreign, truncated or corrupt file, one saved from
+        another model or with another kv_dtype is InvalidArgumentError (the session unchanged)."""
+        self._close_stream()
+        self._s.load(_existing(os.fspath(path)))
 
     def fork(self) -> "Session":
         """A new session with the same history and logits (recomputed into its own cache)."""

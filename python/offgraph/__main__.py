@@ -1,17 +1,38 @@
-"""`python3 -m offgraph COMMAND ...`: the offgraph command line, run in this process.
+"""`python3 -m offgraph COMMAND ...`: the offgraph command line.
 
-It is the same code as the `offgraph` program (both call og_cli_main in
-liboffgraph.so), so every subcommand, flag, message and exit code is the same.
+It runs the `offgraph` program that was built or installed with this package
+(liboffgraph.so is the C API alone; the command line and the server are the
+program's), so every subcommand, flag, message and exit code is the program's.
+OFFGRAPH_PROGRAM names another program to run instead.
 """
+import os
 import sys
 
-from . import _offgraph
+
+def program() -> str:
+    """The path of the offgraph program this package runs."""
+    if os.environ.get("OFFGRAPH_PROGRAM"):
+        return os.environ["OFFGRAPH_PROGRAM"]
+    try:
+        from ._program import PROGRAM  # written by the build (cmake/library.cmake)
+    except ImportError:
+        PROGRAM = ""
+    if PROGRAM and os.path.exists(PROGRAM):
+        return PROGRAM
+    import shutil
+    return shutil.which("offgraph") or ""
 
 
 def main() -> int:
-    # Python's own buffered output (none so far) goes first; the command writes through C stdio.
+    path = program()
+    if not path:
+        print("offgraph: the offgraph program is not installed beside this package (set OFFGRAPH_PROGRAM)",
+              file=sys.stderr)
+        return 1
     sys.stdout.flush()
-    return _offgraph.cli_main(["offgraph"] + sys.argv[1:])
+    sys.stderr.flush()
+    os.execv(path, ["offgraph"] + sys.argv[1:])
+    return 1  # not reached
 
 
 if __name__ == "__main__":

@@ -43,3 +43,7 @@ class StateError(Error):
 
 class CapacityError(Error):
     """The tokens do not fit in the session's cache."""
+
+
+class CancelledError(Error):
+    """A prefill was cancelled (og_session_cancel) and taken back."""

@@ -1,4 +1,4 @@
-"""`python3 -m offgraph` runs the offgraph command line from liboffgraph.so: same output and exit codes."""
+"""`python3 -m offgraph` runs the offgraph program built with the package: same output and exit codes."""
 import subprocess
 import sys
 

@@ -297,19 +297,31 @@ def test_unknown_keyword_names_the_public_method(model):
     assert s.generate(PROMPT_IDS, max_new_tokens=60, top_k=1, seed=3).text == CONTINUATION
 
 
-def test_failed_stream_raises_its_own_error_and_frees_the_session(tmp_path):
-    # An embedding-only model (og-synth's BERT) cannot generate: the real error reaches the caller,
-    # not "no stream is running", and the session's other calls work afterwards.
-    synth = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(offgraph.__file__))), "og-synth")
-    assert os.path.exists(synth), f"og-synth is not built next to the module: {synth}"
-    path = str(tmp_path / "bert.gguf")
-    subprocess.run([synth, "--family", "bert", "--format", "gguf", "--out", path], check=True,
-                   stdout=subprocess.DEVNULL)
-    m = offgraph.Model(path, chat_template="0")
-    s = m.session()
+def test_failed_stream_raises_its_own_error_and_frees_the_session(model):
+    # A stream step that fails (the library then takes the turn back) reaches the caller as its own
+    # error, not "no stream is running", and the session's other calls work afterwards. (An
+    # embedding-only model, which used to fail here, is now refused when the session opens:
+    # test_embed_cancel.py.) The failure is injected into the handle's stream_next.
+    s = model.session()
+    real = s._s
+
+    class Failing:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def stream_next(self):
+            real.stream_cancel()
+            real.stream_finish()
+            real.undo()  # as the library does when a step fails
+            raise offgraph.Error("the model produced a non-finite logit (NaN or inf) at position 2")
+
+    s._s = Failing()
     with pytest.raises(offgraph.Error) as e:
         s.generate([1, 2, 3], max_new_tokens=4)
     assert not isinstance(e.value, offgraph.StateError), str(e.value)
+    assert "non-finite" in str(e.value)
+    s._s = real
     assert s.position == 0
     s.reset()
+    assert s.generate(PROMPT, max_new_tokens=60).text == CONTINUATION
     s.close()

@@ -93,6 +93,7 @@ og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engin
     need(out, "out");
     *out = nullptr;
     auto mc = model_core(model);
+    need_generating(*mc);
     og_engine_options o;
     og_engine_options_init(&o);
     if (opts) o = *opts;
@@ -131,7 +132,9 @@ og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engin
     so.prefix_cache_entries = o.prefix_cache_entries;
     auto core = std::make_shared<EngineCore>();
     core->model = mc;
-    core->sched = std::make_unique<Scheduler>(*mc->engine, mc->tok(), make_cache(setup, mc->run.model(), policy), so);
+    core->sched = std::make_unique<Scheduler>(*mc->engine, mc->tok(), cache_of(setup, mc->run.model(), policy,
+                                                             "og_engine_options.max_sequences, max_session_tokens or prefix_cache_entries"),
+                                             so);
     core->sched->start();
     auto* e = new og_engine{std::move(core)};
     register_handle(e, Kind::kEngine);
@@ -164,6 +167,9 @@ og_status og_engine_submit(og_engine* engine, const int32_t* prompt, size_t n, c
     og_generate_options_init(&o);
     if (opts) o = *opts;
     check_generate_options(o);
+    if (o.logprobs != 0 || o.top_logprobs > 0)
+      api_fail(OG_ERR_INVALID_ARGUMENT, "logprobs are returned by sessions (og_session_generate, og_session_stream_*), "
+                                        "not by the engine");
     if (n == 0) api_fail(OG_ERR_INVALID_ARGUMENT, "the prompt is empty");
     check_ids(prompt, n, core->model->n_vocab(), "prompt");
     RequestOptions r;

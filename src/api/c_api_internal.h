@@ -15,6 +15,7 @@
 #include "api/run_builder.h"
 #include "base/error.h"
 #include "offgraph/offgraph.h"
+#include "runtime/embedder.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -69,6 +70,8 @@ class SerialEngine : public Engine {
     std::lock_guard<std::mutex> lock(mu_);
     return inner_.forward(batch, cache, logits);
   }
+  // Held by anything else that runs the model's forward pass (embeddings).
+  std::mutex& mutex() { return mu_; }
 
  private:
   ModelEngine inner_;
@@ -79,11 +82,15 @@ class SerialEngine : public Engine {
 struct ModelCore {
   Run run;
   std::unique_ptr<SerialEngine> engine;
-  std::string architecture, template_name, tokenizer_kind;
+  std::unique_ptr<Embedder> embedder;  // set when the model embeds (a pooling type other than none)
+  std::string architecture, template_name, tokenizer_kind, pooling;
 
   const Tokenizer& tok() const { return run.tokenizer(); }
   int32_t n_vocab() const { return run.tokenizer().n_vocab(); }
 };
+
+// OG_ERR_INVALID_ARGUMENT when the model cannot generate (it only embeds).
+void need_generating(const ModelCore& core);
 
 // Which struct a registered pointer is.
 enum class Kind { kModel, kSession, kEngine };
@@ -106,6 +113,14 @@ void check_ids(const int32_t* ids, size_t n, int32_t n_vocab, const char* what);
 // Copies into caller-owned memory (malloc, freed by og_*_free).
 og_string make_string(const std::string& s);
 og_tokens make_tokens(const std::vector<int32_t>& ids);
+
+// Alternatives per token og_generate_options.top_logprobs may ask for (the server's bound).
+constexpr int32_t kMaxTopLogprobs = 20;
+
+// make_cache, its out-of-memory message in the API's terms (`lower` names the
+// options that size the cache) rather than the command's flags.
+std::unique_ptr<KvCache> cache_of(const CacheSetup& setup, const Model& model, const KvPolicy& policy,
+                                  const char* lower);
 
 // The runtime's options from the C structs (OG_ERR_INVALID_ARGUMENT on a bad value).
 SamplerConfig sampler_config_of(const og_sampler_options& o);

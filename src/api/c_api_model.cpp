@@ -62,6 +62,12 @@ std::shared_ptr<ModelCore> model_core(const og_model* m) {
   return m->core;
 }
 
+void need_generating(const ModelCore& core) {
+  if (!core.run.model().config().causal)
+    api_fail(OG_ERR_INVALID_ARGUMENT, "the model ", core.run.model().source_path(),
+             " only embeds (bidirectional attention), so it cannot generate: use og_embed");
+}
+
 void need(const void* p, const char* name) {
   if (!p) api_fail(OG_ERR_INVALID_ARGUMENT, name, " is NULL");
 }
@@ -72,6 +78,18 @@ void check_ids(const int32_t* ids, size_t n, int32_t n_vocab, const char* what) 
     if (ids[i] < 0 || ids[i] >= n_vocab)
       api_fail(OG_ERR_OUT_OF_RANGE, what, ": token id ", ids[i], " at index ", i, " is outside the vocabulary [0, ",
                n_vocab, ")");
+}
+
+std::unique_ptr<KvCache> cache_of(const CacheSetup& setup, const Model& model, const KvPolicy& policy,
+                                  const char* lower) {
+  try {
+    return make_cache(setup, model, policy);
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).rfind("out of memory", 0) != 0) throw;
+    api_fail(OG_ERR_RUNTIME, "out of memory allocating the KV cache (", setup.kind, ", capacity ", policy.max_capacity,
+             ", initial ", policy.initial_capacity, ", rows per step ", policy.max_write, ", sequences ",
+             policy.max_sequences, "): lower ", lower);
+  }
 }
 
 og_string make_string(const std::string& s) {
@@ -118,6 +136,8 @@ SamplerConfig sampler_config_of(const og_sampler_options& o) {
 void check_generate_options(const og_generate_options& o) {
   if (o.max_new_tokens < 0)
     api_fail(OG_ERR_INVALID_ARGUMENT, "max_new_tokens ", o.max_new_tokens, " is negative");
+  if (o.top_logprobs < 0 || o.top_logprobs > kMaxTopLogprobs)
+    api_fail(OG_ERR_INVALID_ARGUMENT, "top_logprobs ", o.top_logprobs, " is outside [0, ", kMaxTopLogprobs, "]");
   if (o.n_stop_strings > 0) need(o.stop_strings, "stop_strings");
   for (size_t i = 0; i < o.n_stop_strings; ++i) {
     if (!o.stop_strings[i]) api_fail(OG_ERR_INVALID_ARGUMENT, "stop_strings[", i, "] is NULL");
@@ -166,6 +186,7 @@ const char* og_status_name(og_status status) {
     case OG_ERR_STATE: return "state";
     case OG_ERR_CAPACITY: return "capacity";
     case OG_ERR_RUNTIME: return "runtime";
+    case OG_ERR_CANCELLED: return "cancelled";
   }
   return "unknown";
 }
@@ -215,8 +236,12 @@ og_status og_model_open(const char* path, const og_model_options* opts, og_model
     if (c.model.chat != "auto") {
       try {
         make_chat_template(c.model.chat, std::nullopt);  // an unknown name fails before the load
-      } catch (const Error& e) {
-        api_fail(OG_ERR_INVALID_ARGUMENT, "chat_template: ", e.what());
+      } catch (const Error&) {
+        // Said in the API's own terms (the chat code's message names the command's flag).
+        std::string known = "auto";
+        for (const std::string& n : chat_template_names()) known += ", " + n;
+        api_fail(OG_ERR_INVALID_ARGUMENT, "chat_template \"", c.model.chat, "\" is not a chat template (known: ",
+                 known, ")");
       }
     }
     auto core = std::make_shared<ModelCore>();
@@ -225,6 +250,10 @@ og_status og_model_open(const char* path, const og_model_options* opts, og_model
     core->architecture = core->run.model().architecture();
     core->template_name = core->run.chat_template().name();
     core->tokenizer_kind = core->run.tokenizer().kind();
+    const Pooling pooling = core->run.model().config().pooling;
+    core->pooling = pooling == Pooling::kUnset ? "" : pooling_name(pooling);
+    if (pooling != Pooling::kUnset && pooling != Pooling::kNone)
+      core->embedder = std::make_unique<Embedder>(core->run.model());
     auto* m = new og_model{std::move(core)};
     register_handle(m, Kind::kModel);
     *out = m;
@@ -267,6 +296,10 @@ og_status og_model_get_info(const og_model* model, og_model_info* out) {
     const WeightResidency r = core->run.model().weight_residency();
     i.weights_copied_bytes = r.copied_bytes;
     i.weights_mapped_expert_bytes = r.mapped_expert_bytes;
+    i.generates = c.causal ? 1 : 0;
+    i.embeds = core->embedder ? 1 : 0;
+    i.embedding_dim = core->embedder ? core->embedder->dim() : 0;
+    i.pooling = core->pooling.c_str();
     *out = i;
   });
 }

@@ -3,59 +3,24 @@
 // reset, fork. A session is used by one thread at a time: a busy flag taken
 // under the registry's lock turns a second thread into OG_ERR_BUSY.
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <optional>
 
-#include "api/c_api_internal.h"
+#include "api/c_api_session.h"
 #include "kv/kv_types.h"
 
-struct og_session {
-  std::shared_ptr<og::capi::ModelCore> core;
-  og::CacheSetup setup;
-  og::KvPolicy policy;
-  std::unique_ptr<og::Session> s;
-  std::atomic<bool> busy{false};
-  std::vector<int64_t> undo_marks;    // history length before each prefill / turn
-  bool have_logits = false;           // s->logits() are the last asked-for row's
-  std::vector<float> forked_logits;   // a fork's copy, until its first call that changes it
-  std::vector<float> logits_out;      // [n_vocab] what og_session_logits hands out (never reallocated)
-
-  // A turn pulled step by step (og_session_stream_*).
-  struct Stream {
-    std::unique_ptr<og::Sampler> sampler;
-    og::GenerateOptions opts;
-    og::TextCallback on_text;
-    og_generate_options user{};
-    std::vector<std::string> stop_strings;
-    std::atomic<bool> cancel{false};
-    std::string pending;  // text ready since the last next()
-    std::string handed;   // what the last next() returned (kept alive)
-    int32_t sampled = -1;
-  };
-  std::unique_ptr<Stream> stream;
-};
-
 namespace og::capi {
-namespace {
 
-// Holds a session's busy flag for one call.
-class SessionUse {
- public:
-  explicit SessionUse(og_session* s) : s_(s) {
-    if (!s) api_fail(OG_ERR_INVALID_HANDLE, "the session handle is NULL");
-    std::lock_guard<std::mutex> lock(registry_mutex());
-    if (!is_live_locked(s, Kind::kSession))
-      api_fail(OG_ERR_INVALID_HANDLE, "the session handle is freed or not a session");
-    if (s->busy.exchange(true))
-      api_fail(OG_ERR_BUSY, "the session is in use by another thread (or by its own callback); a session is used "
-                            "by one thread at a time");
-  }
-  ~SessionUse() { s_->busy.store(false); }
-  SessionUse(const SessionUse&) = delete;
-  SessionUse& operator=(const SessionUse&) = delete;
-
- private:
-  og_session* s_;
-};
+SessionUse::SessionUse(og_session* s) : s_(s) {
+  if (!s) api_fail(OG_ERR_INVALID_HANDLE, "the session handle is NULL");
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  if (!is_live_locked(s, Kind::kSession))
+    api_fail(OG_ERR_INVALID_HANDLE, "the session handle is freed or not a session");
+  if (s->busy.exchange(true))
+    api_fail(OG_ERR_BUSY, "the session is in use by another thread (or by its own callback); a session is used "
+                          "by one thread at a time");
+}
 
 void no_stream(const og_session* s) {
   if (s->stream) api_fail(OG_ERR_STATE, "a stream is running in this session: finish it first (og_session_stream_finish)");
@@ -65,6 +30,8 @@ void logits_changed(og_session* s, bool have) {
   s->have_logits = have;
   s->forked_logits.clear();
 }
+
+namespace {
 
 og_stop_reason stop_reason_of(StopReason r) {
   switch (r) {
@@ -90,19 +57,24 @@ void check_prompt(const og_session* s, const int32_t* prompt, size_t n, bool gen
 
 // The runtime's options for a turn; callbacks set `cancel` when they ask to stop.
 GenerateOptions generate_options_of(const og_session* s, const og_generate_options& o,
-                                    std::vector<std::string>* stop_strings, std::atomic<bool>* cancel) {
+                                    std::vector<std::string>* stop_strings, std::atomic<bool>* cancel,
+                                    std::vector<TokenEvent>* events) {
   check_generate_options(o);
   GenerateOptions g;
+  g.logprobs = o.logprobs != 0 || o.top_logprobs > 0;
+  g.top_logprobs = o.top_logprobs;
   g.max_new_tokens = o.max_new_tokens;
   if (o.stop_at_model_stop_ids) g.stop_ids = s->core->run.loaded.stop_ids;
   for (size_t i = 0; i < o.n_stop_strings; ++i) stop_strings->push_back(o.stop_strings[i]);
   g.stop_strings = *stop_strings;
   g.interrupt = cancel;
-  if (o.on_token) {
-    og_token_callback cb = o.on_token;
-    void* ud = o.user_data;
-    g.on_token = [cb, ud, cancel](const TokenEvent& ev) {
-      if (cb(ud, ev.id) != 0) cancel->store(true);
+  og_token_callback cb = o.on_token;
+  void* ud = o.user_data;
+  const bool keep = g.logprobs;
+  if (cb || keep) {
+    g.on_token = [cb, ud, cancel, keep, events](const TokenEvent& ev) {
+      if (keep) events->push_back(ev);
+      if (cb && cb(ud, ev.id) != 0) cancel->store(true);
     };
   }
   return g;
@@ -118,13 +90,41 @@ TextCallback text_callback_of(const og_generate_options& o, std::atomic<bool>* c
   };
 }
 
-void fill_generation(const TurnResult& r, og_generation* out) {
+template <class T>
+T* c_array(size_t n) {
+  T* p = static_cast<T*>(std::malloc(std::max<size_t>(1, n) * sizeof(T)));
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+// The logprobs of `events` (one per generated token) into g's arrays.
+void fill_logprobs(const std::vector<TokenEvent>& events, int32_t top_k, og_generation* g) {
+  const size_t n = events.size();
+  g->top_k = top_k;
+  g->logprobs = c_array<float>(n);
+  if (top_k > 0) {
+    g->top_ids = c_array<int32_t>(n * top_k);
+    g->top_logprobs = c_array<float>(n * top_k);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    g->logprobs[i] = events[i].logprob;
+    for (int32_t k = 0; k < top_k; ++k) {
+      const bool have = k < static_cast<int32_t>(events[i].top.size());
+      g->top_ids[i * top_k + k] = have ? events[i].top[k].id : -1;
+      g->top_logprobs[i * top_k + k] = have ? events[i].top[k].logprob : -INFINITY;
+    }
+  }
+}
+
+void fill_generation(const TurnResult& r, const og_generate_options& o, const std::vector<TokenEvent>& events,
+                     og_generation* out) {
   og_generation g{};
-  g.tokens = make_tokens(r.tokens);
   try {
+    g.tokens = make_tokens(r.tokens);
     g.text = make_string(r.text);
+    if (o.logprobs != 0 || o.top_logprobs > 0) fill_logprobs(events, o.top_logprobs, &g);
   } catch (...) {
-    og_tokens_free(&g.tokens);
+    og_generation_free(&g);
     throw;
   }
   g.stop_reason = stop_reason_of(r.reason);
@@ -132,9 +132,47 @@ void fill_generation(const TurnResult& r, og_generation* out) {
   *out = g;
 }
 
+// og_session_cancel and og_session_stream_cancel: any thread, any time, never
+// BUSY. The registry's lock keeps the handle alive while the flag is set.
+void request_cancel(og_session* s, bool stream_only) {
+  if (!s) api_fail(OG_ERR_INVALID_HANDLE, "the session handle is NULL");
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  if (!is_live_locked(s, Kind::kSession)) api_fail(OG_ERR_INVALID_HANDLE, "the session handle is freed or not a session");
+  if (stream_only && !s->streaming.load()) api_fail(OG_ERR_STATE, "no stream is running in this session");
+  s->cancel.store(true);
+}
+
+// Session::prefill one cache write at a time, checking the cancel flag between
+// them: a cancelled prefill is taken back whole (OG_ERR_CANCELLED).
+void prefill_in_chunks(og_session* s, std::span<const int32_t> tokens, bool want_logits) {
+  Session& ss = *s->s;
+  const int64_t mark = ss.position();
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, ss.cache().policy().max_write));
+  if (tokens.empty()) return ss.prefill(tokens, want_logits);
+  try {
+    for (size_t done = 0; done < tokens.size();) {
+      if (s->cancel.load()) {
+        ss.rewind_to(mark);
+        api_fail(OG_ERR_CANCELLED, "the prefill was cancelled (og_session_cancel): the history is as before it");
+      }
+      const size_t n = std::min(chunk, tokens.size() - done);
+      ss.prefill(tokens.subspan(done, n), want_logits && done + n == tokens.size());
+      done += n;
+    }
+  } catch (const ApiError&) {
+    throw;
+  } catch (...) {
+    if (ss.position() > mark) ss.rewind_to(mark);
+    throw;
+  }
+}
+
 std::unique_ptr<Session> new_session(const og_session* s) {
-  return std::make_unique<Session>(*s->core->engine, make_cache(s->setup, s->core->run.model(), s->policy),
-                                   s->core->tok());
+  return std::make_unique<Session>(
+      *s->core->engine,
+      cache_of(s->setup, s->core->run.model(), s->policy,
+               "og_session_options.kv_max_capacity, kv_initial_capacity, kv_windows or prefill_chunk_size"),
+      s->core->tok());
 }
 
 }  // namespace
@@ -174,6 +212,13 @@ void og_generation_free(og_generation* g) {
   if (!g) return;
   og_tokens_free(&g->tokens);
   og_string_free(&g->text);
+  std::free(g->logprobs);
+  std::free(g->top_ids);
+  std::free(g->top_logprobs);
+  g->logprobs = nullptr;
+  g->top_ids = nullptr;
+  g->top_logprobs = nullptr;
+  g->top_k = 0;
 }
 
 og_status og_session_new(og_model* model, const og_session_options* opts, og_session** out) {
@@ -181,6 +226,7 @@ og_status og_session_new(og_model* model, const og_session_options* opts, og_ses
     need(out, "out");
     *out = nullptr;
     auto core = model_core(model);
+    need_generating(*core);
     og_session_options o;
     og_session_options_init(&o);
     if (opts) o = *opts;
@@ -271,7 +317,8 @@ og_status og_session_prefill(og_session* session, const int32_t* tokens, size_t 
     if (n == 0 && session->s->position() == 0)
       api_fail(OG_ERR_STATE, "the history is empty: there is no row to take logits from");
     const int64_t mark = session->s->position();
-    session->s->prefill(std::span<const int32_t>(tokens, n), want_logits != 0);
+    session->cancel.store(false);
+    prefill_in_chunks(session, std::span<const int32_t>(tokens, n), want_logits != 0);
     if (n > 0) session->undo_marks.push_back(mark);
     logits_changed(session, want_logits != 0);
   });
@@ -288,16 +335,17 @@ og_status og_session_generate(og_session* session, const int32_t* prompt, size_t
     og_generate_options_init(&o);
     if (opts) o = *opts;
     check_prompt(session, prompt, n, true);
-    std::atomic<bool> cancel{false};
+    session->cancel.store(false);
     std::vector<std::string> stops;
-    const GenerateOptions g = generate_options_of(session, o, &stops, &cancel);
+    std::vector<TokenEvent> events;
+    const GenerateOptions g = generate_options_of(session, o, &stops, &session->cancel, &events);
     Sampler sampler(sampler_config_of(o.sampler));
-    const TextCallback on_text = text_callback_of(o, &cancel, nullptr);
+    const TextCallback on_text = text_callback_of(o, &session->cancel, nullptr);
     const int64_t mark = session->s->position();
     const TurnResult r = session->s->generate(std::span<const int32_t>(prompt, n), sampler, g, on_text);
     session->undo_marks.push_back(mark);
     logits_changed(session, !session->s->logits().empty());
-    fill_generation(r, out);
+    fill_generation(r, o, events, out);
   });
 }
 
@@ -312,7 +360,8 @@ og_status og_session_stream_start(og_session* session, const int32_t* prompt, si
     check_prompt(session, prompt, n, true);
     auto st = std::make_unique<og_session::Stream>();
     st->user = o;
-    st->opts = generate_options_of(session, o, &st->stop_strings, &st->cancel);
+    session->cancel.store(false);
+    st->opts = generate_options_of(session, o, &st->stop_strings, &session->cancel, &st->events);
     auto* raw = st.get();
     auto user_token = st->opts.on_token;
     st->opts.on_token = [raw, user_token](const TokenEvent& ev) {
@@ -320,12 +369,13 @@ og_status og_session_stream_start(og_session* session, const int32_t* prompt, si
       if (user_token) user_token(ev);
     };
     st->sampler = std::make_unique<Sampler>(sampler_config_of(o.sampler));
-    st->on_text = text_callback_of(o, &st->cancel, &st->pending);
+    st->on_text = text_callback_of(o, &session->cancel, &st->pending);
     const int64_t mark = session->s->position();
     session->s->begin_turn(std::span<const int32_t>(prompt, n), *st->sampler, st->opts, st->on_text);
     session->undo_marks.push_back(mark);
     logits_changed(session, false);
     session->stream = std::move(st);
+    session->streaming.store(true);
   });
 }
 
@@ -342,15 +392,20 @@ og_status og_session_stream_next(og_session* session, int32_t* token, const char
     st->sampled = -1;
     try {
       while (!s.turn_done() && st->sampled < 0) {
-        if (st->cancel.load()) {
+        if (session->cancel.load()) {
           s.interrupt_turn();
           break;
         }
+        // A prefill chunk that is not the prompt's last returns at once (token -1),
+        // so that a caller (Python's Ctrl-C) can act between chunks.
+        const bool chunk = s.in_prefill();
         s.step();
+        if (chunk && st->sampled < 0) break;
       }
     } catch (...) {
       s.abort_turn();
       session->stream.reset();
+      session->streaming.store(false);
       session->undo_marks.pop_back();
       throw;
     }
@@ -363,12 +418,12 @@ og_status og_session_stream_next(og_session* session, int32_t* token, const char
   });
 }
 
+og_status og_session_cancel(og_session* session) {
+  return guarded([&] { request_cancel(session, false); });
+}
+
 og_status og_session_stream_cancel(og_session* session) {
-  return guarded([&] {
-    SessionUse use(session);
-    if (!session->stream) api_fail(OG_ERR_STATE, "no stream is running in this session");
-    session->stream->cancel.store(true);
-  });
+  return guarded([&] { request_cancel(session, true); });
 }
 
 og_status og_session_stream_finish(og_session* session, og_generation* out) {
@@ -379,9 +434,10 @@ og_status og_session_stream_finish(og_session* session, og_generation* out) {
     Session& s = *session->s;
     if (!s.turn_done()) s.interrupt_turn();
     std::unique_ptr<og_session::Stream> st = std::move(session->stream);
+    session->streaming.store(false);
     const TurnResult r = s.end_turn();
     logits_changed(session, !s.logits().empty());
-    if (out) fill_generation(r, out);
+    if (out) fill_generation(r, st->user, st->events, out);
   });
 }
 

@@ -109,6 +109,13 @@ RewindResult Session::rewind_to(int64_t length) {
   return res;
 }
 
+void Session::append_pending(std::span<const int32_t> tokens) {
+  OG_CHECK(!turn_, "cannot append pending tokens during a turn");
+  OG_CHECK(fits(static_cast<int64_t>(tokens.size())), tokens.size(), " pending tokens do not fit: ", position(), "/",
+           capacity(), " positions used");
+  history_.insert(history_.end(), tokens.begin(), tokens.end());
+}
+
 void Session::reset() {
   OG_CHECK(!turn_, "cannot reset during a turn");
   history_.clear();

@@ -200,6 +200,10 @@ class Session {
   // Prefills `tokens` (appended to the history) without generating;
   // want_logits keeps the last row's logits (logits()).
   void prefill(std::span<const int32_t> tokens, bool want_logits = false);
+  // Appends `tokens` to the history without forwarding them: they stay pending
+  // for the next prefill or turn, as a turn's final sampled token does (a
+  // restored session's, og_session_load). Outside a turn; they must fit.
+  void append_pending(std::span<const int32_t> tokens);
   // [n_vocab] logits of the last forwarded row that asked for them; not
   // meaningful (empty or stale) when the last forward asked for none.
   std::span<const float> logits() const { return logits_; }

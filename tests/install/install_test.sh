@@ -29,15 +29,20 @@ out=$("$tmp/generate_c" "$model" 2>"$tmp/c.err") || { cat "$tmp/c.err"; exit 1; 
 grep -q "expected error: .*token id 100000" "$tmp/c.err" || { cat "$tmp/c.err"; exit 1; }
 echo "[install] C example through pkg-config: ok"
 
-# The installed command is a client of the installed library (og_cli_main), found
-# through its own relative RPATH with nothing from the build tree on any path.
-loaded=$(ldd "$prefix/bin/offgraph" | sed -n 's/^\s*liboffgraph\.so\.0 => \(\S*\) .*/\1/p')
-[ -n "$loaded" ] && [ "$(readlink -f "$loaded")" = "$(readlink -f "$libdir/liboffgraph.so.0")" ] ||
-  { echo "the installed offgraph does not load $libdir/liboffgraph.so.0:"; ldd "$prefix/bin/offgraph"; exit 1; }
+# The library is the C API alone: linking it pulls in none of the server's
+# dependencies (libzmq, cpp-httplib's, ...), neither through ldd nor pkg-config.
+if ldd "$libdir/liboffgraph.so.0" | grep -Ei 'libzmq|libsodium|libpgm|libnorm|libgssapi' ; then
+  echo "liboffgraph.so.0 links a server dependency:"; ldd "$libdir/liboffgraph.so.0"; exit 1
+fi
+if pkg-config --libs --static offgraph | grep -qi zmq; then echo "offgraph.pc names zmq"; exit 1; fi
+nm -D --defined-only "$libdir/liboffgraph.so.0" | grep -q og_cli_main && { echo "the library exports og_cli_main"; exit 1; }
+echo "[install] liboffgraph.so without the command line or the server's dependencies: ok"
+
+# The installed command (the command line and the server, linked into the program).
 out=$(cd "$tmp" && env -u LD_LIBRARY_PATH "$prefix/bin/offgraph" run --model "$model" --prompt "Once upon a time" \
       -n 60 --temp 0 2>"$tmp/cli.err") || { cat "$tmp/cli.err"; exit 1; }
 [ "Once upon a time$out" = "$expected" ] || { echo "installed offgraph printed: $out"; exit 1; }
-echo "[install] the offgraph command over the installed liboffgraph.so: ok"
+echo "[install] the installed offgraph command: ok"
 
 # C++ through find_package, with g++ and with clang++ (whose default standard,
 # C++14, lacks the std::string_view that offgraph.hpp uses: the imported
@@ -64,5 +69,10 @@ else
   out=$(cd "$tmp" && PYTHONPATH=$(dirname "$pydir") /usr/bin/python3 "$src/examples/python/generate.py" "$model" 2>"$tmp/py.err") ||
     { cat "$tmp/py.err"; exit 1; }
   [ "$out" = "$expected" ] || { echo "installed Python module printed: $out"; exit 1; }
+  # python3 -m offgraph runs the installed program (found relative to the package).
+  out=$(cd "$tmp" && env -u LD_LIBRARY_PATH PYTHONPATH=$(dirname "$pydir") /usr/bin/python3 -m offgraph run \
+        --model "$model" --prompt "Once upon a time" -n 60 --temp 0 2>"$tmp/pym.err") || { cat "$tmp/pym.err"; exit 1; }
+  [ "Once upon a time$out" = "$expected" ] || { echo "installed python3 -m offgraph printed: $out"; exit 1; }
+  ldd "$pydir"/_offgraph*.so | grep -qi zmq && { echo "the Python module links zmq"; exit 1; }
   echo "[install] Python module: ok"
 fi

@@ -1,0 +1,58 @@
+// The struct behind og_session, shared by the session calls (c_api_session.cpp)
+// and the state file (c_api_state.cpp); SessionUse holds its busy flag.
+#pragma once
+
+#include "api/c_api_internal.h"
+
+struct og_session {
+  std::shared_ptr<og::capi::ModelCore> core;
+  og::CacheSetup setup;
+  og::KvPolicy policy;
+  std::unique_ptr<og::KvCache> loaded_cache;  // the cache of a loaded session (og_session_load); outlives s
+  std::unique_ptr<og::Session> s;
+  std::atomic<bool> busy{false};
+  // Set by og_session_cancel / og_session_stream_cancel from any thread; a
+  // running prefill, generate or stream checks it between forward steps.
+  // Cleared when a prefill, generate or stream starts.
+  std::atomic<bool> cancel{false};
+  std::atomic<bool> streaming{false};  // a stream is between start and finish
+  std::vector<int64_t> undo_marks;    // history length before each prefill / turn
+  bool have_logits = false;           // s->logits() are the last asked-for row's
+  std::vector<float> forked_logits;   // a fork's copy, until its first call that changes it
+  std::vector<float> logits_out;      // [n_vocab] what og_session_logits hands out (never reallocated)
+
+  // A turn pulled step by step (og_session_stream_*).
+  struct Stream {
+    std::unique_ptr<og::Sampler> sampler;
+    og::GenerateOptions opts;
+    og::TextCallback on_text;
+    og_generate_options user{};
+    std::vector<std::string> stop_strings;
+    std::string pending;  // text ready since the last next()
+    std::string handed;   // what the last next() returned (kept alive)
+    int32_t sampled = -1;
+    std::vector<og::TokenEvent> events;  // each token's logprobs, when asked
+  };
+  std::unique_ptr<Stream> stream;
+};
+
+namespace og::capi {
+
+// Holds a session's busy flag for one call (OG_ERR_BUSY when another thread holds it).
+class SessionUse {
+ public:
+  explicit SessionUse(og_session* s);
+  ~SessionUse() { s_->busy.store(false); }
+  SessionUse(const SessionUse&) = delete;
+  SessionUse& operator=(const SessionUse&) = delete;
+
+ private:
+  og_session* s_;
+};
+
+// OG_ERR_STATE while a stream runs.
+void no_stream(const og_session* s);
+// After a call that changed (or dropped) the logits.
+void logits_changed(og_session* s, bool have);
+
+}  // namespace og::capi
