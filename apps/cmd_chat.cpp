@@ -331,7 +331,7 @@ int run_chat(const LlmFlags& f) {
   session.stats().load_s = l.load_s;
   print_cache_describe(session.cache());
   print_fill("after load", session);
-  diag("[chat template: %s]\n", describe_chat_template(*l.tmpl).c_str());
+  diag("[chat template: %s]\n", l.tmpl->describe().c_str());
   const bool tty = isatty(STDIN_FILENO);
   if (tty && verbosity() != Verbosity::kQuiet) std::fputs(kChatHelp, stderr);
   Chat chat(f, l, session);

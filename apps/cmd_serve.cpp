@@ -20,6 +20,7 @@
 #include "api/run_builder.h"
 #include "base/error.h"
 #include "base/flags.h"
+#include "chat/jinja_chat.h"
 #include "chat/tool_grammar.h"
 #include "commands.h"
 #include "kv_events_flags.h"
@@ -271,18 +272,18 @@ int cmd_serve(const Args& args) {
   served.id = f.alias.empty() ? model_name_of(f.run.model.model) : f.alias;
   served.tok = loaded.tok.get();
   served.tmpl = loaded.tmpl.get();
-  served.jinja = dynamic_cast<const JinjaChatTemplate*>(loaded.tmpl.get());
-  served.reply_format = server::template_reply_format(*served.tmpl);
+  served.jinja = served.tmpl->source().empty() ? nullptr : served.tmpl;
+  served.reply_format = served.tmpl->reply_format();
   // The model's "tool_use" variant renders requests with tools (transformers' rule), when
   // the default template is the model's own (a --chat-template-file replaces both).
-  if (served.jinja && f.run.model.chat_template_file.empty()) {
+  if (!served.tmpl->source().empty() && f.run.model.chat_template_file.empty()) {
     if (auto it = loaded.model_template_variants.find("tool_use"); it != loaded.model_template_variants.end()) {
       try {
         tool_use = std::make_unique<JinjaChatTemplate>(it->second, jinja_options_of(*loaded.tok),
                                                        "the model's tool_use");
-        served.jinja_tool_use = tool_use.get();
+        served.tool_use = tool_use.get();
         if (served.reply_format.tools == ToolCallFormat::kNone) {
-          const ReplyFormat t = detect_reply_format(tool_use->source());
+          const ReplyFormat t = tool_use->reply_format();
           served.reply_format.tools = t.tools;
           served.reply_format.mistral_args = t.mistral_args;
           served.reply_format.mistral_call_id = t.mistral_call_id;
@@ -318,7 +319,7 @@ int cmd_serve(const Args& args) {
                               (served.parse_reasoning ? reasoning_format_name(served.reply_format.reasoning)
                                                       : "left in content");
   std::printf("[serve] ready on http://%s:%d | model %s | template %s (%s) | %d sessions x %lld tokens | %s\n",
-              f.host.c_str(), bound, served.id.c_str(), describe_chat_template(*loaded.tmpl).c_str(), replies.c_str(),
+              f.host.c_str(), bound, served.id.c_str(), loaded.tmpl->describe().c_str(), replies.c_str(),
               so.max_decode_sequences,
               static_cast<long long>(so.max_session_tokens), joined_lines(sched->describe()).c_str());
   std::fflush(stdout);

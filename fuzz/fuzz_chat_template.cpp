@@ -41,7 +41,7 @@ size_t count_stops(const std::vector<int32_t>& ids, const std::vector<int32_t>& 
                        [&](int32_t id) { return std::binary_search(stops.begin(), stops.end(), id); });
 }
 
-void run(const og::ChatTemplate& t, const std::vector<og::ChatMessage>& msgs, uint8_t flags) {
+void run(const og::ChatFormat& t, const std::vector<og::ChatMessage>& msgs, uint8_t flags) {
   const bool gen = flags & 2, closed = flags & 4;
   const og::ChatSegments full = t.render_segments(msgs, gen);
   check_segments(full);

@@ -44,7 +44,7 @@ Run build_run(const RunConfig& c) {
   return r;
 }
 
-std::unique_ptr<ChatTemplate> choose_chat_template(const ModelSetup& s, const std::optional<std::string>& model_template,
+std::unique_ptr<ChatFormat> choose_chat_template(const ModelSetup& s, const std::optional<std::string>& model_template,
                                                    const Tokenizer& tok, std::string* warning) {
   if (!s.chat_template_file.empty()) {
     check_path_exists(s.chat_template_file, "--chat-template-file");
@@ -63,11 +63,6 @@ std::unique_ptr<ChatTemplate> choose_chat_template(const ModelSetup& s, const st
       *warning = std::string(e.what()) + "; using the built-in " + built_in->name() + " template instead";
     return built_in;
   }
-}
-
-std::string describe_chat_template(const ChatTemplate& t) {
-  if (auto* j = dynamic_cast<const JinjaChatTemplate*>(&t)) return "jinja (" + j->origin() + ")";
-  return t.name();  // a built-in's name, "0" for raw text
 }
 
 std::unique_ptr<Model> open_model(const ModelSetup& s) {

@@ -30,7 +30,7 @@ struct Run {
 
   Model& model() const { return *loaded.model; }
   Tokenizer& tokenizer() const { return *loaded.tok; }
-  ChatTemplate& chat_template() const { return *loaded.tmpl; }
+  ChatFormat& chat_template() const { return *loaded.tmpl; }
   // A fresh cache of `policy`; og::Error naming what sizes it when memory runs out.
   std::unique_ptr<KvCache> make_cache() const;
 };
@@ -50,9 +50,7 @@ std::unique_ptr<Model> open_model(const ModelSetup& s);
 // template; with "auto" the model's own Jinja template when it has one (a
 // template our engine cannot parse falls back to the matching built-in, with
 // *warning saying so), raw text when it has none; any other name a built-in.
-std::unique_ptr<ChatTemplate> choose_chat_template(const ModelSetup& s, const std::optional<std::string>& model_template,
-                                                   const Tokenizer& tok, std::string* warning);
-// One line for reports: "jinja (the model's)", "jinja (FILE)", or a built-in's name.
-std::string describe_chat_template(const ChatTemplate& t);
+std::unique_ptr<ChatFormat> choose_chat_template(const ModelSetup& s, const std::optional<std::string>& model_template,
+                                                 const Tokenizer& tok, std::string* warning);
 
 }  // namespace og

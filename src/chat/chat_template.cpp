@@ -5,7 +5,12 @@
 #include <algorithm>
 #include <ctime>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
+#include "chat/harmony_chat.h"
+#include "chat/reply_parser.h"
+#include "chat/request_error.h"
 
 namespace og {
 namespace {
@@ -265,7 +270,7 @@ const std::vector<Builtin>& builtins() {
   return kBuiltins;
 }
 
-class BuiltinTemplate : public ChatTemplate {
+class BuiltinTemplate : public ChatFormat {
  public:
   explicit BuiltinTemplate(const Builtin& b) : b_(b) {}
   std::string name() const override { return b_.name; }
@@ -277,6 +282,28 @@ class BuiltinTemplate : public ChatTemplate {
 
  private:
   const Builtin& b_;
+};
+
+// The built-in harmony renders whole requests as gpt-oss's template does
+// (chat/harmony_chat.h), so its replies may hold gpt-oss's tool calls.
+class HarmonyTemplate : public BuiltinTemplate {
+ public:
+  using BuiltinTemplate::BuiltinTemplate;
+  bool renders_requests() const override { return true; }
+  ChatSegments render_request_segments(const nlohmann::ordered_json& request) const override {
+    try {
+      return render_harmony_request(request);
+    } catch (const ChatRequestError&) {
+      throw;
+    } catch (const Error& e) {  // the request's shape as a whole: reported on its messages
+      throw ChatRequestError(e.what(), "messages");
+    }
+  }
+  ReplyFormat reply_format() const override {
+    ReplyFormat f = BuiltinTemplate::reply_format();
+    f.tools = ToolCallFormat::kHarmony;
+    return f;
+  }
 };
 
 std::string names_list() {
@@ -295,11 +322,29 @@ std::string chat_text(std::span<const ChatSegment> segments) {
   return s;
 }
 
-std::string ChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
+ChatSegments ChatFormat::render_request_segments(const nlohmann::ordered_json&) const {
+  throw ChatRequestError("the built-in '" + name() +
+                             "' chat template renders only role and content messages (no tools, tool calls or "
+                             "chat_template_kwargs)",
+                         "messages");
+}
+
+std::string ChatFormat::render_request(const nlohmann::ordered_json& request) const {
+  return chat_text(render_request_segments(request));
+}
+
+ReplyFormat ChatFormat::reply_format() const {
+  const std::vector<ChatMessage> exchange = {{"user", "x"}, {"assistant", "y"}};
+  ReplyFormat f;
+  f.reasoning = detect_reply_format(render(exchange, true)).reasoning;
+  return f;
+}
+
+std::string ChatFormat::render(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
   return chat_text(render_segments(messages, add_generation_prompt));
 }
 
-ChatSegments ChatTemplate::render_delta_segments(std::span<const ChatMessage> messages, size_t n_done,
+ChatSegments ChatFormat::render_delta_segments(std::span<const ChatMessage> messages, size_t n_done,
                                                  bool reply_closed) const {
   OG_CHECK(n_done <= messages.size(), "chat template ", name(), ": ", n_done,
            " messages already rendered but the conversation has ", messages.size());
@@ -314,14 +359,14 @@ ChatSegments ChatTemplate::render_delta_segments(std::span<const ChatMessage> me
   return delta_after(history, render_segments(messages, true));
 }
 
-ChatSegments ChatTemplate::render_after_prompt_segments(std::span<const ChatMessage> messages, size_t n_prompt) const {
+ChatSegments ChatFormat::render_after_prompt_segments(std::span<const ChatMessage> messages, size_t n_prompt) const {
   OG_CHECK(n_prompt <= messages.size(), "chat template ", name(), ": ", n_prompt,
            " messages already rendered but the conversation has ", messages.size());
   if (n_prompt == 0) return render_segments(messages, true);
   return delta_after(render_segments(messages.first(n_prompt), true), render_segments(messages, true));
 }
 
-ChatSegments ChatTemplate::delta_after(const ChatSegments& history, const ChatSegments& full) const {
+ChatSegments ChatFormat::delta_after(const ChatSegments& history, const ChatSegments& full) const {
   // The history must be a prefix of the full render, kinds included; its last
   // segment may end inside the full render's matching segment.
   bool prefix = history.size() <= full.size();
@@ -341,7 +386,7 @@ ChatSegments ChatTemplate::delta_after(const ChatSegments& history, const ChatSe
   return delta;
 }
 
-std::string ChatTemplate::render_delta(std::span<const ChatMessage> messages, size_t n_done,
+std::string ChatFormat::render_delta(std::span<const ChatMessage> messages, size_t n_done,
                                        bool reply_closed) const {
   return chat_text(render_delta_segments(messages, n_done, reply_closed));
 }
@@ -386,8 +431,8 @@ std::optional<std::string> detect_chat_template(std::string_view t) {
   return std::nullopt;
 }
 
-std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name,
-                                                 const std::optional<std::string>& model_template) {
+std::unique_ptr<ChatFormat> make_chat_template(std::string_view name,
+                                               const std::optional<std::string>& model_template) {
   std::string n(name);
   if (n == "auto") {
     if (!model_template || trim(*model_template).empty()) n.assign(1, '0');  // (assigning "0" trips a GCC 12 -Wrestrict false positive)
@@ -407,11 +452,11 @@ std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name,
   if (n == "raw" || n == "none") n = "0";
   if (n == "gpt-oss") n = "harmony";
   for (const auto& b : builtins())
-    if (n == b.name) return std::make_unique<BuiltinTemplate>(b);
+    if (n == b.name) return n == "harmony" ? std::make_unique<HarmonyTemplate>(b) : std::make_unique<BuiltinTemplate>(b);
   fail("--chat: unknown chat template '", name, "' (known: auto, ", names_list(), ")");
 }
 
-std::vector<int32_t> chat_stop_ids(const ChatTemplate& tmpl, const Tokenizer& tok) {
+std::vector<int32_t> chat_stop_ids(const ChatFormat& tmpl, const Tokenizer& tok) {
   std::vector<int32_t> ids = tok.special().stop_ids;
   for (int32_t id : {tok.special().eos, tok.special().eot, tok.special().eom})
     if (id >= 0) ids.push_back(id);

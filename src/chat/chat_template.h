@@ -1,7 +1,10 @@
-// Chat templates: built-in renderers of the chat formats the engine supports
-// (llama3, gemma, gemma4, chatml, mistral, llama2, phi3, zephyr, harmony, and `0` = raw text), recognition
-// of a model's stored Jinja template (`--chat auto`), and incremental rendering
-// so that each new turn prefills only the tokens it adds.
+// Chat formats: the ChatFormat interface every front end renders through (a
+// chat's messages or a whole request, its stop markers, what its replies hold),
+// the built-in formats the engine supports (llama3, gemma, gemma4, chatml,
+// mistral, llama2, phi3, zephyr, harmony, and `0` = raw text), recognition of a
+// model's stored Jinja template (`--chat auto`; the Jinja format itself is
+// chat/jinja_chat.h), and incremental rendering so that each new turn
+// prefills only the tokens it adds.
 //
 // Rendering gives segments: the template's own text (markers, role names,
 // separators), whose special-token texts become control tokens, and message
@@ -26,9 +29,13 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "tokenizer/tokenizer.h"
 
 namespace og {
+
+struct ReplyFormat;  // chat/reply_parser.h
 
 // role: "system", "user" or "assistant" (anything else is an og::Error at render).
 struct ChatMessage {
@@ -48,12 +55,21 @@ using ChatSegments = std::vector<ChatSegment>;
 // The segments' text one after another.
 std::string chat_text(std::span<const ChatSegment> segments);
 
-class ChatTemplate {
+// One chat format. The built-ins render role/content messages; a Jinja
+// template (chat/jinja_chat.h) and the built-in harmony also render whole
+// requests (tools, tool calls and results, reasoning, chat_template_kwargs).
+// Callers ask the format, never its type.
+class ChatFormat {
  public:
-  virtual ~ChatTemplate() = default;
+  virtual ~ChatFormat() = default;
 
-  // The built-in's name as accepted by --chat ("llama3", "gemma", "0", ...).
+  // The built-in's name as accepted by --chat ("llama3", "gemma", "0", ...);
+  // "jinja" for a Jinja template.
   virtual std::string name() const = 0;
+  // One line for reports: "jinja (the model's)", "jinja (FILE)", or the built-in's name.
+  virtual std::string describe() const { return name(); }
+  // The Jinja template's text; "" for a built-in.
+  virtual std::string source() const { return {}; }
 
   // The whole conversation as prompt segments (no BOS text, see above). With
   // add_generation_prompt the assistant header comes last, ready for generation.
@@ -64,6 +80,26 @@ class ChatTemplate {
   // chat_text(render_segments(...)), for display and tests. Never encode this
   // string with special tokens honoured: use encode_chat on the segments.
   std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt = true) const;
+
+  // Whether render_request_segments renders whole requests (see above).
+  virtual bool renders_requests() const { return false; }
+  // A chat request in OpenAI's shape (`messages` with tool calls and
+  // results, `tools`, `add_generation_prompt` (default true),
+  // `chat_template_kwargs`) as prompt segments (no BOS text). What the format
+  // cannot render is an og::Error; a ChatRequestError (chat/request_error.h)
+  // names the request field it is about. A format that renders no requests
+  // throws a ChatRequestError naming "messages".
+  virtual ChatSegments render_request_segments(const nlohmann::ordered_json& request) const;
+  // The same as one text, as `offgraph template` and POST /apply-template show
+  // it (a Jinja template's leading BOS text kept).
+  virtual std::string render_request(const nlohmann::ordered_json& request) const;
+
+  // What its replies hold (tool-call and reasoning markers, chat/reply_parser.h),
+  // which the reply parser reads and the tool-call grammars write: a Jinja
+  // template's from its source; a built-in's reasoning from its own render of
+  // a short exchange (harmony's channels) and no tool calls, but for the
+  // built-in harmony, which renders tools and so replies with gpt-oss's calls.
+  virtual ReplyFormat reply_format() const;
 
   // The text that closes an assistant turn and on which generation stops
   // ("<|eot_id|>", "<end_of_turn>", "<|im_end|>", "</s>", ...); "" for raw text.
@@ -126,12 +162,12 @@ std::optional<std::string> detect_chat_template(std::string_view jinja);
 // (raw text "0" when the model has none); an unrecognised template is an
 // og::Error suggesting --chat <name>. Any other unknown NAME is an og::Error
 // listing the names.
-std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name,
-                                                 const std::optional<std::string>& model_template);
+std::unique_ptr<ChatFormat> make_chat_template(std::string_view name,
+                                               const std::optional<std::string>& model_template);
 
 // Ids that end an assistant turn: the tokenizer's stop ids (EOS, EOT, ...) plus
 // each of tmpl.stop_markers() that is a single token of the vocabulary. Sorted, unique.
-std::vector<int32_t> chat_stop_ids(const ChatTemplate& tmpl, const Tokenizer& tok);
+std::vector<int32_t> chat_stop_ids(const ChatFormat& tmpl, const Tokenizer& tok);
 
 // Encodes rendered chat (a render_segments() or a render_delta_segments()):
 // special-token texts become special tokens only inside the template's own

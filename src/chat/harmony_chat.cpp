@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "base/error.h"
+#include "chat/request_error.h"
 #include "chat/jinja_chat.h"
 #include "template/json_dump.h"
 
@@ -17,6 +18,13 @@ namespace og {
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+// What the built-in render refuses: the message opens with the request field
+// it is about, which the error also carries as data.
+template <class... A>
+[[noreturn]] void refuse(const std::string& field, const A&... rest) {
+  throw ChatRequestError(cat("harmony: ", field, rest...), field);
+}
 
 // Python's truth value of a JSON value as the template sees it.
 bool truthy(const Json* v) {
@@ -46,23 +54,22 @@ std::string py_str(const Json& v, const std::string& where) {
   if (v.is_null()) return "None";
   if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
   if (v.is_number()) return tojson(v);
-  fail("harmony: ", where, " is ", v.is_array() ? "a list" : "an object",
-       "; gpt-oss's template would print it as a Python value, which the built-in render does not reproduce");
+  refuse(where, " is ", v.is_array() ? "a list" : "an object",
+         "; gpt-oss's template would print it as a Python value, which the built-in render does not reproduce");
 }
 
 // A text the template adds to a string with `+`: anything but a string is
 // an error there (Python's TypeError, or an undefined value).
 const std::string& str_of(const Json* v, const std::string& where) {
-  if (!v) fail("harmony: ", where, " is missing (gpt-oss's template needs it)");
-  if (!v->is_string())
-    fail("harmony: ", where, " is ", v->type_name(), ", not a string (gpt-oss's template adds it to text)");
+  if (!v) refuse(where, " is missing (gpt-oss's template needs it)");
+  if (!v->is_string()) refuse(where, " is ", v->type_name(), ", not a string (gpt-oss's template adds it to text)");
   return v->get_ref<const std::string&>();
 }
 
 // `name not in (required or [])`.
 bool optional_name(const std::string& name, const Json* required, const std::string& where) {
   if (!truthy(required)) return true;
-  if (!required->is_array()) fail("harmony: ", where, ".required is ", required->type_name(), ", not a list");
+  if (!required->is_array()) refuse(where + ".required", " is ", required->type_name(), ", not a list");
   for (const Json& r : *required)
     if (r.is_string() && r.get_ref<const std::string&>() == name) return false;
   return true;
@@ -101,7 +108,7 @@ std::string ts_array(const Json& spec, const std::string& where, int depth) {
 // by " | " and a new line. (The template's "any" for several object variants
 // never applies: its flag is set inside the loop, a scope of its own.)
 std::string ts_one_of(const Json& variants, const std::string& where, int depth) {
-  if (!variants.is_array()) fail("harmony: ", where, ".oneOf is ", variants.type_name(), ", not a list");
+  if (!variants.is_array()) refuse(where + ".oneOf", " is ", variants.type_name(), ", not a list");
   std::string s;
   for (size_t i = 0; i < variants.size(); ++i) {
     const Json& v = variants[i];
@@ -119,7 +126,7 @@ std::string ts_one_of(const Json& variants, const std::string& where, int depth)
 std::string ts_object(const Json& spec, const std::string& where, int depth) {
   const Json* props = field(spec, "properties");
   if (!truthy(props)) return "object";
-  if (!props->is_object()) fail("harmony: ", where, ".properties is ", props->type_name(), ", not a mapping");
+  if (!props->is_object()) refuse(where + ".properties", " is ", props->type_name(), ", not a mapping");
   const Json* required = field(spec, "required");
   std::string s = "{\n";
   bool first = true;
@@ -135,7 +142,7 @@ std::string ts_object(const Json& spec, const std::string& where, int depth) {
 
 // render_typescript_type: a schema as a TypeScript type.
 std::string ts_type(const Json& spec, const std::string& where, int depth) {
-  OG_CHECK(depth < 64, "harmony: ", where, " nests schemas more than 64 deep");
+  if (depth >= 64) refuse(where, " nests schemas more than 64 deep");
   const Json* type = field(spec, "type");
   if (type && type->is_string() && type->get_ref<const std::string&>() == "array") return ts_array(spec, where, depth);
   if (type && type->is_array() && !type->empty()) {
@@ -149,7 +156,7 @@ std::string ts_type(const Json& spec, const std::string& where, int depth) {
   if (t == "string") {
     const Json* e = field(spec, "enum");
     if (truthy(e)) {
-      if (!e->is_array()) fail("harmony: ", where, ".enum is ", e->type_name(), ", not a list");
+      if (!e->is_array()) refuse(where + ".enum", " is ", e->type_name(), ", not a list");
       std::string s = "\"";
       for (size_t i = 0; i < e->size(); ++i)
         s += (i ? "\" | \"" : "") + py_str((*e)[i], where + ".enum[" + std::to_string(i) + "]");
@@ -166,7 +173,7 @@ std::string ts_type(const Json& spec, const std::string& where, int depth) {
 // One tool: "// DESCRIPTION\ntype NAME = (_: {\n...}) => any;\n\n".
 std::string ts_tool(const Json& tool, const std::string& where) {
   const Json* fn = field(tool, "function");
-  if (!fn || !fn->is_object()) fail("harmony: ", where, " has no \"function\" object");
+  if (!fn || !fn->is_object()) refuse(where, " has no \"function\" object");
   const std::string at = where + ".function";
   // A tool without a description (OpenAI's is optional): an empty one, as
   // the server gives gpt-oss's template (server/generation.cpp).
@@ -176,7 +183,7 @@ std::string ts_tool(const Json& tool, const std::string& where) {
   const Json* params = field(*fn, "parameters");
   const Json* props = params ? field(*params, "properties") : nullptr;
   if (!truthy(params) || !truthy(props)) return s + "() => any;\n\n";
-  if (!props->is_object()) fail("harmony: ", at, ".parameters.properties is ", props->type_name(), ", not a mapping");
+  if (!props->is_object()) refuse(at + ".parameters.properties", " is ", props->type_name(), ", not a mapping");
   const Json* required = field(*params, "required");
   s += "(_: {\n";
   for (auto it = props->begin(); it != props->end(); ++it) {
@@ -225,23 +232,26 @@ Request read_request(const Json& request) {
   OG_CHECK(request.contains("messages"), "the request has no \"messages\"");
   Request r;
   r.messages = normalize_chat_messages(request["messages"]);
-  OG_CHECK(!r.messages.empty(), "harmony: \"messages\" is empty (gpt-oss's template reads the first message)");
+  if (r.messages.empty())
+    throw ChatRequestError("harmony: \"messages\" is empty (gpt-oss's template reads the first message)", "messages");
   if (const Json* g = field(request, "add_generation_prompt")) {
     OG_CHECK(g->is_boolean(), "\"add_generation_prompt\" must be true or false");
     r.add_generation_prompt = g->get<bool>();
   }
   if (const Json* t = field(request, "tools"); t && !t->is_null()) {
-    OG_CHECK(t->is_array(), "harmony: \"tools\" is ", t->type_name(), ", not a list");
+    if (!t->is_array()) throw ChatRequestError(cat("harmony: \"tools\" is ", t->type_name(), ", not a list"), "tools");
     r.tools = *t;
   }
   if (const Json* kw = field(request, "chat_template_kwargs")) {
     OG_CHECK(kw->is_object(), "\"chat_template_kwargs\" must be an object");
     for (const char* key : {"messages", "tools", "add_generation_prompt"})
-      OG_CHECK(!kw->contains(key), "harmony: chat_template_kwargs.", key,
+      if (kw->contains(key))
+        refuse(std::string("chat_template_kwargs.") + key,
                " would replace the request's own; the built-in render does not take it");
     if (const Json* b = field(*kw, "builtin_tools"); truthy(b))
-      fail("harmony: chat_template_kwargs.builtin_tools (gpt-oss's browser and python tools) needs the model's "
-           "Jinja template; the built-in render has only function tools");
+      refuse("chat_template_kwargs.builtin_tools",
+             " (gpt-oss's browser and python tools) needs the model's Jinja template; the built-in render has only "
+             "function tools");
     if (const Json* i = field(*kw, "model_identity")) r.identity = str_of(i, "chat_template_kwargs.model_identity");
     if (const Json* e = field(*kw, "reasoning_effort")) r.effort = str_of(e, "chat_template_kwargs.reasoning_effort");
   }
@@ -269,8 +279,9 @@ void check_no_channels(const Json& msg, const char* key, const std::string& wher
   const std::string& s = str_of(v, where + "." + key);
   if (s.find("<|channel|>analysis<|message|>") != std::string::npos ||
       s.find("<|channel|>final<|message|>") != std::string::npos)
-    fail("harmony: ", where, ".", key, " holds <|channel|> tags; pass analysis text in 'thinking' and final text "
-         "in 'content' (as gpt-oss's template requires)");
+    refuse(where + "." + key,
+           " holds <|channel|> tags; pass analysis text in 'thinking' and final text in 'content' (as gpt-oss's "
+           "template requires)");
 }
 
 // An assistant message with tool calls: its analysis message unless a later
@@ -279,23 +290,25 @@ void check_no_channels(const Json& msg, const char* key, const std::string& wher
 std::string render_call(Out& out, const Json& msgs, size_t i, const std::string& where) {
   const Json& msg = msgs[i];
   const Json& calls = msg["tool_calls"];
-  OG_CHECK(calls.is_array() && !calls.empty(), "harmony: ", where, ".tool_calls is ",
-           calls.is_array() ? "empty" : calls.type_name(), " (gpt-oss's template renders its first call)");
+  if (!calls.is_array() || calls.empty())
+    refuse(where + ".tool_calls", " is ", calls.is_array() ? "empty" : calls.type_name(),
+           " (gpt-oss's template renders its first call)");
   bool final_later = false;
   for (size_t k = i + 1; k < msgs.size(); ++k)
     final_later |= role_of(msgs[k]) == "assistant" && !msgs[k].contains("tool_calls");
   const Json* call = &calls[0];
   if (const Json* fn = field(*call, "function"); truthy(fn)) call = fn;
   const std::string content = text_or_empty(msg, "content", where), thinking = text_or_empty(msg, "thinking", where);
-  OG_CHECK(content.empty() || thinking.empty(), "harmony: ", where,
-           " has both content and thinking with tool calls (gpt-oss's template takes the analysis in one of them)");
+  if (!content.empty() && !thinking.empty())
+    refuse(where, " has both content and thinking with tool calls (gpt-oss's template takes the analysis in one of "
+                  "them)");
   const std::string& analysis = content.empty() ? thinking : content;
   if (!analysis.empty() && !final_later)
     out.t("<|start|>assistant<|channel|>analysis<|message|>").c(analysis).t("<|end|>");
   const std::string& name = str_of(field(*call, "name"), where + ".tool_calls[0].function.name");
   const Json* type = field(*call, "content_type");
   const Json* args = field(*call, "arguments");
-  OG_CHECK(args, "harmony: ", where, ".tool_calls[0].function.arguments is missing");
+  if (!args) refuse(where + ".tool_calls[0].function.arguments", " is missing");
   out.t("<|start|>assistant to=functions.").c(name).t("<|channel|>commentary ");
   if (type) out.c(py_str(*type, where + ".tool_calls[0].function.content_type"));
   else out.t("json");
@@ -327,11 +340,11 @@ void render_messages(Out& out, const Request& r, size_t first) {
         last_call.clear();
       }
     } else if (role == "tool") {
-      OG_CHECK(!last_call.empty(), "harmony: ", where,
-               " has the tool role, but no earlier assistant message has a tool call (gpt-oss's template names the "
-               "result after that call)");
+      if (last_call.empty())
+        refuse(where, " has the tool role, but no earlier assistant message has a tool call (gpt-oss's template "
+                      "names the result after that call)");
       const Json* content = field(msg, "content");
-      OG_CHECK(content, "harmony: ", where, ".content is missing");
+      if (!content) refuse(where + ".content", " is missing");
       out.t("<|start|>functions.").c(last_call).t(" to=assistant<|channel|>commentary<|message|>");
       if (content->is_string()) {
         const std::string q = tojson(*content);  // the quotes are the template's, the escaped text the result's
@@ -343,10 +356,10 @@ void render_messages(Out& out, const Request& r, size_t first) {
     } else if (role == "user") {
       out.t("<|start|>user<|message|>").c(str_of(field(msg, "content"), where + ".content")).t("<|end|>");
     } else if (role == "system" || role == "developer") {
-      fail("harmony: ", where, " is a ", role, " message; this format takes one, as the first message "
-           "(gpt-oss's template drops later ones)");
+      refuse(where, " is a ", role, " message; this format takes one, as the first message (gpt-oss's template "
+                    "drops later ones)");
     } else {
-      fail("harmony: ", where, " has role '", role, "' (expected system, developer, user, assistant or tool)");
+      refuse(where, " has role '", role, "' (expected system, developer, user, assistant or tool)");
     }
   }
 }
@@ -354,7 +367,7 @@ void render_messages(Out& out, const Request& r, size_t first) {
 }  // namespace
 
 std::string harmony_functions_namespace(const Json& tools) {
-  OG_CHECK(tools.is_array(), "harmony: \"tools\" is ", tools.type_name(), ", not a list");
+  if (!tools.is_array()) throw ChatRequestError(cat("harmony: \"tools\" is ", tools.type_name(), ", not a list"), "tools");
   std::string s = "## functions\n\nnamespace functions {\n\n";
   for (size_t i = 0; i < tools.size(); ++i) s += ts_tool(tools[i], "tools[" + std::to_string(i) + "]");
   return s + "} // namespace functions";

@@ -6,8 +6,9 @@
 // results are printed as that template's `tojson` prints them (the engine's
 // json_dump), which the tokenizer library does not link.
 //
-// What gpt-oss's template renders that this one refuses (an og::Error naming
-// the message or tool, never a silently different prompt): the built-in
+// What gpt-oss's template renders that this one refuses (a ChatRequestError,
+// chat/request_error.h, carrying the request field it names: the message,
+// tool or kwarg; never a silently different prompt): the built-in
 // `builtin_tools` (browser, python), a system or developer message after the
 // first, and roles other than system, developer, user, assistant and tool,
 // which that template drops without a word. Requests the template itself

@@ -1,9 +1,10 @@
-// A model's Jinja chat template behind the ChatTemplate interface (jinja_chat.h).
+// A model's Jinja chat template behind the ChatFormat interface (jinja_chat.h).
 #include "chat/jinja_chat.h"
 
 #include <algorithm>
 
 #include "base/error.h"
+#include "chat/reply_parser.h"
 #include "chat/request_text.h"
 #include "template/template.h"
 
@@ -276,5 +277,7 @@ ChatSegments JinjaChatTemplate::render_request_segments(const Json& request) con
   const ChatSegments segments = split_render(vars, marked, contents);
   return guard_->active() ? guard_->unwrap(segments, markers) : segments;
 }
+
+ReplyFormat JinjaChatTemplate::reply_format() const { return detect_reply_format(source_); }
 
 }  // namespace og

@@ -1,5 +1,5 @@
 // A model's own chat template (Jinja, rendered by src/template) behind the
-// ChatTemplate interface that run, chat, batch and serve use, and the
+// ChatFormat interface that run, chat, batch and serve use, and the
 // rendering of a whole chat request (messages, tools, kwargs) as `offgraph
 // template` and POST /apply-template show it.
 //
@@ -46,7 +46,7 @@ struct JinjaChatOptions {
   std::vector<std::string> special_texts;
 };
 
-class JinjaChatTemplate : public ChatTemplate {
+class JinjaChatTemplate : public ChatFormat {
  public:
   // og::Error naming the template line on a syntax error. origin: where the
   // source came from, for describe() ("the model's", a file name).
@@ -54,22 +54,26 @@ class JinjaChatTemplate : public ChatTemplate {
   ~JinjaChatTemplate() override;
 
   std::string name() const override { return "jinja"; }
+  std::string describe() const override { return "jinja (" + origin_ + ")"; }
+  std::string source() const override { return source_; }
   ChatSegments render_segments(std::span<const ChatMessage> messages, bool add_generation_prompt) const override;
   std::string turn_end() const override { return turn_end_; }
   std::vector<std::string> stop_markers() const override;
+  // The markers its source holds (detect_reply_format).
+  ReplyFormat reply_format() const override;
 
   const std::string& origin() const { return origin_; }
-  const std::string& source() const { return source_; }
+  bool renders_requests() const override { return true; }
   // A chat request in OpenAI's shape rendered whole (leading BOS text kept):
   // `messages` (content a string, null or a list of text parts; assistant
   // tool_calls whose arguments, a JSON string, reach the template as a
   // mapping), `tools`, `add_generation_prompt` (default true) and
   // `chat_template_kwargs`, whose keys become template variables.
-  std::string render_request(const nlohmann::ordered_json& request) const;
+  std::string render_request(const nlohmann::ordered_json& request) const override;
   // render_request as prompt segments (what the server encodes): the leading
   // BOS text dropped (the BOS rule of chat_template.h), the messages'
   // contents kept as contents as render_segments does.
-  ChatSegments render_request_segments(const nlohmann::ordered_json& request) const;
+  ChatSegments render_request_segments(const nlohmann::ordered_json& request) const override;
 
  private:
   nlohmann::ordered_json request_vars(const nlohmann::ordered_json& request) const;

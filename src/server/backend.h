@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "chat/chat_template.h"
-#include "chat/jinja_chat.h"
 #include "chat/reply_parser.h"
 #include "server/model_facts.h"
 #include "runtime/constraint.h"
@@ -58,13 +57,14 @@ class SchedulerAdapter : public SchedulerPort {
 struct ServedModel {
   std::string id;  // the model id clients name (--alias, else the file's name)
   const Tokenizer* tok = nullptr;
-  const ChatTemplate* tmpl = nullptr;
-  // The same template when it is a Jinja one (the model's or a file's): it
-  // renders tools, tool calls and kwargs; null for a built-in.
-  const JinjaChatTemplate* jinja = nullptr;
-  // The model's "tool_use" template variant, rendered instead of `jinja` for
+  const ChatFormat* tmpl = nullptr;  // the served chat format (chat/chat_template.h)
+  // The model's "tool_use" template variant, rendered instead of tmpl for
   // requests with tools (transformers' rule); null when there is none.
-  const JinjaChatTemplate* jinja_tool_use = nullptr;
+  const ChatFormat* tool_use = nullptr;
+  // Deprecated: tmpl when it is a Jinja template (tmpl->source() not empty),
+  // kept for code that does not ask tmpl yet (the Ollama routes in progress);
+  // nothing else reads it.
+  const ChatFormat* jinja = nullptr;
   // What replies hold (tool-call and reasoning markers), from the template;
   // parse_reasoning false: --reasoning-format none (reasoning stays content).
   ReplyFormat reply_format;
@@ -98,12 +98,5 @@ struct ServedModel {
   // The file's facts for Ollama's /api/tags, /api/ps and /api/show.
   ModelFacts facts;
 };
-
-// What a chat template's replies hold (ServedModel::reply_format): a Jinja
-// template's markers from its source; a built-in's from its own render of a
-// short exchange (the built-in harmony's channels give gpt-oss's reasoning,
-// and it renders tools, so its replies hold gpt-oss's calls; the other
-// built-ins render no tools, so they have no tool-call format). In generation.cpp.
-ReplyFormat template_reply_format(const ChatTemplate& t);
 
 }  // namespace og::server

@@ -6,7 +6,6 @@
 #include <random>
 
 #include "base/error.h"
-#include "chat/harmony_chat.h"
 #include "chat/reasoning_grammar.h"
 #include "chat/request_error.h"
 #include "chat/tool_grammar.h"
@@ -51,19 +50,12 @@ void check_model(const std::string& requested, const ServedModel& m) {
 
 namespace {
 
-// The served template is the built-in harmony (gpt-oss), not a Jinja one.
-bool serves_builtin_harmony(const ServedModel& m) { return !m.jinja && m.tmpl && m.tmpl->name() == "harmony"; }
-
-// The request field a harmony render error names ("harmony: messages[2].content
-// is missing ..." -> "messages[2].content"); "messages" when it names none.
-std::string harmony_error_param(std::string_view what) {
-  if (what.starts_with("harmony: ")) what.remove_prefix(9);
-  if (what.starts_with("\"tools\"")) return "tools";
-  if (!what.starts_with("messages[") && !what.starts_with("tools[") && !what.starts_with("chat_template_kwargs."))
-    return "messages";
+// A ChatRequestError's field as the 400's param: up to the first space or
+// control byte (a client's property name may hold them), at most 200 bytes.
+std::string param_of(std::string_view field) {
   size_t n = 0;
-  while (n < what.size() && n < 200 && static_cast<unsigned char>(what[n]) > 0x20) ++n;
-  return std::string(what.substr(0, utf8_prefix(what, n)));
+  while (n < field.size() && n < 200 && static_cast<unsigned char>(field[n]) > 0x20) ++n;
+  return std::string(field.substr(0, utf8_prefix(field, n)));
 }
 
 // An error's text as one line: line breaks and other control bytes escaped
@@ -76,23 +68,31 @@ std::string one_line_cut(std::string_view s) {
   return out;
 }
 
-// The built-in harmony render of the whole request (chat/harmony_chat.h):
-// tools, tool calls, tool results and the kwargs as gpt-oss's template
-// renders them; what it cannot render is a 400 naming the field.
-ChatSegments harmony_segments(const nlohmann::ordered_json& template_request, bool add_generation_prompt) {
-  nlohmann::ordered_json r = template_request;
-  r["add_generation_prompt"] = add_generation_prompt;
-  try {
-    return render_harmony_request(r);
-  } catch (const og::Error& e) {
-    std::string_view what = e.what();
-    const std::string param = harmony_error_param(what);
-    if (what.starts_with("harmony: ")) what.remove_prefix(9);
-    bad_request("the built-in 'harmony' chat template cannot render this request: " + one_line_cut(what), param);
-  }
+// The 400 of a request the format refuses (a built-in's whole-request
+// render, chat/harmony_chat.h): its message without the format's name in
+// front, and the field it names as the param.
+[[noreturn]] void refused(const ChatFormat& f, const ChatRequestError& e) {
+  std::string_view what = e.what();
+  if (const std::string prefix = f.name() + ": "; what.starts_with(prefix)) what.remove_prefix(prefix.size());
+  bad_request("the built-in '" + f.name() + "' chat template cannot render this request: " + one_line_cut(what),
+              param_of(e.field()));
+}
+
+// The format that renders a request: the tool_use variant for requests with tools, when there is one.
+const ChatFormat& request_format(const ServedModel& m, bool has_tools) {
+  return has_tools && m.tool_use ? *m.tool_use : *m.tmpl;
 }
 
 }  // namespace
+
+std::string request_text(const ServedModel& m, const nlohmann::ordered_json& request, bool has_tools) {
+  const ChatFormat& f = request_format(m, has_tools);
+  try {
+    return f.render_request(jinja_request(m, request));
+  } catch (const ChatRequestError& e) {
+    refused(f, e);
+  }
+}
 
 nlohmann::ordered_json jinja_request(const ServedModel& m, const nlohmann::ordered_json& template_request) {
   nlohmann::ordered_json r = template_request;
@@ -108,13 +108,16 @@ nlohmann::ordered_json jinja_request(const ServedModel& m, const nlohmann::order
 ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& template_request,
                            const std::vector<ChatMessage>& messages, const std::string& needs_jinja, bool has_tools,
                            bool add_generation_prompt) {
-  const JinjaChatTemplate* j = has_tools && m.jinja_tool_use ? m.jinja_tool_use : m.jinja;
-  if (j) {
+  const ChatFormat& f = request_format(m, has_tools);
+  if (f.renders_requests()) {
     nlohmann::ordered_json r = jinja_request(m, template_request);
     r["add_generation_prompt"] = add_generation_prompt;
-    return j->render_request_segments(r);
+    try {
+      return f.render_request_segments(r);
+    } catch (const ChatRequestError& e) {
+      refused(f, e);
+    }
   }
-  if (serves_builtin_harmony(m)) return harmony_segments(template_request, add_generation_prompt);
   if (!needs_jinja.empty()) {
     // reasoning_effort reaches the model only as a template variable (gpt-oss's reads it).
     const std::string why = needs_jinja == "reasoning_effort"
@@ -206,16 +209,6 @@ ReplyParserOptions reply_options(const GenerationRequest& req, const ServedModel
                    (kw != req.template_request.end() && kwargs_turn_thinking_off(*kw));
   o.parallel_tool_calls = req.parallel_tool_calls;
   return o;
-}
-
-ReplyFormat template_reply_format(const ChatTemplate& t) {
-  if (const auto* j = dynamic_cast<const JinjaChatTemplate*>(&t)) return detect_reply_format(j->source());
-  const std::vector<ChatMessage> exchange = {{"user", "x"}, {"assistant", "y"}};
-  ReplyFormat f;
-  f.reasoning = detect_reply_format(t.render(exchange, true)).reasoning;
-  // The built-in harmony renders tools (chat_segments), so its replies hold gpt-oss's calls.
-  if (t.name() == "harmony") f.tools = ToolCallFormat::kHarmony;
-  return f;
 }
 
 bool reply_needs_special_text(const ReplyParserOptions& o) {

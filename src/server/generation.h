@@ -33,17 +33,21 @@ void check_model(const std::string& requested, const ServedModel& m);
 // refuse the request), as the built-in harmony render gives it.
 nlohmann::ordered_json jinja_request(const ServedModel& m, const nlohmann::ordered_json& template_request);
 
-// A chat request's prompt segments: through the model's Jinja template
-// (its tool_use variant when tools are given and it has one) with tools,
-// tool calls and kwargs; through the built-in harmony's whole-request render
-// (chat/harmony_chat.h: tools, tool calls, tool results, reasoning_effort and
-// model_identity as gpt-oss's own template renders them; what it cannot
-// render, such as builtin_tools, is an ApiError 400 naming the field); else
-// the built-in template (ApiError 400 naming `needs_jinja` when the request
-// holds what a built-in cannot render).
+// A chat request's prompt segments. A format that renders whole requests
+// (ChatFormat::renders_requests: the model's Jinja template, its tool_use
+// variant when tools are given and it has one, or the built-in harmony,
+// chat/harmony_chat.h) renders it with tools, tool calls and kwargs; what a
+// built-in refuses (a ChatRequestError, such as builtin_tools) is an ApiError
+// 400 naming the field. Else the built-in renders the messages (ApiError 400
+// naming `needs_jinja` when the request holds what a built-in cannot render).
 ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& template_request,
                            const std::vector<ChatMessage>& messages, const std::string& needs_jinja, bool has_tools,
                            bool add_generation_prompt);
+// A whole request as one text, as `offgraph template` prints it (a Jinja
+// template's BOS text kept), by a format that renders requests
+// (request_format's: the tool_use variant when has_tools); its refusals are
+// the same 400s as chat_segments'.
+std::string request_text(const ServedModel& m, const nlohmann::ordered_json& request, bool has_tools);
 
 // The prompt's token ids: chat messages through the template (contents never
 // parsed for control tokens), completion text encoded with the vocabulary's

@@ -523,10 +523,9 @@ HttpResponse HttpServer::Impl::handle_apply_template(const std::string& body) {
   std::string prompt;
   try {
     const bool tools = r.template_request.contains("tools");
-    const JinjaChatTemplate* j = tools && m.jinja_tool_use ? m.jinja_tool_use : m.jinja;
-    if (j) {
+    if ((tools && m.tool_use ? m.tool_use : m.tmpl)->renders_requests()) {
       // As `offgraph template` prints it (BOS text kept).
-      prompt = j->render_request(jinja_request(m, r.template_request));
+      prompt = request_text(m, r.template_request, tools);
     } else {
       prompt = chat_text(chat_segments(m, r.template_request, r.messages, r.needs_jinja, tools, r.add_generation_prompt));
     }

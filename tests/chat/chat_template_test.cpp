@@ -131,7 +131,7 @@ TEST(ChatTemplate, NoTemplateTextContainsBos) {
 
 // Simulates a chat: render the first turn, "generate" a reply, then append only
 // the delta for each new user turn; the running text must equal the full render.
-void check_incremental(const ChatTemplate& t, bool with_system, bool closed) {
+void check_incremental(const ChatFormat& t, bool with_system, bool closed) {
   std::vector<ChatMessage> msgs;
   if (with_system) msgs.push_back({"system", "Be brief."});
   msgs.push_back({"user", "First question?"});

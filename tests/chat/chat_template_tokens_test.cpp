@@ -43,7 +43,7 @@ std::vector<int32_t> whole_text_ids(const Tokenizer& tok, const std::string& tex
 // Runs a three-turn chat the way the runtime does (prefill the first render,
 // append generated reply ids and the turn-end id, then only each delta) and
 // compares the token history with encoding the full render at once.
-void check_token_incremental(const Tokenizer& tok, const ChatTemplate& t) {
+void check_token_incremental(const Tokenizer& tok, const ChatFormat& t) {
   std::vector<ChatMessage> msgs = {{"system", "You are terse."}, {"user", "Hi there"}};
   ChatSegments segs = t.render_segments(msgs);
   std::vector<int32_t> history = encode_chat(tok, segs, true);

@@ -1,4 +1,4 @@
-// The model's Jinja chat template behind ChatTemplate (chat/jinja_chat.h):
+// The model's Jinja chat template behind ChatFormat (chat/jinja_chat.h):
 // contents stay contents (no control-token injection), incremental renders
 // extend earlier ones, turn ends are found, and whole requests render as
 // OpenAI clients send them.

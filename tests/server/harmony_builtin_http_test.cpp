@@ -60,7 +60,7 @@ class BuiltInHarmony : public ServerFixture {
   void serve_builtin() {
     model_.tmpl = harmony_.get();
     model_.jinja = nullptr;
-    model_.reply_format = template_reply_format(*harmony_);
+    model_.reply_format = harmony_->reply_format();
   }
   void serve_jinja() {
     model_.tmpl = jinja_.get();
@@ -93,7 +93,7 @@ class BuiltInHarmony : public ServerFixture {
     return r && r->status == 200 ? json::parse(r->body)["tokens"] : json();
   }
 
-  std::unique_ptr<ChatTemplate> harmony_;
+  std::unique_ptr<ChatFormat> harmony_;
   std::unique_ptr<JinjaChatTemplate> jinja_;
 };
 

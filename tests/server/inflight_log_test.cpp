@@ -22,9 +22,9 @@ using nlohmann::json;
 
 // The stories fixture's chatml template, rendering after a pause (a slow
 // hostile template's stand-in).
-class SlowTemplate : public ChatTemplate {
+class SlowTemplate : public ChatFormat {
  public:
-  SlowTemplate(const ChatTemplate& inner, int ms) : inner_(inner), ms_(ms) {}
+  SlowTemplate(const ChatFormat& inner, int ms) : inner_(inner), ms_(ms) {}
   std::string name() const override { return inner_.name(); }
   ChatSegments render_segments(std::span<const ChatMessage> messages, bool add_generation_prompt) const override {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms_));
@@ -34,7 +34,7 @@ class SlowTemplate : public ChatTemplate {
   std::vector<std::string> stop_markers() const override { return inner_.stop_markers(); }
 
  private:
-  const ChatTemplate& inner_;
+  const ChatFormat& inner_;
   const int ms_;
 };
 

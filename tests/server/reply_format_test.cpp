@@ -69,10 +69,10 @@ TEST(ReplyFormat, DetectedFromEveryTemplate) {
 // A built-in template's replies: what its own render writes (--chat harmony:
 // gpt-oss's channels, and its calls, as the built-in harmony serves tools).
 TEST(ReplyFormat, BuiltInTemplates) {
-  EXPECT_EQ(template_reply_format(*make_chat_template("harmony", std::nullopt)),
+  EXPECT_EQ(make_chat_template("harmony", std::nullopt)->reply_format(),
             (ReplyFormat{TF::kHarmony, RF::kHarmony}));
   for (const char* name : {"llama3", "chatml", "gemma", "mistral", "phi3", "0"})
-    EXPECT_EQ(template_reply_format(*make_chat_template(name, std::nullopt)), ReplyFormat{}) << name;
+    EXPECT_EQ(make_chat_template(name, std::nullopt)->reply_format(), ReplyFormat{}) << name;
 }
 
 TEST(ReplyFormat, EmptyTemplateHasNoMarkers) {

@@ -313,7 +313,7 @@ class ServerFixture : public ::testing::Test {
   }
 
   std::unique_ptr<Tokenizer> tok_;
-  std::unique_ptr<ChatTemplate> tmpl_;
+  std::unique_ptr<ChatFormat> tmpl_;
   ServedModel model_;
   std::unique_ptr<EchoScheduler> sched_;
   std::unique_ptr<HttpServer> server_;
