@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/huge_pages.h"
+#include "bench_spec.h"
 #include "base/thread_pool.h"
 #include "commands.h"
 #include "llm_common.h"
@@ -289,15 +290,18 @@ void add_bench_flags(Flags& fl, BenchFlags& f) {
 
 int cmd_bench(const Args& args) {
   BenchFlags f;
+  BenchSpecFlags sf;
   Flags fl = command_flags("bench", "--model M [-p 512] [-n 128] [-d 0] [-b 1,2,4] [-t 1,2] [-r 5] [--json]");
   add_bench_flags(fl, f);
+  add_bench_spec_flags(fl, sf);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);
     return 0;
   }
   check_model_given(f.model);
   set_machine_output(f.json);
-  bool any = false;
+  const bool spec_rows = check_bench_spec_flags(fl, sf);
+  bool any = spec_rows;
   for (int64_t p : f.n_prompt) any = any || p > 0;
   for (int64_t n : f.n_gen) any = any || n > 0;
   if (!any) usage_fail("nothing to measure: every -p and -n value is 0");
@@ -350,8 +354,23 @@ int cmd_bench(const Args& args) {
     if (!f.json) print_markdown_row(r);
     results.push_back(std::move(r));
   }
+  nlohmann::json spec;
+  if (spec_rows && !interrupted()) {
+    BenchSpecContext ctx;
+    ctx.model_path = f.model;
+    ctx.model = m.get();
+    ctx.cache = co;
+    ctx.depth = f.depth.front();
+    ctx.n_gen = std::max<int64_t>(1, *std::max_element(f.n_gen.begin(), f.n_gen.end()));
+    ctx.repetitions = f.repetitions;
+    ctx.seed = f.seed;
+    ctx.json = f.json;
+    set_num_threads(static_cast<int>(f.threads.front()));
+    spec = run_bench_spec(sf, ctx);
+  }
   if (f.json) {
     nlohmann::json j = to_json(f, *m, results);
+    if (spec_rows) j["spec"] = spec;
     j["warnings"] = warnings();
     std::printf("%s\n", j.dump().c_str());
   }

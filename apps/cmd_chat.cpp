@@ -19,6 +19,7 @@
 #include "base/flags.h"
 #include "llm_common.h"
 #include "runtime/engine.h"
+#include "spec_flags.h"
 
 namespace og::app {
 
@@ -82,9 +83,10 @@ struct TurnMark {
 
 class Chat {
  public:
-  Chat(const LlmFlags& f, const LoadedModel& l, Session& s)
+  Chat(const LlmFlags& f, const LoadedModel& l, Session& s, const SpecOptions& spec)
       : f_(f), l_(l), s_(s), sampler_(sampler_config_of(f.sampling)) {
     opts_ = generate_options_of(f, l);
+    opts_.spec = spec;
     if (!f.system.empty()) messages_.push_back({"system", f.system});
     base_messages_ = messages_.size();
     if (auto id = l.tok->find_piece(l.tmpl->turn_end()); id && !l.tmpl->turn_end().empty()) turn_end_id_ = *id;
@@ -322,19 +324,21 @@ class Chat {
 
 }  // namespace
 
-int run_chat(const LlmFlags& f) {
+int run_chat(const LlmFlags& f, const SpecFlags& sf) {
   check_fd_readable(STDIN_FILENO, "stdin");  // a directory would read as an empty conversation
   const Run run = build_llm_run(f.run);
   const LoadedModel& l = run.loaded;
+  const std::unique_ptr<SpecRun> spec = make_spec_run(sf, run);  // a bad draft fails before any report
   ModelEngine engine(*l.model);
   Session session(engine, run.make_cache(), *l.tok);
   session.stats().load_s = l.load_s;
   print_cache_describe(session.cache());
   print_fill("after load", session);
   diag("[chat template: %s]\n", l.tmpl->describe().c_str());
+  if (spec) diag("%s\n", spec->describe().c_str());
   const bool tty = isatty(STDIN_FILENO);
   if (tty && verbosity() != Verbosity::kQuiet) std::fputs(kChatHelp, stderr);
-  Chat chat(f, l, session);
+  Chat chat(f, l, session, spec ? spec->options() : SpecOptions{});
   install_interrupt_handler(/*restart_reads=*/true);
   LineReader in;
   std::string line;
@@ -355,6 +359,7 @@ int run_chat(const LlmFlags& f) {
     }
   }
   if (by_interrupt) std::fputs("\n[interrupted]\n", stderr);
+  if (const std::string line = spec_report_line(session.stats()); !line.empty()) diag("%s", line.c_str());
   print_report(f, session, chat.last_stop_reason());
   if (by_interrupt) return interrupted_exit_code();
   if (chat.turns() > 0 && chat.failed_turns() == chat.turns())
@@ -364,14 +369,17 @@ int run_chat(const LlmFlags& f) {
 
 int cmd_chat(const Args& args) {
   LlmFlags f;
+  SpecFlags sf;
   Flags fl = command_flags("chat", "--model M [options]   (turns on stdin; /help inside lists the commands)");
   add_llm_flags(fl, f, /*run=*/false);
+  add_spec_flags(fl, sf);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);
     return 0;
   }
   check_llm_flags(fl, f, /*run=*/false);
-  return run_chat(f);
+  check_spec_flags(fl, sf);
+  return run_chat(f, sf);
 }
 
 }  // namespace og::app

@@ -12,10 +12,11 @@
 #include "base/flags.h"
 #include "llm_common.h"
 #include "runtime/engine.h"
+#include "spec_flags.h"
 
 namespace og::app {
 
-int run_chat(const LlmFlags& f);  // cmd_chat.cpp
+int run_chat(const LlmFlags& f, const SpecFlags& spec);  // cmd_chat.cpp
 
 namespace {
 
@@ -29,17 +30,21 @@ void write_stdout(std::string_view piece) {
 
 int cmd_run(const Args& args) {
   LlmFlags f;
+  SpecFlags sf;
   Flags fl = command_flags("run", "--model M --prompt P [options]");
   add_llm_flags(fl, f, /*run=*/true);
+  add_spec_flags(fl, sf);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);
     return 0;
   }
   check_llm_flags(fl, f, /*run=*/true);
-  if (f.interactive) return run_chat(f);
+  check_spec_flags(fl, sf);
+  if (f.interactive) return run_chat(f, sf);
 
   const Run run = build_llm_run(f.run);
   const LoadedModel& l = run.loaded;
+  const std::unique_ptr<SpecRun> spec = make_spec_run(sf, run);  // a bad draft fails before any report
   std::vector<ChatMessage> messages;
   if (!f.system.empty()) messages.push_back({"system", f.system});
   messages.push_back({"user", f.prompt});
@@ -55,6 +60,10 @@ int cmd_run(const Args& args) {
   const SamplerConfig sc = sampler_config_of(f.sampling);
   if (sc.temperature > 0 && f.sampling.seed < 0) diag("[sampler] seed %llu\n", static_cast<unsigned long long>(sc.seed));
   GenerateOptions opts = generate_options_of(f, l);
+  if (spec) {
+    diag("%s\n", spec->describe().c_str());
+    opts.spec = spec->options();
+  }
   if (f.warmup) {
     Sampler warm(sc);
     session.generate(prompt, warm, opts, nullptr);
@@ -76,6 +85,7 @@ int cmd_run(const Args& args) {
                  static_cast<long long>(session.cached()), static_cast<long long>(session.capacity()));
   if (r.reason == StopReason::kInterrupted) std::fputs("[interrupted]\n", stderr);
   print_fill("after decode", session);
+  if (const std::string line = spec_report_line(session.stats()); !line.empty()) diag("%s", line.c_str());
   print_report(f, session, stop_reason_name(r.reason));
   return r.reason == StopReason::kInterrupted ? interrupted_exit_code() : 0;
 }

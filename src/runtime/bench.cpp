@@ -100,6 +100,37 @@ double bench_decode_seconds(const Model& model, const BenchCacheOptions& o, int6
   return seconds;
 }
 
+double bench_verify_seconds(const Model& model, const BenchCacheOptions& o, int64_t depth, int64_t n_steps,
+                            int64_t k, uint64_t seed) {
+  OG_CHECK(k >= 0, "bench: a verify step needs k >= 0");
+  BenchCacheOptions vo = o;
+  vo.prefill_chunk = std::max<int64_t>(o.prefill_chunk, k + 1);  // the k + 1 rows are one write
+  std::mt19937_64 rng(seed);
+  auto cache = bench_cache(model, vo, depth + n_steps + k + 1, 1);
+  std::vector<float> logits;
+  prefill(model, *cache, 0, 0, random_tokens(depth, model.n_vocab(), rng), o.prefill_chunk, logits);
+  const int64_t n_vocab = model.n_vocab();
+  int64_t argmax_sum = 0;
+  Batch b;
+  Timer t;
+  for (int64_t step = 0; step < n_steps; ++step) {
+    if (o.interrupt && o.interrupt->load(std::memory_order_relaxed)) break;
+    const std::vector<int32_t> rows = random_tokens(k + 1, model.n_vocab(), rng);
+    b.rows.clear();
+    for (int64_t i = 0; i <= k; ++i) b.rows.push_back({rows[i], 0, depth + step + i, true});
+    check(model.forward(b, *cache, logits), "verify");
+    for (int64_t i = 0; i <= k; ++i) {  // the verifier's argmax of every row
+      const float* l = logits.data() + i * n_vocab;
+      argmax_sum += std::max_element(l, l + n_vocab) - l;
+    }
+    if (k > 0) check(cache->rewind(0, k), "rewind");
+  }
+  const double seconds = t.seconds();
+  volatile int64_t sink = argmax_sum;
+  (void)sink;
+  return seconds;
+}
+
 int64_t kv_bytes_read(const KvGeometry& g, KvDType dtype, int64_t positions) {
   double per_elem = 4;
   if (dtype == KvDType::F16 || dtype == KvDType::BF16) per_elem = 2;

@@ -38,6 +38,15 @@ double bench_prefill_seconds(const Model& model, const BenchCacheOptions& o, int
 double bench_decode_seconds(const Model& model, const BenchCacheOptions& o, int64_t depth, int64_t n_gen,
                             int n_seqs, uint64_t seed, int64_t* expert_bytes = nullptr);
 
+// Seconds of n_steps speculative verify steps of one sequence after depth
+// positions: each step forwards k + 1 rows (the pending token and a k-token
+// draft of random tokens), all wanting logits, then rewinds the k draft
+// positions, so the sequence advances one position a step as a decode step's
+// does (a draft accepted nowhere). Compared with bench_decode_seconds' one
+// sequence it is what verifying k tokens costs over one decode step.
+double bench_verify_seconds(const Model& model, const BenchCacheOptions& o, int64_t depth, int64_t n_steps,
+                            int64_t k, uint64_t seed);
+
 // K and V bytes one row reads attending over `positions` cached positions,
 // over all layers (window layers see at most their window).
 int64_t kv_bytes_read(const KvGeometry& g, KvDType dtype, int64_t positions);

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "model/synth_fixture.h"
+#include "runtime/bench.h"
 #include "runtime/constraint.h"
 #include "runtime/session.h"
 #include "runtime/spec/draft_model.h"
@@ -197,6 +198,17 @@ TEST(SpecModelVocabulary, ADraftWithAnotherTokenizerIsRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("speculative decoding needs the same tokenizer"), std::string::npos)
         << e.what();
+  }
+}
+
+// bench's verify rows: k + 1 rows a step then a rewind of k, over flat and
+// ring layers (the step's rows are one write however small the chunk).
+TEST(SpecModelBench, VerifyStepsRunOverFlatAndRingCaches) {
+  for (synth::Family f : {synth::Family::kLlama, synth::Family::kMistral}) {
+    const Loaded& l = load(f);
+    BenchCacheOptions o;
+    o.prefill_chunk = 2;
+    for (int64_t k : {0, 1, 8}) EXPECT_GT(bench_verify_seconds(*l.model, o, 20, 30, k, 1), 0.0);
   }
 }
 

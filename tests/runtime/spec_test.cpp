@@ -31,6 +31,11 @@ TEST(NgramProposer, ProposesWhatFollowedTheLatestMatch) {
   EXPECT_TRUE(p.propose(std::vector<int32_t>{kA}, 4).tokens.empty());
   EXPECT_TRUE(p.propose(h, 0).tokens.empty());
   EXPECT_THROW(NgramProposer(0), Error);
+  EXPECT_THROW(NgramProposer(2, 3), Error);
+  // A minimum of 2: the 1-gram match "b" no longer counts.
+  EXPECT_TRUE(NgramProposer(3, 2).propose(std::vector<int32_t>{kB, kX, kA, kB}, 4).tokens.empty());
+  EXPECT_EQ(NgramProposer(3, 1).propose(std::vector<int32_t>{kB, kX, kA, kB}, 4).tokens,
+            (std::vector<int32_t>{kX, kA, kB}));
 }
 
 // Pearson's statistic of observed counts against probabilities.

@@ -1,0 +1,56 @@
+// Speculative decoding's flags (run and chat; llama.cpp's names for the draft
+// model's) and the proposer they build: --spec ngram (prompt lookup) or
+// --model-draft PATH (a small model with the target's tokenizer). See
+// docs/speculative.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "api/run_builder.h"
+#include "base/flags.h"
+#include "runtime/engine.h"
+#include "runtime/spec/proposer.h"
+#include "runtime/stats.h"
+
+namespace og::app {
+
+struct SpecFlags {
+  std::string spec = "none";  // --spec none|ngram|draft (draft: implied by --model-draft)
+  int64_t ngram_size = 3;     // --spec-ngram-size: longest n-gram prompt lookup matches
+  int64_t ngram_min = 1;      // --spec-ngram-min: shortest
+  std::string model_draft;    // --model-draft PATH
+  int64_t draft_max = 16;     // --draft-max
+  int64_t draft_min = 0;      // --draft-min
+  double draft_p_min = 0.75;  // --draft-p-min
+};
+
+void add_spec_flags(Flags& fl, SpecFlags& s);
+// Combinations parse() cannot check (usage errors, exit 2).
+void check_spec_flags(const Flags& fl, const SpecFlags& s);
+
+// A run's proposer: prompt lookup, or the draft model with its own engine and
+// cache (its tokenizer checked against the target's: og::Error on a mismatch).
+class SpecRun {
+ public:
+  SpecRun(const SpecFlags& f, const Run& target);
+  ~SpecRun();
+  SpecOptions options() const;
+  const std::string& describe() const { return describe_; }  // "[spec] ..." line
+
+ private:
+  SpecFlags f_;
+  LoadedModel draft_;
+  std::unique_ptr<ModelEngine> engine_;
+  std::unique_ptr<SpecProposer> proposer_;
+  std::string describe_;
+};
+
+// Null when no speculation was asked for.
+std::unique_ptr<SpecRun> make_spec_run(const SpecFlags& f, const Run& target);
+
+// "[spec] ngram: 120/300 draft tokens accepted (40.0 %), 2.31 tokens per target forward" or "".
+std::string spec_report_line(const Stats& st);
+
+}  // namespace og::app
