@@ -20,6 +20,18 @@
  * OG_ERR_BUSY, except og_session_cancel and og_session_stream_cancel, which any
  * thread may call at any time. og_engine: every call may be made from any thread at once.
  * og_last_error() is per thread.
+ *
+ * ABI compatibility. Option structs (og_*_options) begin with struct_size, which
+ * their *_init function sets; always initialise them with it. They only ever grow
+ * at the end: the library reads the first struct_size bytes, so a program built
+ * against an older header keeps the defaults of the fields it lacks, and refuses
+ * (OG_ERR_INVALID_ARGUMENT) a struct_size of 0 or one larger than its own (a
+ * program built against a newer header). Every other change to the ABI (a field of
+ * an output struct such as og_model_info or og_generation, a signature) changes
+ * OG_ABI_VERSION and the version node of the exported symbols (OFFGRAPH_ABI_<n>,
+ * cmake/offgraph.map), so a program built against another ABI fails to load
+ * ("version `OFFGRAPH_ABI_<n>' not found") instead of misreading memory. The SONAME
+ * (liboffgraph.so.<major>) changes with the major version.
  */
 #ifndef OFFGRAPH_H
 #define OFFGRAPH_H
@@ -38,6 +50,8 @@
 #define OG_VERSION_MINOR 1
 #define OG_VERSION_PATCH 0
 #define OG_VERSION_STRING "0.1.0"
+/* The ABI the header describes; the library's symbols carry the version node OFFGRAPH_ABI_2. */
+#define OG_ABI_VERSION 2
 /* Comparable version number: major * 10000 + minor * 100 + patch. */
 #define OG_VERSION (OG_VERSION_MAJOR * 10000 + OG_VERSION_MINOR * 100 + OG_VERSION_PATCH)
 
@@ -85,6 +99,7 @@ OG_API void og_tokens_free(og_tokens* t);
 typedef struct og_model og_model;
 
 typedef struct og_model_options {
+  size_t struct_size;        /* sizeof(og_model_options), set by og_model_options_init */
   const char* tokenizer;     /* NULL: the model's own; else a tokenizer file or directory */
   const char* chat_template; /* NULL or "auto": the model's; a built-in name; "0": raw text */
   int mmap;                  /* nonzero: keep the weights in the mapped file */
@@ -94,6 +109,7 @@ typedef struct og_model_options {
    * dense part is copied either way; with mmap nothing is copied. */
   int experts_in_memory;
 } og_model_options;
+/* Sets every field to its default (and struct_size); NULL is ignored. */
 OG_API void og_model_options_init(og_model_options* opts);
 
 /* Loads a .gguf file or an HF checkpoint directory. opts may be NULL (defaults). */
@@ -128,12 +144,14 @@ OG_API og_status og_model_get_info(const og_model* model, og_model_info* out);
 /* --------------------------------------------------------------- embeddings */
 
 typedef struct og_embed_options {
+  size_t struct_size; /* sizeof(og_embed_options), set by og_embed_options_init */
   /* How each vector is normalised: 2 = euclidean (default, unit length), -1 = none,
    * 0 = max-abs scaled to the int16 range, 1 = taxicab, p > 2 = p-norm (as llama.cpp's
    * --embd-normalize). */
   int32_t normalize;
   int64_t dimensions; /* keep the first N values (Matryoshka), then normalise; 0 = the full width */
 } og_embed_options;
+/* normalize 2, dimensions 0 (and struct_size); NULL is ignored. */
 OG_API void og_embed_options_init(og_embed_options* opts);
 
 /* Vectors handed to the caller (og_embeddings_free). */
@@ -143,6 +161,7 @@ typedef struct og_embeddings {
   int64_t dim;           /* values per vector */
   int64_t prompt_tokens; /* tokens of all inputs */
 } og_embeddings;
+/* Frees the vectors and zeroes *e; a zeroed or already freed struct is fine. */
 OG_API void og_embeddings_free(og_embeddings* e);
 
 /* Embeds n >= 1 texts (NUL-terminated, non-empty; each encoded with the vocabulary's
@@ -163,6 +182,7 @@ typedef struct og_special_ids {
   int32_t bos, eos, eot, pad, unk; /* -1 = none */
   int add_bos;                     /* nonzero: encode with specials prepends BOS */
 } og_special_ids;
+/* The vocabulary's special ids and whether encoding with specials prepends BOS. */
 OG_API og_status og_special_tokens(const og_model* model, og_special_ids* out);
 /* Every id that ends an assistant turn (the vocabulary's and the chat template's). */
 OG_API og_status og_stop_ids(const og_model* model, og_tokens* out);
@@ -194,6 +214,7 @@ OG_API og_status og_chat_encode(const og_model* model, const og_chat_message* me
 typedef struct og_session og_session;
 
 typedef struct og_session_options {
+  size_t struct_size;         /* sizeof(og_session_options), set by og_session_options_init */
   const char* kv_kind;        /* "sequence" (default) or "reference" */
   const char* kv_dtype;       /* cache storage: "f16" (default), "f32", "bf16", "q8_0", ... */
   int64_t kv_max_capacity;    /* positions; 0 = min(model context, 4096) */
@@ -202,6 +223,8 @@ typedef struct og_session_options {
   size_t n_kv_windows;
   int64_t prefill_chunk_size; /* rows per prefill step; 0 = the model file's, else 512 */
 } og_session_options;
+/* kv_kind "sequence", kv_dtype "f16", kv_max_capacity 0, kv_initial_capacity 512, the
+ * model's windows, prefill_chunk_size 0 (and struct_size); NULL is ignored. */
 OG_API void og_session_options_init(og_session_options* opts);
 
 typedef struct og_sampler_options {
@@ -222,6 +245,7 @@ typedef int (*og_token_callback)(void* user_data, int32_t token);
 typedef int (*og_text_callback)(void* user_data, const char* text, size_t len);
 
 typedef struct og_generate_options {
+  size_t struct_size;       /* sizeof(og_generate_options), set by og_generate_options_init */
   int64_t max_new_tokens;   /* default 256 */
   og_sampler_options sampler;
   const char* const* stop_strings; /* text that ends generation (never streamed) */
@@ -238,6 +262,9 @@ typedef struct og_generate_options {
   int logprobs;
   int32_t top_logprobs;
 } og_generate_options;
+/* max_new_tokens 256, greedy sampling (temperature 0, top_p 1, repeat_penalty 1,
+ * repeat_last_n 64, seed 0), no stop strings, stop_at_model_stop_ids 1, no callbacks, no
+ * logprobs (and struct_size); NULL is ignored. */
 OG_API void og_generate_options_init(og_generate_options* opts);
 
 typedef enum og_stop_reason {
@@ -264,10 +291,14 @@ typedef struct og_generation {
   int32_t* top_ids;
   float* top_logprobs;
 } og_generation;
+/* Frees what og_session_generate / og_session_stream_finish returned and zeroes the
+ * pointers; a zeroed or already freed struct is fine. */
 OG_API void og_generation_free(og_generation* g);
 
 /* A session: one conversation over its own KV cache of the policy in opts (NULL: defaults). */
 OG_API og_status og_session_new(og_model* model, const og_session_options* opts, og_session** out);
+/* Frees the session (NULL is fine); a running stream is abandoned. OG_ERR_BUSY while
+ * another thread is inside a call on it. */
 OG_API og_status og_session_free(og_session* session);
 /* A new session holding the same history (recomputed into its own cache of the same policy) and logits. */
 OG_API og_status og_session_fork(og_session* session, og_session** out);
@@ -314,9 +345,13 @@ OG_API og_status og_session_stream_finish(og_session* session, og_generation* ou
  * refreshes its values. OG_ERR_STATE when there are none (new, reset, rewound). */
 OG_API og_status og_session_logits(og_session* session, const float** logits, size_t* n_vocab);
 
-/* Number of tokens in the history, and a copy of them. */
+/* The number of tokens in the history (the position the next token takes). */
 OG_API og_status og_session_position(og_session* session, int64_t* position);
+/* A copy of the history's token ids (og_tokens_free). */
 OG_API og_status og_session_history(og_session* session, og_tokens* out);
+/* The most positions the session's cache may hold (kv_max_capacity as resolved: the
+ * maximum, not what is allocated now; og_session_stats.cache_bytes_allocated says that).
+ * A prompt fits while position + its length <= capacity. */
 OG_API og_status og_session_capacity(og_session* session, int64_t* capacity);
 /* Truncates the history (and cache) to `length` tokens. */
 OG_API og_status og_session_rewind(og_session* session, int64_t length);
@@ -344,6 +379,10 @@ typedef struct og_session_stats {
   double ttft_s, prefill_s, decode_s, sampling_s;
   int64_t cache_positions, cache_capacity, cache_bytes_allocated;
 } og_session_stats;
+/* The session's counters since it was created (prompt and generated tokens, decode steps,
+ * tokens recomputed after a ring lost them, seconds to first token / in prefill / decode /
+ * sampling) and its cache: positions held, capacity (og_session_capacity) and bytes
+ * allocated now. */
 OG_API og_status og_session_get_stats(og_session* session, og_session_stats* out);
 
 /* ------------------------------------------------------ engine (scheduler) */
@@ -352,6 +391,7 @@ OG_API og_status og_session_get_stats(og_session* session, og_session_stats* out
 typedef struct og_engine og_engine;
 
 typedef struct og_engine_options {
+  size_t struct_size;         /* sizeof(og_engine_options), set by og_engine_options_init */
   int32_t max_sequences;      /* requests running at once (default 4) */
   int64_t max_session_tokens; /* prompt + max_new_tokens of one request (default 1024) */
   int64_t step_tokens;        /* rows per forward step (default 512) */
@@ -360,8 +400,12 @@ typedef struct og_engine_options {
   const char* kv_kind;        /* "batched-sequence" (default) or "batched-cell" */
   const char* kv_dtype;       /* "f16" (default), "f32", ... */
 } og_engine_options;
+/* max_sequences 4, max_session_tokens 1024, step_tokens 512, max_queue 0, no prefix
+ * cache, kv_kind "batched-sequence", kv_dtype "f16" (and struct_size); NULL is ignored. */
 OG_API void og_engine_options_init(og_engine_options* opts);
 
+/* Starts an engine (its scheduler thread) over the model; opts may be NULL (defaults).
+ * OG_ERR_INVALID_ARGUMENT for a bad option or a model that only embeds. */
 OG_API og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engine** out);
 /* Cancels what is left (each request finishes as cancelled) and frees the engine. */
 OG_API og_status og_engine_free(og_engine* engine);

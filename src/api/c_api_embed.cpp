@@ -15,7 +15,7 @@ namespace {
 EmbedOptions embed_options_of(const og_embed_options* opts, const Embedder& e) {
   og_embed_options o;
   og_embed_options_init(&o);
-  if (opts) o = *opts;
+  read_options(opts, &o, sizeof(og_embed_options), "og_embed_options");
   if (o.normalize < -1)
     api_fail(OG_ERR_INVALID_ARGUMENT, "normalize ", o.normalize,
              " is not one of -1 (none), 0 (max-abs), 1 (taxicab), 2 (euclidean), p > 2 (p-norm)");
@@ -72,7 +72,7 @@ using namespace og::capi;
 extern "C" {
 
 void og_embed_options_init(og_embed_options* opts) {
-  if (opts) *opts = og_embed_options{2, 0};
+  if (opts) *opts = og_embed_options{sizeof(og_embed_options), 2, 0};
 }
 
 void og_embeddings_free(og_embeddings* e) {

@@ -85,7 +85,7 @@ std::shared_ptr<EngineCore> engine_core(const og_engine* e) {
 extern "C" {
 
 void og_engine_options_init(og_engine_options* opts) {
-  if (opts) *opts = og_engine_options{4, 1024, 512, 0, 0, "batched-sequence", "f16"};
+  if (opts) *opts = og_engine_options{sizeof(og_engine_options), 4, 1024, 512, 0, 0, "batched-sequence", "f16"};
 }
 
 og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engine** out) {
@@ -96,7 +96,7 @@ og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engin
     need_generating(*mc);
     og_engine_options o;
     og_engine_options_init(&o);
-    if (opts) o = *opts;
+    read_options(opts, &o, sizeof(og_engine_options), "og_engine_options");
     if (o.max_sequences < 1 || o.max_sequences > 4096)
       api_fail(OG_ERR_INVALID_ARGUMENT, "max_sequences ", o.max_sequences, " is outside [1, 4096]");
     if (o.max_session_tokens < 2)
@@ -165,7 +165,7 @@ og_status og_engine_submit(og_engine* engine, const int32_t* prompt, size_t n, c
     *id = 0;
     og_generate_options o;
     og_generate_options_init(&o);
-    if (opts) o = *opts;
+    read_options(opts, &o, sizeof(og_generate_options), "og_generate_options");
     check_generate_options(o);
     if (o.logprobs != 0 || o.top_logprobs > 0)
       api_fail(OG_ERR_INVALID_ARGUMENT, "logprobs are returned by sessions (og_session_generate, og_session_stream_*), "

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -104,6 +105,27 @@ const char* kind_name(Kind k);
 
 // The model of a live handle (OG_ERR_INVALID_HANDLE otherwise).
 std::shared_ptr<ModelCore> model_core(const og_model* m);
+
+// Reads a caller's option struct over the defaults in *o (set by its *_init):
+// the first in->struct_size bytes, so a program built against an older,
+// shorter struct keeps the defaults of the fields it lacks. A struct_size of 0
+// (not initialised), below `min_size` (the size at ABI 2, the first with
+// struct_size) or above this library's (a newer header) is
+// OG_ERR_INVALID_ARGUMENT naming `name`.
+template <class T>
+void read_options(const T* in, T* o, size_t min_size, const char* name) {
+  if (!in) return;
+  const size_t n = in->struct_size;
+  if (n == 0) api_fail(OG_ERR_INVALID_ARGUMENT, name, ".struct_size is 0: initialise the struct with ", name, "_init");
+  if (n > sizeof(T))
+    api_fail(OG_ERR_INVALID_ARGUMENT, name, ".struct_size ", n, " is larger than this library's (", sizeof(T),
+             "): the program was built against a newer offgraph.h");
+  if (n < min_size)
+    api_fail(OG_ERR_INVALID_ARGUMENT, name, ".struct_size ", n, " is smaller than any offgraph.h's (", min_size,
+             "): initialise the struct with ", name, "_init");
+  std::memcpy(static_cast<void*>(o), in, n);
+  o->struct_size = sizeof(T);
+}
 
 // Checks that `p` is not null ("NAME is NULL").
 void need(const void* p, const char* name);

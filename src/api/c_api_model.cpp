@@ -206,7 +206,7 @@ void og_tokens_free(og_tokens* t) {
 }
 
 void og_model_options_init(og_model_options* opts) {
-  if (opts) *opts = og_model_options{nullptr, nullptr, 0, 0, 0};
+  if (opts) *opts = og_model_options{sizeof(og_model_options), nullptr, nullptr, 0, 0, 0};
 }
 
 og_status og_model_open(const char* path, const og_model_options* opts, og_model** out) {
@@ -216,7 +216,7 @@ og_status og_model_open(const char* path, const og_model_options* opts, og_model
     need(path, "path");
     og_model_options o;
     og_model_options_init(&o);
-    if (opts) o = *opts;
+    read_options(opts, &o, sizeof(og_model_options), "og_model_options");
     if (o.threads < 0 || o.threads > 1024)
       api_fail(OG_ERR_INVALID_ARGUMENT, "threads ", o.threads, " is outside [0, 1024]");
     RunConfig c;

@@ -184,12 +184,13 @@ using namespace og::capi;
 extern "C" {
 
 void og_session_options_init(og_session_options* opts) {
-  if (opts) *opts = og_session_options{"sequence", "f16", 0, 512, nullptr, 0, 0};
+  if (opts) *opts = og_session_options{sizeof(og_session_options), "sequence", "f16", 0, 512, nullptr, 0, 0};
 }
 
 void og_generate_options_init(og_generate_options* opts) {
   if (!opts) return;
   og_generate_options o{};
+  o.struct_size = sizeof(og_generate_options);
   o.max_new_tokens = 256;
   o.sampler = og_sampler_options{0.0, 0, 1.0, 0.0, 1.0, 64, 0.0, 0.0, 0};
   o.stop_at_model_stop_ids = 1;
@@ -229,7 +230,7 @@ og_status og_session_new(og_model* model, const og_session_options* opts, og_ses
     need_generating(*core);
     og_session_options o;
     og_session_options_init(&o);
-    if (opts) o = *opts;
+    read_options(opts, &o, sizeof(og_session_options), "og_session_options");
     auto s = std::make_unique<og_session>();
     s->core = core;
     s->setup.kind = o.kv_kind ? o.kv_kind : "sequence";
@@ -333,7 +334,7 @@ og_status og_session_generate(og_session* session, const int32_t* prompt, size_t
     no_stream(session);
     og_generate_options o;
     og_generate_options_init(&o);
-    if (opts) o = *opts;
+    read_options(opts, &o, sizeof(og_generate_options), "og_generate_options");
     check_prompt(session, prompt, n, true);
     session->cancel.store(false);
     std::vector<std::string> stops;
@@ -356,7 +357,7 @@ og_status og_session_stream_start(og_session* session, const int32_t* prompt, si
     no_stream(session);
     og_generate_options o;
     og_generate_options_init(&o);
-    if (opts) o = *opts;
+    read_options(opts, &o, sizeof(og_generate_options), "og_generate_options");
     check_prompt(session, prompt, n, true);
     auto st = std::make_unique<og_session::Stream>();
     st->user = o;

@@ -1,6 +1,7 @@
 // The library's messages speak its own terms: no command-line flag (--chat,
 // --kv-max-capacity, ...) in what og_last_error() says for a bad chat
-// template name or a cache too large to allocate.
+// template name or a cache too large to allocate. And the ABI rule: option
+// structs carry their size, and a bad struct_size is refused by name.
 #include <string>
 
 #include "api/api_test_util.h"
@@ -36,6 +37,45 @@ TEST_F(ModelTest, ACacheTooLargeNamesTheSessionOptions) {
   const std::string e = og_last_error();
   expect_no_flag(e);
   if (st == OG_ERR_RUNTIME) EXPECT_NE(e.find("lower og_session_options.kv_max_capacity"), std::string::npos) << e;
+}
+
+TEST_F(ModelTest, OptionStructsCarryTheirSize) {
+  og_generate_options o;
+  og_generate_options_init(&o);
+  EXPECT_EQ(o.struct_size, sizeof(og_generate_options));
+  og_session* s = new_session();
+  og_generation g{};
+  o.struct_size = 0;  // not initialised
+  EXPECT_EQ(og_session_generate(s, kPromptIds.data(), kPromptIds.size(), &o, &g), OG_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(og_last_error(),
+               "og_generate_options.struct_size is 0: initialise the struct with og_generate_options_init");
+  o.struct_size = sizeof(og_generate_options) + 8;  // built against a newer header
+  EXPECT_EQ(og_session_generate(s, kPromptIds.data(), kPromptIds.size(), &o, &g), OG_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(og_last_error()).find("larger than this library's"), std::string::npos) << og_last_error();
+  o.struct_size = 4;
+  EXPECT_EQ(og_session_generate(s, kPromptIds.data(), kPromptIds.size(), &o, &g), OG_ERR_INVALID_ARGUMENT);
+  og_session_options so;
+  og_session_options_init(&so);
+  EXPECT_EQ(so.struct_size, sizeof(og_session_options));
+  so.struct_size = 0;
+  og_session* bad = nullptr;
+  EXPECT_EQ(og_session_new(model_, &so, &bad), OG_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(og_last_error()).find("og_session_options.struct_size is 0"), std::string::npos);
+  og_model_options mo;
+  og_model_options_init(&mo);
+  mo.struct_size = 1;
+  og_model* m = nullptr;
+  EXPECT_EQ(og_model_open(kModelPath.c_str(), &mo, &m), OG_ERR_INVALID_ARGUMENT);
+  og_engine_options eo;
+  og_engine_options_init(&eo);
+  eo.struct_size = 0;
+  og_engine* e = nullptr;
+  EXPECT_EQ(og_engine_new(model_, &eo, &e), OG_ERR_INVALID_ARGUMENT);
+  og_embed_options bo;
+  og_embed_options_init(&bo);
+  EXPECT_EQ(bo.struct_size, sizeof(og_embed_options));
+  EXPECT_EQ(OG_ABI_VERSION, 2);
+  og_session_free(s);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-"""liboffgraph.so exports exactly the functions offgraph.h declares (OG_API), and its SONAME is liboffgraph.so.<major>.
+"""liboffgraph.so exports exactly the functions offgraph.h declares (OG_API), each under the version node
+OFFGRAPH_ABI_<OG_ABI_VERSION>, and its SONAME is liboffgraph.so.<major>.
 
 Usage: symbols_test.py LIBOFFGRAPH_SO OFFGRAPH_H
 """
@@ -21,6 +22,14 @@ def main() -> int:
     if exported != declared:
         print("exported but not declared:", sorted(exported - declared))
         print("declared but not exported:", sorted(declared - exported))
+        ok = False
+    # Every export carries the ABI's version node (OG_ABI_VERSION, cmake/offgraph.map).
+    abi = re.search(r"#define OG_ABI_VERSION (\d+)", text)
+    node = f"OFFGRAPH_ABI_{abi.group(1)}" if abi else None
+    unversioned = [l.split()[2] for l in nm.splitlines()
+                   if len(l.split()) >= 3 and l.split()[1] != "A" and not l.split()[2].endswith("@@" + str(node))]
+    if not abi or unversioned:
+        print("exports without the version node", node, ":", unversioned[:5])
         ok = False
     readelf = subprocess.run(["readelf", "-d", lib], capture_output=True, text=True, check=True).stdout
     m = re.search(r"\(SONAME\)\s+Library soname: \[(.*?)\]", readelf)
