@@ -344,6 +344,42 @@ TEST_F(OllamaHttp, KeyCorsAndMetricsAsOpenAi) {
   EXPECT_NE(r->body.find("endpoint=\"chat\""), std::string::npos);
 }
 
+TEST_F(OllamaHttp, LimitsDrainAndClientGoneAsOpenAi) {
+  HttpOptions o;
+  o.max_in_flight = 1;
+  start_ollama(o);
+  const std::string body = R"({"model": "stories", "stream": false, "messages": [{"role": "user", "content": "a"}],
+                               "options": {"num_predict": 2}})";
+  sched_->hold();
+  std::thread first([&] {
+    auto [s, j] = post("/api/chat", body);
+    EXPECT_EQ(s, 200) << j.dump();
+  });
+  for (int i = 0; i < 500 && server_->in_flight() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  expect_error("/api/chat", body, 429, "requests in flight");
+  sched_->release();
+  first.join();
+
+  // A streamed reply the client stops reading is cancelled in the scheduler.
+  {
+    httplib::Client c = client();
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/api/chat";
+    req.body = R"({"model": "stories", "messages": [{"role": "user", "content": "Once upon a time"}],
+                   "options": {"num_predict": 200}})";
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [](const char*, size_t, uint64_t, uint64_t) { return false; };
+    c.send(req);
+  }
+  for (int i = 0; i < 500 && sched_->cancelled() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(sched_->cancelled(), 1u);
+
+  server_->drain();
+  expect_error("/api/chat", body, 503, "shutting down");
+  expect_error("/api/generate", R"({"model": "stories", "prompt": "x"})", 503, "shutting down");
+}
+
 class OllamaEmbedHttp : public OllamaHttp {
  protected:
   void SetUp() override {
