@@ -174,6 +174,7 @@ class Model:
 
     def __init__(self, path: str, *, tokenizer: Optional[str] = None, chat_template: str = "auto",
                  mmap: bool = False, threads: int = 0, experts_in_memory: bool = False):
+        self.path = str(path)
         self._m = _offgraph.Model(_existing(str(path)), _existing(tokenizer), chat_template, mmap, threads,
                                   experts_in_memory)
         self.tokenizer = Tokenizer(self)
@@ -201,6 +202,30 @@ class Model:
         texts = [input] if single else [str(t) for t in input]
         vectors = self._m.embed(texts, int(normalize), int(dimensions))
         return vectors[0] if single else vectors
+
+    def create_completion(self, prompt: Union[str, Sequence[int]], suffix: Optional[str] = None,
+                          max_tokens: Optional[int] = 16, temperature: float = 0.8, top_p: float = 0.95,
+                          min_p: float = 0.05, echo: bool = False, stop: Union[str, List[str], None] = None,
+                          frequency_penalty: float = 0.0, presence_penalty: float = 0.0,
+                          repeat_penalty: float = 1.0, top_k: int = 40, stream: bool = False,
+                          seed: Optional[int] = None, logprobs: Optional[int] = None,
+                          model: Optional[str] = None):
+        """An OpenAI-shaped text completion, as llama-cpp-python's Llama.create_completion: the same
+        argument names and defaults (temperature 0.8, top_p 0.95, min_p 0.05, top_k 40, max_tokens 16;
+        max_tokens None or <= 0: up to the session's capacity), over a fresh session each call. Returns
+        {"id", "object": "text_completion", "created", "model", "choices": [{"text", "index",
+        "logprobs", "finish_reason": "stop" | "length"}], "usage": {"prompt_tokens",
+        "completion_tokens", "total_tokens"}}; with stream=True an iterator of such chunks (one per
+        text piece, the last with the finish_reason and no usage). logprobs=N (0..20) gives OpenAI's
+        legacy block (tokens, token_logprobs, top_logprobs as {text: logprob}, text_offset). echo
+        puts the prompt before the text; seed None is random. suffix (fill-in-the-middle) raises
+        TypeError. `model` names the model in the reply (default: the path)."""
+        from ._openai import create_completion
+        return create_completion(self, prompt, suffix, max_tokens, temperature, top_p, min_p, echo, stop,
+                                 frequency_penalty, presence_penalty, repeat_penalty, top_k, stream, seed, logprobs,
+                                 model)
+
+    __call__ = create_completion
 
     def session(self, *, kv_windows: Optional[Sequence[int]] = None, kv_dtype: str = "f16",
                 kv_kind: str = "sequence", kv_max_capacity: int = 0, kv_initial_capacity: int = 512,

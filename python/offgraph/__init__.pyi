@@ -48,6 +48,7 @@ class ChatTemplate:
     def encode(self, messages: Iterable[Message], add_generation_prompt: bool = ...) -> List[int]: ...
 
 class Model:
+    path: str
     tokenizer: Tokenizer
     chat_template: ChatTemplate
     def __init__(self, path: str, *, tokenizer: Optional[str] = ..., chat_template: str = ..., mmap: bool = ...,
@@ -58,6 +59,18 @@ class Model:
     def embed(self, input: str, *, dimensions: int = ..., normalize: int = ...) -> List[float]: ...
     @overload
     def embed(self, input: Sequence[str], *, dimensions: int = ..., normalize: int = ...) -> List[List[float]]: ...
+    def create_completion(self, prompt: Union[str, Sequence[int]], suffix: Optional[str] = ...,
+                          max_tokens: Optional[int] = ..., temperature: float = ..., top_p: float = ...,
+                          min_p: float = ..., echo: bool = ..., stop: Union[str, List[str], None] = ...,
+                          frequency_penalty: float = ..., presence_penalty: float = ..., repeat_penalty: float = ...,
+                          top_k: int = ..., stream: bool = ..., seed: Optional[int] = ..., logprobs: Optional[int] = ...,
+                          model: Optional[str] = ...) -> Union[dict, Iterator[dict]]: ...
+    def __call__(self, prompt: Union[str, Sequence[int]], suffix: Optional[str] = ...,
+                 max_tokens: Optional[int] = ..., temperature: float = ..., top_p: float = ...,
+                 min_p: float = ..., echo: bool = ..., stop: Union[str, List[str], None] = ...,
+                 frequency_penalty: float = ..., presence_penalty: float = ..., repeat_penalty: float = ...,
+                 top_k: int = ..., stream: bool = ..., seed: Optional[int] = ..., logprobs: Optional[int] = ...,
+                 model: Optional[str] = ...) -> Union[dict, Iterator[dict]]: ...
     def session(self, *, kv_windows: Optional[Sequence[int]] = ..., kv_dtype: str = ..., kv_kind: str = ...,
                 kv_max_capacity: int = ..., kv_initial_capacity: int = ..., prefill_chunk_size: int = ...) -> Session: ...
     def engine(self, **options: object) -> Engine: ...
