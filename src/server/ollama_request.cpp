@@ -35,7 +35,10 @@ std::string text(const json& o, const char* key) {
   return v->get<std::string>();
 }
 
-bool serves_builtin_harmony(const ServedModel& m) { return !m.jinja && m.tmpl && m.tmpl->name() == "harmony"; }
+// A Jinja template (it reads chat_template_kwargs and reasoning_content).
+bool jinja(const ServedModel& m) { return m.tmpl && !m.tmpl->source().empty(); }
+// A built-in that renders whole requests (harmony: it reads reasoning_effort and `thinking`).
+bool builtin_request_renderer(const ServedModel& m) { return m.tmpl && m.tmpl->renders_requests() && !jinja(m); }
 
 bool model_thinks(const ServedModel& m) { return m.parse_reasoning && m.reply_format.reasoning != ReasoningFormat::kNone; }
 
@@ -112,8 +115,8 @@ void put_think(const json& body, const ServedModel& m, json& oa, OllamaGeneratio
                     (m.parse_reasoning ? "" : ", or the server runs with --reasoning-format none") + ")",
                 "think");
   g.hide_thinking = !want;
-  if (m.jinja) oa["chat_template_kwargs"] = {{"enable_thinking", want}};
-  if (!effort.empty() && (m.jinja || serves_builtin_harmony(m))) oa["reasoning_effort"] = effort;
+  if (jinja(m)) oa["chat_template_kwargs"] = {{"enable_thinking", want}};
+  if (!effort.empty() && (jinja(m) || builtin_request_renderer(m))) oa["reasoning_effort"] = effort;
 }
 
 // Ollama's tool calls ({function: {index?, name, arguments: {...}}}) in OpenAI's shape.
@@ -152,8 +155,8 @@ json messages(const json& body, const ServedModel& m, std::vector<std::string>& 
       } else if (key == "thinking") {
         // The reasoning of an echoed reply: where the template can render it.
         if (v.is_string() && !v.get<std::string>().empty()) {
-          if (m.jinja) n["reasoning_content"] = v;
-          else if (serves_builtin_harmony(m)) n["thinking"] = v;
+          if (jinja(m)) n["reasoning_content"] = v;
+          else if (builtin_request_renderer(m)) n["thinking"] = v;
           else ignored.push_back(at + ".thinking");
         }
       } else if (key == "tool_name") {

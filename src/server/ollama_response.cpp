@@ -66,7 +66,7 @@ std::string parameters_text(const ServedModel& m) {
 }
 
 std::string template_text(const ServedModel& m) {
-  if (m.jinja) return m.jinja->source();
+  if (m.tmpl && !m.tmpl->source().empty()) return m.tmpl->source();
   return m.tmpl ? "(the built-in '" + m.tmpl->name() + "' chat template)" : "";
 }
 
