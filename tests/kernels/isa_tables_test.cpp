@@ -65,9 +65,9 @@ TEST(IsaTables, OtherArchitecturesAreNeverAvailable) {
 }
 
 // The AArch64 tables' own kernels (arm/matmul_neon.cpp, elementwise_neon.cpp):
-// the matmul of every plain weight dtype (F32, F16 and Q8_0 in NEON; the
-// others dequantized by the reference, dotted in NEON), the F32 and F16 dot
-// products and the element-wise ops; attention is the reference's there (docs/arm.md).
+// the matmul of every plain weight dtype (F32, F16, BF16 and Q8_0 in NEON;
+// the others dequantized by the reference, dotted in NEON), the F32, F16 and
+// BF16 dot products and the element-wise ops; attention is the reference's there (docs/arm.md).
 TEST(IsaTables, ArmTablesHaveNeonKernels) {
   const std::vector<Isa> compiled = compiled_isas();
   if (std::find(compiled.begin(), compiled.end(), Isa::kNeon) == compiled.end())
@@ -82,6 +82,7 @@ TEST(IsaTables, ArmTablesHaveNeonKernels) {
           << isa_str(isa) << " " << dtype_info(t).name;
     EXPECT_NE(k.dot[static_cast<int>(DType::F32)], nullptr) << isa_str(isa);
     EXPECT_NE(k.dot[static_cast<int>(DType::F16)], nullptr) << isa_str(isa);
+    EXPECT_NE(k.dot[static_cast<int>(DType::BF16)], nullptr) << isa_str(isa);
     // The element-wise ops (arm/elementwise_neon.cpp).
     EXPECT_NE(k.rms_norm, ref.rms_norm) << isa_str(isa);
     EXPECT_NE(k.softmax, ref.softmax) << isa_str(isa);
@@ -100,7 +101,8 @@ TEST(IsaTables, ArmTablesHaveNeonKernels) {
 const std::vector<DType>& arm_int8_dtypes() {
   static const std::vector<DType> v = {DType::Q8_0, DType::Q4_0,   DType::Q4_1,   DType::Q5_0,
                                        DType::Q5_1, DType::Q4_K,   DType::Q5_K,   DType::Q6_K,
-                                       DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
+                                       DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4,  DType::Q2_K,
+                                       DType::Q3_K};
   return v;
 }
 

@@ -21,6 +21,8 @@ void register_dotprod(KernelTable& k) {
   set(DType::IQ4_NL, &q8arm::rows_sdot<q8arm::IQ4_NLT>);
   set(DType::IQ4_XS, &q8arm::rows_sdot<q8arm::IQ4_XST>);
   set(DType::MXFP4, &q8arm::rows_sdot<q8arm::MXFP4T>);
+  set(DType::Q2_K, &q8arm::rows_sdot<q8arm::Q2_KT>);
+  set(DType::Q3_K, &q8arm::rows_sdot<q8arm::Q3_KT>);
 }
 
 }  // namespace og::kernels

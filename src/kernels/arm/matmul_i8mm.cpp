@@ -43,10 +43,10 @@ void dot_2x2(const uint8_t* w0, const uint8_t* w1, const ActRow& a0, const ActRo
       const int32x4_t z = vdupq_n_s32(0);
       const int32x4_t lo = vmmlaq_s32(vmmlaq_s32(z, lo64(p0, q0), lo64(x0, y0)), hi64(p0, q0), hi64(x0, y0));
       const int32x4_t hi = vmmlaq_s32(vmmlaq_s32(z, lo64(p1, q1), lo64(x1, y1)), hi64(p1, q1), hi64(x1, y1));
-      s[0] = T::fold(sc0, j, vgetq_lane_s32(lo, 0), vgetq_lane_s32(hi, 0), a0.d[blk], a0.sum[blk], s[0]);
-      s[1] = T::fold(sc0, j, vgetq_lane_s32(lo, 1), vgetq_lane_s32(hi, 1), a1.d[blk], a1.sum[blk], s[1]);
-      s[2] = T::fold(sc1, j, vgetq_lane_s32(lo, 2), vgetq_lane_s32(hi, 2), a0.d[blk], a0.sum[blk], s[2]);
-      s[3] = T::fold(sc1, j, vgetq_lane_s32(lo, 3), vgetq_lane_s32(hi, 3), a1.d[blk], a1.sum[blk], s[3]);
+      s[0] = T::fold(sc0, j, vgetq_lane_s32(lo, 0), vgetq_lane_s32(hi, 0), a0, blk, s[0]);
+      s[1] = T::fold(sc0, j, vgetq_lane_s32(lo, 1), vgetq_lane_s32(hi, 1), a1, blk, s[1]);
+      s[2] = T::fold(sc1, j, vgetq_lane_s32(lo, 2), vgetq_lane_s32(hi, 2), a0, blk, s[2]);
+      s[3] = T::fold(sc1, j, vgetq_lane_s32(lo, 3), vgetq_lane_s32(hi, 3), a1, blk, s[3]);
     }
   }
   for (int k = 0; k < 4; ++k) out[k] = s[k];
@@ -93,6 +93,8 @@ void register_i8mm(KernelTable& k) {
   set(DType::IQ4_NL, &q8arm::rows_mmla<q8arm::IQ4_NLT>);
   set(DType::IQ4_XS, &q8arm::rows_mmla<q8arm::IQ4_XST>);
   set(DType::MXFP4, &q8arm::rows_mmla<q8arm::MXFP4T>);
+  set(DType::Q2_K, &q8arm::rows_mmla<q8arm::Q2_KT>);
+  set(DType::Q3_K, &q8arm::rows_mmla<q8arm::Q3_KT>);
 }
 
 }  // namespace og::kernels

@@ -1,10 +1,11 @@
 // The baseline AArch64 Advanced SIMD table's kernels (ARMv8.0 NEON, which
 // every AArch64 CPU a general-purpose OS runs on has; the dotprod and i8mm
-// tables start from these): the F32, F16 and Q8_0 matmuls and the F32 and
-// F16 dot products. The matmul of every other plain weight dtype dequantizes
-// each weight row once with the reference and dots it in f32 NEON. The
-// element-wise ops, attention, and the interleaved layouts run the scalar
-// reference on AArch64 (docs/contributing.md).
+// tables start from these): the F32, F16, BF16 and Q8_0 matmuls and the
+// F32, F16 and BF16 dot products. The matmul of every other plain weight
+// dtype dequantizes each weight row once with the reference and dots it in
+// f32 NEON (the dotprod and i8mm tables replace those with int8 kernels).
+// Attention and the interleaved layouts run the scalar reference on AArch64
+// (docs/arm.md).
 //
 // Each output y[i, r] is one dot product of weight row r and activation row
 // i, in an order fixed by n_in alone, so a batch gives the same bits as its
@@ -60,6 +61,25 @@ inline float dot_f16(const uint16_t* w, const float* x, int64_t n) {
   return s;
 }
 
+// bf16 is the top half of an f32: widened exactly by a shift.
+inline float32x4_t load_bf16x4(const uint16_t* p) { return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)); }
+
+inline float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
+  float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    a0 = vfmaq_f32(a0, load_bf16x4(w + k), vld1q_f32(x + k));
+    a1 = vfmaq_f32(a1, load_bf16x4(w + k + 4), vld1q_f32(x + k + 4));
+    a2 = vfmaq_f32(a2, load_bf16x4(w + k + 8), vld1q_f32(x + k + 8));
+    a3 = vfmaq_f32(a3, load_bf16x4(w + k + 12), vld1q_f32(x + k + 12));
+  }
+  for (; k + 4 <= n; k += 4) a0 = vfmaq_f32(a0, load_bf16x4(w + k), vld1q_f32(x + k));
+  float s = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+  for (; k < n; ++k) s += bf16_to_f32(w[k]) * x[k];
+  return s;
+}
+
+float dot_row_bf16(const void* w, const float* x, int64_t n) { return dot_bf16(static_cast<const uint16_t*>(w), x, n); }
 float dot_row_f32(const void* w, const float* x, int64_t n) { return dot_f32(static_cast<const float*>(w), x, n); }
 float dot_row_f16(const void* w, const float* x, int64_t n) { return dot_f16(static_cast<const uint16_t*>(w), x, n); }
 
@@ -170,7 +190,9 @@ void register_neon(KernelTable& k) {
   k.matmul[q8] = MatmulImpl{&neon::act_bytes, &neon::prepare_q8, &neon::rows_q8_0, 1};
   k.dot[f32] = &neon::dot_row_f32;
   k.dot[f16] = &neon::dot_row_f16;
-  neon::set_dequant<DType::BF16>(k);
+  const int bf16 = static_cast<int>(DType::BF16);
+  k.matmul[bf16] = MatmulImpl{nullptr, nullptr, &neon::rows_float<uint16_t, &neon::dot_bf16>, 1};
+  k.dot[bf16] = &neon::dot_row_bf16;
   neon::set_dequant<DType::Q4_0>(k);
   neon::set_dequant<DType::Q4_1>(k);
   neon::set_dequant<DType::Q5_0>(k);
