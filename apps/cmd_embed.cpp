@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "api/run_builder.h"
 #include "base/error.h"
 #include "base/flags.h"
 #include "base/mapped_file.h"
 #include "commands.h"
 #include "llm_common.h"
 #include "runtime/embedder.h"
+#include "runtime/run_builder.h"
 #include "server/embeddings.h"
 #include "shared_flags.h"
 

@@ -17,7 +17,6 @@
 #include <fstream>
 #include <limits>
 
-#include "api/run_builder.h"
 #include "base/error.h"
 #include "base/flags.h"
 #include "chat/jinja_chat.h"
@@ -28,6 +27,7 @@
 #include "model/config.h"
 #include "runtime/embedder.h"
 #include "runtime/engine.h"
+#include "runtime/run_builder.h"
 #include "runtime/scheduler.h"
 #include "scheduler_flags.h"
 #include "server/auth.h"

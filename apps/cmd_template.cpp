@@ -10,7 +10,6 @@
 #include <optional>
 #include <string>
 
-#include "api/run_builder.h"
 #include "base/error.h"
 #include "base/flags.h"
 #include "base/mapped_file.h"
@@ -19,6 +18,7 @@
 #include "commands.h"
 #include "format/chat_template_source.h"
 #include "llm_common.h"
+#include "runtime/run_builder.h"
 #include "shared_flags.h"
 #include "tokenizer/tokenizer.h"
 

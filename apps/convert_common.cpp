@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <memory>
 
-#include "api/run_builder.h"
 #include "base/timer.h"
 #include "llm_common.h"
+#include "runtime/run_builder.h"
 #include "shared_flags.h"
 
 namespace og::app {

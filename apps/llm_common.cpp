@@ -11,13 +11,13 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "api/run_builder.h"
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
-#include "grammar/json_schema.h"
 #include "base/timer.h"
 #include "format/gguf.h"
+#include "grammar/json_schema.h"
 #include "model/config.h"
+#include "runtime/run_builder.h"
 
 namespace og::app {
 

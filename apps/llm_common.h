@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "api/run_builder.h"
 #include "base/flags.h"
 #include "chat/chat_template.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
+#include "runtime/run_builder.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "runtime/stats.h"
@@ -43,7 +43,7 @@ void add_llm_flags(Flags& flags, LlmFlags& f, bool run, bool batch = false);
 // Checks what parse() cannot (paths exist, combinations); throws UsageError.
 void check_llm_flags(const Flags& flags, const LlmFlags& f, bool run);
 
-// The built run (api/run_builder.h); the policy's warning is printed.
+// The built run (runtime/run_builder.h); the policy's warning is printed.
 Run build_llm_run(const RunConfig& c);
 SamplerConfig sampler_config_of(const SamplingFlags& s);  // resolves seed -1 to a random one
 GenerateOptions generate_options_of(const LlmFlags& f, const LoadedModel& l);

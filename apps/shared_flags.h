@@ -3,15 +3,15 @@
 // by every command that takes it, so that the same flag parses, defaults and
 // fails the same way in run, chat, batch, serve, bench, inspect, tokenize,
 // export and quantize. Values land directly in the run configuration
-// (api/run_builder.h) that the commands hand to build_run().
+// (runtime/run_builder.h) that the commands hand to build_run().
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "api/run_builder.h"
 #include "base/flags.h"
+#include "runtime/run_builder.h"
 
 namespace og::app {
 

@@ -22,7 +22,7 @@ target_compile_definitions(og_shared PRIVATE OG_BUILDING_LIBRARY)
 target_include_directories(og_shared
   PUBLIC "$<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>" "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>"
   PRIVATE "${CMAKE_SOURCE_DIR}/src")
-target_link_libraries(og_shared PRIVATE og_api og_runtime)
+target_link_libraries(og_shared PRIVATE og_runtime)
 target_link_options(og_shared PRIVATE
   "LINKER:--version-script=${CMAKE_SOURCE_DIR}/cmake/offgraph.map"
   "LINKER:--exclude-libs,ALL")

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "api/run_builder.h"
 #include "base/error.h"
 #include "offgraph/offgraph.h"
 #include "runtime/embedder.h"
 #include "runtime/engine.h"
+#include "runtime/run_builder.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 

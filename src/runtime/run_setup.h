@@ -33,7 +33,7 @@ struct ModelSetup {
 struct LoadedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tok;
-  std::unique_ptr<ChatFormat> tmpl;          // chosen by the run builder (api/run_builder.h)
+  std::unique_ptr<ChatFormat> tmpl;          // chosen by the run builder (runtime/run_builder.h)
   std::vector<int32_t> stop_ids;               // the model's end ids plus the template's turn end
   std::optional<std::string> model_template;  // the Jinja template stored with the model, if any
   std::map<std::string, std::string> model_template_variants;  // its named variants ("tool_use", ...)

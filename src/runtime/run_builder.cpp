@@ -1,5 +1,5 @@
 // The run-configuration builder (run_builder.h).
-#include "api/run_builder.h"
+#include "runtime/run_builder.h"
 
 #include <filesystem>
 #include <system_error>
