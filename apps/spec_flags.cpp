@@ -15,18 +15,18 @@ void add_spec_flags(Flags& fl, SpecFlags& s) {
                 "speculative decoding: ngram = prompt lookup (drafts copied from earlier in the prompt and reply), "
                 "draft = a draft model (--model-draft, which implies it); the output is that of plain decoding");
   fl.add_int("spec-ngram-size", &s.ngram_size, 1, 16,
-             "prompt lookup: the longest n-gram matched (tried down to --spec-ngram-min; default 3)");
+             "prompt lookup: the longest n-gram matched (tried down to --spec-ngram-min)");
   fl.add_int("spec-ngram-min", &s.ngram_min, 1, 16,
-             "prompt lookup: the shortest n-gram matched (default 1; 2 or 3 skip the weak one-token matches)");
+             "prompt lookup: the shortest n-gram matched (2 or 3 skip the weak one-token matches)");
   fl.add_string("model-draft", &s.model_draft,
                 "a draft model with the same tokenizer (a .gguf file or an HF directory); drafts greedily", "PATH");
   fl.add_alias("--draft-model", "model-draft");
   fl.add_int("draft-max", &s.draft_max, 1, 256,
-             "most draft tokens per target forward (default 16; also at most the prefill chunk - 1)");
+             "most draft tokens per target forward (also at most the prefill chunk - 1)");
   fl.add_alias("--draft", "draft-max");
-  fl.add_int("draft-min", &s.draft_min, 0, 256, "a shorter draft is not verified: a plain step instead (default 0)");
+  fl.add_int("draft-min", &s.draft_min, 0, 256, "a shorter draft is not verified: a plain step instead");
   fl.add_float("draft-p-min", &s.draft_p_min, 0, 1,
-               "draft model: stop drafting when its top token's probability is below this (default 0.75)");
+               "draft model: stop drafting when its top token's probability is below this");
 }
 
 void check_spec_flags(const Flags& fl, const SpecFlags& s) {

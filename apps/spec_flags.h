@@ -21,7 +21,7 @@ struct SpecFlags {
   int64_t ngram_size = 3;     // --spec-ngram-size: longest n-gram prompt lookup matches
   int64_t ngram_min = 1;      // --spec-ngram-min: shortest
   std::string model_draft;    // --model-draft PATH
-  int64_t draft_max = 16;     // --draft-max
+  int64_t draft_max = 4;      // --draft-max (docs/performance.md: verify cost jumps past 8 rows)
   int64_t draft_min = 0;      // --draft-min
   double draft_p_min = 0.75;  // --draft-p-min
 };
