@@ -28,7 +28,8 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 fi
 PKGS=(g++-aarch64-linux-gnu qemu-user-static ninja-build cmake pkg-config libc6:arm64
       libpcre2-dev:arm64 libicu-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
-      libzmq3-dev:arm64 libcpp-httplib-dev:arm64)
+      libzmq3-dev:arm64 libcpp-httplib-dev:arm64
+      libpng-dev:arm64 libjpeg-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
