@@ -162,6 +162,15 @@ std::string report_json(const Session& s, const char* stop_reason) {
   j["decode_tok_s"] = st.decode_tok_s();
   j["sampling_ms"] = st.sampling_s * 1e3;
   j["recomputed_tokens"] = st.recomputed_tokens;
+  if (st.spec_drafts > 0) {  // speculative decoding ran (docs/speculative.md)
+    j["spec"] = {{"drafts", st.spec_drafts},
+                 {"draft_tokens", st.spec_draft_tokens},
+                 {"accepted_tokens", st.spec_accepted_tokens},
+                 {"acceptance", st.spec_acceptance()},
+                 {"tokens_per_target_forward",
+                  st.decode_steps > 0 ? double(st.decode_steps + st.spec_accepted_tokens) / double(st.decode_steps) : 0.0},
+                 {"propose_ms", st.spec_propose_s * 1e3}};
+  }
   j["peak_rss_bytes"] = peak_rss_bytes();
   j["cache_positions"] = s.cached();
   j["cache_capacity"] = s.capacity();

@@ -40,6 +40,18 @@ TEST(SpecCli, RunWithPromptLookupOrADraftPrintsThePlainText) {
   ASSERT_EQ(draft.code, 0) << draft.err;
   EXPECT_EQ(draft.out, plain.out);
   EXPECT_NE(draft.err.find("accepted (100.0 %)"), std::string::npos) << draft.err;
+  // --stats json carries the acceptance.
+  const Proc js = offgraph(run_args({"--model-draft", kGguf, "--draft-max", "4", "--draft-p-min", "0", "--stats", "json"}));
+  ASSERT_EQ(js.code, 0) << js.err;
+  const std::vector<std::string> out_lines = lines(js.out);
+  ASSERT_FALSE(out_lines.empty());
+  const nlohmann::json report = nlohmann::json::parse(out_lines.back());
+  ASSERT_TRUE(report.contains("spec")) << out_lines.back();
+  EXPECT_GT(report["spec"]["draft_tokens"].get<int64_t>(), 0);
+  EXPECT_EQ(report["spec"]["accepted_tokens"], report["spec"]["draft_tokens"]);
+  EXPECT_DOUBLE_EQ(report["spec"]["acceptance"].get<double>(), 1.0);
+  EXPECT_GT(report["spec"]["tokens_per_target_forward"].get<double>(), 2.0);
+  EXPECT_FALSE(nlohmann::json::parse(lines(offgraph(run_args({"--stats", "json"})).out).back()).contains("spec"));
   // Sampled: runs, and a seed fixes the text.
   const Proc s1 = offgraph(run_args({"--spec", "ngram", "--temperature", "0.8", "--seed", "5"}));
   const Proc s2 = offgraph(run_args({"--spec", "ngram", "--temperature", "0.8", "--seed", "5"}));
