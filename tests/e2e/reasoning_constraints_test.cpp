@@ -9,7 +9,7 @@
 // reasoning_content. max_reasoning_tokens cuts the reasoning and forces its
 // close marker; max_tokens inside the reasoning is finish_reason length; with
 // thinking off (or a prompt that closed the reasoning) the constrained part
-// starts at once.
+// starts at once; streamed, the reasoning and the answer arrive as their own deltas.
 //
 // A scripted model follows its chain while the grammar allows it; where the
 // grammar refuses its next token it writes the allowed token of lowest id (all
@@ -258,6 +258,32 @@ void check_thinking_off(const Format& f, const ServeProc& s) {
   }
 }
 
+// The same streamed: the reasoning arrives as reasoning_content deltas, the
+// constrained answer as content deltas.
+void check_stream(const Format& f, const ServeProc& s) {
+  SCOPED_TRACE(f.name + " streamed json_schema");
+  json body = request(f, {{"response_format", {{"type", "json_schema"},
+                                               {"json_schema", {{"name", "a"}, {"schema", kSchema}}}}},
+                          {"stream", true}});
+  httplib::Client c("127.0.0.1", s.port());
+  c.set_read_timeout(60, 0);
+  auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  std::string reasoning, content;
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("data: {")) continue;
+    const json ev = json::parse(line.substr(6), nullptr, false);
+    if (!ev.is_object() || ev["choices"].empty()) continue;
+    const json& d = ev["choices"][0]["delta"];
+    reasoning += text_of(d, "reasoning_content");
+    content += text_of(d, "content");
+  }
+  EXPECT_EQ(reasoning, kReasoning);
+  const json doc = json::parse(content, nullptr, false);
+  EXPECT_TRUE(doc.is_object() && grammar::validate_json(doc, kSchema).valid) << content;
+}
+
 class ReasoningConstraints : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ReasoningConstraints, ReasonsThenAnswersUnderEveryConstraint) {
@@ -272,6 +298,7 @@ TEST_P(ReasoningConstraints, ReasonsThenAnswersUnderEveryConstraint) {
   check_budget(f, s);
   check_length(f, s);
   check_thinking_off(f, s);
+  check_stream(f, s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ReasoningConstraints,
