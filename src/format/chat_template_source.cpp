@@ -1,6 +1,6 @@
 // Where a model keeps its Jinja chat template: GGUF `tokenizer.chat_template`,
 // or beside an HF checkpoint (HfCheckpoint::chat_template, the one reader of
-// such a directory).
+// such a directory); and the GGUF keys export writes for it.
 #include "format/chat_template_source.h"
 
 #include <cstring>
@@ -53,6 +53,19 @@ std::optional<std::string> read_chat_template(const std::string& model_path) {
   if (is_directory(model_path)) return HfCheckpoint::open_files(model_path).chat_template();
   if (is_gguf_file(model_path)) return read_chat_template(*GgufFile::open(model_path));
   return HfCheckpoint::open_files(parent_dir(model_path)).chat_template();  // tokenizer.json / tokenizer.model
+}
+
+std::vector<std::pair<std::string, GgufValue>> chat_template_gguf_keys(const std::string& hf_dir) {
+  std::vector<std::pair<std::string, GgufValue>> k;
+  if (std::optional<std::string> tmpl = read_chat_template(hf_dir))
+    k.emplace_back("tokenizer.chat_template", GgufValue::make_string(*tmpl));
+  std::vector<GgufValue> names;
+  for (const auto& [name, text] : read_chat_template_variants(hf_dir)) {
+    k.emplace_back("tokenizer.chat_template." + name, GgufValue::make_string(text));
+    names.push_back(GgufValue::make_string(name));
+  }
+  if (!names.empty()) k.emplace_back("tokenizer.chat_templates", GgufValue::make_array(GgufType::STRING, std::move(names)));
+  return k;
 }
 
 }  // namespace og

@@ -7,10 +7,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace og {
 
 class GgufFile;
+struct GgufValue;
 
 // The template stored with a model: GGUF `tokenizer.chat_template`; in an HF
 // directory chat_template.jinja, else tokenizer_config.json `chat_template`
@@ -23,5 +26,12 @@ std::optional<std::string> read_chat_template(const GgufFile& gguf);
 // GGUF `tokenizer.chat_template.NAME`, an HF list of {name, template}.
 std::map<std::string, std::string> read_chat_template_variants(const std::string& model_path);
 std::map<std::string, std::string> read_chat_template_variants(const GgufFile& gguf);
+
+// The GGUF keys of an HF checkpoint's templates, as GGUF converters write
+// them and read_chat_template(GgufFile) reads them: `tokenizer.chat_template`,
+// each variant as `tokenizer.chat_template.NAME` and their names in
+// `tokenizer.chat_templates`. Empty when the directory has none. (Export adds
+// them to the file it writes; the tokenizer's keys hold no template.)
+std::vector<std::pair<std::string, GgufValue>> chat_template_gguf_keys(const std::string& hf_dir);
 
 }  // namespace og

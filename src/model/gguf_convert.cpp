@@ -12,6 +12,7 @@
 #include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "base/timer.h"
+#include "format/chat_template_source.h"
 #include "kernels/ops.h"
 #include "model/gguf_export.h"
 #include "model/kv_keys.h"
@@ -232,6 +233,7 @@ ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& o
   // llama.cpp's MOSTLY_MXFP4_MOE (38): MXFP4 experts, the rest in a float type.
   w.set("general.file_type", GgufValue::make_u32(kept_mxfp4 && is_float(o.type.base) ? 38 : o.type.file_type));
   w.set("general.quantization_version", GgufValue::make_u32(2));
+  for (const auto& [key, value] : chat_template_gguf_keys(hf_dir)) w.set(key, value);  // the model's templates
   for (const auto& [key, value] : o.metadata) w.set(key, value);
   write_kv_geometry_keys(kv_geometry_from_config(c), chunk_of(o, 0), w);
   ConvertSummary s = write_jobs(w, jobs, o, out,

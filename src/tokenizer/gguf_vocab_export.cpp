@@ -6,7 +6,6 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
-#include "format/chat_template_source.h"
 #include "format/hf_config.h"
 #include "tokenizer/bpe_presets.h"
 #include "tokenizer/pipeline.h"
@@ -153,17 +152,6 @@ std::vector<std::pair<std::string, GgufValue>> tokenizer_gguf_keys(const std::st
     fail(dir, ": the tokenizer (", t->kind(), ") has no GGUF form (expected a BPE or WordPiece tokenizer.json or tokenizer.model)");
   }
   add_specials(*t, k);
-  if (std::optional<std::string> tmpl = read_chat_template(dir))
-    k.emplace_back("tokenizer.chat_template", GgufValue::make_string(*tmpl));
-  // Named variants as tokenizer.chat_template.NAME, with their names listed
-  // in tokenizer.chat_templates (the layout GGUF converters write).
-  const std::map<std::string, std::string> variants = read_chat_template_variants(dir);
-  std::vector<std::string> names;
-  for (const auto& [name, text] : variants) {
-    k.emplace_back("tokenizer.chat_template." + name, GgufValue::make_string(text));
-    names.push_back(name);
-  }
-  if (!names.empty()) k.emplace_back("tokenizer.chat_templates", strings(names));
   return k;
 }
 

@@ -5,8 +5,9 @@
 // SentencePiece-style BPE tokenizer.json) a "llama" vocabulary (tokens,
 // scores, types, add_space_prefix), a Gemma 4 checkpoint's BPE
 // tokenizer.json (config.json model_type gemma4*) a "gemma4" vocabulary
-// (tokens, types, merges); each with the special ids, add_bos / add_eos and
-// the chat template.
+// (tokens, types, merges); each with the special ids and add_bos / add_eos.
+// The chat template is not the tokenizer's: export adds its keys
+// (format/chat_template_source.h chat_template_gguf_keys).
 #pragma once
 
 #include <string>

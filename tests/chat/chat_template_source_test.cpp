@@ -51,6 +51,25 @@ TEST(ChatTemplateSource, HfTokenizerConfigListTakesDefault) {
   EXPECT_EQ(read_chat_template(d.str()).value_or("?"), "D");
 }
 
+// What export writes into the GGUF (chat_template_gguf_keys): the default
+// template, each variant under its name, and the list of names; reading that
+// GGUF back gives the same templates.
+TEST(ChatTemplateSource, ExportKeysCarryTheDefaultAndTheVariants) {
+  TempDir d;
+  d.file("tokenizer_config.json",
+         R"({"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]})");
+  std::map<std::string, GgufValue> k;
+  for (auto& [key, v] : chat_template_gguf_keys(d.str())) k.emplace(key, v);
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k.at("tokenizer.chat_template").s, "D");
+  EXPECT_EQ(k.at("tokenizer.chat_template.tool_use").s, "T");
+  ASSERT_EQ(k.at("tokenizer.chat_templates").arr.size(), 1u);
+  EXPECT_EQ(k.at("tokenizer.chat_templates").arr.string_at(0), "tool_use");
+  TempDir none;
+  none.file("config.json", "{}");
+  EXPECT_TRUE(chat_template_gguf_keys(none.str()).empty());
+}
+
 TEST(ChatTemplateSource, JinjaFileWins) {
   TempDir d;
   d.file("tokenizer_config.json", R"({"chat_template": "old"})");
