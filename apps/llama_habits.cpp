@@ -19,8 +19,10 @@ const std::vector<Habit>& habits() {
       {{"--lora", "--lora-scaled", "--lora-base", "--control-vector"},
        "adapters are not applied at run time; merge the adapter into the Hugging Face checkpoint and convert it "
        "with `offgraph export`"},
+      // run, chat and bench register --model-draft, --draft, --draft-max and --draft-min themselves.
       {{"-md", "--model-draft", "--draft", "--draft-max", "--draft-min", "-cd", "--ctx-size-draft"},
-       "speculative decoding (a draft model) is not supported; drop the flag"},
+       "speculative decoding runs in run and chat only: --model-draft PATH or --spec ngram, with --draft-max "
+       "(the draft's cache takes the target's capacity); elsewhere drop the flag"},
       {{"--mmproj", "--mmproj-url", "--image"}, "multimodal projectors are not supported: offgraph runs text models"},
       {{"-fa", "--flash-attn"},
        "attention always runs fused over the off-graph cache; there is nothing to turn on (drop the flag)"},

@@ -269,7 +269,8 @@ TEST(Cli, LlamaCppOnlyFlagsSayWhatToDoInstead) {
   const std::vector<Case> cases = {
       {{"run", "-m", kGguf, "-p", "x", "-ngl", "99"}, "-ngl: llama.cpp's flag; llama.cpp's GPU offload"},
       {{"run", "-m", kGguf, "-p", "x", "--lora", "a.gguf"}, "--lora: llama.cpp's flag; adapters are not applied"},
-      {{"run", "-m", kGguf, "-p", "x", "--model-draft", "d.gguf"}, "speculative decoding"},
+      {{"run", "-m", kGguf, "-p", "x", "-md", "d.gguf"}, "speculative decoding runs in run and chat only"},
+      {{"batch", "-m", kGguf, "--model-draft", "d.gguf", "x"}, "--model-draft PATH or --spec ngram"},
       {{"run", "-m", kGguf, "-p", "x", "--mmproj", "p.gguf"}, "multimodal projectors are not supported"},
       {{"run", "-m", kGguf, "-p", "x", "-fa"}, "attention always runs fused"},
       {{"serve", "-m", kGguf, "-c", "4096"}, "--kv-max-capacity (positions per session)"},
