@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "api/run_builder.h"
+#include "runtime/run_builder.h"
 #include "base/flags.h"
 #include "runtime/engine.h"
 #include "runtime/spec/proposer.h"
