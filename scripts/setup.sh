@@ -15,6 +15,7 @@ PKGS=(build-essential cmake ninja-build pkg-config git
       pybind11-dev python3-dev python3-numpy python3-pytest python3-jsonschema
       cppzmq-dev libmsgpack-cxx-dev python3-zmq python3-msgpack python3-cbor2
       haproxy prometheus python3-yaml
+      libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev  # image decoding (src/vision/)
       chromium)  # the chat page's browser test (tests/js/webui_browser_test.mjs), driven by puppeteer-core
 
 missing=()
