@@ -29,6 +29,7 @@ namespace {
 struct TemplateFlags {
   std::string model, template_file, request = "-", date, chat;
   std::string bos, eos;
+  RenderLimitFlags render_limits;  // --template-max-*
 };
 
 std::string read_request(const std::string& path) {
@@ -76,10 +77,12 @@ int cmd_template(const Args& args) {
   fl.add_string("bos-token", &f.bos, "what {{ bos_token }} prints (default: the model's BOS text)", "TEXT");
   fl.add_string("eos-token", &f.eos, "what {{ eos_token }} prints (default: the model's EOS text)", "TEXT");
   fl.add_string("template-date", &f.date, "the day strftime_now sees, YYYY-MM-DD (default: today)", "DATE");
+  add_render_limit_flags(fl, f.render_limits);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);
     return 0;
   }
+  apply_render_limit_flags(f.render_limits);
   if (!f.chat.empty() && f.chat != "harmony" && f.chat != "gpt-oss")
     usage_fail("--chat: only the built-in harmony (alias gpt-oss) renders whole requests here, not '" + f.chat +
                "' (the other built-ins render through run, chat and serve)");

@@ -40,6 +40,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   }
   fl.add_string("system", &f.system, "system message (chat templates that have one)");
   add_chat_flag(fl, f.run.model, "chat template");
+  add_render_limit_flags(fl, f.render_limits);
   add_sampling_flags(fl, f.sampling, "", 100, "sampling seed; the same seed gives the same output; -1 = random");
   fl.add_int("max-new-tokens", &f.max_new_tokens, 0, kIntMax,
               run ? "tokens to generate (the prompt excluded)"
@@ -65,6 +66,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
 
 void check_llm_flags(const Flags& fl, const LlmFlags& f, bool run) {
   check_run_flags(fl, f.run);
+  apply_render_limit_flags(f.render_limits);
   if (run && !f.interactive && !fl.given("prompt")) usage_fail("--prompt is required (or use --interactive)");
   if (run && f.interactive && fl.given("prompt"))
     usage_fail("--prompt cannot be combined with --interactive (type the turns on stdin)");

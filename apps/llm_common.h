@@ -35,6 +35,7 @@ struct LlmFlags {
   std::string stats_file;  // also write the JSON report here ("" = no file)
   std::string json_schema;  // --json-schema: a file or the JSON text itself
   std::string grammar;      // --grammar: a GBNF grammar file
+  RenderLimitFlags render_limits;  // --template-max-*: the chat template's renders
 };
 
 // Registers the flags; `run` adds --prompt and --interactive; `batch` offers

@@ -6,7 +6,10 @@
 #include <limits>
 
 #include "chat/chat_template.h"
+#include "grammar/json_schema.h"
 #include "llama_habits.h"
+#include "server/json_body.h"
+#include "template/template.h"
 
 namespace og::app {
 
@@ -180,6 +183,58 @@ void check_run_flags(const Flags& fl, const RunConfig& c) {
 void check_sampling_flags(const Flags& fl, const SamplingFlags& s) {
   if (s.temperature == 0 && (fl.given("top-k") || fl.given("top-p") || fl.given("min-p")))
     usage_fail("--top-k, --top-p and --min-p need --temperature > 0 (temperature 0 is greedy)");
+}
+
+void add_render_limit_flags(Flags& fl, RenderLimitFlags& f) {
+  const jinja::RenderLimits& d = jinja::render_limits();
+  f = {d.max_work, d.max_render_ms, d.max_output_bytes, d.max_memory_bytes};
+  fl.add_int("template-max-work", &f.max_work, 0, int64_t{1} << 50,
+             "work units one chat-template render may spend (a byte of text built, copied or compared costs 1, a "
+             "list or dict element 16, an expression or statement 64); 0 = 64 per byte of "
+             "--template-max-value-bytes (2^30 by default)");
+  fl.add_int("template-max-ms", &f.max_ms, 0, 3'600'000,
+             "wall-clock milliseconds one chat-template render may take; 0 = no deadline");
+  fl.add_int("template-max-value-bytes", &f.max_value_bytes, 1024, int64_t{1} << 32,
+             "largest string, list or dict (128 bytes an item) a chat-template render may build, and its output");
+  fl.add_int("template-max-memory-bytes", &f.max_memory_bytes, 1 << 20, int64_t{1} << 40,
+             "bytes of values one chat-template render may hold at once");
+}
+
+void apply_render_limit_flags(const RenderLimitFlags& f) {
+  jinja::RenderLimits l;
+  l.max_work = f.max_work;
+  l.max_render_ms = f.max_ms;
+  l.max_output_bytes = f.max_value_bytes;
+  l.max_memory_bytes = f.max_memory_bytes;
+  jinja::set_render_limits(l);
+}
+
+void add_request_limit_flags(Flags& fl, RequestLimitFlags& f) {
+  const server::JsonLimits& j = server::json_limits();
+  const grammar::JsonSchemaLimits& s = grammar::json_schema_limits();
+  f = {j.max_keys, j.max_depth, s.max_properties, s.max_branches, s.max_enum_values, s.max_work};
+  fl.add_int("json-max-keys", &f.json_max_keys, 1, int64_t{1} << 24,
+             "most distinct keys of one object in a request's JSON (400 json_too_complex beyond)");
+  fl.add_int("json-max-depth", &f.json_max_depth, 1, server::kMaxJsonDepthLimit,
+             "deepest nesting of arrays and objects in a request's JSON (400 beyond)");
+  fl.add_int("schema-max-properties", &f.schema_max_properties, 1, 1 << 20,
+             "properties (and required names) of one object in a json_schema or tool schema (400 beyond)");
+  fl.add_int("schema-max-branches", &f.schema_max_branches, 1, 1 << 20,
+             "anyOf/oneOf branches of one schema, or object and array values of one enum (400 beyond)");
+  fl.add_int("schema-max-enum-values", &f.schema_max_enum_values, 1, 1 << 24, "values of one enum (400 beyond)");
+  fl.add_int("schema-max-work", &f.schema_max_work, 1, 1 << 30,
+             "subschemas, enum values and properties compiled for one request's schemas and tools, in all: their "
+             "time bound (400 beyond)");
+}
+
+void apply_request_limit_flags(const RequestLimitFlags& f) {
+  server::set_json_limits({f.json_max_keys, f.json_max_depth});
+  grammar::JsonSchemaLimits s;
+  s.max_properties = f.schema_max_properties;
+  s.max_branches = f.schema_max_branches;
+  s.max_enum_values = f.schema_max_enum_values;
+  s.max_work = f.schema_max_work;
+  grammar::set_json_schema_limits(s);
 }
 
 }  // namespace og::app

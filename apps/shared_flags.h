@@ -78,6 +78,29 @@ struct SamplingFlags {
 void add_sampling_flags(Flags& fl, SamplingFlags& s, const std::string& prefix, double max_temperature,
                         const std::string& seed_help);
 
+// The bounds of a chat template's render (template/template.h RenderLimits),
+// taken by every command that renders one: serve, run, chat, batch, template.
+struct RenderLimitFlags {
+  int64_t max_work = 0, max_ms = 0, max_value_bytes = 0, max_memory_bytes = 0;
+};
+// --template-max-work, --template-max-ms, --template-max-value-bytes and
+// --template-max-memory-bytes, defaulting to the built-in limits.
+void add_render_limit_flags(Flags& fl, RenderLimitFlags& f);
+// Makes them the limits of every render of this process (call after parse()).
+void apply_render_limit_flags(const RenderLimitFlags& f);
+
+// serve's bounds of what a request's JSON may hold: the body's parse
+// (server/json_body.h) and json_schema / tool schema compilation
+// (grammar/json_schema.h JsonSchemaLimits).
+struct RequestLimitFlags {
+  int64_t json_max_keys = 0, json_max_depth = 0;
+  int64_t schema_max_properties = 0, schema_max_branches = 0, schema_max_enum_values = 0, schema_max_work = 0;
+};
+// --json-max-keys, --json-max-depth, --schema-max-properties,
+// --schema-max-branches, --schema-max-enum-values, --schema-max-work.
+void add_request_limit_flags(Flags& fl, RequestLimitFlags& f);
+void apply_request_limit_flags(const RequestLimitFlags& f);
+
 // Checks of a run's shared flags that parse() cannot make: --model given
 // (usage, exit 2), the paths exist (og::Error, exit 1: an unreadable input),
 // capacity combinations, sampling combinations. The same in every command.

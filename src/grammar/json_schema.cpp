@@ -15,6 +15,13 @@
 #include "grammar/json_schema_internal.h"
 
 namespace og::grammar {
+
+namespace {
+JsonSchemaLimits g_schema_limits;
+}  // namespace
+
+const JsonSchemaLimits& json_schema_limits() { return g_schema_limits; }
+void set_json_schema_limits(const JsonSchemaLimits& limits) { g_schema_limits = limits; }
 namespace {
 
 using namespace detail;

@@ -100,6 +100,19 @@ class SchemaError : public og::Error {
 // Jinja's dictsort), and there is no whitespace (max_whitespace is ignored).
 enum class JsonSyntax { kJson, kGemma4 };
 
+// The bounds of schema compilation that a command's flags may change at
+// start-up (serve's --schema-max-properties, --schema-max-branches,
+// --schema-max-enum-values, --schema-max-work); JsonSchemaOptions start from
+// them. set_json_schema_limits is not synchronised with compilations running.
+struct JsonSchemaLimits {
+  int64_t max_properties = 1024;
+  int64_t max_branches = 1024;
+  int64_t max_enum_values = 65536;
+  int64_t max_work = 1 << 18;
+};
+const JsonSchemaLimits& json_schema_limits();
+void set_json_schema_limits(const JsonSchemaLimits& limits);
+
 struct JsonSchemaOptions {
   JsonSyntax syntax = JsonSyntax::kJson;
   bool strict = false;                   // OpenAI strict: additionalProperties defaults to false (see above)
@@ -107,10 +120,14 @@ struct JsonSchemaOptions {
   size_t max_grammar_bytes = 1 << 20;    // a schema whose grammar grows past this is refused
   int max_repetition = 10000;            // largest bound of a repetition (maxLength, maxItems, {m,n})
   int max_depth = 64;                    // nesting of subschemas, refs and merges
-  int max_properties = 1024;             // properties (and required names) of one object schema
-  int max_branches = 1024;               // anyOf/oneOf branches of one schema, object/array values of one enum
-  int max_enum_values = 65536;           // values of one enum (scalar values compile to one trie)
-  int64_t max_work = 1 << 18;            // subschemas compiled + enum values + properties, in all: a time bound
+  // properties (and required names) of one object schema
+  int max_properties = static_cast<int>(json_schema_limits().max_properties);
+  // anyOf/oneOf branches of one schema, object/array values of one enum
+  int max_branches = static_cast<int>(json_schema_limits().max_branches);
+  // values of one enum (scalar values compile to one trie)
+  int max_enum_values = static_cast<int>(json_schema_limits().max_enum_values);
+  // subschemas compiled + enum values + properties, in all: a time bound
+  int64_t max_work = json_schema_limits().max_work;
   int64_t* work_spent = nullptr;         // when set, the work spent is added here (a budget several schemas share)
 };
 

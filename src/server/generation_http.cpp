@@ -389,7 +389,17 @@ void HttpServer::Impl::handle_generation(Endpoint ep, const HttpRequest& req, Re
   const GenerationRequest r = ep == Endpoint::kChat ? parse_chat_request(j) : parse_completion_request(j);
   check_model(r.model, m);
   log_ignored(r.ignored);
-  auto sub = std::make_shared<Submission>(prepare_submission(r, m));
+  std::shared_ptr<Submission> sub;
+  try {
+    sub = std::make_shared<Submission>(prepare_submission(r, m));
+  } catch (const std::exception&) {
+    // A render the drain stopped (jinja::CancelCheck in answer_on_worker): the
+    // 503 is written here, while the request still counts in flight, so that
+    // the shutdown waits for it before it closes the connections.
+    if (draining.load() && !w.client_gone())
+      return (void)w.send(unavailable("the server is shutting down"));
+    throw;
+  }
   const ReplyParserOptions& parse = sub->parse;
   const bool parsing = parse.parse_tools || parse.parse_reasoning;
 

@@ -27,6 +27,7 @@
 #include "server/generation.h"
 #include "server/http_internal.h"
 #include "server/webui.h"
+#include "template/meter.h"
 
 namespace og::server {
 
@@ -367,6 +368,17 @@ void HttpServer::Impl::answer_on_worker(const HttpRequest& req, ResponseWriter& 
   // request from its check that the server is not draining.
   std::optional<Preparing> counted;
   if (!is_generation(p)) counted.emplace(*in_flight);
+  // A render (a prompt's, /apply-template's) stops once nobody wants its result:
+  // the client left, the server stops, or a generation could no longer be
+  // scheduled because the server drains (the meter asks every 10 ms).
+  auto unwanted = [&] { return w.client_gone() || (is_generation(p) && draining.load()); };
+  const jinja::CancelCheck cancel(unwanted);
+  // An error caused by the cancel is answered as such, not as the route's 400.
+  auto answer_error = [&](const HttpResponse& r) {
+    if (!unwanted()) return answer(r);
+    if (draining.load() && !w.client_gone()) return answer(unavailable("the server is shutting down"));
+    answer(api_error_response(ApiError(499, "invalid_request_error", "client_closed", "the client closed the connection")));
+  };
   try {
     if (is_ollama_path(p)) return handle_ollama(req, w);
     if (p == "/v1/embeddings") return answer(json_response(handle_embeddings(*model.load(), req.body)));
@@ -380,9 +392,9 @@ void HttpServer::Impl::answer_on_worker(const HttpRequest& req, ResponseWriter& 
     if (req.path == "/apply-template") return answer(handle_apply_template(req.body));
     answer(error_response(404, "no route " + client_text(req.path)));
   } catch (const ApiError& e) {
-    answer(api_error_response(e));
+    answer_error(api_error_response(e));
   } catch (const og::Error& e) {
-    answer(error_response(500, e.what()));
+    answer_error(error_response(500, e.what()));
   } catch (const std::bad_alloc&) {
     answer(error_response(500, "out of memory"));
   } catch (const std::exception& e) {

@@ -88,8 +88,9 @@ class Builder {
   }
 
   bool open(json&& v) {
-    if (stack_.size() >= static_cast<size_t>(kMaxJsonDepth))
-      return fail("nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    const int64_t depth = json_limits().max_depth;
+    if (stack_.size() >= static_cast<size_t>(depth))
+      return fail("nests deeper than " + std::to_string(depth) + " levels");
     const bool in_array = !stack_.empty() && stack_.back().node->is_array();
     const std::string* key = !stack_.empty() && !in_array ? slot_key_ : nullptr;
     const size_t index = in_array ? stack_.back().node->size() : 0;
@@ -146,8 +147,9 @@ bool Builder::key(string_t& k) {
       if (o[i].first == k) at = i;
   }
   if (at == o.size()) {
-    if (o.size() >= kMaxJsonObjectKeys)
-      return fail("has an object of more than " + std::to_string(kMaxJsonObjectKeys) + " keys (the limit per object)");
+    const int64_t keys = json_limits().max_keys;
+    if (o.size() >= static_cast<size_t>(keys))
+      return fail("has an object of more than " + std::to_string(keys) + " keys (the limit per object)");
     if (f.keys) f.keys->emplace(k, o.size());
     o.emplace_back(std::move(k), nullptr);
     if (!f.keys && o.size() == kIndexFrom) {
@@ -160,7 +162,13 @@ bool Builder::key(string_t& k) {
   return true;
 }
 
+static_assert(JsonLimits{}.max_depth == kMaxJsonDepth, "one default depth");
+JsonLimits g_limits;
+
 }  // namespace
+
+const JsonLimits& json_limits() { return g_limits; }
+void set_json_limits(const JsonLimits& limits) { g_limits = limits; }
 
 JsonParse parse_json_bounded(std::string_view text) {
   Builder b;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,19 @@ namespace og::server {
 // The most distinct keys one JSON object of a request may hold (generous:
 // logit_bias, the largest a client has reason to send, takes 1024 entries).
 constexpr size_t kMaxJsonObjectKeys = 4096;
+
+// The limits parse_json_bounded enforces: the defaults above and
+// kMaxJsonDepth, or what serve's --json-max-keys and --json-max-depth made
+// them at start-up (set_json_limits is not synchronised with parses running).
+struct JsonLimits {
+  int64_t max_keys = kMaxJsonObjectKeys;  // distinct keys of one object
+  int64_t max_depth = 64;                 // nested arrays and objects (kMaxJsonDepth)
+};
+// The largest --json-max-depth: what reads a parsed body later recurses
+// (template variables refuse past 512 levels).
+constexpr int64_t kMaxJsonDepthLimit = 512;
+const JsonLimits& json_limits();
+void set_json_limits(const JsonLimits& limits);
 
 struct JsonParse {
   nlohmann::ordered_json value;

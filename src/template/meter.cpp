@@ -20,7 +20,21 @@ constexpr int64_t kClockStride = 1 << 16;
 
 }  // namespace
 
+namespace {
+RenderLimits g_limits;
+}  // namespace
+
+const RenderLimits& render_limits() { return g_limits; }
+void set_render_limits(const RenderLimits& limits) { g_limits = limits; }
+
 constinit thread_local Meter* Meter::current_ = nullptr;
+constinit thread_local const CancelCheck* CancelCheck::current_ = nullptr;
+
+CancelCheck::CancelCheck(std::function<bool()> cancelled) : cancelled_(std::move(cancelled)), prev_(current_) {
+  current_ = this;
+}
+
+CancelCheck::~CancelCheck() { current_ = prev_; }
 
 Meter::Meter(const RenderOptions& opt)
     : budget_(opt.max_work > 0 ? opt.max_work : 64 * std::max<int64_t>(opt.max_output_bytes, 1 << 16)),
@@ -29,6 +43,8 @@ Meter::Meter(const RenderOptions& opt)
       max_memory_(opt.max_memory_bytes),
       next_check_(std::min<int64_t>(kClockStride, budget_ + 1)),
       start_(std::chrono::steady_clock::now()),
+      cancel_(CancelCheck::current()),
+      next_poll_(start_ + std::chrono::milliseconds(kCancelPollMs)),
       prev_(current_) {
   current_ = this;
 }
@@ -39,8 +55,14 @@ void Meter::check() {
   if (work_ > budget_)
     fail("the render's work budget (", budget_, " units) is spent: the template computes too much; giving up");
   next_check_ = std::min(work_ + kClockStride, budget_ + 1);
+  if (max_ms_ <= 0 && !cancel_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (cancel_ && now >= next_poll_) {
+    next_poll_ = now + std::chrono::milliseconds(kCancelPollMs);
+    if (cancel_->cancelled()) fail("the render was cancelled: its client left or the server is stopping");
+  }
   if (max_ms_ <= 0) return;
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start_).count();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
   if (ms > max_ms_) fail("the render ran longer than its time limit (", max_ms_, " ms); giving up");
 }
 

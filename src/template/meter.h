@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace og::jinja {
@@ -31,6 +32,29 @@ constexpr size_t kElementBytes = 128;
 // list or dict is made, uncounted when its last copy is freed.
 struct LiveBytes {
   std::atomic<int64_t> bytes{0};
+};
+
+// Whether the renders on this thread are still wanted: while a CancelCheck
+// lives, the meter of each render on its thread calls it every kCancelPollMs
+// of rendering and stops the render with an og::Error once it says true (the
+// server's client left, or the server is stopping), so a slow template does
+// not run to its deadline for nobody.
+constexpr int64_t kCancelPollMs = 10;
+
+class CancelCheck {
+ public:
+  explicit CancelCheck(std::function<bool()> cancelled);
+  ~CancelCheck();
+  CancelCheck(const CancelCheck&) = delete;
+  CancelCheck& operator=(const CancelCheck&) = delete;
+
+  bool cancelled() const { return cancelled_(); }
+  static const CancelCheck* current() { return current_; }
+
+ private:
+  static constinit thread_local const CancelCheck* current_;
+  std::function<bool()> cancelled_;
+  const CancelCheck* prev_;
 };
 
 class Meter {
@@ -71,6 +95,8 @@ class Meter {
   int64_t work_ = 0;
   int64_t next_check_ = 0;
   std::chrono::steady_clock::time_point start_;
+  const CancelCheck* cancel_;  // the thread's CancelCheck when the render began; may be null
+  std::chrono::steady_clock::time_point next_poll_;
   Meter* prev_;
 };
 

@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <atomic>
+#include <thread>
 
+#include "template/meter.h"
 #include "template/template.h"
 
 namespace og::jinja {
@@ -200,6 +203,57 @@ TEST(JinjaLimits, FuzzSeedsEndWithErrors) {
     ++seeds;
   }
   EXPECT_GE(seeds, 7);
+}
+
+TEST(JinjaLimits, ACancelledRenderStopsWithinItsPoll) {
+  // A server's render for a client that left: the CancelCheck of its thread
+  // says so, and the render stops within a poll (10 ms) instead of running to
+  // its budget or deadline (here: none).
+  RenderOptions opt;
+  opt.max_work = int64_t{1} << 50;
+  opt.max_render_ms = 0;
+  std::atomic<bool> gone{false};
+  Clock::time_point left;
+  std::thread client([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = Clock::now();
+    gone = true;
+  });
+  std::string error;
+  {
+    const CancelCheck cancel([&] { return gone.load(); });
+    try {
+      Template::parse(shared(100000) + "{% set w = [ns.a] %}{% for i in range(1000) %}{% if w == w %}{% endif %}"
+                                       "{% endfor %}")
+          .render(value_from_json(nlohmann::ordered_json::object()), opt);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  const auto stopped = Clock::now();
+  client.join();
+  EXPECT_NE(error.find("the render was cancelled"), std::string::npos) << error;
+  EXPECT_LT(std::chrono::duration<double>(stopped - left).count(), 0.1);
+  // Without a CancelCheck (it is gone with its scope) nothing is polled.
+  EXPECT_EQ(run("{{ range(10)|list|length }}", opt).error, "");
+}
+
+TEST(JinjaLimits, TheProcessLimitsAreTheDefaults) {
+  // What a command's --template-max-* flags set: every RenderOptions made
+  // afterwards starts from them.
+  const RenderLimits saved = render_limits();
+  RenderLimits l = saved;
+  l.max_output_bytes = 4096;
+  l.max_work = 100000;
+  set_render_limits(l);
+  const RenderOptions o;
+  set_render_limits(saved);
+  EXPECT_EQ(o.max_output_bytes, 4096);
+  EXPECT_EQ(o.max_work, 100000);
+  EXPECT_NE(run("{{ 'x' * 5000 }}", o).error.find("4096 bytes"), std::string::npos);
+  EXPECT_NE(run("{% for i in range(20000) %}{% endfor %}", o).error.find("work budget (100000 units)"),
+            std::string::npos);
+  EXPECT_EQ(RenderOptions{}.max_output_bytes, 16 << 20);
 }
 
 }  // namespace
