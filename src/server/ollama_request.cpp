@@ -57,6 +57,10 @@ void put_options(const json& body, const ServedModel& m, json& oa, std::vector<s
       oa[key] = v;
     } else if (key == "repeat_penalty") {
       oa["repetition_penalty"] = v;
+    } else if (key == "max_reasoning_tokens") {
+      // Ollama has no reasoning budget; this server's (structured output's
+      // reasoning before the constrained part) travels in options.
+      oa["max_reasoning_tokens"] = v;
     } else if (key == "num_predict") {
       if (!v.is_number_integer()) wrong_type(at, "an integer", v);
       const int64_t n = v.get<int64_t>();
@@ -333,6 +337,7 @@ ApiError ollama_field_names(const ApiError& e) {
   static const std::pair<const char*, const char*> kNames[] = {
       {"response_format.json_schema.schema", "format"},
       {"response_format", "format"},
+      {"max_reasoning_tokens", "options.max_reasoning_tokens"},
       {"max_tokens", "options.num_predict"},
       {"repetition_penalty", "options.repeat_penalty"},
       {"presence_penalty", "options.presence_penalty"},

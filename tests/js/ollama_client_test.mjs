@@ -8,7 +8,9 @@
 //  - a tool round trip: message.tool_calls with arguments as an object, sent
 //    back with a role "tool" result;
 //  - think: true gives message.thinking, false turns it off (enable_thinking);
-//  - format "json" and a JSON schema: the reply parses and validates;
+//  - format "json" and a JSON schema: the reply parses and validates; with
+//    thinking on (or think omitted) the reasoning comes first, in thinking,
+//    whole and streamed, chat and generate; options.max_reasoning_tokens;
 //  - generate: templated with thinking, raw (no template, nothing parsed),
 //    suffix (fill-in-the-middle tokens), context continuing an exchange;
 //  - embed and embeddings equal to /v1/embeddings;
@@ -247,6 +249,59 @@ test("format json and a JSON schema: the reply validates", async ({ reply }) => 
   const v = JSON.parse(s.message.content);
   assert.deepEqual(Object.keys(v).sort(), ["answer", "score"]);
   assert.ok(["yes", "no"].includes(v.answer) && Number.isInteger(v.score) && v.score >= 0 && v.score <= 9, s.message.content);
+});
+
+// Since structured output lets a reasoning model reason first (docs/serving.md
+// "Reasoning before the constrained part"), format with thinking on (or think
+// omitted) gives the reasoning in thinking and the JSON answer in content,
+// whole and streamed, on chat and generate; options.max_reasoning_tokens 0
+// closes the block at once.
+async function formatReply(o, generate, body) {
+  const req = generate ? { model: "qwen-reply", prompt: "Hi", ...body }
+                       : { model: "qwen-reply", messages: [{ role: "user", content: "Hi" }], ...body };
+  const call = (r) => (generate ? o.generate(r) : o.chat(r));
+  const pick = (r) => (generate ? { content: r.response, thinking: r.thinking }
+                                : { content: r.message.content, thinking: r.message.thinking });
+  if (!body.stream) {
+    const r = await call(req);
+    assert.equal(r.done_reason, "stop", JSON.stringify(r));
+    return pick(r);
+  }
+  let content = "", thinking = "", last = null;
+  for await (const part of await call(req)) {
+    const p = pick(part);
+    content += p.content ?? "";
+    thinking += p.thinking ?? "";
+    last = part;
+  }
+  assert.equal(last.done_reason, "stop", JSON.stringify(last));
+  return { content, thinking: thinking || undefined };
+}
+
+test("format with thinking: reasoning in thinking, the answer validates (chat, generate, streamed)", async ({ reply }) => {
+  const o = client(reply);
+  const schema = { type: "object", properties: { answer: { type: "string", enum: ["yes", "no"] },
+                                                 score: { type: "integer", minimum: 0, maximum: 9 } },
+                   required: ["answer", "score"], additionalProperties: false };
+  const options = { temperature: 0, num_predict: 300 };
+  for (const generate of [false, true]) {
+    for (const format of ["json", schema]) {
+      for (const think of [true, undefined]) {
+        for (const stream of [false, true]) {
+          const what = `${generate ? "generate" : "chat"} format ${typeof format} think ${think} stream ${stream}`;
+          const r = await formatReply(o, generate, { format, think, stream, options });
+          assert.equal(r.thinking, THINK, what);
+          const v = JSON.parse(r.content);
+          assert.deepEqual(v, { answer: "yes", score: 7 }, what);
+        }
+      }
+    }
+  }
+  const none = await formatReply(o, false, { format: schema, think: true, options: { ...options, max_reasoning_tokens: 0 } });
+  assert.ok(!none.thinking, JSON.stringify(none));
+  assert.deepEqual(JSON.parse(none.content), { answer: "yes", score: 7 });
+  await expectResponseError(o.chat({ model: "qwen-reply", messages: [{ role: "user", content: "Hi" }], format: "json",
+                                     options: { max_reasoning_tokens: -1 } }), 400, "'options.max_reasoning_tokens'");
 });
 
 test("generate: templated, raw, suffix, and context continuing an exchange", async ({ reply, tool }) => {

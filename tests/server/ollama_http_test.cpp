@@ -283,6 +283,8 @@ TEST_F(OllamaHttp, BadInputsAreOllamaErrors) {
   expect_error("/api/chat", chat(R"(, "options": {"repeat_penalty": -1})"), 400, "'options.repeat_penalty'");
   expect_error("/api/chat", chat(R"(, "options": {"num_predict": 1000})"), 400, "options.num_predict");
   expect_error("/api/chat", chat(R"(, "options": 5)"), 400, "'options' must be");
+  expect_error("/api/chat", chat(R"(, "options": {"max_reasoning_tokens": -1})"), 400,
+               "'options.max_reasoning_tokens'");
   expect_error("/api/chat", chat(R"(, "stream": "yes")"), 400, "'stream' must be a boolean");
   expect_error("/api/chat", R"({"model": "stories", "messages": [{"role": "wizard", "content": "x"}]})", 400, "role");
   expect_error("/api/generate", R"({"model": "stories", "prompt": "x", "template": "{{ .Prompt }}"})", 400,
