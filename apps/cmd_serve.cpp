@@ -72,9 +72,9 @@ struct ServeFlags {
   bool log_probes = false;
   bool no_webui = false;
   KvEventsFlags kv_events;  // --kv-events-*: the prefix cache's block events over ZeroMQ
-};
   RenderLimitFlags render_limits;    // --template-max-*: a chat template's render
   RequestLimitFlags request_limits;  // --json-max-*, --schema-max-*: a request's JSON and schemas
+};
 
 const SchedulerFlagNames kSchedulerNames{"parallel", "requests decoded at once (sessions in the batch)", "request"};
 
@@ -124,9 +124,9 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
                "on SIGINT/SIGTERM, how long running requests may finish before they are cancelled; the process "
                "ends within this + 5 s whatever it is doing (at once while the model loads)");
   fl.add_int("max-body-bytes", &f.max_body_bytes, 1024, kIntMax, "largest request body (413 beyond)");
-  fl.add_int("http-threads", &f.http_threads, 0, 65536,
   add_request_limit_flags(fl, f.request_limits);
   add_render_limit_flags(fl, f.render_limits);
+  fl.add_int("http-threads", &f.http_threads, 0, 65536,
              "requests answered at once (generation and tokenize; idle connections cost none); 0 = --parallel + "
              "--max-queue + 16");
   // Defaults of requests that give none; temperature within OpenAI's range as requests are.
@@ -172,9 +172,9 @@ void check_serve_flags(const Flags& fl, ServeFlags& f) {
   for (const std::string& h : f.host_allow)
     if (h != "*" && server::normalize_host(h).empty())
       usage_fail("--host-allow: '" + h + "' is not a host name or IP address");
-}
   apply_request_limit_flags(f.request_limits);
   apply_render_limit_flags(f.render_limits);
+}
 
 std::string model_name_of(const std::string& path) {
   std::filesystem::path p(path);
