@@ -19,6 +19,7 @@
 
 #include "base/error.h"
 #include "base/flags.h"
+#include "base/timer.h"
 #include "chat/jinja_chat.h"
 #include "chat/tool_grammar.h"
 #include "commands.h"
@@ -260,6 +261,7 @@ int cmd_serve(const Args& args) {
   if (!run.warning.empty()) std::fprintf(stderr, "[warning] %s\n", run.warning.c_str());
   const LoadedModel& loaded = run.loaded;
   SchedulerOptions so = scheduler_options_of(f.sched, run.policy);
+  so.prefix_disk.shutdown_write_s = server::kShutdownWriteBackS;  // a part of the shutdown watch's margin
   // The server alone bounds requests in flight (--parallel + --max-queue, 429
   // beyond): it counts a request until its HTTP reply is written, the scheduler
   // until the step after it finishes, so a second bound here could refuse a
@@ -331,12 +333,14 @@ int cmd_serve(const Args& args) {
   std::fflush(stdout);
 
   const int sig = watch.wait();
+  const Timer since_signal;
   std::fprintf(stderr, "[serve] shutting down: %d requests in flight, %.1f s grace\n", http.in_flight(),
                f.shutdown_grace_s);
   http.drain();
-  sched->shutdown(f.shutdown_grace_s);
-  // Cancelled requests write their last event at once; the margin bounds the rest.
-  if (!http.wait_idle(server::kShutdownMarginS / 2))
+  sched->shutdown(f.shutdown_grace_s);  // the grace, then the disk tier's write-back
+  // Cancelled requests write their last event at once; a client that does not
+  // read gets what the margin has left but the close's share (shutdown_watch.h).
+  if (!http.wait_idle(server::shutdown_responses_s(f.shutdown_grace_s, since_signal.seconds())))
     std::fprintf(stderr, "[serve] %d responses were still being written\n", http.in_flight());
   http.stop();
   const SchedulerSnapshot s = sched->snapshot();

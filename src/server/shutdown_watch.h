@@ -20,9 +20,26 @@
 namespace og::server {
 
 // The seconds past --shutdown-grace-s that a graceful shutdown may take
-// (cancelling what still runs, writing the last responses, closing) before
-// the process is ended.
-inline constexpr double kShutdownMarginS = 5;
+// before the process is ended: the sum of the bounds of what it does once the
+// grace has passed, in this order, so that a shutdown that spends every bound
+// (a hung disk, a client that stops reading) still ends on the graceful path:
+//  - the prefix cache's disk tier writes back what only memory holds
+//    (PrefixDiskOptions::shutdown_write_s, checked equal in cmd_serve.cpp);
+//  - the cancelled requests' last responses are written: until the margin's
+//    end less the close's share (shutdown_responses_s), at most this long;
+//  - the connections are closed and the server, the scheduler and the disk
+//    worker (which waits up to 1 s for the job it is doing) are destroyed.
+inline constexpr double kShutdownWriteBackS = 2;
+inline constexpr double kShutdownResponsesS = 1.5;
+inline constexpr double kShutdownCloseS = 1.5;
+inline constexpr double kShutdownMarginS = kShutdownWriteBackS + kShutdownResponsesS + kShutdownCloseS;
+
+// How long the last responses may still be written when `elapsed_s` have
+// passed since the signal: up to the margin's end less the close's share.
+inline double shutdown_responses_s(double grace_s, double elapsed_s) {
+  const double left = grace_s + kShutdownMarginS - kShutdownCloseS - elapsed_s;
+  return left < 0 ? 0 : left < kShutdownResponsesS ? left : kShutdownResponsesS;
+}
 
 class ShutdownWatch {
  public:
