@@ -67,7 +67,8 @@ TEST(IsaTables, OtherArchitecturesAreNeverAvailable) {
 // The AArch64 tables' own kernels (arm/matmul_neon.cpp, elementwise_neon.cpp):
 // the matmul of every plain weight dtype (F32, F16, BF16 and Q8_0 in NEON;
 // the others dequantized by the reference, dotted in NEON), the F32, F16 and
-// BF16 dot products and the element-wise ops; attention is the reference's there (docs/arm.md).
+// BF16 dot products, the element-wise ops and attention over f32/f16/bf16
+// rows; blocked keys and q8_0 caches are the reference's there (docs/arm.md).
 TEST(IsaTables, ArmTablesHaveNeonKernels) {
   const std::vector<Isa> compiled = compiled_isas();
   if (std::find(compiled.begin(), compiled.end(), Isa::kNeon) == compiled.end())
@@ -91,6 +92,12 @@ TEST(IsaTables, ArmTablesHaveNeonKernels) {
     EXPECT_NE(k.add, ref.add) << isa_str(isa);
     EXPECT_NE(k.scale, ref.scale) << isa_str(isa);
     EXPECT_NE(k.f32_to_f16_row, ref.f32_to_f16_row) << isa_str(isa);
+    // Attention over f32/f16/bf16 rows (arm/attend_neon.cpp).
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+      EXPECT_NE(attend_kernels_with(k, t).scores, attend_kernels_with(ref, t).scores) << isa_str(isa);
+      EXPECT_NE(attend_kernels_with(k, t).accum, attend_kernels_with(ref, t).accum) << isa_str(isa);
+      EXPECT_NE(attend_kernels_with(k, t).exp_sum, attend_kernels_with(ref, t).exp_sum) << isa_str(isa);
+    }
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "this CPU has none of the AArch64 vector tables";

@@ -794,8 +794,9 @@ TEST(IsaTable, EveryVectorIsaHasItsOwnKernels) {
   const std::vector<Isa> compiled = compiled_isas();
   if (std::find(compiled.begin(), compiled.end(), Isa::kNeon) != compiled.end())
     GTEST_SKIP() << "the AArch64 tables (neon, dotprod, i8mm) have kernels of their own for the plain weight "
-                    "dtypes' matmul and the element-wise ops only (IsaTables.ArmTablesHaveNeonKernels); attention, "
-                    "the probes and the interleaved layouts run the reference there (docs/arm.md)";
+                    "dtypes' matmul, the element-wise ops and row attention only (IsaTables.ArmTablesHaveNeonKernels); "
+                    "blocked-key and q8_0 attention, the probes and the interleaved layouts run the reference there "
+                    "(docs/arm.md)";
   const KernelTable& ref = kernel_table(Isa::kScalar);
   for (Isa isa : available_isas()) {
     if (isa == Isa::kScalar) continue;

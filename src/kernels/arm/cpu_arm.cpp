@@ -74,6 +74,7 @@ constexpr Isa kArmIsas[] = {Isa::kScalar, Isa::kNeon, Isa::kDotprod, Isa::kI8mm}
 
 void register_neon(KernelTable& k);     // matmul_neon.cpp
 void register_neon_elementwise(KernelTable& k);  // elementwise_neon.cpp
+void register_neon_attend(KernelTable& k);       // attend_neon.cpp
 void register_dotprod(KernelTable& k);  // matmul_dotprod.cpp (armv8.2-a+dotprod)
 void register_i8mm(KernelTable& k);     // matmul_i8mm.cpp (+i8mm)
 
@@ -100,6 +101,7 @@ void register_kernels(Isa isa, KernelTable& k) {
   if (isa == Isa::kNeon || isa == Isa::kDotprod || isa == Isa::kI8mm) {
     register_neon(k);
     register_neon_elementwise(k);
+    register_neon_attend(k);
   }
   if (isa == Isa::kDotprod || isa == Isa::kI8mm) register_dotprod(k);
   if (isa == Isa::kI8mm) register_i8mm(k);

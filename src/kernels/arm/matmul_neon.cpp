@@ -4,8 +4,7 @@
 // F32, F16 and BF16 dot products. The matmul of every other plain weight
 // dtype dequantizes each weight row once with the reference and dots it in
 // f32 NEON (the dotprod and i8mm tables replace those with int8 kernels).
-// Attention and the interleaved layouts run the scalar reference on AArch64
-// (docs/arm.md).
+// The interleaved layouts run the scalar reference on AArch64 (docs/arm.md).
 //
 // Each output y[i, r] is one dot product of weight row r and activation row
 // i, in an order fixed by n_in alone, so a batch gives the same bits as its
