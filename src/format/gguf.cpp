@@ -329,6 +329,19 @@ std::string_view GgufArray::string_at(size_t k) const {
   return std::string_view(reinterpret_cast<const char*>(bytes_.data() + begin), element_end(k) - begin);
 }
 
+int64_t GgufArray::int_at(size_t k) const {
+  const GgufValue v = (*this)[k];
+  OG_CHECK(v.is_integer(), "GgufArray::int_at: a ", gguf_type_name(elem_), " array");
+  return v.i;
+}
+
+double GgufArray::number_at(size_t k) const {
+  const GgufValue v = (*this)[k];
+  if (v.is_float()) return v.f;
+  OG_CHECK(v.is_integer(), "GgufArray::number_at: a ", gguf_type_name(elem_), " array");
+  return is_unsigned(v.type) ? static_cast<double>(v.u) : static_cast<double>(v.i);
+}
+
 size_t GgufArray::storage_bytes() const {
   return bytes_.capacity() + starts_.capacity() * sizeof(uint64_t);
 }
@@ -530,43 +543,59 @@ std::optional<bool> GgufFile::get_bool(std::string_view key) const {
   return v->b;
 }
 
-std::optional<std::vector<std::string>> GgufFile::get_string_array(std::string_view key) const {
+const GgufArray* GgufFile::string_array(std::string_view key) const {
   const GgufValue* v = get(key);
-  if (!v) return std::nullopt;
+  if (!v) return nullptr;
   if (v->type != GgufType::ARRAY || v->arr.type() != GgufType::STRING)
     fail(name_, ": ", key, " must be an array of strings");
+  return &v->arr;
+}
+
+const GgufArray* GgufFile::int_array(std::string_view key) const {
+  const GgufValue* v = get(key);
+  if (!v) return nullptr;
+  if (v->type != GgufType::ARRAY || !is_integer_type(v->arr.type()))
+    fail(name_, ": ", key, " must be an array of integers");
+  return &v->arr;
+}
+
+const GgufArray* GgufFile::number_array(std::string_view key) const {
+  const GgufValue* v = get(key);
+  if (!v) return nullptr;
+  const GgufType t = v->arr.type();
+  if (v->type != GgufType::ARRAY ||
+      !(v->arr.empty() || is_integer_type(t) || t == GgufType::F32 || t == GgufType::F64))
+    fail(name_, ": ", key, " must be an array of numbers");
+  return &v->arr;
+}
+
+std::optional<std::vector<std::string>> GgufFile::get_string_array(std::string_view key) const {
+  const GgufArray* a = string_array(key);
+  if (!a) return std::nullopt;
   std::vector<std::string> out;
-  out.reserve(v->arr.size());
-  for (size_t k = 0; k < v->arr.size(); ++k) out.emplace_back(v->arr.string_at(k));
+  out.reserve(a->size());
+  for (size_t k = 0; k < a->size(); ++k) out.emplace_back(a->string_at(k));
   return out;
 }
 
 std::optional<std::vector<double>> GgufFile::get_float_array(std::string_view key) const {
-  const GgufValue* v = get(key);
-  if (!v) return std::nullopt;
-  if (v->type != GgufType::ARRAY) fail(name_, ": ", key, " must be an array of numbers");
+  const GgufArray* a = number_array(key);
+  if (!a) return std::nullopt;
   std::vector<double> out;
-  out.reserve(v->arr.size());
-  for (const GgufValue& e : v->arr) {
-    if (e.is_float()) out.push_back(e.f);
-    else if (e.is_integer()) out.push_back(is_unsigned(e.type) ? static_cast<double>(e.u) : static_cast<double>(e.i));
-    else fail(name_, ": ", key, " must be an array of numbers");
-  }
+  out.reserve(a->size());
+  for (size_t k = 0; k < a->size(); ++k) out.push_back(a->number_at(k));
   return out;
 }
 
 std::optional<std::vector<int64_t>> GgufFile::get_int_array(std::string_view key) const {
-  const GgufValue* v = get(key);
-  if (!v) return std::nullopt;
-  if (v->type != GgufType::ARRAY ||
-      !is_integer_type(v->arr.type()))
-    fail(name_, ": ", key, " must be an array of integers");
+  const GgufArray* a = int_array(key);
+  if (!a) return std::nullopt;
   std::vector<int64_t> out;
-  out.reserve(v->arr.size());
-  for (const GgufValue& e : v->arr) {
-    if (e.type == GgufType::U64 && e.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+  out.reserve(a->size());
+  for (size_t k = 0; k < a->size(); ++k) {
+    if (a->type() == GgufType::U64 && a->int_at(k) < 0)
       fail(name_, ": ", key, " holds a value too large for 64-bit signed");
-    out.push_back(e.i);
+    out.push_back(a->int_at(k));
   }
   return out;
 }

@@ -42,6 +42,10 @@ class GgufArray {
   bool empty() const { return n_ == 0; }
   GgufValue operator[](size_t k) const;       // element k, decoded
   std::string_view string_at(size_t k) const;  // element k of a string array, no copy
+  // Element k of an integer array (a u64 past INT64_MAX as its bit pattern),
+  // or of a number array as a double, decoded in place; og::Error otherwise.
+  int64_t int_at(size_t k) const;
+  double number_at(size_t k) const;
   const std::vector<uint8_t>& bytes() const { return bytes_; }  // the elements' GGUF encoding
   size_t storage_bytes() const;                // heap bytes held, for accounting and tests
   bool operator==(const GgufArray& o) const;   // element-wise (GgufValue::operator==)
@@ -121,6 +125,13 @@ class GgufFile : public TensorSource {
   std::optional<std::vector<std::string>> get_string_array(std::string_view key) const;
   std::optional<std::vector<double>> get_float_array(std::string_view key) const;
   std::optional<std::vector<int64_t>> get_int_array(std::string_view key) const;
+  // The same arrays read in place (string_at, int_at, number_at), with no
+  // copy of their elements: a vocabulary's arrays are its largest metadata,
+  // and a vector<int64_t> of a u8 array is 8 times its size. nullptr when
+  // absent; og::Error naming the key when the elements are of another kind.
+  const GgufArray* string_array(std::string_view key) const;
+  const GgufArray* int_array(std::string_view key) const;
+  const GgufArray* number_array(std::string_view key) const;
 
   const std::vector<TensorInfo>& tensors() const override { return tensors_; }
   const TensorInfo* find(std::string_view name) const override;

@@ -32,26 +32,31 @@ void read_fim_ids(const GgufFile& g, SpecialTokens& s, int32_t n) {
   s.fim_mid = special_id(g, "tokenizer.ggml.fim_mid_token_id", special_id(g, "tokenizer.ggml.middle_token_id", -1, n), n);
 }
 
+// The arrays are read in place (GgufFile::string_array and the others): a
+// copy as vector<int64_t> or vector<double> took up to 8 times a hostile
+// file's array, on top of the metadata itself.
 void read_vocab(const GgufFile& g, PipelineSpec& spec) {
-  auto tokens = g.get_string_array("tokenizer.ggml.tokens");
+  const GgufArray* tokens = g.string_array("tokenizer.ggml.tokens");
   OG_CHECK(tokens && !tokens->empty(), g.source_name(), ": vocabulary has no tokens (tokenizer.ggml.tokens missing or empty)");
   OG_CHECK(tokens->size() < (1u << 31), g.source_name(), ": tokenizer.ggml.tokens is too large");
   const size_t n = tokens->size();
   auto& v = spec.vocab;
-  v.pieces = std::move(*tokens);
+  v.pieces.reserve(n);
+  for (size_t i = 0; i < n; ++i) v.pieces.emplace_back(tokens->string_at(i));
   v.types.assign(n, TokenType::kNormal);
-  if (auto types = g.get_int_array("tokenizer.ggml.token_type")) {
+  if (const GgufArray* types = g.int_array("tokenizer.ggml.token_type")) {
     OG_CHECK(types->size() == n, g.source_name(), ": tokenizer.ggml.token_type has ", types->size(),
              " entries for ", n, " tokens");
     for (size_t i = 0; i < n; ++i) {
-      const int64_t t = (*types)[i];
+      const int64_t t = types->int_at(i);
       v.types[i] = t >= 1 && t <= 6 ? static_cast<TokenType>(t) : TokenType::kNormal;
     }
   }
-  if (auto scores = g.get_float_array("tokenizer.ggml.scores")) {
+  if (const GgufArray* scores = g.number_array("tokenizer.ggml.scores")) {
     OG_CHECK(scores->size() == n, g.source_name(), ": tokenizer.ggml.scores has ", scores->size(), " entries for ",
              n, " tokens");
-    v.scores.assign(scores->begin(), scores->end());
+    v.scores.reserve(n);
+    for (size_t i = 0; i < n; ++i) v.scores.push_back(static_cast<decltype(v.scores)::value_type>(scores->number_at(i)));
   }
   v.reindex();
 }
@@ -104,16 +109,17 @@ void apply_name_strip_rules(const GgufFile& g, PipelineSpec& spec) {
 }
 
 void read_merges(const GgufFile& g, PipelineSpec& spec) {
-  auto merges = g.get_string_array("tokenizer.ggml.merges");
+  const GgufArray* merges = g.string_array("tokenizer.ggml.merges");
   OG_CHECK(merges && !merges->empty(), g.source_name(),
            ": gpt2 (BPE) vocabulary without merges (tokenizer.ggml.merges missing or empty)");
   spec.merges.reserve(merges->size());
-  for (const std::string& m : *merges) {
+  for (size_t k = 0; k < merges->size(); ++k) {
+    const std::string_view m = merges->string_at(k);
     // "left right": split at the first space after the first character.
     const size_t sp = m.find(' ', 1);
-    if (sp == std::string::npos) continue;
-    const int32_t l = spec.vocab.find(std::string_view(m).substr(0, sp));
-    const int32_t r = spec.vocab.find(std::string_view(m).substr(sp + 1));
+    if (sp == std::string_view::npos) continue;
+    const int32_t l = spec.vocab.find(m.substr(0, sp));
+    const int32_t r = spec.vocab.find(m.substr(sp + 1));
     spec.merges.emplace_back(l, r);
   }
 }
