@@ -280,7 +280,6 @@ int cmd_serve(const Args& args) {
   served.id = f.alias.empty() ? model_name_of(f.run.model.model) : f.alias;
   served.tok = loaded.tok.get();
   served.tmpl = loaded.tmpl.get();
-  served.jinja = served.tmpl->source().empty() ? nullptr : served.tmpl;
   served.reply_format = served.tmpl->reply_format();
   // The model's "tool_use" variant renders requests with tools (transformers' rule), when
   // the default template is the model's own (a --chat-template-file replaces both).

@@ -61,10 +61,6 @@ struct ServedModel {
   // The model's "tool_use" template variant, rendered instead of tmpl for
   // requests with tools (transformers' rule); null when there is none.
   const ChatFormat* tool_use = nullptr;
-  // Deprecated: tmpl when it is a Jinja template (tmpl->source() not empty),
-  // kept for code that does not ask tmpl yet (the Ollama routes in progress);
-  // nothing else reads it.
-  const ChatFormat* jinja = nullptr;
   // What replies hold (tool-call and reasoning markers), from the template;
   // parse_reasoning false: --reasoning-format none (reasoning stays content).
   ReplyFormat reply_format;

@@ -213,7 +213,6 @@ class ChoicesTools : public ServerFixture {
     start();
     jinja_ = std::make_unique<JinjaChatTemplate>(kTemplate, jinja_options_of(*tok_), "test");
     model_.tmpl = jinja_.get();
-    model_.jinja = jinja_.get();
     model_.reply_format = detect_reply_format(jinja_->source());
     model_.max_session_tokens = 1024;
   }

@@ -59,12 +59,10 @@ class BuiltInHarmony : public ServerFixture {
   // The server reads model_ on each request: these switch what it serves.
   void serve_builtin() {
     model_.tmpl = harmony_.get();
-    model_.jinja = nullptr;
     model_.reply_format = harmony_->reply_format();
   }
   void serve_jinja() {
     model_.tmpl = jinja_.get();
-    model_.jinja = jinja_.get();
     model_.reply_format = detect_reply_format(jinja_->source());
   }
   // A chat request with the tools and the conversation above.

@@ -30,7 +30,6 @@ class RequestFields : public ServerFixture {
     start();
     jinja_ = std::make_unique<JinjaChatTemplate>(kTemplate, jinja_options_of(*tok_), "test");
     model_.tmpl = jinja_.get();
-    model_.jinja = jinja_.get();
     model_.reply_format = detect_reply_format(jinja_->source());
     model_.max_session_tokens = 4096;
   }
@@ -75,7 +74,6 @@ TEST_F(RequestFields, ControlTokenTextsStayText) {
 TEST_F(RequestFields, ACutIsA400) {
   jinja_ = std::make_unique<JinjaChatTemplate>("{{ date_string[:2] }}", jinja_options_of(*tok_), "test");
   model_.tmpl = jinja_.get();
-  model_.jinja = jinja_.get();
   httplib::Client c = client();
   json b = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"chat_template_kwargs", {{"date_string", "</s>"}}},
             {"max_tokens", 1}};

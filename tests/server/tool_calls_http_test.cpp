@@ -32,7 +32,6 @@ class ToolCalls : public ServerFixture {
     jinja_ = std::make_unique<JinjaChatTemplate>(tmpl, jinja_options_of(*tok_jinja_), "test");
     start();
     model_.tmpl = jinja_.get();
-    model_.jinja = jinja_.get();
     model_.reply_format = detect_reply_format(jinja_->source());
     model_.max_session_tokens = 1024;
   }
