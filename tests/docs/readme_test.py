@@ -45,6 +45,8 @@ def anchors(path):
     seen, out = {}, set()
     with open(path, encoding="utf-8") as f:
         for _, ln in strip_code(f.read().splitlines()):
+            # An explicit HTML anchor (<a id="x"></a>) is a target too: GitHub keeps it.
+            out.update(re.findall(r'<a\s+(?:id|name)="([^"]+)"', ln))
             m = HEADING.match(ln)
             if not m:
                 continue
