@@ -366,7 +366,12 @@ TEST_F(Http, InFlightBoundGives429) {
       auto c = client();
       if (c.Post("/v1/chat/completions", kChat, "application/json")->status == 200) ++ok;
     });
-  for (int i = 0; i < 500 && server_->in_flight() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Both held requests must hold their slots (be in the scheduler), not only count in
+  // flight: a request still being parsed counts in in_flight() before it takes a slot,
+  // and the third request could then take that slot and wait behind the hold.
+  auto queued = [&] { return sched_->snapshot().waiting + sched_->snapshot().running; };
+  for (int i = 0; i < 500 && queued() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(queued(), 2);
   ASSERT_EQ(server_->in_flight(), 2);
   auto c = client();
   auto r = c.Post("/v1/chat/completions", kChat, "application/json");
