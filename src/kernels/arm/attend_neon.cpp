@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/arm/exp_neon.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "tensor/dtype.h"
@@ -84,28 +85,6 @@ void accum(const float* w, int64_t w_stride, int g, const uint8_t* v, int64_t rb
   }
 }
 
-// e^x for x in [-87.3, 88.7] (below: 0), as elementwise_neon.cpp's exp4.
-inline float32x4_t exp4(float32x4_t x) {
-  const float32x4_t lo = vdupq_n_f32(-87.3f), hi = vdupq_n_f32(88.7f);
-  const uint32x4_t underflow = vcltq_f32(x, lo);
-  x = vminq_f32(vmaxq_f32(x, lo), hi);
-  const float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
-  float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
-  r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-  float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
-  p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
-  p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), p, vmulq_f32(r, r));
-  const int32x4_t ni = vcvtq_s32_f32(n);
-  const int32x4_t half = vshrq_n_s32(ni, 1);
-  const float32x4_t s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(half, vdupq_n_s32(127)), 23));
-  const float32x4_t s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vsubq_s32(ni, half), vdupq_n_s32(127)), 23));
-  p = vmulq_f32(vmulq_f32(p, s1), s2);
-  return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(p), underflow));
-}
 
 // x[i] = e^(x[i] − mx), returns their sum; the tail through a padded vector.
 float exp_sum(float* x, int64_t n, float mx) {
