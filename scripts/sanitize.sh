@@ -15,10 +15,6 @@ scripts/asan_tree.sh unit_tests fuzz_all
 scripts/node_deps.sh build/node
 [ -e build-asan/node ] || ln -s "$(pwd)/build/node" build-asan/node
 echo "[sanitize] unit tests under ASan + UBSan"
-# A failed test runs once more (--repeat until-pass:2): under ASan on a loaded 2-core
-# machine a test's own thread timing can lose a race (Http.InFlightBoundGives429 did,
-# 1 run in 8, until the test waited for the scheduler instead of the in-flight count).
-# A test that fails twice fails the run; every retry is printed: look at them.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j 2 --timeout 900 --repeat until-pass:2 -LE 'e2e|python|install|docs' \
+  ctest --test-dir build-asan --output-on-failure -j 2 --timeout 900 -LE 'e2e|python|install|docs' \
   -E '_NOT_BUILT$'
