@@ -31,7 +31,8 @@ class KvCache {
 
   // Writes the rows' K/V into cache `cache_id` (skipped for layers that only
   // read a donor's KV: pass k = v = nullptr) and attends each query causally
-  // over what its layer allows. Layouts (row-major, f32):
+  // over what its layer allows, up to last_visible(row) (a row in a
+  // bidirectional span also sees the span's later rows: KvRow::span_end). Layouts (row-major, f32):
   //   q   [n_rows, n_heads, head_dim_k]
   //   k   [n_rows, n_kv_heads, head_dim_k]
   //   v   [n_rows, n_kv_heads, head_dim_v]

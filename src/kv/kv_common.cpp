@@ -299,6 +299,40 @@ size_t find_seq(const std::vector<SeqStep>& plan, int seq) {
   return i;
 }
 
+namespace {
+
+// Bidirectional spans (KvRow::span_end): each row's span ends within its
+// sequence's rows of this step (the keys it sees are written by this step),
+// and the last visible position never decreases along a sequence's rows (a
+// span is whole; the attention's tiles rely on it).
+KvResult check_spans(std::span<const KvRow> rows, const std::vector<SeqStep>& plan) {
+  bool any = false;
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const KvRow& r = rows[j];
+    if (r.span_end == 0) continue;
+    any = true;
+    const SeqStep& s = plan[find_seq(plan, r.seq)];
+    if (r.span_end <= r.pos || r.span_end > s.begin + s.n)
+      return refuse(KvStatus::kInvalid, cat("kv cache: sequence ", r.seq, " row at position ", r.pos,
+                                            " is in a bidirectional span ending at ", r.span_end,
+                                            ", outside this step's positions [", r.pos, ", ", s.begin + s.n,
+                                            "] (a span must be whole in one step)"));
+  }
+  if (!any) return KvResult::success();  // token-only steps: nothing more to check
+  for (size_t j = 1; j < rows.size(); ++j)
+    for (size_t i = j; i-- > 0;)
+      if (rows[i].seq == rows[j].seq) {
+        if (last_visible(rows[j]) < last_visible(rows[i]))
+          return refuse(KvStatus::kInvalid, cat("kv cache: sequence ", rows[j].seq, " row at position ",
+                                                rows[j].pos, " sees less than the row before it (bidirectional "
+                                                "spans must be whole, one after another)"));
+        break;
+      }
+  return KvResult::success();
+}
+
+}  // namespace
+
 KvResult check_plan(std::span<const KvRow> rows, const KvPolicy& p, std::vector<SeqStep>* out) {
   std::vector<SeqStep>& plan = *out;
   for (const SeqStep& s : plan)
@@ -311,6 +345,7 @@ KvResult check_plan(std::span<const KvRow> rows, const KvPolicy& p, std::vector<
                                             " but the next position is ", want));
     ++plan[i].n;
   }
+  if (KvResult r = check_spans(rows, plan); !r.ok()) return r;
   for (const SeqStep& s : plan) {
     if (s.n > p.max_write)
       return refuse(KvStatus::kWriteTooLong, cat("kv cache: sequence ", s.seq, " writes ", s.n,

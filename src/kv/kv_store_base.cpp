@@ -208,13 +208,14 @@ void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, cons
       ++e;
     if (e - i >= 2) tiles.push_back({int64_t(i), int64_t(e - i)});
     else singles.push_back(int64_t(i));
-    for (size_t j = i; j < e; ++j) work += rows[j].pos + 1 - first_pos(rows[j]);
+    for (size_t j = i; j < e; ++j) work += last_visible(rows[j]) + 1 - first_pos(rows[j]);
     i = e;
   }
   work *= int64_t{n_heads} * (dk + dv);
   task_rows.reserve(singles.size() * nkv);
   for (int64_t r : singles)
-    for (int h = 0; h < nkv; ++h) task_rows.push_back(rows[size_t(r)].pos + 1 - first_pos(rows[size_t(r)]));
+    for (int h = 0; h < nkv; ++h)
+      task_rows.push_back(last_visible(rows[size_t(r)]) + 1 - first_pos(rows[size_t(r)]));
   const int64_t n_slots = plan_attend_parts(task_rows, thread_pool().size(), &parts);
   const int64_t state_n = attend_state_floats(group, dv);
   partials.resize(size_t(n_slots * state_n));  // every slot is reset before use
@@ -244,7 +245,7 @@ void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, cons
         const int h = int((i - n_parts) % nkv);
         const KvRow& last = rows[size_t(t.row0 + t.m - 1)];
         const int64_t lo = first_pos(rows[size_t(t.row0)]);
-        spans_for(last.seq, lo, last.pos);
+        spans_for(last.seq, lo, last_visible(last));  // the most any row of the tile sees (kv_common: never decreases)
         head_spans_of(spans, h, ks, vs, &head_spans);
         qbuf.resize(size_t(t.m * group * dk));
         n_vis.resize(size_t(t.m));
@@ -252,7 +253,7 @@ void StoreCacheBase::attend_rows(int cache_id, std::span<const KvRow> rows, cons
         for (int64_t r = 0; r < t.m; ++r) {
           const int64_t qh = (t.row0 + r) * n_heads + int64_t{h} * group;
           std::copy_n(q + qh * dk, group * dk, qbuf.data() + r * group * dk);
-          n_vis[size_t(r)] = rows[size_t(t.row0 + r)].pos - lo + 1;
+          n_vis[size_t(r)] = last_visible(rows[size_t(t.row0 + r)]) - lo + 1;
           attend_state_reset(state.data() + r * state_n, group, dv);
         }
         attend_fold_rows(kr, qbuf.data(), int(t.m), group, dk, dv, head_spans, n_vis.data(), l.row_bytes_k,

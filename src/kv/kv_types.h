@@ -51,10 +51,19 @@ inline int effective_window(const KvGeometry& g, const KvPolicy& p, size_t c) {
   return p.windows.empty() ? g.caches[c].window : p.windows[c % p.windows.size()];
 }
 
+// span_end: 0 (or pos + 1) = causal, the row sees keys up to pos. Larger:
+// the row is inside a bidirectional span [a, span_end) of its sequence
+// (image tokens of Gemma 3) and also sees keys pos + 1 .. span_end - 1, which
+// must be rows of the same step (begin_step refuses otherwise); along one
+// sequence's rows the last seen position never decreases. A window still cuts
+// keys older than pos - W + 1.
 struct KvRow {
   int seq = 0;
   int64_t pos = 0;
+  int64_t span_end = 0;
 };
+// The last position `r` sees (its own, or its span's last).
+inline int64_t last_visible(const KvRow& r) { return r.span_end > r.pos ? r.span_end - 1 : r.pos; }
 
 enum class KvStatus {
   kOk,

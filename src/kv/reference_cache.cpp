@@ -74,12 +74,13 @@ class ReferenceCache final : public KvCache {
       const RefSeq& s = seqs_.at(rows[i].seq);
       const int64_t pos = rows[i].pos;
       const int64_t lo = l.window > 0 ? std::max<int64_t>(0, pos - l.window + 1) : 0;
+      const int64_t hi = last_visible(rows[i]);  // pos, or the end of its bidirectional span
       for (int hq = 0; hq < n_heads; ++hq) {
         const int h = hq / group;
         const float* qh = q + (i * n_heads + hq) * dk;
-        w.assign(pos - lo + 1, 0.0);
+        w.assign(hi - lo + 1, 0.0);
         double mx = -INFINITY;
-        for (int64_t t = lo; t <= pos; ++t) {
+        for (int64_t t = lo; t <= hi; ++t) {
           const float* kt = &s.k[cache_id][(t * nkv + h) * dk];
           double d = 0;
           for (int e = 0; e < dk; ++e) d += double(qh[e]) * kt[e];
@@ -91,7 +92,7 @@ class ReferenceCache final : public KvCache {
         double sum = sinks != nullptr ? std::exp(double(sinks[hq]) - mx) : 0.0;
         for (double& x : w) sum += (x = std::exp(x - mx));
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t t = lo; t <= pos; ++t) {
+        for (int64_t t = lo; t <= hi; ++t) {
           const float* vt = &s.v[cache_id][(t * nkv + h) * dv];
           for (int e = 0; e < dv; ++e) acc[e] += w[t - lo] * vt[e];
         }

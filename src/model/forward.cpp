@@ -268,9 +268,11 @@ void compute_logits(const ModelConfig& c, const Weights& w, const Batch& batch, 
 
 void check_tokens(const ModelConfig& c, const Batch& batch) {
   for (size_t i = 0; i < batch.rows.size(); ++i) {
-    const int32_t t = batch.rows[i].token;
-    OG_CHECK(t >= 0 && t < c.n_vocab, "forward: token id ", t, " (row ", i, ") is outside the vocabulary [0, ",
-             c.n_vocab, ")");
+    const BatchRow& r = batch.rows[i];
+    OG_CHECK(r.token >= 0 && r.token < c.n_vocab, "forward: token id ", r.token, " (row ", i,
+             ") is outside the vocabulary [0, ", c.n_vocab, ")");
+    OG_CHECK(r.embedding.empty() || static_cast<int64_t>(r.embedding.size()) == c.d_model, "forward: row ", i,
+             " carries an embedding of ", r.embedding.size(), " values, but the model's hidden size is ", c.d_model);
   }
 }
 
@@ -297,8 +299,13 @@ void run_layers(const ModelConfig& c, const Weights& w, const KvGeometry& geomet
   const int64_t d = c.d_model;
   for (int64_t i = 0; i < n; ++i) {
     float* x = s.x.data() + i * d;
-    kernels::get_row(w.token_embd, batch.rows[i].token, x);
-    if (c.embedding_scale != 1.0f) kernels::scale(x, c.embedding_scale, d);
+    const std::span<const float> in = batch.rows[i].embedding;
+    if (!in.empty()) {
+      std::copy(in.begin(), in.end(), x);  // an input row (model.h): used as given, never scaled
+    } else {
+      kernels::get_row(w.token_embd, batch.rows[i].token, x);
+      if (c.embedding_scale != 1.0f) kernels::scale(x, c.embedding_scale, d);
+    }
     // Encoders: + token type 0 + the absolute position's row (s.tmp is free here).
     if (!w.token_type0.empty()) kernels::add(x, w.token_type0.data(), d);
     if (c.has_pos_embd) {
@@ -326,6 +333,9 @@ void hidden_pass(const ModelConfig& c, const Weights& w, const KvGeometry& geome
   hidden.clear();
   if (n == 0) return;
   check_tokens(c, batch);
+  for (size_t i = 0; i < batch.rows.size(); ++i)
+    OG_CHECK(batch.rows[i].span_end == 0, "embeddings: row ", i,
+             " marks a bidirectional span, which only a cached forward step supports");
   for (size_t i = 0; i < batch.rows.size() && c.has_pos_embd; ++i)
     OG_CHECK(batch.rows[i].pos >= 0 && batch.rows[i].pos < c.n_ctx, "embeddings: position ", batch.rows[i].pos,
              " (row ", i, ") is outside the model's position table [0, ", c.n_ctx, ")");
@@ -363,7 +373,7 @@ KvResult forward_pass(const ModelConfig& c, const Weights& w, const KvGeometry& 
   Scratch& s = scratch_for(c, n);
   std::vector<KvRow>& kv_rows = s.kv_rows;
   kv_rows.resize(static_cast<size_t>(n));  // exactly n rows (the cache reads its size)
-  for (int64_t i = 0; i < n; ++i) kv_rows[i] = KvRow{batch.rows[i].seq, batch.rows[i].pos};
+  for (int64_t i = 0; i < n; ++i) kv_rows[i] = KvRow{batch.rows[i].seq, batch.rows[i].pos, batch.rows[i].span_end};
   KvResult r = cache.begin_step(kv_rows);
   if (!r.ok()) return r;
   try {

@@ -26,6 +26,17 @@ void Batch::want_last_logits_per_sequence() {
   }
 }
 
+void Batch::mark_bidirectional(int seq, int64_t begin, int64_t end) {
+  OG_CHECK(begin >= 0 && begin < end, "batch: bidirectional span [", begin, ", ", end, ") of sequence ", seq,
+           " is empty or negative");
+  int64_t found = 0;
+  for (const BatchRow& r : rows) found += r.seq == seq && r.pos >= begin && r.pos < end ? 1 : 0;
+  OG_CHECK(found == end - begin, "batch: bidirectional span [", begin, ", ", end, ") of sequence ", seq,
+           " has ", found, " of its ", end - begin, " positions in the batch (a span must be in one step)");
+  for (BatchRow& r : rows)
+    if (r.seq == seq && r.pos >= begin && r.pos < end) r.span_end = end;
+}
+
 namespace {
 
 class LoadedModel : public Model {

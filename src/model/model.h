@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,11 +17,22 @@ struct ModelConfig;  // model/config.h
 class GgufFile;
 
 // One row of a forward step: `token` of sequence `seq` at position `pos`.
+// An input row (docs/vision.md, "The seam"): `embedding` set (d_model floats,
+// owned by the caller, alive until forward returns) is this row's input
+// instead of the token's embedding, used as given: the family's
+// embedding_scale is not applied (Gemma's image soft tokens are not scaled,
+// as transformers and llama.cpp do). `token` is still read by families with
+// per-layer inputs (Gemma 4: 0, the pad id, for an image row).
+// span_end > 0: the row is in a bidirectional span [a, span_end) of its
+// sequence (image tokens of Gemma 3): it also sees the later positions of
+// the span, which must all be rows of the same step (KvRow::span_end).
 struct BatchRow {
   int32_t token = 0;
   int seq = 0;
   int64_t pos = 0;
   bool want_logits = false;
+  std::span<const float> embedding{};
+  int64_t span_end = 0;
 };
 
 // Rows may mix sequences and hold any number of tokens per sequence; one
@@ -29,6 +41,10 @@ struct Batch {
   std::vector<BatchRow> rows;
   // Convenience: marks the last row of each sequence as wanting logits.
   void want_last_logits_per_sequence();
+  // Marks positions [begin, end) of `seq` (rows of this batch) as one
+  // bidirectional span: sets their span_end. og::Error unless every position
+  // of the span is a row here.
+  void mark_bidirectional(int seq, int64_t begin, int64_t end);
 };
 
 struct LoadOptions {

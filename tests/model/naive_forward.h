@@ -75,16 +75,17 @@ inline void naive_heads_norm_rope(double* x, int n_heads, int hd, const float* n
 
 // Softmax attention of q [n_heads * head_dim_k] at position t over K/V
 // ([positions][n_kv_heads * head_dim]), causal and windowed; [n_heads * head_dim_v].
+// hi: the last position the query sees (t, or its bidirectional span's last).
 inline std::vector<double> naive_attend(const LayerConfig& L, const std::vector<double>& q, int64_t t,
                                         const std::vector<std::vector<double>>& K,
-                                        const std::vector<std::vector<double>>& V) {
+                                        const std::vector<std::vector<double>>& V, int64_t hi) {
   const int hd = L.head_dim_k, hv = L.head_dim_v, group = L.n_heads / L.n_kv_heads;
   std::vector<double> out(static_cast<size_t>(L.n_heads) * hv, 0.0);
   const int64_t lo = L.window > 0 ? std::max<int64_t>(0, t - L.window + 1) : 0;
   for (int hh = 0; hh < L.n_heads; ++hh) {
     const int kvh = hh / group;
     std::vector<double> s;
-    for (int64_t j = lo; j <= t; ++j) {
+    for (int64_t j = lo; j <= hi; ++j) {
       double dot = 0;
       for (int e = 0; e < hd; ++e) dot += q[hh * hd + e] * K[j][kvh * hd + e];
       s.push_back(dot * L.attn_scale);
@@ -93,7 +94,7 @@ inline std::vector<double> naive_attend(const LayerConfig& L, const std::vector<
     for (double x : s) mx = std::max(mx, x);
     double sum = 0;
     for (double& x : s) sum += (x = std::exp(x - mx));
-    for (int64_t j = lo; j <= t; ++j)
+    for (int64_t j = lo; j <= hi; ++j)
       for (int e = 0; e < hv; ++e) out[hh * hv + e] += s[j - lo] / sum * V[j][kvh * hv + e];
   }
   return out;
@@ -175,8 +176,11 @@ std::vector<std::vector<double>> naive_per_layer_inputs(const ModelConfig& c, co
 
 // Logits [tokens.size(), n_vocab] for every position of one sequence.
 // long_rope: a longrope model run with its long factors (a context beyond the original).
+// Positions [span_begin, span_end) attend to each other bidirectionally (an
+// image span; none when equal).
 inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource& src,
-                                        const std::vector<int32_t>& tokens, bool long_rope = false) {
+                                        const std::vector<int32_t>& tokens, bool long_rope = false,
+                                        int64_t span_begin = 0, int64_t span_end = 0) {
   const int64_t d = c.d_model, T = static_cast<int64_t>(tokens.size());
   auto W = [&](const std::string& n) { return tensor_f32(src, n); };
   auto opt = [&](const std::string& n) -> const float* {
@@ -196,7 +200,7 @@ inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource
     const int hd = L.head_dim_k, hv = L.head_dim_v;
     int src_l = l;  // the layer whose K/V this one reads (donors share theirs)
     while (c.layers[src_l].kv_donor >= 0) src_l = c.layers[src_l].kv_donor;
-    std::vector<std::vector<double>> att_out(T);
+    std::vector<std::vector<double>> att_out(T), qs(T);
     for (int64_t t = 0; t < T; ++t) {
       std::vector<double> xn = naive_rms(h[t], W(b + "attn_norm.weight"), c.eps);
       // Fused attn_qkv (Phi-3): q rows, then k rows, then v rows.
@@ -221,8 +225,11 @@ inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource
         K[l].push_back(k);
         V[l].push_back(v);
       }
-      att_out[t] = naive_attend(L, q, t, K[src_l], V[src_l]);
+      qs[t] = std::move(q);
     }
+    // Every K/V of the layer first: a row in the span sees the span's later positions.
+    for (int64_t t = 0; t < T; ++t)
+      att_out[t] = naive_attend(L, qs[t], t, K[src_l], V[src_l], t >= span_begin && t < span_end ? span_end - 1 : t);
     for (int64_t t = 0; t < T; ++t) {
       std::vector<double> o = naive_linear(W(b + "attn_output.weight"), opt(b + "attn_output.bias"), att_out[t], d);
       if (L.has_post_attn_norm) o = naive_rms(o, W(b + "post_attention_norm.weight"), c.eps);

@@ -46,6 +46,11 @@ struct FamilySpec {
   // The q/k row order of that arch's GGUF files: true = interleaved pairs (the
   // llama converter's permutation), false = rotate-half rows as in HF.
   bool gguf_rope_interleaved;
+  // Whether an image's soft tokens attend to each other bidirectionally (a
+  // span marked with Batch::mark_bidirectional; docs/vision.md): Gemma 3
+  // (transformers' token_type_ids mask) and Gemma 4 (use_bidirectional_attention
+  // "vision"); false: image rows are causal like text.
+  bool image_spans_bidirectional = false;
 };
 
 // Every family, in the order they are tried.

@@ -195,7 +195,7 @@ const FamilySpec& gemma3_family() {
   static const FamilySpec spec{"gemma3",
                                {"gemma3", "gemma-embedding"},
                                {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "Gemma3TextModel"},
-                               gemma3_from_gguf, gemma3_from_hf, gemma3_to_gguf, false};
+                               gemma3_from_gguf, gemma3_from_hf, gemma3_to_gguf, false, true};
   return spec;
 }
 

@@ -395,7 +395,7 @@ void gemma4_to_gguf(const ModelConfig& c, GgufWriter& w) {
 
 const FamilySpec& gemma4_family() {
   static const FamilySpec spec{"gemma4",         {"gemma4"}, {"Gemma4ForConditionalGeneration", "Gemma4ForCausalLM"},
-                               gemma4_from_gguf, gemma4_from_hf, gemma4_to_gguf, false};
+                               gemma4_from_gguf, gemma4_from_hf, gemma4_to_gguf, false, true};
   return spec;
 }
 
