@@ -1,15 +1,15 @@
-// ConnectionLoop: the epoll loop (accept, read, parse, deadlines, writes of
+// ConnectionLoop: the event loop (accept, read, parse, deadlines, writes of
 // loop-answered responses, lingering closes) and its worker pool. Each
 // connection is owned by the loop thread; while a worker answers it the loop
-// does not watch it, and the worker hands it back through a queue and an
-// eventfd. Linux only (epoll, eventfd, accept4).
+// does not watch it, and the worker hands it back through a queue and the
+// poller's wake(). The system calls that differ between systems (epoll or
+// poll, eventfd or a pipe, accept4 or accept + fcntl) are in poller.cpp and
+// socket_ops.cpp; this file uses only their interfaces and POSIX.
 #include "server/http_conn.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -27,6 +27,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "server/poller.h"
+#include "server/socket_ops.h"
 
 namespace og::server {
 
@@ -46,7 +48,7 @@ enum class ConnState { kHead, kBody, kWorker, kWriting, kLinger, kClosed };
 struct Conn {
   int fd = -1;
   ConnState state = ConnState::kHead;
-  uint32_t events = 0;  // what epoll watches for it now (0 = not registered)
+  uint32_t events = 0;  // what the poller watches for it now (PollBits; 0 = not registered)
   std::string in;       // bytes read and not consumed (a partial head, a body, pipelined requests)
   HttpRequest req;
   ChunkedDecoder chunked;
@@ -70,7 +72,10 @@ std::string full_response() {
 struct ConnectionLoop::Impl {
   ConnOptions opts;
   ConnHandlers h;
-  int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
+  int listen_fd = -1;
+  bool portable = false;  // OFFGRAPH_PORTABLE=1: the POSIX fallbacks (socket_ops.h)
+  std::unique_ptr<Poller> poller;  // from start()
+  std::string poller_name;
   int max_conns = 0;
   std::thread loop_thread;
   std::vector<std::thread> workers;
@@ -94,8 +99,8 @@ struct ConnectionLoop::Impl {
   std::vector<Conn*> returned;
   bool workers_stop = false;
 
-  // Tags for the epoll entries that are not connections.
-  char listen_tag = 0, wake_tag = 0;
+  // The poller's tag for the listener (every other tag is a Conn).
+  char listen_tag = 0;
 
   void run();
   void accept_all();
@@ -120,22 +125,17 @@ struct ConnectionLoop::Impl {
 
 void ConnectionLoop::Impl::set_events(Conn& c, uint32_t ev) {
   if (ev == c.events) return;
-  epoll_event e{};
-  e.events = ev;
-  e.data.ptr = &c;
   if (ev == 0) {
-    epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+    poller->remove(c.fd);
+  } else if (c.events == 0) {
+    poller->add(c.fd, ev, &c);
   } else {
-    epoll_ctl(epoll_fd, c.events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c.fd, &e);
+    poller->modify(c.fd, ev, &c);
   }
   c.events = ev;
 }
 
-void ConnectionLoop::Impl::wake() {
-  const uint64_t one = 1;
-  const ssize_t n = write(wake_fd, &one, sizeof one);
-  (void)n;  // a full counter already wakes the loop
-}
+void ConnectionLoop::Impl::wake() { poller->wake(); }
 
 void ConnectionLoop::Impl::close_conn(Conn& c) {
   if (c.state == ConnState::kClosed) return;
@@ -171,7 +171,7 @@ void ConnectionLoop::Impl::linger(Conn& c) {
   c.req.body.clear();
   c.state = ConnState::kLinger;
   c.deadline = Clock::now() + kLinger;
-  set_events(c, EPOLLIN | EPOLLRDHUP);
+  set_events(c, kPollRead);
 }
 
 void ConnectionLoop::Impl::respond(Conn& c, const HttpResponse& orig, bool close) {
@@ -191,14 +191,14 @@ void ConnectionLoop::Impl::respond(Conn& c, const HttpResponse& orig, bool close
 
 void ConnectionLoop::Impl::flush(Conn& c) {
   while (c.out_pos < c.out.size()) {
-    const ssize_t n = ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n = send_nowait(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos);
     if (n > 0) {
       c.out_pos += static_cast<size_t>(n);
       c.deadline = Clock::now() + std::chrono::seconds(opts.timeout_s);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return set_events(c, EPOLLOUT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return set_events(c, kPollWrite);
     return close_conn(c);
   }
   c.out.clear();
@@ -207,7 +207,7 @@ void ConnectionLoop::Impl::flush(Conn& c) {
   c.state = ConnState::kHead;
   c.req = HttpRequest();
   c.deadline = Clock::now() + std::chrono::seconds(opts.header_timeout_s);
-  set_events(c, EPOLLIN | EPOLLRDHUP);
+  set_events(c, kPollRead);
 }
 
 // Reads what is available; false when the connection was closed.
@@ -243,10 +243,10 @@ bool ConnectionLoop::Impl::read_some(Conn& c) {
 void ConnectionLoop::Impl::on_event(Conn& c, uint32_t ev) {
   if (c.state == ConnState::kClosed || c.state == ConnState::kWorker) return;
   if (c.state == ConnState::kWriting) {
-    if (ev & (EPOLLERR | EPOLLHUP)) return close_conn(c);
+    if (ev & (kPollError | kPollHangup)) return close_conn(c);
     flush(c);
     if (c.state == ConnState::kHead) process(c);
-  } else if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+  } else if (ev & (kPollRead | kPollHangup | kPollError)) {
     read_some(c);
   }
   account(c);
@@ -312,7 +312,7 @@ void ConnectionLoop::Impl::process(Conn& c) {
       if (c.req.has_body()) {
         if (c.req.expect_continue) {
           static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-          const ssize_t n = ::send(c.fd, kContinue, sizeof kContinue - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+          const ssize_t n = send_nowait(c.fd, kContinue, sizeof kContinue - 1);
           (void)n;  // a fresh socket takes 25 bytes; a client that never reads it still sends its body
         }
         c.chunked = ChunkedDecoder();
@@ -333,7 +333,7 @@ void ConnectionLoop::Impl::reject_full(int fd) {
   char buf[4096];
   while (::recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
   }
-  const ssize_t n = ::send(fd, full.data(), full.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  const ssize_t n = send_nowait(fd, full.data(), full.size());
   (void)n;  // best effort: the connection is closed either way
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
@@ -341,16 +341,14 @@ void ConnectionLoop::Impl::reject_full(int fd) {
 
 void ConnectionLoop::Impl::accept_all() {
   while (true) {
-    const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const int fd = accept_connection(listen_fd, portable);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Out of descriptors: stop accepting for a tick instead of spinning on the ready listener.
         accept_paused = true;
         accept_resume = Clock::now() + kTick;
-        epoll_event e{};
-        e.data.ptr = &listen_tag;
-        epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listen_fd, &e);
+        poller->modify(listen_fd, 0, &listen_tag);
       }
       return;
     }
@@ -366,17 +364,14 @@ void ConnectionLoop::Impl::accept_all() {
     Conn& ref = *c;
     conns.emplace(&ref, std::move(c));
     open.store(static_cast<int>(conns.size()));
-    set_events(ref, EPOLLIN | EPOLLRDHUP);
+    set_events(ref, kPollRead);
   }
 }
 
 void ConnectionLoop::Impl::sweep(Clock::time_point now) {
   if (accept_paused && now >= accept_resume) {
     accept_paused = false;
-    epoll_event e{};
-    e.events = EPOLLIN;
-    e.data.ptr = &listen_tag;
-    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listen_fd, &e);
+    poller->modify(listen_fd, kPollRead, &listen_tag);
   }
   std::vector<Conn*> late;
   for (auto& [p, c] : conns)
@@ -422,7 +417,7 @@ void ConnectionLoop::Impl::take_returned() {
       c->state = ConnState::kHead;
       c->req = HttpRequest();
       c->deadline = Clock::now() + std::chrono::seconds(opts.header_timeout_s);
-      set_events(*c, EPOLLIN | EPOLLRDHUP);
+      set_events(*c, kPollRead);
       process(*c);  // a pipelined request may be waiting in c->in
     }
     account(*c);
@@ -430,23 +425,18 @@ void ConnectionLoop::Impl::take_returned() {
 }
 
 void ConnectionLoop::Impl::run() {
-  std::vector<epoll_event> events(256);
+  std::vector<PollEvent> events;
   auto last_sweep = Clock::now();
   while (!stopping.load()) {
-    const int n = epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), static_cast<int>(kTick.count()));
-    for (int i = 0; i < n; ++i) {
-      void* p = events[static_cast<size_t>(i)].data.ptr;
-      if (p == &listen_tag) {
+    const bool woken = poller->wait(static_cast<int>(kTick.count()), &events);
+    for (const PollEvent& e : events) {
+      if (e.tag == &listen_tag) {
         accept_all();
-      } else if (p == &wake_tag) {
-        uint64_t v;
-        const ssize_t r = read(wake_fd, &v, sizeof v);
-        (void)r;
-        take_returned();
       } else {
-        on_event(*static_cast<Conn*>(p), events[static_cast<size_t>(i)].events);
+        on_event(*static_cast<Conn*>(e.tag), e.bits);
       }
     }
+    if (woken) take_returned();
     dead.clear();
     const auto now = Clock::now();
     if (now - last_sweep >= kTick) {
@@ -507,6 +497,7 @@ void ConnectionLoop::Impl::worker_main() {
 ConnectionLoop::ConnectionLoop(ConnOptions opts, ConnHandlers handlers) : impl_(std::make_unique<Impl>()) {
   impl_->opts = std::move(opts);
   impl_->h = std::move(handlers);
+  impl_->portable = portable_calls_forced();
   // At least one largest request fits, whatever the option says.
   const ConnOptions& o = impl_->opts;
   impl_->budget = static_cast<size_t>(std::max<int64_t>(
@@ -538,7 +529,7 @@ int ConnectionLoop::bind() {
   if (getaddrinfo(host, port.c_str(), &hints, &res) != 0) fail_listen();
   int fd = -1;
   for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    fd = open_socket(a->ai_family, a->ai_socktype, a->ai_protocol, m.portable);
     if (fd < 0) continue;
     // SO_REUSEADDR alone allows a quick restart; SO_REUSEPORT would let a second server share the port.
     int yes = 1;
@@ -562,15 +553,11 @@ int ConnectionLoop::bind() {
 void ConnectionLoop::start() {
   Impl& m = *impl_;
   OG_CHECK(m.listen_fd >= 0, "ConnectionLoop::start before bind");
-  m.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-  m.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  OG_CHECK(m.epoll_fd >= 0 && m.wake_fd >= 0, "cannot create the server's event loop: ", std::strerror(errno));
-  epoll_event e{};
-  e.events = EPOLLIN;
-  e.data.ptr = &m.listen_tag;
-  epoll_ctl(m.epoll_fd, EPOLL_CTL_ADD, m.listen_fd, &e);
-  e.data.ptr = &m.wake_tag;
-  epoll_ctl(m.epoll_fd, EPOLL_CTL_ADD, m.wake_fd, &e);
+  m.poller = Poller::create(m.portable);
+  m.poller_name = m.poller->name();
+  OG_CHECK(m.poller->add(m.listen_fd, kPollRead, &m.listen_tag), "cannot watch the listening socket: ",
+           std::strerror(errno));
+  guard_sigpipe(m.portable);
   const int n = std::max(1, m.opts.workers);
   for (int i = 0; i < n; ++i) m.workers.emplace_back([&m] { m.worker_main(); });
   m.loop_thread = std::thread([&m] { m.run(); });
@@ -601,14 +588,15 @@ void ConnectionLoop::stop() {
   m.open.store(0);
   m.buffered = 0;
   m.buffered_pub.store(0);
-  ::close(m.epoll_fd);
-  ::close(m.wake_fd);
+  m.poller.reset();
   m.started = false;
 }
 
 int ConnectionLoop::open_connections() const { return impl_->open.load(); }
 
 int ConnectionLoop::max_connections() const { return impl_->max_conns; }
+
+const std::string& ConnectionLoop::poller_name() const { return impl_->poller_name; }
 
 int64_t ConnectionLoop::buffered_bytes() const { return static_cast<int64_t>(impl_->buffered_pub.load()); }
 

@@ -1,4 +1,5 @@
-// The server's connection layer: one event-loop thread (epoll, non-blocking
+// The server's connection layer: one event-loop thread (epoll on Linux,
+// poll(2) elsewhere or under OFFGRAPH_PORTABLE=1: poller.h; non-blocking
 // sockets) accepts connections and reads and parses request heads and bodies
 // without tying up a worker, so idle, slow or half-sent connections cost a
 // socket and a little memory, never a thread. Deadlines: the head must arrive
@@ -78,6 +79,7 @@ class ConnectionLoop {
   int open_connections() const;
   int max_connections() const;  // as capped by the open-file limit (after bind())
   int64_t buffered_bytes() const;  // request bytes the connections hold now
+  const std::string& poller_name() const;  // "epoll" or "poll" once started ("" before)
 
   struct Impl;
 

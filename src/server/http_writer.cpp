@@ -10,6 +10,7 @@
 #include "server/api_response.h"
 #include "server/connection_probe.h"
 #include "server/http_parser.h"
+#include "server/socket_ops.h"
 
 namespace og::server {
 
@@ -54,7 +55,7 @@ bool ResponseWriter::write_all(std::string_view data) {
   auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (!data.empty()) {
     if (stopping_ && stopping_->load()) return failed_ = true, false;
-    const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n = send_nowait(fd_, data.data(), data.size());
     if (n > 0) {
       data.remove_prefix(static_cast<size_t>(n));
       deadline = std::chrono::steady_clock::now() + timeout_;

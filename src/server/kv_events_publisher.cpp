@@ -3,6 +3,7 @@
 #include "server/kv_events_publisher.h"
 
 #include "base/one_line.h"
+#include "server/socket_ops.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -97,7 +98,7 @@ std::string kv_ipc_endpoint_taken(const std::string& endpoint) {
   }
   if (!S_ISSOCK(st.st_mode)) return "the path exists and is not a socket (binding would delete it)";
   // A socket file: live when something accepts a connection on it.
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const int fd = open_socket(AF_UNIX, SOCK_STREAM, 0, portable_calls_forced());
   if (fd < 0) return cat("cannot check it: ", std::strerror(errno));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;

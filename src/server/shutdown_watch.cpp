@@ -4,7 +4,6 @@
 // destructor or atexit handler may be left to block the exit.
 #include "server/shutdown_watch.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "server/socket_ops.h"
 
 namespace og::server {
 
@@ -44,7 +44,8 @@ const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGT
 }  // namespace
 
 ShutdownWatch::ShutdownWatch(double grace_s, double margin_s) : grace_s_(grace_s), margin_s_(margin_s) {
-  if (g_pipe[0] < 0) OG_CHECK(pipe2(g_pipe, O_CLOEXEC) == 0, "cannot create the signal pipe: ", std::strerror(errno));
+  if (g_pipe[0] < 0)
+    OG_CHECK(open_pipe(g_pipe, portable_calls_forced()), "cannot create the signal pipe: ", std::strerror(errno));
   struct sigaction sa {};
   sa.sa_handler = on_serve_signal;
   sigemptyset(&sa.sa_mask);
