@@ -10,6 +10,7 @@
 #include <set>
 
 #include "grammar/json_schema.h"
+#include "runtime/generation_limits.h"
 #include "server/api_error.h"
 #include "server/json_body.h"
 
@@ -76,17 +77,27 @@ class Fields {
     return int_value(name, *v, lo, hi);
   }
 
-  // lo_open: lo itself is not allowed.
-  std::optional<double> number(const std::string& name, double lo, double hi, bool lo_open = false) {
+  // A number of any value: its bound is check_generation_settings()'s.
+  std::optional<double> real(const std::string& name) {
     const json* v = get(name);
     if (!v) return std::nullopt;
     if (!v->is_number()) wrong_type(name, "a number", *v);
-    const double x = v->get<double>();
-    if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
-      bad_request("'" + name + "' is " + v->dump() + ", outside " + (lo_open ? "(" : "[") + fmt(lo) + ", " + fmt(hi) +
-                      "]",
-                  name);
-    return x;
+    return v->get<double>();
+  }
+
+  // An integer of any 64-bit value, likewise. A whole number written as a
+  // float past 32 bits (1e12: JSON has no other way past 2^64) is read as the
+  // integer it is, so its bound reports it; a smaller one (2.0) is a type error.
+  std::optional<int64_t> any_integer(const std::string& name) {
+    const json* v = get(name);
+    if (!v) return std::nullopt;
+    if (v->is_number_float()) {
+      const double d = v->get<double>();
+      if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) >= 0x1p31)
+        return d >= 0x1p63 ? std::numeric_limits<int64_t>::max()
+                           : d < -0x1p63 ? std::numeric_limits<int64_t>::min() : static_cast<int64_t>(d);
+    }
+    return int_value(name, *v, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   }
 
   std::optional<std::string> string(const std::string& name) {
@@ -125,10 +136,6 @@ class Fields {
   }
 
  private:
-  static std::string fmt(double x) {
-    json j = x;
-    return j.dump();
-  }
   const json& obj_;
   std::vector<std::string>* ignored_;
   std::string prefix_;
@@ -300,9 +307,6 @@ std::vector<std::string> parse_stop(Fields& f) {
   if (s->is_string()) {
     out.push_back(s->get<std::string>());
   } else if (s->is_array()) {
-    if (s->size() > kMaxStopStrings)
-      bad_request("'stop' has " + std::to_string(s->size()) + " strings; at most " + std::to_string(kMaxStopStrings),
-                  "stop");
     for (size_t i = 0; i < s->size(); ++i) {
       if (!(*s)[i].is_string()) wrong_type("stop[" + std::to_string(i) + "]", "a string", (*s)[i]);
       out.push_back((*s)[i].get<std::string>());
@@ -310,9 +314,23 @@ std::vector<std::string> parse_stop(Fields& f) {
   } else {
     wrong_type("stop", "a string or an array of strings", *s);
   }
-  for (const auto& x : out)
-    if (x.empty()) bad_request("'stop' holds an empty string", "stop");
   return out;
+}
+
+static_assert(kMaxStopStrings == limits::kStopStrings && kMaxTopLogprobs == limits::kTopLogprobsMax,
+              "api_request.h repeats two bounds of runtime/generation_limits.h");
+
+// The first mistake check_generation_settings() finds, as a 400 naming the
+// JSON field: the bounds and the words are the ones every edge uses.
+void enforce_limits(const GenerationSettings& s, const std::string& max_tokens_field = "max_tokens",
+                    bool stop_is_string = false) {
+  const auto found = check_generation_settings(s);
+  if (found.empty()) return;
+  const LimitViolation& v = found.front();
+  const std::string field = v.field == LimitField::kMaxTokens ? max_tokens_field : limit_field_name(v.field);
+  std::string shown = field;
+  if (v.index >= 0 && !(v.field == LimitField::kStop && stop_is_string)) shown += "[" + std::to_string(v.index) + "]";
+  bad_request(describe_violation(v, "'" + shown + "'"), field);
 }
 
 void parse_structured_output(Fields& f, GenerationParams& p);
@@ -320,20 +338,30 @@ void parse_structured_output(Fields& f, GenerationParams& p);
 // The settings both endpoints share.
 GenerationParams parse_params(Fields& f, Endpoint ep, std::vector<std::string>* ignored) {
   GenerationParams p;
-  constexpr int64_t kI32 = std::numeric_limits<int32_t>::max();
+  GenerationSettings lim;  // checked at once below, against the bounds every edge shares
+  const auto max_tokens = f.any_integer("max_tokens");
+  lim.max_tokens = max_tokens;
+  enforce_limits(lim);
+  const auto max_completion = ep == Endpoint::kChat ? f.any_integer("max_completion_tokens") : std::nullopt;
+  lim.max_tokens = max_completion;
+  enforce_limits(lim, "max_completion_tokens");
   // Completions may ask for 0 tokens with echo (the prompt's logprobs only).
-  const auto max_tokens = f.integer("max_tokens", ep == Endpoint::kCompletion ? 0 : 1, kI32);
   p.max_zero = max_tokens && *max_tokens == 0;
-  const auto max_completion = ep == Endpoint::kChat ? f.integer("max_completion_tokens", 1, kI32) : std::nullopt;
+  if (ep == Endpoint::kChat && ((max_tokens && *max_tokens == 0) || (max_completion && *max_completion == 0)))
+    bad_request(std::string("'") + (max_completion ? "max_completion_tokens" : "max_tokens") +
+                    "' is 0: a chat reply needs at least 1 token",
+                max_completion ? "max_completion_tokens" : "max_tokens");
   if (max_tokens && max_completion && *max_tokens != *max_completion)
     bad_request("'max_tokens' and 'max_completion_tokens' are the same setting and differ: give one",
                 "max_completion_tokens");
   p.max_tokens = max_completion ? max_completion : max_tokens;
-  p.temperature = f.number("temperature", 0, 2);
-  p.top_p = f.number("top_p", 0, 1, /*lo_open=*/true);
-  if (auto k = f.integer("top_k", -1, kI32)) p.top_k = *k < 0 ? 0 : *k;
-  p.min_p = f.number("min_p", 0, 1);
-  p.repetition_penalty = f.number("repetition_penalty", 0, 100, /*lo_open=*/true);
+  lim.max_tokens.reset();
+  p.temperature = lim.temperature = f.real("temperature");
+  p.top_p = lim.top_p = f.real("top_p");
+  lim.top_k = f.any_integer("top_k");
+  if (lim.top_k) p.top_k = *lim.top_k < 0 ? 0 : *lim.top_k;  // -1 = off, as vLLM
+  p.min_p = lim.min_p = f.real("min_p");
+  p.repetition_penalty = lim.repeat_penalty = f.real("repetition_penalty");
   if (const json* s = f.get("seed"))
     p.seed = static_cast<uint64_t>(Fields::int_value("seed", *s, std::numeric_limits<int64_t>::min(),
                                                      std::numeric_limits<int64_t>::max()));
@@ -343,14 +371,17 @@ GenerationParams parse_params(Fields& f, Endpoint ep, std::vector<std::string>* 
       bad_request("'cache_salt' is " + std::to_string(salt->size()) + " bytes; at most 1024", "cache_salt");
     p.cache_salt = std::move(*salt);
   }
-  p.presence_penalty = f.number("presence_penalty", -2, 2);
-  p.frequency_penalty = f.number("frequency_penalty", -2, 2);
+  p.presence_penalty = lim.presence_penalty = f.real("presence_penalty");
+  p.frequency_penalty = lim.frequency_penalty = f.real("frequency_penalty");
   // Checked against the server's --max-n where the request meets the model.
-  if (auto n = f.integer("n", 1, kI32)) p.n = *n;
+  lim.n = f.any_integer("n");
+  if (lim.n) p.n = *lim.n;
   if (const json* lb = f.get("logit_bias")) {
     if (!lb->is_object()) wrong_type("logit_bias", "an object of token id -> bias", *lb);
-    if (lb->size() > 1024) bad_request("'logit_bias' has " + std::to_string(lb->size()) + " entries; at most 1024",
-                                       "logit_bias");
+    if (lb->size() > limits::kLogitBiasEntries) {
+      lim.logit_bias.resize(lb->size());  // the count alone is the mistake: its message
+      enforce_limits(lim);
+    }
     for (auto it = lb->begin(); it != lb->end(); ++it) {
       const std::string& key = it.key();
       int64_t id = -1;
@@ -360,13 +391,13 @@ GenerationParams parse_params(Fields& f, Endpoint ep, std::vector<std::string>* 
       if (!digits || id > std::numeric_limits<int32_t>::max())
         bad_request("'logit_bias' key " + client_text(key) + " is not a token id", "logit_bias");
       if (!it->is_number()) wrong_type("logit_bias[" + key + "]", "a number", *it);
-      const double b = it->get<double>();
-      if (!std::isfinite(b) || b < -100 || b > 100)
-        bad_request("'logit_bias[" + key + "]' is " + it->dump() + ", outside [-100, 100]", "logit_bias");
-      p.logit_bias.emplace_back(id, b);
+      p.logit_bias.emplace_back(id, it->get<double>());
     }
+    lim.logit_bias = p.logit_bias;
   }
-  p.stop = parse_stop(f);
+  p.stop = lim.stop = parse_stop(f);
+  const json* stop = f.get("stop");
+  enforce_limits(lim, "max_tokens", stop && stop->is_string());
   parse_structured_output(f, p);
   p.ignore_eos = f.boolean("ignore_eos").value_or(false);
   p.stream = f.boolean("stream").value_or(false);
@@ -443,8 +474,12 @@ void parse_structured_output(Fields& f, GenerationParams& p) {
     take(g->get<std::string>(), "grammar");
   }
   // The reasoning budget of a constrained reply (structured output or a forced tool call).
-  if (const auto r = f.integer("max_reasoning_tokens", 0, std::numeric_limits<int32_t>::max()))
+  if (const auto r = f.any_integer("max_reasoning_tokens")) {
+    GenerationSettings lim;
+    lim.max_reasoning_tokens = r;
+    enforce_limits(lim);
     p.max_reasoning_tokens = *r;
+  }
   if (from.empty()) return;
   p.grammar = compile_grammar(text, from);
   p.grammar_from = from;
@@ -639,7 +674,10 @@ GenerationRequest parse_chat_request(const json& body) {
   r.template_request = std::move(chat.template_request);
   r.params = parse_params(f, Endpoint::kChat, &r.ignored);
   r.params.logprobs = f.boolean("logprobs").value_or(false);
-  if (auto t = f.integer("top_logprobs", 0, kMaxTopLogprobs)) {
+  if (auto t = f.any_integer("top_logprobs")) {
+    GenerationSettings lim;
+    lim.top_logprobs = t;
+    enforce_limits(lim);
     if (!r.params.logprobs && *t > 0) bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
     r.params.top_logprobs = static_cast<int>(*t);
   }

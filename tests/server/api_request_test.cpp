@@ -226,6 +226,34 @@ struct BadCase {
   const char* words;  // expected in the message
 };
 
+// Each sampler bound is the one of runtime/generation_limits.h, in its words:
+// the C API and the commands give the same message under their own names.
+TEST(ChatRequest, BoundsAreTheSharedOnes) {
+  const struct {
+    std::string extra, param, message;
+  } cases[] = {
+      {R"("temperature": 3)", "temperature", "'temperature' is 3, outside [0, 2]"},
+      {R"("temperature": 2.5)", "temperature", "'temperature' is 2.5, outside [0, 2]"},
+      {R"("top_p": 0)", "top_p", "'top_p' is 0, outside (0, 1]"},
+      {R"("presence_penalty": -2.5)", "presence_penalty", "'presence_penalty' is -2.5, outside [-2, 2]"},
+      {R"("repetition_penalty": 101)", "repetition_penalty", "'repetition_penalty' is 101, outside (0, 100]"},
+      {R"("top_k": -2)", "top_k", "'top_k' is -2, outside [-1, 2147483647]"},
+      {R"("max_completion_tokens": -1)", "max_completion_tokens",
+       "'max_completion_tokens' is -1, outside [0, 2147483647]"},
+      {R"("logprobs": true, "top_logprobs": 21)", "top_logprobs", "'top_logprobs' is 21, outside [0, 20]"},
+      {R"("logit_bias": {"7": -101})", "logit_bias", "'logit_bias[7]' is -101, outside [-100, 100]"},
+      {R"("stop": "")", "stop", "'stop' is empty"},
+      {R"("stop": ["a", ""])", "stop", "'stop[1]' is empty"},
+      {R"("max_reasoning_tokens": -1)", "max_reasoning_tokens", "'max_reasoning_tokens' is -1, outside [0, 2147483647]"},
+  };
+  for (const auto& c : cases) {
+    const ApiError e = error_of([&] { chat("{" + kMsgs + ", " + c.extra + "}"); });
+    EXPECT_EQ(e.status(), 400) << c.extra;
+    EXPECT_EQ(e.param(), c.param) << c.extra;
+    EXPECT_EQ(std::string(e.what()), c.message) << c.extra;
+  }
+}
+
 TEST(ChatRequest, BadBodies) {
   static const std::string long_salt =
       R"({"messages": [{"role": "user", "content": "x"}], "cache_salt": ")" + std::string(1025, 's') + R"("})";
@@ -243,7 +271,7 @@ TEST(ChatRequest, BadBodies) {
       {R"({"model": 3, "messages": [{"role": "user", "content": "x"}]})", "model", "must be a string"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": "5"})", "max_tokens", "integer"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 5.0})", "max_tokens", "integer"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "max_tokens", "outside"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "max_tokens", "at least 1 token"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})", "max_tokens", "outside"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 99999999999999999999})", "max_tokens", ""},
       {R"({"messages": [{"role": "user", "content": "x"}], "temperature": 3})", "temperature", "outside"},

@@ -281,6 +281,9 @@ TEST_F(OllamaHttp, BadInputsAreOllamaErrors) {
   expect_error("/api/chat", chat(R"(, "options": {"num_ctx": 100000})"), 400, "session limit of 256");
   expect_error("/api/chat", chat(R"(, "options": {"temperature": "hot"})"), 400, "'options.temperature'");
   expect_error("/api/chat", chat(R"(, "options": {"repeat_penalty": -1})"), 400, "'options.repeat_penalty'");
+  // The bound and words of every edge (runtime/generation_limits.h), under Ollama's name.
+  expect_error("/api/chat", chat(R"(, "options": {"temperature": 3})"), 400,
+               "'options.temperature' is 3, outside [0, 2]");
   expect_error("/api/chat", chat(R"(, "options": {"num_predict": 1000})"), 400, "options.num_predict");
   expect_error("/api/chat", chat(R"(, "options": 5)"), 400, "'options' must be");
   expect_error("/api/chat", chat(R"(, "options": {"max_reasoning_tokens": -1})"), 400,
