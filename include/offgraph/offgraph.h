@@ -385,6 +385,125 @@ typedef struct og_session_stats {
  * allocated now. */
 OG_API og_status og_session_get_stats(og_session* session, og_session_stats* out);
 
+/* -------------------------------------------------- chat: tools, structured output */
+
+/* A chat request as POST /v1/chat/completions takes it, run on a session: the
+ * library renders it with the model's chat template, constrains the reply (a
+ * required tool call, response_format, a grammar; a reasoning model reasons
+ * first, bounded by max_reasoning_tokens) and splits it into reasoning,
+ * content and tool calls exactly as the server does, so the same request and
+ * seed give the same reply as `offgraph serve`. The element structs below
+ * (og_chat_msg, og_chat_tool_call, og_chat_tool) are laid out in arrays and so
+ * carry no struct_size: a change to them changes OG_ABI_VERSION. */
+
+/* A tool call of an assistant message (input) or of a reply (og_chat_result). */
+typedef struct og_chat_tool_call {
+  const char* id;        /* the call's id ("call_..."); NULL = none */
+  const char* name;      /* the function's name (required) */
+  const char* arguments; /* a JSON object's text; NULL or "" = {} */
+} og_chat_tool_call;
+
+typedef struct og_chat_msg {
+  const char* role;    /* "system", "developer", "user", "assistant" or "tool" */
+  const char* content; /* required (NULL: only an assistant message of tool calls) */
+  const char* reasoning_content; /* assistant: its reasoning; NULL = none */
+  const char* name;              /* NULL = none */
+  const og_chat_tool_call* tool_calls; /* assistant: the calls it made */
+  size_t n_tool_calls;
+  const char* tool_call_id; /* tool: the id of the call this message answers */
+} og_chat_msg;
+
+typedef struct og_chat_tool {
+  const char* name;        /* 1-64 of A-Z a-z 0-9 _ - . : (unique in the request) */
+  const char* description; /* NULL = none */
+  const char* parameters;  /* its JSON schema's text; NULL or "" = no arguments */
+  int strict;              /* nonzero: OpenAI's strict (additionalProperties false by default) */
+} og_chat_tool;
+
+typedef struct og_chat_request {
+  size_t struct_size; /* sizeof(og_chat_request), set by og_chat_request_init */
+  const og_chat_msg* messages; /* at least one */
+  size_t n_messages;
+  const og_chat_tool* tools; /* at most 512 */
+  size_t n_tools;
+  /* NULL: "auto" with tools, "none" without; "none", "auto", "required" (some
+   * call), or the name of one of the tools (that call). */
+  const char* tool_choice;
+  int parallel_tool_calls; /* nonzero (default): a reply may make several calls; 0: one at most */
+  /* NULL or "text": free text; "json_object": any JSON object; "json_schema": JSON valid for json_schema. */
+  const char* response_format;
+  const char* json_schema; /* with "json_schema": the schema's text */
+  int json_schema_strict;  /* with "json_schema": OpenAI's strict */
+  const char* grammar;     /* a GBNF grammar the reply matches (NULL = none; not with response_format JSON) */
+  /* Tokens a constrained reply (structured output, a required call) may reason
+   * before its close marker is forced: -1 (default) = 1024; 0 = no reasoning. */
+  int64_t max_reasoning_tokens;
+  const char* chat_template_kwargs; /* a JSON object's text: template variables (enable_thinking, ...); NULL = none */
+  const char* reasoning_effort;     /* NULL, "none", "minimal", "low", "medium", "high" (a template variable) */
+} og_chat_request;
+/* No messages, no tools, tool_choice NULL, parallel_tool_calls 1, free text,
+ * max_reasoning_tokens -1 (and struct_size); NULL is ignored. */
+OG_API void og_chat_request_init(og_chat_request* req);
+
+/* A reply handed to the caller (og_chat_result_free). */
+typedef struct og_chat_call {
+  og_string id;        /* drawn ("call_" + 24 letters and digits; 9 for Mistral's formats) */
+  og_string name;
+  og_string arguments; /* a JSON object's text */
+} og_chat_call;
+typedef struct og_chat_result {
+  og_string content;           /* the answer (a constrained reply's JSON) */
+  og_string reasoning_content; /* the reasoning before it ("" = none) */
+  og_chat_call* tool_calls;
+  size_t n_tool_calls;
+  const char* finish_reason; /* OpenAI's: "stop", "length" (max_new_tokens or the cache ran out), "tool_calls" */
+  int64_t prompt_tokens;     /* the rendered conversation's tokens */
+  int64_t cached_tokens;     /* of them, already in the session's history (not prefilled again) */
+  int64_t completion_tokens; /* generated */
+  og_generation generation;  /* the turn as generated: tokens, raw text (markers kept), stop_reason, logprobs */
+} og_chat_result;
+/* Frees what og_session_chat / og_session_chat_finish returned and zeroes it. */
+OG_API void og_chat_result_free(og_chat_result* r);
+
+/* One chat turn on the session: renders the whole conversation in `req`,
+ * keeps the part of the session's history it shares (the previous turn's
+ * prompt and reply, when the template renders them the same way; the rest is
+ * rewound), prefills the remainder and generates with `opts` (NULL: defaults;
+ * its sampler, max_new_tokens, stop strings, callbacks and logprobs apply; its
+ * callbacks see the raw text). OG_ERR_INVALID_ARGUMENT naming the request's
+ * field (as OpenAI's param: "messages[1].role", "tool_choice",
+ * "response_format.json_schema.schema", ...) for a bad request;
+ * OG_ERR_CAPACITY when the conversation does not fit the session. */
+OG_API og_status og_session_chat(og_session* session, const og_chat_request* req, const og_generate_options* opts,
+                                 og_chat_result* out);
+
+/* The same turn streamed: start, then next until *done, then finish (which
+ * returns the whole result). Between start and finish only og_session_chat_*
+ * and the cancel calls are accepted. */
+OG_API og_status og_session_chat_start(og_session* session, const og_chat_request* req,
+                                       const og_generate_options* opts);
+/* A streamed call's piece: the first has id and name (arguments ""), later ones arguments only. */
+typedef struct og_chat_call_delta {
+  int32_t index;
+  const char* id;
+  const char* name;
+  const char* arguments;
+} og_chat_call_delta;
+/* What became ready since the last call (each may be empty; a prefill chunk
+ * gives nothing), owned by the session and valid until its next call. */
+typedef struct og_chat_delta {
+  const char* reasoning_content;
+  size_t reasoning_len;
+  const char* content;
+  size_t content_len;
+  const og_chat_call_delta* tool_calls;
+  size_t n_tool_calls;
+} og_chat_delta;
+/* One step of og_session_stream_next (one prefill chunk, or up to a sampled token); *done: the turn ended. */
+OG_API og_status og_session_chat_next(og_session* session, og_chat_delta* out, int* done);
+/* Ends the streamed turn (not done counts as cancelled) and returns its result (out may be NULL). */
+OG_API og_status og_session_chat_finish(og_session* session, og_chat_result* out);
+
 /* ------------------------------------------------------ engine (scheduler) */
 
 /* Many requests over one shared cache, continuous batching on a thread of its own. */

@@ -176,6 +176,81 @@ std::unique_ptr<Session> new_session(const og_session* s) {
 }
 
 }  // namespace
+
+// The stream calls' bodies (c_api_session.h), for callers that hold the session.
+void stream_start_held(og_session* session, const int32_t* prompt, size_t n, const og_generate_options& o,
+                       const std::function<void(GenerateOptions&)>& adjust) {
+  no_stream(session);
+  check_prompt(session, prompt, n, true);
+  auto st = std::make_unique<og_session::Stream>();
+  st->user = o;
+  session->cancel.store(false);
+  st->opts = generate_options_of(session, o, &st->stop_strings, &session->cancel, &st->events);
+  if (adjust) adjust(st->opts);
+  auto* raw = st.get();
+  auto user_token = st->opts.on_token;
+  st->opts.on_token = [raw, user_token](const TokenEvent& ev) {
+    raw->sampled = ev.id;
+    if (user_token) user_token(ev);
+  };
+  st->sampler = std::make_unique<Sampler>(sampler_config_of(o.sampler));
+  st->on_text = text_callback_of(o, &session->cancel, &st->pending);
+  const int64_t mark = session->s->position();
+  session->s->begin_turn(std::span<const int32_t>(prompt, n), *st->sampler, st->opts, st->on_text);
+  session->undo_marks.push_back(mark);
+  logits_changed(session, false);
+  session->stream = std::move(st);
+  session->streaming.store(true);
+}
+
+void stream_next_held(og_session* session, int32_t* token, const char** text, size_t* len, int* done) {
+  need(token, "token");
+  need(text, "text");
+  need(len, "len");
+  need(done, "done");
+  og_session::Stream* st = session->stream.get();
+  if (!st) api_fail(OG_ERR_STATE, "no stream is running in this session (og_session_stream_start)");
+  Session& s = *session->s;
+  st->sampled = -1;
+  try {
+    while (!s.turn_done() && st->sampled < 0) {
+      if (session->cancel.load()) {
+        s.interrupt_turn();
+        break;
+      }
+      // A prefill chunk that is not the prompt's last returns at once (token -1),
+      // so that a caller (Python's Ctrl-C) can act between chunks.
+      const bool chunk = s.in_prefill();
+      s.step();
+      if (chunk && st->sampled < 0) break;
+    }
+  } catch (...) {
+    s.abort_turn();
+    session->stream.reset();
+    session->streaming.store(false);
+    session->undo_marks.pop_back();
+    throw;
+  }
+  st->handed.swap(st->pending);
+  st->pending.clear();
+  *token = st->sampled;
+  *text = st->handed.c_str();
+  *len = st->handed.size();
+  *done = s.turn_done() ? 1 : 0;
+}
+
+void stream_finish_held(og_session* session, og_generation* out) {
+  if (out) *out = og_generation{};
+  if (!session->stream) api_fail(OG_ERR_STATE, "no stream is running in this session");
+  Session& s = *session->s;
+  if (!s.turn_done()) s.interrupt_turn();
+  std::unique_ptr<og_session::Stream> st = std::move(session->stream);
+  session->streaming.store(false);
+  const TurnResult r = s.end_turn();
+  logits_changed(session, !s.logits().empty());
+  if (out) fill_generation(r, st->user, st->events, out);
+}
+
 }  // namespace og::capi
 
 using namespace og;
@@ -354,68 +429,17 @@ og_status og_session_stream_start(og_session* session, const int32_t* prompt, si
                                   const og_generate_options* opts) {
   return guarded([&] {
     SessionUse use(session);
-    no_stream(session);
     og_generate_options o;
     og_generate_options_init(&o);
     read_options(opts, &o, sizeof(og_generate_options), "og_generate_options");
-    check_prompt(session, prompt, n, true);
-    auto st = std::make_unique<og_session::Stream>();
-    st->user = o;
-    session->cancel.store(false);
-    st->opts = generate_options_of(session, o, &st->stop_strings, &session->cancel, &st->events);
-    auto* raw = st.get();
-    auto user_token = st->opts.on_token;
-    st->opts.on_token = [raw, user_token](const TokenEvent& ev) {
-      raw->sampled = ev.id;
-      if (user_token) user_token(ev);
-    };
-    st->sampler = std::make_unique<Sampler>(sampler_config_of(o.sampler));
-    st->on_text = text_callback_of(o, &session->cancel, &st->pending);
-    const int64_t mark = session->s->position();
-    session->s->begin_turn(std::span<const int32_t>(prompt, n), *st->sampler, st->opts, st->on_text);
-    session->undo_marks.push_back(mark);
-    logits_changed(session, false);
-    session->stream = std::move(st);
-    session->streaming.store(true);
+    stream_start_held(session, prompt, n, o, nullptr);
   });
 }
 
 og_status og_session_stream_next(og_session* session, int32_t* token, const char** text, size_t* len, int* done) {
   return guarded([&] {
     SessionUse use(session);
-    need(token, "token");
-    need(text, "text");
-    need(len, "len");
-    need(done, "done");
-    og_session::Stream* st = session->stream.get();
-    if (!st) api_fail(OG_ERR_STATE, "no stream is running in this session (og_session_stream_start)");
-    Session& s = *session->s;
-    st->sampled = -1;
-    try {
-      while (!s.turn_done() && st->sampled < 0) {
-        if (session->cancel.load()) {
-          s.interrupt_turn();
-          break;
-        }
-        // A prefill chunk that is not the prompt's last returns at once (token -1),
-        // so that a caller (Python's Ctrl-C) can act between chunks.
-        const bool chunk = s.in_prefill();
-        s.step();
-        if (chunk && st->sampled < 0) break;
-      }
-    } catch (...) {
-      s.abort_turn();
-      session->stream.reset();
-      session->streaming.store(false);
-      session->undo_marks.pop_back();
-      throw;
-    }
-    st->handed.swap(st->pending);
-    st->pending.clear();
-    *token = st->sampled;
-    *text = st->handed.c_str();
-    *len = st->handed.size();
-    *done = s.turn_done() ? 1 : 0;
+    stream_next_held(session, token, text, len, done);
   });
 }
 
@@ -430,15 +454,7 @@ og_status og_session_stream_cancel(og_session* session) {
 og_status og_session_stream_finish(og_session* session, og_generation* out) {
   return guarded([&] {
     SessionUse use(session);
-    if (out) *out = og_generation{};
-    if (!session->stream) api_fail(OG_ERR_STATE, "no stream is running in this session");
-    Session& s = *session->s;
-    if (!s.turn_done()) s.interrupt_turn();
-    std::unique_ptr<og_session::Stream> st = std::move(session->stream);
-    session->streaming.store(false);
-    const TurnResult r = s.end_turn();
-    logits_changed(session, !s.logits().empty());
-    if (out) fill_generation(r, st->user, st->events, out);
+    stream_finish_held(session, out);
   });
 }
 

@@ -2,7 +2,13 @@
 // and the state file (c_api_state.cpp); SessionUse holds its busy flag.
 #pragma once
 
+#include <functional>
+
 #include "api/c_api_internal.h"
+
+namespace og::capi {
+struct ChatTurn;  // c_api_chat.cpp
+}
 
 struct og_session {
   std::shared_ptr<og::capi::ModelCore> core;
@@ -34,6 +40,8 @@ struct og_session {
     std::vector<og::TokenEvent> events;  // each token's logprobs, when asked
   };
   std::unique_ptr<Stream> stream;
+  // A chat turn being streamed on `stream` (og_session_chat_*, c_api_chat.cpp).
+  std::shared_ptr<og::capi::ChatTurn> chat;
 };
 
 namespace og::capi {
@@ -54,5 +62,13 @@ class SessionUse {
 void no_stream(const og_session* s);
 // After a call that changed (or dropped) the logits.
 void logits_changed(og_session* s, bool have);
+
+// The bodies of og_session_stream_start / _next / _finish for a caller that
+// holds the session (SessionUse) and has read the options; adjust (may be
+// null) changes the turn's runtime options before it starts (a chat's grammar).
+void stream_start_held(og_session* s, const int32_t* prompt, size_t n, const og_generate_options& o,
+                       const std::function<void(GenerateOptions&)>& adjust);
+void stream_next_held(og_session* s, int32_t* token, const char** text, size_t* len, int* done);
+void stream_finish_held(og_session* s, og_generation* out);
 
 }  // namespace og::capi

@@ -1,0 +1,324 @@
+// og_session_chat (offgraph.h): chat with tools, tool results and structured
+// output through liboffgraph.so, on scripted models (og-synth --script,
+// docs/tools.md) under the real Qwen 3 template, which reasons first. A
+// scripted model follows its chain while the grammar allows it and else
+// writes the allowed token of lowest id, so a constrained answer is spelled
+// byte by byte: the schemas pin every value (enums).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "offgraph/offgraph.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+struct ScratchDir {
+  fs::path path = fs::temp_directory_path() / ("og-api-chat-" + std::to_string(::getpid()));
+  ScratchDir() { fs::create_directories(path); }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+const std::string kTemplate = std::string(OG_SOURCE_DIR) + "/tests/template/data/templates/Qwen-Qwen3-0.6B.jinja";
+const std::string kCall2 = "\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+
+// Thinks, then calls get_weather and get_time (the second call one token of its own).
+const json kToolScript = {
+    {"tokens", json::array({{{"text", "<|im_start|>"}, {"special", true}},
+                            {{"text", "<|im_end|>"}, {"special", true}},
+                            {{"text", "<think>"}},
+                            {{"text", "</think>"}},
+                            {{"text", "<tool_call>"}},
+                            {{"text", "</tool_call>"}},
+                            {{"text", "\nThe user wants the weather.\n"}},
+                            {{"text", "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"}},
+                            {{"text", kCall2}}})},
+    {"chains", json::array({json::array({"\n", "<think>", "\nThe user wants the weather.\n", "</think>", "\n\n",
+                                         "<tool_call>",
+                                         "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n",
+                                         "</tool_call>", kCall2, "<|im_end|>"})})}};
+
+// A scripted model (written once per process); fails the test when og-synth does.
+std::string model_file(const std::string& name, const std::string& script_path) {
+  static const ScratchDir scratch;
+  const std::string out = (scratch.path / (name + ".gguf")).string();
+  if (fs::exists(out)) return out;
+  const std::string cmd = std::string(OG_BINARY_DIR) + "/og-synth --family qwen3 --format gguf --out '" + out +
+                          "' --script '" + script_path + "' --chat-template '" + kTemplate + "' > /dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return out;
+}
+
+std::string reply_model() {
+  return model_file("reply", std::string(OG_SOURCE_DIR) + "/tests/e2e/data/script_qwen3_reply.json");
+}
+
+std::string tool_model() {
+  static const std::string script = [] {
+    const std::string p = (fs::temp_directory_path() / ("og-api-chat-tool-" + std::to_string(::getpid()) + ".json"));
+    std::ofstream(p) << kToolScript.dump();
+    return p;
+  }();
+  const std::string m = model_file("tool", script);
+  fs::remove(script);
+  return m;
+}
+
+std::string str(const og_string& s) { return std::string(s.data ? s.data : "", s.len); }
+
+const char* kWeatherParams =
+    R"({"type": "object", "properties": {"city": {"enum": ["Paris"]}}, "required": ["city"], "additionalProperties": false})";
+const og_chat_tool kTools[] = {{"get_weather", "Weather now", kWeatherParams, 0}, {"get_time", "The time", nullptr, 0}};
+
+class ChatTest : public ::testing::Test {
+ protected:
+  void open(const std::string& path) {
+    ASSERT_FALSE(path.empty());
+    ASSERT_EQ(og_model_open(path.c_str(), nullptr, &model_), OG_OK) << og_last_error();
+    og_session_options so;
+    og_session_options_init(&so);
+    so.kv_max_capacity = 1024;
+    ASSERT_EQ(og_session_new(model_, &so, &session_), OG_OK) << og_last_error();
+  }
+  void TearDown() override {
+    og_chat_result_free(&r_);
+    EXPECT_EQ(og_session_free(session_), OG_OK);
+    EXPECT_EQ(og_model_close(model_), OG_OK);
+  }
+  og_status chat(const og_chat_request& req, int64_t max_tokens = 200) {
+    og_chat_result_free(&r_);
+    og_generate_options g;
+    og_generate_options_init(&g);
+    g.max_new_tokens = max_tokens;
+    return og_session_chat(session_, &req, &g, &r_);
+  }
+  static og_chat_request request(const og_chat_msg* msgs, size_t n) {
+    og_chat_request q;
+    og_chat_request_init(&q);
+    q.messages = msgs;
+    q.n_messages = n;
+    return q;
+  }
+
+  og_model* model_ = nullptr;
+  og_session* session_ = nullptr;
+  og_chat_result r_{};
+};
+
+const og_chat_msg kHi[] = {{"user", "Hi", nullptr, nullptr, nullptr, 0, nullptr}};
+const og_chat_msg kWeather[] = {{"user", "Weather in Paris?", nullptr, nullptr, nullptr, 0, nullptr}};
+
+TEST_F(ChatTest, PlainChatSplitsReasoningFromContent) {
+  open(reply_model());
+  ASSERT_EQ(chat(request(kHi, 1)), OG_OK) << og_last_error();
+  EXPECT_EQ(str(r_.reasoning_content), "The user greets me.");
+  EXPECT_EQ(str(r_.content), "Hello! How can I help you today?");
+  EXPECT_STREQ(r_.finish_reason, "stop");
+  EXPECT_EQ(r_.n_tool_calls, 0u);
+  EXPECT_GT(r_.prompt_tokens, 0);
+  EXPECT_EQ(r_.cached_tokens, 0);
+  EXPECT_EQ(r_.completion_tokens, static_cast<int64_t>(r_.generation.tokens.n));
+  // The raw turn keeps the markers the parser read.
+  EXPECT_NE(str(r_.generation.text).find("</think>"), std::string::npos);
+}
+
+TEST_F(ChatTest, NextTurnExtendsThePreviousOnesCache) {
+  open(reply_model());
+  ASSERT_EQ(chat(request(kHi, 1)), OG_OK) << og_last_error();
+  const int64_t first_prompt = r_.prompt_tokens;
+  const std::string answer = str(r_.content);
+  const og_chat_msg turn2[] = {kHi[0], {"assistant", answer.c_str(), nullptr, nullptr, nullptr, 0, nullptr},
+                               {"user", "And again?", nullptr, nullptr, nullptr, 0, nullptr}};
+  ASSERT_EQ(chat(request(turn2, 3)), OG_OK) << og_last_error();
+  EXPECT_GE(r_.cached_tokens, first_prompt);
+  EXPECT_EQ(r_.generation.prompt_tokens, r_.prompt_tokens - r_.cached_tokens);
+  EXPECT_EQ(str(r_.content), "Hello! How can I help you today?");
+}
+
+TEST_F(ChatTest, ToolCallRoundTrip) {
+  open(tool_model());
+  og_chat_request q = request(kWeather, 1);
+  q.tools = kTools;
+  q.n_tools = 2;
+  ASSERT_EQ(chat(q), OG_OK) << og_last_error();
+  EXPECT_STREQ(r_.finish_reason, "tool_calls");
+  EXPECT_EQ(str(r_.reasoning_content), "The user wants the weather.");
+  EXPECT_EQ(str(r_.content), "");
+  ASSERT_EQ(r_.n_tool_calls, 2u);
+  EXPECT_EQ(str(r_.tool_calls[0].name), "get_weather");
+  EXPECT_EQ(json::parse(str(r_.tool_calls[0].arguments)), json::parse(R"({"city": "Paris"})"));
+  EXPECT_EQ(str(r_.tool_calls[1].name), "get_time");
+  EXPECT_EQ(str(r_.tool_calls[0].id).rfind("call_", 0), 0u);
+  const int64_t first_prompt = r_.prompt_tokens;
+
+  // The calls and their results go back; the answer is constrained to a schema.
+  const std::string id0 = str(r_.tool_calls[0].id), id1 = str(r_.tool_calls[1].id);
+  const std::string args0 = str(r_.tool_calls[0].arguments), reasoning = str(r_.reasoning_content);
+  const og_chat_tool_call calls[] = {{id0.c_str(), "get_weather", args0.c_str()}, {id1.c_str(), "get_time", "{}"}};
+  const og_chat_msg msgs[] = {kWeather[0],
+                              {"assistant", nullptr, reasoning.c_str(), nullptr, calls, 2, nullptr},
+                              {"tool", "sunny", nullptr, nullptr, nullptr, 0, id0.c_str()},
+                              {"tool", "noon", nullptr, nullptr, nullptr, 0, id1.c_str()}};
+  og_chat_request q2 = request(msgs, 4);
+  q2.tools = kTools;
+  q2.n_tools = 2;
+  q2.response_format = "json_schema";
+  q2.json_schema = R"({"type": "object", "properties": {"weather": {"enum": ["sunny"]}}, "required": ["weather"],
+                       "additionalProperties": false})";
+  ASSERT_EQ(chat(q2), OG_OK) << og_last_error();
+  EXPECT_STREQ(r_.finish_reason, "stop");
+  EXPECT_EQ(r_.n_tool_calls, 0u);
+  EXPECT_EQ(str(r_.reasoning_content), "The user wants the weather.");
+  EXPECT_EQ(json::parse(str(r_.content), nullptr, false), json::parse(R"({"weather": "sunny"})")) << str(r_.content);
+  EXPECT_GE(r_.cached_tokens, first_prompt);  // turn 2's prompt extends turn 1's
+}
+
+TEST_F(ChatTest, ParallelToolCallsFalseGivesOneCall) {
+  open(tool_model());
+  og_chat_request q = request(kWeather, 1);
+  q.tools = kTools;
+  q.n_tools = 2;
+  q.parallel_tool_calls = 0;
+  ASSERT_EQ(chat(q), OG_OK) << og_last_error();
+  ASSERT_EQ(r_.n_tool_calls, 1u);
+  EXPECT_EQ(str(r_.tool_calls[0].name), "get_weather");
+  EXPECT_EQ(str(r_.content), "");
+  EXPECT_STREQ(r_.finish_reason, "tool_calls");
+}
+
+TEST_F(ChatTest, ForcedToolCallsReasonFirst) {
+  open(tool_model());
+  for (const char* choice : {"required", "get_time"}) {
+    SCOPED_TRACE(choice);
+    og_chat_request q = request(kWeather, 1);
+    q.tools = kTools;
+    q.n_tools = 2;
+    q.tool_choice = choice;
+    q.parallel_tool_calls = 0;
+    ASSERT_EQ(chat(q), OG_OK) << og_last_error();
+    EXPECT_EQ(str(r_.reasoning_content), "The user wants the weather.");
+    ASSERT_EQ(r_.n_tool_calls, 1u) << str(r_.generation.text);
+    EXPECT_EQ(str(r_.tool_calls[0].name), std::string(choice) == "required" ? "get_weather" : "get_time");
+    EXPECT_TRUE(json::parse(str(r_.tool_calls[0].arguments), nullptr, false).is_object());
+    EXPECT_STREQ(r_.finish_reason, "tool_calls");
+  }
+}
+
+TEST_F(ChatTest, JsonSchemaAfterTheReasoning) {
+  open(reply_model());
+  og_chat_request q = request(kHi, 1);
+  q.response_format = "json_schema";
+  q.json_schema = R"({"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"],
+                      "additionalProperties": false})";
+  ASSERT_EQ(chat(q), OG_OK) << og_last_error();
+  EXPECT_EQ(str(r_.reasoning_content), "The user greets me.");
+  const json doc = json::parse(str(r_.content), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << str(r_.content);
+  EXPECT_TRUE(doc["answer"] == "yes" || doc["answer"] == "no") << doc.dump();
+  EXPECT_EQ(doc.size(), 1u);
+  EXPECT_STREQ(r_.finish_reason, "stop");
+
+  // With no room to reason (budget 0) the answer starts at once after a closed block.
+  q.max_reasoning_tokens = 0;
+  ASSERT_EQ(chat(q), OG_OK) << og_last_error();
+  EXPECT_EQ(str(r_.reasoning_content), "");
+  EXPECT_TRUE(json::parse(str(r_.content), nullptr, false).is_object()) << str(r_.content);
+
+  // max_new_tokens inside the reasoning: finish_reason length, no answer.
+  q.max_reasoning_tokens = -1;
+  q.response_format = "json_object";
+  ASSERT_EQ(chat(q, 2), OG_OK) << og_last_error();
+  EXPECT_STREQ(r_.finish_reason, "length");
+  EXPECT_EQ(str(r_.content), "");
+}
+
+TEST_F(ChatTest, StreamedDeltasAddUpToTheResult) {
+  open(tool_model());
+  og_chat_request q = request(kWeather, 1);
+  q.tools = kTools;
+  q.n_tools = 2;
+  og_generate_options g;
+  og_generate_options_init(&g);
+  g.max_new_tokens = 200;
+  ASSERT_EQ(og_session_chat_start(session_, &q, &g), OG_OK) << og_last_error();
+  // Nothing else runs on the session meanwhile.
+  EXPECT_EQ(og_session_chat(session_, &q, &g, &r_), OG_ERR_STATE);
+  std::string reasoning, content;
+  std::vector<std::string> names;
+  std::vector<std::string> args(2);
+  for (int done = 0; !done;) {
+    og_chat_delta d;
+    ASSERT_EQ(og_session_chat_next(session_, &d, &done), OG_OK) << og_last_error();
+    reasoning.append(d.reasoning_content, d.reasoning_len);
+    content.append(d.content, d.content_len);
+    for (size_t i = 0; i < d.n_tool_calls; ++i) {
+      if (d.tool_calls[i].name[0]) names.push_back(d.tool_calls[i].name);
+      ASSERT_LT(d.tool_calls[i].index, 2);
+      args[d.tool_calls[i].index] += d.tool_calls[i].arguments;
+    }
+  }
+  ASSERT_EQ(og_session_chat_finish(session_, &r_), OG_OK) << og_last_error();
+  EXPECT_EQ(reasoning, str(r_.reasoning_content));
+  EXPECT_EQ(content, str(r_.content));
+  EXPECT_EQ(names, (std::vector<std::string>{"get_weather", "get_time"}));
+  ASSERT_EQ(r_.n_tool_calls, 2u);
+  EXPECT_EQ(args[0], str(r_.tool_calls[0].arguments));
+  EXPECT_STREQ(r_.finish_reason, "tool_calls");
+  EXPECT_EQ(og_session_chat_finish(session_, nullptr), OG_ERR_STATE);
+}
+
+TEST_F(ChatTest, BadInputsNameTheField) {
+  open(tool_model());
+  auto expect_refused = [&](const og_chat_request& q, const std::string& field) {
+    SCOPED_TRACE(field);
+    EXPECT_EQ(chat(q), OG_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(og_last_error()).find("'" + field + "'"), std::string::npos) << og_last_error();
+  };
+  og_chat_request q = request(kWeather, 1);
+  q.response_format = "json_schema";
+  q.json_schema = R"({"type": 7})";
+  expect_refused(q, "response_format.json_schema.schema");
+  q.json_schema = "{not json";
+  expect_refused(q, "response_format.json_schema.schema");
+  q = request(kWeather, 1);
+  q.tools = kTools;
+  q.n_tools = 2;
+  q.tool_choice = "get_wether";
+  expect_refused(q, "tool_choice");
+  q.tool_choice = "required";
+  q.response_format = "json_object";
+  expect_refused(q, "tool_choice");
+  const og_chat_msg bad_role[] = {{"robot", "Hi", nullptr, nullptr, nullptr, 0, nullptr}};
+  expect_refused(request(bad_role, 1), "messages[0].role");
+  const og_chat_msg no_content[] = {{"user", nullptr, nullptr, nullptr, nullptr, 0, nullptr}};
+  expect_refused(request(no_content, 1), "messages[0].content");
+  expect_refused(request(kHi, 0), "messages");
+  q = request(kHi, 1);
+  q.grammar = "root ::= undefined-rule";
+  expect_refused(q, "grammar");
+  q = request(kHi, 1);
+  q.response_format = "yaml";
+  expect_refused(q, "response_format");
+  q = request(kHi, 1);
+  q.struct_size = 0;
+  EXPECT_EQ(chat(q), OG_ERR_INVALID_ARGUMENT);
+  // The session is untouched by refused requests and still chats.
+  int64_t pos = -1;
+  ASSERT_EQ(og_session_position(session_, &pos), OG_OK);
+  EXPECT_EQ(pos, 0);
+}
+
+}  // namespace
