@@ -11,11 +11,12 @@
 namespace og::kv {
 
 // Buffers of at least one huge page live in 2 MiB-aligned MADV_HUGEPAGE
-// memory (base/huge_pages.h: whole 2 MiB pages only, the tail in 4 KiB
-// pages): a decode step streams a deep history once per token, and with
-// 4 KiB pages that costs a page walk every 32 rows of 128 bytes. 1B Q4_K_M
-// at depth 4096, 2 threads (Intel Xeon, alternately, four pairs): 77 -> 90 %
-// of the bandwidth bound. Smaller buffers (tests, short prompts) stay on the heap.
+// memory (base/huge_pages.h: whole 2 MiB pages only, the tail in base
+// pages, 4, 16 or 64 KiB by kernel): a decode step streams a deep history
+// once per token, and with 4 KiB pages that costs a page walk every 32 rows
+// of 128 bytes. 1B Q4_K_M at depth 4096, 2 threads (Intel Xeon,
+// alternately, four pairs): 77 -> 90 % of the bandwidth bound. Smaller
+// buffers (tests, short prompts) stay on the heap.
 constexpr size_t kKvHugePageMin = size_t{2} << 20;
 
 // Uninitialised bytes (only written rows are ever read; pages are committed

@@ -1,31 +1,14 @@
-// Process memory figures from /proc/self/status.
+// Process memory figures (base/process_memory.h: /proc/self/status where
+// there is one, getrusage's peak elsewhere).
 #include "runtime/stats.h"
 
-#include <fstream>
-#include <sstream>
-#include <string>
+#include <algorithm>
+
+#include "base/process_memory.h"
 
 namespace og {
 
-namespace {
-
-int64_t status_kib(const char* key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::string prefix = std::string(key) + ":";
-  while (std::getline(in, line)) {
-    if (line.compare(0, prefix.size(), prefix) != 0) continue;
-    std::istringstream is(line.substr(prefix.size()));
-    int64_t kib = 0;
-    is >> kib;
-    return kib * 1024;
-  }
-  return 0;
-}
-
-}  // namespace
-
-int64_t peak_rss_bytes() { return status_kib("VmHWM"); }
-int64_t current_rss_bytes() { return status_kib("VmRSS"); }
+int64_t peak_rss_bytes() { return std::max<int64_t>(0, peak_rss_from(kProcSelfStatus)); }
+int64_t current_rss_bytes() { return std::max<int64_t>(0, current_rss_from(kProcSelfStatus)); }
 
 }  // namespace og

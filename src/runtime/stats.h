@@ -36,7 +36,8 @@ struct Stats {
   }
 };
 
-// From /proc/self/status (VmHWM, VmRSS); 0 where it cannot be read.
+// From /proc/self/status (VmHWM, VmRSS) where there is one; elsewhere the
+// peak from getrusage and the current figure 0 (unknown): base/process_memory.h.
 int64_t peak_rss_bytes();
 int64_t current_rss_bytes();
 
