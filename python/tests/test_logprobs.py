@@ -33,7 +33,7 @@ def test_logprobs_per_generated_token(model):
 
 def test_logprobs_bounds(model):
     s = model.session()
-    with pytest.raises(offgraph.InvalidArgumentError, match=r"top_logprobs 21 is outside \[0, 20\]"):
+    with pytest.raises(offgraph.InvalidArgumentError, match=r"top_logprobs is 21, outside \[0, 20\]"):
         s.generate(PROMPT, max_new_tokens=3, top_logprobs=21)
     with model.engine() as e:
         with pytest.raises(offgraph.InvalidArgumentError, match="not by the engine"):
@@ -57,3 +57,14 @@ def test_save_and_load_continue_exactly(model, tmp_path):
         b.load(tmp_path / "bad.ogs")
     with pytest.raises(offgraph.InvalidArgumentError, match="kv_dtype f16, this session stores f32"):
         model.session(kv_dtype="f32").load(path)
+
+
+def test_sampler_bounds_are_the_servers(model):
+    # runtime/generation_limits.h: the server's bound and words, under the C option's name.
+    s = model.session()
+    with pytest.raises(offgraph.InvalidArgumentError, match=r"^sampler.temperature is 3, outside \[0, 2\]$"):
+        s.generate(PROMPT, max_new_tokens=3, temperature=3)
+    with pytest.raises(offgraph.InvalidArgumentError, match=r"^sampler.top_p is 0, outside \(0, 1\]$"):
+        s.generate(PROMPT, max_new_tokens=3, temperature=1, top_p=0)
+    with pytest.raises(offgraph.InvalidArgumentError, match=r"^max_new_tokens is -1, outside \[0, 2147483647\]$"):
+        s.generate(PROMPT, max_new_tokens=-1)

@@ -136,9 +136,6 @@ void check_ids(const int32_t* ids, size_t n, int32_t n_vocab, const char* what);
 og_string make_string(const std::string& s);
 og_tokens make_tokens(const std::vector<int32_t>& ids);
 
-// Alternatives per token og_generate_options.top_logprobs may ask for (the server's bound).
-constexpr int32_t kMaxTopLogprobs = 20;
-
 // make_cache, its out-of-memory message in the API's terms (`lower` names the
 // options that size the cache) rather than the command's flags.
 std::unique_ptr<KvCache> cache_of(const CacheSetup& setup, const Model& model, const KvPolicy& policy,

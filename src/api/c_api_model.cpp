@@ -11,6 +11,7 @@
 #include "api/c_api_internal.h"
 #include "chat/chat_template.h"
 #include "model/config.h"
+#include "runtime/generation_limits.h"
 
 namespace og::capi {
 
@@ -107,22 +108,48 @@ og_tokens make_tokens(const std::vector<int32_t>& ids) {
   return out;
 }
 
+namespace {
+
+// The option fields check_generation_settings() reports, as a C program spells them.
+std::string c_field_name(const LimitViolation& v) {
+  switch (v.field) {
+    case LimitField::kMaxTokens: return "max_new_tokens";
+    case LimitField::kTopLogprobs: return "top_logprobs";
+    case LimitField::kStop: return v.index >= 0 ? "stop_strings[" + std::to_string(v.index) + "]" : "stop_strings";
+    case LimitField::kRepeatPenalty: return "sampler.repeat_penalty";
+    default: return std::string("sampler.") + limit_field_name(v.field);
+  }
+}
+
+// The first mistake, as OG_ERR_INVALID_ARGUMENT naming the option field: the
+// bounds and words are those of the server and the commands.
+void enforce_limits(const GenerationSettings& s) {
+  const auto found = check_generation_settings(s);
+  if (!found.empty()) api_fail(OG_ERR_INVALID_ARGUMENT, describe_violation(found.front(), c_field_name(found.front())));
+}
+
+GenerationSettings settings_of(const og_sampler_options& o) {
+  GenerationSettings s;
+  s.temperature = o.temperature;
+  s.top_k = o.top_k;
+  s.top_p = o.top_p;
+  s.min_p = o.min_p;
+  s.repeat_penalty = o.repeat_penalty;
+  s.repeat_last_n = o.repeat_last_n;
+  s.presence_penalty = o.presence_penalty;
+  s.frequency_penalty = o.frequency_penalty;
+  return s;
+}
+
+}  // namespace
+
 SamplerConfig sampler_config_of(const og_sampler_options& o) {
-  auto bad = [](const char* name, double v, const char* range) {
-    api_fail(OG_ERR_INVALID_ARGUMENT, "sampler ", name, " ", v, " is outside ", range);
-  };
-  if (!std::isfinite(o.temperature) || o.temperature < 0) bad("temperature", o.temperature, "[0, inf)");
-  if (o.top_k < 0) bad("top_k", o.top_k, "[0, inf)");
-  if (!(o.top_p > 0 && o.top_p <= 1)) bad("top_p", o.top_p, "(0, 1]");
-  if (!(o.min_p >= 0 && o.min_p <= 1)) bad("min_p", o.min_p, "[0, 1]");
-  if (!std::isfinite(o.repeat_penalty) || o.repeat_penalty <= 0) bad("repeat_penalty", o.repeat_penalty, "(0, inf)");
-  if (o.repeat_last_n < 0) bad("repeat_last_n", o.repeat_last_n, "[0, inf)");
-  if (!std::isfinite(o.presence_penalty)) bad("presence_penalty", o.presence_penalty, "the finite numbers");
-  if (!std::isfinite(o.frequency_penalty)) bad("frequency_penalty", o.frequency_penalty, "the finite numbers");
-  if (o.seed < -1) bad("seed", static_cast<double>(o.seed), "[-1, inf)");
+  enforce_limits(settings_of(o));
+  // -1 = random: the C API's and the commands' rule (the server takes any 64-bit seed as is).
+  if (o.seed < -1) api_fail(OG_ERR_INVALID_ARGUMENT, "sampler.seed ", o.seed, " is outside [-1, 2^63 - 1]");
   SamplerConfig c;
   c.temperature = o.temperature;
-  c.top_k = o.top_k;
+  c.top_k = std::max(o.top_k, 0);  // -1 = off, as 0
   c.top_p = o.top_p;
   c.min_p = o.min_p;
   c.repeat_penalty = o.repeat_penalty;
@@ -134,15 +161,15 @@ SamplerConfig sampler_config_of(const og_sampler_options& o) {
 }
 
 void check_generate_options(const og_generate_options& o) {
-  if (o.max_new_tokens < 0)
-    api_fail(OG_ERR_INVALID_ARGUMENT, "max_new_tokens ", o.max_new_tokens, " is negative");
-  if (o.top_logprobs < 0 || o.top_logprobs > kMaxTopLogprobs)
-    api_fail(OG_ERR_INVALID_ARGUMENT, "top_logprobs ", o.top_logprobs, " is outside [0, ", kMaxTopLogprobs, "]");
   if (o.n_stop_strings > 0) need(o.stop_strings, "stop_strings");
+  GenerationSettings s = settings_of(o.sampler);
+  s.max_tokens = o.max_new_tokens;
+  s.top_logprobs = o.top_logprobs;
   for (size_t i = 0; i < o.n_stop_strings; ++i) {
     if (!o.stop_strings[i]) api_fail(OG_ERR_INVALID_ARGUMENT, "stop_strings[", i, "] is NULL");
-    if (!*o.stop_strings[i]) api_fail(OG_ERR_INVALID_ARGUMENT, "stop_strings[", i, "] is empty");
+    s.stop.emplace_back(o.stop_strings[i]);
   }
+  enforce_limits(s);
   sampler_config_of(o.sampler);
 }
 

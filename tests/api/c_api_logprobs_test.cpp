@@ -85,7 +85,7 @@ TEST_F(ModelTest, LogprobsBounds) {
   o.top_logprobs = 21;
   og_generation g{};
   EXPECT_EQ(og_session_generate(s, kPromptIds.data(), kPromptIds.size(), &o, &g), OG_ERR_INVALID_ARGUMENT);
-  EXPECT_STREQ(og_last_error(), "top_logprobs 21 is outside [0, 20]");
+  EXPECT_STREQ(og_last_error(), "top_logprobs is 21, outside [0, 20]");
   o.top_logprobs = -1;
   EXPECT_EQ(og_session_generate(s, kPromptIds.data(), kPromptIds.size(), &o, &g), OG_ERR_INVALID_ARGUMENT);
   og_session_free(s);

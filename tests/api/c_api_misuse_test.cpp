@@ -131,9 +131,24 @@ TEST_F(ModelTest, NullOutputsAndBadOptions) {
   og_generate_options o = greedy(10);
   o.sampler.temperature = -1;
   EXPECT_EQ(og_session_generate(s, kPromptIds.data(), kPromptIds.size(), &o, &g), OG_ERR_INVALID_ARGUMENT);
-  EXPECT_STREQ(og_last_error(), "sampler temperature -1 is outside [0, inf)");
+  EXPECT_STREQ(og_last_error(), "sampler.temperature is -1, outside [0, 2]");
+  // The server's and the commands' bound and words (runtime/generation_limits.h).
+  o.sampler.temperature = 3;
+  EXPECT_EQ(og_session_generate(s, kPromptIds.data(), kPromptIds.size(), &o, &g), OG_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(og_last_error(), "sampler.temperature is 3, outside [0, 2]");
+  o = greedy(10);
+  o.sampler.presence_penalty = 2.5;
+  EXPECT_EQ(og_session_generate(s, kPromptIds.data(), kPromptIds.size(), &o, &g), OG_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(og_last_error(), "sampler.presence_penalty is 2.5, outside [-2, 2]");
   o = greedy(-5);
   EXPECT_EQ(og_session_generate(s, kPromptIds.data(), kPromptIds.size(), &o, &g), OG_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(og_last_error(), "max_new_tokens is -5, outside [0, 2147483647]");
+  o = greedy(10);
+  const char* empty_stop[] = {"x", ""};
+  o.stop_strings = empty_stop;
+  o.n_stop_strings = 2;
+  EXPECT_EQ(og_session_generate(s, kPromptIds.data(), kPromptIds.size(), &o, &g), OG_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(og_last_error(), "stop_strings[1] is empty");
   o = greedy(10);
   const char* stops[] = {nullptr};
   o.stop_strings = stops;
