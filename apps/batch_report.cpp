@@ -44,8 +44,9 @@ void BatchReport::generation(int64_t k, const RequestReport& r) {
 std::string BatchReport::finish(const SchedulerSnapshot& s, const std::vector<std::string>& warnings) {
   const double wall = wall_.seconds();
   const double mean_rows = s.steps > 0 ? static_cast<double>(s.rows) / s.steps : 0.0;
-  // Aggregate decode: rows of decode-only steps over those steps' wall time.
-  const double agg = s.step_s_decode_only > 0 ? s.rows_decode_only / s.step_s_decode_only : 0.0;
+  // Aggregate decode: tokens of decode-only steps over those steps' wall time
+  // (a verify step's rows are not all tokens: its accepted ones and one more are).
+  const double agg = s.step_s_decode_only > 0 ? s.tokens_decode_only / s.step_s_decode_only : 0.0;
   {
     nlohmann::json j;
     j["generations"] = nlohmann::json::array();
@@ -64,6 +65,13 @@ std::string BatchReport::finish(const SchedulerSnapshot& s, const std::vector<st
                            {"entries", s.prefix_entries}, {"bytes", s.prefix_bytes},
                            {"disk_hits", s.prefix_disk_hits}, {"disk_hit_tokens", s.prefix_disk_hit_tokens},
                            {"disk_writes", s.prefix_disk_writes}};
+    if (s.spec_drafts > 0)
+      run["spec"] = {{"drafts", s.spec_drafts},
+                     {"draft_tokens", s.spec_draft_tokens},
+                     {"accepted_tokens", s.spec_accepted_tokens},
+                     {"acceptance", static_cast<double>(s.spec_accepted_tokens) / s.spec_draft_tokens},
+                     {"accepted_per_pos", s.spec_accepted_per_pos},
+                     {"pauses", s.spec_pauses}};
     run["peak_cache_bytes"] = s.peak_cache_bytes;
     run["peak_rss_bytes"] = peak_rss_bytes();
     j["run"] = std::move(run);
@@ -83,6 +91,11 @@ std::string BatchReport::finish(const SchedulerSnapshot& s, const std::vector<st
     diag("[batch] prefix cache on disk: %lld lookups read %lld tokens from it, %lld blocks written\n",
          static_cast<long long>(s.prefix_disk_hits), static_cast<long long>(s.prefix_disk_hit_tokens),
          static_cast<long long>(s.prefix_disk_writes));
+  if (s.spec_drafts > 0)
+    diag("[batch] spec: %lld/%lld draft tokens accepted (%.1f %%) over %lld verify steps, %lld pauses\n",
+         static_cast<long long>(s.spec_accepted_tokens), static_cast<long long>(s.spec_draft_tokens),
+         100.0 * static_cast<double>(s.spec_accepted_tokens) / static_cast<double>(s.spec_draft_tokens),
+         static_cast<long long>(s.spec_drafts), static_cast<long long>(s.spec_pauses));
   diag("[batch] peak cache memory %.2f MiB, peak rss %.1f MiB\n", mib(s.peak_cache_bytes), mib(peak_rss_bytes()));
   return "";
 }

@@ -20,6 +20,7 @@
 #include "runtime/engine.h"
 #include "runtime/scheduler.h"
 #include "scheduler_flags.h"
+#include "spec_flags.h"
 
 namespace og::app {
 
@@ -32,6 +33,8 @@ struct BatchFlags {
   std::string prompts_file, out_prefix, output = "text";
   SchedulerFlags sched;
   int64_t prompt_rounds = 1;
+  SpecFlags spec;  // --spec ngram: prompt lookup in every session
+  SchedulerSpec sched_spec;
 };
 
 const SchedulerFlagNames kSchedulerNames{"max-decode-sequences", "sessions running at once", "prompt"};
@@ -81,6 +84,7 @@ void add_batch_flags(Flags& fl, BatchFlags& b) {
   fl.add_string("prompts-file", &b.prompts_file,
                 "prompts, one per line, or JSON lines {\"prompt\": ..., \"max_new_tokens\": ...}", "PATH");
   add_scheduler_flags(fl, b.sched, kSchedulerNames);
+  add_spec_flags(fl, b.spec);
   fl.add_int("prompt-rounds", &b.prompt_rounds, 1, 1000000,
              "run all prompts this many times, each round on fresh sessions after the previous one (the prefix cache "
              "is kept)");
@@ -191,6 +195,7 @@ int cmd_batch(const Args& args) {
   check_llm_flags(fl, f, /*run=*/false);
   if (b.positional.empty() && b.prompts_file.empty()) usage_fail("give prompts as arguments or --prompts-file");
   check_scheduler_flags(b.sched, kSchedulerNames, f.run.cache);
+  b.sched_spec = scheduler_spec_of(fl, b.spec, "batch");
   if (!b.out_prefix.empty()) {
     // A missing folder is found now, not after the first generation.
     const std::filesystem::path dir = std::filesystem::path(b.out_prefix).parent_path();
@@ -209,7 +214,8 @@ int cmd_batch(const Args& args) {
   const Run run = build_llm_run(f.run);
   const LoadedModel& l = run.loaded;
   const GrammarConstraint grammar = structured_output_of(f, *l.tok);  // --json-schema / --grammar
-  const SchedulerOptions so = scheduler_options_of(b.sched, run.policy);
+  SchedulerOptions so = scheduler_options_of(b.sched, run.policy);
+  so.spec = b.sched_spec;
 
   // Every prompt through the chat template, as `run` renders it. A prompt whose
   // size alone rules it out (more bytes than a session's tokens can stand

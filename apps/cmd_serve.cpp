@@ -31,6 +31,7 @@
 #include "runtime/run_builder.h"
 #include "runtime/scheduler.h"
 #include "scheduler_flags.h"
+#include "spec_flags.h"
 #include "server/auth.h"
 #include "server/backend.h"
 #include "server/http_server.h"
@@ -54,6 +55,8 @@ SchedulerFlags serve_scheduler_defaults() {
 
 struct ServeFlags {
   RunConfig run;           // model, template, cache, threads
+  SpecFlags spec;          // --spec ngram: prompt lookup in every session
+  SchedulerSpec sched_spec;
   SamplingFlags sampling;  // the defaults of requests that give none
   int64_t max_new_tokens = 0;
   std::string host = "127.0.0.1";
@@ -109,6 +112,7 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
               "no chat page: / answers only 'Ollama is running' (text/plain) and /webui/* is 404; by default a "
               "browser opening / gets the chat page (docs/serving.md)");
   add_scheduler_flags(fl, f.sched, kSchedulerNames);
+  add_spec_flags(fl, f.spec);
   add_kv_events_flags(fl, f.kv_events);
   fl.add_int("max-queue", &f.max_queue, 0, kIntMax,
              "requests waiting beyond --parallel before new ones get 429; 0 = unbounded");
@@ -167,6 +171,7 @@ void check_serve_flags(const Flags& fl, ServeFlags& f) {
   // No sampling combination check: these are defaults, and a request that sets
   // its own temperature takes --top-k and the others with it.
   check_scheduler_flags(f.sched, kSchedulerNames, f.run.cache);
+  f.sched_spec = scheduler_spec_of(fl, f.spec, "serve");
   check_kv_events_flags(fl, f.kv_events, f.sched.prefix_cache_entries > 0);
   for (const std::string& o : f.cors_origins)
     if (o.empty()) usage_fail("--cors-origin: the origin is empty");
@@ -261,6 +266,7 @@ int cmd_serve(const Args& args) {
   if (!run.warning.empty()) std::fprintf(stderr, "[warning] %s\n", run.warning.c_str());
   const LoadedModel& loaded = run.loaded;
   SchedulerOptions so = scheduler_options_of(f.sched, run.policy);
+  so.spec = f.sched_spec;
   so.prefix_disk.shutdown_write_s = server::kShutdownWriteBackS;  // a part of the shutdown watch's margin
   // The server alone bounds requests in flight (--parallel + --max-queue, 429
   // beyond): it counts a request until its HTTP reply is written, the scheduler

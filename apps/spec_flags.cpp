@@ -46,6 +46,20 @@ void check_spec_flags(const Flags& fl, const SpecFlags& s) {
   if (draft) check_path_exists(s.model_draft, "--model-draft");
 }
 
+SchedulerSpec scheduler_spec_of(const Flags& fl, const SpecFlags& s, const std::string& command) {
+  if (fl.given("model-draft") || s.spec == "draft" || fl.given("draft-p-min"))
+    usage_fail(cat("--spec draft / --model-draft is not supported by ", command,
+                   " yet (only run, chat and bench): use --spec ngram"));
+  check_spec_flags(fl, s);
+  SchedulerSpec o;
+  o.ngram = s.spec == "ngram";
+  o.ngram_max = static_cast<int>(s.ngram_size);
+  o.ngram_min = static_cast<int>(s.ngram_min);
+  o.draft_max = s.draft_max;
+  o.draft_min = s.draft_min;
+  return o;
+}
+
 SpecRun::SpecRun(const SpecFlags& f, const Run& target) : f_(f) {
   if (f.model_draft.empty()) {
     proposer_ = std::make_unique<NgramProposer>(static_cast<int>(f.ngram_size), static_cast<int>(f.ngram_min));

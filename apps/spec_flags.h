@@ -11,6 +11,7 @@
 #include "runtime/run_builder.h"
 #include "base/flags.h"
 #include "runtime/engine.h"
+#include "runtime/scheduler.h"
 #include "runtime/spec/proposer.h"
 #include "runtime/stats.h"
 
@@ -29,6 +30,12 @@ struct SpecFlags {
 void add_spec_flags(Flags& fl, SpecFlags& s);
 // Combinations parse() cannot check (usage errors, exit 2).
 void check_spec_flags(const Flags& fl, const SpecFlags& s);
+
+// batch and serve: the scheduler's speculation (prompt lookup in every
+// session). A draft model is a usage error there (exit 2): each session would
+// need its own draft cache, which the scheduler does not have yet. Runs
+// check_spec_flags too.
+SchedulerSpec scheduler_spec_of(const Flags& fl, const SpecFlags& s, const std::string& command);
 
 // A run's proposer: prompt lookup, or the draft model with its own engine and
 // cache (its tokenizer checked against the target's: og::Error on a mismatch).

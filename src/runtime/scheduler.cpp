@@ -15,6 +15,8 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "runtime/prefix_cache.h"
+#include "runtime/spec/ngram.h"
+#include "runtime/spec/throttle.h"
 
 namespace og {
 
@@ -65,6 +67,11 @@ struct Request {
   GenerateOptions gen;
   TextCallback on_text;
   std::unique_ptr<Session> session;
+  // Speculation: this choice's own proposer (gen.spec points at it), its
+  // fallback rule, and the draft the current step verifies (empty: a plain row).
+  std::unique_ptr<SpecProposer> proposer;
+  SpecThrottle throttle;
+  Draft draft;
   // Waiting: the read of its prompt's blocks from the disk tier, started
   // ahead of its admission (none: nothing to read).
   std::shared_ptr<DiskRead> disk_read;
@@ -184,6 +191,13 @@ struct Scheduler::Impl {
   void fork_choices(Request& lead, const float* row, std::vector<Request*>* failed, std::vector<std::string>* why);
   bool forward_step();
   void publish();
+  // Speculation: sets r.draft for this step (at most max_tokens; empty: a
+  // plain decode row). False when the proposer failed (r joins *failed).
+  bool plan_draft(Request& r, int64_t max_tokens, std::vector<std::pair<Request*, std::string>>* failed);
+  // A verify step's outcome: the fallback rule and the counters.
+  void count_verify(Request& r, int64_t accepted);
+  // Ends the running requests named, as failed with their reasons.
+  void fail_all(const std::vector<std::pair<Request*, std::string>>& failed);
 };
 
 void Scheduler::Impl::finish(std::unique_ptr<Request> req, FinishReason reason, const std::string& message) {
@@ -356,6 +370,13 @@ void Scheduler::Impl::start_session(Request& r, int64_t head_tokens) {
   r.gen.top_logprobs = r.opts.top_logprobs;
   r.gen.special_text = r.opts.special_text;
   r.gen.grammar = r.opts.grammar;
+  const SchedulerSpec& sp = opts.spec;
+  if (sp.ngram && r.opts.speculate) {
+    r.proposer = std::make_unique<NgramProposer>(sp.ngram_max, sp.ngram_min);
+    r.gen.spec.proposer = r.proposer.get();
+    r.gen.spec.draft_max = sp.draft_max;
+    r.gen.spec.draft_min = sp.draft_min;
+  }
   Request* self = &r;
   r.gen.on_token = [self](const TokenEvent& ev) {
     if (self->first_token_at < 0) self->first_token_at = self->since_submit.seconds();
@@ -460,14 +481,23 @@ bool Scheduler::Impl::forward_step() {
   std::vector<Part> parts;
   int64_t budget = opts.step_tokens;
   int64_t decode_rows = 0, prefill_rows = 0;
+  // Decoding sessions still to place: each keeps a row of the budget, so a
+  // draft only takes what is left over.
+  int64_t decoders = 0;
+  for (auto& r : running) decoders += r->session->in_prefill() || r->session->turn_done() ? 0 : 1;
+  std::vector<std::pair<Request*, std::string>> spec_failed;
   for (auto& r : running) {
     if (r->session->in_prefill() || budget < 1) continue;
     const size_t first = batch.rows.size();
-    const int64_t n = r->session->add_rows(batch, 1);
+    if (decoders > 0) --decoders;
+    if (!plan_draft(*r, budget - 1 - decoders, &spec_failed)) continue;
+    const int64_t n = r->draft.tokens.empty() ? r->session->add_rows(batch, 1)
+                                              : r->session->add_verify_rows(batch, r->draft);
     if (n > 0) parts.push_back({r.get(), first, n, false});
     budget -= n;
     decode_rows += n;
   }
+  fail_all(spec_failed);
   int prefills = 0;
   for (auto& r : running) {
     if (!r->session->in_prefill() || budget < 1) continue;
@@ -509,6 +539,7 @@ bool Scheduler::Impl::forward_step() {
   int64_t logit_row = 0;
   std::vector<Request*> failed;
   std::vector<std::string> failed_why;
+  int64_t decode_tokens = 0;  // sampled by the decode parts (a verify step's several)
   // parts point at the Requests themselves: the forks joining `running` move none.
   for (const Part& p : parts) {
     // The part's rows that wanted logits: its last, or all of a prompt's
@@ -536,7 +567,12 @@ bool Scheduler::Impl::forward_step() {
         // ... and the other choices fork it, sampling from the same logits.
         if (!r.forks.empty()) fork_choices(r, row, &failed, &failed_why);
       }
-      r.session->accept_rows(rows, wanted);
+      const int64_t before = r.session->stats().generated_tokens;
+      if (!p.prefill && !r.draft.tokens.empty())
+        count_verify(r, r.session->accept_verify(rows, r.draft));
+      else
+        r.session->accept_rows(rows, wanted);
+      if (!p.prefill) decode_tokens += r.session->stats().generated_tokens - before;
     } catch (const Error& e) {
       failed.push_back(&r);
       failed_why.push_back(e.what());
@@ -566,6 +602,7 @@ bool Scheduler::Impl::forward_step() {
     ++snap.steps_decode_only;
     snap.step_s_decode_only += step_s;
     snap.rows_decode_only += decode_rows;
+    snap.tokens_decode_only += decode_tokens;
   } else if (decode_rows == 0) {
     ++snap.steps_prefill_only;
     snap.step_s_prefill_only += step_s;
@@ -575,6 +612,43 @@ bool Scheduler::Impl::forward_step() {
   }
   snap.prompt_tokens += prefill_rows;
   return true;
+}
+
+bool Scheduler::Impl::plan_draft(Request& r, int64_t max_tokens,
+                                 std::vector<std::pair<Request*, std::string>>* failed) {
+  r.draft = Draft{};
+  if (!r.proposer || max_tokens < 1 || r.session->turn_done() || !r.throttle.allow()) return true;
+  try {
+    r.draft = r.session->propose_draft(max_tokens);
+  } catch (const Error& e) {
+    failed->emplace_back(&r, e.what());
+    return false;
+  }
+  return true;
+}
+
+void Scheduler::Impl::count_verify(Request& r, int64_t accepted) {
+  const int64_t k = static_cast<int64_t>(r.draft.tokens.size());
+  const int64_t pauses = r.throttle.pauses();
+  r.throttle.record(k, accepted);
+  std::lock_guard<std::mutex> lk(mu);
+  ++snap.spec_drafts;
+  snap.spec_draft_tokens += k;
+  snap.spec_accepted_tokens += accepted;
+  snap.spec_pauses += r.throttle.pauses() - pauses;
+  if (static_cast<int64_t>(snap.spec_accepted_per_pos.size()) < k) snap.spec_accepted_per_pos.resize(k, 0);
+  for (int64_t i = 0; i < accepted; ++i) ++snap.spec_accepted_per_pos[i];
+}
+
+void Scheduler::Impl::fail_all(const std::vector<std::pair<Request*, std::string>>& failed) {
+  for (const auto& [raw, why] : failed) {
+    auto it = std::find_if(running.begin(), running.end(), [&](const auto& r) { return r.get() == raw; });
+    if (it == running.end()) continue;
+    std::unique_ptr<Request> r = take_running(static_cast<size_t>(it - running.begin()));
+    if (r->session) r->session->abort_turn();
+    r->session.reset();
+    finish(std::move(r), FinishReason::kFailed, why);
+  }
 }
 
 std::unique_ptr<Request> Scheduler::Impl::take_running(size_t i) {
@@ -644,6 +718,14 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tok, std::unique_ptr<KvCac
   OG_CHECK(opts.prefix_cache_entries >= 0 && opts.max_queue >= 0 && opts.prefix_cache_bytes >= 0 &&
                opts.max_prefills_per_step >= 0,
            "scheduler: negative bounds");
+  const SchedulerSpec& sp = opts.spec;
+  OG_CHECK(!sp.ngram || (sp.ngram_min >= 1 && sp.ngram_min <= sp.ngram_max && sp.ngram_max <= 16),
+           "scheduler: prompt lookup's n-gram sizes must satisfy 1 <= min <= max <= 16 (got ", sp.ngram_min, " and ",
+           sp.ngram_max, ")");
+  OG_CHECK(!sp.ngram || (sp.draft_max >= 1 && sp.draft_max <= 256 && sp.draft_min >= 0 &&
+                         sp.draft_min <= sp.draft_max),
+           "scheduler: the draft length must satisfy 0 <= draft_min <= draft_max, 1 <= draft_max <= 256 (got ",
+           sp.draft_min, " and ", sp.draft_max, ")");
   OG_CHECK(opts.prefix_block_size >= 1 && opts.prefix_block_size <= 4096, "scheduler: prefix block size ",
            opts.prefix_block_size, " is outside [1, 4096]");
   OG_CHECK(cache->policy().max_sequences >= opts.max_decode_sequences + opts.prefix_cache_entries,

@@ -71,6 +71,9 @@ struct RequestOptions {
   // Isolates this request's prefix-cache entries (vLLM's cache_salt): it only
   // shares KV with requests of the same salt. Empty: no salt.
   std::string cache_salt;
+  // false: this request decodes plainly even when the scheduler speculates
+  // (SchedulerOptions::spec).
+  bool speculate = true;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kRefused, kFailed };
@@ -104,6 +107,22 @@ struct RequestCallbacks {
   std::function<void(const RequestReport& r)> on_finish;  // exactly once per choice
 };
 
+// Speculative decoding inside continuous batching (docs/speculative.md): each
+// decoding session proposes up to draft_max tokens by prompt lookup over its
+// own prompt and reply, and the step's one forward carries its verify rows
+// (the pending token plus the draft) beside other sessions' decode rows and
+// prefill chunks. Greedy output is token for token that of plain decoding;
+// sampled output has the target's distribution (the rejection rule). A
+// session whose drafts keep failing decodes plainly for a while
+// (runtime/spec/throttle.h).
+struct SchedulerSpec {
+  bool ngram = false;     // prompt lookup on; false: no speculation
+  int ngram_max = 3;      // the longest n-gram matched (1-16)
+  int ngram_min = 1;      // the shortest (1 .. ngram_max)
+  int64_t draft_max = 4;  // most draft tokens per verify step (1-256; also the prefill chunk - 1)
+  int64_t draft_min = 0;  // a shorter draft is not verified (0 .. draft_max)
+};
+
 struct SchedulerOptions {
   int64_t max_session_tokens = 4096;  // prompt + max_new_tokens of one request must fit
   int max_decode_sequences = 8;       // sessions running at once
@@ -133,6 +152,7 @@ struct SchedulerOptions {
   // The prefix cache's disk tier (docs/cache.md); dir "" = none. The model
   // fingerprint is filled in from the engine.
   PrefixDiskOptions prefix_disk;
+  SchedulerSpec spec;
 };
 
 // A consistent snapshot for metrics (thread-safe).
@@ -148,6 +168,7 @@ struct SchedulerSnapshot {
   int64_t rows = 0;                // rows forwarded over all steps
   int64_t decode_rows = 0;         // of which decode rows (one sampled token each)
   int64_t rows_decode_only = 0;    // rows of decode-only steps
+  int64_t tokens_decode_only = 0;  // tokens sampled in decode-only steps (= their rows without speculation)
   double step_s_decode_only = 0, step_s_mixed = 0, step_s_prefill_only = 0;  // wall time in steps by kind
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t prefix_lookups = 0, prefix_hits = 0, prefix_hit_tokens = 0, prefix_evictions = 0;
@@ -166,6 +187,12 @@ struct SchedulerSnapshot {
   int peak_running = 0;
   int64_t cache_bytes_allocated = 0, peak_cache_bytes = 0;
   uint64_t finished = 0, cancelled = 0, refused = 0, failed = 0;
+  // Speculation (vLLM's spec_decode counters): verify steps, the draft tokens
+  // they carried, those accepted, and accepted_per_pos[i] the verify steps
+  // that accepted draft position i (so its sum is accepted_tokens); pauses:
+  // times a session's fallback rule stopped its proposing.
+  int64_t spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0, spec_pauses = 0;
+  std::vector<int64_t> spec_accepted_per_pos;
 };
 
 class Scheduler {

@@ -192,6 +192,23 @@ class Session {
   // kInterrupted.
   void interrupt_turn();
 
+  // --- Speculation inside a shared step (the scheduler; docs/speculative.md) ---
+  // The draft the next verify step of this decoding turn would carry, of at
+  // most min(max_tokens, the room spec_room() leaves) tokens, from
+  // opts.spec.proposer; empty when there is none worth verifying (then
+  // decode plainly with add_rows). Throws og::Error when the proposer fails
+  // or gives an id outside the vocabulary.
+  Draft propose_draft(int64_t max_tokens);
+  // Appends the verify rows of `draft` (the pending token and the draft, every
+  // row wanting logits): draft.tokens.size() + 1 rows.
+  int64_t add_verify_rows(Batch& batch, const Draft& draft) const;
+  // After the step that carried add_verify_rows's rows: `rows` [k + 1,
+  // n_vocab] their logits. Takes the accepted tokens and the target's own one
+  // through the same chooser and stop rules as plain steps, rewinds the cache
+  // over the rejected positions and tells the proposer. Returns the draft
+  // tokens accepted.
+  int64_t accept_verify(const float* rows, const Draft& draft);
+
   // One step of a turn begun with begin_turn, driving this session alone (a
   // prefill chunk or one decode row): generate() is begin_turn, step() until
   // turn_done(), end_turn(). Throws as generate() does (then call abort_turn()).

@@ -92,6 +92,24 @@ void histograms(Writer& w, const ServerMetrics& m, const std::string& prefix) {
   for (const auto& x : kAll) w.histogram(prefix + x.name, m.*x.h, x.help);
 }
 
+// Speculative decoding (serve --spec ngram), vLLM's spec_decode counters
+// with the _total suffix its exporter adds: drafts = verify steps, draft
+// tokens carried, draft tokens accepted, and accepted per draft position
+// (whose sum is the accepted tokens). All 0 without speculation.
+void spec_metrics(Writer& w, const SchedulerSnapshot& s) {
+  w.counter("vllm:spec_decode_num_drafts_total", static_cast<double>(s.spec_drafts),
+            "Speculative verify steps (drafts verified).");
+  w.counter("vllm:spec_decode_num_draft_tokens_total", static_cast<double>(s.spec_draft_tokens),
+            "Draft tokens proposed and verified.");
+  w.counter("vllm:spec_decode_num_accepted_tokens_total", static_cast<double>(s.spec_accepted_tokens),
+            "Draft tokens accepted.");
+  w.header("vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+           "Verify steps that accepted the draft token at each position (0 = the first).");
+  for (size_t i = 0; i < s.spec_accepted_per_pos.size(); ++i)
+    w.sample("vllm:spec_decode_num_accepted_tokens_per_pos_total", static_cast<double>(s.spec_accepted_per_pos[i]),
+             "position=\"" + std::to_string(i) + "\"");
+}
+
 // What vLLM's exporter names and llm-d's endpoint picker and vLLM's
 // dashboards read, beside the offgraph: series (the same figures).
 void vllm_metrics(Writer& w, const SchedulerSnapshot& s, const ServerMetrics& m) {
@@ -115,6 +133,7 @@ void vllm_metrics(Writer& w, const SchedulerSnapshot& s, const ServerMetrics& m)
   for (const auto& [reason, n] : by_reason)
     w.sample("vllm:request_success_total", static_cast<double>(n), "finished_reason=\"" + reason + "\"");
   histograms(w, m, "vllm:");
+  spec_metrics(w, s);
 }
 
 }  // namespace

@@ -34,43 +34,51 @@ int64_t Session::spec_room() const {
   return std::max<int64_t>(0, k);
 }
 
-bool Session::spec_step() {
+Draft Session::propose_draft(int64_t max_tokens) {
+  OG_CHECK(turn_ && !turn_->done, "session: propose_draft outside a running turn");
   Turn& t = *turn_;
   const SpecOptions& so = t.opts->spec;
-  if (t.res.tokens.empty()) return false;  // the first token comes from the prompt's last row
-  const double temperature = t.sampler->config().temperature;
+  Draft d;
+  if (!so.proposer || in_prefill()) return d;
+  if (t.res.tokens.empty()) return d;  // the first token comes from the prompt's last row
   // A grammar's matcher takes each sampled token for good: only its exact
   // (greedy) choice can be compared with a draft token.
-  if (t.grammar && temperature > 0) return false;
-  const int64_t room = spec_room();
-  if (room < std::max<int64_t>(1, so.draft_min)) return false;
+  if (t.grammar && t.sampler->config().temperature > 0) return d;
+  const int64_t room = std::min(spec_room(), max_tokens);
+  const int64_t least = std::max<int64_t>(1, so.draft_min);
+  if (room < least) return d;
   Timer tp;
-  Draft d = so.proposer->propose(history_, room);
+  d = so.proposer->propose(history_, room);
   stats_.spec_propose_s += tp.seconds();
   if (static_cast<int64_t>(d.tokens.size()) > room) d.tokens.resize(room);
-  const int64_t k = static_cast<int64_t>(d.tokens.size());
-  if (k < std::max<int64_t>(1, so.draft_min)) return false;
+  if (static_cast<int64_t>(d.tokens.size()) < least) return Draft{};
   const int32_t n_vocab = engine_.n_vocab();
   for (int32_t id : d.tokens)
     OG_CHECK(id >= 0 && id < n_vocab, "speculative decoding: the ", so.proposer->name(), " proposer gave token ", id,
              " outside the target's vocabulary of ", n_vocab);
+  return d;
+}
 
-  const int64_t pos = position();
-  Batch batch;
-  batch.rows.reserve(k + 1);
+int64_t Session::add_verify_rows(Batch& batch, const Draft& draft) const {
+  const int64_t pos = position();  // the pending token goes at pos - 1, draft token i at pos + i
+  const int64_t k = static_cast<int64_t>(draft.tokens.size());
   batch.rows.push_back({history_.back(), seq_, pos - 1, true});
-  for (int64_t i = 0; i < k; ++i) batch.rows.push_back({d.tokens[i], seq_, pos + i, true});
-  Timer tf;
-  forward_checked(batch);
-  stats_.decode_s += tf.seconds();
-  ++stats_.decode_steps;
+  for (int64_t i = 0; i < k; ++i) batch.rows.push_back({draft.tokens[i], seq_, pos + i, true});
+  return k + 1;
+}
+
+int64_t Session::accept_verify(const float* logits, const Draft& d) {
+  OG_CHECK(turn_ && !turn_->done, "session: accept_verify outside a running turn");
+  Turn& t = *turn_;
+  const int64_t k = static_cast<int64_t>(d.tokens.size());
+  const int32_t n_vocab = engine_.n_vocab();
+  const double temperature = t.sampler->config().temperature;
+  const int64_t pos = position();
   ++stats_.spec_drafts;
   stats_.spec_draft_tokens += k;
-
-  const std::vector<float> rows = logits_;  // [k + 1, n_vocab]
   int64_t accepted = 0;
   for (int64_t i = 0; i <= k && !t.done; ++i) {
-    logits_.assign(rows.begin() + i * n_vocab, rows.begin() + (i + 1) * n_vocab);
+    logits_.assign(logits + i * n_vocab, logits + (i + 1) * n_vocab);
     for (float x : logits_)
       OG_CHECK(std::isfinite(x), "the model produced a non-finite logit (NaN or inf) at position ", pos - 1 + i,
                ": its weights may be corrupt or overflow in f32");
@@ -103,7 +111,22 @@ bool Session::spec_step() {
   stats_.spec_accepted_tokens += accepted;
   // The cache keeps the history but its pending last token, as after a plain step.
   rewind_cache(std::min(cached(), position() - 1), nullptr);
-  so.proposer->verified(k, accepted);
+  if (t.opts->spec.proposer) t.opts->spec.proposer->verified(k, accepted);
+  return accepted;
+}
+
+bool Session::spec_step() {
+  const Draft d = propose_draft(turn_->opts->spec.draft_max);
+  if (d.tokens.empty()) return false;
+  Batch batch;
+  batch.rows.reserve(d.tokens.size() + 1);
+  add_verify_rows(batch, d);
+  Timer tf;
+  forward_checked(batch);
+  stats_.decode_s += tf.seconds();
+  ++stats_.decode_steps;
+  const std::vector<float> rows = logits_;  // [k + 1, n_vocab]; accept_verify overwrites logits_
+  accept_verify(rows.data(), d);
   return true;
 }
 
