@@ -135,10 +135,12 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
              "requests answered at once (generation and tokenize; idle connections cost none); 0 = --parallel + "
              "--max-queue + 16");
   // Defaults of requests that give none; temperature within OpenAI's range as requests are.
-  add_sampling_flags(fl, f.sampling, "default for requests that give none: ", 2,
+  add_sampling_flags(fl, f.sampling, "default for requests that give none: ",
                      "seed of requests that give none; -1 = a random seed per request");
-  fl.add_int("max-new-tokens", &f.max_new_tokens, 0, kIntMax,
-             "max tokens of a chat request that gives none; 0 = up to the session limit");
+  // Bound checked by check_sampling_bounds(), as the sampler flags'.
+  fl.add_int("max-new-tokens", &f.max_new_tokens, std::numeric_limits<int64_t>::min(),
+             std::numeric_limits<int64_t>::max(),
+             "max tokens of a chat request that gives none, in [0, 2^31 - 1]; 0 = up to the session limit");
   add_cache_flags(fl, f.run.cache, CacheScope::kShared);
   add_threads_flag(fl, &f.run.threads, "worker threads of the forward pass");
   add_mmap_flag(fl, &f.run.model.mmap, &f.run.model.experts_in_memory);
@@ -169,7 +171,9 @@ std::vector<std::string> api_keys_of(const ServeFlags& f) {
 void check_serve_flags(const Flags& fl, ServeFlags& f) {
   check_run_flags(fl, f.run);
   // No sampling combination check: these are defaults, and a request that sets
-  // its own temperature takes --top-k and the others with it.
+  // its own temperature takes --top-k and the others with it. The bounds are
+  // a request's.
+  check_sampling_bounds(f.sampling, f.max_new_tokens, {});
   check_scheduler_flags(f.sched, kSchedulerNames, f.run.cache);
   f.sched_spec = scheduler_spec_of(fl, f.spec, "serve");
   check_kv_events_flags(fl, f.kv_events, f.sched.prefix_cache_entries > 0);

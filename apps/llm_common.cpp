@@ -23,7 +23,6 @@ namespace og::app {
 
 namespace {
 
-constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
 double mib(int64_t bytes) { return bytes / (1024.0 * 1024.0); }
 
@@ -41,10 +40,13 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   fl.add_string("system", &f.system, "system message (chat templates that have one)");
   add_chat_flag(fl, f.run.model, "chat template");
   add_render_limit_flags(fl, f.render_limits);
-  add_sampling_flags(fl, f.sampling, "", 100, "sampling seed; the same seed gives the same output; -1 = random");
-  fl.add_int("max-new-tokens", &f.max_new_tokens, 0, kIntMax,
-              run ? "tokens to generate (the prompt excluded)"
-                 : batch ? "tokens to generate per prompt (a JSON line may set its own)" : "tokens to generate per turn");
+  add_sampling_flags(fl, f.sampling, "", "sampling seed; the same seed gives the same output; -1 = random");
+  // Bound checked by check_sampling_bounds() (runtime/generation_limits.h).
+  fl.add_int("max-new-tokens", &f.max_new_tokens, std::numeric_limits<int64_t>::min(),
+             std::numeric_limits<int64_t>::max(),
+             run ? "tokens to generate (the prompt excluded), in [0, 2^31 - 1]"
+                 : batch ? "tokens to generate per prompt, in [0, 2^31 - 1] (a JSON line may set its own)"
+                         : "tokens to generate per turn, in [0, 2^31 - 1]");
   fl.add_short('n', "max-new-tokens");
   fl.add_alias("--n-predict", "max-new-tokens");
   fl.add_repeated("stop", &f.stop, "stop when the generated text contains this string (not printed)");
@@ -71,6 +73,7 @@ void check_llm_flags(const Flags& fl, const LlmFlags& f, bool run) {
   if (run && f.interactive && fl.given("prompt"))
     usage_fail("--prompt cannot be combined with --interactive (type the turns on stdin)");
   if (run && f.interactive && f.warmup) usage_fail("--warmup cannot be combined with --interactive");
+  check_sampling_bounds(f.sampling, f.max_new_tokens, f.stop);
   check_sampling_flags(fl, f.sampling);
   if (fl.given("json-schema") && fl.given("grammar"))
     usage_fail("--json-schema and --grammar both constrain the reply: give one");
@@ -88,7 +91,7 @@ Run build_llm_run(const RunConfig& c) {
 SamplerConfig sampler_config_of(const SamplingFlags& f) {
   SamplerConfig c;
   c.temperature = f.temperature;
-  c.top_k = static_cast<int>(f.top_k);
+  c.top_k = static_cast<int>(std::max<int64_t>(f.top_k, 0));  // -1 = off, as 0
   c.top_p = f.top_p;
   c.min_p = f.min_p;
   c.repeat_penalty = f.repeat_penalty;

@@ -1,6 +1,7 @@
 // The shared flag table (shared_flags.h).
 #include "shared_flags.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <limits>
@@ -8,6 +9,7 @@
 #include "chat/chat_template.h"
 #include "grammar/json_schema.h"
 #include "llama_habits.h"
+#include "runtime/generation_limits.h"
 #include "server/json_body.h"
 #include "template/template.h"
 
@@ -150,19 +152,27 @@ void add_cache_flags(Flags& fl, CacheSetup& c, CacheScope scope) {
                          "as 0): the model file's offgraph.kv.prefill_chunk_size, else 512");
 }
 
-void add_sampling_flags(Flags& fl, SamplingFlags& s, const std::string& prefix, double max_temperature,
-                        const std::string& seed_help) {
-  fl.add_float("temperature", &s.temperature, 0, max_temperature, prefix + "sampling temperature; 0 = greedy");
+// The values are read whole and checked by check_sampling_bounds() against
+// runtime/generation_limits.h, so a flag meets the server's and the C API's
+// bound and message; the help states the bound.
+void add_sampling_flags(Flags& fl, SamplingFlags& s, const std::string& prefix, const std::string& seed_help) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr int64_t kAnyMin = std::numeric_limits<int64_t>::min(), kAnyMax = std::numeric_limits<int64_t>::max();
+  fl.add_float("temperature", &s.temperature, -kInf, kInf, prefix + "sampling temperature in [0, 2]; 0 = greedy");
   fl.add_alias("--temp", "temperature");
-  fl.add_int("top-k", &s.top_k, 0, kIntMax, prefix + "keep the k most likely tokens; 0 = off");
-  fl.add_float("top-p", &s.top_p, 0, 1, prefix + "keep the smallest set with this probability mass; 1 = off", true);
-  fl.add_float("min-p", &s.min_p, 0, 1, prefix + "drop tokens below min-p times the top probability; 0 = off");
-  fl.add_float("repeat-penalty", &s.repeat_penalty, 0, 100, prefix + "penalty on recently seen tokens; 1 = off", true);
-  fl.add_int("repeat-last-n", &s.repeat_last_n, 0, kIntMax, prefix + "how many recent tokens the penalty looks at");
-  fl.add_float("presence-penalty", &s.presence_penalty, -2, 2,
-               prefix + "penalty subtracted once from each token already generated this turn; 0 = off");
-  fl.add_float("frequency-penalty", &s.frequency_penalty, -2, 2,
-               prefix + "penalty subtracted per earlier generation of a token this turn; 0 = off");
+  fl.add_int("top-k", &s.top_k, kAnyMin, kAnyMax, prefix + "keep the k most likely tokens; 0 (or -1) = off");
+  fl.add_float("top-p", &s.top_p, -kInf, kInf,
+               prefix + "keep the smallest set with this probability mass, in (0, 1]; 1 = off");
+  fl.add_float("min-p", &s.min_p, -kInf, kInf,
+               prefix + "drop tokens below min-p times the top probability, in [0, 1]; 0 = off");
+  fl.add_float("repeat-penalty", &s.repeat_penalty, -kInf, kInf,
+               prefix + "penalty on recently seen tokens, in (0, 100]; 1 = off");
+  fl.add_int("repeat-last-n", &s.repeat_last_n, kAnyMin, kAnyMax,
+             prefix + "how many recent tokens the penalty looks at");
+  fl.add_float("presence-penalty", &s.presence_penalty, -kInf, kInf,
+               prefix + "penalty subtracted once from each token already generated this turn, in [-2, 2]; 0 = off");
+  fl.add_float("frequency-penalty", &s.frequency_penalty, -kInf, kInf,
+               prefix + "penalty subtracted per earlier generation of a token this turn, in [-2, 2]; 0 = off");
   fl.add_int("seed", &s.seed, -1, std::numeric_limits<int64_t>::max(), seed_help);
   fl.add_short('s', "seed");
 }
@@ -178,6 +188,32 @@ void check_run_flags(const Flags& fl, const RunConfig& c) {
   if (c.cache.max_capacity > 0 && fl.given("kv-initial-capacity") && c.cache.initial_capacity > c.cache.max_capacity)
     usage_fail("--kv-initial-capacity " + std::to_string(c.cache.initial_capacity) + " exceeds --kv-max-capacity " +
                std::to_string(c.cache.max_capacity));
+}
+
+void check_sampling_bounds(const SamplingFlags& s, int64_t max_new_tokens, const std::vector<std::string>& stop) {
+  GenerationSettings g;
+  g.temperature = s.temperature;
+  g.top_p = s.top_p;
+  g.min_p = s.min_p;
+  g.repeat_penalty = s.repeat_penalty;
+  g.presence_penalty = s.presence_penalty;
+  g.frequency_penalty = s.frequency_penalty;
+  g.top_k = s.top_k;
+  g.repeat_last_n = s.repeat_last_n;
+  g.max_tokens = max_new_tokens;
+  g.stop = stop;
+  const auto found = check_generation_settings(g);
+  if (found.empty()) return;
+  const LimitViolation& v = found.front();
+  std::string flag;
+  switch (v.field) {
+    case LimitField::kRepeatPenalty: flag = "--repeat-penalty"; break;
+    case LimitField::kMaxTokens: flag = "--max-new-tokens"; break;
+    default:
+      flag = std::string("--") + limit_field_name(v.field);
+      std::replace(flag.begin(), flag.end(), '_', '-');
+  }
+  usage_fail(describe_violation(v, flag));
 }
 
 void check_sampling_flags(const Flags& fl, const SamplingFlags& s) {

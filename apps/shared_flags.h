@@ -74,9 +74,11 @@ struct SamplingFlags {
 };
 // Temperature, top-k/p, min-p, repetition, presence and frequency penalties
 // and --seed. Serve's values are the defaults of requests: `prefix` starts each
-// help line, temperature is accepted up to `max_temperature`.
-void add_sampling_flags(Flags& fl, SamplingFlags& s, const std::string& prefix, double max_temperature,
-                        const std::string& seed_help);
+// help line. Their bounds are checked by check_sampling_bounds().
+void add_sampling_flags(Flags& fl, SamplingFlags& s, const std::string& prefix, const std::string& seed_help);
+// The sampler flags, --max-new-tokens and --stop against the bounds every edge
+// shares (runtime/generation_limits.h): a usage error naming the flag.
+void check_sampling_bounds(const SamplingFlags& s, int64_t max_new_tokens, const std::vector<std::string>& stop);
 
 // The bounds of a chat template's render (template/template.h RenderLimits),
 // taken by every command that renders one: serve, run, chat, batch, template.

@@ -100,7 +100,10 @@ TEST(SharedFlags, SameBadValueSameMessage) {
       {{"run", "chat", "batch", "serve", "bench"}, {"--prefill-chunk-size", "0"}, "--prefill-chunk-size must be in [1,"},
       {{"batch", "serve", "bench"}, {"--cache-kind", "sequence"}, "--cache-kind must be one of batched-cell|batched-sequence"},
       {{"batch", "serve"}, {"--kv-block-size", "0"}, "--kv-block-size must be in [1, 4096]"},
-      {{"run", "chat", "batch", "serve"}, {"--temperature", "-1"}, "--temperature must be in [0,"},
+      // The server's and the C API's bound and words (runtime/generation_limits.h).
+      {{"run", "chat", "batch", "serve"}, {"--temperature", "-1"}, "--temperature is -1, outside [0, 2]"},
+      {{"run", "chat", "batch", "serve"}, {"--temperature", "3"}, "--temperature is 3, outside [0, 2]"},
+      {{"run", "chat", "batch", "serve"}, {"--presence-penalty", "2.5"}, "--presence-penalty is 2.5, outside [-2, 2]"},
       {{"run", "chat", "batch", "serve"}, {"--seed", "-2"}, "--seed must be in [-1,"},
       {{"run", "chat", "batch", "serve"}, {"--chat", "nosuch"}, "--chat must be one of auto|"},
       {{"run", "chat", "batch", "serve", "bench"}, {"--mmap=maybe"}, "--mmap takes no value or true|false"},
