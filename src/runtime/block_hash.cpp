@@ -47,7 +47,7 @@ uint64_t block_hash_low64(const BlockHash& h) {
 }
 
 std::vector<uint8_t> block_hash_input(const BlockHash& parent, std::span<const int32_t> tokens,
-                                      std::string_view cache_salt) {
+                                      std::string_view cache_salt, std::span<const std::string> image_keys) {
   std::vector<uint8_t> out;
   out.reserve(48 + tokens.size() * 5 + cache_salt.size());
   head(out, 4, 3);  // [parent, tokens, extra]
@@ -55,11 +55,13 @@ std::vector<uint8_t> block_hash_input(const BlockHash& parent, std::span<const i
   out.insert(out.end(), parent.begin(), parent.end());
   head(out, 4, tokens.size());
   for (int32_t t : tokens) integer(out, t);
-  if (cache_salt.empty()) {
+  const size_t extra = image_keys.size() + (cache_salt.empty() ? 0 : 1);
+  if (extra == 0) {
     out.push_back(0xf6);  // null: no extra keys
   } else {
-    head(out, 4, 1);
-    text(out, cache_salt);
+    head(out, 4, extra);
+    for (const std::string& k : image_keys) text(out, k);
+    if (!cache_salt.empty()) text(out, cache_salt);
   }
   return out;
 }
@@ -72,18 +74,30 @@ BlockHasher::BlockHasher(int block_size, const std::string& seed) : block_size_(
 }
 
 BlockHash BlockHasher::hash(const BlockHash& parent, std::span<const int32_t> tokens, std::string_view cache_salt,
-                            bool first) const {
-  const std::vector<uint8_t> in = block_hash_input(parent, tokens, first ? cache_salt : std::string_view());
+                            bool first, std::span<const std::string> image_keys) const {
+  const std::vector<uint8_t> in =
+      block_hash_input(parent, tokens, first ? cache_salt : std::string_view(), image_keys);
   return Sha256::of(in.data(), in.size());
 }
 
-std::vector<BlockHash> BlockHasher::chain(std::span<const int32_t> tokens, std::string_view cache_salt) const {
+BlockHash BlockHasher::hash_block(const BlockHash& parent, std::span<const int32_t> tokens, int64_t b,
+                                  std::string_view cache_salt, std::span<const ImageSpan> images) const {
+  const int64_t bs = block_size_;
+  const auto block = tokens.subspan(static_cast<size_t>(b * bs), static_cast<size_t>(bs));
+  if (images.empty()) return hash(parent, block, cache_salt, b == 0);
+  std::vector<std::string> keys;
+  image_block_keys(images, b * bs, (b + 1) * bs, &keys);
+  return hash(parent, block, cache_salt, b == 0, keys);
+}
+
+std::vector<BlockHash> BlockHasher::chain(std::span<const int32_t> tokens, std::string_view cache_salt,
+                                          std::span<const ImageSpan> images) const {
   const size_t n = tokens.size() / static_cast<size_t>(block_size_);
   std::vector<BlockHash> out;
   out.reserve(n);
   BlockHash parent = none_hash_;
   for (size_t b = 0; b < n; ++b) {
-    parent = hash(parent, tokens.subspan(b * block_size_, block_size_), cache_salt, b == 0);
+    parent = hash_block(parent, tokens, static_cast<int64_t>(b), cache_salt, images);
     out.push_back(parent);
   }
   return out;

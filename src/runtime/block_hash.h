@@ -9,7 +9,12 @@
 // SHA-256(CBOR(seed string)), the seed being vLLM's PYTHONHASHSEED), tokens
 // the block's token ids (an array of unsigned integers) and extra null, or an
 // array of text strings: the request's cache_salt, on block 0 only. Only full
-// blocks of block_size tokens are hashed. See docs/kv-events.md.
+// blocks of block_size tokens are hashed. A block that overlaps an image span
+// (runtime/image_span.h) carries the image's hash as an extra key (hex text,
+// before the salt), as vLLM's multimodal extra keys do, so blocks of
+// different images never share a hash whatever their placeholder ids, and
+// every later block depends on the image through its parent. See
+// docs/kv-events.md and docs/vision.md.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "base/sha256.h"
+#include "runtime/image_span.h"
 
 namespace og {
 
@@ -38,8 +44,9 @@ struct BlockHashHasher {
 uint64_t block_hash_low64(const BlockHash& h);
 
 // The CBOR bytes vLLM hashes for a block (canonical encoding), exposed for tests.
+// image_keys: the block's images' extra keys (image_block_keys), before the salt.
 std::vector<uint8_t> block_hash_input(const BlockHash& parent, std::span<const int32_t> tokens,
-                                      std::string_view cache_salt);
+                                      std::string_view cache_salt, std::span<const std::string> image_keys = {});
 
 class BlockHasher {
  public:
@@ -52,10 +59,14 @@ class BlockHasher {
   // One block's hash after `parent` (none_hash() for the first block; the salt
   // counts only there).
   BlockHash hash(const BlockHash& parent, std::span<const int32_t> tokens, std::string_view cache_salt,
-                 bool first) const;
+                 bool first, std::span<const std::string> image_keys = {}) const;
+  // Block b of a history with `images` (placeholder ids at their positions).
+  BlockHash hash_block(const BlockHash& parent, std::span<const int32_t> tokens, int64_t b,
+                       std::string_view cache_salt, std::span<const ImageSpan> images) const;
 
   // The hashes of every full block of `tokens`, in order.
-  std::vector<BlockHash> chain(std::span<const int32_t> tokens, std::string_view cache_salt) const;
+  std::vector<BlockHash> chain(std::span<const int32_t> tokens, std::string_view cache_salt,
+                               std::span<const ImageSpan> images = {}) const;
 
  private:
   int block_size_;

@@ -31,7 +31,7 @@ PrefixCache::~PrefixCache() {
 }
 
 int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int dst, std::string_view salt,
-                               DiskRead* read) {
+                               DiskRead* read, std::span<const ImageSpan> images) {
   if (!enabled() || cap < 1) return 0;
   ++stats_.lookups;
   stats_.query_tokens += static_cast<int64_t>(prompt.size());
@@ -44,7 +44,7 @@ int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int
   if (!holders_.empty()) {
     BlockHash parent = hasher_.none_hash();
     for (int64_t b = 0; (b + 1) * bs <= limit; ++b) {
-      const BlockHash h = hasher_.hash(parent, prompt.subspan(b * bs, bs), salt, b == 0);
+      const BlockHash h = hasher_.hash_block(parent, prompt, b, salt, images);
       if (!holders_.count(h)) break;
       last = parent = h;
       matched = b + 1;
@@ -63,6 +63,7 @@ int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int
     const int64_t n = std::min<int64_t>(limit, static_cast<int64_t>(e.tokens.size()));
     int64_t k = matched * bs;
     while (k < n && e.tokens[k] == prompt[k]) ++k;
+    if (!images.empty() || !e.images.empty()) k = common_image_prefix(k, e.images, images);
     if (k > best_len) {
       best_len = k;
       best = i;
@@ -76,6 +77,9 @@ int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int
     held = best_len;
   }
   if (read != nullptr) held = extend_from_disk(*read, dst, held);
+  // A disk match ends on a block boundary, which may split an image: cut back to its start.
+  if (const ImageSpan* s = image_split_at(images, held); s != nullptr)
+    held = cache_.rewind(dst, held - s->begin).ok() ? s->begin : 0;
   if (held == 0) return 0;
   ++stats_.hits;
   stats_.hit_tokens += held;
@@ -83,11 +87,12 @@ int64_t PrefixCache::fork_into(std::span<const int32_t> prompt, int64_t cap, int
 }
 
 std::shared_ptr<DiskRead> PrefixCache::read_from_disk(std::span<const int32_t> prompt, int64_t cap,
-                                                      std::string_view salt) {
+                                                      std::string_view salt, std::span<const ImageSpan> images) {
   if (!disk_ || !enabled() || cap < 1) return nullptr;
   const int64_t bs = hasher_.block_size();
   const int64_t limit = std::min<int64_t>(cap, static_cast<int64_t>(prompt.size()));
-  const std::vector<BlockHash> chain = hasher_.chain(prompt.first(static_cast<size_t>(limit / bs * bs)), salt);
+  const std::vector<BlockHash> chain =
+      hasher_.chain(prompt.first(static_cast<size_t>(limit / bs * bs)), salt, images);
   size_t first = 0;  // memory holds blocks 0 .. first - 1 (a chain is cached as a prefix)
   while (first < chain.size() && holders_.count(chain[first])) ++first;
   if (first == chain.size()) return nullptr;
@@ -242,12 +247,19 @@ void PrefixCache::enforce_bounds(int64_t extra_bytes) {
   }
 }
 
-void PrefixCache::capture(int src, std::span<const int32_t> tokens, std::string_view salt) {
+void PrefixCache::capture(int src, std::span<const int32_t> tokens, std::string_view salt,
+                          std::span<const ImageSpan> images) {
+  check_image_spans(images, static_cast<int64_t>(tokens.size()), "prefix cache: capture");
   if (!enabled() || tokens.size() < 2) return;
+  const int64_t n_tok = static_cast<int64_t>(tokens.size());
+  // Whether the first `upto` positions of `e` and of these tokens hold the same images.
+  auto same_images = [&](const Entry& e, int64_t upto) {
+    return common_image_prefix(upto, e.images, images) == upto;
+  };
   // Already cached: the same tokens, or (without rings) an entry they start.
   for (Entry& e : entries_)
     if (e.salt == salt && (has_ring_ ? e.tokens.size() == tokens.size() : e.tokens.size() >= tokens.size()) &&
-        std::equal(tokens.begin(), tokens.end(), e.tokens.begin())) {
+        std::equal(tokens.begin(), tokens.end(), e.tokens.begin()) && same_images(e, n_tok)) {
       e.last_used = ++clock_;
       return;
     }
@@ -263,7 +275,8 @@ void PrefixCache::capture(int src, std::span<const int32_t> tokens, std::string_
     for (size_t i = 0; i < entries_.size();) {
       const Entry& old = entries_[i];
       if (old.salt == salt && old.tokens.size() < tokens.size() &&
-          std::equal(old.tokens.begin(), old.tokens.end(), tokens.begin()))
+          std::equal(old.tokens.begin(), old.tokens.end(), tokens.begin()) &&
+          same_images(old, static_cast<int64_t>(old.tokens.size())))
         superseded.push_back(drop(i));
       else
         ++i;
@@ -275,8 +288,8 @@ void PrefixCache::capture(int src, std::span<const int32_t> tokens, std::string_
     // A refused fork (e.g. no room in the pool) leaves the tokens uncached.
     if (cache_.fork(src, seq, n).ok()) {
       free_seqs_.pop_back();
-      Entry e{std::vector<int32_t>(tokens.begin(), tokens.end()), std::string(salt), hasher_.chain(tokens, salt),
-              seq, ++clock_, bytes};
+      Entry e{std::vector<int32_t>(tokens.begin(), tokens.end()), std::string(salt),
+              hasher_.chain(tokens, salt, images), seq, ++clock_, bytes, {images.begin(), images.end()}};
       hold_blocks(e);
       if (disk_ && disk_->persist()) write_to_disk(e, /*evicted=*/false);
       entries_.push_back(std::move(e));

@@ -17,6 +17,11 @@
 // over the entries of the same salt. A salt isolates: requests of different
 // salts never share an entry. Every distinct block held is counted once; the
 // blocks' arrivals and departures are reported as KV events (take_events).
+// Images (runtime/image_span.h): a prompt's image spans key its blocks by the
+// images' hashes (block_hash.h) and a match never ends inside an image nor
+// covers an image the other prompt lacks or holds with another hash: two
+// prompts with the same image share their prefix, with different images
+// only what precedes the image (docs/vision.md).
 // Bounded by entries and bytes; least recently used entries are evicted first.
 // With a disk tier (runtime/prefix_disk_tier.h), an evicted entry's blocks
 // that no other entry holds are written to disk (with persist, every block at
@@ -84,13 +89,15 @@ class PrefixCache {
   // then imports the blocks `read` (from read_from_disk with the same prompt,
   // cap and salt; may be null) has read by now that continue it.
   // Returns the positions dst now holds: 0 on a miss (dst is then left untouched).
+  // `images`: the prompt's image spans (placeholder ids at their positions).
   int64_t fork_into(std::span<const int32_t> prompt, int64_t cap, int dst, std::string_view salt = {},
-                    DiskRead* read = nullptr);
+                    DiskRead* read = nullptr, std::span<const ImageSpan> images = {});
 
   // Starts reading, on the disk worker, the blocks of `prompt` (at most `cap`
   // tokens) under `salt` past those memory holds now; nullptr when there is no
   // disk tier or nothing to read. Never waits on disk.
-  std::shared_ptr<DiskRead> read_from_disk(std::span<const int32_t> prompt, int64_t cap, std::string_view salt = {});
+  std::shared_ptr<DiskRead> read_from_disk(std::span<const int32_t> prompt, int64_t cap, std::string_view salt = {},
+                                           std::span<const ImageSpan> images = {});
   // A graceful shutdown's write-back: queues every entry's blocks not yet on
   // disk (most recently used entries first) and waits for the disk worker,
   // all within `seconds`; false when time ran out first. No-op without a tier.
@@ -105,7 +112,9 @@ class PrefixCache {
   // one could, so the shorter one is dropped (a prompt's entry, when the
   // scheduler captures the prompt and its reply at the request's end), and
   // tokens that start a cached entry are not kept twice.
-  void capture(int src, std::span<const int32_t> tokens, std::string_view salt = {});
+  // `images`: the spans of images among `tokens` (og::Error for a bad list).
+  void capture(int src, std::span<const int32_t> tokens, std::string_view salt = {},
+               std::span<const ImageSpan> images = {});
 
   // Drops every entry (an AllBlocksCleared event).
   void clear();
@@ -126,6 +135,7 @@ class PrefixCache {
     int seq = -1;
     uint64_t last_used = 0;
     int64_t bytes = 0;
+    std::vector<ImageSpan> images;  // image spans among tokens (sorted)
   };
   void evict(size_t i);
   Entry drop(size_t i);  // takes entry i out (its sequence freed), its blocks still counted

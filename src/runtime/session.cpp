@@ -24,10 +24,18 @@ const char* stop_reason_name(StopReason r) {
   return "?";
 }
 
-Session::Session(Engine& engine, KvCache& cache, int seq, const Tokenizer& tok, std::vector<int32_t> history)
-    : engine_(engine), cache_(&cache), seq_(seq), tok_(tok), decoder_(tok), history_(std::move(history)) {
+Session::Session(Engine& engine, KvCache& cache, int seq, const Tokenizer& tok, std::vector<int32_t> history,
+                 std::vector<SessionImage> images)
+    : engine_(engine),
+      cache_(&cache),
+      seq_(seq),
+      tok_(tok),
+      decoder_(tok),
+      history_(std::move(history)),
+      images_(std::move(images)) {
   OG_CHECK(cache_->length(seq_) == position(), "session: sequence ", seq_, " of the cache holds ",
            cache_->length(seq_), " positions but the session's history has ", position(), " tokens");
+  check_image_spans(image_spans(), position(), "session");
 }
 
 Session::Session(Engine& engine, std::unique_ptr<KvCache> cache, const Tokenizer& tok)
@@ -61,16 +69,18 @@ void Session::forward_until(int64_t end, bool want_logits, double* seconds) {
     const int64_t n = std::min(chunk, end - p);
     Batch batch;
     batch.rows.reserve(n);
-    for (int64_t i = 0; i < n; ++i) batch.rows.push_back({history_[p + i], seq_, p + i, false});
-    if (want_logits && p + n == end) batch.rows.back().want_logits = true;
+    const int64_t m = push_rows(batch, p, n, false);  // an image is never split across steps
+    if (want_logits && p + m == end) batch.rows.back().want_logits = true;
     Timer t;
     forward_checked(batch);
     *seconds += t.seconds();
-    p += n;
+    p += m;
   }
 }
 
 void Session::rewind_cache(int64_t length, RewindResult* res) {
+  // The cache keeps an image whole: one it would split is forwarded again from its start.
+  if (const SessionImage* im = image_split_at(length); im != nullptr) length = im->span.begin;
   const int64_t have = cached();
   if (have <= length) return;
   const KvResult r = cache_->rewind(seq_, have - length);
@@ -91,6 +101,7 @@ void Session::rewind_cache(int64_t length, RewindResult* res) {
 
 void Session::restore(int64_t length, int64_t cached_length) {
   history_.resize(std::min<int64_t>(length, position()));
+  drop_images_from(position());
   try {
     rewind_cache(std::min(cached_length, cached()), nullptr);
   } catch (const Error&) {
@@ -102,9 +113,13 @@ RewindResult Session::rewind_to(int64_t length) {
   OG_CHECK(!turn_, "cannot rewind during a turn");
   OG_CHECK(length >= 0 && length <= position(), "cannot rewind to ", length, " tokens: the history holds ",
            position());
+  if (const SessionImage* im = image_split_at(length); im != nullptr)
+    fail("cannot rewind to ", length, " tokens: position ", length, " is inside an image (positions [",
+         im->span.begin, ", ", im->span.end(), ")); rewind to ", im->span.begin, " or ", im->span.end());
   RewindResult res;
   res.removed = position() - length;
   history_.resize(length);
+  drop_images_from(length);
   rewind_cache(length, &res);
   return res;
 }
@@ -119,6 +134,7 @@ void Session::append_pending(std::span<const int32_t> tokens) {
 void Session::reset() {
   OG_CHECK(!turn_, "cannot reset during a turn");
   history_.clear();
+  images_.clear();
   const KvResult r = cache_->clear(seq_);
   OG_CHECK(r.ok(), "cannot clear the cache: ", r.message);
 }
@@ -214,8 +230,9 @@ int64_t Session::add_rows(Batch& batch, int64_t max_rows) const {
     // Every row of a prompt-logprobs chunk returns [n_vocab] logits: smaller
     // chunks bound that memory (64 rows of a 128k vocabulary: 32 MiB).
     const int64_t cap = all ? std::min<int64_t>(kPromptLogprobRows, max_rows) : max_rows;
-    const int64_t n = std::min({pending, cap, std::max<int64_t>(1, cache_->policy().max_write)});
-    for (int64_t i = 0; i < n; ++i) batch.rows.push_back({history_[begin + i], seq_, begin + i, all});
+    // An image is forwarded whole (push_rows may give fewer or more rows than asked).
+    const int64_t n = push_rows(batch, begin, std::min({pending, cap, std::max<int64_t>(1, cache_->policy().max_write)}),
+                                all);
     if (n == pending) batch.rows.back().want_logits = true;
     return n;
   }

@@ -31,6 +31,7 @@
 #include "runtime/constraint.h"
 #include "kv/kv_cache.h"
 #include "runtime/engine.h"
+#include "runtime/image_span.h"
 #include "runtime/sampler.h"
 #include "runtime/spec/proposer.h"
 #include "runtime/stats.h"
@@ -111,13 +112,26 @@ struct RewindResult {
 
 using TextCallback = std::function<void(std::string_view piece)>;
 
+// An image in a session's history (docs/vision.md, "The seam"): its span
+// (history() holds the caller's placeholder id at each of its positions; the
+// span's hash, never those ids, names it), the rows' embeddings [length,
+// width], kept so that a cache that lost the image (a ring) is refilled
+// exactly, and whether its rows attend to each other bidirectionally.
+struct SessionImage {
+  ImageSpan span;
+  std::vector<float> embeddings;
+  bool bidirectional = false;
+};
+
 class Session {
  public:
   // A session over sequence `seq` of a shared cache, which must already hold
   // exactly `history` (empty, or a prefix forked from another sequence).
   // `engine`, `cache` and `tok` must outlive the session; it never adds or
   // removes the sequence.
-  Session(Engine& engine, KvCache& cache, int seq, const Tokenizer& tok, std::vector<int32_t> history = {});
+  // `images`: the images among `history` (a fork of a session that has some).
+  Session(Engine& engine, KvCache& cache, int seq, const Tokenizer& tok, std::vector<int32_t> history = {},
+          std::vector<SessionImage> images = {});
   // A session that owns a single-sequence cache and uses its sequence 0.
   Session(Engine& engine, std::unique_ptr<KvCache> cache, const Tokenizer& tok);
 
@@ -126,6 +140,9 @@ class Session {
   int64_t position() const { return static_cast<int64_t>(history_.size()); }
   int64_t cached() const { return cache_->length(seq_); }  // positions held by the cache
   const std::vector<int32_t>& history() const { return history_; }
+  // The images in the history, by position (their spans: image_spans()).
+  const std::vector<SessionImage>& images() const { return images_; }
+  std::vector<ImageSpan> image_spans() const;
   const KvCache& cache() const { return *cache_; }
   Stats& stats() { return stats_; }
   const Stats& stats() const { return stats_; }
@@ -221,12 +238,23 @@ class Session {
   // for the next prefill or turn, as a turn's final sampled token does (a
   // restored session's, og_session_load). Outside a turn; they must fit.
   void append_pending(std::span<const int32_t> tokens);
+  // Appends an image to the history without forwarding it, as append_pending
+  // does: `embeddings` holds its rows [n, width] (the model's hidden size,
+  // checked by the forward), `hash` names the image's pixels and
+  // preprocessing (the prefix cache's key), `placeholder` is the id its
+  // positions hold in history() (and the id a family with per-layer inputs
+  // reads for them). The image is always forwarded whole in one step, so n is
+  // at most the cache's max_write. Outside a turn; it must fit.
+  void append_image(std::span<const float> embeddings, int64_t width, const Sha256Digest& hash, int32_t placeholder,
+                    bool bidirectional);
   // [n_vocab] logits of the last forwarded row that asked for them; not
   // meaningful (empty or stale) when the last forward asked for none.
   std::span<const float> logits() const { return logits_; }
 
   // Truncates the history to `length` tokens and the cache with it; when the
   // cache answers kHistoryUnavailable it is cleared and refilled from the history.
+  // og::Error when `length` falls inside an image (an image is kept or
+  // dropped whole: rewind to its start or its end).
   RewindResult rewind_to(int64_t length);
   void reset();  // empty history, cache cleared (allocation kept)
 
@@ -251,6 +279,14 @@ class Session {
   // ring lost the history (reported in *res when given).
   void rewind_cache(int64_t length, RewindResult* res);
   void restore(int64_t length, int64_t cached_length);
+  // Appends history rows [from, from + n) to `batch` (session_images.cpp):
+  // image rows carry their embedding and span; n is cut before an image it
+  // would split, or grown to the end of an image that starts at `from`.
+  // Returns the rows added.
+  int64_t push_rows(Batch& batch, int64_t from, int64_t n, bool want_logits) const;
+  // The image whose span `p` splits (begin < p < end), or nullptr.
+  const SessionImage* image_split_at(int64_t p) const;
+  void drop_images_from(int64_t length);  // images that end after `length` are dropped
   // A turn's state before its prompt joins the history, and the streaming
   // decoder set for a reply that follows text or not.
   Turn new_turn(Sampler& sampler, const GenerateOptions& opts, const TextCallback& on_text) const;
@@ -277,6 +313,7 @@ class Session {
   const Tokenizer& tok_;
   StreamingDecoder decoder_;
   std::vector<int32_t> history_;
+  std::vector<SessionImage> images_;  // sorted by position, disjoint
   std::vector<float> logits_;  // [n_vocab] of the last forwarded row
   std::optional<Turn> turn_;
   Stats stats_;
