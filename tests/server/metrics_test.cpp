@@ -143,3 +143,32 @@ TEST(Metrics, UsageIsClampedToUnitRange) {
 
 }  // namespace
 }  // namespace og::server
+
+namespace og::server {
+namespace {
+
+// serve --spec ngram: vLLM's spec_decode counters, the per-position series summing to the accepted tokens.
+TEST(Metrics, SpecDecodeCounters) {
+  SchedulerSnapshot s;
+  s.spec_drafts = 7;
+  s.spec_draft_tokens = 25;
+  s.spec_accepted_tokens = 11;
+  s.spec_accepted_per_pos = {6, 4, 1};
+  ServerMetrics m;
+  const std::string text = render_prometheus(s, m, "m");
+  EXPECT_NE(text.find("# TYPE vllm:spec_decode_num_drafts_total counter\n"), std::string::npos);
+  EXPECT_NE(text.find("vllm:spec_decode_num_drafts_total{model_name=\"m\"} 7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("vllm:spec_decode_num_draft_tokens_total{model_name=\"m\"} 25\n"), std::string::npos);
+  EXPECT_NE(text.find("vllm:spec_decode_num_accepted_tokens_total{model_name=\"m\"} 11\n"), std::string::npos);
+  EXPECT_NE(text.find("vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"m\",position=\"0\"} 6\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"m\",position=\"2\"} 1\n"),
+            std::string::npos);
+  // Without speculation the counters are there, at 0, and no position series.
+  const std::string plain = render_prometheus(SchedulerSnapshot{}, m, "m");
+  EXPECT_NE(plain.find("vllm:spec_decode_num_drafts_total{model_name=\"m\"} 0\n"), std::string::npos);
+  EXPECT_EQ(plain.find("position=\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace og::server
