@@ -13,9 +13,9 @@
 namespace og::app {
 
 struct SchedulerFlags {
-  int64_t sessions = 8;  // --max-decode-sequences / --parallel
+  int64_t sessions = engine_defaults::kCommandMaxSequences;  // --max-decode-sequences / --parallel
   int64_t max_session_tokens = 0;
-  int64_t step_tokens = 512;
+  int64_t step_tokens = engine_defaults::kStepTokens;
   int64_t step_prefills = 0;  // sessions whose prompt rows one step carries; 0 = as many as fit
   int64_t prefix_cache_entries = 0;
   int64_t prefix_cache_bytes = 0;

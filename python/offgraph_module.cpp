@@ -541,6 +541,16 @@ class PyEngine {
 PYBIND11_MODULE(_offgraph, m) {
   m.doc() = "The C API of offgraph (liboffgraph.so) for the offgraph package; use `import offgraph`.";
   m.def("version", [] { return std::string(og_version()); });
+  // og_engine_options_init's values (runtime/generation_limits.h): Engine's keyword defaults.
+  m.def("engine_defaults", [] {
+    og_engine_options o;
+    og_engine_options_init(&o);
+    py::dict d;
+    d["max_sequences"] = o.max_sequences;
+    d["max_session_tokens"] = o.max_session_tokens;
+    d["step_tokens"] = o.step_tokens;
+    return d;
+  });
 
   py::class_<GenOpts>(m, "GenOpts")
       .def(py::init<int64_t, double, int, double, double, double, int, double, double, int64_t,

@@ -489,16 +489,20 @@ class Request:
         return Generation("".join(self._text), self.tokens, self.finish["finish_reason"], self.finish["prompt_tokens"])
 
 
+_ENGINE_DEFAULTS = _offgraph.engine_defaults()  # og_engine_options_init's: one set with the C API's
+
+
 class Engine:
     """Many requests through the scheduler (continuous batching over one shared cache, on a thread of its own).
 
-    Args: max_sequences (requests running at once), max_session_tokens (prompt + max_new_tokens of one
-    request), step_tokens (rows per step), max_queue (0 = unbounded), prefix_cache_entries (0 = off),
+    Args: max_sequences (requests running at once, default 4), max_session_tokens (prompt + max_new_tokens
+    of one request, default 1024), step_tokens (rows per step, default 512; the three as og_engine_options'), max_queue (0 = unbounded), prefix_cache_entries (0 = off),
     kv_kind ("batched-sequence" or "batched-cell"), kv_dtype.
     """
 
-    def __init__(self, model: Model, *, max_sequences: int = 4, max_session_tokens: int = 1024,
-                 step_tokens: int = 512, max_queue: int = 0, prefix_cache_entries: int = 0,
+    def __init__(self, model: Model, *, max_sequences: int = _ENGINE_DEFAULTS["max_sequences"],
+                 max_session_tokens: int = _ENGINE_DEFAULTS["max_session_tokens"],
+                 step_tokens: int = _ENGINE_DEFAULTS["step_tokens"], max_queue: int = 0, prefix_cache_entries: int = 0,
                  kv_kind: str = "batched-sequence", kv_dtype: str = "f16"):
         self.model = model
         self._e = _offgraph.Engine(model._m, max_sequences, max_session_tokens, step_tokens, max_queue,

@@ -68,3 +68,13 @@ def test_sampler_bounds_are_the_servers(model):
         s.generate(PROMPT, max_new_tokens=3, temperature=1, top_p=0)
     with pytest.raises(offgraph.InvalidArgumentError, match=r"^max_new_tokens is -1, outside \[0, 2147483647\]$"):
         s.generate(PROMPT, max_new_tokens=-1)
+
+
+def test_engine_defaults_are_the_c_apis():
+    # One set: og_engine_options_init's (runtime/generation_limits.h), which the scheduler's are too.
+    import inspect
+    from offgraph import _offgraph
+    params = inspect.signature(offgraph.Engine.__init__).parameters
+    want = {"max_sequences": 4, "max_session_tokens": 1024, "step_tokens": 512}
+    assert _offgraph.engine_defaults() == want
+    assert {k: params[k].default for k in want} == want

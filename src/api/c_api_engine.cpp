@@ -9,6 +9,7 @@
 
 #include "api/c_api_internal.h"
 #include "kv/kv_types.h"
+#include "runtime/generation_limits.h"
 #include "runtime/scheduler.h"
 
 namespace og::capi {
@@ -85,7 +86,10 @@ std::shared_ptr<EngineCore> engine_core(const og_engine* e) {
 extern "C" {
 
 void og_engine_options_init(og_engine_options* opts) {
-  if (opts) *opts = og_engine_options{sizeof(og_engine_options), 4, 1024, 512, 0, 0, "batched-sequence", "f16"};
+  namespace d = engine_defaults;  // runtime/generation_limits.h: the scheduler's and Python's too
+  if (opts)
+    *opts = og_engine_options{sizeof(og_engine_options), d::kMaxSequences, d::kMaxSessionTokens, d::kStepTokens, 0, 0,
+                              "batched-sequence", "f16"};
 }
 
 og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engine** out) {

@@ -45,6 +45,7 @@
 
 #include "kv/kv_cache.h"
 #include "runtime/engine.h"
+#include "runtime/generation_limits.h"
 #include "runtime/kv_events.h"
 #include "runtime/prefix_disk_tier.h"
 #include "runtime/sampler.h"
@@ -124,9 +125,10 @@ struct SchedulerSpec {
 };
 
 struct SchedulerOptions {
-  int64_t max_session_tokens = 4096;  // prompt + max_new_tokens of one request must fit
-  int max_decode_sequences = 8;       // sessions running at once
-  int64_t step_tokens = 512;          // rows per step (decode rows + prefill chunks)
+  // Defaults: engine_defaults (runtime/generation_limits.h), as og_engine_options'.
+  int64_t max_session_tokens = engine_defaults::kMaxSessionTokens;  // prompt + max_new_tokens of one request must fit
+  int max_decode_sequences = engine_defaults::kMaxSequences;        // sessions running at once
+  int64_t step_tokens = engine_defaults::kStepTokens;               // rows per step (decode rows + prefill chunks)
   // Sessions whose prompt rows one step may carry (admission order); 0 = as
   // many as step_tokens holds. 1 serves waiting prompts one per step: the
   // first of a burst gets its first token after a short step instead of one

@@ -20,6 +20,16 @@ og_engine* new_engine(og_model* m, const char* dtype = "f32", int max_sequences 
   return e;
 }
 
+// The defaults the header promises (runtime/generation_limits.h engine_defaults,
+// which the scheduler's own defaults are too: tests/runtime EngineDefaults).
+TEST(CApiEngineOptions, DefaultsAreThePromisedOnes) {
+  og_engine_options eo;
+  og_engine_options_init(&eo);
+  EXPECT_EQ(eo.max_sequences, 4);
+  EXPECT_EQ(eo.max_session_tokens, 1024);
+  EXPECT_EQ(eo.step_tokens, 512);
+}
+
 struct Read {
   std::string text;
   std::vector<int32_t> tokens;

@@ -1,6 +1,7 @@
 // The one home of the generation bounds: each field's bound, the field carried
 // as data, one message per mistake.
 #include "runtime/generation_limits.h"
+#include "runtime/scheduler.h"
 
 #include <gtest/gtest.h>
 
@@ -72,6 +73,24 @@ TEST(GenerationLimits, ListsCarryTheirIndex) {
   s.stop.assign(limits::kStopStrings + 1, "x");
   ASSERT_EQ(check_generation_settings(s).size(), 1u);
   EXPECT_EQ(check_generation_settings(s)[0].message, "has 17 strings; at most 16");
+}
+
+}  // namespace
+}  // namespace og
+
+namespace og {
+namespace {
+
+// One set of engine defaults: the scheduler's own are og_engine_options_init's
+// (which reads the same constants; tests/api checks its promised values).
+TEST(EngineDefaults, TheSchedulerDefaultsAreTheLibrarys) {
+  const SchedulerOptions o;
+  EXPECT_EQ(o.max_decode_sequences, engine_defaults::kMaxSequences);
+  EXPECT_EQ(o.max_session_tokens, engine_defaults::kMaxSessionTokens);
+  EXPECT_EQ(o.step_tokens, engine_defaults::kStepTokens);
+  EXPECT_EQ(engine_defaults::kMaxSequences, 4);  // promised by include/offgraph/offgraph.h
+  EXPECT_EQ(engine_defaults::kMaxSessionTokens, 1024);
+  EXPECT_EQ(engine_defaults::kStepTokens, 512);
 }
 
 }  // namespace
