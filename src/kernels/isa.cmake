@@ -1,14 +1,17 @@
 # Files named *_avx2.cpp / *_avxvnni.cpp / *_avx512.cpp are the only ones
 # compiled for newer instruction sets; src/kernels/dispatch.cpp picks them at
 # run time. x86-64 targets only (src/kernels/arch.cmake).
-# On AArch64 the same for *_dotprod.cpp (sdot, ARMv8.2) and *_i8mm.cpp
-# (smmla); every other file stays ARMv8.0 (src/kernels/arm/cpu_arm.cpp picks
+# On AArch64 the same for *_dotprod.cpp (sdot, ARMv8.2), *_i8mm.cpp
+# (smmla) and arm/*_bf16.cpp (bfmmla); every other file stays ARMv8.0 (src/kernels/arm/cpu_arm.cpp picks
 # the table from HWCAP).
 if(OG_ARCH STREQUAL "arm")
   file(GLOB_RECURSE og_dotprod_srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/*_dotprod.cpp")
   file(GLOB_RECURSE og_i8mm_srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/*_i8mm.cpp")
   set_source_files_properties(${og_dotprod_srcs} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod")
   set_source_files_properties(${og_i8mm_srcs} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod+i8mm")
+  # BF16 (bfcvtn, bfmmla): the i8mm table adds these only when HWCAP2 says BF16.
+  file(GLOB og_bf16_srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/kernels/arm/*_bf16.cpp")
+  set_source_files_properties(${og_bf16_srcs} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+bf16")
 endif()
 if(NOT OG_ARCH STREQUAL "x86")
   return()

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/test_util.h"
+
+#if defined(__linux__) && defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 namespace og::kernels {
 namespace {
@@ -67,8 +72,8 @@ TEST(IsaTables, OtherArchitecturesAreNeverAvailable) {
 // The AArch64 tables' own kernels (arm/matmul_neon.cpp, elementwise_neon.cpp):
 // the matmul of every plain weight dtype (F32, F16, BF16 and Q8_0 in NEON;
 // the others dequantized by the reference, dotted in NEON), the F32, F16 and
-// BF16 dot products, the element-wise ops and attention over f32/f16/bf16
-// rows; blocked keys and q8_0 caches are the reference's there (docs/arm.md).
+// BF16 dot products, the element-wise ops and attention (arm/attend_neon.cpp)
+// over f32/f16/bf16 rows and blocked keys and q8_0 caches (docs/arm.md).
 TEST(IsaTables, ArmTablesHaveNeonKernels) {
   const std::vector<Isa> compiled = compiled_isas();
   if (std::find(compiled.begin(), compiled.end(), Isa::kNeon) == compiled.end())
@@ -92,11 +97,16 @@ TEST(IsaTables, ArmTablesHaveNeonKernels) {
     EXPECT_NE(k.add, ref.add) << isa_str(isa);
     EXPECT_NE(k.scale, ref.scale) << isa_str(isa);
     EXPECT_NE(k.f32_to_f16_row, ref.f32_to_f16_row) << isa_str(isa);
-    // Attention over f32/f16/bf16 rows (arm/attend_neon.cpp).
-    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    // Attention over f32/f16/bf16/q8_0 rows and f32/f16/bf16 blocked keys (arm/attend_neon.cpp).
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
       EXPECT_NE(attend_kernels_with(k, t).scores, attend_kernels_with(ref, t).scores) << isa_str(isa);
       EXPECT_NE(attend_kernels_with(k, t).accum, attend_kernels_with(ref, t).accum) << isa_str(isa);
       EXPECT_NE(attend_kernels_with(k, t).exp_sum, attend_kernels_with(ref, t).exp_sum) << isa_str(isa);
+      EXPECT_NE(attend_kernels_with(k, t).max, attend_kernels_with(ref, t).max) << isa_str(isa);
+      if (t != DType::Q8_0) {
+        EXPECT_NE(attend_kernels_with(k, t).scores_blocked, attend_kernels_with(ref, t).scores_blocked)
+            << isa_str(isa);
+      }
     }
     ++checked;
   }
@@ -164,6 +174,86 @@ TEST(IsaTables, I8mmEqualsDotprodBitForBit) {
       }
     EXPECT_LT(rel_rms(all_b, all_ref), 2e-2) << dtype_info(t).name;
   }
+}
+
+// Whether the running CPU reports FEAT_BF16 (Linux HWCAP2 bit 14).
+bool cpu_has_bf16() {
+#if defined(__linux__) && defined(__aarch64__)
+  return (getauxval(AT_HWCAP2) & (1UL << 14)) != 0;
+#else
+  return false;
+#endif
+}
+
+// y = W·x in double over the bf16 weights as stored.
+double exact_dot(const uint8_t* row, const float* x, int64_t n) {
+  double s = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    uint16_t b;
+    std::memcpy(&b, row + 2 * k, 2);
+    s += static_cast<double>(bf16_to_f32(b)) * x[k];
+  }
+  return s;
+}
+
+// BF16 weights in the i8mm table: bfmmla (arm/matmul_bf16.cpp) when the CPU
+// has FEAT_BF16, else the f32 kernel the dotprod table has too. With bfmmla:
+// within x86's vdpbf16ps bound of the exact product (2⁻⁸·Σ|w·x| +
+// 1e-5·Σ|w·x|: activations rounded to bf16) over row tails (n_in not a
+// multiple of 4 or 8), odd weight and activation row counts (paired with
+// themselves) and a long row; a batch equal to its rows alone bit for bit;
+// small integers (exact in bf16 and in every f32 sum) give the exact sum.
+TEST(IsaTables, I8mmBf16UsesBfmmlaWhereTheCpuHasIt) {
+  const std::vector<Isa> avail = available_isas();
+  if (!has(compiled_isas(), Isa::kNeon)) GTEST_SKIP() << "not an AArch64 build";
+  if (!has(avail, Isa::kI8mm)) GTEST_SKIP() << "this CPU lacks the i8mm table (" << isa_summary() << ")";
+  const int bf = static_cast<int>(DType::BF16);
+  const KernelTable& k = kernel_table(Isa::kI8mm);
+  if (!cpu_has_bf16()) {
+    EXPECT_EQ(k.matmul[bf].rows, kernel_table(Isa::kDotprod).matmul[bf].rows);
+    GTEST_SKIP() << "this CPU has i8mm but not BF16: the i8mm table keeps the f32 BF16 kernel (checked)";
+  }
+  EXPECT_NE(k.matmul[bf].rows, kernel_table(Isa::kDotprod).matmul[bf].rows);
+  int differs = 0;
+  for (int64_t n_in : {int64_t{1}, int64_t{5}, int64_t{8}, int64_t{77}, int64_t{1000}})
+    for (int64_t n_out : {int64_t{1}, int64_t{2}, int64_t{7}}) {
+      const int64_t n_x = 9, rb = dtype_row_bytes(DType::BF16, n_in);
+      std::vector<float> src = random_normal(n_out * n_in, 21 + uint32_t(n_in), 0.5f);
+      std::vector<float> x = random_normal(n_x * n_in, 22 + uint32_t(n_out));
+      std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+      for (int64_t r = 0; r < n_out; ++r) quantize_row(DType::BF16, src.data() + r * n_in, bytes.data() + r * rb, n_in);
+      const TensorView w{bytes.data(), DType::BF16, {n_out, n_in}, "w"};
+      std::vector<float> y(static_cast<size_t>(n_x * n_out)), plain(y.size()), one(static_cast<size_t>(n_out));
+      matmul_with(k, w, x.data(), n_x, y.data());
+      matmul_with(kernel_table(Isa::kDotprod), w, x.data(), n_x, plain.data());
+      for (int64_t i = 0; i < n_x; ++i) {
+        matmul_with(k, w, x.data() + i * n_in, 1, one.data());
+        for (int64_t r = 0; r < n_out; ++r) {
+          const float* xi = x.data() + i * n_in;
+          double sabs = 0;
+          for (int64_t c = 0; c < n_in; ++c) sabs += std::fabs(double(src[r * n_in + c]) * xi[c]);
+          const double want = exact_dot(bytes.data() + r * rb, xi, n_in);
+          const std::string at = "n_in " + std::to_string(n_in) + " n_out " + std::to_string(n_out) + " [" +
+                                 std::to_string(i) + ", " + std::to_string(r) + "]";
+          ASSERT_NEAR(y[i * n_out + r], want, std::ldexp(sabs, -8) + 1e-5 * sabs + 1e-6) << at;
+          ASSERT_EQ(y[i * n_out + r], one[r]) << "batch vs alone, " << at;
+          differs += y[i * n_out + r] != plain[i * n_out + r];
+        }
+      }
+    }
+  EXPECT_GT(differs, 0) << "bfmmla's outputs all equal the f32 kernel's: was it run?";
+  // Small integers: every product and partial sum exact, so the exact answer.
+  const int64_t n_in = 77, n_out = 3, n_x = 3, rb = dtype_row_bytes(DType::BF16, n_in);
+  std::vector<float> wi(n_out * n_in), xi(n_x * n_in);
+  for (size_t c = 0; c < wi.size(); ++c) wi[c] = float(int(c * 7 % 17) - 8);
+  for (size_t c = 0; c < xi.size(); ++c) xi[c] = float(int(c * 5 % 13) - 6);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+  for (int64_t r = 0; r < n_out; ++r) quantize_row(DType::BF16, wi.data() + r * n_in, bytes.data() + r * rb, n_in);
+  std::vector<float> y(static_cast<size_t>(n_x * n_out));
+  matmul_with(k, TensorView{bytes.data(), DType::BF16, {n_out, n_in}, "w"}, xi.data(), n_x, y.data());
+  for (int64_t i = 0; i < n_x; ++i)
+    for (int64_t r = 0; r < n_out; ++r)
+      EXPECT_EQ(y[i * n_out + r], exact_dot(bytes.data() + r * rb, xi.data() + i * n_in, n_in)) << i << " " << r;
 }
 
 class EachTable : public ::testing::TestWithParam<Isa> {

@@ -7,7 +7,9 @@
 //
 // Each table starts from the one before it: neon is matmul_neon.cpp's and
 // elementwise_neon.cpp's kernels, dotprod adds matmul_dotprod.cpp's sdot int8 matmuls, i8mm
-// replaces those with matmul_i8mm.cpp's smmla ones (same types, same bits).
+// replaces those with matmul_i8mm.cpp's smmla ones (same types, same bits)
+// and, when the CPU also has FEAT_BF16 (a separate HWCAP2 bit), BF16 weights
+// with matmul_bf16.cpp's bfmmla; without it i8mm keeps the f32 BF16 kernel.
 #include "kernels/arch.h"
 
 #if defined(__linux__)
@@ -32,10 +34,13 @@ namespace {
 #ifndef HWCAP2_I8MM
 #define HWCAP2_I8MM (1UL << 13)
 #endif
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1UL << 14)
+#endif
 #endif
 
 struct ArmFeatures {
-  bool asimd = false, dotprod = false, i8mm = false;
+  bool asimd = false, dotprod = false, i8mm = false, bf16 = false;
 };
 
 #if defined(__APPLE__)
@@ -53,10 +58,12 @@ ArmFeatures read_features() {
   f.asimd = (hw & HWCAP_ASIMD) != 0;
   f.dotprod = f.asimd && (hw & HWCAP_ASIMDDP) != 0;
   f.i8mm = f.dotprod && (hw2 & HWCAP2_I8MM) != 0;
+  f.bf16 = f.asimd && (hw2 & HWCAP2_BF16) != 0;
 #elif defined(__APPLE__)
   f.asimd = true;  // every Apple arm64 CPU
   f.dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
   f.i8mm = f.dotprod && sysctl_flag("hw.optional.arm.FEAT_I8MM");
+  f.bf16 = sysctl_flag("hw.optional.arm.FEAT_BF16");
 #elif defined(__ARM_NEON)
   f.asimd = true;  // an OS with no feature query: the baseline the compiler assumed
 #endif
@@ -77,6 +84,7 @@ void register_neon_elementwise(KernelTable& k);  // elementwise_neon.cpp
 void register_neon_attend(KernelTable& k);       // attend_neon.cpp
 void register_dotprod(KernelTable& k);  // matmul_dotprod.cpp (armv8.2-a+dotprod)
 void register_i8mm(KernelTable& k);     // matmul_i8mm.cpp (+i8mm)
+void register_bf16(KernelTable& k);     // matmul_bf16.cpp (+bf16)
 
 // A tuning fact of x86 CPUs only (kernel_table.h); no ARM kernel asks it.
 bool far_l2_prefetch_pays() { return true; }
@@ -104,7 +112,10 @@ void register_kernels(Isa isa, KernelTable& k) {
     register_neon_attend(k);
   }
   if (isa == Isa::kDotprod || isa == Isa::kI8mm) register_dotprod(k);
-  if (isa == Isa::kI8mm) register_i8mm(k);
+  if (isa == Isa::kI8mm) {
+    register_i8mm(k);
+    if (features().bf16) register_bf16(k);
+  }
 }
 
 }  // namespace arch
