@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -60,6 +61,115 @@ inline Generation take(og_generation g) {
   og_generation_free(&g);
   return r;
 }
+
+// A chat request (og_chat_request in C++ types; see offgraph.h for each field).
+struct ChatToolCall {
+  std::string id, name, arguments;  // arguments: a JSON object's text
+};
+struct ChatMsg {
+  std::string role;                    // system, developer, user, assistant, tool
+  std::optional<std::string> content;  // unset: an assistant message of tool calls only
+  std::optional<std::string> reasoning_content, name;
+  std::vector<ChatToolCall> tool_calls;  // assistant
+  std::optional<std::string> tool_call_id;  // tool
+};
+struct ChatTool {
+  std::string name;
+  std::optional<std::string> description;
+  std::string parameters;  // its JSON schema's text ("" = no arguments)
+  bool strict = false;
+};
+struct ChatRequest {
+  std::vector<ChatMsg> messages;
+  std::vector<ChatTool> tools;
+  std::optional<std::string> tool_choice;  // "none", "auto", "required" or a tool's name; unset: auto with tools
+  bool parallel_tool_calls = true;
+  std::string response_format;  // "" or "text", "json_object", "json_schema"
+  std::string json_schema;      // with "json_schema"
+  bool json_schema_strict = false;
+  std::optional<std::string> grammar;  // GBNF
+  int64_t max_reasoning_tokens = -1;   // -1: 1024
+  std::string chat_template_kwargs;    // a JSON object's text ("" = none)
+  std::optional<std::string> reasoning_effort;
+};
+// What og_session_chat returns, owned.
+struct ChatResult {
+  std::string content, reasoning_content;
+  std::vector<ChatToolCall> tool_calls;
+  std::string finish_reason;  // "stop", "length", "tool_calls"
+  int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+  Generation generation;  // the raw turn
+};
+// What one ChatStream::next() released.
+struct ChatDelta {
+  std::string reasoning_content, content;
+  struct Call {
+    int32_t index = 0;
+    std::string id, name, arguments;
+  };
+  std::vector<Call> tool_calls;
+};
+
+inline std::string take_text(og_string& s) { return std::string(s.data ? s.data : "", s.len); }
+
+inline ChatResult take(og_chat_result r) {
+  ChatResult c;
+  c.content = take_text(r.content);
+  c.reasoning_content = take_text(r.reasoning_content);
+  for (size_t i = 0; i < r.n_tool_calls; ++i)
+    c.tool_calls.push_back({take_text(r.tool_calls[i].id), take_text(r.tool_calls[i].name),
+                            take_text(r.tool_calls[i].arguments)});
+  c.finish_reason = r.finish_reason ? r.finish_reason : "";
+  c.prompt_tokens = r.prompt_tokens;
+  c.cached_tokens = r.cached_tokens;
+  c.completion_tokens = r.completion_tokens;
+  og_generation g = r.generation;
+  r.generation = og_generation{};
+  og_chat_result_free(&r);
+  c.generation = take(g);
+  return c;
+}
+
+// A ChatRequest as the C structs, pointing into it (keep both alive for the call).
+class CChatRequest {
+ public:
+  explicit CChatRequest(const ChatRequest& r) {
+    og_chat_request_init(&q_);
+    calls_.reserve(r.messages.size());
+    for (const ChatMsg& m : r.messages) {
+      std::vector<og_chat_tool_call>& calls = calls_.emplace_back();
+      for (const ChatToolCall& c : m.tool_calls) calls.push_back({c.id.c_str(), c.name.c_str(), c.arguments.c_str()});
+      msgs_.push_back({m.role.c_str(), opt(m.content), opt(m.reasoning_content), opt(m.name),
+                       calls.empty() ? nullptr : calls.data(), calls.size(), opt(m.tool_call_id)});
+    }
+    for (const ChatTool& t : r.tools)
+      tools_.push_back({t.name.c_str(), opt(t.description), t.parameters.empty() ? nullptr : t.parameters.c_str(),
+                        t.strict ? 1 : 0});
+    q_.messages = msgs_.data();
+    q_.n_messages = msgs_.size();
+    q_.tools = tools_.data();
+    q_.n_tools = tools_.size();
+    q_.tool_choice = opt(r.tool_choice);
+    q_.parallel_tool_calls = r.parallel_tool_calls ? 1 : 0;
+    q_.response_format = r.response_format.empty() ? nullptr : r.response_format.c_str();
+    q_.json_schema = r.json_schema.empty() ? nullptr : r.json_schema.c_str();
+    q_.json_schema_strict = r.json_schema_strict ? 1 : 0;
+    q_.grammar = opt(r.grammar);
+    q_.max_reasoning_tokens = r.max_reasoning_tokens;
+    q_.chat_template_kwargs = r.chat_template_kwargs.empty() ? nullptr : r.chat_template_kwargs.c_str();
+    q_.reasoning_effort = opt(r.reasoning_effort);
+  }
+  CChatRequest(const CChatRequest&) = delete;
+  CChatRequest& operator=(const CChatRequest&) = delete;
+  const og_chat_request* get() const { return &q_; }
+
+ private:
+  static const char* opt(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+  std::vector<std::vector<og_chat_tool_call>> calls_;
+  std::vector<og_chat_msg> msgs_;
+  std::vector<og_chat_tool> tools_;
+  og_chat_request q_{};
+};
 
 inline og_generate_options default_generate_options() {
   og_generate_options o;
@@ -128,6 +238,42 @@ class Stream {
   og_session* s_;
 };
 
+// A chat turn pulled step by step (Session::chat_stream): next() until it
+// returns false, then finish() (the destructor finishes an unfinished one).
+class ChatStream {
+ public:
+  explicit ChatStream(og_session* s) : s_(s) {}
+  ChatStream(ChatStream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  ChatStream& operator=(ChatStream&&) = delete;
+  ~ChatStream() {
+    if (s_) og_session_chat_finish(s_, nullptr);
+  }
+  // One step (og_session_chat_next): *delta gets what became ready; false once the turn has ended.
+  bool next(ChatDelta* delta = nullptr) {
+    og_chat_delta d{};
+    int done = 0;
+    check(og_session_chat_next(s_, &d, &done));
+    if (delta) {
+      delta->reasoning_content.assign(d.reasoning_content ? d.reasoning_content : "", d.reasoning_len);
+      delta->content.assign(d.content ? d.content : "", d.content_len);
+      delta->tool_calls.clear();
+      for (size_t i = 0; i < d.n_tool_calls; ++i)
+        delta->tool_calls.push_back({d.tool_calls[i].index, d.tool_calls[i].id, d.tool_calls[i].name,
+                                     d.tool_calls[i].arguments});
+    }
+    return done == 0;
+  }
+  void cancel() { check(og_session_stream_cancel(s_)); }
+  ChatResult finish() {
+    og_chat_result r{};
+    check(og_session_chat_finish(std::exchange(s_, nullptr), &r));
+    return take(r);
+  }
+
+ private:
+  og_session* s_;
+};
+
 class Session {
   // What generate() passes as user_data when it adds its own text callback:
   // the caller's C callbacks and their user_data go on being called.
@@ -174,6 +320,21 @@ class Session {
   Stream stream(const std::vector<int32_t>& prompt, const og_generate_options& opts = default_generate_options()) {
     check(og_session_stream_start(h_.get(), prompt.data(), prompt.size(), &opts));
     return Stream(h_.get());
+  }
+  // A chat turn (og_session_chat): the conversation rendered with the model's
+  // template, the reply constrained and split as the server does; the next
+  // turn reuses the history it shares with this one.
+  ChatResult chat(const ChatRequest& req, const og_generate_options& opts = default_generate_options()) {
+    const CChatRequest c(req);
+    og_chat_result r{};
+    check(og_session_chat(h_.get(), c.get(), &opts, &r));
+    return take(r);
+  }
+  // The same streamed (og_session_chat_start; the request is read at the start).
+  ChatStream chat_stream(const ChatRequest& req, const og_generate_options& opts = default_generate_options()) {
+    const CChatRequest c(req);
+    check(og_session_chat_start(h_.get(), c.get(), &opts));
+    return ChatStream(h_.get());
   }
   // Cancels the generate, prefill or stream running on this session, from any thread
   // (og_session_cancel): it stops within one prefill chunk.

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "offgraph/offgraph.h"
+#include "offgraph/offgraph.hpp"
 
 namespace {
 
@@ -319,6 +319,50 @@ TEST_F(ChatTest, BadInputsNameTheField) {
   int64_t pos = -1;
   ASSERT_EQ(og_session_position(session_, &pos), OG_OK);
   EXPECT_EQ(pos, 0);
+}
+
+// The same through offgraph.hpp: typed messages and tools, the result struct, the stream.
+TEST(ChatHpp, ToolRoundTripAndStream) {
+  offgraph::Model model(tool_model());
+  og_session_options so;
+  og_session_options_init(&so);
+  so.kv_max_capacity = 1024;
+  offgraph::Session session = model.session(&so);
+  offgraph::ChatRequest req;
+  req.messages.push_back({"user", "Weather in Paris?", {}, {}, {}, {}});
+  req.tools = {{"get_weather", "Weather now", kWeatherParams, false}, {"get_time", std::nullopt, "", false}};
+  req.parallel_tool_calls = false;
+  const offgraph::ChatResult r = session.chat(req);
+  EXPECT_EQ(r.finish_reason, "tool_calls");
+  EXPECT_EQ(r.reasoning_content, "The user wants the weather.");
+  ASSERT_EQ(r.tool_calls.size(), 1u);
+  EXPECT_EQ(r.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(json::parse(r.tool_calls[0].arguments), json::parse(R"({"city": "Paris"})"));
+
+  req.messages.push_back({"assistant", std::nullopt, r.reasoning_content, std::nullopt, r.tool_calls, std::nullopt});
+  req.messages.push_back({"tool", "sunny", std::nullopt, std::nullopt, {}, r.tool_calls[0].id});
+  req.response_format = "json_schema";
+  req.json_schema =
+      R"({"type": "object", "properties": {"weather": {"enum": ["sunny"]}}, "required": ["weather"], "additionalProperties": false})";
+  offgraph::ChatStream st = session.chat_stream(req);
+  offgraph::ChatDelta d;
+  std::string content;
+  while (st.next(&d)) content += d.content;
+  content += d.content;
+  const offgraph::ChatResult r2 = st.finish();
+  EXPECT_EQ(content, r2.content);
+  EXPECT_EQ(json::parse(r2.content, nullptr, false), json::parse(R"({"weather": "sunny"})")) << r2.content;
+  EXPECT_GE(r2.cached_tokens, r.prompt_tokens);
+
+  req.tool_choice = "no_such_tool";
+  req.response_format.clear();
+  try {
+    session.chat(req);
+    FAIL() << "an unknown tool in tool_choice was accepted";
+  } catch (const offgraph::Error& e) {
+    EXPECT_EQ(e.status(), OG_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("'tool_choice'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
