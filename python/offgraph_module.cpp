@@ -446,7 +446,8 @@ class PySession {
 class PyEngine {
  public:
   PyEngine(PyModel& model, int max_sequences, int64_t max_session_tokens, int64_t step_tokens, int max_queue,
-           int prefix_cache_entries, const std::string& kv_kind, const std::string& kv_dtype) {
+           int prefix_cache_entries, const std::string& kv_kind, const std::string& kv_dtype, int spec_ngram_size,
+           int spec_ngram_min, int spec_draft_max, int spec_draft_min) {
     og_engine_options o;
     og_engine_options_init(&o);
     o.max_sequences = max_sequences;
@@ -456,6 +457,10 @@ class PyEngine {
     o.prefix_cache_entries = prefix_cache_entries;
     o.kv_kind = kv_kind.c_str();
     o.kv_dtype = kv_dtype.c_str();
+    o.spec_ngram_size = spec_ngram_size;
+    o.spec_ngram_min = spec_ngram_min;
+    o.spec_draft_max = spec_draft_max;
+    o.spec_draft_min = spec_draft_min;
     check(og_engine_new(model.get(), &o, &e_));
   }
   ~PyEngine() {
@@ -591,7 +596,8 @@ PYBIND11_MODULE(_offgraph, m) {
       .def("stats", &PySession::stats);
 
   py::class_<PyEngine>(m, "Engine")
-      .def(py::init<PyModel&, int, int64_t, int64_t, int, int, const std::string&, const std::string&>())
+      .def(py::init<PyModel&, int, int64_t, int64_t, int, int, const std::string&, const std::string&, int, int, int,
+                    int>())
       .def("close", &PyEngine::close)
       .def("submit", &PyEngine::submit)
       .def("next", &PyEngine::next)

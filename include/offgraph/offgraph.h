@@ -518,9 +518,16 @@ typedef struct og_engine_options {
   int32_t prefix_cache_entries; /* 0 = no shared prefix cache */
   const char* kv_kind;        /* "batched-sequence" (default) or "batched-cell" */
   const char* kv_dtype;       /* "f16" (default), "f32", ... */
+  /* Speculative decoding by prompt lookup in every request (docs/speculative.md);
+   * greedy replies are those of plain decoding, sampled ones keep their distribution. */
+  int32_t spec_ngram_size;    /* 1-16: on, matching n-grams of this size down to spec_ngram_min; 0 = off (default) */
+  int32_t spec_ngram_min;     /* 1 .. spec_ngram_size (default 1) */
+  int32_t spec_draft_max;     /* most draft tokens per verify step, 1-256 (default 4) */
+  int32_t spec_draft_min;     /* a shorter draft is not verified, 0 .. spec_draft_max (default 0) */
 } og_engine_options;
 /* max_sequences 4, max_session_tokens 1024, step_tokens 512, max_queue 0, no prefix
- * cache, kv_kind "batched-sequence", kv_dtype "f16" (and struct_size); NULL is ignored. */
+ * cache, kv_kind "batched-sequence", kv_dtype "f16", no speculation (spec_ngram_size 0,
+ * spec_ngram_min 1, spec_draft_max 4, spec_draft_min 0) (and struct_size); NULL is ignored. */
 OG_API void og_engine_options_init(og_engine_options* opts);
 
 /* Starts an engine (its scheduler thread) over the model; opts may be NULL (defaults).

@@ -497,16 +497,22 @@ class Engine:
 
     Args: max_sequences (requests running at once, default 4), max_session_tokens (prompt + max_new_tokens
     of one request, default 1024), step_tokens (rows per step, default 512; the three as og_engine_options'), max_queue (0 = unbounded), prefix_cache_entries (0 = off),
-    kv_kind ("batched-sequence" or "batched-cell"), kv_dtype.
+    kv_kind ("batched-sequence" or "batched-cell"), kv_dtype; spec="ngram" speculates by prompt lookup in every
+    request (greedy text unchanged; docs/speculative.md) with spec_ngram_size (3), spec_ngram_min (1), draft_max (4)
+    and draft_min (0); a draft model is not supported here (ValueError).
     """
 
     def __init__(self, model: Model, *, max_sequences: int = _ENGINE_DEFAULTS["max_sequences"],
                  max_session_tokens: int = _ENGINE_DEFAULTS["max_session_tokens"],
                  step_tokens: int = _ENGINE_DEFAULTS["step_tokens"], max_queue: int = 0, prefix_cache_entries: int = 0,
-                 kv_kind: str = "batched-sequence", kv_dtype: str = "f16"):
+                 kv_kind: str = "batched-sequence", kv_dtype: str = "f16", spec: Optional[str] = None,
+                 spec_ngram_size: int = 3, spec_ngram_min: int = 1, draft_max: int = 4, draft_min: int = 0):
+        if spec not in (None, "none", "ngram"):
+            raise ValueError(f"spec={spec!r}: the engine speculates by prompt lookup only ('ngram' or None)")
         self.model = model
         self._e = _offgraph.Engine(model._m, max_sequences, max_session_tokens, step_tokens, max_queue,
-                                   prefix_cache_entries, kv_kind, kv_dtype)
+                                   prefix_cache_entries, kv_kind, kv_dtype,
+                                   spec_ngram_size if spec == "ngram" else 0, spec_ngram_min, draft_max, draft_min)
 
     def submit(self, prompt: Union[str, Sequence[int]], max_new_tokens: int = 256, temperature: float = 0.0,
                **sampling) -> Request:

@@ -151,6 +151,22 @@ def test_engine_batch_equals_single_runs(model):
         assert results[0].text == CONTINUATION[: len(results[0].text)]
 
 
+def test_engine_speculation_keeps_the_greedy_text(model):
+    story = "Once upon a time, there was a little girl named Lily. She liked to play. Once upon a time, there was a little"
+    prompts = [story, "The dog ran to the park. The dog"]
+    singles = [model.session(kv_dtype="f32").generate(p, max_new_tokens=40).text for p in prompts]
+    with model.engine(max_sequences=2, kv_dtype="f32", max_session_tokens=256) as plain:
+        plain.generate(prompts, max_new_tokens=40)
+        plain_steps = plain.stats()["steps"]
+    with model.engine(max_sequences=2, kv_dtype="f32", max_session_tokens=256, spec="ngram", draft_max=5) as e:
+        assert [r.text for r in e.generate(prompts, max_new_tokens=40)] == singles
+        assert e.stats()["steps"] < plain_steps  # drafts were accepted
+    with pytest.raises(offgraph.InvalidArgumentError, match="spec_ngram_min"):
+        model.engine(spec="ngram", spec_ngram_size=2, spec_ngram_min=3)
+    with pytest.raises(ValueError, match="prompt lookup only"):
+        model.engine(spec="draft")
+
+
 def test_engine_cancel(model):
     with model.engine(max_sequences=1, max_session_tokens=512) as e:
         r = e.submit(PROMPT, max_new_tokens=400)

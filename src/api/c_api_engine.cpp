@@ -90,7 +90,39 @@ void og_engine_options_init(og_engine_options* opts) {
   if (opts)
     *opts = og_engine_options{sizeof(og_engine_options), d::kMaxSequences, d::kMaxSessionTokens, d::kStepTokens, 0, 0,
                               "batched-sequence", "f16"};
+  if (opts) {
+    opts->spec_ngram_size = 0;  // no speculation
+    opts->spec_ngram_min = 1;
+    opts->spec_draft_max = 4;
+    opts->spec_draft_min = 0;
+  }
 }
+
+namespace {
+
+// og_engine_options' speculation fields, checked (OG_ERR_INVALID_ARGUMENT naming the field).
+SchedulerSpec spec_of(const og_engine_options& o) {
+  SchedulerSpec s;
+  if (o.spec_ngram_size < 0 || o.spec_ngram_size > 16)
+    api_fail(OG_ERR_INVALID_ARGUMENT, "spec_ngram_size ", o.spec_ngram_size, " is outside [0, 16] (0 = off)");
+  if (o.spec_ngram_size == 0) return s;
+  if (o.spec_ngram_min < 1 || o.spec_ngram_min > o.spec_ngram_size)
+    api_fail(OG_ERR_INVALID_ARGUMENT, "spec_ngram_min ", o.spec_ngram_min, " is outside [1, spec_ngram_size ",
+             o.spec_ngram_size, "]");
+  if (o.spec_draft_max < 1 || o.spec_draft_max > 256)
+    api_fail(OG_ERR_INVALID_ARGUMENT, "spec_draft_max ", o.spec_draft_max, " is outside [1, 256]");
+  if (o.spec_draft_min < 0 || o.spec_draft_min > o.spec_draft_max)
+    api_fail(OG_ERR_INVALID_ARGUMENT, "spec_draft_min ", o.spec_draft_min, " is outside [0, spec_draft_max ",
+             o.spec_draft_max, "]");
+  s.ngram = true;
+  s.ngram_max = o.spec_ngram_size;
+  s.ngram_min = o.spec_ngram_min;
+  s.draft_max = o.spec_draft_max;
+  s.draft_min = o.spec_draft_min;
+  return s;
+}
+
+}  // namespace
 
 og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engine** out) {
   return guarded([&] {
@@ -112,6 +144,7 @@ og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engin
     if (o.max_queue < 0) api_fail(OG_ERR_INVALID_ARGUMENT, "max_queue ", o.max_queue, " is negative");
     if (o.prefix_cache_entries < 0 || o.prefix_cache_entries > 4096)
       api_fail(OG_ERR_INVALID_ARGUMENT, "prefix_cache_entries ", o.prefix_cache_entries, " is outside [0, 4096]");
+    const SchedulerSpec spec = spec_of(o);
     CacheSetup setup;
     setup.kind = o.kv_kind ? o.kv_kind : "batched-sequence";
     if (setup.kind != "batched-sequence" && setup.kind != "batched-cell")
@@ -134,6 +167,7 @@ og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engin
     so.step_tokens = o.step_tokens;
     so.max_queue = o.max_queue;
     so.prefix_cache_entries = o.prefix_cache_entries;
+    so.spec = spec;
     auto core = std::make_shared<EngineCore>();
     core->model = mc;
     core->sched = std::make_unique<Scheduler>(*mc->engine, mc->tok(), cache_of(setup, mc->run.model(), policy,

@@ -1,6 +1,7 @@
 // The C API's engine (the scheduler): batched requests equal single runs,
 // streaming order, cancellation, refusals, stats, and its bad uses.
 #include <thread>
+#include <tuple>
 
 #include "api/api_test_util.h"
 #include "offgraph/offgraph.hpp"
@@ -201,6 +202,49 @@ TEST_F(ModelTest, EngineFromManyThreads) {
   for (auto& t : threads) t.join();
   for (const std::string& t : texts) EXPECT_EQ(t, kContinuation);
   EXPECT_EQ(engine.stats().finished, 4u);
+}
+
+// og_engine_options' prompt lookup: the greedy text is the plain one, in fewer
+// steps (the story repeats, so drafts are accepted); bad sizes are refused.
+TEST_F(ModelTest, EngineSpeculationGivesThePlainTextInFewerSteps) {
+  const std::string story =
+      "Once upon a time, there was a little girl named Lily. She liked to play. Once upon a time, there was a little";
+  og_tokens t{};
+  ASSERT_EQ(og_tokenize(model_, story.data(), story.size(), 1, 0, &t), OG_OK) << og_last_error();
+  const std::vector<int32_t> prompt(t.ids, t.ids + t.n);
+  og_tokens_free(&t);
+  int64_t steps[2] = {0, 0};
+  for (int spec = 0; spec < 2; ++spec) {
+    og_engine_options eo;
+    og_engine_options_init(&eo);
+    EXPECT_EQ(eo.spec_ngram_size, 0);
+    EXPECT_EQ(eo.spec_draft_max, 4);
+    eo.kv_dtype = "f32";
+    eo.max_session_tokens = 256;
+    eo.spec_ngram_size = spec ? 3 : 0;
+    og_engine* e = nullptr;
+    ASSERT_EQ(og_engine_new(model_, &eo, &e), OG_OK) << og_last_error();
+    og_generate_options o = greedy(60);
+    uint64_t id = 0;
+    ASSERT_EQ(og_engine_submit(e, prompt.data(), prompt.size(), &o, &id), OG_OK) << og_last_error();
+    EXPECT_EQ(read_all(e, id).text, single_run(model_, prompt, 60)) << "spec " << spec;
+    og_engine_stats st{};
+    ASSERT_EQ(og_engine_get_stats(e, &st), OG_OK);
+    steps[spec] = st.steps;
+    EXPECT_EQ(og_engine_free(e), OG_OK);
+  }
+  EXPECT_LT(steps[1], steps[0]);
+  for (auto [size, min, max_draft] : {std::tuple{17, 1, 4}, std::tuple{3, 4, 4}, std::tuple{3, 1, 0}, std::tuple{-1, 1, 4}}) {
+    og_engine_options eo;
+    og_engine_options_init(&eo);
+    eo.spec_ngram_size = size;
+    eo.spec_ngram_min = min;
+    eo.spec_draft_max = max_draft;
+    og_engine* e = nullptr;
+    EXPECT_EQ(og_engine_new(model_, &eo, &e), OG_ERR_INVALID_ARGUMENT) << size << " " << min << " " << max_draft;
+    EXPECT_NE(std::string(og_last_error()).find("spec_"), std::string::npos) << og_last_error();
+    EXPECT_EQ(e, nullptr);
+  }
 }
 
 }  // namespace
