@@ -179,7 +179,9 @@ class Session {
   bool turn_done() const { return !turn_ || turn_->done; }
   bool in_turn() const { return turn_.has_value(); }  // begun and not yet ended
   // Appends the rows this session needs next to `batch`: up to min(max_rows,
-  // the cache's max_write) prompt rows, or the one decode row. The last prompt
+  // the cache's max_write) prompt rows, or the one decode row; an image is
+  // never split (the rows stop before it, or hold all of it even past
+  // max_rows: at most max_write, append_image's bound). The last prompt
   // row and every decode row want logits (every prompt row with
   // on_prompt_token). Returns the number of rows added.
   int64_t add_rows(Batch& batch, int64_t max_rows) const;

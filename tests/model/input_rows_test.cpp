@@ -180,6 +180,17 @@ TEST(InputRowsBad, WrongWidthSpansOutsideTheStepAndBrokenSpansAreClearErrors) {
   EXPECT_TRUE(m->forward(b, *cache, logits).ok());
 }
 
+TEST(InputRowsBad, AnEmbeddingPassRefusesASpan) {
+  std::unique_ptr<Model> m =
+      Model::load(test::synth_path(synth::tiny_embedding_spec(Family::kQwen3), false, "embed-qwen3"));
+  Batch b;
+  b.rows = token_rows({5, 6, 7});
+  b.rows[0].span_end = 2;
+  b.rows[1].span_end = 2;
+  Embeddings out;
+  EXPECT_NE(error_of([&] { m->embed(b, out); }).find("only a cached forward step supports"), std::string::npos);
+}
+
 TEST(InputRowsFamilies, GemmaDeclaresBidirectionalImageSpansAndOthersDoNot) {
   EXPECT_TRUE(family_by_name("gemma3")->image_spans_bidirectional);
   EXPECT_TRUE(family_by_name("gemma4")->image_spans_bidirectional);
