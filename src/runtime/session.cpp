@@ -12,14 +12,16 @@
 
 namespace og {
 
+// OpenAI's finish reasons, as the server, the engine and batch say them: a stop
+// id or string is "stop", a token or cache limit "length".
 const char* stop_reason_name(StopReason r) {
   switch (r) {
     case StopReason::kNone: return "none";
-    case StopReason::kStopToken: return "stop_token";
-    case StopReason::kStopString: return "stop_string";
-    case StopReason::kMaxTokens: return "max_new_tokens";
-    case StopReason::kCapacity: return "capacity";
-    case StopReason::kInterrupted: return "interrupted";
+    case StopReason::kStopToken:
+    case StopReason::kStopString: return "stop";
+    case StopReason::kMaxTokens:
+    case StopReason::kCapacity: return "length";
+    case StopReason::kInterrupted: return "cancelled";
   }
   return "?";
 }

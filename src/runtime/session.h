@@ -91,7 +91,10 @@ struct GenerateOptions {
 };
 
 enum class StopReason { kNone, kStopToken, kStopString, kMaxTokens, kCapacity, kInterrupted };
-// "stop_token", "stop_string", "max_new_tokens", "capacity", "interrupted"
+// In OpenAI's finish-reason vocabulary (the server's, the engine's, batch's):
+// "stop" (a stop id or string), "length" (max tokens or the cache's capacity),
+// "cancelled" (interrupted), "none". The C API's og_stop_reason_name keeps the
+// finer names its header promised (max_new_tokens, ...).
 const char* stop_reason_name(StopReason r);
 
 struct TurnResult {

@@ -44,7 +44,7 @@ TEST(Interrupt, RunStopsCleanlyPrintsTheReportAndExits130) {
   EXPECT_EQ(err.find("[cache] after decode"), std::string::npos) << err;  // --stats json: no diagnostics
   const std::string out = c.out_text;
   const nlohmann::json j = nlohmann::json::parse(out.substr(out.rfind('{')));
-  EXPECT_EQ(j["stop_reason"], "interrupted");
+  EXPECT_EQ(j["stop_reason"], "cancelled");
   EXPECT_GT(j["generated_tokens"].get<int>(), 10);
   EXPECT_LT(j["generated_tokens"].get<int>(), 100000);
   EXPECT_GE(c.out_text.size(), 200u);
@@ -63,7 +63,7 @@ TEST(Interrupt, ChatKeepsTheTurnAndASecondCtrlCLeaves) {
   ASSERT_TRUE(c.wait_err("/120000 tokens]", 10)) << c.err();
   // Back at the prompt: the conversation goes on, then Ctrl-C there leaves.
   write_all(c.in, "/stats\n");
-  ASSERT_TRUE(c.wait_err("\"stop_reason\":\"interrupted\"", 30)) << c.err();
+  ASSERT_TRUE(c.wait_err("\"stop_reason\":\"cancelled\"", 30)) << c.err();
   ::kill(c.pid, SIGINT);
   const int code = c.finish(60);
   const std::string err = c.err();
@@ -98,15 +98,15 @@ TEST(ChatDetails, BlankLinesStopReasonAndStatsFile) {
                           "   \n\t\nOnce upon a time\n  \n");
   ASSERT_EQ(p.code, 0) << p.err;
   EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;  // one reply line
-  EXPECT_NE(p.err.find("[stats] prompt tokens: 5, generated tokens: 5, stopped by: max_new_tokens"),
+  EXPECT_NE(p.err.find("[stats] prompt tokens: 5, generated tokens: 5, stopped by: length"),
             std::string::npos)
       << p.err;
   EXPECT_EQ(p.err.find("{\""), std::string::npos) << p.err;  // no JSON mixed into the text
   const nlohmann::json j = nlohmann::json::parse(slurp(file));
-  EXPECT_EQ(j["stop_reason"], "max_new_tokens");
+  EXPECT_EQ(j["stop_reason"], "length");
   EXPECT_EQ(j["generated_tokens"], 5);
   const Proc json = offgraph({"chat", "--model", kGguf, "--max-new-tokens", "5", "--stats", "json"}, "Hi\n");
-  EXPECT_NE(split_report(json.out).report.find("\"stop_reason\":\"max_new_tokens\""), std::string::npos) << json.out;
+  EXPECT_NE(split_report(json.out).report.find("\"stop_reason\":\"length\""), std::string::npos) << json.out;
   EXPECT_EQ(json.err, "") << json.err;  // --stats json: stderr carries no diagnostics
   const Proc bad = offgraph({"run", "--model", kGguf, "--prompt", "a", "--max-new-tokens", "2", "--stats-file",
                              scratch_dir() + "/no/such/dir/x.json"});

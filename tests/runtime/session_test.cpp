@@ -127,7 +127,7 @@ TEST(Session, InterruptKeepsTheTurnOnACharacterBoundary) {
   };
   auto r = f.gen({kBos, kA}, o);
   EXPECT_EQ(r.reason, StopReason::kInterrupted);
-  EXPECT_STREQ(stop_reason_name(r.reason), "interrupted");
+  EXPECT_STREQ(stop_reason_name(r.reason), "cancelled");
   EXPECT_EQ(r.tokens, (std::vector<int32_t>{kX, kEuro1}));
   EXPECT_EQ(r.text, "x");
   EXPECT_EQ(f.session->position(), 4);
