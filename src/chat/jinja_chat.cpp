@@ -15,68 +15,28 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // Placeholder i: private-use code points no real content holds, no trim or
-// case change alters, and no template inspects.
+// case change alters, and no template inspects (turn_end's probe render).
 std::string placeholder(size_t i) { return "\xEE\x80\x80og" + std::to_string(i) + "\xEE\x80\x81"; }
 
-void push(ChatSegments& out, std::string text, bool is_template) {
-  if (text.empty()) return;
-  if (!out.empty() && out.back().is_template == is_template) out.back().text += text;
-  else out.push_back({std::move(text), is_template});
-}
-
-// `render` split into template text and contents, aligned against the same
-// render with placeholders (see the header); nullopt when they do not align.
-// strict: a content's text in the render must be a piece of the content (a
-// trim, a cut); else any text up to a few times the content's length is taken
-// (a template that re-encodes it), the longest that fits.
-std::optional<ChatSegments> align(const std::string& real, const std::string& with_placeholders,
-                                  const std::vector<std::string>& contents, bool strict) {
-  // The placeholder render as template pieces and content indices.
-  struct Piece {
-    std::string text;
-    int content = -1;
-  };
-  std::vector<Piece> pieces;
-  size_t at = 0;
-  while (at < with_placeholders.size()) {
-    const size_t open = with_placeholders.find("\xEE\x80\x80og", at);
-    if (open == std::string::npos) break;
-    const size_t close = with_placeholders.find("\xEE\x80\x81", open);
-    if (close == std::string::npos) return std::nullopt;
-    pieces.push_back({with_placeholders.substr(at, open - at), -1});
-    const size_t i = std::stoul(with_placeholders.substr(open + 5, close - open - 5));
-    if (i >= contents.size()) return std::nullopt;
-    pieces.push_back({"", static_cast<int>(i)});
-    at = close + 3;
-  }
-  pieces.push_back({with_placeholders.substr(at), -1});
-  ChatSegments out;
-  size_t r = 0;
-  for (size_t p = 0; p < pieces.size(); ++p) {
-    if (pieces[p].content < 0) {
-      if (real.compare(r, pieces[p].text.size(), pieces[p].text) != 0) return std::nullopt;
-      push(out, pieces[p].text, true);
-      r += pieces[p].text.size();
+// A message list as template values, every string tainted (request_text.h):
+// a string content as a content, everything else as a request field.
+jinja::Value tainted_messages(const Json& messages) {
+  std::vector<jinja::Value> out;
+  for (const Json& m : messages) {
+    if (!m.is_object()) {
+      out.push_back(jinja::value_from_json(m, jinja::kTaintField));
       continue;
     }
-    // The longest piece of the content that the next template text follows.
-    const std::string& c = contents[static_cast<size_t>(pieces[p].content)];
-    const std::string& next = pieces[p + 1].text;  // a content is always followed by a template piece
-    size_t take = std::string::npos;
-    const size_t longest = strict ? c.size() : 4 * c.size() + 16;
-    for (size_t n = std::min(longest, real.size() - r) + 1; n-- > 0;) {
-      if (real.compare(r + n, next.size(), next) != 0) continue;
-      if (p + 2 == pieces.size() && r + n + next.size() != real.size()) continue;  // the last piece ends the render
-      if (strict && c.find(std::string_view(real).substr(r, n)) == std::string::npos) continue;
-      take = n;
-      break;
+    jinja::Dict d;
+    d.items.reserve(m.size());
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      const bool content = it.key() == "content" && it.value().is_string();
+      d.items.emplace_back(jinja::value_from_json(Json(it.key()), jinja::kTaintField),
+                           jinja::value_from_json(it.value(), content ? jinja::kTaintContent : jinja::kTaintField));
     }
-    if (take == std::string::npos) return std::nullopt;
-    push(out, real.substr(r, take), false);
-    r += take;
+    out.push_back(jinja::Value::dict(std::move(d)));
   }
-  if (r != real.size()) return std::nullopt;
-  return out;
+  return jinja::Value::list(std::move(out));
 }
 
 std::string text_of_content(const Json& content) {
@@ -138,7 +98,7 @@ JinjaChatTemplate::JinjaChatTemplate(std::string source, JinjaChatOptions option
   } catch (const Error& e) {
     fail(origin_, " chat template: ", e.what());
   }
-  guard_ = std::make_unique<const RequestTextGuard>(options_.special_texts, source_);
+  splitter_ = std::make_unique<const RequestTextSplitter>(options_.special_texts);
   // The text that closes an assistant turn: a built-in's marker when the
   // template is a known format, else what the template writes right after an
   // assistant's content (up to the line's end), else the EOS text.
@@ -202,32 +162,42 @@ ChatSegments JinjaChatTemplate::render_segments(std::span<const ChatMessage> mes
     OG_CHECK(m.role == "system" || m.role == "user" || m.role == "assistant" || m.role == "tool" ||
                  m.role == "developer",
              "unknown chat role '", m.role, "'");
-  std::vector<ChatMessage> marked(messages.begin(), messages.end());
-  std::vector<std::string> contents;
-  for (ChatMessage& m : marked) {
-    if (m.content.empty()) continue;  // see render_request_segments
-    contents.push_back(m.content);
-    m.content = placeholder(contents.size() - 1);
-  }
-  return split_render(vars_of(messages, add_generation_prompt), vars_of(marked, add_generation_prompt), contents);
+  const Json vars = vars_of(messages, add_generation_prompt);
+  return render_tainted(vars, {"messages"});
 }
 
-ChatSegments JinjaChatTemplate::split_render(const Json& vars, const Json& marked_vars,
-                                             const std::vector<std::string>& contents) const {
-  std::string real = render_vars(vars);
-  std::string with_placeholders = render_vars(marked_vars);
-  // The BOS rule (chat_template.h): a render never starts with the BOS text;
-  // encode_chat prepends BOS itself when the vocabulary says so.
-  const std::string& bos = options_.bos_token;
-  if (!bos.empty() && real.rfind(bos, 0) == 0 && with_placeholders.rfind(bos, 0) == 0) {
-    real.erase(0, bos.size());
-    with_placeholders.erase(0, bos.size());
+ChatSegments JinjaChatTemplate::render_tainted(const Json& vars, const std::vector<std::string>& from_request) const {
+  // The variables as template values: those the request gave tainted
+  // (request_text.h), the operator's (bos_token, eos_token, --chat-template-kwargs) not.
+  jinja::Dict d;
+  d.items.reserve(vars.size());
+  for (auto it = vars.begin(); it != vars.end(); ++it) {
+    const bool tainted = std::find(from_request.begin(), from_request.end(), it.key()) != from_request.end();
+    jinja::Value v = !tainted ? jinja::value_from_json(it.value())
+                     : it.key() == "messages" && it.value().is_array() ? tainted_messages(it.value())
+                                                                      : jinja::value_from_json(it.value(), jinja::kTaintField);
+    d.items.emplace_back(jinja::Value(it.key()), std::move(v));
   }
-  if (auto segs = align(real, with_placeholders, contents, true)) return *segs;
-  if (auto segs = align(real, with_placeholders, contents, false)) return *segs;
-  ChatSegments whole;
-  push(whole, real, true);
-  return whole;
+  jinja::RenderOptions ro;
+  ro.now_unix = options_.now_unix;
+  jinja::TaintedRender r;
+  try {
+    r = tmpl_->render_tainted(jinja::Value::dict(std::move(d)), ro);
+  } catch (const Error& e) {
+    fail(origin_, " chat template: ", e.what());
+  }
+  // The BOS rule (chat_template.h): a render never starts with the BOS text;
+  // encode_chat prepends BOS itself when the vocabulary says so. Only the
+  // template's own BOS text is dropped, never request text.
+  const std::string& bos = options_.bos_token;
+  if (!bos.empty() && r.text.rfind(bos, 0) == 0 && (r.taint.empty() || r.taint.front().begin >= bos.size())) {
+    r.text.erase(0, bos.size());
+    for (jinja::TaintSpan& t : r.taint) {
+      t.begin -= bos.size();
+      t.end -= bos.size();
+    }
+  }
+  return splitter_->split(r.text, r.taint);
 }
 
 Json JinjaChatTemplate::request_vars(const Json& request) const {
@@ -251,31 +221,14 @@ Json JinjaChatTemplate::request_vars(const Json& request) const {
 std::string JinjaChatTemplate::render_request(const Json& request) const { return render_vars(request_vars(request)); }
 
 ChatSegments JinjaChatTemplate::render_request_segments(const Json& request) const {
-  Json vars = request_vars(request);
-  // The request's own variables with their special-token texts wrapped
-  // (request_text.h); bos_token, eos_token and the operator's kwargs are
-  // trusted unless the request's chat_template_kwargs replace them.
-  RequestTextGuard::Markers markers;
-  if (guard_->active()) {
-    markers = guard_->pick(vars);
-    const Json* kw = request.contains("chat_template_kwargs") ? &request["chat_template_kwargs"] : nullptr;
-    for (auto it = vars.begin(); it != vars.end(); ++it)
-      if (it.key() == "messages" || it.key() == "tools" || (kw && kw->contains(it.key())))
-        it.value() = guard_->wrap(it.value(), markers, it.key() == "messages");
-  }
-  Json marked = vars;
-  std::vector<std::string> contents;
-  for (Json& m : marked["messages"]) {
-    if (!m.is_object() || !m.contains("content") || !m["content"].is_string()) continue;
-    // An empty content has no text to mark, and a placeholder would make it
-    // true where templates test it (gpt-oss's refuses content beside the
-    // analysis of a turn of calls, and others skip an empty turn).
-    if (m["content"].get_ref<const std::string&>().empty()) continue;
-    contents.push_back(m["content"].get<std::string>());
-    m["content"] = placeholder(contents.size() - 1);
-  }
-  const ChatSegments segments = split_render(vars, marked, contents);
-  return guard_->active() ? guard_->unwrap(segments, markers) : segments;
+  // The request's own variables are tainted; bos_token, eos_token and the
+  // operator's kwargs are trusted unless the request's chat_template_kwargs
+  // replace them.
+  std::vector<std::string> from_request = {"messages", "tools"};
+  if (request.contains("chat_template_kwargs") && request["chat_template_kwargs"].is_object())
+    for (auto it = request["chat_template_kwargs"].begin(); it != request["chat_template_kwargs"].end(); ++it)
+      from_request.push_back(it.key());
+  return render_tainted(request_vars(request), from_request);
 }
 
 ReplyFormat JinjaChatTemplate::reply_format() const { return detect_reply_format(source_); }

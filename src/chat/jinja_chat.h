@@ -3,20 +3,16 @@
 // rendering of a whole chat request (messages, tools, kwargs) as `offgraph
 // template` and POST /apply-template show it.
 //
-// Contents stay contents: a render is split into the template's own text and
-// the messages' contents by rendering a second time with each content
-// replaced by a placeholder, then aligning the two renders (a content the
-// template trims or cuts is found as the longest piece of it that fits). Only
-// the template's own text may become control tokens (encode_chat), so a
-// message cannot inject them. A template whose output cannot be aligned that
-// way is encoded as one text, as llama.cpp's --jinja does; contents_protected()
-// says which held for the last render.
-//
-// Every other string of a request (tools, tool calls, names, reasoning,
-// chat_template_kwargs values, ...) stays text too: render_request_segments
-// wraps the special-token texts in them (chat/request_text.h), so that none
-// becomes a control token. There is no option to let them through: a client
-// that needs control tokens sends token ids to /v1/completions.
+// Request text stays text: the render tracks which of its bytes came from
+// the request (src/template/taint.h) and chat/request_text.h turns them into
+// prompt segments: each message's content is a text segment of its own,
+// wherever the template moved, trimmed or cut it; any other request field
+// (tools, tool calls, names, roles, reasoning, chat_template_kwargs values,
+// ...) is text wherever a special-token text of the vocabulary touches one
+// of its bytes. Only the template's own text may become control tokens
+// (encode_chat), whatever string operations the template applies: there is
+// no option to let request text through (a client that needs control tokens
+// sends token ids to /v1/completions).
 #pragma once
 
 #include <cstdint>
@@ -35,14 +31,14 @@ namespace og {
 namespace jinja {
 class Template;
 }
-class RequestTextGuard;
+class RequestTextSplitter;
 
 struct JinjaChatOptions {
   std::string bos_token, eos_token;  // what {{ bos_token }} / {{ eos_token }} print
   int64_t now_unix = -1;             // what strftime_now sees; < 0: the current time
   nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs (enable_thinking, ...)
   // The tokenizer's control-token texts (special_token_texts): request
-  // fields holding them are kept as text. Empty: nothing is wrapped.
+  // fields forming them are kept as text. Empty: only contents are.
   std::vector<std::string> special_texts;
 };
 
@@ -77,15 +73,15 @@ class JinjaChatTemplate : public ChatFormat {
 
  private:
   nlohmann::ordered_json request_vars(const nlohmann::ordered_json& request) const;
-  ChatSegments split_render(const nlohmann::ordered_json& vars, const nlohmann::ordered_json& marked_vars,
-                            const std::vector<std::string>& contents) const;
+  // vars rendered as segments, the variables named in from_request tainted.
+  ChatSegments render_tainted(const nlohmann::ordered_json& vars, const std::vector<std::string>& from_request) const;
   std::string render_vars(const nlohmann::ordered_json& vars) const;
   nlohmann::ordered_json vars_of(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
 
   std::string source_, origin_, turn_end_;
   JinjaChatOptions options_;
   std::shared_ptr<const jinja::Template> tmpl_;
-  std::unique_ptr<const RequestTextGuard> guard_;
+  std::unique_ptr<const RequestTextSplitter> splitter_;
 };
 
 // The OpenAI request's messages as templates expect them (see render_request).

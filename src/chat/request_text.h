@@ -1,25 +1,24 @@
-// Request fields stay text through a Jinja chat template: a special-token
-// text ("<|start_header_id|>", "<|eot_id|>", ...) that a request writes into
-// tools, tool calls, names, reasoning, chat_template_kwargs values or any
-// other field never becomes a control token, while the template's own
-// markers still do. (Message contents are kept apart by jinja_chat.cpp's
-// placeholder render; this covers every other string of the request.)
+// Request text stays text in a Jinja chat template's render: the engine
+// tracks which bytes of the render came from the request (taint, see
+// src/template/taint.h: every string operation carries it, byte by byte or,
+// for an operation that does not map bytes, over its whole result), and
+// RequestTextSplitter turns the tainted render into prompt segments:
 //
-// How: before the render, every special-token text inside a request string
-// (keys included) is wrapped between two private-use code points, the
-// markers, and so is a string's head that could end a special token begun by
-// the template's text before it, or its tail that could begin one the text
-// after it ends. The template computes with the wrapped strings as with the
-// real ones (tojson, |string, concatenation, replace, upper keep the
-// markers around the text); after it, each wrapped span of the output
-// becomes a text segment and the markers are removed. A marker printed as
-// Python's repr or tojson(ensure_ascii) spells it ("\ue010") counts as the
-// marker. A render that cut a span apart (a slice through it) is an og::Error,
-// never a prompt where that text might act as a control token.
+// - a message's content (kTaintContent) is a text segment of its own,
+//   wherever the template moved or cut it;
+// - every other request byte (kTaintField: tools, tool calls, names, roles,
+//   reasoning, chat_template_kwargs values, keys) is text wherever it is
+//   part of a special-token text of the vocabulary: each occurrence of such
+//   a text in the render that holds at least one request byte becomes a
+//   text segment whole, its template bytes included (a control token formed
+//   partly from request text is text, at either boundary). The rest stays
+//   in the template's text, so a prompt whose fields hold no special-token
+//   text tokenizes exactly as the one rendered string does.
 //
-// The markers of a render are a pair that neither the template's source nor
-// any string of the request holds, raw or spelled as \uXXXX, so a request
-// cannot forge them.
+// encode_chat matches control tokens only inside template segments, and no
+// such segment then holds a special-token text that touches a request byte.
+// With no special texts (no vocabulary given) field bytes are left as
+// template text, as before there was a vocabulary to check them against.
 #pragma once
 
 #include <cstdint>
@@ -28,57 +27,35 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "chat/chat_template.h"
+#include "template/taint.h"
 
 namespace og {
 
-class RequestTextGuard {
+class RequestTextSplitter {
  public:
-  struct Markers {
-    char32_t open = 0, close = 0;
-  };
-
   // special_texts: the texts the tokenizer turns into control tokens (see
-  // special_token_texts); none: the guard does nothing. source: the
-  // template's text, whose private-use code points markers avoid.
-  RequestTextGuard(std::vector<std::string> special_texts, std::string_view source);
-  bool active() const { return active_; }
+  // special_token_texts).
+  explicit RequestTextSplitter(const std::vector<std::string>& special_texts);
+  bool active() const { return max_len_ > 0; }
 
-  // The markers for a render of `request` (an og::Error when it holds every
-  // candidate pair, 64 of them).
-  Markers pick(const nlohmann::ordered_json& request) const;
-  // `j` with every string (and key) wrapped; with skip_contents, a message
-  // list: each message's string "content" is left as it is.
-  nlohmann::ordered_json wrap(const nlohmann::ordered_json& j, const Markers& m, bool skip_contents = false) const;
-  std::string wrap_text(std::string_view s, const Markers& m) const;
-  // The rendered segments with wrapped spans of template text turned into
-  // text segments and every marker removed; an og::Error when a span is cut.
-  ChatSegments unwrap(const ChatSegments& segments, const Markers& m) const;
+  // A render and its taint as segments (see above).
+  ChatSegments split(const std::string& text, const jinja::TaintSpans& taint) const;
 
  private:
-  // A byte trie of the special texts (forward_) and of their reversals
-  // (backward_): matching costs at most the longest text's length per byte,
-  // however many texts the vocabulary has.
+  // A byte trie of the special texts: finding every occurrence that starts
+  // at a byte costs at most the longest text's length.
   struct Node {
     std::vector<std::pair<unsigned char, int32_t>> next;
     bool terminal = false;
   };
-  static void insert(std::vector<Node>& trie, std::string_view text, bool reversed);
-  // The child of `node` by byte c; -1 when none.
-  static int32_t step(const std::vector<Node>& trie, int32_t node, char c);
-  // The longest special text at s[pos], 0 when none starts there.
-  size_t match_at(std::string_view s, size_t pos) const;
-  // The longest head of s that is a proper suffix of a special text, and the
-  // longest tail that is a proper prefix of one (0: none).
-  size_t edge_head(std::string_view s) const;
-  size_t edge_tail(std::string_view s) const;
+  int32_t step(int32_t node, char c) const;
+  // Marks every special-text occurrence in `text` that overlaps [begin, end).
+  void mark_occurrences(std::string_view text, size_t begin, size_t end, size_t& scanned,
+                        std::vector<uint8_t>& as_text) const;
 
-  bool active_ = false;
-  std::vector<Node> forward_, backward_;
+  std::vector<Node> trie_;
   size_t max_len_ = 0;
-  std::vector<bool> source_uses_;  // candidate code points the template's source holds
 };
 
 // The texts of the vocabulary's control (and unknown) tokens: those that

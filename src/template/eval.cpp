@@ -28,7 +28,22 @@ CallArgs Interp::eval_args(const Expr& e, size_t first, const std::shared_ptr<Sc
 Value Interp::call(const Value& fn, CallArgs& args) {
   if (fn.is_undefined()) fail_undefined(fn);
   if (!fn.is_callable()) fail("'", fn.type_name(), "' object is not callable");
-  return fn.fn().fn(args);
+  const Callable& c = fn.fn();
+  if (!c.builtin) return c.fn(args);  // a macro: its output carries taint byte by byte
+  TaintNewStrings taint(std::max(c.self_taint, taint_of(args)));
+  return c.fn(args);
+}
+
+uint8_t taint_of(const CallArgs& a) {
+  uint8_t k = kTaintNone;
+  for (const Value& v : a.pos) k = std::max(k, v.taint_kind());
+  for (const auto& kv : a.kw) k = std::max(k, kv.second.taint_kind());
+  return k;
+}
+
+Value as_text(const Value& v) {
+  if (v.is_string()) return v;
+  return Value(v.to_str()).tainted_whole(v.taint_kind());
 }
 
 Value Interp::eval_call(const Expr& e, const std::shared_ptr<Scope>& scope) {
@@ -108,8 +123,14 @@ Seq slice_seq(const Seq& seq, int64_t start, int64_t stop, int64_t step) {
 Value slice_value(const Value& v, const Value& a, const Value& b, const Value& c) {
   int64_t start = slice_index(a), stop = slice_index(b), step = slice_index(c);
   if (v.is_string()) {
-    if (is_ascii(v.str())) return Value(slice_seq(v.str(), start, stop, step));
-    return Value(utf8_encode(slice_seq(utf8_decode(v.str()), start, stop, step)));
+    if (!v.taint()) {
+      if (is_ascii(v.str())) return Value(slice_seq(v.str(), start, stop, step));
+      return Value(utf8_encode(slice_seq(utf8_decode(v.str()), start, stop, step)));
+    }
+    const std::u32string u = utf8_decode(v.str());
+    std::vector<size_t> all(u.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    return pick_chars(v, u, slice_seq(all, start, stop, step));
   }
   if (v.is_sequence()) {
     std::vector<Value> out = slice_seq(v.items(), start, stop, step);

@@ -140,14 +140,22 @@ Value f_tojson(Interp&, const Value& v, FilterArgs& a) {
 }
 
 // markupsafe keeps a safe string safe through these filters.
-Value keep_markup(const Value& in, Value out) { return in.is_markup() ? Value::markup(out.str()) : out; }
+Value keep_markup(const Value& in, Value out) { return in.is_markup() ? out.as_markup() : out; }
 
-Value f_safe(Interp&, const Value& v, FilterArgs&) { return v.is_markup() ? v : Value::markup(v.to_str()); }
-Value f_string(Interp&, const Value& v, FilterArgs&) { return v.is_markup() ? v : Value(v.to_str()); }
+// ASCII text keeps its bytes' places through a case change, and so its taint;
+// other text is tainted whole by the filter (taint.h).
+Value case_changed(const Value& v, std::string changed) {
+  const Value s = as_text(v);
+  if (s.taint() && is_ascii(s.str())) return Value::text(std::move(changed), *s.taint());
+  return Value(std::move(changed));
+}
+
+Value f_safe(Interp&, const Value& v, FilterArgs&) { return v.is_markup() ? v : as_text(v).as_markup(); }
+Value f_string(Interp&, const Value& v, FilterArgs&) { return v.is_markup() ? v : as_text(v); }
 Value f_escape(Interp&, const Value& v, FilterArgs&) { return v.is_markup() ? v : Value::markup(html_escape(v.to_str())); }
 Value f_forceescape(Interp&, const Value& v, FilterArgs&) { return Value::markup(html_escape(v.to_str())); }
-Value f_lower(Interp&, const Value& v, FilterArgs&) { return keep_markup(v, Value(str_lower(v.to_str()))); }
-Value f_upper(Interp&, const Value& v, FilterArgs&) { return keep_markup(v, Value(str_upper(v.to_str()))); }
+Value f_lower(Interp&, const Value& v, FilterArgs&) { return keep_markup(v, case_changed(v, str_lower(v.to_str()))); }
+Value f_upper(Interp&, const Value& v, FilterArgs&) { return keep_markup(v, case_changed(v, str_upper(v.to_str()))); }
 Value f_capitalize(Interp&, const Value& v, FilterArgs&) { return keep_markup(v, Value(str_capitalize(v.to_str()))); }
 Value f_title(Interp&, const Value& v, FilterArgs&) { return keep_markup(v, Value(jinja_title(v.to_str()))); }
 Value f_wordcount(Interp&, const Value& v, FilterArgs&) { return Value(word_count(v.to_str())); }
@@ -156,14 +164,14 @@ Value f_pprint(Interp&, const Value& v, FilterArgs&) { return Value(v.repr()); }
 Value f_trim(Interp&, const Value& v, FilterArgs& a) {
   CallArgs sa;
   sa.pos.push_back(a.get(0, "chars"));
-  return keep_markup(v, get_attr(Value(v.to_str()), "strip").fn().fn(sa));
+  return keep_markup(v, get_attr(as_text(v), "strip").fn().fn(sa));
 }
 
 Value f_replace(Interp& in, const Value& v, FilterArgs& a) {
   CallArgs ra;
   ra.pos = {a.get(0, "old"), a.get(1, "new")};
   if (a.has(2, "count")) ra.pos.push_back(a.get(2, "count"));
-  Value r = get_attr(Value(v.to_str()), "replace").fn().fn(ra);
+  Value r = get_attr(as_text(v), "replace").fn().fn(ra);
   in.check_size(r.str().size());
   return r;
 }
@@ -179,16 +187,16 @@ Value f_center(Interp&, const Value& v, FilterArgs& a) {
 }
 
 Value f_format(Interp& in, const Value& v, FilterArgs& a) {
-  std::string r;
+  Value r;
   if (!a.raw().kw.empty()) {
     Dict d;
     for (auto& [k, x] : a.raw().kw) d.set(Value(k), x);
-    r = percent_format(v.to_str(), Value::dict(std::move(d)));
+    r = percent_format(as_text(v), Value::dict(std::move(d)));
   } else {
-    r = percent_format(v.to_str(), Value::tuple(a.raw().pos));
+    r = percent_format(as_text(v), Value::tuple(a.raw().pos));
   }
-  in.check_size(r.size());
-  return Value(std::move(r));
+  in.check_size(r.str().size());
+  return r;
 }
 
 Value f_int(Interp&, const Value& v, FilterArgs& a) {
@@ -240,6 +248,7 @@ Value Interp::filter(const std::string& name, const Value& v, CallArgs& raw) {
   FilterFn fn = find_filter(name);
   if (!fn) fail("No filter named '", name, "'.");
   FilterArgs a(raw);
+  TaintNewStrings taint(std::max(v.taint_kind(), taint_of(raw)));
   return fn(*this, v, a);
 }
 

@@ -84,14 +84,15 @@ Value f_last(Interp&, const Value& v, FilterArgs&) {
 
 Value f_join(Interp& in, const Value& v, FilterArgs& a) {
   Value attribute = a.get(1, "attribute");
-  std::string sep = a.get(0, "d", Value("")).to_str(), out;
+  const Value sep = a.get(0, "d", Value(""));
+  TaintedText out;
   std::vector<Value> items = iterate(v);
   for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += sep;
-    out += (attribute.is_none() ? items[i] : attr_path(items[i], attribute)).to_str();
+    if (i) out.add(sep);
+    out.add(attribute.is_none() ? items[i] : attr_path(items[i], attribute));
     in.check_size(out.size());
   }
-  return Value(std::move(out));
+  return out.take();
 }
 
 // map(attribute="a.b", default=x) or map("filter", args...); nothing from a falsy value.

@@ -41,13 +41,13 @@ class Interp {
   Interp(const RenderOptions& opt, const Value& vars);
   ~Interp();
 
-  std::string render(const Body& body);
+  TaintedText render(const Body& body);
 
   // statements (render.cpp)
   Flow exec_body(const Body& body, const std::shared_ptr<Scope>& scope);
   Flow exec(const Stmt& s, const std::shared_ptr<Scope>& scope);
-  // Renders body into a fresh buffer and returns it.
-  std::string capture(const Body& body, const std::shared_ptr<Scope>& scope);
+  // Renders body into a fresh buffer and returns it, its taint kept.
+  Value capture(const Body& body, const std::shared_ptr<Scope>& scope);
 
   // expressions (eval.cpp)
   Value eval(const Expr& e, const std::shared_ptr<Scope>& scope);
@@ -61,7 +61,8 @@ class Interp {
   // Every value computed costs its size: a template that loops over huge
   // values fails instead of running for hours (see RenderOptions::max_work).
   void charge_work(size_t units) { meter_.charge(static_cast<int64_t>(units)); }
-  void append(std::string_view s);
+  void append(std::string_view s);  // template text
+  void append_value(const Value& v);  // {{ v }}: its str(), its taint kept
   struct DepthGuard {
     Interp& in;
     explicit DepthGuard(Interp& i);
@@ -88,7 +89,7 @@ class Interp {
   Meter meter_;  // this thread's meter while the render runs
   std::shared_ptr<Scope> root_;
   std::shared_ptr<Scope> globals_;
-  std::string* out_ = nullptr;
+  TaintedText* out_ = nullptr;
   int64_t iterations_ = 0;
   size_t held_ = 0;  // bytes in the output buffers that unfinished captures set aside
   int depth_ = 0;
@@ -112,8 +113,16 @@ Value get_item(const Value& obj, const Value& key);
 Value slice_value(const Value& v, const Value& a, const Value& b, const Value& c);
 // markupsafe's escape(): & < > " ' as entities (ops.cpp).
 std::string html_escape(const std::string& s);
-// Python's "fmt % args" (ops.cpp).
-std::string percent_format(const std::string& fmt, const Value& args);
+// Python's "fmt % args" (ops.cpp), each field's text tainted as its argument
+// (the format's own text as the format's).
+Value percent_format(const Value& fmt, const Value& args);
 int64_t to_int_arg(const Value& v, const char* what);
+// The code points of the string v at `idx` (indexes into u, which is
+// utf8_decode(v.str())) as one string, each keeping its bytes' taint.
+Value pick_chars(const Value& v, const std::u32string& u, const std::vector<size_t>& idx);
+// The highest taint kind among a call's arguments (taint.h).
+uint8_t taint_of(const CallArgs& a);
+// A string value as it is, anything else as its str(), tainted whole with its kind.
+Value as_text(const Value& v);
 
 }  // namespace og::jinja

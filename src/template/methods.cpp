@@ -27,17 +27,21 @@ std::u32string strip_set(const CallArgs& a, size_t idx) {
   return U"";
 }
 
-std::string do_strip(const std::string& s, const CallArgs& a, bool left, bool right) {
+// The stripped text keeps its bytes' taint (pick_chars).
+Value do_strip(const Value& v, const CallArgs& a, bool left, bool right) {
   std::u32string chars = strip_set(a, 0);
   bool ws = a.pos.empty() || a.pos[0].is_none();
-  std::u32string u = utf8_decode(s);
+  std::u32string u = utf8_decode(v.str());
   auto drop = [&](char32_t c) { return ws ? py_isspace(c) : chars.find(c) != std::u32string::npos; };
   size_t b = 0, e = u.size();
   if (left)
     while (b < e && drop(u[b])) ++b;
   if (right)
     while (e > b && drop(u[e - 1])) --e;
-  return utf8_encode(std::u32string_view(u).substr(b, e - b));
+  if (!v.taint()) return Value(utf8_encode(std::u32string_view(u).substr(b, e - b)));
+  std::vector<size_t> idx(e - b);
+  for (size_t i = b; i < e; ++i) idx[i - b] = i;
+  return pick_chars(v, u, idx);
 }
 
 int64_t maxsplit_arg(const CallArgs& a) {
@@ -155,9 +159,12 @@ int64_t cp_index(const std::string& s, size_t byte) {
   return static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, byte)));
 }
 
-Value str_replace(const std::string& s, CallArgs& a) {
+// The kept text and each inserted `new` keep their taint.
+Value str_replace(const Value& sv, CallArgs& a) {
+  const std::string& s = sv.str();
   const std::string& from = str_arg(a, 0, "replace");
   const std::string& to = str_arg(a, 1, "replace");
+  const Value& to_value = a.pos[1];
   int64_t count = a.pos.size() > 2 ? to_int_arg(a.pos[2], "replace") : -1;
   std::string out;
   int64_t done = 0;
@@ -171,21 +178,23 @@ Value str_replace(const std::string& s, CallArgs& a) {
       if (i < u.size()) utf8_append(out, u[i]);
       check_bytes(out.size());
     }
-    return Value(std::move(out));
+    // Python's every-gap insertion is rare: its result is tainted whole when any of it is.
+    return Value(std::move(out)).tainted_whole(std::max(sv.taint_kind(), to_value.taint_kind()));
   }
+  TaintedText t;
   size_t pos = 0;
   while (count < 0 || done < count) {
     size_t f = text_find(s, from, pos);
     if (f == std::string::npos) break;
-    out.append(s, pos, f - pos);
-    out += to;
+    t.add(sv, pos, f);
+    t.add(to_value);
     pos = f + from.size();
     ++done;
-    check_bytes(out.size());
+    check_bytes(t.size());
   }
-  out.append(s, pos, std::string::npos);
-  check_bytes(out.size());
-  return Value(std::move(out));
+  t.add(sv, pos, s.size());
+  check_bytes(t.size());
+  return t.take();
 }
 
 Value str_find(const std::string& s, const std::string& name, CallArgs& a) {
@@ -206,16 +215,16 @@ Value str_count(const std::string& s, CallArgs& a) {
   return Value(n);
 }
 
-Value str_join(const std::string& s, CallArgs& a) {
-  std::string out;
+Value str_join(const Value& sep, CallArgs& a) {
+  TaintedText out;
   std::vector<Value> items = iterate(arg(a, 0, "join"));
   for (size_t i = 0; i < items.size(); ++i) {
     if (!items[i].is_string()) fail("sequence item ", i, ": expected str instance, ", items[i].type_name(), " found");
-    if (i) out += s;
-    out += items[i].str();
+    if (i) out.add(sep);
+    out.add(items[i]);
     check_bytes(out.size());
   }
-  return Value(std::move(out));
+  return out.take();
 }
 
 // isdigit(), isspace(), ...: true when s is not empty and every character qualifies.
@@ -237,19 +246,20 @@ Value str_predicate(const std::string& s, const std::string& name) {
 
 // str.format() with {} / {0} / {name} fields and {{ }} escapes; a format spec or
 // conversion is refused rather than rendered differently from Python.
-Value str_format(const std::string& s, CallArgs& a) {
-  std::string out;
+Value str_format(const Value& format, CallArgs& a) {
+  const std::string& s = format.str();
+  TaintedText out;
   size_t auto_index = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
     if ((c == '{' || c == '}') && i + 1 < s.size() && s[i + 1] == c) {
-      out.push_back(c);
+      out.append(std::string_view(&s[i], 1));
       ++i;
       continue;
     }
     if (c == '}') fail("Single '}' encountered in format string");
     if (c != '{') {
-      out.push_back(c);
+      out.append(std::string_view(&s[i], 1));
       continue;
     }
     size_t end = s.find('}', i);
@@ -266,30 +276,36 @@ Value str_format(const std::string& s, CallArgs& a) {
         if (k == field) v = &x;
       if (!v) fail("KeyError: '", field, "'");
     }
-    out += v->to_str();
+    out.add(*v);
     check_bytes(out.size());
     i = end;
   }
-  return Value(std::move(out));
+  // A format string with request text in it is tainted whole (see percent_format).
+  return out.take().tainted_whole(format.taint_kind());
 }
 
-Value string_method(const std::string& s, const std::string& name, CallArgs& a) {
-  if (name == "format") return str_format(s, a);
-  if (name == "strip") return Value(do_strip(s, a, true, true));
-  if (name == "lstrip") return Value(do_strip(s, a, true, false));
-  if (name == "rstrip") return Value(do_strip(s, a, false, true));
+Value string_method(const Value& v, const std::string& name, CallArgs& a) {
+  const std::string& s = v.str();
+  if (name == "format") return str_format(v, a);
+  if (name == "strip") return do_strip(v, a, true, true);
+  if (name == "lstrip") return do_strip(v, a, true, false);
+  if (name == "rstrip") return do_strip(v, a, false, true);
   if (name == "split") return do_split(s, a, false);
   if (name == "rsplit") return do_split(s, a, true);
   if (name == "startswith") return Value(affix_match(s, arg(a, 0, "startswith"), true));
   if (name == "endswith") return Value(affix_match(s, arg(a, 0, "endswith"), false));
-  if (name == "upper") return Value(str_upper(s));
-  if (name == "lower") return Value(str_lower(s));
+  if (name == "upper" || name == "lower") {
+    std::string r = name == "upper" ? str_upper(s) : str_lower(s);
+    // ASCII keeps its bytes' places, and so their taint (else the call taints it whole).
+    if (v.taint() && is_ascii(s)) return Value::text(std::move(r), *v.taint());
+    return Value(std::move(r));
+  }
   if (name == "title") return Value(str_title(s));
   if (name == "capitalize") return Value(str_capitalize(s));
-  if (name == "replace") return str_replace(s, a);
+  if (name == "replace") return str_replace(v, a);
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex") return str_find(s, name, a);
   if (name == "count") return str_count(s, a);
-  if (name == "join") return str_join(s, a);
+  if (name == "join") return str_join(v, a);
   if (name == "splitlines") {
     std::vector<Value> out;
     size_t text = 0;
@@ -353,7 +369,8 @@ bool is_mutating(const Value& obj, const std::string& n) {
 }
 
 Value bound(const Value& obj, const std::string& name, Value (*fn)(const Value&, const std::string&, CallArgs&)) {
-  return Value::callable(name, [obj, name, fn](CallArgs& a) { return fn(obj, name, a); });
+  return Value::callable(
+      name, [obj, name, fn](CallArgs& a) { return fn(obj, name, a); }, /*builtin=*/true, obj.taint_kind());
 }
 
 }  // namespace
@@ -362,11 +379,11 @@ Value get_attr(const Value& obj, const std::string& name) {
   if (!name.empty() && name[0] != '_') {
     if (obj.is_string() && is_string_method(name))
       return bound(obj, name, [](const Value& o, const std::string& n, CallArgs& a) {
-        Value r = string_method(o.str(), n, a);
+        Value r = string_method(o, n, a);
         // markupsafe keeps these methods' results safe
         bool keeps = n == "strip" || n == "lstrip" || n == "rstrip" || n == "upper" || n == "lower" ||
                      n == "title" || n == "capitalize" || n == "replace";
-        return o.is_markup() && keeps ? Value::markup(r.str()) : r;
+        return o.is_markup() && keeps ? r.as_markup() : r;
       });
     if (obj.is_dict() && (name == "items" || name == "keys" || name == "values" || name == "get"))
       return bound(obj, name, dict_method);
@@ -396,13 +413,13 @@ Value get_item(const Value& obj, const Value& key) {
         int64_t n = static_cast<int64_t>(obj.str().size());
         if (i < 0) i += n;
         if (i < 0 || i >= n) return Value::undefined("'str object' has no attribute " + brief_repr(key));
-        return Value(obj.str().substr(static_cast<size_t>(i), 1));
+        return obj.sub(static_cast<size_t>(i), static_cast<size_t>(i) + 1);  // its byte's taint kept
       }
       std::u32string u = utf8_decode(obj.str());
       int64_t n = static_cast<int64_t>(u.size());
       if (i < 0) i += n;
       if (i < 0 || i >= n) return Value::undefined("'str object' has no attribute " + brief_repr(key));
-      return Value(utf8_encode(u.substr(static_cast<size_t>(i), 1)));
+      return pick_chars(obj, u, {static_cast<size_t>(i)});
     }
     int64_t n = static_cast<int64_t>(obj.items().size());
     if (i < 0) i += n;

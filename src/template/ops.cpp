@@ -110,9 +110,9 @@ Value repeat(const Value& seq, int64_t n, const Interp& in) {
   if (seq.is_string() ? seq.str().empty() : seq.items().empty()) n = 0;
   if (seq.is_string()) {
     in.check_size(times(seq.str().size(), n));
-    std::string out;
-    for (int64_t i = 0; i < n; ++i) out += seq.str();
-    return Value(std::move(out));
+    TaintedText out;
+    for (int64_t i = 0; i < n; ++i) out.add(seq);
+    return out.take();
   }
   check_items(times(seq.items().size(), n));
   std::vector<Value> out;
@@ -123,11 +123,16 @@ Value repeat(const Value& seq, int64_t n, const Interp& in) {
 }  // namespace
 
 Value binary_op(const std::string& op, const Value& a, const Value& b, const Interp& in) {
+  // What these operations build from tainted operands is tainted whole,
+  // unless they carry taint byte by byte as ~, + and % of strings and
+  // repetition do (taint.h).
+  TaintNewStrings taint(std::max(a.taint_kind(), b.taint_kind()));
   if (op == "~") {
-    std::string s = a.to_str();
-    std::string t = b.to_str();
-    in.check_size(s.size() + t.size());
-    return Value(s + t);
+    TaintedText out;
+    out.add(a);
+    out.add(b);
+    in.check_size(out.size());
+    return out.take();
   }
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float() || (op == "/")) {
@@ -139,10 +144,29 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, const Int
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
       in.check_size(a.str().size() + b.str().size());
-      if (a.is_markup() || b.is_markup())
-        return Value::markup((a.is_markup() ? a.str() : html_escape(a.str())) +
-                             (b.is_markup() ? b.str() : html_escape(b.str())));
-      return Value(a.str() + b.str());
+      if (a.is_markup() || b.is_markup()) {
+        // The plain operand is escaped piece by piece, each keeping its taint.
+        TaintedText out;
+        for (const Value* x : {&a, &b}) {
+          if (x->is_markup()) {
+            out.add(*x);
+            continue;
+          }
+          size_t at = 0;
+          const std::string_view str = x->str();
+          for (const TaintSpan& t : x->taint() ? *x->taint() : TaintSpans{}) {
+            out.append(html_escape(std::string(str.substr(at, t.begin - at))));
+            out.append(html_escape(std::string(str.substr(t.begin, t.end - t.begin))), t.kind);
+            at = t.end;
+          }
+          out.append(html_escape(std::string(str.substr(at))));
+        }
+        return out.take().as_markup();
+      }
+      TaintedText out;
+      out.add(a);
+      out.add(b);
+      return out.take();
     }
     if (a.is_sequence() && b.kind() == a.kind()) {
       check_items(a.items().size() + b.items().size());
@@ -156,11 +180,33 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, const Int
     if ((b.is_string() || b.is_sequence()) && (a.is_int() || a.is_bool())) return repeat(b, a.as_int(), in);
   }
   if (op == "%" && a.is_string()) {
-    std::string s = percent_format(a.str(), b);
-    in.check_size(s.size());
-    return Value(std::move(s));
+    Value s = percent_format(a, b);
+    in.check_size(s.str().size());
+    return s;
   }
   unsupported(op, a, b);
+}
+
+namespace {
+
+size_t utf8_size(char32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
+
+}  // namespace
+
+Value pick_chars(const Value& v, const std::u32string& u, const std::vector<size_t>& idx) {
+  std::u32string picked;
+  picked.reserve(idx.size());
+  for (size_t i : idx) picked.push_back(u[i]);
+  if (!v.taint()) return Value(utf8_encode(picked));
+  // Byte offsets of the code points; a string that may not be valid UTF-8
+  // (it decodes to U+FFFD) keeps no per-byte map: its picks are tainted whole.
+  std::vector<size_t> at(u.size() + 1, 0);
+  for (size_t i = 0; i < u.size(); ++i) at[i + 1] = at[i] + utf8_size(u[i]);
+  if (at.back() != v.str().size() || u.find(0xFFFD) != std::u32string::npos)
+    return Value(utf8_encode(picked)).tainted_whole(v.taint_kind());
+  TaintedText t;
+  for (size_t i : idx) t.add(v, at[i], at[i + 1]);
+  return t.take();
 }
 
 bool contains(const Value& c, const Value& item) {
@@ -196,7 +242,11 @@ std::vector<Value> iterate(const Value& v) {
       charge_work(static_cast<int64_t>(u.size()) * kElementWork);
       std::vector<Value> chars;
       chars.reserve(u.size());
-      for (char32_t c : u) chars.emplace_back(utf8_encode(std::u32string(1, c)));
+      if (!v.taint()) {
+        for (char32_t c : u) chars.emplace_back(utf8_encode(std::u32string(1, c)));
+        return chars;
+      }
+      for (size_t i = 0; i < u.size(); ++i) chars.push_back(pick_chars(v, u, {i}));
       return chars;
     }
     default: fail("'", v.type_name(), "' object is not iterable");
@@ -252,18 +302,19 @@ std::string format_one(char conv, const std::string& flags, int width, int prec,
 
 }  // namespace
 
-std::string percent_format(const std::string& fmt, const Value& args) {
+Value percent_format(const Value& format, const Value& args) {
+  const std::string& fmt = format.str();
   std::vector<Value> list = args.kind() == Value::Kind::Tuple ? args.items() : std::vector<Value>{args};
   size_t next = 0;
-  std::string out;
+  TaintedText out;
   for (size_t i = 0; i < fmt.size(); ++i) {
     if (fmt[i] != '%') {
-      out.push_back(fmt[i]);
+      out.append(std::string_view(&fmt[i], 1));
       continue;
     }
     if (++i >= fmt.size()) fail("incomplete format");
     if (fmt[i] == '%') {
-      out.push_back('%');
+      out.append("%");
       continue;
     }
     std::string flags;
@@ -277,11 +328,15 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     }
     if (i >= fmt.size()) fail("incomplete format");
     if (next >= list.size()) fail("not enough arguments for format string");
-    out += format_one(fmt[i], flags, std::min(width, 100000), prec, list[next++]);
+    const Value& arg = list[next++];
+    // A field's text is tainted whole as its argument (padding included).
+    out.append(format_one(fmt[i], flags, std::min(width, 100000), prec, arg), arg.taint_kind());
     check_bytes(out.size());  // many fields may each print a big value
   }
   if (next < list.size() && args.kind() == Value::Kind::Tuple) fail("not all arguments converted during string formatting");
-  return out;
+  // A format string with request text in it: the whole result is tainted
+  // (its literal bytes are not mapped one by one).
+  return out.take().tainted_whole(format.taint_kind());
 }
 
 }  // namespace og::jinja

@@ -87,8 +87,22 @@ void Interp::append(std::string_view s) {
   check_size(out_->size() + s.size());
   // The buffers of unfinished macro calls count as memory held too (64 of
   // them nested could hold 64 x the value bound).
-  meter_.check_memory(held_ + out_->size() + s.size());
+  meter_.check_memory(held_ + out_->size() + out_->taint_bytes() + s.size());
   out_->append(s);
+}
+
+void Interp::append_value(const Value& v) {
+  if (!v.is_string()) {
+    const std::string s = v.to_str();
+    check_size(out_->size() + s.size());
+    meter_.check_memory(held_ + out_->size() + out_->taint_bytes() + s.size());
+    out_->append(s, v.taint_kind());
+    return;
+  }
+  const size_t n = v.str().size(), spans = v.taint() ? v.taint()->size() : 0;
+  check_size(out_->size() + n);
+  meter_.check_memory(held_ + out_->size() + out_->taint_bytes() + n + spans * sizeof(TaintSpan));
+  out_->add(v);
 }
 
 Value Interp::lookup(const std::string& name, const std::shared_ptr<Scope>& scope) const {
@@ -96,8 +110,8 @@ Value Interp::lookup(const std::string& name, const std::shared_ptr<Scope>& scop
   return Value::undefined("'" + name + "' is undefined");
 }
 
-std::string Interp::render(const Body& body) {
-  std::string out;
+TaintedText Interp::render(const Body& body) {
+  TaintedText out;
   out_ = &out;
   try {
     Flow f = exec_body(body, root_);
@@ -110,21 +124,22 @@ std::string Interp::render(const Body& body) {
   return out;
 }
 
-std::string Interp::capture(const Body& body, const std::shared_ptr<Scope>& scope) {
-  std::string buf;
-  std::string* saved = out_;
+Value Interp::capture(const Body& body, const std::shared_ptr<Scope>& scope) {
+  TaintedText buf;
+  TaintedText* saved = out_;
   out_ = &buf;
-  held_ += saved->size();
+  const size_t held = saved->size() + saved->taint_bytes();
+  held_ += held;
   try {
     exec_body(body, scope);
   } catch (...) {
-    held_ -= saved->size();
+    held_ -= held;
     out_ = saved;
     throw;
   }
-  held_ -= saved->size();
+  held_ -= held;
   out_ = saved;
-  return buf;
+  return buf.take();
 }
 
 Flow Interp::exec_body(const Body& body, const std::shared_ptr<Scope>& scope) {
@@ -140,7 +155,7 @@ Flow Interp::exec(const Stmt& s, const std::shared_ptr<Scope>& scope) {
     charge_work(kStepWork);
     switch (s.kind) {
       case StmtKind::Text: append(s.text); return Flow::Normal;
-      case StmtKind::Output: append(eval(*s.expr, scope).to_str()); return Flow::Normal;
+      case StmtKind::Output: append_value(eval(*s.expr, scope)); return Flow::Normal;
       case StmtKind::If:
         return exec_body(eval(*s.expr, scope).truthy() ? s.body : s.else_body, scope);
       case StmtKind::For: return exec_for(s, scope);
@@ -153,12 +168,12 @@ Flow Interp::exec(const Stmt& s, const std::shared_ptr<Scope>& scope) {
         Value fn = eval(*c.kids[0], scope);
         CallArgs args = eval_args(c, 1, scope);
         args.kw.emplace_back("caller", caller);
-        append(call(fn, args).to_str());
+        append_value(call(fn, args));
         return Flow::Normal;
       }
       case StmtKind::FilterBlock: {
-        Value text(capture(s.body, scope));
-        append(eval_filter(*s.filter, text, scope).to_str());
+        Value text = capture(s.body, scope);
+        append_value(eval_filter(*s.filter, text, scope));
         return Flow::Normal;
       }
       case StmtKind::Scope: return exec_body(s.body, scope);
@@ -242,7 +257,7 @@ Flow Interp::exec_for(const Stmt& s, const std::shared_ptr<Scope>& scope) {
 
 void Interp::exec_set(const Stmt& s, const std::shared_ptr<Scope>& scope) {
   if (s.kind == StmtKind::SetBlock) {
-    Value v(capture(s.body, scope));
+    Value v = capture(s.body, scope);
     if (s.filter) v = eval_filter(*s.filter, v, scope);
     scope->set(s.targets[0], v);
     return;
@@ -291,8 +306,8 @@ Value Interp::make_macro(const Stmt& s, const std::shared_ptr<Scope>& scope, boo
     }
     local->set("varargs", Value::tuple(std::move(varargs)));
     local->set("kwargs", Value::dict(std::move(kwargs)));
-    return Value(capture(def->body, local));
-  });
+    return capture(def->body, local);
+  }, /*builtin=*/false);
 }
 
 void Interp::install_globals() {
@@ -358,7 +373,16 @@ Template Template::parse(std::string_view source, int max_nesting) {
 
 std::string Template::render(const Value& vars, const RenderOptions& options) const {
   Interp in(options, vars);
-  return in.render(*body_);
+  return in.render(*body_).take_text();
+}
+
+TaintedRender Template::render_tainted(const Value& vars, const RenderOptions& options) const {
+  Interp in(options, vars);
+  TaintedText t = in.render(*body_);
+  TaintedRender r;
+  r.taint = t.take_taint();
+  r.text = t.take_text();
+  return r;
 }
 
 }  // namespace og::jinja

@@ -53,12 +53,20 @@ struct RenderOptions {
   int64_t now_unix = -1;                    // the time strftime_now formats (UTC); < 0: the current time
 };
 
+// A render with the byte spans of its text that came from tainted
+// variables (value_from_json(j, kind); taint.h says how taint travels).
+struct TaintedRender {
+  std::string text;
+  TaintSpans taint;
+};
+
 class Template {
  public:
   // Nesting of expressions and blocks is bounded by max_nesting.
   static Template parse(std::string_view source, int max_nesting = 256);
   // vars: a dict of the template's variables (anything else renders with none).
   std::string render(const Value& vars, const RenderOptions& options = {}) const;
+  TaintedRender render_tainted(const Value& vars, const RenderOptions& options = {}) const;
 
  private:
   std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> body_;

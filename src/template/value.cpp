@@ -59,11 +59,50 @@ Value Value::none() {
 Value::Value(bool b) : kind_(Kind::Bool), b_(b), i_(b ? 1 : 0) {}
 Value::Value(int64_t v) : kind_(Kind::Int), i_(v) {}
 Value::Value(double v) : kind_(Kind::Float), f_(v) {}
-Value::Value(std::string s) : kind_(Kind::String), s_(make_text(std::move(s))) {}
+Value::Value(std::string s) : kind_(Kind::String), s_(make_text(std::move(s))) {
+  if (const uint8_t k = TaintNewStrings::current(); k != kTaintNone && s_) {
+    taint_ = track(TaintSpans{{0, s_->size(), k}}, sizeof(TaintSpan));
+    taint_kind_ = k;
+  }
+}
 
 Value Value::markup(std::string s) {
   Value v(std::move(s));
   v.b_ = true;
+  return v;
+}
+
+Value Value::as_markup() const {
+  Value v = *this;
+  v.b_ = v.kind_ == Kind::String;
+  return v;
+}
+
+Value Value::text(std::string s, TaintSpans taint) {
+  Value v(std::move(s));
+  if (!v.s_ || taint.empty()) return v;  // no text, or none of it tainted: as built
+  v.taint_kind_ = max_kind(taint);
+  const size_t bytes = taint.capacity() * sizeof(TaintSpan);
+  v.taint_ = track(std::move(taint), bytes);
+  return v;
+}
+
+Value Value::sub(size_t begin, size_t end) const {
+  end = std::min(end, str().size());
+  begin = std::min(begin, end);
+  if (!taint_) return Value(str().substr(begin, end - begin));
+  TaintSpans t;
+  add_spans(t, *taint_, begin, end, 0);
+  return text(str().substr(begin, end - begin), std::move(t));
+}
+
+Value Value::tainted_whole(uint8_t kind) const {
+  if (kind_ != Kind::String || kind == kTaintNone || !s_) return *this;
+  if (taint_ && taint_->size() == 1 && taint_->front().begin == 0 && taint_->front().end == s_->size() &&
+      taint_->front().kind >= kind)
+    return *this;
+  Value v = text(*s_, TaintSpans{{0, s_->size(), std::max(kind, taint_kind_)}});
+  v.b_ = b_;
   return v;
 }
 
@@ -76,18 +115,24 @@ void charge_container(size_t n) {
   check_items(n);
 }
 
-int depth_of(const std::vector<Value>& items) {
+int depth_of(const std::vector<Value>& items, uint8_t& taint) {
   charge_container(items.size());
   int d = 0;
-  for (const Value& v : items) d = std::max(d, v.depth());
+  for (const Value& v : items) {
+    d = std::max(d, v.depth());
+    taint = std::max(taint, v.taint_kind());
+  }
   OG_CHECK(d + 1 <= kMaxValueDepth, "values nest deeper than ", kMaxValueDepth, " levels");
   return d + 1;
 }
 
-int depth_of(const Dict& dict) {
+int depth_of(const Dict& dict, uint8_t& taint) {
   charge_container(2 * dict.items.size());
   int d = 0;
-  for (const auto& kv : dict.items) d = std::max({d, kv.first.depth(), kv.second.depth()});
+  for (const auto& kv : dict.items) {
+    d = std::max({d, kv.first.depth(), kv.second.depth()});
+    taint = std::max({taint, kv.first.taint_kind(), kv.second.taint_kind()});
+  }
   OG_CHECK(d + 1 <= kMaxValueDepth, "values nest deeper than ", kMaxValueDepth, " levels");
   return d + 1;
 }
@@ -112,11 +157,12 @@ void Value::note_attribute(const Value& v) {
   int d = std::max(dict_->depth, v.depth() + 1);
   OG_CHECK(d <= kMaxValueDepth, "values nest deeper than ", kMaxValueDepth, " levels");
   dict_->depth = d;
+  dict_->taint_kind = std::max(dict_->taint_kind, v.taint_kind());
 }
 
 Value Value::list(std::vector<Value> items) {
   Value v;
-  v.depth_ = depth_of(items);
+  v.depth_ = depth_of(items, v.taint_kind_);
   v.kind_ = Kind::List;
   const size_t bytes = items.size() * kElementBytes;
   v.list_ = track(std::move(items), bytes);
@@ -137,8 +183,9 @@ Value Value::tuple(std::vector<Value> items) {
 
 Value Value::dict(Dict d) {
   Value v;
-  v.depth_ = depth_of(d);
+  v.depth_ = depth_of(d, v.taint_kind_);
   d.depth = v.depth_;
+  d.taint_kind = v.taint_kind_;
   v.kind_ = Kind::Dict;
   const size_t bytes = 2 * d.items.size() * kElementBytes;
   v.dict_ = track(std::move(d), bytes);
@@ -151,10 +198,10 @@ Value Value::make_namespace(Dict d) {
   return v;
 }
 
-Value Value::callable(std::string name, std::function<Value(CallArgs&)> fn) {
+Value Value::callable(std::string name, std::function<Value(CallArgs&)> fn, bool builtin, uint8_t self_taint) {
   Value v;
   v.kind_ = Kind::Callable;
-  v.fn_ = std::make_shared<Callable>(Callable{std::move(name), std::move(fn)});
+  v.fn_ = std::make_shared<Callable>(Callable{std::move(name), std::move(fn), builtin, self_taint});
   return v;
 }
 
@@ -317,7 +364,7 @@ namespace {
 
 constexpr int kMaxJsonDepth = 512;
 
-Value from_json(const nlohmann::ordered_json& j, int depth) {
+Value from_json(const nlohmann::ordered_json& j, int depth, uint8_t taint) {
   OG_CHECK(depth < kMaxJsonDepth, "template variables nest deeper than ", kMaxJsonDepth, " levels");
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return Value::none();
@@ -329,18 +376,23 @@ Value from_json(const nlohmann::ordered_json& j, int depth) {
       return Value(static_cast<int64_t>(u));
     }
     case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::string: {
+      std::string x = j.get<std::string>();
+      const size_t n = x.size();
+      return taint == kTaintNone ? Value(std::move(x)) : Value::text(std::move(x), {{0, n, taint}});
+    }
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& x : j) items.push_back(from_json(x, depth + 1));
+      for (const auto& x : j) items.push_back(from_json(x, depth + 1, taint));
       return Value::list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict d;
       d.items.reserve(j.size());
       for (auto it = j.begin(); it != j.end(); ++it)
-        d.items.emplace_back(Value(it.key()), from_json(it.value(), depth + 1));
+        d.items.emplace_back(taint == kTaintNone ? Value(it.key()) : Value::text(it.key(), {{0, it.key().size(), taint}}),
+                             from_json(it.value(), depth + 1, taint));
       return Value::dict(std::move(d));
     }
     default: return Value::none();
@@ -349,6 +401,6 @@ Value from_json(const nlohmann::ordered_json& j, int depth) {
 
 }  // namespace
 
-Value value_from_json(const nlohmann::ordered_json& j) { return from_json(j, 0); }
+Value value_from_json(const nlohmann::ordered_json& j, uint8_t taint) { return from_json(j, 0, taint); }
 
 }  // namespace og::jinja

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "template/taint.h"
+
 namespace og::jinja {
 
 class Value;
@@ -27,6 +29,10 @@ struct CallArgs {
 struct Callable {
   std::string name;
   std::function<Value(CallArgs&)> fn;
+  // A built-in (filter-like) function: the strings it builds from tainted
+  // arguments are tainted whole (taint.h). Macros carry taint byte by byte.
+  bool builtin = true;
+  uint8_t self_taint = kTaintNone;  // a bound method's object's taint kind
 };
 
 // Containers nest at most this deep (deeper ones would overflow the stack
@@ -37,6 +43,7 @@ constexpr int kMaxValueDepth = 512;
 struct Dict {
   std::vector<std::pair<Value, Value>> items;
   int depth = 1;  // of a namespace, whose attributes change after it is made
+  uint8_t taint_kind = kTaintNone;  // of a namespace, likewise (see Value::taint_kind)
   const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
   void set(const Value& key, Value v);
@@ -63,10 +70,20 @@ class Value {
   bool is_dict_view() const { return kind_ == Kind::List && s_ != nullptr; }
   static Value dict(Dict d = {});
   static Value make_namespace(Dict d = {});
-  static Value callable(std::string name, std::function<Value(CallArgs&)> fn);
+  static Value callable(std::string name, std::function<Value(CallArgs&)> fn, bool builtin = true,
+                        uint8_t self_taint = kTaintNone);
   // A string marked safe (jinja2's Markup, from |safe or |escape): `+` with a
   // plain string HTML-escapes the plain one, as markupsafe does.
   static Value markup(std::string s);
+  // The same value marked safe, its taint kept.
+  Value as_markup() const;
+  // A string whose bytes in `taint` came from the request (taint.h).
+  static Value text(std::string s, TaintSpans taint);
+  // This string's bytes [begin, end), their taint kept.
+  Value sub(size_t begin, size_t end) const;
+  // This value with every byte of its text tainted with at least `kind`
+  // (strings; other values come back as they are).
+  Value tainted_whole(uint8_t kind) const;
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::Undefined; }
@@ -94,6 +111,12 @@ class Value {
   // For an undefined value: why it is undefined ("'x' is undefined").
   const std::string& hint() const { return str(); }
 
+  // The highest taint kind anywhere in this value (a string's bytes, a
+  // container's items and keys); kTaintNone: nothing in it came from the request.
+  uint8_t taint_kind() const { return kind_ == Kind::Namespace ? dict_->taint_kind : taint_kind_; }
+  // A string's tainted spans; null when none of it is tainted.
+  const TaintSpans* taint() const { return taint_.get(); }
+
   // Container nesting: 0 for scalars, 1 + the deepest element for containers.
   int depth() const { return kind_ == Kind::Namespace ? dict_->depth : depth_; }
   // Raises a namespace's depth after `set ns.attr = v`; og::Error past kMaxValueDepth.
@@ -112,6 +135,7 @@ class Value {
   bool b_ = false;
   int64_t i_ = 0;
   double f_ = 0;
+  uint8_t taint_kind_ = kTaintNone;
   int depth_ = 0;
   // The text of a string, an undefined's hint or a dict view's name; null when
   // empty. Shared: copying a value (a lookup, a loop, a list of it) copies no text.
@@ -119,6 +143,7 @@ class Value {
   std::shared_ptr<std::vector<Value>> list_;
   std::shared_ptr<Dict> dict_;
   std::shared_ptr<Callable> fn_;
+  std::shared_ptr<const TaintSpans> taint_;
   inline static const std::string kNoText;
 };
 
@@ -128,6 +153,7 @@ bool equals(const Value& a, const Value& b);
 bool less(const Value& a, const Value& b);
 
 // JSON to values; objects keep the document's key order. Nesting is bounded.
-Value value_from_json(const nlohmann::ordered_json& j);
+// taint: every string (and key) of it is tainted whole with this kind.
+Value value_from_json(const nlohmann::ordered_json& j, uint8_t taint = kTaintNone);
 
 }  // namespace og::jinja

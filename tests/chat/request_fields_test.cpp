@@ -163,23 +163,21 @@ TEST(RequestFields, DerivedStringsStayText) {
   EXPECT_EQ(template_text.find("\\ue0"), std::string::npos) << template_text;     // nor its escape
 }
 
-// A template that slices through a field's special-token text is refused,
-// never encoded with a cut that could act as a control token.
-TEST(RequestFields, ASpanCutApartIsAnError) {
-  for (const char* src : {"{{ x[:3] }}", "{{ x[1:] }}", "{{ x | reverse | join }}"}) {
+// A template that slices through a field's special-token text renders (no
+// error) and the pieces are text: a cut never acts as a control token.
+TEST(RequestFields, ASpanCutApartIsText) {
+  for (const char* src : {"{{ x[:3] }}", "{{ x[1:] }}", "{{ x | reverse | join }}", "{{ x[2:] }}"}) {
     const JinjaChatTemplate t(src, jinja_options_of(llama32()), "test");
-    const Json r = {{"messages", Json::array()}, {"chat_template_kwargs", {{"x", "<|eot_id|>"}}}};
-    EXPECT_THROW(t.render_request_segments(r), Error) << src;
+    const Json r = {{"messages", Json::array()}, {"chat_template_kwargs", {{"x", "ab<|eot_id|>"}}}};
+    const ChatSegments segs = t.render_request_segments(r);
+    EXPECT_EQ(chat_text(segs), t.render_request(r)) << src;
+    EXPECT_EQ(count(encode_chat(llama32(), segs, false), id_of("<|eot_id|>")), 0u) << src;
   }
-  // A slice that keeps the whole text is fine.
-  const JinjaChatTemplate t("{{ x[2:] }}", jinja_options_of(llama32()), "test");
-  const Json r = {{"messages", Json::array()}, {"chat_template_kwargs", {{"x", "ab<|eot_id|>"}}}};
-  EXPECT_EQ(chat_text(t.render_request_segments(r)), "<|eot_id|>");
 }
 
-// Markers a request writes itself (raw or as \u escapes) cannot be forged:
-// the render takes a pair the request does not hold.
-TEST(RequestFields, MarkersCannotBeForged) {
+// Private-use code points in a request (what the earlier marker guard used)
+// are plain text: nothing in the request can pass for template text.
+TEST(RequestFields, PrivateUseTextIsPlainText) {
   const JinjaChatTemplate t("{{ '<|start_header_id|>' }}{{ a }}{{ b }}{{ c }}", jinja_options_of(llama32()), "test");
   const Json r = {{"messages", Json::array()},
                   {"chat_template_kwargs",
@@ -213,15 +211,23 @@ TEST(RequestFields, HarmonyKwargsAreText) {
             0u);
 }
 
-TEST(RequestFields, WrapsSpecialTextsAndEdges) {
-  const RequestTextGuard g({"<|eot_id|>", "<s>"}, "");
-  const RequestTextGuard::Markers m = g.pick(Json::object());
-  const std::string o = "\xEE\x80\x90", c = "\xEE\x80\x91";
-  EXPECT_EQ(g.wrap_text("plain text", m), "plain text");
-  EXPECT_EQ(g.wrap_text("a<|eot_id|>b<s>", m), "a" + o + "<|eot_id|>" + c + "b" + o + "<s>" + c);
-  EXPECT_EQ(g.wrap_text("id|> and <|eo", m), o + "id|>" + c + " and " + o + "<|eo" + c);
-  EXPECT_EQ(g.wrap_text("<|eot_id|><s>", m), o + "<|eot_id|><s>" + c);
-  EXPECT_FALSE(RequestTextGuard({}, "").active());
+// The splitter: content bytes are text; field bytes only where a special
+// text touches them, the whole occurrence then (template bytes included).
+TEST(RequestFields, SplitsTaintedOccurrences) {
+  using jinja::kTaintContent;
+  using jinja::kTaintField;
+  const RequestTextSplitter s({"<|eot_id|>", "<s>"});
+  EXPECT_TRUE(s.active());
+  const std::string text = "A<|eot_id|>B<s>C<|eot_id|>D";
+  // Field bytes "B<s" (11..14) and "_id|>" (21..26); content "D" (26..27).
+  const ChatSegments segs = s.split(text, {{11, 14, kTaintField}, {21, 26, kTaintField}, {26, 27, kTaintContent}});
+  const ChatSegments want = {{"A<|eot_id|>B", true}, {"<s>", false}, {"C", true}, {"<|eot_id|>D", false}};
+  EXPECT_EQ(segs, want);
+  // Field text that forms no special text stays template text.
+  EXPECT_EQ(s.split("x<|eot y", {{1, 6, kTaintField}}), (ChatSegments{{"x<|eot y", true}}));
+  EXPECT_FALSE(RequestTextSplitter({}).active());
+  EXPECT_EQ(RequestTextSplitter({}).split("<s>c", {{0, 3, kTaintField}, {3, 4, kTaintContent}}),
+            (ChatSegments{{"<s>", true}, {"c", false}}));
 }
 
 }  // namespace

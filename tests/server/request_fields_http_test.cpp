@@ -69,17 +69,20 @@ TEST_F(RequestFields, ControlTokenTextsStayText) {
   EXPECT_NE(tok_->decode(prompt, false).find("</s><s>"), std::string::npos);
 }
 
-// A template that slices through a field's control-token text: a 400, not a
-// prompt where a piece of it could act as a control token.
-TEST_F(RequestFields, ACutIsA400) {
-  jinja_ = std::make_unique<JinjaChatTemplate>("{{ date_string[:2] }}", jinja_options_of(*tok_), "test");
+// A template that builds a control-token text by slicing a field apart and
+// gluing it back ("s></" -> "</s>"): the render is served, and what it
+// built is text, never the control token (the render's taint, template/taint.h).
+TEST_F(RequestFields, ACutAndGluedFieldIsText) {
+  jinja_ = std::make_unique<JinjaChatTemplate>("{{ date_string[2:] ~ date_string[:2] }}", jinja_options_of(*tok_), "test");
   model_.tmpl = jinja_.get();
   httplib::Client c = client();
-  json b = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"chat_template_kwargs", {{"date_string", "</s>"}}},
+  json b = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"chat_template_kwargs", {{"date_string", "s></"}}},
             {"max_tokens", 1}};
   auto r = c.Post("/v1/chat/completions", b.dump(), "application/json");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 400) << r->body;
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+  const std::vector<int32_t> prompt = sched_->last_options().prompt;
+  EXPECT_EQ(std::count(prompt.begin(), prompt.end(), 2), 0);
+  EXPECT_NE(tok_->decode(prompt, false).find("</s>"), std::string::npos);
 }
 
 }  // namespace
