@@ -227,14 +227,17 @@ typedef struct og_session_options {
  * model's windows, prefill_chunk_size 0 (and struct_size); NULL is ignored. */
 OG_API void og_session_options_init(og_session_options* opts);
 
+/* The bounds are the server's and the commands' (docs/library.md, "Bounds, defaults and
+ * stop reasons"); a value outside is OG_ERR_INVALID_ARGUMENT naming the field, e.g.
+ * "sampler.temperature is 3, outside [0, 2]". */
 typedef struct og_sampler_options {
-  double temperature; /* 0 = greedy (default) */
-  int32_t top_k;      /* 0 = off */
-  double top_p;       /* 1 = off */
-  double min_p;       /* 0 = off */
-  double repeat_penalty; /* 1 = off */
-  int32_t repeat_last_n; /* default 64 */
-  double presence_penalty, frequency_penalty; /* 0 = off */
+  double temperature; /* [0, 2]; 0 = greedy (default) */
+  int32_t top_k;      /* 0 or -1 = off */
+  double top_p;       /* (0, 1]; 1 = off */
+  double min_p;       /* [0, 1]; 0 = off */
+  double repeat_penalty; /* (0, 100]; 1 = off */
+  int32_t repeat_last_n; /* >= 0; default 64 */
+  double presence_penalty, frequency_penalty; /* [-2, 2]; 0 = off */
   int64_t seed;       /* >= 0: as is; -1 = random */
 } og_sampler_options;
 
@@ -246,7 +249,7 @@ typedef int (*og_text_callback)(void* user_data, const char* text, size_t len);
 
 typedef struct og_generate_options {
   size_t struct_size;       /* sizeof(og_generate_options), set by og_generate_options_init */
-  int64_t max_new_tokens;   /* default 256 */
+  int64_t max_new_tokens;   /* [0, 2^31 - 1]; default 256 */
   og_sampler_options sampler;
   const char* const* stop_strings; /* text that ends generation (never streamed) */
   size_t n_stop_strings;
@@ -275,7 +278,10 @@ typedef enum og_stop_reason {
   OG_STOP_CAPACITY = 4,    /* the cache is full */
   OG_STOP_CANCELLED = 5    /* a callback or og_session_stream_cancel */
 } og_stop_reason;
-/* "none", "stop_token", "stop_string", "max_new_tokens", "capacity", "cancelled". */
+/* "none", "stop_token", "stop_string", "max_new_tokens", "capacity", "cancelled": these
+ * names are kept for 0.x; everywhere else (the engine's og_finish_reason, the server, the
+ * commands) a turn ends with OpenAI's finish reasons: TOKEN and STRING are "stop",
+ * MAX_TOKENS and CAPACITY "length". */
 OG_API const char* og_stop_reason_name(og_stop_reason reason);
 
 typedef struct og_generation {
