@@ -1,0 +1,91 @@
+// One bound and one message per mistake at every edge (runtime/generation_limits.h):
+// the same out-of-range sampler setting sent to the server (400), given to a
+// command (exit 2) and to the C API (OG_ERR_INVALID_ARGUMENT, so Python too)
+// is refused with the same words after each edge's name for the field.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "e2e_util.h"
+#include "offgraph/offgraph.h"
+#include "serve_util.h"
+
+namespace og::e2e {
+namespace {
+
+using nlohmann::json;
+
+const std::string kStories = std::string(OG_TESTDATA_DIR) + "/models/stories260K/stories260K.gguf";
+
+struct Case {
+  std::string json_field, flag, c_field;
+  double value;
+  std::string words;  // what follows the field's name
+  void (*set)(og_generate_options& o, double v);
+};
+
+const Case kCases[] = {
+    {"temperature", "--temperature", "sampler.temperature", 3, "is 3, outside [0, 2]",
+     [](og_generate_options& o, double v) { o.sampler.temperature = v; }},
+    {"top_p", "--top-p", "sampler.top_p", 0, "is 0, outside (0, 1]",
+     [](og_generate_options& o, double v) { o.sampler.top_p = v; }},
+    {"min_p", "--min-p", "sampler.min_p", 1.5, "is 1.5, outside [0, 1]",
+     [](og_generate_options& o, double v) { o.sampler.min_p = v; }},
+    {"presence_penalty", "--presence-penalty", "sampler.presence_penalty", -2.5, "is -2.5, outside [-2, 2]",
+     [](og_generate_options& o, double v) { o.sampler.presence_penalty = v; }},
+    {"repetition_penalty", "--repeat-penalty", "sampler.repeat_penalty", 101, "is 101, outside (0, 100]",
+     [](og_generate_options& o, double v) { o.sampler.repeat_penalty = v; }},
+    {"max_tokens", "--max-new-tokens", "max_new_tokens", -1, "is -1, outside [0, 2147483647]",
+     [](og_generate_options& o, double v) { o.max_new_tokens = static_cast<int64_t>(v); }},
+};
+
+std::string number(double v) {
+  json j = v;
+  std::string s = j.dump();
+  if (s.size() > 2 && s.substr(s.size() - 2) == ".0") s.resize(s.size() - 2);
+  return s;
+}
+
+TEST(GenerationLimits, SameBadValueSameBoundAndWordsAtEveryEdge) {
+  ASSERT_TRUE(std::filesystem::exists(kStories)) << "missing test data " << kStories;
+  ServeProc server({"--model", kStories});
+  ASSERT_TRUE(server.ready()) << server.stderr_text();
+  httplib::Client http("127.0.0.1", server.port());
+  og_model* model = nullptr;
+  ASSERT_EQ(og_model_open(kStories.c_str(), nullptr, &model), OG_OK) << og_last_error();
+  og_session* session = nullptr;
+  ASSERT_EQ(og_session_new(model, nullptr, &session), OG_OK) << og_last_error();
+  const int32_t prompt[] = {1, 403};
+
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.json_field);
+    // The server: 400 naming the JSON field.
+    json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+    body[c.json_field] = c.json_field == "max_tokens" ? json(static_cast<int64_t>(c.value)) : json(c.value);
+    const auto r = http.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    const json err = json::parse(r->body)["error"];
+    EXPECT_EQ(err["param"], c.json_field);
+    EXPECT_EQ(err["message"], "'" + c.json_field + "' " + c.words);
+    // A command: exit 2 naming the flag.
+    const Proc p = offgraph({"run", "--model", kStories, "--prompt", "a", c.flag + "=" + number(c.value)});
+    EXPECT_EQ(p.code, 2) << p.err;
+    EXPECT_NE(p.err.find(c.flag + " " + c.words), std::string::npos) << p.err;
+    // The C API: OG_ERR_INVALID_ARGUMENT naming the option field.
+    og_generate_options o;
+    og_generate_options_init(&o);
+    c.set(o, c.value);
+    og_generation g{};
+    EXPECT_EQ(og_session_generate(session, prompt, 2, &o, &g), OG_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(og_last_error()), c.c_field + " " + c.words);
+  }
+  og_session_free(session);
+  og_model_close(model);
+}
+
+}  // namespace
+}  // namespace og::e2e
