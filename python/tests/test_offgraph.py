@@ -242,7 +242,7 @@ def test_bad_inputs_raise_with_the_c_message(model, model_path):
         s.generate([1, 999])
     with pytest.raises(IndexError):
         model.tokenizer.decode([5000])
-    with pytest.raises(offgraph.InvalidArgumentError, match="temperature -1"):
+    with pytest.raises(offgraph.InvalidArgumentError, match=r"sampler.temperature is -1, outside \[0, 2\]"):
         s.generate(PROMPT, temperature=-1)
     with pytest.raises(ValueError, match='kv_dtype "f8"'):
         model.session(kv_dtype="f8")
