@@ -195,7 +195,7 @@ int cmd_batch(const Args& args) {
   check_llm_flags(fl, f, /*run=*/false);
   if (b.positional.empty() && b.prompts_file.empty()) usage_fail("give prompts as arguments or --prompts-file");
   check_scheduler_flags(b.sched, kSchedulerNames, f.run.cache);
-  b.sched_spec = scheduler_spec_of(fl, b.spec, "batch");
+  b.sched_spec = scheduler_spec_of(fl, b.spec);
   if (!b.out_prefix.empty()) {
     // A missing folder is found now, not after the first generation.
     const std::filesystem::path dir = std::filesystem::path(b.out_prefix).parent_path();
@@ -216,6 +216,8 @@ int cmd_batch(const Args& args) {
   const GrammarConstraint grammar = structured_output_of(f, *l.tok);  // --json-schema / --grammar
   SchedulerOptions so = scheduler_options_of(b.sched, run.policy);
   so.spec = b.sched_spec;
+  const std::unique_ptr<SchedulerDraft> draft = make_scheduler_draft(b.spec, run, so);  // outlives the scheduler
+  if (draft) draft->apply(&so);
 
   // Every prompt through the chat template, as `run` renders it. A prompt whose
   // size alone rules it out (more bytes than a session's tokens can stand

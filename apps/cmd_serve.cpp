@@ -175,7 +175,7 @@ void check_serve_flags(const Flags& fl, ServeFlags& f) {
   // a request's.
   check_sampling_bounds(f.sampling, f.max_new_tokens, {});
   check_scheduler_flags(f.sched, kSchedulerNames, f.run.cache);
-  f.sched_spec = scheduler_spec_of(fl, f.spec, "serve");
+  f.sched_spec = scheduler_spec_of(fl, f.spec);
   check_kv_events_flags(fl, f.kv_events, f.sched.prefix_cache_entries > 0);
   for (const std::string& o : f.cors_origins)
     if (o.empty()) usage_fail("--cors-origin: the origin is empty");
@@ -248,6 +248,7 @@ int cmd_serve(const Args& args) {
   // Declared in the order that lets the HTTP server go first on every exit path.
   Run run;
   std::unique_ptr<ModelEngine> engine;
+  std::unique_ptr<SchedulerDraft> draft;  // --model-draft: outlives the scheduler
   std::unique_ptr<Scheduler> sched;
   server::ServedModel served;
   std::unique_ptr<Embedder> embedder;  // /v1/embeddings, for a model that declares a pooling type
@@ -271,6 +272,11 @@ int cmd_serve(const Args& args) {
   const LoadedModel& loaded = run.loaded;
   SchedulerOptions so = scheduler_options_of(f.sched, run.policy);
   so.spec = f.sched_spec;
+  draft = make_scheduler_draft(f.spec, run, so);
+  if (draft) {
+    draft->apply(&so);
+    std::fprintf(stderr, "%s\n", draft->describe().c_str());
+  }
   so.prefix_disk.shutdown_write_s = server::kShutdownWriteBackS;  // a part of the shutdown watch's margin
   // The server alone bounds requests in flight (--parallel + --max-queue, 429
   // beyond): it counts a request until its HTTP reply is written, the scheduler

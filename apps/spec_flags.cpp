@@ -46,10 +46,7 @@ void check_spec_flags(const Flags& fl, const SpecFlags& s) {
   if (draft) check_path_exists(s.model_draft, "--model-draft");
 }
 
-SchedulerSpec scheduler_spec_of(const Flags& fl, const SpecFlags& s, const std::string& command) {
-  if (fl.given("model-draft") || s.spec == "draft" || fl.given("draft-p-min"))
-    usage_fail(cat("--spec draft / --model-draft is not supported by ", command,
-                   " yet (only run, chat and bench): use --spec ngram"));
+SchedulerSpec scheduler_spec_of(const Flags& fl, const SpecFlags& s) {
   check_spec_flags(fl, s);
   SchedulerSpec o;
   o.ngram = s.spec == "ngram";
@@ -58,6 +55,57 @@ SchedulerSpec scheduler_spec_of(const Flags& fl, const SpecFlags& s, const std::
   o.draft_max = s.draft_max;
   o.draft_min = s.draft_min;
   return o;
+}
+
+namespace {
+
+// The draft model, loaded and checked against the target's vocabulary (exit 1 on failure).
+LoadedModel load_draft(const SpecFlags& f, const Run& target) {
+  ModelSetup ms;
+  ms.model = f.model_draft;
+  LoadedModel d;
+  try {
+    d = load_model(ms);
+  } catch (const Error& e) {
+    fail("--model-draft: ", e.what());
+  }
+  check_same_vocabulary(target.tokenizer(), *d.tok);
+  OG_CHECK(d.model->n_vocab() <= target.model().n_vocab(), "--model-draft: the draft model has ", d.model->n_vocab(),
+           " output rows but the target has ", target.model().n_vocab());
+  return d;
+}
+
+}  // namespace
+
+SchedulerDraft::SchedulerDraft(const SpecFlags& f, const Run& target, const SchedulerOptions& so)
+    : f_(f), draft_(load_draft(f, target)) {
+  // The target's batched kind, dtype and chunk; a sequence per session slot;
+  // the draft model's own windows.
+  CacheSetup cs = target.cache;
+  cs.max_capacity = so.max_session_tokens;
+  cs.windows.clear();
+  cs.max_sequences = so.max_decode_sequences;
+  const KvPolicy p = kv_policy_of(cs, *draft_.model);
+  engine_ = std::make_unique<ModelEngine>(*draft_.model);
+  cache_ = make_cache(cs, *draft_.model, p);
+  describe_ = cat("[spec] draft model ", f.model_draft, " for every session: drafts up to ", f.draft_max,
+                  " tokens, p_min ", f.draft_p_min);
+}
+
+SchedulerDraft::~SchedulerDraft() = default;
+
+void SchedulerDraft::apply(SchedulerOptions* so) const {
+  so->spec.ngram = false;
+  so->spec.draft_engine = engine_.get();
+  so->spec.draft_cache = cache_.get();
+  so->spec.draft_tok = draft_.tok.get();
+  so->spec.draft_p_min = f_.draft_p_min;
+}
+
+std::unique_ptr<SchedulerDraft> make_scheduler_draft(const SpecFlags& f, const Run& target,
+                                                     const SchedulerOptions& so) {
+  if (f.model_draft.empty()) return nullptr;
+  return std::make_unique<SchedulerDraft>(f, target, so);
 }
 
 SpecRun::SpecRun(const SpecFlags& f, const Run& target) : f_(f) {

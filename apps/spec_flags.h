@@ -1,4 +1,4 @@
-// Speculative decoding's flags (run and chat; llama.cpp's names for the draft
+// Speculative decoding's flags (run, chat, batch, serve and bench; llama.cpp's names for the draft
 // model's) and the proposer they build: --spec ngram (prompt lookup) or
 // --model-draft PATH (a small model with the target's tokenizer). See
 // docs/speculative.md.
@@ -31,11 +31,32 @@ void add_spec_flags(Flags& fl, SpecFlags& s);
 // Combinations parse() cannot check (usage errors, exit 2).
 void check_spec_flags(const Flags& fl, const SpecFlags& s);
 
-// batch and serve: the scheduler's speculation (prompt lookup in every
-// session). A draft model is a usage error there (exit 2): each session would
-// need its own draft cache, which the scheduler does not have yet. Runs
-// check_spec_flags too.
-SchedulerSpec scheduler_spec_of(const Flags& fl, const SpecFlags& s, const std::string& command);
+// batch and serve: the scheduler's prompt lookup (a draft model is set by
+// SchedulerDraft once the target is loaded). Runs check_spec_flags.
+SchedulerSpec scheduler_spec_of(const Flags& fl, const SpecFlags& s);
+
+// batch and serve's draft model: loaded and checked against the target's
+// tokenizer (og::Error on a mismatch), with its own engine and a batched cache
+// of the target's kind and dtype holding so.max_decode_sequences sequences of
+// so.max_session_tokens; apply() points so.spec at them. Must outlive the
+// scheduler.
+class SchedulerDraft {
+ public:
+  SchedulerDraft(const SpecFlags& f, const Run& target, const SchedulerOptions& so);
+  ~SchedulerDraft();
+  void apply(SchedulerOptions* so) const;
+  const std::string& describe() const { return describe_; }
+
+ private:
+  SpecFlags f_;
+  LoadedModel draft_;
+  std::unique_ptr<ModelEngine> engine_;
+  std::unique_ptr<KvCache> cache_;
+  std::string describe_;
+};
+
+// Null without --model-draft.
+std::unique_ptr<SchedulerDraft> make_scheduler_draft(const SpecFlags& f, const Run& target, const SchedulerOptions& so);
 
 // A run's proposer: prompt lookup, or the draft model with its own engine and
 // cache (its tokenizer checked against the target's: og::Error on a mismatch).

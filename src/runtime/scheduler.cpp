@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "runtime/prefix_cache.h"
+#include "runtime/spec/draft_model.h"
 #include "runtime/spec/ngram.h"
 #include "runtime/spec/throttle.h"
 
@@ -194,6 +195,8 @@ struct Scheduler::Impl {
   // Speculation: sets r.draft for this step (at most max_tokens; empty: a
   // plain decode row). False when the proposer failed (r joins *failed).
   bool plan_draft(Request& r, int64_t max_tokens, std::vector<std::pair<Request*, std::string>>* failed);
+  // Slot `seq`'s draft-model proposer over an emptied sequence of the draft cache.
+  std::unique_ptr<SpecProposer> draft_proposer(int seq);
   // A verify step's outcome: the fallback rule and the counters.
   void count_verify(Request& r, int64_t accepted);
   // Ends the running requests named, as failed with their reasons.
@@ -371,8 +374,9 @@ void Scheduler::Impl::start_session(Request& r, int64_t head_tokens) {
   r.gen.special_text = r.opts.special_text;
   r.gen.grammar = r.opts.grammar;
   const SchedulerSpec& sp = opts.spec;
-  if (sp.ngram && r.opts.speculate) {
-    r.proposer = std::make_unique<NgramProposer>(sp.ngram_max, sp.ngram_min);
+  if (sp.on() && r.opts.speculate) {
+    r.proposer = sp.ngram ? std::unique_ptr<SpecProposer>(std::make_unique<NgramProposer>(sp.ngram_max, sp.ngram_min))
+                          : draft_proposer(r.seq);
     r.gen.spec.proposer = r.proposer.get();
     r.gen.spec.draft_max = sp.draft_max;
     r.gen.spec.draft_min = sp.draft_min;
@@ -627,6 +631,14 @@ bool Scheduler::Impl::plan_draft(Request& r, int64_t max_tokens,
   return true;
 }
 
+std::unique_ptr<SpecProposer> Scheduler::Impl::draft_proposer(int seq) {
+  const SchedulerSpec& sp = opts.spec;
+  KvCache& c = *sp.draft_cache;
+  const KvResult kr = c.length(seq) < 0 ? c.add_sequence(seq) : c.clear(seq);
+  if (!kr.ok()) throw Error("cannot prepare the draft model's cache sequence " + std::to_string(seq) + ": " + kr.message);
+  return std::make_unique<DraftModelProposer>(*sp.draft_engine, c, seq, *sp.draft_tok, sp.draft_p_min);
+}
+
 void Scheduler::Impl::count_verify(Request& r, int64_t accepted) {
   const int64_t k = static_cast<int64_t>(r.draft.tokens.size());
   const int64_t pauses = r.throttle.pauses();
@@ -722,7 +734,13 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tok, std::unique_ptr<KvCac
   OG_CHECK(!sp.ngram || (sp.ngram_min >= 1 && sp.ngram_min <= sp.ngram_max && sp.ngram_max <= 16),
            "scheduler: prompt lookup's n-gram sizes must satisfy 1 <= min <= max <= 16 (got ", sp.ngram_min, " and ",
            sp.ngram_max, ")");
-  OG_CHECK(!sp.ngram || (sp.draft_max >= 1 && sp.draft_max <= 256 && sp.draft_min >= 0 &&
+  OG_CHECK(!(sp.ngram && sp.draft_engine), "scheduler: prompt lookup and a draft model are two proposers: give one");
+  OG_CHECK(!sp.draft_engine || (sp.draft_cache && sp.draft_tok && sp.draft_p_min >= 0 && sp.draft_p_min <= 1),
+           "scheduler: a draft model needs its cache, its tokenizer and p_min in [0, 1]");
+  OG_CHECK(!sp.draft_engine || (sp.draft_cache->policy().max_sequences >= opts.max_decode_sequences &&
+                                sp.draft_cache->policy().max_capacity >= opts.max_session_tokens),
+           "scheduler: the draft model's cache must hold max_decode_sequences sequences of max_session_tokens");
+  OG_CHECK(!sp.on() || (sp.draft_max >= 1 && sp.draft_max <= 256 && sp.draft_min >= 0 &&
                          sp.draft_min <= sp.draft_max),
            "scheduler: the draft length must satisfy 0 <= draft_min <= draft_max, 1 <= draft_max <= 256 (got ",
            sp.draft_min, " and ", sp.draft_max, ")");
@@ -734,6 +752,7 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tok, std::unique_ptr<KvCac
            opts.max_decode_sequences + opts.prefix_cache_entries);
   // Sequence 0 may exist from the cache's construction; sessions use their own ids.
   if (cache->length(0) >= 0) cache->remove_sequence(0);
+  if (sp.draft_cache && sp.draft_cache->length(0) >= 0) sp.draft_cache->remove_sequence(0);
   impl_ = std::make_unique<Impl>(engine, tok, std::move(cache), opts);
   for (int i = opts.max_decode_sequences; i >= 1; --i) impl_->free_seqs.push_back(i);
   const KvPolicy& p = impl_->cache->policy();

@@ -122,6 +122,18 @@ struct SchedulerSpec {
   int ngram_min = 1;      // the shortest (1 .. ngram_max)
   int64_t draft_max = 4;  // most draft tokens per verify step (1-256; also the prefill chunk - 1)
   int64_t draft_min = 0;  // a shorter draft is not verified (0 .. draft_max)
+  // A draft model instead of prompt lookup (ngram false): its engine, its
+  // tokenizer (the target's vocabulary, checked by the caller) and a batched
+  // cache of its own holding max_decode_sequences sequences of
+  // max_session_tokens (the caller's; sequence i is session slot i's). Each
+  // session drafts greedily on its own sequence, stopping below draft_p_min.
+  // All three outlive the scheduler. Draft forwards are per session, not
+  // batched across sessions.
+  Engine* draft_engine = nullptr;
+  KvCache* draft_cache = nullptr;
+  const Tokenizer* draft_tok = nullptr;
+  double draft_p_min = 0.75;
+  bool on() const { return ngram || draft_engine != nullptr; }
 };
 
 struct SchedulerOptions {

@@ -1,6 +1,7 @@
 // Speculative decoding in `batch` and `serve`: batch --spec ngram prints the
 // plain text of every prompt and reports the acceptance in --stats json; a
-// draft model there is a one-line usage error (exit 2), never ignored.
+// draft model shared by the sessions does too; bad combinations and a draft
+// with another tokenizer are one line and a non-zero exit.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -42,21 +43,35 @@ TEST(SpecBatchCli, PromptLookupPrintsThePlainTextAndReportsAcceptance) {
   EXPECT_FALSE(nlohmann::json::parse(lines(offgraph(batch_args({"--stats", "json"})).out).back())["run"].contains("spec"));
 }
 
-TEST(SpecBatchCli, ADraftModelInBatchOrServeIsAUsageError) {
+TEST(SpecBatchCli, ADraftModelSharedByTheSessionsPrintsThePlainText) {
+  ASSERT_TRUE(std::filesystem::exists(kGguf)) << "missing test data " << kGguf;
+  const Proc plain = offgraph(batch_args({}));
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  // The target as its own draft: every draft token accepted, the same text.
+  const Proc self = offgraph(batch_args({"--model-draft", kGguf, "--draft-p-min", "0"}));
+  ASSERT_EQ(self.code, 0) << self.err;
+  EXPECT_EQ(self.out, plain.out);
+  EXPECT_NE(self.err.find("accepted (100.0 %)"), std::string::npos) << self.err;
+  // Another tokenizer: one line, exit 1, in batch and serve alike.
+  const std::string other = std::string(OG_TESTDATA_DIR) + "/models/llama-2-tiny-random-gguf/llama-2-tiny-random.gguf";
   for (const std::string cmd : {"batch", "serve"}) {
-    for (const std::vector<std::string>& extra :
-         {std::vector<std::string>{"--model-draft", kGguf}, std::vector<std::string>{"--spec", "draft"}}) {
-      std::vector<std::string> a = {cmd, "--model", kGguf};
-      if (cmd == "batch") a.push_back("hello");
-      a.insert(a.end(), extra.begin(), extra.end());
-      const Proc p = offgraph(a);
-      EXPECT_EQ(p.code, 2) << cmd << " " << extra[0] << ": " << p.err;
-      EXPECT_NE(p.err.find("not supported by " + cmd), std::string::npos) << p.err;
-      EXPECT_EQ(lines(p.err).size(), 1u) << p.err;
-    }
+    std::vector<std::string> a = {cmd, "--model", kGguf, "--model-draft", other};
+    if (cmd == "batch") a.push_back("hello");
+    if (cmd == "serve") a.insert(a.end(), {"--port", "0"});
+    const Proc p = offgraph(a);
+    EXPECT_EQ(p.code, 1) << cmd << ": " << p.err;
+    EXPECT_NE(p.err.find("speculative decoding needs the same tokenizer"), std::string::npos) << p.err;
   }
-  const Proc bad = offgraph({"batch", "--model", kGguf, "hello", "--draft-max", "3"});  // no proposer
-  EXPECT_EQ(bad.code, 2) << bad.err;
+  // Bad combinations are usage errors.
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--draft-max", "3"}, std::vector<std::string>{"--spec", "draft"},
+        std::vector<std::string>{"--spec", "ngram", "--model-draft", kGguf}}) {
+    std::vector<std::string> a = {"batch", "--model", kGguf, "hello"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const Proc p = offgraph(a);
+    EXPECT_EQ(p.code, 2) << extra[0] << ": " << p.err;
+    EXPECT_EQ(lines(p.err).size(), 1u) << p.err;
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "model/synth_fixture.h"
 #include "runtime/scheduler.h"
+#include "runtime/spec/draft_model.h"
 #include "runtime/spec/ngram.h"
 #include "runtime/spec/throttle.h"
 #include "scheduler_fakes.h"
@@ -280,7 +281,7 @@ std::vector<std::vector<int32_t>> batched(Model& m, const Tokenizer& tok, KvKind
 TEST(SchedulerSpecModel, Stories260KGreedyEqualsPlainWithDraftsAccepted) {
   const std::string path = std::string(OG_TESTDATA_DIR) + "/models/stories260K/stories260K.gguf";
   auto m = Model::load(path);
-  auto tok = Tokenizer::from_gguf(*m->gguf());
+  auto tok = Tokenizer::from_path(m->source_path());
   const std::vector<int32_t> story = tok->encode("Once upon a time, there was a little girl named Lily. She liked to "
                                                  "play. Once upon a time, there was a little",
                                                  true, false);
@@ -298,7 +299,7 @@ TEST(SchedulerSpecModel, Stories260KGreedyEqualsPlainWithDraftsAccepted) {
 TEST(SchedulerSpecModel, SynthFamiliesGreedyEqualsPlain) {
   for (synth::Family f : {synth::Family::kLlama, synth::Family::kMistral, synth::Family::kGemma3}) {
     auto m = Model::load(synth_gguf(f));
-    auto tok = Tokenizer::from_gguf(*m->gguf());
+    auto tok = Tokenizer::from_path(m->source_path());
     std::vector<int32_t> rep = test_tokens(6, m->n_vocab(), 3);
     std::vector<int32_t> p = rep;
     for (int i = 0; i < 3; ++i) p.insert(p.end(), rep.begin(), rep.end());  // lookup finds drafts here
@@ -308,6 +309,76 @@ TEST(SchedulerSpecModel, SynthFamiliesGreedyEqualsPlain) {
     for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], alone(*m, *tok, prompts[i], 24)) << i;
     EXPECT_GT(snap.spec_drafts, 0);
   }
+}
+
+// A draft model shared by the sessions (its own batched cache, a sequence per
+// session slot): the target as its own draft accepts every draft token, a
+// different model's drafts are mostly rejected; the output is plain either way.
+struct DraftRun {
+  std::vector<std::vector<int32_t>> tokens;
+  SchedulerSnapshot snap;
+};
+
+DraftRun with_draft(Model& target, const Tokenizer& tok, Model& draft, const std::vector<std::vector<int32_t>>& prompts,
+                    int64_t max_new, int n_choices = 1) {
+  ModelEngine engine(target), draft_engine(draft);
+  KvPolicy p;
+  p.max_capacity = 128;
+  p.initial_capacity = 16;
+  p.max_write = 8;
+  p.max_sequences = 3;
+  p.block_size = 4;
+  std::unique_ptr<KvCache> draft_cache = make_kv_cache(KvKind::kBatchedCell, draft.kv_geometry(), p);
+  SchedulerOptions o;
+  o.max_decode_sequences = 3;
+  o.step_tokens = 24;
+  o.max_session_tokens = 128;
+  o.spec.draft_engine = &draft_engine;
+  o.spec.draft_cache = draft_cache.get();
+  o.spec.draft_tok = &tok;
+  o.spec.draft_p_min = 0;
+  DraftRun out;
+  Scheduler s(engine, tok, make_kv_cache(KvKind::kBatchedSequence, target.kv_geometry(), p), o);
+  out.tokens.resize(prompts.size() * n_choices);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    RequestOptions r;
+    r.prompt = prompts[i];
+    r.max_new_tokens = max_new;
+    std::vector<RequestCallbacks> cbs(static_cast<size_t>(n_choices));
+    for (auto& cb : cbs)
+      cb.on_finish = [&out, i, n_choices](const RequestReport& rep) { out.tokens[i * n_choices + rep.choice] = rep.tokens; };
+    s.submit_group(std::move(r), std::move(cbs));
+  }
+  s.run_until_idle();
+  // Slots are reused: a later request on a slot starts its draft sequence afresh.
+  RequestOptions again;
+  again.prompt = prompts[0];
+  again.max_new_tokens = max_new;
+  RequestCallbacks cb;
+  cb.on_finish = [&out](const RequestReport& rep) { out.tokens.push_back(rep.tokens); };
+  s.submit(std::move(again), std::move(cb));
+  s.run_until_idle();
+  out.snap = s.snapshot();
+  return out;
+}
+
+TEST(SchedulerSpecModel, ADraftModelGivesThePlainTextWhetherItAgreesOrNot) {
+  auto m = Model::load(std::string(OG_TESTDATA_DIR) + "/models/stories260K/stories260K.gguf");
+  auto tok = Tokenizer::from_path(m->source_path());
+  const std::vector<std::vector<int32_t>> prompts = {tok->encode("Once upon a time", true, false),
+                                                     tok->encode("The dog ran", true, false)};
+  const DraftRun self = with_draft(*m, *tok, *m, prompts, 30, 2);
+  for (size_t i = 0; i < prompts.size(); ++i)
+    for (int c = 0; c < 2; ++c) EXPECT_EQ(self.tokens[i * 2 + c], alone(*m, *tok, prompts[i], 30)) << i << " " << c;
+  EXPECT_EQ(self.tokens.back(), alone(*m, *tok, prompts[0], 30));
+  EXPECT_GT(self.snap.spec_drafts, 0);
+  EXPECT_EQ(self.snap.spec_accepted_tokens, self.snap.spec_draft_tokens);  // the target as its own draft
+  // A random-weight draft of the same vocabulary size: the text is still the target's.
+  auto other = Model::load(synth_gguf(synth::Family::kLlama));
+  ASSERT_LE(other->n_vocab(), m->n_vocab());
+  const DraftRun wrong = with_draft(*m, *tok, *other, prompts, 30);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(wrong.tokens[i], alone(*m, *tok, prompts[i], 30)) << i;
+  EXPECT_LT(wrong.snap.spec_accepted_tokens, wrong.snap.spec_draft_tokens);
 }
 
 }  // namespace

@@ -26,6 +26,11 @@ DraftModelProposer::DraftModelProposer(Engine& engine, std::unique_ptr<KvCache> 
   OG_CHECK(p_min >= 0 && p_min <= 1, "draft model: p_min must be in [0, 1] (got ", p_min, ")");
 }
 
+DraftModelProposer::DraftModelProposer(Engine& engine, KvCache& shared, int seq, const Tokenizer& tok, double p_min)
+    : session_(engine, shared, seq, tok), p_min_(p_min) {
+  OG_CHECK(p_min >= 0 && p_min <= 1, "draft model: p_min must be in [0, 1] (got ", p_min, ")");
+}
+
 void DraftModelProposer::sync(std::span<const int32_t> history) {
   const std::vector<int32_t>& mine = session_.history();
   const size_t common = std::mismatch(mine.begin(), mine.end(), history.begin(), history.end()).first - mine.begin();

@@ -26,6 +26,10 @@ class DraftModelProposer : public SpecProposer {
  public:
   // `engine` and `tok` must outlive the proposer; `cache` is the draft's own.
   DraftModelProposer(Engine& engine, std::unique_ptr<KvCache> cache, const Tokenizer& tok, double p_min);
+  // Over sequence `seq` of a draft cache that many proposers share (the
+  // scheduler's: one per session slot), which must exist and be empty; the
+  // cache must outlive the proposer.
+  DraftModelProposer(Engine& engine, KvCache& shared, int seq, const Tokenizer& tok, double p_min);
   Draft propose(std::span<const int32_t> history, int64_t max_tokens) override;
   std::string name() const override { return "draft"; }
   const Session& session() const { return session_; }
