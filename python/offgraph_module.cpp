@@ -9,8 +9,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "offgraph/offgraph.h"
@@ -91,6 +93,58 @@ struct GenOpts {
     o.top_logprobs = top_logprobs;
   }
 };
+
+// A chat request from the Python package's normalized tuples (python/offgraph/_chat.py),
+// held as the C structs of og_chat_request pointing into its own strings.
+using PyCall = std::tuple<std::string, std::string, std::string>;  // id, name, arguments
+using PyMsg = std::tuple<std::string, std::optional<std::string>, std::optional<std::string>,
+                         std::optional<std::string>, std::vector<PyCall>, std::optional<std::string>>;
+using PyTool = std::tuple<std::string, std::optional<std::string>, std::string, bool>;
+struct ChatReq {
+  std::vector<PyMsg> msgs;
+  std::vector<PyTool> tools;
+  std::optional<std::string> tool_choice, response_format, json_schema, grammar, kwargs, effort;
+  std::vector<std::vector<og_chat_tool_call>> calls;
+  std::vector<og_chat_msg> c_msgs;
+  std::vector<og_chat_tool> c_tools;
+  og_chat_request q{};
+
+  ChatReq(std::vector<PyMsg> m, std::vector<PyTool> t, std::optional<std::string> choice, bool parallel,
+          std::optional<std::string> format, std::optional<std::string> schema, bool strict,
+          std::optional<std::string> gbnf, int64_t max_reasoning, std::optional<std::string> kw,
+          std::optional<std::string> reasoning_effort)
+      : msgs(std::move(m)), tools(std::move(t)), tool_choice(std::move(choice)), response_format(std::move(format)),
+        json_schema(std::move(schema)), grammar(std::move(gbnf)), kwargs(std::move(kw)), effort(std::move(reasoning_effort)) {
+    auto opt = [](const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; };
+    og_chat_request_init(&q);
+    calls.reserve(msgs.size());
+    for (const PyMsg& x : msgs) {
+      auto& cs = calls.emplace_back();
+      for (const PyCall& c : std::get<4>(x))
+        cs.push_back({std::get<0>(c).c_str(), std::get<1>(c).c_str(), std::get<2>(c).c_str()});
+      c_msgs.push_back({std::get<0>(x).c_str(), opt(std::get<1>(x)), opt(std::get<2>(x)), opt(std::get<3>(x)),
+                        cs.empty() ? nullptr : cs.data(), cs.size(), opt(std::get<5>(x))});
+    }
+    for (const PyTool& x : tools)
+      c_tools.push_back({std::get<0>(x).c_str(), opt(std::get<1>(x)),
+                         std::get<2>(x).empty() ? nullptr : std::get<2>(x).c_str(), std::get<3>(x) ? 1 : 0});
+    q.messages = c_msgs.data();
+    q.n_messages = c_msgs.size();
+    q.tools = c_tools.data();
+    q.n_tools = c_tools.size();
+    q.tool_choice = opt(tool_choice);
+    q.parallel_tool_calls = parallel ? 1 : 0;
+    q.response_format = opt(response_format);
+    q.json_schema = opt(json_schema);
+    q.json_schema_strict = strict ? 1 : 0;
+    q.grammar = opt(grammar);
+    q.max_reasoning_tokens = max_reasoning;
+    q.chat_template_kwargs = opt(kwargs);
+    q.reasoning_effort = opt(effort);
+  }
+};
+
+py::bytes bytes_of(const og_string& s) { return py::bytes(s.data ? s.data : "", s.len); }
 
 py::dict generation_dict(og_generation g) {
   py::dict d;
@@ -344,6 +398,54 @@ class PySession {
     check(og_session_stream_finish(h(), &g));
     return generation_dict(g);
   }
+  void chat_start(const ChatReq& req, const GenOpts& g) {
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_session_chat_start(handle, &req.q, &g.o);
+    }
+    check_nogil(st);
+  }
+  // (reasoning bytes, content bytes, [(index, id, name, arguments)], done)
+  py::tuple chat_next() {
+    og_chat_delta d{};
+    int done = 0;
+    og_status st;
+    auto* const handle = h();
+    {
+      py::gil_scoped_release nogil;
+      st = og_session_chat_next(handle, &d, &done);
+    }
+    check_nogil(st);
+    py::list calls;
+    for (size_t i = 0; i < d.n_tool_calls; ++i)
+      calls.append(py::make_tuple(d.tool_calls[i].index, py::bytes(d.tool_calls[i].id), py::bytes(d.tool_calls[i].name),
+                                  py::bytes(d.tool_calls[i].arguments)));
+    return py::make_tuple(py::bytes(d.reasoning_content, d.reasoning_len), py::bytes(d.content, d.content_len), calls,
+                          done != 0);
+  }
+  py::dict chat_finish() {
+    og_chat_result r{};
+    check(og_session_chat_finish(h(), &r));
+    py::dict d;
+    d["content"] = bytes_of(r.content);
+    d["reasoning_content"] = bytes_of(r.reasoning_content);
+    py::list calls;
+    for (size_t i = 0; i < r.n_tool_calls; ++i)
+      calls.append(py::make_tuple(bytes_of(r.tool_calls[i].id), bytes_of(r.tool_calls[i].name),
+                                  bytes_of(r.tool_calls[i].arguments)));
+    d["tool_calls"] = calls;
+    d["finish_reason"] = std::string(r.finish_reason ? r.finish_reason : "");
+    d["prompt_tokens"] = r.prompt_tokens;
+    d["cached_tokens"] = r.cached_tokens;
+    d["completion_tokens"] = r.completion_tokens;
+    og_generation g = r.generation;
+    r.generation = og_generation{};
+    og_chat_result_free(&r);
+    d["generation"] = generation_dict(g);
+    return d;
+  }
   // A read-only view of the session's logits buffer (no copy); `self` keeps it alive.
   py::array logits(py::object self) {
     const float* l = nullptr;
@@ -560,6 +662,10 @@ PYBIND11_MODULE(_offgraph, m) {
   py::class_<GenOpts>(m, "GenOpts")
       .def(py::init<int64_t, double, int, double, double, double, int, double, double, int64_t,
                     std::vector<std::string>, bool, bool, int>());
+  py::class_<ChatReq>(m, "ChatReq")
+      .def(py::init<std::vector<PyMsg>, std::vector<PyTool>, std::optional<std::string>, bool,
+                    std::optional<std::string>, std::optional<std::string>, bool, std::optional<std::string>, int64_t,
+                    std::optional<std::string>, std::optional<std::string>>());
 
   py::class_<PyModel>(m, "Model")
       .def(py::init<const std::string&, const std::string&, const std::string&, bool, int, bool>())
@@ -583,6 +689,9 @@ PYBIND11_MODULE(_offgraph, m) {
       .def("stream_next", &PySession::stream_next)
       .def("stream_cancel", &PySession::stream_cancel)
       .def("stream_finish", &PySession::stream_finish)
+      .def("chat_start", &PySession::chat_start)
+      .def("chat_next", &PySession::chat_next)
+      .def("chat_finish", &PySession::chat_finish)
       .def("logits", [](py::object self) { return self.cast<PySession&>().logits(self); })
       .def("position", &PySession::position)
       .def("capacity", &PySession::capacity)

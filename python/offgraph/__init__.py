@@ -27,7 +27,8 @@ from ._errors import (BusyError, CancelledError, CapacityError, ClosedError, Err
                       NotFoundError, OutOfRangeError, StateError)
 
 __all__ = [
-    "Model", "Tokenizer", "ChatTemplate", "Session", "Stream", "Generation", "Engine", "Request",
+    "Model", "Tokenizer", "ChatTemplate", "Session", "Stream", "Generation", "Engine", "Request", "ChatResult",
+    "ChatStream",
     "Error", "InvalidArgumentError", "NotFoundError", "ClosedError", "OutOfRangeError", "BusyError", "StateError",
     "CapacityError", "CancelledError", "__version__",
 ]
@@ -227,6 +228,34 @@ class Model:
 
     __call__ = create_completion
 
+    def create_chat_completion(self, messages: Sequence[Mapping], tools: Optional[Sequence[Mapping]] = None,
+                               tool_choice: Union[str, Mapping, None] = None,
+                               response_format: Optional[Mapping] = None, grammar: Optional[str] = None,
+                               temperature: float = 0.2, top_p: float = 0.95, top_k: int = 40,
+                               min_p: float = 0.05, stream: bool = False, stop: Union[str, List[str], None] = None,
+                               seed: Optional[int] = None, max_tokens: Optional[int] = None,
+                               presence_penalty: float = 0.0, frequency_penalty: float = 0.0,
+                               repeat_penalty: float = 1.0, parallel_tool_calls: bool = True,
+                               max_reasoning_tokens: Optional[int] = None,
+                               chat_template_kwargs: Optional[Mapping] = None,
+                               reasoning_effort: Optional[str] = None, model: Optional[str] = None):
+        """An OpenAI-shaped chat completion, as llama-cpp-python's Llama.create_chat_completion (the
+        same argument names and defaults: temperature 0.2, top_p 0.95, min_p 0.05, top_k 40; max_tokens
+        None: up to the session's capacity), over a fresh session each call, giving the reply
+        `offgraph serve`'s /v1/chat/completions gives. messages, tools, tool_choice and response_format
+        ({"type": "json_object"}, {"type": "json_schema", "json_schema": {"schema": ...}}) are
+        OpenAI's; grammar is GBNF text. Returns {"id", "object": "chat.completion", "created", "model",
+        "choices": [{"index", "message": {"role", "content", "reasoning_content"?, "tool_calls"?},
+        "finish_reason": "stop" | "length" | "tool_calls"}], "usage"}; with stream=True an iterator of
+        "chat.completion.chunk" dicts (the role, then deltas of reasoning_content, content and
+        tool_calls, then the finish_reason). A bad request raises InvalidArgumentError naming the
+        field ('messages[0].role', 'tool_choice', 'response_format.json_schema.schema', ...)."""
+        from ._chat import create_chat_completion
+        return create_chat_completion(self, messages, tools, tool_choice, response_format, grammar, temperature,
+                                      top_p, top_k, min_p, stream, stop, seed, max_tokens, presence_penalty,
+                                      frequency_penalty, repeat_penalty, parallel_tool_calls, max_reasoning_tokens,
+                                      chat_template_kwargs, reasoning_effort, model)
+
     def session(self, *, kv_windows: Optional[Sequence[int]] = None, kv_dtype: str = "f16",
                 kv_kind: str = "sequence", kv_max_capacity: int = 0, kv_initial_capacity: int = 512,
                 prefill_chunk_size: int = 0) -> "Session":
@@ -376,6 +405,28 @@ class Session:
     def stream(self, prompt: Prompt = None, max_new_tokens: int = 256, temperature: float = 0.0, **sampling) -> Stream:
         """As generate(), as an iterator over the text pieces (Stream.result: the Generation)."""
         return Stream(self, self._ids(prompt), _gen_opts("stream", max_new_tokens, temperature, sampling))
+
+    def chat(self, messages: Sequence[Mapping], tools: Optional[Sequence[Mapping]] = None,
+             tool_choice: Union[str, Mapping, None] = None, response_format: Optional[Mapping] = None,
+             grammar: Optional[str] = None, *, parallel_tool_calls: bool = True,
+             max_reasoning_tokens: Optional[int] = None, chat_template_kwargs: Optional[Mapping] = None,
+             reasoning_effort: Optional[str] = None, max_new_tokens: int = 256, temperature: float = 0.0,
+             stream: bool = False, **sampling):
+        """One chat turn, as `offgraph serve`'s /v1/chat/completions answers it: the whole conversation
+        (OpenAI's messages: tool_calls on assistant messages, "tool" results with tool_call_id,
+        reasoning_content) rendered with the model's template; the reply constrained by tool_choice
+        ("auto", "none", "required" or {"type": "function", "function": {"name": ...}}),
+        response_format or grammar (GBNF), after the reasoning a reasoning model writes first
+        (max_reasoning_tokens: its budget, default 1024); parallel_tool_calls=False keeps one call.
+        The history this session shares with the new render is kept, so a conversation's next turn
+        prefills only what it adds. Sampling as generate(). Returns a ChatResult (message to append
+        to the conversation, finish_reason "stop" | "length" | "tool_calls", usage, the raw
+        generation); stream=True returns a ChatStream of delta dicts. A bad request raises
+        InvalidArgumentError naming the field."""
+        from ._chat import chat_request, session_chat
+        req = chat_request(messages, tools, tool_choice, response_format, grammar, parallel_tool_calls,
+                           max_reasoning_tokens, chat_template_kwargs, reasoning_effort)
+        return session_chat(self, _gen_opts("chat", max_new_tokens, temperature, sampling), req, stream)
 
     def logits(self, copy: bool = False):
         """numpy float32 [n_vocab]: the logits of the last row that asked for them (the distribution the
@@ -544,3 +595,6 @@ class Engine:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+from ._chat import ChatResult, ChatStream  # noqa: E402  (after the classes it builds on)

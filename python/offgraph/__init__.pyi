@@ -1,6 +1,6 @@
 # Type stubs of the offgraph package (python/offgraph/__init__.py).
 import os
-from typing import Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -71,6 +71,18 @@ class Model:
                  frequency_penalty: float = ..., presence_penalty: float = ..., repeat_penalty: float = ...,
                  top_k: int = ..., stream: bool = ..., seed: Optional[int] = ..., logprobs: Optional[int] = ...,
                  model: Optional[str] = ...) -> Union[dict, Iterator[dict]]: ...
+    def create_chat_completion(self, messages: Sequence[Mapping[str, Any]],
+                               tools: Optional[Sequence[Mapping[str, Any]]] = ...,
+                               tool_choice: Union[str, Mapping[str, Any], None] = ...,
+                               response_format: Optional[Mapping[str, Any]] = ..., grammar: Optional[str] = ...,
+                               temperature: float = ..., top_p: float = ..., top_k: int = ..., min_p: float = ...,
+                               stream: bool = ..., stop: Union[str, List[str], None] = ..., seed: Optional[int] = ...,
+                               max_tokens: Optional[int] = ..., presence_penalty: float = ...,
+                               frequency_penalty: float = ..., repeat_penalty: float = ...,
+                               parallel_tool_calls: bool = ..., max_reasoning_tokens: Optional[int] = ...,
+                               chat_template_kwargs: Optional[Mapping[str, Any]] = ...,
+                               reasoning_effort: Optional[str] = ...,
+                               model: Optional[str] = ...) -> Union[Dict[str, Any], Iterator[Dict[str, Any]]]: ...
     def session(self, *, kv_windows: Optional[Sequence[int]] = ..., kv_dtype: str = ..., kv_kind: str = ...,
                 kv_max_capacity: int = ..., kv_initial_capacity: int = ..., prefill_chunk_size: int = ...) -> Session: ...
     def engine(self, **options: object) -> Engine: ...
@@ -83,6 +95,25 @@ class Stream:
     result: Optional[Generation]
     def __iter__(self) -> Iterator[str]: ...
     def __next__(self) -> str: ...
+    def cancel(self) -> None: ...
+    def close(self) -> None: ...
+
+class ChatResult:
+    message: Dict[str, Any]  # role, content (None: calls only), reasoning_content?, tool_calls?
+    finish_reason: str  # "stop", "length", "tool_calls"
+    usage: Dict[str, int]  # prompt_tokens, completion_tokens, total_tokens, cached_tokens
+    generation: Generation
+    @property
+    def content(self) -> str: ...
+    @property
+    def reasoning_content(self) -> str: ...
+    @property
+    def tool_calls(self) -> List[Dict[str, Any]]: ...
+
+class ChatStream:
+    result: Optional[ChatResult]
+    def __iter__(self) -> Iterator[Dict[str, Any]]: ...
+    def __next__(self) -> Dict[str, Any]: ...
     def cancel(self) -> None: ...
     def close(self) -> None: ...
 
@@ -102,6 +133,16 @@ class Session:
                repeat_last_n: int = ..., presence_penalty: float = ..., frequency_penalty: float = ...,
                seed: int = ..., stop: Optional[Iterable[str]] = ..., stop_at_eos: bool = ...,
                logprobs: bool = ..., top_logprobs: int = ...) -> Stream: ...
+    def chat(self, messages: Sequence[Mapping[str, Any]], tools: Optional[Sequence[Mapping[str, Any]]] = ...,
+             tool_choice: Union[str, Mapping[str, Any], None] = ...,
+             response_format: Optional[Mapping[str, Any]] = ..., grammar: Optional[str] = ..., *,
+             parallel_tool_calls: bool = ..., max_reasoning_tokens: Optional[int] = ...,
+             chat_template_kwargs: Optional[Mapping[str, Any]] = ..., reasoning_effort: Optional[str] = ...,
+             max_new_tokens: int = ..., temperature: float = ..., stream: bool = ..., top_k: int = ...,
+             top_p: float = ..., min_p: float = ..., repeat_penalty: float = ..., repeat_last_n: int = ...,
+             presence_penalty: float = ..., frequency_penalty: float = ..., seed: int = ...,
+             stop: Optional[Iterable[str]] = ..., stop_at_eos: bool = ..., logprobs: bool = ...,
+             top_logprobs: int = ...) -> Union[ChatResult, ChatStream]: ...
     def logits(self, copy: bool = ...) -> npt.NDArray[np.float32]: ...
     @property
     def position(self) -> int: ...
