@@ -202,6 +202,54 @@ TEST(SchedulerSpec, FailingDraftsPauseProposingAndTheOutputStaysPlain) {
   EXPECT_GT(s.spec_pauses, 0) << s.spec_accepted_tokens << "/" << s.spec_draft_tokens;
 }
 
+// Logprob events of accepted tokens are those of plain decoding, one per token.
+TEST(SchedulerSpec, LogprobEventsAreThePlainOnes) {
+  auto events = [](bool spec) {
+    Fake f(cycle, spec);
+    RequestOptions r;
+    r.prompt = kCyclePrompt;
+    r.max_new_tokens = 20;
+    r.logprobs = true;
+    r.top_logprobs = 2;
+    std::vector<TokenEvent> got;
+    RequestCallbacks cb;
+    cb.on_token = [&got](const TokenEvent& ev) { got.push_back(ev); };
+    f.sched->submit(std::move(r), std::move(cb));
+    f.sched->run_until_idle();
+    return got;
+  };
+  const std::vector<TokenEvent> plain = events(false), spec = events(true);
+  ASSERT_EQ(spec.size(), plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(spec[i].id, plain[i].id) << i;
+    EXPECT_EQ(spec[i].logprob, plain[i].logprob) << i;
+    ASSERT_EQ(spec[i].top.size(), plain[i].top.size()) << i;
+    for (size_t k = 0; k < plain[i].top.size(); ++k) EXPECT_EQ(spec[i].top[k].id, plain[i].top[k].id) << i;
+  }
+}
+
+// Sampled requests speculate too (the rejection rule): a seed fixes the text.
+TEST(SchedulerSpec, SampledRequestsAreReproducibleBySeed) {
+  auto sampled = [](uint64_t seed) {
+    Fake f([](int32_t tok, int64_t) { return tok == kX ? kY : kX; }, true);
+    RequestOptions r;
+    r.prompt = {kX, kY, kX, kY, kX};
+    r.max_new_tokens = 30;
+    r.sampler.temperature = 0.7;
+    r.sampler.seed = seed;
+    std::vector<int32_t> got;
+    RequestCallbacks cb;
+    cb.on_finish = [&got](const RequestReport& rep) { got = rep.tokens; };
+    f.sched->submit(std::move(r), std::move(cb));
+    f.sched->run_until_idle();
+    EXPECT_GT(f.sched->snapshot().spec_drafts, 0);
+    return got;
+  };
+  const std::vector<int32_t> a = sampled(5);
+  EXPECT_EQ(a.size(), 30u);
+  EXPECT_EQ(sampled(5), a);
+}
+
 TEST(SchedulerSpec, TheThrottlePausesBelowTheRuleAndResumesAfter) {
   SpecThrottle t;
   for (int i = 0; i < SpecThrottle::kWindow - 1; ++i) t.record(4, 0);
