@@ -57,6 +57,18 @@ class Generation:
     # server's; top_logprobs alternatives most likely first). None otherwise.
     logprobs: Optional[List[dict]] = None
 
+    @property
+    def finish_reason(self) -> str:
+        """Why it ended in OpenAI's words, whichever call made it: "stop" (a stop id or string),
+        "length" (max_new_tokens or the cache's capacity), "cancelled" (or the engine's "refused",
+        "failed"). stop_reason keeps a session's finer names (the C API's og_stop_reason_name)."""
+        return _FINISH_REASON.get(self.stop_reason, self.stop_reason)
+
+
+# A session's stop reasons (og_stop_reason_name) in OpenAI's finish-reason vocabulary, the one
+# the engine, the server and the commands use (docs/library.md, "Bounds, defaults and stop reasons").
+_FINISH_REASON = {"stop_token": "stop", "stop_string": "stop", "max_new_tokens": "length", "capacity": "length"}
+
 
 _SAMPLING_DEFAULTS = {"top_k": 0, "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0, "repeat_last_n": 64,
                       "presence_penalty": 0.0, "frequency_penalty": 0.0, "seed": -1, "stop": None,

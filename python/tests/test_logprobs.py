@@ -78,3 +78,13 @@ def test_engine_defaults_are_the_c_apis():
     want = {"max_sequences": 4, "max_session_tokens": 1024, "step_tokens": 512}
     assert _offgraph.engine_defaults() == want
     assert {k: params[k].default for k in want} == want
+
+
+def test_finish_reason_is_openais_for_sessions_and_the_engine(model):
+    # One vocabulary: a session's max_new_tokens and the engine's length are both "length".
+    g = model.session().generate(PROMPT, max_new_tokens=3)
+    assert g.stop_reason == "max_new_tokens"  # the C API's promised name, kept
+    assert g.finish_reason == "length"
+    with model.engine() as e:
+        r = e.generate([PROMPT], max_new_tokens=3)[0]
+    assert r.stop_reason == r.finish_reason == "length"
