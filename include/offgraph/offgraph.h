@@ -479,7 +479,8 @@ OG_API void og_chat_result_free(og_chat_result* r);
  * callbacks see the raw text). OG_ERR_INVALID_ARGUMENT naming the request's
  * field (as OpenAI's param: "messages[1].role", "tool_choice",
  * "response_format.json_schema.schema", ...) for a bad request;
- * OG_ERR_CAPACITY when the conversation does not fit the session. */
+ * OG_ERR_CAPACITY when the conversation does not fit the session. *out is
+ * zeroed first, so og_chat_result_free may follow any return. */
 OG_API og_status og_session_chat(og_session* session, const og_chat_request* req, const og_generate_options* opts,
                                  og_chat_result* out);
 

@@ -357,6 +357,7 @@ og_status og_session_chat_next(og_session* session, og_chat_delta* out, int* don
 }
 
 og_status og_session_chat_finish(og_session* session, og_chat_result* out) {
+  if (out) *out = og_chat_result{};  // zeroed even when the handle is refused
   return guarded([&] {
     SessionUse use(session);
     chat_finish_held(session, out);
@@ -365,10 +366,10 @@ og_status og_session_chat_finish(og_session* session, og_chat_result* out) {
 
 og_status og_session_chat(og_session* session, const og_chat_request* req, const og_generate_options* opts,
                           og_chat_result* out) {
+  if (out) *out = og_chat_result{};  // zeroed even when the handle is refused
   return guarded([&] {
-    SessionUse use(session);
     need(out, "out");
-    *out = og_chat_result{};
+    SessionUse use(session);
     chat_start_held(session, req, opts);
     og_chat_delta d;
     int done = 0;
