@@ -8,6 +8,7 @@ namespace og::jinja {
 
 Value Interp::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
   try {
+    check_stack();
     Value v = eval_inner(e, scope);
     charge_work(kStepWork + (v.is_string() ? v.str().size() : v.is_sequence() ? v.items().size() : 0));
     return v;

@@ -36,6 +36,12 @@ struct Scope {
 
 enum class Flow { Normal, Break, Continue };
 
+// The C++ stack one render may use for its recursion. The nesting bound
+// (Template::parse) times the call-depth bound (RenderOptions::max_depth)
+// could need several MiB, more than a 2 MiB thread has: the render stops
+// with an og::Error first. Real templates use a few KiB.
+constexpr std::ptrdiff_t kMaxRenderStackBytes = 1 << 20;
+
 class Interp {
  public:
   Interp(const RenderOptions& opt, const Value& vars);
@@ -57,6 +63,13 @@ class Interp {
 
   // bounds
   void count_iteration();
+  // og::Error once the render's recursion (expressions inside macro calls
+  // inside expressions...) has used kMaxRenderStackBytes of the C++ stack.
+  void check_stack() const {
+    char here;
+    const auto used = stack_base_ > &here ? stack_base_ - &here : &here - stack_base_;
+    if (used > kMaxRenderStackBytes) stack_exceeded();
+  }
   void check_size(size_t bytes) const;
   // Every value computed costs its size: a template that loops over huge
   // values fails instead of running for hours (see RenderOptions::max_work).
@@ -83,6 +96,7 @@ class Interp {
   Flow exec_for(const Stmt& s, const std::shared_ptr<Scope>& scope);
   void exec_set(const Stmt& s, const std::shared_ptr<Scope>& scope);
   Value make_macro(const Stmt& s, const std::shared_ptr<Scope>& scope, bool is_caller);
+  [[noreturn]] void stack_exceeded() const;
   void install_globals();
 
   const RenderOptions& opt_;
@@ -93,6 +107,7 @@ class Interp {
   int64_t iterations_ = 0;
   size_t held_ = 0;  // bytes in the output buffers that unfinished captures set aside
   int depth_ = 0;
+  const char* stack_base_ = nullptr;  // where the render's recursion began (check_stack)
   std::vector<Value> namespace_values_;  // emptied at the end: a namespace may hold itself
 };
 

@@ -110,7 +110,14 @@ Value Interp::lookup(const std::string& name, const std::shared_ptr<Scope>& scop
   return Value::undefined("'" + name + "' is undefined");
 }
 
+void Interp::stack_exceeded() const {
+  fail("the template recurses too deeply (more than ", kMaxRenderStackBytes >> 10,
+       " KiB of stack: nested expressions inside nested macro calls)");
+}
+
 TaintedText Interp::render(const Body& body) {
+  char base;
+  stack_base_ = &base;
   TaintedText out;
   out_ = &out;
   try {
@@ -152,6 +159,7 @@ Flow Interp::exec_body(const Body& body, const std::shared_ptr<Scope>& scope) {
 
 Flow Interp::exec(const Stmt& s, const std::shared_ptr<Scope>& scope) {
   try {
+    check_stack();
     charge_work(kStepWork);
     switch (s.kind) {
       case StmtKind::Text: append(s.text); return Flow::Normal;

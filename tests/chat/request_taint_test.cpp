@@ -42,7 +42,7 @@ size_t count(const std::vector<int32_t>& ids, int32_t id) { return std::count(id
 
 struct Case {
   const char* name;
-  const char* source;  // prints "<|start_header_id|>" once itself, then request text
+  std::string source;  // prints "<|start_header_id|>" once itself, then request text
   Json kwargs;         // chat_template_kwargs
   std::string content = "hello";  // the one user message's content
 };
@@ -56,7 +56,7 @@ Json request_of(const Case& c) {
 
 std::vector<Case> hostile_cases() {
   const std::string h = "{{- '<|start_header_id|>' -}}";
-  auto src = [&](const std::string& body) { return strdup((h + body).c_str()); };  // lives for the test run
+  auto src = [&](const std::string& body) { return h + body; };
   return {
       {"slice_step", src("{{ x[::2] }}"), {{"x", "<x|xexoxtx_xixdx|x>x"}}},
       {"slice_tail", src("{{ x[3:] }}"), {{"x", "abc<|eot_id|>"}}},

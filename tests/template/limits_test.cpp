@@ -9,6 +9,9 @@
 #include <sstream>
 #include <atomic>
 #include <thread>
+#include <optional>
+
+#include <pthread.h>
 
 #include "template/meter.h"
 #include "template/template.h"
@@ -256,6 +259,50 @@ TEST(JinjaLimits, TheProcessLimitsAreTheDefaults) {
   EXPECT_NE(run("{% for i in range(20000) %}{% endfor %}", o).error.find("work budget (100000 units)"),
             std::string::npos);
   EXPECT_EQ(RenderOptions{}.max_output_bytes, 16 << 20);
+}
+
+}  // namespace
+}  // namespace og::jinja
+
+namespace og::jinja {
+namespace {
+
+// Deep expressions inside deep macro recursion: the nesting bound times the
+// call-depth bound needed more than 2 MiB of C++ stack (a crash on a 2 MiB
+// thread); the render's stack bound (kMaxRenderStackBytes) stops it first.
+TEST(JinjaLimits, DeepExpressionsInDeepRecursionFitAThreadStack) {
+  // The deepest expression the parser accepts around the recursive call.
+  std::optional<Template> t;
+  for (int k = 256; !t && k > 0; k -= 8) {
+    std::string deep = "f(n + 1)";
+    for (int i = 0; i < k; ++i) deep = "(-" + deep + ")";
+    try {
+      t = Template::parse("{% macro f(n) %}{{ " + deep + " }}{% endmacro %}{{ f(0) }}");
+    } catch (const Error&) {
+    }
+  }
+  ASSERT_TRUE(t.has_value());
+  std::string error;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 2 << 20);
+  struct Job {
+    const Template* t;
+    std::string* error;
+  } job{&*t, &error};
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, &attr, [](void* p) -> void* {
+    auto* j = static_cast<Job*>(p);
+    try {
+      j->t->render(value_from_json(nlohmann::ordered_json::object()));
+    } catch (const Error& e) {
+      *j->error = e.what();
+    }
+    return nullptr;
+  }, &job), 0);
+  pthread_join(th, nullptr);
+  pthread_attr_destroy(&attr);
+  EXPECT_NE(error.find("recurses too deeply"), std::string::npos) << error;
 }
 
 }  // namespace
