@@ -18,6 +18,7 @@
 #include "base/flags.h"
 #include "llm_common.h"
 #include "runtime/engine.h"
+#include "runtime/generation_limits.h"
 #include "runtime/scheduler.h"
 #include "scheduler_flags.h"
 #include "spec_flags.h"
@@ -25,8 +26,6 @@
 namespace og::app {
 
 namespace {
-
-constexpr int64_t kIntMax = 2147483647;
 
 struct BatchFlags {
   std::vector<std::string> positional;
@@ -70,9 +69,14 @@ std::vector<PromptSpec> read_prompts_file(const std::string& path) {
     PromptSpec p{j["prompt"].get<std::string>(), -1};
     if (j.contains("max_new_tokens")) {
       const auto& m = j["max_new_tokens"];
-      if (!m.is_number_integer() || m.get<int64_t>() < 0 || m.get<int64_t>() > kIntMax)
-        fail(where, ": \"max_new_tokens\" must be a whole number in [0, ", kIntMax, "]");
-      p.max_new_tokens = m.get<int64_t>();
+      if (!m.is_number_integer()) fail(where, ": \"max_new_tokens\" must be an integer");
+      // The bound of --max-new-tokens, a request's max_tokens and the C API's (runtime/generation_limits.h).
+      GenerationSettings s;
+      s.max_tokens = m.is_number_unsigned() && m.get<uint64_t>() > uint64_t{1} << 62 ? int64_t{1} << 62
+                                                                                   : m.get<int64_t>();
+      if (const auto v = check_generation_settings(s); !v.empty())
+        fail(where, ": ", describe_violation(v[0], "\"max_new_tokens\""));
+      p.max_new_tokens = *s.max_tokens;
     }
     out.push_back(std::move(p));
   }

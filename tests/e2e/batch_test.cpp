@@ -123,6 +123,8 @@ TEST(Batch, BadFlagsAndFilesAreOneLineErrors) {
   std::ofstream(unknown_key) << "{\"prompt\": \"a\", \"temperature\": 1}\n";
   const std::string empty = dir + "/empty.txt";
   std::ofstream(empty) << "\n\n";
+  const std::string negative = dir + "/negative.jsonl";
+  std::ofstream(negative) << "{\"prompt\": \"a\", \"max_new_tokens\": -1}\n";
   struct Case {
     std::vector<std::string> args;
     int code;
@@ -143,6 +145,9 @@ TEST(Batch, BadFlagsAndFilesAreOneLineErrors) {
       {{"batch", "--model", kGguf, "--prompts-file", bad_json}, 1, "bad.jsonl:1: \"prompt\" must be a string"},
       {{"batch", "--model", kGguf, "--prompts-file", unknown_key}, 1, "unknown key \"temperature\""},
       {{"batch", "--model", kGguf, "--prompts-file", empty}, 1, "holds no prompts"},
+      // The bound and words of --max-new-tokens and every edge (runtime/generation_limits.h).
+      {{"batch", "--model", kGguf, "--prompts-file", negative}, 1,
+       "negative.jsonl:1: \"max_new_tokens\" is -1, outside [0, 2147483647]"},
       {{"batch", "--model", kGguf, "x", "--out-prefix", dir + "/no/such/dir/p"}, 1, "no such directory"},
       {{"batch", "--model", kGguf, "x", "--out-prefix", empty + "/p"}, 1, "empty.txt: not a directory"},
       {{"batch", "--model", dir + "/missing.gguf", "x"}, 1, "no such file"},
