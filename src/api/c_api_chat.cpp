@@ -190,6 +190,7 @@ void chat_start_held(og_session* session, const og_chat_request* req, const og_g
   og_generate_options o;
   og_generate_options_init(&o);
   read_options(opts, &o, sizeof(og_generate_options), "og_generate_options");
+  check_generate_options(o);
   const std::shared_ptr<ChatAssets> assets = assets_of(session->core);
   const Tokenizer& tok = session->core->tok();
   ChatPlan plan;
@@ -200,6 +201,9 @@ void chat_start_held(og_session* session, const og_chat_request* req, const og_g
   }
   const std::vector<int32_t> ids = encode_chat(tok, plan.segments, true);
   if (ids.empty()) api_fail(OG_ERR_INVALID_ARGUMENT, "'messages' render to no tokens");
+  // Everything that may refuse the request comes before the history is touched.
+  GrammarConstraint constraint;
+  if (!plan.grammar_text.empty()) constraint = constraint_of(plan, *assets, tok);
   // Keep what the history shares with the new prompt; at least one token is prefilled.
   Session& s = *session->s;
   if (static_cast<int64_t>(ids.size()) >= s.capacity())
@@ -212,8 +216,6 @@ void chat_start_held(og_session* session, const og_chat_request* req, const og_g
     while (!m.empty() && m.back() >= static_cast<int64_t>(keep)) m.pop_back();
     logits_changed(session, false);
   }
-  GrammarConstraint constraint;
-  if (!plan.grammar_text.empty()) constraint = constraint_of(plan, *assets, tok);
   const bool special_text = plan.special_text;
   const std::vector<int32_t>& model_stops = session->core->run.loaded.stop_ids;
   auto turn = std::make_shared<ChatTurn>(plan.reply);

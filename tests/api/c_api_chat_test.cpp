@@ -142,6 +142,18 @@ TEST_F(ChatTest, NextTurnExtendsThePreviousOnesCache) {
   const std::string answer = str(r_.content);
   const og_chat_msg turn2[] = {kHi[0], {"assistant", answer.c_str(), nullptr, nullptr, nullptr, 0, nullptr},
                                {"user", "And again?", nullptr, nullptr, nullptr, 0, nullptr}};
+  // A refused request (a bad message, a bad sampler setting) leaves the history as it was.
+  int64_t before = -1, after = -2;
+  ASSERT_EQ(og_session_position(session_, &before), OG_OK);
+  const og_chat_msg bad[] = {kHi[0], {"robot", "x", nullptr, nullptr, nullptr, 0, nullptr}};
+  EXPECT_EQ(chat(request(bad, 2)), OG_ERR_INVALID_ARGUMENT);
+  og_generate_options g;
+  og_generate_options_init(&g);
+  g.sampler.temperature = -1;
+  const og_chat_request q2 = request(turn2, 3);
+  EXPECT_EQ(og_session_chat(session_, &q2, &g, &r_), OG_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(og_session_position(session_, &after), OG_OK);
+  EXPECT_EQ(after, before);
   ASSERT_EQ(chat(request(turn2, 3)), OG_OK) << og_last_error();
   EXPECT_GE(r_.cached_tokens, first_prompt);
   EXPECT_EQ(r_.generation.prompt_tokens, r_.prompt_tokens - r_.cached_tokens);
