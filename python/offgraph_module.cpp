@@ -549,7 +549,7 @@ class PyEngine {
  public:
   PyEngine(PyModel& model, int max_sequences, int64_t max_session_tokens, int64_t step_tokens, int max_queue,
            int prefix_cache_entries, const std::string& kv_kind, const std::string& kv_dtype, int spec_ngram_size,
-           int spec_ngram_min, int spec_draft_max, int spec_draft_min) {
+           int spec_ngram_min, int spec_draft_max, int spec_draft_min, PyModel* draft_model, double draft_p_min) {
     og_engine_options o;
     og_engine_options_init(&o);
     o.max_sequences = max_sequences;
@@ -563,6 +563,8 @@ class PyEngine {
     o.spec_ngram_min = spec_ngram_min;
     o.spec_draft_max = spec_draft_max;
     o.spec_draft_min = spec_draft_min;
+    o.draft_model = draft_model ? draft_model->get() : nullptr;
+    o.spec_draft_p_min = draft_p_min;
     check(og_engine_new(model.get(), &o, &e_));
   }
   ~PyEngine() {
@@ -631,6 +633,22 @@ class PyEngine {
     d["cancelled"] = s.cancelled;
     d["refused"] = s.refused;
     d["failed"] = s.failed;
+    return d;
+  }
+  // og_engine_spec_stats as a dict (accepted_per_pos: the first OG_SPEC_POSITIONS positions).
+  py::dict spec_stats() const {
+    og_spec_stats s{};
+    s.struct_size = sizeof(s);
+    check(og_engine_spec_stats(h(), &s));
+    py::dict d;
+    d["drafts"] = s.drafts;
+    d["draft_tokens"] = s.draft_tokens;
+    d["accepted_tokens"] = s.accepted_tokens;
+    d["pauses"] = s.pauses;
+    py::list per_pos;
+    for (int64_t n : s.accepted_per_pos) per_pos.append(n);
+    d["accepted_per_pos"] = per_pos;
+    d["accepted_beyond"] = s.accepted_beyond;
     return d;
   }
 
@@ -706,10 +724,11 @@ PYBIND11_MODULE(_offgraph, m) {
 
   py::class_<PyEngine>(m, "Engine")
       .def(py::init<PyModel&, int, int64_t, int64_t, int, int, const std::string&, const std::string&, int, int, int,
-                    int>())
+                    int, PyModel*, double>())
       .def("close", &PyEngine::close)
       .def("submit", &PyEngine::submit)
       .def("next", &PyEngine::next)
       .def("cancel", &PyEngine::cancel)
-      .def("stats", &PyEngine::stats);
+      .def("stats", &PyEngine::stats)
+      .def("spec_stats", &PyEngine::spec_stats);
 }

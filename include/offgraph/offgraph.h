@@ -531,10 +531,20 @@ typedef struct og_engine_options {
   int32_t spec_ngram_min;     /* 1 .. spec_ngram_size (default 1) */
   int32_t spec_draft_max;     /* most draft tokens per verify step, 1-256 (default 4) */
   int32_t spec_draft_min;     /* a shorter draft is not verified, 0 .. spec_draft_max (default 0) */
+  /* Speculative decoding by a draft model instead (spec_ngram_size must then be 0): an open
+   * model with the target's vocabulary (else OG_ERR_INVALID_ARGUMENT naming draft_model);
+   * the engine keeps its weights alive as it keeps the target's, so the handle may be closed
+   * after og_engine_new. It may be the target itself. Each request drafts greedily up to
+   * spec_draft_max tokens in a cache of the draft's own (the engine's kv_kind and kv_dtype,
+   * a sequence per max_sequences), stopping when the draft's top token's probability is
+   * below spec_draft_p_min. NULL = no draft model (default). */
+  og_model* draft_model;
+  double spec_draft_p_min;    /* [0, 1] (default 0.75) */
 } og_engine_options;
 /* max_sequences 4, max_session_tokens 1024, step_tokens 512, max_queue 0, no prefix
  * cache, kv_kind "batched-sequence", kv_dtype "f16", no speculation (spec_ngram_size 0,
- * spec_ngram_min 1, spec_draft_max 4, spec_draft_min 0) (and struct_size); NULL is ignored. */
+ * spec_ngram_min 1, spec_draft_max 4, spec_draft_min 0, draft_model NULL,
+ * spec_draft_p_min 0.75) (and struct_size); NULL is ignored. */
 OG_API void og_engine_options_init(og_engine_options* opts);
 
 /* Starts an engine (its scheduler thread) over the model; opts may be NULL (defaults).
@@ -585,6 +595,24 @@ typedef struct og_engine_stats {
   uint64_t finished, cancelled, refused, failed;
 } og_engine_stats;
 OG_API og_status og_engine_get_stats(og_engine* engine, og_engine_stats* out);
+
+/* Speculative decoding's counters (vLLM's spec_decode ones), all zero without speculation.
+ * An output struct that grows at the end: set struct_size to sizeof(og_spec_stats) before
+ * the call; the library fills the first struct_size bytes (0 or more than its own size is
+ * OG_ERR_INVALID_ARGUMENT). */
+#define OG_SPEC_POSITIONS 8
+typedef struct og_spec_stats {
+  size_t struct_size;
+  int64_t drafts;          /* verify steps (each carried a draft) */
+  int64_t draft_tokens;    /* draft tokens they carried */
+  int64_t accepted_tokens; /* of which accepted (<= draft_tokens) */
+  int64_t pauses;          /* times a request's fallback rule paused its proposing */
+  /* accepted_per_pos[i]: verify steps that accepted draft position i (i < OG_SPEC_POSITIONS);
+   * accepted_beyond: those of later positions, so the sum of both is accepted_tokens. */
+  int64_t accepted_per_pos[OG_SPEC_POSITIONS];
+  int64_t accepted_beyond;
+} og_spec_stats;
+OG_API og_status og_engine_spec_stats(og_engine* engine, og_spec_stats* out);
 
 #ifdef __cplusplus
 }

@@ -495,6 +495,13 @@ class Engine {
     check(og_engine_get_stats(h_.get(), &s));
     return s;
   }
+  // Speculation's counters (zero without og_engine_options' spec_ngram_size or draft_model).
+  og_spec_stats spec_stats() const {
+    og_spec_stats s{};
+    s.struct_size = sizeof(s);
+    check(og_engine_spec_stats(h_.get(), &s));
+    return s;
+  }
 
  private:
   Handle<og_engine, og_engine_free> h_;

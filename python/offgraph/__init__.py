@@ -562,20 +562,31 @@ class Engine:
     of one request, default 1024), step_tokens (rows per step, default 512; the three as og_engine_options'), max_queue (0 = unbounded), prefix_cache_entries (0 = off),
     kv_kind ("batched-sequence" or "batched-cell"), kv_dtype; spec="ngram" speculates by prompt lookup in every
     request (greedy text unchanged; docs/speculative.md) with spec_ngram_size (3), spec_ngram_min (1), draft_max (4)
-    and draft_min (0); a draft model is not supported here (ValueError).
+    and draft_min (0); spec="draft" drafts with draft_model (an open Model with this model's vocabulary, which may
+    be this model itself; implied by giving draft_model), stopping when its top token's probability is below
+    draft_p_min (0.75). spec_stats() gives the acceptance counters.
     """
 
     def __init__(self, model: Model, *, max_sequences: int = _ENGINE_DEFAULTS["max_sequences"],
                  max_session_tokens: int = _ENGINE_DEFAULTS["max_session_tokens"],
                  step_tokens: int = _ENGINE_DEFAULTS["step_tokens"], max_queue: int = 0, prefix_cache_entries: int = 0,
                  kv_kind: str = "batched-sequence", kv_dtype: str = "f16", spec: Optional[str] = None,
-                 spec_ngram_size: int = 3, spec_ngram_min: int = 1, draft_max: int = 4, draft_min: int = 0):
-        if spec not in (None, "none", "ngram"):
-            raise ValueError(f"spec={spec!r}: the engine speculates by prompt lookup only ('ngram' or None)")
+                 spec_ngram_size: int = 3, spec_ngram_min: int = 1, draft_max: int = 4, draft_min: int = 0,
+                 draft_model: Optional[Model] = None, draft_p_min: float = 0.75):
+        if spec is None and draft_model is not None:
+            spec = "draft"
+        if spec not in (None, "none", "ngram", "draft"):
+            raise ValueError(f"spec={spec!r}: one of 'ngram' (prompt lookup), 'draft' (a draft model) or None")
+        if spec == "draft" and not isinstance(draft_model, Model):
+            raise ValueError("spec='draft' needs draft_model=Model(...) with this model's vocabulary")
+        if spec != "draft" and draft_model is not None:
+            raise ValueError(f"draft_model is for spec='draft', not spec={spec!r}")
         self.model = model
+        self.draft_model = draft_model  # kept for the caller; the engine holds the weights itself
         self._e = _offgraph.Engine(model._m, max_sequences, max_session_tokens, step_tokens, max_queue,
                                    prefix_cache_entries, kv_kind, kv_dtype,
-                                   spec_ngram_size if spec == "ngram" else 0, spec_ngram_min, draft_max, draft_min)
+                                   spec_ngram_size if spec == "ngram" else 0, spec_ngram_min, draft_max, draft_min,
+                                   draft_model._m if spec == "draft" else None, float(draft_p_min))
 
     def submit(self, prompt: Union[str, Sequence[int]], max_new_tokens: int = 256, temperature: float = 0.0,
                **sampling) -> Request:
@@ -597,6 +608,12 @@ class Engine:
     def stats(self) -> dict:
         """A metrics snapshot: waiting, running, kv_cache_usage, steps, tokens, finished, cancelled, ..."""
         return self._e.stats()
+
+    def spec_stats(self) -> dict:
+        """Speculation's counters (all 0 without spec): drafts (verify steps), draft_tokens, accepted_tokens,
+        pauses, accepted_per_pos (verify steps that accepted draft position i, for the first 8 positions) and
+        accepted_beyond (later positions): sum(accepted_per_pos) + accepted_beyond == accepted_tokens."""
+        return self._e.spec_stats()
 
     def close(self) -> None:
         """Cancels what is left and stops the engine."""

@@ -161,10 +161,36 @@ def test_engine_speculation_keeps_the_greedy_text(model):
     with model.engine(max_sequences=2, kv_dtype="f32", max_session_tokens=256, spec="ngram", draft_max=5) as e:
         assert [r.text for r in e.generate(prompts, max_new_tokens=40)] == singles
         assert e.stats()["steps"] < plain_steps  # drafts were accepted
+        st = e.spec_stats()
+        assert 0 < st["accepted_tokens"] <= st["draft_tokens"]
+        assert sum(st["accepted_per_pos"]) + st["accepted_beyond"] == st["accepted_tokens"]
     with pytest.raises(offgraph.InvalidArgumentError, match="spec_ngram_min"):
         model.engine(spec="ngram", spec_ngram_size=2, spec_ngram_min=3)
-    with pytest.raises(ValueError, match="prompt lookup only"):
+    with pytest.raises(ValueError, match="needs draft_model"):
         model.engine(spec="draft")
+    with pytest.raises(ValueError, match="draft_model is for spec='draft'"):
+        model.engine(spec="ngram", draft_model=model)
+
+
+def test_engine_draft_model_keeps_the_greedy_text(model, model_path):
+    prompts = [PROMPT, "The dog ran to the park. The dog"]
+    with model.engine(max_sequences=2, kv_dtype="f32", max_session_tokens=256) as plain:
+        want = [r.text for r in plain.generate(prompts, max_new_tokens=40)]
+        assert plain.spec_stats()["drafts"] == 0
+    # The target as its own draft (a second Model of the same file): every draft token is accepted.
+    draft = offgraph.Model(model_path)
+    with model.engine(max_sequences=2, kv_dtype="f32", max_session_tokens=256, spec="draft", draft_model=draft,
+                      draft_max=3, draft_p_min=0.0) as e:
+        assert [r.text for r in e.generate(prompts, max_new_tokens=40)] == want
+        st = e.spec_stats()
+        assert st["drafts"] > 0 and st["accepted_tokens"] == st["draft_tokens"] > 0
+        assert sum(st["accepted_per_pos"]) + st["accepted_beyond"] == st["accepted_tokens"]
+        assert st["accepted_per_pos"][3:] == [0] * 5  # never past draft_max
+    other = offgraph.Model(os.path.join(os.path.dirname(model_path), "../llama-2-tiny-random-gguf/llama-2-tiny-random.gguf"))
+    with pytest.raises(offgraph.InvalidArgumentError, match="^draft_model: .*same tokenizer"):
+        model.engine(draft_model=other)
+    with pytest.raises(offgraph.InvalidArgumentError, match="spec_draft_p_min"):
+        model.engine(draft_model=draft, draft_p_min=2.0)
 
 
 def test_engine_cancel(model):

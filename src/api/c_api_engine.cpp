@@ -11,6 +11,7 @@
 #include "kv/kv_types.h"
 #include "runtime/generation_limits.h"
 #include "runtime/scheduler.h"
+#include "runtime/spec/draft_model.h"
 
 namespace og::capi {
 namespace {
@@ -47,6 +48,9 @@ og_finish_reason finish_of(FinishReason r) {
 // first (declared last), while the model and the event queues still exist.
 struct EngineCore {
   std::shared_ptr<ModelCore> model;
+  // og_engine_options.draft_model's weights and the draft's cache (read by the scheduler).
+  std::shared_ptr<ModelCore> draft_model;
+  std::unique_ptr<KvCache> draft_cache;
   std::mutex mu;
   std::condition_variable cv;
   std::unordered_map<uint64_t, std::shared_ptr<RequestState>> requests;
@@ -95,6 +99,8 @@ void og_engine_options_init(og_engine_options* opts) {
     opts->spec_ngram_min = 1;
     opts->spec_draft_max = 4;
     opts->spec_draft_min = 0;
+    opts->draft_model = nullptr;
+    opts->spec_draft_p_min = 0.75;
   }
 }
 
@@ -105,8 +111,11 @@ SchedulerSpec spec_of(const og_engine_options& o) {
   SchedulerSpec s;
   if (o.spec_ngram_size < 0 || o.spec_ngram_size > 16)
     api_fail(OG_ERR_INVALID_ARGUMENT, "spec_ngram_size ", o.spec_ngram_size, " is outside [0, 16] (0 = off)");
-  if (o.spec_ngram_size == 0) return s;
-  if (o.spec_ngram_min < 1 || o.spec_ngram_min > o.spec_ngram_size)
+  if (o.spec_ngram_size > 0 && o.draft_model)
+    api_fail(OG_ERR_INVALID_ARGUMENT, "spec_ngram_size ", o.spec_ngram_size,
+             " and draft_model are two proposers: give one (spec_ngram_size 0 with a draft model)");
+  if (o.spec_ngram_size == 0 && !o.draft_model) return s;
+  if (o.spec_ngram_size > 0 && (o.spec_ngram_min < 1 || o.spec_ngram_min > o.spec_ngram_size))
     api_fail(OG_ERR_INVALID_ARGUMENT, "spec_ngram_min ", o.spec_ngram_min, " is outside [1, spec_ngram_size ",
              o.spec_ngram_size, "]");
   if (o.spec_draft_max < 1 || o.spec_draft_max > 256)
@@ -114,12 +123,58 @@ SchedulerSpec spec_of(const og_engine_options& o) {
   if (o.spec_draft_min < 0 || o.spec_draft_min > o.spec_draft_max)
     api_fail(OG_ERR_INVALID_ARGUMENT, "spec_draft_min ", o.spec_draft_min, " is outside [0, spec_draft_max ",
              o.spec_draft_max, "]");
+  if (o.draft_model) {
+    if (!(o.spec_draft_p_min >= 0 && o.spec_draft_p_min <= 1))
+      api_fail(OG_ERR_INVALID_ARGUMENT, "spec_draft_p_min ", o.spec_draft_p_min, " is outside [0, 1]");
+    s.draft_max = o.spec_draft_max;
+    s.draft_min = o.spec_draft_min;
+    s.draft_p_min = o.spec_draft_p_min;
+    return s;  // the draft's engine and cache are set once the target is checked
+  }
   s.ngram = true;
   s.ngram_max = o.spec_ngram_size;
   s.ngram_min = o.spec_ngram_min;
   s.draft_max = o.spec_draft_max;
   s.draft_min = o.spec_draft_min;
   return s;
+}
+
+// The draft model of og_engine_options: checked against the target's vocabulary
+// (as --model-draft is), with a cache of the target's kind and dtype holding a
+// sequence per running request, in the draft's own windows.
+void attach_draft(EngineCore& core, og_model* draft, const CacheSetup& target, const SchedulerOptions& so,
+                  SchedulerSpec* spec) {
+  std::shared_ptr<ModelCore> dc;
+  try {
+    dc = model_core(draft);
+  } catch (const ApiError& e) {
+    api_fail(e.status(), "draft_model: ", e.what());
+  }
+  try {
+    need_generating(*dc);
+    check_same_vocabulary(core.model->tok(), dc->tok());
+  } catch (const Error& e) {
+    api_fail(OG_ERR_INVALID_ARGUMENT, "draft_model: ", e.what());
+  }
+  if (dc->run.model().n_vocab() > core.model->run.model().n_vocab())
+    api_fail(OG_ERR_INVALID_ARGUMENT, "draft_model: the draft model has ", dc->run.model().n_vocab(),
+             " output rows but the target has ", core.model->run.model().n_vocab());
+  CacheSetup cs = target;
+  cs.windows.clear();
+  cs.max_sequences = so.max_decode_sequences;
+  KvPolicy policy;
+  try {
+    policy = kv_policy_of(cs, dc->run.model());
+  } catch (const Error& e) {
+    api_fail(OG_ERR_INVALID_ARGUMENT, "draft_model: ", e.what());
+  }
+  core.draft_cache = cache_of(cs, dc->run.model(), policy,
+                              "og_engine_options.max_sequences or max_session_tokens (the draft's cache)");
+  core.draft_model = dc;
+  spec->ngram = false;
+  spec->draft_engine = dc->engine.get();
+  spec->draft_cache = core.draft_cache.get();
+  spec->draft_tok = &dc->tok();
 }
 
 }  // namespace
@@ -144,7 +199,7 @@ og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engin
     if (o.max_queue < 0) api_fail(OG_ERR_INVALID_ARGUMENT, "max_queue ", o.max_queue, " is negative");
     if (o.prefix_cache_entries < 0 || o.prefix_cache_entries > 4096)
       api_fail(OG_ERR_INVALID_ARGUMENT, "prefix_cache_entries ", o.prefix_cache_entries, " is outside [0, 4096]");
-    const SchedulerSpec spec = spec_of(o);
+    SchedulerSpec spec = spec_of(o);
     CacheSetup setup;
     setup.kind = o.kv_kind ? o.kv_kind : "batched-sequence";
     if (setup.kind != "batched-sequence" && setup.kind != "batched-cell")
@@ -167,9 +222,10 @@ og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engin
     so.step_tokens = o.step_tokens;
     so.max_queue = o.max_queue;
     so.prefix_cache_entries = o.prefix_cache_entries;
-    so.spec = spec;
     auto core = std::make_shared<EngineCore>();
     core->model = mc;
+    if (o.draft_model) attach_draft(*core, o.draft_model, setup, so, &spec);
+    so.spec = spec;
     core->sched = std::make_unique<Scheduler>(*mc->engine, mc->tok(), cache_of(setup, mc->run.model(), policy,
                                                              "og_engine_options.max_sequences, max_session_tokens or prefix_cache_entries"),
                                              so);
@@ -323,6 +379,27 @@ og_status og_engine_get_stats(og_engine* engine, og_engine_stats* out) {
     o.refused = s.refused;
     o.failed = s.failed;
     *out = o;
+  });
+}
+
+og_status og_engine_spec_stats(og_engine* engine, og_spec_stats* out) {
+  return guarded([&] {
+    auto core = engine_core(engine);
+    need(out, "out");
+    const size_t n = out->struct_size;
+    if (n == 0 || n > sizeof(og_spec_stats))
+      api_fail(OG_ERR_INVALID_ARGUMENT, "og_spec_stats.struct_size ", n, " is not in [1, ", sizeof(og_spec_stats),
+               "]: set it to sizeof(og_spec_stats)");
+    const SchedulerSnapshot s = core->sched->snapshot();
+    og_spec_stats o{};
+    o.struct_size = n;
+    o.drafts = s.spec_drafts;
+    o.draft_tokens = s.spec_draft_tokens;
+    o.accepted_tokens = s.spec_accepted_tokens;
+    o.pauses = s.spec_pauses;
+    for (size_t i = 0; i < s.spec_accepted_per_pos.size(); ++i)
+      (i < OG_SPEC_POSITIONS ? o.accepted_per_pos[i] : o.accepted_beyond) += s.spec_accepted_per_pos[i];
+    std::memcpy(static_cast<void*>(out), &o, n);  // a caller's older, shorter struct gets its fields only
   });
 }
 
