@@ -5,7 +5,9 @@
 #include "runtime/prefix_disk_tier.h"
 
 #include <fcntl.h>
-#include <sys/random.h>
+#if __has_include(<sys/random.h>)
+#include <sys/random.h>  // getentropy on glibc and macOS (the BSDs: unistd.h)
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,20 +127,15 @@ int open_regular(const std::string& path, struct stat* st, std::string* why) {
   return fd;
 }
 
-// kKeyBytes from the kernel's generator (getrandom, else /dev/urandom).
+// kKeyBytes from the kernel's generator (getentropy, which glibc, macOS and
+// the BSDs have, unlike Linux's getrandom; else /dev/urandom).
 std::vector<uint8_t> random_key(const std::string& dir) {
+  static_assert(kKeyBytes <= 256, "getentropy gives at most 256 bytes a call");
   std::vector<uint8_t> key(kKeyBytes);
-  size_t got = 0;
-  while (got < key.size()) {
-    const ssize_t r = ::getrandom(key.data() + got, key.size() - got, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += static_cast<size_t>(r);
-  }
-  if (got < key.size()) {
+  if (::getentropy(key.data(), key.size()) != 0) {
     const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     OG_CHECK(fd >= 0 && read_all(fd, key.data(), key.size()), "--prefix-cache-dir ", dir,
-             ": no random bytes for its key (getrandom and /dev/urandom failed)");
+             ": no random bytes for its key (getentropy and /dev/urandom failed)");
     ::close(fd);
   }
   return key;

@@ -5,8 +5,8 @@
 // written by generation_http.cpp. The server used cpp-httplib until its
 // thread-per-connection pool let a few dozen idle sockets starve every route
 // (a worker waits on each connection's request line); it now runs on its own
-// epoll layer (http_conn.h), which needs nothing beyond the C library. The
-// tests still use httplib's client.
+// event loop (http_conn.h: epoll, or poll(2) where there is none), which
+// needs nothing beyond the C library. The tests still use httplib's client.
 #include "server/http_server.h"
 
 #include <chrono>
