@@ -135,6 +135,9 @@ int64_t to_int_arg(const Value& v, const char* what);
 // The code points of the string v at `idx` (indexes into u, which is
 // utf8_decode(v.str())) as one string, each keeping its bytes' taint.
 Value pick_chars(const Value& v, const std::u32string& u, const std::vector<size_t>& idx);
+// The byte offset of each code point of s (u = utf8_decode(s)) and s's end;
+// empty when s may not be valid UTF-8.
+std::vector<size_t> char_offsets(std::string_view s, const std::u32string& u);
 // The highest taint kind among a call's arguments (taint.h).
 uint8_t taint_of(const CallArgs& a);
 // A string value as it is, anything else as its str(), tainted whole with its kind.

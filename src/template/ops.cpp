@@ -193,17 +193,24 @@ size_t utf8_size(char32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000
 
 }  // namespace
 
+std::vector<size_t> char_offsets(std::string_view s, const std::u32string& u) {
+  // A string that may not be valid UTF-8 (it decodes to U+FFFD) keeps no
+  // per-byte map: what is picked from it is tainted whole.
+  if (u.find(0xFFFD) != std::u32string::npos) return {};
+  charge_work(static_cast<int64_t>(u.size()));
+  std::vector<size_t> at(u.size() + 1, 0);
+  for (size_t i = 0; i < u.size(); ++i) at[i + 1] = at[i] + utf8_size(u[i]);
+  if (at.back() != s.size()) return {};
+  return at;
+}
+
 Value pick_chars(const Value& v, const std::u32string& u, const std::vector<size_t>& idx) {
   std::u32string picked;
   picked.reserve(idx.size());
   for (size_t i : idx) picked.push_back(u[i]);
   if (!v.taint()) return Value(utf8_encode(picked));
-  // Byte offsets of the code points; a string that may not be valid UTF-8
-  // (it decodes to U+FFFD) keeps no per-byte map: its picks are tainted whole.
-  std::vector<size_t> at(u.size() + 1, 0);
-  for (size_t i = 0; i < u.size(); ++i) at[i + 1] = at[i] + utf8_size(u[i]);
-  if (at.back() != v.str().size() || u.find(0xFFFD) != std::u32string::npos)
-    return Value(utf8_encode(picked)).tainted_whole(v.taint_kind());
+  const std::vector<size_t> at = char_offsets(v.str(), u);
+  if (at.empty()) return Value(utf8_encode(picked)).tainted_whole(v.taint_kind());
   TaintedText t;
   for (size_t i : idx) t.add(v, at[i], at[i + 1]);
   return t.take();
@@ -246,7 +253,16 @@ std::vector<Value> iterate(const Value& v) {
         for (char32_t c : u) chars.emplace_back(utf8_encode(std::u32string(1, c)));
         return chars;
       }
-      for (size_t i = 0; i < u.size(); ++i) chars.push_back(pick_chars(v, u, {i}));
+      const std::vector<size_t> at = char_offsets(v.str(), u);  // once, not per character
+      for (size_t i = 0; i < u.size(); ++i) {
+        if (at.empty()) {
+          chars.push_back(Value(utf8_encode(std::u32string(1, u[i]))).tainted_whole(v.taint_kind()));
+          continue;
+        }
+        TaintedText t;
+        t.add(v, at[i], at[i + 1]);
+        chars.push_back(t.take());
+      }
       return chars;
     }
     default: fail("'", v.type_name(), "' object is not iterable");
