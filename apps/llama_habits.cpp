@@ -19,10 +19,11 @@ const std::vector<Habit>& habits() {
       {{"--lora", "--lora-scaled", "--lora-base", "--control-vector"},
        "adapters are not applied at run time; merge the adapter into the Hugging Face checkpoint and convert it "
        "with `offgraph export`"},
-      // run, chat and bench register --model-draft, --draft, --draft-max and --draft-min themselves.
+      // run, chat, batch, serve and bench register -md, --model-draft, --draft, --draft-max and
+      // --draft-min themselves (apps/spec_flags.cpp); these answers reach the other commands.
       {{"-md", "--model-draft", "--draft", "--draft-max", "--draft-min", "-cd", "--ctx-size-draft"},
-       "speculative decoding runs in run and chat only: --model-draft PATH or --spec ngram, with --draft-max "
-       "(the draft's cache takes the target's capacity); elsewhere drop the flag"},
+       "speculative decoding runs in run, chat, batch, serve and bench: --model-draft PATH or --spec ngram, with "
+       "--draft-max (the draft's cache takes the target's capacity); elsewhere drop the flag"},
       {{"--mmproj", "--mmproj-url", "--image"}, "multimodal projectors are not supported: offgraph runs text models"},
       {{"-fa", "--flash-attn"},
        "attention always runs fused over the off-graph cache; there is nothing to turn on (drop the flag)"},
@@ -38,7 +39,10 @@ const std::vector<Habit>& habits() {
       {{"--jinja", "--chat-template", "--chat-template-file"},
        "pick the chat template with --chat NAME (auto: the one stored with the model)"},
       {{"-f", "--file"}, "give the prompt with --prompt (run) or a prompts file with --prompts-file (batch)"},
-      {{"--grammar", "--grammar-file", "--json-schema", "-j"}, "constrained decoding is not supported yet"},
+      // run, chat and batch register --grammar, --json-schema and -j themselves (apps/llm_common.cpp).
+      {{"--grammar", "--grammar-file", "--json-schema", "-j"},
+       "run, chat and batch take --json-schema FILE|JSON and --grammar FILE (a GBNF file); serve constrains each "
+       "request by its response_format, json_schema or grammar field; elsewhere drop the flag"},
       {{"--rope-freq-base", "--rope-freq-scale", "--rope-scaling", "--rope-scale", "--yarn-orig-ctx",
         "--yarn-ext-factor", "--yarn-attn-factor", "--yarn-beta-fast", "--yarn-beta-slow"},
        "RoPE settings are read from the model file and cannot be overridden"},

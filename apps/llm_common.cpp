@@ -55,7 +55,9 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
               "a reply (a fixed-length generation, as llama.cpp's --ignore-eos)");
   fl.add_string("json-schema", &f.json_schema,
                 "constrain every reply to JSON valid for this schema (a file, or the JSON text itself)", "FILE|JSON");
+  fl.add_alias("-j", "json-schema");  // llama.cpp's short spelling
   fl.add_string("grammar", &f.grammar, "constrain every reply to this GBNF grammar file", "FILE");
+  fl.add_alias("--grammar-file", "grammar");  // llama.cpp's name for a grammar given as a file
   add_cache_flags(fl, f.run.cache, batch ? CacheScope::kShared : CacheScope::kOneSession);
   add_threads_flag(fl, &f.run.threads);
   add_mmap_flag(fl, &f.run.model.mmap, &f.run.model.experts_in_memory);

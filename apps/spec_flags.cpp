@@ -21,6 +21,7 @@ void add_spec_flags(Flags& fl, SpecFlags& s) {
   fl.add_string("model-draft", &s.model_draft,
                 "a draft model with the same tokenizer (a .gguf file or an HF directory); drafts greedily", "PATH");
   fl.add_alias("--draft-model", "model-draft");
+  fl.add_alias("-md", "model-draft");  // llama.cpp's short spelling
   fl.add_int("draft-max", &s.draft_max, 1, 256,
              "most draft tokens per target forward (also at most the prefill chunk - 1)");
   fl.add_alias("--draft", "draft-max");

@@ -269,8 +269,8 @@ TEST(Cli, LlamaCppOnlyFlagsSayWhatToDoInstead) {
   const std::vector<Case> cases = {
       {{"run", "-m", kGguf, "-p", "x", "-ngl", "99"}, "-ngl: llama.cpp's flag; llama.cpp's GPU offload"},
       {{"run", "-m", kGguf, "-p", "x", "--lora", "a.gguf"}, "--lora: llama.cpp's flag; adapters are not applied"},
-      {{"run", "-m", kGguf, "-p", "x", "-md", "d.gguf"}, "speculative decoding runs in run and chat only"},
-      {{"batch", "-m", kGguf, "--model-draft", "d.gguf", "x"}, "--model-draft PATH or --spec ngram"},
+      {{"embed", "-m", kGguf, "-md", "d.gguf", "x"}, "speculative decoding runs in run, chat, batch, serve and bench"},
+      {{"serve", "-m", kGguf, "--json-schema", "s.json"}, "serve constrains each request by its response_format"},
       {{"run", "-m", kGguf, "-p", "x", "--mmproj", "p.gguf"}, "multimodal projectors are not supported"},
       {{"run", "-m", kGguf, "-p", "x", "-fa"}, "attention always runs fused"},
       {{"serve", "-m", kGguf, "-c", "4096"}, "--kv-max-capacity (positions per session)"},
@@ -283,6 +283,22 @@ TEST(Cli, LlamaCppOnlyFlagsSayWhatToDoInstead) {
     EXPECT_NE(p.err.find(c.says), std::string::npos) << p.err;
     EXPECT_EQ(p.err.find("did you mean"), std::string::npos) << p.err;
   }
+}
+
+// llama.cpp's short spellings of flags offgraph has mean the same here:
+// -md is --model-draft, -j --json-schema, --grammar-file --grammar.
+TEST(Cli, LlamaCppSpellingsOfOurFlagsWork) {
+  expect_data();
+  const Proc md = offgraph({"run", "-m", kGguf, "-p", "x", "-md", "missing-draft.gguf"});
+  EXPECT_EQ(md.code, 1) << md.err;
+  EXPECT_NE(md.err.find("missing-draft.gguf: no such file or directory (--model-draft)"), std::string::npos) << md.err;
+  const Proc j = offgraph({"run", "-m", kGguf, "-p", "x", "-n", "8", "--temp", "0", "-j",
+                           R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_EQ(j.out.substr(0, 1), "{") << j.out;  // the schema holds (the story model writes no JSON unasked)
+  const Proc g = offgraph({"run", "-m", kGguf, "-p", "x", "--grammar-file", "missing.gbnf"});
+  EXPECT_NE(g.code, 0);
+  EXPECT_NE(g.err.find("missing.gbnf"), std::string::npos) << g.err;
 }
 
 // ---- progress ----
