@@ -2,7 +2,9 @@
 // Input: the template source up to the first NUL byte; what follows, when it
 // parses as JSON, is the variables (else a small conversation is). Parsing and
 // rendering under small bounds must succeed or throw og::Error: never crash,
-// hang, overflow the stack or grow without bound.
+// hang, overflow the stack or grow without bound. The variables are tainted
+// (template/taint.h), and the render's taint must be sorted spans within its
+// text, equal to the untainted render's text.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -21,7 +23,8 @@ const og::jinja::Value& default_vars() {
                  {"role": "tool", "tool_call_id": "c1", "content": "42"}],
     "tools": [{"type": "function", "function": {"name": "f", "description": "d",
                "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}],
-    "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>", "enable_thinking": false})"));
+    "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>", "enable_thinking": false})"),
+                                                                   og::jinja::kTaintField);
   return vars;
 }
 
@@ -36,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto j = nlohmann::ordered_json::parse(in.substr(nul + 1), nullptr, false);
     if (!j.is_discarded()) {
       try {
-        vars = og::jinja::value_from_json(j);
+        vars = og::jinja::value_from_json(j, og::jinja::kTaintField);
       } catch (const og::Error&) {
       }
     }
@@ -48,7 +51,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opt.max_depth = 16;
   opt.now_unix = 0;
   try {
-    og::jinja::Template::parse(source).render(vars, opt);
+    const og::jinja::Template t = og::jinja::Template::parse(source);
+    const og::jinja::TaintedRender r = t.render_tainted(vars, opt);
+    size_t end = 0;
+    for (const og::jinja::TaintSpan& s : r.taint) {
+      if (s.begin < end || s.end <= s.begin || s.end > r.text.size() || s.kind == og::jinja::kTaintNone)
+        __builtin_trap();
+      end = s.end;
+    }
+    if (t.render(vars, opt) != r.text) __builtin_trap();
   } catch (const og::Error&) {
   }
   return 0;
