@@ -127,14 +127,12 @@ TEST_P(Portable, PollerRemovalKeepsTheOthersAndAReusedNumberGetsItsNewTag) {
 TEST_P(Portable, PollerWakeFromAnotherThreadIsSeenOnceEvenIfRepeated) {
   auto p = Poller::create(GetParam());
   std::vector<PollEvent> ev;
-  const auto t0 = std::chrono::steady_clock::now();
   std::thread t([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     p->wake();
   });
-  EXPECT_TRUE(p->wait(20000, &ev));  // returns on the wake, not the timeout
+  EXPECT_TRUE(p->wait(20000, &ev));  // true: returned on the wake (a timeout says false)
   t.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(15));
   EXPECT_TRUE(ev.empty());
   EXPECT_FALSE(p->wait(0, &ev));  // consumed
   // More wakes than a pipe holds: none blocks, and one wait consumes them all.
