@@ -21,6 +21,7 @@
 #include "format/chat_template_source.h"
 #include "format/gguf.h"
 #include "format/hf_config.h"
+#include "format/model_source.h"
 #include "kv/kv_types.h"
 #include "model/config.h"
 #include "model/kv_keys.h"
@@ -101,8 +102,9 @@ void add_template_facts(Json& j, const std::optional<std::string>& source,
                        {"reasoning", reasoning_format_name(f.reasoning)}};
 }
 
-Json inspect_gguf(const std::string& path) {
-  std::unique_ptr<GgufFile> g = GgufFile::open(path);
+Json inspect_gguf(const ModelSource& src) {
+  const GgufFile* g = src.gguf().get();
+  const std::string& path = src.path();
   Json j;
   j["path"] = path;
   j["format"] = cat("gguf v", g->version());
@@ -123,7 +125,7 @@ Json inspect_gguf(const std::string& path) {
   j["tokenizer"] = tok;
   j["chat_template"] = g->get("tokenizer.chat_template") != nullptr;
   j["chat_template_used"] = template_used(g->get_string("tokenizer.chat_template"));
-  add_template_facts(j, g->get_string("tokenizer.chat_template"), read_chat_template_variants(*g));
+  add_template_facts(j, src.chat_template(), src.chat_template_variants());
   j["kv_stored"] = stored_kv(*g);
   return j;
 }
@@ -163,8 +165,9 @@ Json hf_tokenizer(const HfCheckpoint& c) {
   return tok;
 }
 
-Json inspect_hf(const std::string& dir) {
-  HfCheckpoint c = HfCheckpoint::open(dir);
+Json inspect_hf(const ModelSource& src) {
+  const HfCheckpoint& c = *src.hf();
+  const std::string& dir = src.path();
   const std::string cf = dir + "/config.json";
   Json j;
   j["path"] = dir;
@@ -175,11 +178,11 @@ Json inspect_hf(const std::string& dir) {
   else
     j["architecture"] = nullptr;
   if (auto mt = json_string(c.config, "model_type", cf)) j["model_type"] = *mt;
-  j["tensors"] = tensor_summary(*c.weights);
+  j["tensors"] = tensor_summary(*src.tensors());
   j["tokenizer"] = hf_tokenizer(c);
-  j["chat_template"] = c.chat_template().has_value();
-  j["chat_template_used"] = template_used(c.chat_template());
-  add_template_facts(j, c.chat_template(), c.chat_template_variants());
+  j["chat_template"] = src.chat_template().has_value();
+  j["chat_template_used"] = template_used(src.chat_template());
+  add_template_facts(j, src.chat_template(), src.chat_template_variants());
   return j;
 }
 
@@ -260,13 +263,13 @@ Json kv_of(const Model& m) {
 // Fills hparams and kv from the model as `run` would load it (weights left
 // mapped). Returns "" when it loads, else why it cannot be run; hparams are
 // still filled when the config reads but the tensors do not bind.
-std::string add_model(Json& j, const std::string& path, bool hf) {
+std::string add_model(Json& j, const ModelSource& src) {
   j["hparams"] = Json::object();
   j["kv"] = nullptr;
   try {
     LoadOptions opts;
     opts.mmap_only = true;
-    std::unique_ptr<Model> m = Model::load(path, opts);
+    std::unique_ptr<Model> m = Model::load(src, opts);
     j["hparams"] = hparams_of(m->config());
     j["hparams"]["n_vocab"] = m->n_vocab();
     j["kv"] = kv_of(*m);
@@ -277,7 +280,8 @@ std::string add_model(Json& j, const std::string& path, bool hf) {
     return "";
   } catch (const Error& e) {
     try {
-      j["hparams"] = hparams_of(hf ? read_hf_model(path).config : read_gguf_model(path).config);
+      j["hparams"] = hparams_of(src.hf() ? read_hf_model(*src.hf(), src.tensors()).config
+                                         : read_gguf_model(src.gguf()).config);
     } catch (const Error&) {
     }
     return e.what();
@@ -418,9 +422,10 @@ int cmd_inspect(const Args& args) {
   if (positional.size() > 1) usage_fail("more than one MODEL given ('" + positional[0] + "', '" + positional[1] + "')");
   const std::string& model = positional[0];
   check_path_exists(model, "--model");
-  const bool hf = is_directory(model);
-  Json j = hf ? inspect_hf(model) : inspect_gguf(model);
-  const std::string why = add_model(j, model, hf);
+  // Opened once: what it holds and the model loaded from it read the same source.
+  const std::shared_ptr<const ModelSource> src = ModelSource::open(model);
+  Json j = src->hf() ? inspect_hf(*src) : inspect_gguf(*src);
+  const std::string why = add_model(j, *src);
   j["runnable"] = why.empty();
   if (!why.empty()) j["error"] = why;
   if (json) {

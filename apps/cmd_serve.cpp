@@ -333,7 +333,7 @@ int cmd_serve(const Args& args) {
   if (embedding_refusal(*loaded.model).empty()) embedder = std::make_unique<Embedder>(*loaded.model);
   served.embedder = embedder.get();
   served.generates = loaded.model->config().causal;
-  served.facts = server::model_facts(*loaded.model);  // Ollama's /api/tags, /api/show
+  served.facts = server::model_facts(*loaded.model, *loaded.source);  // Ollama's /api/tags, /api/show
   port = std::make_unique<server::SchedulerAdapter<Scheduler>>(*sched);
   watch.set_ready();  // a signal from now on drains; before, it ended the load at once
   http.set_model(served, *port);

@@ -6,6 +6,7 @@
 // with its message.
 #include <cstdio>
 #include <ctime>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "chat/jinja_chat.h"
 #include "commands.h"
 #include "format/chat_template_source.h"
+#include "format/model_source.h"
 #include "llm_common.h"
 #include "runtime/run_builder.h"
 #include "shared_flags.h"
@@ -104,8 +106,13 @@ int cmd_template(const Args& args) {
 
   JinjaChatOptions o;
   std::string source, origin;
+  // A model file or directory is opened once for its tokenizer, template and
+  // variants; a tokenizer.json / tokenizer.model path keeps the path readers.
+  std::shared_ptr<const ModelSource> src;
+  if (!f.model.empty() && (is_directory(f.model) || f.model.ends_with(".gguf")))
+    src = ModelSource::open(f.model, /*weights=*/false);
   if (!f.model.empty()) {
-    const std::unique_ptr<Tokenizer> tok = Tokenizer::from_path(f.model);
+    const std::unique_ptr<Tokenizer> tok = src ? Tokenizer::from_source(*src) : Tokenizer::from_path(f.model);
     o = jinja_options_of(*tok);
   }
   if (!f.template_file.empty()) {
@@ -113,7 +120,7 @@ int cmd_template(const Args& args) {
     source.assign(reinterpret_cast<const char*>(t.data()), t.size());
     origin = f.template_file;
   } else {
-    const std::optional<std::string> stored = read_chat_template(f.model);
+    const std::optional<std::string> stored = src ? src->chat_template() : read_chat_template(f.model);
     if (!stored) fail(f.model, ": the model has no chat template (give one with --chat-template-file)");
     source = *stored;
     origin = "the model's";
@@ -129,7 +136,7 @@ int cmd_template(const Args& args) {
   const bool tools = request.is_object() && request.contains("tools") && request["tools"].is_array() &&
                      !request["tools"].empty();
   if (f.template_file.empty() && tools) {
-    const auto variants = read_chat_template_variants(f.model);
+    const auto variants = src ? src->chat_template_variants() : read_chat_template_variants(f.model);
     if (auto it = variants.find("tool_use"); it != variants.end()) {
       source = it->second;
       origin = "the model's tool_use";

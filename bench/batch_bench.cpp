@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "base/timer.h"
+#include "format/model_source.h"
 #include "model/model.h"
 #include "runtime/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -119,9 +120,9 @@ int main(int argc, char** argv) {
     const int S = argc > 5 ? std::atoi(argv[5]) : 1000;
     KvDType dtype = KvDType::F32;
     if (argc > 6 && !kv_dtype_from_name(argv[6], &dtype)) og::fail("unknown KV dtype ", argv[6]);
-    auto model = Model::load(argv[1]);
-    OG_CHECK(model->gguf() != nullptr, "the benchmark reads the tokenizer from a GGUF file");
-    auto tok = Tokenizer::from_gguf(*model->gguf());
+    const auto src = ModelSource::open(argv[1]);  // the model and its tokenizer from one opening
+    auto model = Model::load(*src);
+    auto tok = Tokenizer::from_source(*src);
     ModelEngine engine(*model);
     std::printf("model %s, prompts %d tokens, %d generated, KV %s\n\n", argv[1], P, G, kv_dtype_name(dtype));
     aggregate(*model, engine, *tok, sessions, P, G, dtype);

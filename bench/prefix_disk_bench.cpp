@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "format/model_source.h"
 #include "model/model.h"
 #include "runtime/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -116,8 +117,9 @@ int main(int argc, char** argv) {
     KvDType dtype = KvDType::F16;
     if (argc > 4 && !kv_dtype_from_name(argv[4], &dtype)) fail("unknown KV dtype ", argv[4]);
     const int reps = argc > 5 ? std::max(1, std::atoi(argv[5])) : 3;
-    auto model = Model::load(argv[1]);
-    auto tok = Tokenizer::from_gguf(*model->gguf());
+    const auto src = ModelSource::open(argv[1]);  // the model and its tokenizer from one opening
+    auto model = Model::load(*src);
+    auto tok = Tokenizer::from_source(*src);
     ModelEngine engine(*model);
     const Setup s{*model, *tok, dtype, P + kTail + 8};
     const int32_t nv = model->n_vocab();

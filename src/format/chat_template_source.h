@@ -14,6 +14,16 @@ namespace og {
 
 class GgufFile;
 struct GgufValue;
+struct HfCheckpoint;
+
+// A model's stored template and its named variants, read together.
+struct StoredChatTemplates {
+  std::optional<std::string> text;
+  std::map<std::string, std::string> variants;
+};
+// Both from an opened HF directory, each of its files read once (ModelSource
+// calls this; the path-based readers below open the directory themselves).
+StoredChatTemplates read_chat_templates(const HfCheckpoint& ck);
 
 // The template stored with a model: GGUF `tokenizer.chat_template`; in an HF
 // directory chat_template.jinja, else tokenizer_config.json `chat_template`

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "format/chat_template_source.h"
 
 namespace og {
 
@@ -172,6 +173,25 @@ std::map<std::string, std::string> HfCheckpoint::chat_template_variants() const 
   if (!chat_template_json_path.empty())
     return variants_from_json(read_json_file(chat_template_json_path), chat_template_json_path);
   return {};
+}
+
+StoredChatTemplates read_chat_templates(const HfCheckpoint& ck) {
+  StoredChatTemplates t;
+  const std::string tc_name = join(ck.dir, "tokenizer_config.json");
+  // chat_template.json is read at most once, for either part.
+  std::optional<nlohmann::json> ct_json;
+  auto chat_template_json = [&]() -> const nlohmann::json& {
+    if (!ct_json) ct_json = read_json_file(ck.chat_template_json_path);
+    return *ct_json;
+  };
+  if (!ck.chat_template_path.empty()) t.text = read_text_file(ck.chat_template_path);
+  if (!t.text && ck.tokenizer_config) t.text = template_from_json(*ck.tokenizer_config, tc_name);
+  if (!t.text && !ck.chat_template_json_path.empty())
+    t.text = template_from_json(chat_template_json(), ck.chat_template_json_path);
+  if (ck.tokenizer_config) t.variants = variants_from_json(*ck.tokenizer_config, tc_name);
+  if (t.variants.empty() && !ck.chat_template_json_path.empty())
+    t.variants = variants_from_json(chat_template_json(), ck.chat_template_json_path);
+  return t;
 }
 
 }  // namespace og

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/gguf.h"
+#include "format/hf_config.h"
 #include "format/tensor_source.h"
 #include "model/config.h"
 #include "model/model.h"
@@ -22,11 +23,14 @@ struct GgufModelSource {
   std::shared_ptr<GgufFile> file;
 };
 GgufModelSource read_gguf_model(const std::string& path);
+GgufModelSource read_gguf_model(std::shared_ptr<GgufFile> file);  // a file already open (ModelSource)
 struct HfModelSource {
   ModelConfig config;  // layout kHf, hf_prefix chosen
   std::shared_ptr<const TensorSource> weights;
 };
 HfModelSource read_hf_model(const std::string& dir);
+// The same over a directory already read (ModelSource) and its opened safetensors.
+HfModelSource read_hf_model(const HfCheckpoint& ck, std::shared_ptr<const TensorSource> weights);
 // The config of an HF config.json object (`file` names it in messages): the
 // family by architectures[0], its reader over the text model's fields. The
 // weights are consulted for layout only (tensor prefix, tied output).

@@ -1,10 +1,9 @@
 // Model::load (GGUF file or HF checkpoint directory -> family -> config ->
 // bound weights) and the Model implementation over a kept-alive source.
-#include <filesystem>
-
 #include "base/error.h"
 #include "format/gguf.h"
 #include "format/hf_config.h"
+#include "format/model_source.h"
 #include "model/families/common.h"
 #include "model/families/family.h"
 #include "model/embedding.h"
@@ -58,7 +57,6 @@ class LoadedModel : public Model {
   KvGeometry kv_geometry() const override { return geometry_; }
   int32_t n_vocab() const override { return config_.n_vocab; }
   std::string architecture() const override { return config_.architecture; }
-  const GgufFile* gguf() const override { return gguf_; }
   std::string source_path() const override { return source_->source_name(); }
   WeightTraffic weight_traffic() const override {
     WeightTraffic t;
@@ -126,8 +124,10 @@ class LoadedModel : public Model {
 
 }  // namespace
 
-GgufModelSource read_gguf_model(const std::string& path) {
-  std::shared_ptr<GgufFile> f = GgufFile::open(path);
+GgufModelSource read_gguf_model(const std::string& path) { return read_gguf_model(GgufFile::open(path)); }
+
+GgufModelSource read_gguf_model(std::shared_ptr<GgufFile> f) {
+  const std::string path = f->source_name();
   const std::optional<std::string> arch = f->get_string("general.architecture");
   OG_CHECK(arch.has_value(), path, ": missing required key general.architecture");
   // Vocabulary-only files (tokenizer tests, ggml-vocab-*.gguf) hold no tensors.
@@ -216,8 +216,12 @@ class WithDenseModules : public TensorSource {
 
 HfModelSource read_hf_model(const std::string& dir) {
   HfCheckpoint ck = HfCheckpoint::open(dir);
-  OG_CHECK(ck.weights != nullptr, dir, ": no weights");
-  std::shared_ptr<const TensorSource> weights(std::move(ck.weights));
+  return read_hf_model(ck, std::shared_ptr<const TensorSource>(std::move(ck.weights)));
+}
+
+HfModelSource read_hf_model(const HfCheckpoint& ck, std::shared_ptr<const TensorSource> weights) {
+  const std::string& dir = ck.dir;
+  OG_CHECK(weights != nullptr, dir, ": no weights");
   ModelConfig c = hf_model_config(ck.config, ck.config_path, *weights);
   const bool nested = ck.config.contains("text_config") && ck.config["text_config"].is_object();
   read_hf_embedding(dir, nested ? ck.config["text_config"] : ck.config, ck.config_path, c);
@@ -238,13 +242,15 @@ std::unique_ptr<Model> make_model(ModelConfig config, std::shared_ptr<const Tens
 }
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
-  std::error_code ec;
-  OG_CHECK(std::filesystem::exists(path, ec), path, ": no such file or directory");
-  if (std::filesystem::is_directory(path, ec)) {
-    HfModelSource m = read_hf_model(path);
+  return load(*ModelSource::open(path), opts);
+}
+
+std::unique_ptr<Model> Model::load(const ModelSource& src, const LoadOptions& opts) {
+  if (const HfCheckpoint* ck = src.hf()) {
+    HfModelSource m = read_hf_model(*ck, src.tensors());
     return make_model(std::move(m.config), std::move(m.weights), nullptr, opts, true);
   }
-  GgufModelSource m = read_gguf_model(path);
+  GgufModelSource m = read_gguf_model(src.gguf());
   const GgufFile* g = m.file.get();
   return make_model(std::move(m.config), std::move(m.file), g, opts, true);
 }

@@ -14,7 +14,7 @@
 namespace og {
 
 struct ModelConfig;  // model/config.h
-class GgufFile;
+class ModelSource;   // format/model_source.h
 
 // One row of a forward step: `token` of sequence `seq` at position `pos`.
 // An input row (docs/vision.md, "The seam"): `embedding` set (d_model floats,
@@ -91,13 +91,15 @@ class Model {
   // the file and the problem (unknown architecture, unsupported field, missing
   // or mis-shaped tensor, unsupported dtype, ...).
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& opts = {});
+  // The same from a source already open (the run's one ModelSource: the
+  // tokenizer and templates take their parts from it too; the model keeps
+  // its tensors alive, not the source).
+  static std::unique_ptr<Model> load(const ModelSource& src, const LoadOptions& opts = {});
 
   virtual const ModelConfig& config() const = 0;
   virtual KvGeometry kv_geometry() const = 0;
   virtual int32_t n_vocab() const = 0;
   virtual std::string architecture() const = 0;  // "llama", "qwen2", ...
-  // The GGUF file when loaded from one (tokenizer metadata lives there), else null.
-  virtual const GgufFile* gguf() const = 0;
   virtual std::string source_path() const = 0;
   virtual WeightTraffic weight_traffic() const = 0;
   virtual WeightResidency weight_residency() const { return {}; }

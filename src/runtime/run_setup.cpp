@@ -18,18 +18,15 @@ LoadedModel load_model(const ModelSetup& s) {
   LoadOptions opts;
   opts.mmap_only = s.mmap;
   opts.experts_in_memory = s.experts_in_memory;
-  l.model = Model::load(s.model, opts);
-  if (!s.tokenizer.empty()) {
-    l.tok = Tokenizer::from_path(s.tokenizer);
-  } else if (l.model->gguf()) {
-    l.tok = Tokenizer::from_gguf(*l.model->gguf());
-  } else {
-    l.tok = Tokenizer::from_path(s.model);
-  }
-  l.model_template = l.model->gguf() ? read_chat_template(*l.model->gguf()) : read_chat_template(s.model);
+  // One source for the whole run: the model, its tokenizer and its templates
+  // take their parts from it; only a separate --tokenizer is a second source.
+  l.source = ModelSource::open(s.model);
+  l.model = Model::load(*l.source, opts);
+  l.tok = s.tokenizer.empty() ? Tokenizer::from_source(*l.source) : Tokenizer::from_path(s.tokenizer);
+  l.model_template = l.source->chat_template();
+  l.model_template_variants = l.source->chat_template_variants();
+  // A separate tokenizer's directory may hold the template the model lacks.
   if (!l.model_template && !s.tokenizer.empty()) l.model_template = read_chat_template(s.tokenizer);
-  l.model_template_variants = l.model->gguf() ? read_chat_template_variants(*l.model->gguf())
-                                              : read_chat_template_variants(s.model);
   if (l.model_template_variants.empty() && !s.tokenizer.empty())
     l.model_template_variants = read_chat_template_variants(s.tokenizer);
   OG_CHECK(l.tok->n_vocab() <= l.model->n_vocab(), "the tokenizer has ", l.tok->n_vocab(),

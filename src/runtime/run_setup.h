@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "format/model_source.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -31,6 +32,7 @@ struct ModelSetup {
 
 // Everything a run needs, loaded.
 struct LoadedModel {
+  std::shared_ptr<const ModelSource> source;  // the model's file or directory, opened once (its metadata: model_facts)
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tok;
   std::unique_ptr<ChatFormat> tmpl;          // chosen by the run builder (runtime/run_builder.h)

@@ -9,8 +9,7 @@
 #include <map>
 #include <memory>
 
-#include "format/gguf.h"
-#include "format/safetensors.h"
+#include "format/model_source.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "runtime/model_fingerprint.h"
@@ -62,7 +61,7 @@ void tensor_facts(const TensorSource& src, ModelFacts& f) {
 
 }  // namespace
 
-ModelFacts model_facts(const Model& m) {
+ModelFacts model_facts(const Model& m, const ModelSource& src) {
   ModelFacts f;
   f.path = m.source_path();
   f.family = m.architecture();
@@ -75,12 +74,10 @@ ModelFacts model_facts(const Model& m) {
   } catch (const std::exception&) {
   }
   try {
-    if (const GgufFile* g = m.gguf()) {
-      f.format = "gguf";
-      tensor_facts(*g, f);
-    } else if (std::error_code ec; fs::is_directory(f.path, ec)) {
-      f.format = "safetensors";
-      tensor_facts(*SafetensorsSource::open_dir(f.path), f);
+    // From the run's source: the file (or the directory's weights) is not reopened.
+    if (src.tensors()) {
+      f.format = src.gguf() ? "gguf" : "safetensors";
+      tensor_facts(*src.tensors(), f);
     }
   } catch (const std::exception&) {
   }

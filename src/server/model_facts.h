@@ -10,6 +10,7 @@
 
 namespace og {
 class Model;
+class ModelSource;
 }
 
 namespace og::server {
@@ -28,8 +29,9 @@ struct ModelFacts {
   int64_t block_count = 0;
 };
 
-// Reads what it can; a fact it cannot read stays empty (never throws).
-ModelFacts model_facts(const Model& m);
+// Reads what it can; a fact it cannot read stays empty (never throws). The
+// tensor facts come from `src`, the source the model was loaded from.
+ModelFacts model_facts(const Model& m, const ModelSource& src);
 
 // Ollama's parameter_size text: "8.0B", "494.03M", "260K", "999".
 std::string parameter_size_text(int64_t n);

@@ -26,5 +26,8 @@ std::unique_ptr<PipelineTokenizer> load_sentencepiece_bytes(const std::string& b
 // HF directory (special ids, add_bos/add_eos, extra EOS ids, added tokens).
 void apply_hf_configs(PipelineTokenizer& tok, const HfCheckpoint& ck);
 void apply_hf_configs(PipelineTokenizer& tok, const std::string& dir);  // HfCheckpoint::open_files(dir)
+// The tokenizer of an HF directory already read: tokenizer.json, else
+// vocab.json + merges.txt, else tokenizer.model, then its configs applied.
+std::unique_ptr<PipelineTokenizer> load_hf_directory(const HfCheckpoint& ck);
 
 }  // namespace og::tok

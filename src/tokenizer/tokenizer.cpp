@@ -11,6 +11,7 @@
 #include "base/mapped_file.h"
 #include "format/gguf.h"
 #include "format/hf_config.h"
+#include "format/model_source.h"
 #include "tokenizer/bpe_presets.h"
 #include "tokenizer/loaders.h"
 #include "tokenizer/sp_model_check.h"
@@ -197,25 +198,31 @@ void apply_hf_configs(PipelineTokenizer& tok, const std::string& dir) {
   apply_hf_configs(tok, HfCheckpoint::open_files(dir));
 }
 
+std::unique_ptr<PipelineTokenizer> load_hf_directory(const HfCheckpoint& ck) {
+  std::unique_ptr<PipelineTokenizer> t;
+  if (!ck.tokenizer_json_path.empty()) {
+    t = load_tokenizer_json(ck.tokenizer_json_path);
+  } else if (!ck.vocab_json_path.empty()) {
+    t = load_vocab_merges(ck.vocab_json_path, ck.merges_txt_path);
+  } else if (!ck.tokenizer_model_path.empty()) {
+    t = load_sentencepiece(ck.tokenizer_model_path);
+  } else {
+    fail(ck.dir, ": no tokenizer.json, vocab.json + merges.txt or tokenizer.model in this directory");
+  }
+  apply_hf_configs(*t, ck);
+  return t;
+}
+
 }  // namespace tok
+
+std::unique_ptr<Tokenizer> Tokenizer::from_source(const ModelSource& src) {
+  if (const HfCheckpoint* ck = src.hf()) return tok::load_hf_directory(*ck);
+  return from_gguf(*src.gguf());
+}
 
 std::unique_ptr<Tokenizer> Tokenizer::from_path(const std::string& path) {
   using tok::ends_with;
-  if (is_directory(path)) {
-    const HfCheckpoint ck = HfCheckpoint::open_files(path);
-    std::unique_ptr<tok::PipelineTokenizer> t;
-    if (!ck.tokenizer_json_path.empty()) {
-      t = tok::load_tokenizer_json(ck.tokenizer_json_path);
-    } else if (!ck.vocab_json_path.empty()) {
-      t = tok::load_vocab_merges(ck.vocab_json_path, ck.merges_txt_path);
-    } else if (!ck.tokenizer_model_path.empty()) {
-      t = tok::load_sentencepiece(ck.tokenizer_model_path);
-    } else {
-      fail(path, ": no tokenizer.json, vocab.json + merges.txt or tokenizer.model in this directory");
-    }
-    tok::apply_hf_configs(*t, ck);
-    return t;
-  }
+  if (is_directory(path)) return tok::load_hf_directory(HfCheckpoint::open_files(path));
   OG_CHECK(file_exists(path), path, ": no such file");
   if (ends_with(path, ".gguf")) return from_gguf(*GgufFile::open(path));
   std::unique_ptr<tok::PipelineTokenizer> t;

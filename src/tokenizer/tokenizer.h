@@ -14,6 +14,7 @@
 namespace og {
 
 class GgufFile;
+class ModelSource;  // format/model_source.h
 
 // One piece of a text given to Tokenizer::encode_parts, and whether special
 // token texts inside it may become special tokens.
@@ -47,6 +48,9 @@ class Tokenizer {
   // (with tokenizer_config.json / generation_config.json / config.json beside it
   // for special ids and add-BOS flags).
   static std::unique_ptr<Tokenizer> from_path(const std::string& path);
+  // From a model source already open: its GGUF vocabulary, or its HF
+  // directory's tokenizer files and configs (read from the source, not reopened).
+  static std::unique_ptr<Tokenizer> from_source(const ModelSource& src);
 
   // add_special: BOS/EOS as the vocabulary's flags (or post-processor) say.
   // parse_special: recognise special/control token texts inside `text`;

@@ -237,7 +237,7 @@ const Loaded& stories_model() {
   static const Loaded l = [] {
     Loaded x;
     x.model = Model::load(synth_gguf(synth::Family::kLlama));
-    x.tok = Tokenizer::from_gguf(*x.model->gguf());
+    x.tok = Tokenizer::from_path(x.model->source_path());
     x.vocab = grammar_vocab(*x.tok);
     return x;
   }();

@@ -41,7 +41,7 @@ struct Loaded {
 Loaded load_llama() {
   Loaded l;
   l.model = Model::load(synth_gguf(synth::Family::kLlama));
-  l.tok = Tokenizer::from_gguf(*l.model->gguf());
+  l.tok = Tokenizer::from_path(l.model->source_path());
   return l;
 }
 

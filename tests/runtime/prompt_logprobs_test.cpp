@@ -40,7 +40,7 @@ const Loaded& loaded() {
   static const Loaded l = [] {
     Loaded x;
     x.model = Model::load(synth_gguf(synth::Family::kQwen3));
-    x.tok = Tokenizer::from_gguf(*x.model->gguf());
+    x.tok = Tokenizer::from_path(x.model->source_path());
     return x;
   }();
   return l;

@@ -27,7 +27,7 @@ struct Loaded {
 Loaded load(synth::Family f) {
   Loaded l;
   l.model = Model::load(synth_gguf(f));
-  l.tok = Tokenizer::from_gguf(*l.model->gguf());
+  l.tok = Tokenizer::from_path(l.model->source_path());
   return l;
 }
 

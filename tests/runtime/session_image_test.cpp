@@ -19,7 +19,7 @@ constexpr int32_t kPlaceholder = 0;
 constexpr int64_t kImageLen = 6;
 
 struct Loaded {
-  Loaded() : model(Model::load(synth_gguf(synth::Family::kGemma3))), tok(Tokenizer::from_gguf(*model->gguf())),
+  Loaded() : model(Model::load(synth_gguf(synth::Family::kGemma3))), tok(Tokenizer::from_path(model->source_path())),
              engine(*model) {
     const int64_t d = model->config().d_model;
     for (int64_t i = 0; i < kImageLen * d; ++i) image.push_back(0.05f * float((i * 7919) % 41) - 1.0f);

@@ -34,7 +34,7 @@ const Loaded& load(synth::Family f) {
   Loaded& l = cache[f];
   if (!l.model) {
     l.model = Model::load(synth_gguf(f));
-    l.tok = Tokenizer::from_gguf(*l.model->gguf());
+    l.tok = Tokenizer::from_path(l.model->source_path());
   }
   return l;
 }
