@@ -56,9 +56,16 @@ Value Value::none() {
   return v;
 }
 
-Value::Value(bool b) : kind_(Kind::Bool), b_(b), i_(b ? 1 : 0) {}
-Value::Value(int64_t v) : kind_(Kind::Int), i_(v) {}
-Value::Value(double v) : kind_(Kind::Float), f_(v) {}
+namespace {
+// A number or bool computed from request text (x|int, x|length, x.find(...))
+// carries a field's taint: printed, its digits are request text where they
+// could complete a control token, never a content segment of their own.
+uint8_t number_taint() { return std::min(TaintNewStrings::current(), kTaintField); }
+}  // namespace
+
+Value::Value(bool b) : kind_(Kind::Bool), b_(b), i_(b ? 1 : 0), taint_kind_(number_taint()) {}
+Value::Value(int64_t v) : kind_(Kind::Int), i_(v), taint_kind_(number_taint()) {}
+Value::Value(double v) : kind_(Kind::Float), f_(v), taint_kind_(number_taint()) {}
 Value::Value(std::string s) : kind_(Kind::String), s_(make_text(std::move(s))) {
   if (const uint8_t k = TaintNewStrings::current(); k != kTaintNone && s_) {
     taint_ = track(TaintSpans{{0, s_->size(), k}}, sizeof(TaintSpan));

@@ -54,8 +54,11 @@ TEST(JinjaTaint, OtherOperationsTaintTheirWholeResult) {
   EXPECT_EQ(marked("{{ ('<' ~ x ~ '>') | title }}", v), "[<A B>]");
   // A format string from the request taints the whole result, literal args included.
   EXPECT_EQ(marked("{{ x ~ '%s' % 'lit' }}|{{ (x ~ '%s') % 'lit' }}", v), "[a b]lit|[a blit]");
-  // Keys of request dicts are request text too; numbers print untainted.
-  EXPECT_EQ(marked("{% for k in d %}{{ k }}{% endfor %}{{ x | length }}", v), "[k]3");
+  // Keys of request dicts are request text too; numbers computed from request
+  // text print as a field's text (never as content); loop counters do not.
+  EXPECT_EQ(marked("{% for k in d %}{{ k }}{{ loop.index }}{% endfor %}{{ x | length }}", v), "[k]1[3]");
+  EXPECT_EQ(marked("{{ '<|t' ~ (n | int) ~ '|>' }}|{{ c | length + 1 }}|{{ 2 + 2 }}", {{"n", "7"}, {"c", "abc"}}),
+                   "<|t[7]|>|[4]|4");
 }
 
 // Iterating a long request string maps its characters once, not once per
