@@ -305,10 +305,30 @@ class PyModel {
   og_model* m_ = nullptr;
 };
 
+// og_*_spec_stats as a dict (accepted_per_pos: the first OG_SPEC_POSITIONS positions).
+template <class Get>
+py::dict spec_stats_dict(Get get) {
+  og_spec_stats s{};
+  s.struct_size = sizeof(s);
+  check(get(&s));
+  py::dict d;
+  d["drafts"] = s.drafts;
+  d["draft_tokens"] = s.draft_tokens;
+  d["accepted_tokens"] = s.accepted_tokens;
+  d["pauses"] = s.pauses;
+  py::list per_pos;
+  for (int64_t n : s.accepted_per_pos) per_pos.append(n);
+  d["accepted_per_pos"] = per_pos;
+  d["accepted_beyond"] = s.accepted_beyond;
+  return d;
+}
+
 class PySession {
  public:
   PySession(PyModel& model, const std::string& kv_kind, const std::string& kv_dtype, int64_t kv_max_capacity,
-            int64_t kv_initial_capacity, const std::vector<int64_t>& kv_windows, int64_t prefill_chunk_size) {
+            int64_t kv_initial_capacity, const std::vector<int64_t>& kv_windows, int64_t prefill_chunk_size,
+            int spec_ngram_size, int spec_ngram_min, int spec_draft_max, int spec_draft_min, PyModel* draft_model,
+            double draft_p_min) {
     og_session_options o;
     og_session_options_init(&o);
     o.kv_kind = kv_kind.c_str();
@@ -318,6 +338,12 @@ class PySession {
     o.kv_windows = kv_windows.empty() ? nullptr : kv_windows.data();
     o.n_kv_windows = kv_windows.size();
     o.prefill_chunk_size = prefill_chunk_size;
+    o.spec_ngram_size = spec_ngram_size;
+    o.spec_ngram_min = spec_ngram_min;
+    o.spec_draft_max = spec_draft_max;
+    o.spec_draft_min = spec_draft_min;
+    o.draft_model = draft_model ? draft_model->get() : nullptr;
+    o.spec_draft_p_min = draft_p_min;
     check(og_session_new(model.get(), &o, &s_));
   }
   explicit PySession(og_session* s) : s_(s) {}
@@ -518,6 +544,9 @@ class PySession {
     check_nogil(st);
     return new PySession(f);
   }
+  py::dict spec_stats() const {
+    return spec_stats_dict([this](og_spec_stats* s) { return og_session_spec_stats(h(), s); });
+  }
   py::dict stats() const {
     og_session_stats s{};
     check(og_session_get_stats(h(), &s));
@@ -635,21 +664,8 @@ class PyEngine {
     d["failed"] = s.failed;
     return d;
   }
-  // og_engine_spec_stats as a dict (accepted_per_pos: the first OG_SPEC_POSITIONS positions).
   py::dict spec_stats() const {
-    og_spec_stats s{};
-    s.struct_size = sizeof(s);
-    check(og_engine_spec_stats(h(), &s));
-    py::dict d;
-    d["drafts"] = s.drafts;
-    d["draft_tokens"] = s.draft_tokens;
-    d["accepted_tokens"] = s.accepted_tokens;
-    d["pauses"] = s.pauses;
-    py::list per_pos;
-    for (int64_t n : s.accepted_per_pos) per_pos.append(n);
-    d["accepted_per_pos"] = per_pos;
-    d["accepted_beyond"] = s.accepted_beyond;
-    return d;
+    return spec_stats_dict([this](og_spec_stats* s) { return og_engine_spec_stats(h(), s); });
   }
 
  private:
@@ -700,7 +716,7 @@ PYBIND11_MODULE(_offgraph, m) {
 
   py::class_<PySession>(m, "Session")
       .def(py::init<PyModel&, const std::string&, const std::string&, int64_t, int64_t, const std::vector<int64_t>&,
-                    int64_t>())
+                    int64_t, int, int, int, int, PyModel*, double>())
       .def("close", &PySession::close)
       .def("prefill", &PySession::prefill)
       .def("stream_start", &PySession::stream_start)
@@ -720,7 +736,8 @@ PYBIND11_MODULE(_offgraph, m) {
       .def("save", &PySession::save)
       .def("load", &PySession::load)
       .def("fork", &PySession::fork, py::return_value_policy::take_ownership)
-      .def("stats", &PySession::stats);
+      .def("stats", &PySession::stats)
+      .def("spec_stats", &PySession::spec_stats);
 
   py::class_<PyEngine>(m, "Engine")
       .def(py::init<PyModel&, int, int64_t, int64_t, int, int, const std::string&, const std::string&, int, int, int,

@@ -222,9 +222,22 @@ typedef struct og_session_options {
   const int64_t* kv_windows;  /* window override repeated over the caches (0 = full); NULL = the model's */
   size_t n_kv_windows;
   int64_t prefill_chunk_size; /* rows per prefill step; 0 = the model file's, else 512 */
+  /* Speculative decoding in every turn of the session (og_session_generate, the stream, chat):
+   * the fields, bounds and errors of og_engine_options' (docs/speculative.md). Greedy turns
+   * give plain decoding's tokens; sampled ones keep the target's distribution; under a
+   * grammar with temperature > 0 a turn decodes plainly. A draft model's cache is the
+   * session's kind, dtype and kv_max_capacity; a fork gets a proposer of its own. */
+  int32_t spec_ngram_size;    /* prompt lookup: 1-16 on; 0 = off (default) */
+  int32_t spec_ngram_min;     /* 1 .. spec_ngram_size (default 1) */
+  int32_t spec_draft_max;     /* 1-256 (default 4) */
+  int32_t spec_draft_min;     /* 0 .. spec_draft_max (default 0) */
+  og_model* draft_model;      /* a draft model instead of prompt lookup (kept alive by the session); NULL = none */
+  double spec_draft_p_min;    /* [0, 1] (default 0.75) */
 } og_session_options;
 /* kv_kind "sequence", kv_dtype "f16", kv_max_capacity 0, kv_initial_capacity 512, the
- * model's windows, prefill_chunk_size 0 (and struct_size); NULL is ignored. */
+ * model's windows, prefill_chunk_size 0, no speculation (spec_ngram_size 0, spec_ngram_min 1,
+ * spec_draft_max 4, spec_draft_min 0, draft_model NULL, spec_draft_p_min 0.75) (and
+ * struct_size); NULL is ignored. */
 OG_API void og_session_options_init(og_session_options* opts);
 
 /* The bounds are the server's and the commands' (docs/library.md, "Bounds, defaults and
@@ -613,6 +626,9 @@ typedef struct og_spec_stats {
   int64_t accepted_beyond;
 } og_spec_stats;
 OG_API og_status og_engine_spec_stats(og_engine* engine, og_spec_stats* out);
+/* A session's (og_session_options' speculation), counted since the session was created or
+ * forked (pauses stays 0: a session has no fallback rule). */
+OG_API og_status og_session_spec_stats(og_session* session, og_spec_stats* out);
 
 #ifdef __cplusplus
 }

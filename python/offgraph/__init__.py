@@ -270,9 +270,9 @@ class Model:
 
     def session(self, *, kv_windows: Optional[Sequence[int]] = None, kv_dtype: str = "f16",
                 kv_kind: str = "sequence", kv_max_capacity: int = 0, kv_initial_capacity: int = 512,
-                prefill_chunk_size: int = 0) -> "Session":
-        """A new conversation over its own KV cache of this policy (see Session)."""
-        return Session(self, kv_windows=kv_windows, kv_dtype=kv_dtype, kv_kind=kv_kind,
+                prefill_chunk_size: int = 0, **spec) -> "Session":
+        """A new conversation over its own KV cache of this policy, speculating as `spec` says (see Session)."""
+        return Session(self, **spec, kv_windows=kv_windows, kv_dtype=kv_dtype, kv_kind=kv_kind,
                        kv_max_capacity=kv_max_capacity, kv_initial_capacity=kv_initial_capacity,
                        prefill_chunk_size=prefill_chunk_size)
 
@@ -359,6 +359,19 @@ class Stream:
         self.result = Generation("", [], "failed", 0)
 
 
+def _spec_kind(spec: Optional[str], draft_model: Optional["Model"]) -> Optional[str]:
+    """Session's and Engine's spec argument checked: None / "none", "ngram" or "draft" (implied by draft_model)."""
+    if spec is None and draft_model is not None:
+        spec = "draft"
+    if spec not in (None, "none", "ngram", "draft"):
+        raise ValueError(f"spec={spec!r}: one of 'ngram' (prompt lookup), 'draft' (a draft model) or None")
+    if spec == "draft" and not isinstance(draft_model, Model):
+        raise ValueError("spec='draft' needs draft_model=Model(...) with this model's vocabulary")
+    if spec != "draft" and draft_model is not None:
+        raise ValueError(f"draft_model is for spec='draft', not spec={spec!r}")
+    return spec
+
+
 class Session:
     """One conversation over its own KV cache. Use it from one thread at a time.
 
@@ -366,18 +379,26 @@ class Session:
     attention), kv_dtype ("f16", "f32", "bf16", "q8_0"), kv_kind ("sequence" or
     "reference"), kv_max_capacity (positions; 0 = min(model context, 4096)),
     kv_initial_capacity, prefill_chunk_size (0 = the model's, else 512).
+    Speculative decoding in every turn, as Engine's (greedy text unchanged; docs/speculative.md):
+    spec="ngram" (spec_ngram_size, spec_ngram_min) or spec="draft" with draft_model, draft_max, draft_min,
+    draft_p_min; spec_stats() gives the acceptance counters.
     """
 
     def __init__(self, model: Model, *, kv_windows: Optional[Sequence[int]] = None, kv_dtype: str = "f16",
                  kv_kind: str = "sequence", kv_max_capacity: int = 0, kv_initial_capacity: int = 512,
-                 prefill_chunk_size: int = 0, _handle=None):
+                 prefill_chunk_size: int = 0, spec: Optional[str] = None, spec_ngram_size: int = 3,
+                 spec_ngram_min: int = 1, draft_max: int = 4, draft_min: int = 0,
+                 draft_model: Optional[Model] = None, draft_p_min: float = 0.75, _handle=None):
         self.model = model
         self._stream: Optional[Stream] = None
         if _handle is not None:
             self._s = _handle
         else:
+            spec = _spec_kind(spec, draft_model)
             self._s = _offgraph.Session(model._m, kv_kind, kv_dtype, int(kv_max_capacity), int(kv_initial_capacity),
-                                        [int(w) for w in (kv_windows or [])], int(prefill_chunk_size))
+                                        [int(w) for w in (kv_windows or [])], int(prefill_chunk_size),
+                                        spec_ngram_size if spec == "ngram" else 0, spec_ngram_min, draft_max,
+                                        draft_min, draft_model._m if spec == "draft" else None, float(draft_p_min))
 
     def _ids(self, prompt: Prompt) -> List[int]:
         self._close_stream()
@@ -498,6 +519,10 @@ class Session:
     def stats(self) -> dict:
         return self._s.stats()
 
+    def spec_stats(self) -> dict:
+        """Speculation's counters since the session was made or forked, as Engine.spec_stats (pauses stays 0)."""
+        return self._s.spec_stats()
+
     def close(self) -> None:
         self._close_stream()
         self._s.close()
@@ -573,14 +598,7 @@ class Engine:
                  kv_kind: str = "batched-sequence", kv_dtype: str = "f16", spec: Optional[str] = None,
                  spec_ngram_size: int = 3, spec_ngram_min: int = 1, draft_max: int = 4, draft_min: int = 0,
                  draft_model: Optional[Model] = None, draft_p_min: float = 0.75):
-        if spec is None and draft_model is not None:
-            spec = "draft"
-        if spec not in (None, "none", "ngram", "draft"):
-            raise ValueError(f"spec={spec!r}: one of 'ngram' (prompt lookup), 'draft' (a draft model) or None")
-        if spec == "draft" and not isinstance(draft_model, Model):
-            raise ValueError("spec='draft' needs draft_model=Model(...) with this model's vocabulary")
-        if spec != "draft" and draft_model is not None:
-            raise ValueError(f"draft_model is for spec='draft', not spec={spec!r}")
+        spec = _spec_kind(spec, draft_model)
         self.model = model
         self.draft_model = draft_model  # kept for the caller; the engine holds the weights itself
         self._e = _offgraph.Engine(model._m, max_sequences, max_session_tokens, step_tokens, max_queue,

@@ -193,6 +193,29 @@ def test_engine_draft_model_keeps_the_greedy_text(model, model_path):
         model.engine(draft_model=draft, draft_p_min=2.0)
 
 
+def test_session_speculation_keeps_the_greedy_text(model, model_path):
+    story = "Once upon a time, there was a little girl named Lily. She liked to play. Once upon a time, there was a little"
+    plain = model.session(kv_dtype="f32")
+    want = [plain.generate(story, max_new_tokens=40).text, plain.generate(None, max_new_tokens=20).text]
+    draft = offgraph.Model(model_path)
+    for spec in ({"spec": "ngram"}, {"draft_model": draft, "draft_p_min": 0.0}):
+        s = model.session(kv_dtype="f32", **spec)
+        got = [s.generate(story, max_new_tokens=40).text]
+        stream = s.stream(None, max_new_tokens=20)
+        got.append("".join(stream))
+        assert got == want, spec
+        assert len(stream.tokens) == 20  # one token per step of the stream, several per target forward
+        st = s.spec_stats()
+        assert 0 < st["accepted_tokens"] <= st["draft_tokens"]
+        assert sum(st["accepted_per_pos"]) + st["accepted_beyond"] == st["accepted_tokens"]
+        if "draft_model" in spec:
+            assert st["accepted_tokens"] == st["draft_tokens"]
+        assert s.stats()["decode_steps"] < 60
+    assert plain.spec_stats()["drafts"] == 0
+    with pytest.raises(offgraph.InvalidArgumentError, match="spec_ngram_size"):
+        model.session(spec="ngram", spec_ngram_size=17)
+
+
 def test_engine_cancel(model):
     with model.engine(max_sequences=1, max_session_tokens=512) as e:
         r = e.submit(PROMPT, max_new_tokens=400)

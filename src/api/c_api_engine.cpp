@@ -8,10 +8,10 @@
 #include <unordered_map>
 
 #include "api/c_api_internal.h"
+#include "api/c_api_spec.h"
 #include "kv/kv_types.h"
 #include "runtime/generation_limits.h"
 #include "runtime/scheduler.h"
-#include "runtime/spec/draft_model.h"
 
 namespace og::capi {
 namespace {
@@ -108,57 +108,26 @@ namespace {
 
 // og_engine_options' speculation fields, checked (OG_ERR_INVALID_ARGUMENT naming the field).
 SchedulerSpec spec_of(const og_engine_options& o) {
+  const SpecFields f{o.spec_ngram_size, o.spec_ngram_min, o.spec_draft_max, o.spec_draft_min, o.draft_model,
+                     o.spec_draft_p_min};
+  check_spec_fields(f);
   SchedulerSpec s;
-  if (o.spec_ngram_size < 0 || o.spec_ngram_size > 16)
-    api_fail(OG_ERR_INVALID_ARGUMENT, "spec_ngram_size ", o.spec_ngram_size, " is outside [0, 16] (0 = off)");
-  if (o.spec_ngram_size > 0 && o.draft_model)
-    api_fail(OG_ERR_INVALID_ARGUMENT, "spec_ngram_size ", o.spec_ngram_size,
-             " and draft_model are two proposers: give one (spec_ngram_size 0 with a draft model)");
-  if (o.spec_ngram_size == 0 && !o.draft_model) return s;
-  if (o.spec_ngram_size > 0 && (o.spec_ngram_min < 1 || o.spec_ngram_min > o.spec_ngram_size))
-    api_fail(OG_ERR_INVALID_ARGUMENT, "spec_ngram_min ", o.spec_ngram_min, " is outside [1, spec_ngram_size ",
-             o.spec_ngram_size, "]");
-  if (o.spec_draft_max < 1 || o.spec_draft_max > 256)
-    api_fail(OG_ERR_INVALID_ARGUMENT, "spec_draft_max ", o.spec_draft_max, " is outside [1, 256]");
-  if (o.spec_draft_min < 0 || o.spec_draft_min > o.spec_draft_max)
-    api_fail(OG_ERR_INVALID_ARGUMENT, "spec_draft_min ", o.spec_draft_min, " is outside [0, spec_draft_max ",
-             o.spec_draft_max, "]");
-  if (o.draft_model) {
-    if (!(o.spec_draft_p_min >= 0 && o.spec_draft_p_min <= 1))
-      api_fail(OG_ERR_INVALID_ARGUMENT, "spec_draft_p_min ", o.spec_draft_p_min, " is outside [0, 1]");
-    s.draft_max = o.spec_draft_max;
-    s.draft_min = o.spec_draft_min;
-    s.draft_p_min = o.spec_draft_p_min;
-    return s;  // the draft's engine and cache are set once the target is checked
-  }
-  s.ngram = true;
-  s.ngram_max = o.spec_ngram_size;
-  s.ngram_min = o.spec_ngram_min;
-  s.draft_max = o.spec_draft_max;
-  s.draft_min = o.spec_draft_min;
+  if (!f.on()) return s;
+  s.ngram = f.ngram_size > 0;  // else the draft's engine and cache are set once the target is checked
+  s.ngram_max = f.ngram_size;
+  s.ngram_min = f.ngram_min;
+  s.draft_max = f.draft_max;
+  s.draft_min = f.draft_min;
+  s.draft_p_min = f.draft_p_min;
   return s;
 }
 
-// The draft model of og_engine_options: checked against the target's vocabulary
+// The draft model of og_engine_options, checked against the target's vocabulary
 // (as --model-draft is), with a cache of the target's kind and dtype holding a
 // sequence per running request, in the draft's own windows.
 void attach_draft(EngineCore& core, og_model* draft, const CacheSetup& target, const SchedulerOptions& so,
                   SchedulerSpec* spec) {
-  std::shared_ptr<ModelCore> dc;
-  try {
-    dc = model_core(draft);
-  } catch (const ApiError& e) {
-    api_fail(e.status(), "draft_model: ", e.what());
-  }
-  try {
-    need_generating(*dc);
-    check_same_vocabulary(core.model->tok(), dc->tok());
-  } catch (const Error& e) {
-    api_fail(OG_ERR_INVALID_ARGUMENT, "draft_model: ", e.what());
-  }
-  if (dc->run.model().n_vocab() > core.model->run.model().n_vocab())
-    api_fail(OG_ERR_INVALID_ARGUMENT, "draft_model: the draft model has ", dc->run.model().n_vocab(),
-             " output rows but the target has ", core.model->run.model().n_vocab());
+  std::shared_ptr<ModelCore> dc = draft_core_of(draft, *core.model);
   CacheSetup cs = target;
   cs.windows.clear();
   cs.max_sequences = so.max_decode_sequences;
@@ -187,7 +156,8 @@ og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engin
     need_generating(*mc);
     og_engine_options o;
     og_engine_options_init(&o);
-    read_options(opts, &o, sizeof(og_engine_options), "og_engine_options");
+    // ABI 2's struct ended before the speculation fields: a program built then keeps their defaults.
+    read_options(opts, &o, offsetof(og_engine_options, spec_ngram_size), "og_engine_options");
     if (o.max_sequences < 1 || o.max_sequences > 4096)
       api_fail(OG_ERR_INVALID_ARGUMENT, "max_sequences ", o.max_sequences, " is outside [1, 4096]");
     if (o.max_session_tokens < 2)
@@ -386,20 +356,14 @@ og_status og_engine_spec_stats(og_engine* engine, og_spec_stats* out) {
   return guarded([&] {
     auto core = engine_core(engine);
     need(out, "out");
-    const size_t n = out->struct_size;
-    if (n == 0 || n > sizeof(og_spec_stats))
-      api_fail(OG_ERR_INVALID_ARGUMENT, "og_spec_stats.struct_size ", n, " is not in [1, ", sizeof(og_spec_stats),
-               "]: set it to sizeof(og_spec_stats)");
     const SchedulerSnapshot s = core->sched->snapshot();
-    og_spec_stats o{};
-    o.struct_size = n;
-    o.drafts = s.spec_drafts;
-    o.draft_tokens = s.spec_draft_tokens;
-    o.accepted_tokens = s.spec_accepted_tokens;
-    o.pauses = s.spec_pauses;
-    for (size_t i = 0; i < s.spec_accepted_per_pos.size(); ++i)
-      (i < OG_SPEC_POSITIONS ? o.accepted_per_pos[i] : o.accepted_beyond) += s.spec_accepted_per_pos[i];
-    std::memcpy(static_cast<void*>(out), &o, n);  // a caller's older, shorter struct gets its fields only
+    SpecCounts c;
+    c.drafts = s.spec_drafts;
+    c.draft_tokens = s.spec_draft_tokens;
+    c.accepted_tokens = s.spec_accepted_tokens;
+    c.pauses = s.spec_pauses;
+    c.accepted_per_pos = s.spec_accepted_per_pos;
+    write_spec_stats(c, out);
   });
 }
 

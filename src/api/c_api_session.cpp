@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "api/c_api_session.h"
+#include "api/c_api_spec.h"
 #include "kv/kv_types.h"
 
 namespace og::capi {
@@ -68,6 +69,7 @@ GenerateOptions generate_options_of(const og_session* s, const og_generate_optio
   for (size_t i = 0; i < o.n_stop_strings; ++i) stop_strings->push_back(o.stop_strings[i]);
   g.stop_strings = *stop_strings;
   g.interrupt = cancel;
+  if (s->spec) apply_session_spec(*s->spec, g);
   og_token_callback cb = o.on_token;
   void* ud = o.user_data;
   const bool keep = g.logprobs;
@@ -190,7 +192,7 @@ void stream_start_held(og_session* session, const int32_t* prompt, size_t n, con
   auto* raw = st.get();
   auto user_token = st->opts.on_token;
   st->opts.on_token = [raw, user_token](const TokenEvent& ev) {
-    raw->sampled = ev.id;
+    raw->sampled.push_back(ev.id);
     if (user_token) user_token(ev);
   };
   st->sampler = std::make_unique<Sampler>(sampler_config_of(o.sampler));
@@ -211,9 +213,8 @@ void stream_next_held(og_session* session, int32_t* token, const char** text, si
   og_session::Stream* st = session->stream.get();
   if (!st) api_fail(OG_ERR_STATE, "no stream is running in this session (og_session_stream_start)");
   Session& s = *session->s;
-  st->sampled = -1;
   try {
-    while (!s.turn_done() && st->sampled < 0) {
+    while (!s.turn_done() && st->sampled.empty()) {
       if (session->cancel.load()) {
         s.interrupt_turn();
         break;
@@ -222,7 +223,7 @@ void stream_next_held(og_session* session, int32_t* token, const char** text, si
       // so that a caller (Python's Ctrl-C) can act between chunks.
       const bool chunk = s.in_prefill();
       s.step();
-      if (chunk && st->sampled < 0) break;
+      if (chunk && st->sampled.empty()) break;
     }
   } catch (...) {
     s.abort_turn();
@@ -233,10 +234,14 @@ void stream_next_held(og_session* session, int32_t* token, const char** text, si
   }
   st->handed.swap(st->pending);
   st->pending.clear();
-  *token = st->sampled;
+  *token = -1;
+  if (!st->sampled.empty()) {
+    *token = st->sampled.front();
+    st->sampled.pop_front();
+  }
   *text = st->handed.c_str();
   *len = st->handed.size();
-  *done = s.turn_done() ? 1 : 0;
+  *done = s.turn_done() && st->sampled.empty() ? 1 : 0;
 }
 
 void stream_finish_held(og_session* session, og_generation* out) {
@@ -259,7 +264,9 @@ using namespace og::capi;
 extern "C" {
 
 void og_session_options_init(og_session_options* opts) {
-  if (opts) *opts = og_session_options{sizeof(og_session_options), "sequence", "f16", 0, 512, nullptr, 0, 0};
+  if (opts)
+    *opts = og_session_options{sizeof(og_session_options), "sequence", "f16", 0, 512, nullptr, 0, 0,
+                               0, 1, 4, 0, nullptr, 0.75};  // no speculation
 }
 
 void og_generate_options_init(og_generate_options* opts) {
@@ -305,7 +312,8 @@ og_status og_session_new(og_model* model, const og_session_options* opts, og_ses
     need_generating(*core);
     og_session_options o;
     og_session_options_init(&o);
-    read_options(opts, &o, sizeof(og_session_options), "og_session_options");
+    // ABI 2's struct ended before the speculation fields: a program built then keeps their defaults.
+    read_options(opts, &o, offsetof(og_session_options, spec_ngram_size), "og_session_options");
     auto s = std::make_unique<og_session>();
     s->core = core;
     s->setup.kind = o.kv_kind ? o.kv_kind : "sequence";
@@ -335,6 +343,9 @@ og_status og_session_new(og_model* model, const og_session_options* opts, og_ses
     } catch (const Error& e) {
       api_fail(OG_ERR_INVALID_ARGUMENT, e.what());
     }
+    s->spec = session_spec_of({o.spec_ngram_size, o.spec_ngram_min, o.spec_draft_max, o.spec_draft_min,
+                               o.draft_model, o.spec_draft_p_min},
+                              *core, s->setup, s->policy);
     s->s = new_session(s.get());
     og_session* h = s.release();
     register_handle(h, Kind::kSession);
@@ -367,6 +378,7 @@ og_status og_session_fork(og_session* session, og_session** out) {
     f->core = session->core;
     f->setup = session->setup;
     f->policy = session->policy;
+    if (session->spec) f->spec = session_spec_copy(*session->spec);
     f->s = new_session(f.get());
     const std::vector<int32_t>& h = session->s->history();
     if (!h.empty()) f->s->prefill(h);
@@ -556,6 +568,13 @@ og_status og_session_get_stats(og_session* session, og_session_stats* out) {
     o.cache_capacity = session->s->capacity();
     o.cache_bytes_allocated = session->s->cache().memory().allocated();
     *out = o;
+  });
+}
+
+og_status og_session_spec_stats(og_session* session, og_spec_stats* out) {
+  return guarded([&] {
+    SessionUse use(session);
+    write_spec_stats(session->spec ? session_spec_counts(*session->spec) : SpecCounts{}, out);
   });
 }
 

@@ -2,12 +2,14 @@
 // and the state file (c_api_state.cpp); SessionUse holds its busy flag.
 #pragma once
 
+#include <deque>
 #include <functional>
 
 #include "api/c_api_internal.h"
 
 namespace og::capi {
-struct ChatTurn;  // c_api_chat.cpp
+struct ChatTurn;     // c_api_chat.cpp
+class SessionSpec;   // c_api_spec.h
 }
 
 struct og_session {
@@ -36,12 +38,16 @@ struct og_session {
     std::vector<std::string> stop_strings;
     std::string pending;  // text ready since the last next()
     std::string handed;   // what the last next() returned (kept alive)
-    int32_t sampled = -1;
+    // Tokens sampled but not yet handed out: a speculative step samples several,
+    // and og_session_stream_next hands out one per call.
+    std::deque<int32_t> sampled;
     std::vector<og::TokenEvent> events;  // each token's logprobs, when asked
   };
   std::unique_ptr<Stream> stream;
   // A chat turn being streamed on `stream` (og_session_chat_*, c_api_chat.cpp).
   std::shared_ptr<og::capi::ChatTurn> chat;
+  // og_session_options' speculation (null: off), applied to every turn.
+  std::shared_ptr<og::capi::SessionSpec> spec;
 };
 
 namespace og::capi {

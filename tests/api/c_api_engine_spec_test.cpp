@@ -139,6 +139,12 @@ TEST_F(ModelTest, EngineDraftModelOfAnotherVocabularyOrWithPromptLookupIsRefused
     EXPECT_EQ(std::string(og_last_error()).rfind(field, 0), 0u) << og_last_error();
     EXPECT_EQ(e, nullptr);
   }
+  // A program built against ABI 2's header (the struct ending before the spec fields) keeps their defaults.
+  eo = engine_options();
+  eo.spec_ngram_size = 99;  // beyond the old struct_size: never read
+  eo.struct_size = offsetof(og_engine_options, spec_ngram_size);
+  ASSERT_EQ(og_engine_new(model_, &eo, &e), OG_OK) << og_last_error();
+  EXPECT_EQ(og_engine_free(e), OG_OK);
   // A closed draft handle is a bad handle, named.
   ASSERT_EQ(og_model_close(other), OG_OK);
   eo = engine_options();
