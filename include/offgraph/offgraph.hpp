@@ -344,6 +344,13 @@ class Session {
     check(og_session_get_stats(h_.get(), &s));
     return s;
   }
+  // Speculation's counters (zero without og_session_options' spec_ngram_size or draft_model).
+  og_spec_stats spec_stats() const {
+    og_spec_stats s{};
+    s.struct_size = sizeof(s);
+    check(og_session_spec_stats(h_.get(), &s));
+    return s;
+  }
   std::vector<float> logits() const {
     const float* l = nullptr;
     size_t n = 0;

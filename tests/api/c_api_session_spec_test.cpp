@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "api/api_test_util.h"
+#include "offgraph/offgraph.hpp"
 
 namespace {
 
@@ -166,6 +167,17 @@ TEST_F(SessionSpec, BadFieldsAndAnotherVocabularyAreRefusedNamingTheField) {
   generate(s, kPromptIds, 8);
   EXPECT_EQ(spec_stats(s).drafts, 0);
   og_session_free(s);
+  {  // the C++ wrapper
+    og_session_options so;
+    og_session_options_init(&so);
+    so.spec_ngram_size = 2;
+    offgraph::Model m(kModelPath);
+    offgraph::Session cs = m.session(&so);
+    cs.generate(kPromptIds, greedy(30));
+    const og_spec_stats c = cs.spec_stats();
+    EXPECT_EQ(c.struct_size, sizeof(og_spec_stats));
+    expect_adds_up(c);
+  }
   og_session* plain = new_session();
   og_spec_stats bad{};
   EXPECT_EQ(og_session_spec_stats(plain, &bad), OG_ERR_INVALID_ARGUMENT);  // struct_size 0
