@@ -66,8 +66,9 @@ class Interp {
   // og::Error once the render's recursion (expressions inside macro calls
   // inside expressions...) has used kMaxRenderStackBytes of the C++ stack.
   void check_stack() const {
-    char here;
-    const auto used = stack_base_ > &here ? stack_base_ - &here : &here - stack_base_;
+    // The frame's real address (a local's may live on a sanitizer's fake stack).
+    const char* here = static_cast<const char*>(__builtin_frame_address(0));
+    const auto used = stack_base_ > here ? stack_base_ - here : here - stack_base_;
     if (used > kMaxRenderStackBytes) stack_exceeded();
   }
   void check_size(size_t bytes) const;
@@ -107,7 +108,7 @@ class Interp {
   int64_t iterations_ = 0;
   size_t held_ = 0;  // bytes in the output buffers that unfinished captures set aside
   int depth_ = 0;
-  const char* stack_base_ = nullptr;  // where the render's recursion began (check_stack)
+  const char* stack_base_ = nullptr;  // the frame where the render's recursion began (check_stack)
   std::vector<Value> namespace_values_;  // emptied at the end: a namespace may hold itself
 };
 

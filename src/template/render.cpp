@@ -116,8 +116,7 @@ void Interp::stack_exceeded() const {
 }
 
 TaintedText Interp::render(const Body& body) {
-  char base;
-  stack_base_ = &base;
+  stack_base_ = static_cast<const char*>(__builtin_frame_address(0));
   TaintedText out;
   out_ = &out;
   try {
