@@ -129,6 +129,34 @@ TEST_F(SessionSpec, GreedyTurnsAreThePlainOnesWithEitherProposer) {
   }
 }
 
+// og_session_chat runs through the same turn options: the reply is the plain
+// session's, free and under a JSON grammar (greedy), with drafts accepted.
+TEST_F(SessionSpec, ChatRepliesAreThePlainOnes) {
+  const og_chat_msg user{"user", "Once upon a time, there was a little girl named Lily. Once upon a time, there was",
+                         nullptr, nullptr, nullptr, 0, nullptr};
+  auto reply = [&](og_session* s, const char* format) {
+    og_chat_request q;
+    og_chat_request_init(&q);
+    q.messages = &user;
+    q.n_messages = 1;
+    q.response_format = format;
+    og_generate_options g = greedy(40);
+    og_chat_result r{};
+    EXPECT_EQ(og_session_chat(s, &q, &g, &r), OG_OK) << og_last_error();
+    const std::string content(r.content.data ? r.content.data : "", r.content.len);
+    og_chat_result_free(&r);
+    EXPECT_EQ(og_session_reset(s), OG_OK);
+    return content;
+  };
+  og_session* plain = new_session("f32");
+  og_session* spec = spec_session(3, nullptr);
+  for (const char* format : {static_cast<const char*>(nullptr), "json_object"})
+    EXPECT_EQ(reply(spec, format), reply(plain, format)) << (format ? format : "text");
+  EXPECT_GT(spec_stats(spec).accepted_tokens, 0);
+  og_session_free(spec);
+  og_session_free(plain);
+}
+
 TEST_F(SessionSpec, BadFieldsAndAnotherVocabularyAreRefusedNamingTheField) {
   for (auto [ngram, min, max_draft, field] :
        {std::tuple{17, 1, 4, "spec_ngram_size"}, std::tuple{3, 4, 4, "spec_ngram_min"},
