@@ -6,6 +6,7 @@
 #include <cctype>
 #include <set>
 
+#include "base/one_line.h"
 #include "chat/request_error.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
@@ -243,46 +244,98 @@ StructuredOutput structured_output_of(const ChatRequest& r) {
 
 namespace {
 
-// The request as the Jinja template reads it: under harmony replies a tool
-// without a description gets "" (as the server's jinja_request gives it).
-json jinja_request(const ChatSetup& setup, json r) {
-  if (setup.reply_format.tools != ToolCallFormat::kHarmony || !r.contains("tools")) return r;
+// An error's text as one line: control bytes escaped, cut at a UTF-8
+// boundary after 400 bytes (a template's refusal may quote the client).
+std::string one_line_cut(std::string_view s) {
+  size_t n = std::min<size_t>(s.size(), 400);
+  if (n < s.size())
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  std::string out;
+  append_one_line(out, s.substr(0, n));
+  if (n < s.size()) out += " ...";
+  return out;
+}
+
+const ChatFormat& format_of(const ChatPlanInput& in, const ChatSetup& setup) {
+  if (!setup.format) throw Error("plan_chat: no chat format");
+  return in.has_tools && setup.tool_use ? *setup.tool_use : *setup.format;
+}
+
+ChatReasoningLimit reasoning_limit(const ChatPlanInput& in, const ReplyParserOptions& reply) {
+  ChatReasoningLimit l;
+  const ReasoningRoom room = reasoning_room(reply);
+  if (room == ReasoningRoom::kNone) return l;
+  const ReasoningBlock b = reasoning_block(reply.format.reasoning);
+  l.active = true;
+  l.open = b.open;
+  l.close = b.close;
+  l.starts_open = room == ReasoningRoom::kOpen;
+  l.max_tokens = reply.thinking_off ? 0 : in.max_reasoning_tokens.value_or(kChatDefaultMaxReasoningTokens);
+  return l;
+}
+
+}  // namespace
+
+json template_request_for(const ChatSetup& setup, json r) {
+  if (setup.reply_format.tools != ToolCallFormat::kHarmony || !r.contains("tools") || !r["tools"].is_array()) return r;
   for (auto& tool : r["tools"]) {
+    if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object()) continue;
     auto& fn = tool["function"];
     if (!fn.contains("description") || fn["description"].is_null()) fn["description"] = "";
   }
   return r;
 }
 
-ChatSegments render(const ChatRequest& r, const ChatRenderForms& forms, const ChatSetup& setup) {
-  const ChatFormat& f = !r.tools.empty() && setup.tool_use ? *setup.tool_use : *setup.format;
-  try {
-    if (f.renders_requests()) {
-      json req = jinja_request(setup, forms.template_request);
-      req["add_generation_prompt"] = r.add_generation_prompt;
-      try {
-        return f.render_request_segments(req);
-      } catch (const ChatRequestError& e) {
-        std::string what = e.what();
-        if (const std::string prefix = f.name() + ": "; what.starts_with(prefix)) what.erase(0, prefix.size());
-        throw ChatRequestError("the built-in '" + f.name() + "' chat template cannot render this request: " + what,
-                               e.field(), e.code());
-      }
-    }
-    if (!forms.needs_jinja.empty())
-      refuse(forms.needs_jinja, "needs a Jinja chat template, and this model renders with the built-in '" +
-                                  setup.format->name() + "' template (open it with chat_template \"auto\" when it "
-                                  "ships one)",
-           "unsupported_parameter");
-    return setup.format->render_segments(forms.messages, r.add_generation_prompt);
-  } catch (const ChatRequestError&) {
-    throw;
-  } catch (const Error& e) {
-    throw ChatRequestError(std::string("the prompt cannot be rendered: ") + e.what(), "messages");
-  }
+ChatRequestError render_refusal(const ChatFormat& f, const ChatRequestError& e) {
+  std::string_view what = e.what();
+  if (const std::string prefix = f.name() + ": "; what.starts_with(prefix)) what.remove_prefix(prefix.size());
+  return ChatRequestError("the built-in '" + f.name() + "' chat template cannot render this request: " +
+                              one_line_cut(what),
+                          e.field(), e.code());
 }
 
-bool needs_special_text(const ReplyParserOptions& o) {
+ChatSegments render_chat(const ChatPlanInput& in, const ChatSetup& setup) {
+  const ChatFormat& f = format_of(in, setup);
+  if (f.renders_requests()) {
+    json req = template_request_for(setup, in.template_request ? *in.template_request : json::object());
+    req["add_generation_prompt"] = in.add_generation_prompt;
+    try {
+      return f.render_request_segments(req);
+    } catch (const ChatRequestError& e) {
+      throw render_refusal(f, e);
+    }
+  }
+  if (!in.needs_jinja.empty()) {
+    // reasoning_effort reaches the model only as a template variable (gpt-oss's reads it).
+    const std::string why = in.needs_jinja == "reasoning_effort"
+                                ? " has no effect on this model: a Jinja chat template that reads it (as gpt-oss's "
+                                  "does) is needed"
+                                : " needs a Jinja chat template";
+    throw ChatRequestError("'" + in.needs_jinja + "'" + why + ", and " + setup.renderer + " renders with the built-in '" +
+                               setup.format->name() + "' template (" + setup.jinja_hint + ")",
+                           in.needs_jinja, "unsupported_parameter");
+  }
+  static const std::vector<ChatMessage> kNone;
+  return setup.format->render_segments(in.messages ? *in.messages : kNone, in.add_generation_prompt);
+}
+
+ReplyParserOptions chat_reply_options(const ChatPlanInput& in, const ChatSetup& setup, const std::string& rendered) {
+  ReplyParserOptions o;
+  o.format = setup.reply_format;
+  o.parse_tools = in.has_tools && in.choice.kind != ToolChoice::Kind::kNone && o.format.tools != ToolCallFormat::kNone;
+  o.parse_reasoning = setup.parse_reasoning && o.format.reasoning != ReasoningFormat::kNone;
+  o.starts_in_reasoning = o.parse_reasoning && prompt_opens_reasoning(rendered, o.format.reasoning);
+  bool kwargs_off = false;
+  if (in.template_request) {
+    const auto kw = in.template_request->find("chat_template_kwargs");
+    kwargs_off = kw != in.template_request->end() && kwargs_turn_thinking_off(*kw);
+  }
+  o.thinking_off = prompt_closes_reasoning(rendered, o.format.reasoning) || kwargs_off;
+  o.parallel_tool_calls = in.parallel_tool_calls;
+  return o;
+}
+
+bool reply_keeps_special_text(const ReplyParserOptions& o) {
   const bool tools = o.parse_tools && (o.format.tools == ToolCallFormat::kLlama3Json ||
                                        o.format.tools == ToolCallFormat::kMistral ||
                                        o.format.tools == ToolCallFormat::kGemma4 ||
@@ -293,88 +346,83 @@ bool needs_special_text(const ReplyParserOptions& o) {
   return tools || reasoning;
 }
 
-ReplyParserOptions reply_options(const ChatRequest& r, const ChatRenderForms& forms, const ChatSetup& setup,
-                                 const std::string& rendered) {
-  ReplyParserOptions o;
-  o.format = setup.reply_format;
-  o.parse_tools = !r.tools.empty() && tool_choice_of(r).kind != ToolChoice::Kind::kNone &&
-                  o.format.tools != ToolCallFormat::kNone;
-  o.parse_reasoning = setup.parse_reasoning && o.format.reasoning != ReasoningFormat::kNone;
-  o.starts_in_reasoning = o.parse_reasoning && prompt_opens_reasoning(rendered, o.format.reasoning);
-  const auto kw = forms.template_request.find("chat_template_kwargs");
-  o.thinking_off = prompt_closes_reasoning(rendered, o.format.reasoning) ||
-                   (kw != forms.template_request.end() && kwargs_turn_thinking_off(*kw));
-  o.parallel_tool_calls = r.parallel_tool_calls;
-  return o;
-}
-
-ChatReasoningLimit reasoning_limit(const ChatRequest& r, const ReplyParserOptions& reply) {
-  ChatReasoningLimit l;
-  const ReasoningRoom room = reasoning_room(reply);
-  if (room == ReasoningRoom::kNone) return l;
-  const ReasoningBlock b = reasoning_block(reply.format.reasoning);
-  l.active = true;
-  l.open = b.open;
-  l.close = b.close;
-  l.starts_open = room == ReasoningRoom::kOpen;
-  l.max_tokens = reply.thinking_off ? 0 : r.max_reasoning_tokens.value_or(kChatDefaultMaxReasoningTokens);
-  return l;
-}
-
-// The constraint, as server/generation.cpp set_grammar chooses it.
-void plan_grammar(const ChatRequest& r, const ChatRenderForms& forms, ChatPlan& p) {
-  const StructuredOutput so = structured_output_of(r);
-  const ToolChoice choice = tool_choice_of(r);
+ChatConstraint plan_constraint(const ChatPlanInput& in, const ReplyParserOptions& reply) {
+  ChatConstraint c;
+  const StructuredOutput& so = in.structured;
   ToolRequest tr;
-  if (forms.template_request.contains("tools")) tr.tools = forms.template_request["tools"];
-  tr.choice = choice;
-  tr.parallel_tool_calls = r.parallel_tool_calls;
-  const bool call_required = !r.tools.empty() && (choice.kind == ToolChoice::Kind::kRequired ||
-                                                  choice.kind == ToolChoice::Kind::kFunction);
+  if (in.template_request && in.template_request->contains("tools")) tr.tools = (*in.template_request)["tools"];
+  tr.choice = in.choice;
+  tr.parallel_tool_calls = in.parallel_tool_calls;
+  const bool call_required = in.has_tools && (in.choice.kind == ToolChoice::Kind::kRequired ||
+                                              in.choice.kind == ToolChoice::Kind::kFunction);
   std::string text;
   if (call_required) {
     if (!so.text.empty()) refuse("tool_choice", "and '" + so.from + "' both constrain the reply: give one");
-    text = tool_call_grammar(tr, p.reply);
-    p.grammar_from = "tool_choice";
+    text = tool_call_grammar(tr, reply);
+    c.grammar_from = "tool_choice";
   }
-  const bool strict_auto = !call_required && so.text.empty() && !r.tools.empty() &&
-                           choice.kind == ToolChoice::Kind::kAuto && p.reply.parse_tools && has_strict_tools(tr);
+  // Strict tools under "auto": the reply may say anything, but a call it
+  // makes is valid (the formats strict_auto_grammar names; "" for the others,
+  // whose calls are parsed, not enforced).
+  const bool strict_auto = !call_required && so.text.empty() && in.has_tools &&
+                           in.choice.kind == ToolChoice::Kind::kAuto && reply.parse_tools && has_strict_tools(tr);
   if (strict_auto) {
-    text = strict_auto_grammar(tr, p.reply);
-    p.grammar_from = "tools";
+    text = strict_auto_grammar(tr, reply);
+    if (!text.empty()) c.grammar_from = "tools";
   }
-  p.tool_markers = tool_grammar_markers(p.reply.format);
+  c.tool_markers = tool_grammar_markers(reply.format);
   if (!text.empty()) {
-    p.grammar_text = std::move(text);
-    p.markers = p.tool_markers;
-    if (call_required) p.reasoning = reasoning_limit(r, p.reply);
-    return;
+    c.grammar_text = std::move(text);
+    c.markers = c.tool_markers;
+    if (call_required) c.reasoning = reasoning_limit(in, reply);
+  } else if (!so.text.empty()) {
+    c.grammar_from = so.from;
+    c.grammar_text = structured_output_grammar(so.text, reply.format.reasoning, reasoning_room(reply));
+    if (c.grammar_text != so.text) {  // a reasoning block before the answer: compiled again, its budget set
+      try {
+        c.grammar = grammar::Grammar::parse(c.grammar_text);
+      } catch (const Error& e) {
+        refuse(so.from, std::string("with the reasoning before it: ") + e.what(), "invalid_grammar");
+      }
+      c.reasoning = reasoning_limit(in, reply);
+      c.markers = reasoning_grammar_markers(reply.format.reasoning);
+    }
   }
-  if (so.text.empty()) return;
-  p.grammar_from = so.from;
-  p.grammar_text = structured_output_grammar(so.text, p.reply.format.reasoning, reasoning_room(p.reply));
-  if (p.grammar_text == so.text) return;  // nothing before the answer: no reasoning block to bound
-  try {
-    grammar::Grammar::parse(p.grammar_text);
-  } catch (const Error& e) {
-    refuse(so.from, std::string("with the reasoning before it: ") + e.what(), "invalid_grammar");
-  }
-  p.reasoning = reasoning_limit(r, p.reply);
-  p.markers = reasoning_grammar_markers(p.reply.format.reasoning);
+  // The tool-call format's markers are admitted only when they include the grammar's.
+  if (!all_in(c.markers, c.tool_markers)) c.tool_markers.clear();
+  return c;
 }
-
-}  // namespace
 
 ChatPlan plan_chat(const ChatRequest& r, const ChatSetup& setup) {
   if (!setup.format) throw Error("plan_chat: no chat format");
   const ChatRenderForms forms = render_forms(r);
+  ChatPlanInput in;
+  in.messages = &forms.messages;
+  in.template_request = &forms.template_request;
+  in.needs_jinja = forms.needs_jinja;
+  in.has_tools = !r.tools.empty();
+  in.choice = tool_choice_of(r);
+  in.parallel_tool_calls = r.parallel_tool_calls;
+  in.structured = structured_output_of(r);
+  in.max_reasoning_tokens = r.max_reasoning_tokens;
+  in.add_generation_prompt = r.add_generation_prompt;
   ChatPlan p;
-  p.segments = render(r, forms, setup);
+  try {
+    p.segments = render_chat(in, setup);
+  } catch (const ChatRequestError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ChatRequestError(std::string("the prompt cannot be rendered: ") + e.what(), "messages");
+  }
   p.rendered = chat_text(p.segments);
-  p.reply = reply_options(r, forms, setup, p.rendered);
-  p.special_text = needs_special_text(p.reply);
-  plan_grammar(r, forms, p);
-  if (!all_in(p.markers, p.tool_markers)) p.tool_markers.clear();
+  p.reply = chat_reply_options(in, setup, p.rendered);
+  p.special_text = reply_keeps_special_text(p.reply);
+  ChatConstraint c = plan_constraint(in, p.reply);
+  p.grammar_text = std::move(c.grammar_text);
+  p.grammar_from = std::move(c.grammar_from);
+  p.markers = std::move(c.markers);
+  p.tool_markers = std::move(c.tool_markers);
+  p.reasoning = std::move(c.reasoning);
   return p;
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,7 +29,9 @@
 #include "chat/chat_template.h"
 #include "chat/reasoning_grammar.h"
 #include "chat/reply_parser.h"
+#include "chat/request_error.h"
 #include "chat/tool_grammar.h"
+#include "grammar/grammar.h"
 
 namespace og {
 
@@ -63,7 +66,7 @@ struct ResponseFormat {
 };
 
 // The documented default budget of a constrained reply's reasoning (the
-// server's kDefaultMaxReasoningTokens: the same number).
+// library's and the server's: docs/serving.md max_reasoning_tokens).
 inline constexpr int64_t kChatDefaultMaxReasoningTokens = 1024;
 // At most this many tools (the server's kMaxTools).
 inline constexpr size_t kChatMaxTools = 512;
@@ -108,12 +111,17 @@ StructuredOutput structured_output_of(const ChatRequest& r);
 
 // What renders a model's chat: its format, the tool_use variant for requests
 // with tools (null: none), what its replies hold, and whether reasoning is
-// parsed out of them.
+// parsed out of them. `renderer` and `jinja_hint` word the refusal of a
+// request only a Jinja template renders for the front end ("'tools' needs a
+// Jinja chat template, and <renderer> renders with the built-in 'chatml'
+// template (<jinja_hint>)").
 struct ChatSetup {
   const ChatFormat* format = nullptr;
   const ChatFormat* tool_use = nullptr;
   ReplyFormat reply_format;
   bool parse_reasoning = true;
+  std::string renderer = "this model";
+  std::string jinja_hint = "open it with chat_template \"auto\" when it ships one";
 };
 
 // The reasoning block a constrained reply may hold before its constrained
@@ -148,6 +156,59 @@ struct ChatPlan {
 // field for what the request cannot have (a built-in that cannot render it,
 // a constraint the format cannot enforce, two constraints at once).
 ChatPlan plan_chat(const ChatRequest& r, const ChatSetup& setup);
+
+// The planning's steps, for a front end that keeps a checked request's forms
+// itself (the server's parser builds them from the HTTP body and checks the
+// structured output there) and reports each step's refusal where it comes
+// in its own order. plan_chat is these steps on render_forms' output.
+struct ChatPlanInput {
+  const std::vector<ChatMessage>* messages = nullptr;         // the built-ins' form
+  const nlohmann::ordered_json* template_request = nullptr;  // the Jinja form (its "tools" are the tools)
+  std::string needs_jinja;
+  bool has_tools = false;
+  ToolChoice choice;  // as it applies (tool_choice_of)
+  bool parallel_tool_calls = true;
+  StructuredOutput structured;  // checked; text "" = none
+  std::optional<int64_t> max_reasoning_tokens;
+  bool add_generation_prompt = true;
+};
+
+// The request in the shape the Jinja template reads: under harmony replies
+// (gpt-oss's template adds a tool's description to text unguarded) a tool
+// without a description, or a null one, gets "", as the built-in harmony
+// render gives it.
+nlohmann::ordered_json template_request_for(const ChatSetup& setup, nlohmann::ordered_json request);
+
+// The prompt's segments: a format that renders whole requests (the Jinja
+// template, its tool_use variant with tools, the built-in harmony) renders
+// the request; else the built-in renders the messages. ChatRequestError for
+// what the format refuses (its message one line, cut after 400 bytes) or a
+// request only a Jinja template renders; other og::Errors (a template's
+// raise_exception) pass through for the front end to word.
+ChatSegments render_chat(const ChatPlanInput& in, const ChatSetup& setup);
+// A format's refusal of a whole-request render as render_chat words it.
+ChatRequestError render_refusal(const ChatFormat& f, const ChatRequestError& e);
+
+// How the reply is parsed, read from the rendered prompt (does it open or
+// close a reasoning block) and the template variables (thinking off).
+ReplyParserOptions chat_reply_options(const ChatPlanInput& in, const ChatSetup& setup, const std::string& rendered);
+
+// Whether the reply's text must keep control tokens for the parser to see
+// its markers (these families' markers are control tokens).
+bool reply_keeps_special_text(const ReplyParserOptions& o);
+
+// The reply's constraint (ChatPlan's fields of the same names): a required
+// or named tool call's grammar (with the reasoning budget), strict tools'
+// grammar under "auto", or the structured output after the reasoning the
+// reply may hold. `grammar` is the compiled grammar where this step compiled
+// it to check it (the structured output with reasoning before it), else null.
+struct ChatConstraint {
+  std::string grammar_text, grammar_from;
+  std::shared_ptr<const grammar::Grammar> grammar;
+  std::vector<std::string> markers, tool_markers;
+  ChatReasoningLimit reasoning;
+};
+ChatConstraint plan_constraint(const ChatPlanInput& in, const ReplyParserOptions& reply);
 
 // OpenAI's finish_reason of a chat reply: "length" when a token budget or the
 // cache ran out, "tool_calls" when it stopped with calls, else "stop".

@@ -6,9 +6,8 @@
 #include <random>
 
 #include "base/error.h"
-#include "chat/reasoning_grammar.h"
+#include "chat/chat_request.h"
 #include "chat/request_error.h"
-#include "chat/tool_grammar.h"
 
 namespace og::server {
 
@@ -58,77 +57,65 @@ std::string param_of(std::string_view field) {
   return std::string(field.substr(0, utf8_prefix(field, n)));
 }
 
-// An error's text as one line: line breaks and other control bytes escaped
-// (\n, \x1b), cut at a UTF-8 boundary after 400 bytes.
-std::string one_line_cut(std::string_view s) {
-  const size_t n = utf8_prefix(s, 400);
-  std::string out;
-  append_one_line(out, s.substr(0, n));
-  if (n < s.size()) out += " ...";
-  return out;
+// What the chat planning refuses (chat/chat_request.h) as the 400 naming its field.
+[[noreturn]] void refused(const ChatRequestError& e) { bad_request(e.what(), param_of(e.field()), e.code()); }
+
+// The served model's chat as the planning reads it, its refusals worded for this server.
+ChatSetup chat_setup(const ServedModel& m) {
+  ChatSetup s;
+  s.format = m.tmpl;
+  s.tool_use = m.tool_use;
+  s.reply_format = m.reply_format;
+  s.parse_reasoning = m.parse_reasoning;
+  s.renderer = "this server";
+  s.jinja_hint = "serve a model that ships one with --chat auto, or give --chat-template-file";
+  return s;
 }
 
-// The 400 of a request the format refuses (a built-in's whole-request
-// render, chat/harmony_chat.h): its message without the format's name in
-// front, and the field it names as the param.
-[[noreturn]] void refused(const ChatFormat& f, const ChatRequestError& e) {
-  std::string_view what = e.what();
-  if (const std::string prefix = f.name() + ": "; what.starts_with(prefix)) what.remove_prefix(prefix.size());
-  bad_request("the built-in '" + f.name() + "' chat template cannot render this request: " + one_line_cut(what),
-              param_of(e.field()));
-}
-
-// The format that renders a request: the tool_use variant for requests with tools, when there is one.
-const ChatFormat& request_format(const ServedModel& m, bool has_tools) {
-  return has_tools && m.tool_use ? *m.tool_use : *m.tmpl;
+// A chat request's planning inputs (the forms its parse built; no copies).
+ChatPlanInput chat_input(const GenerationRequest& req) {
+  ChatPlanInput in;
+  in.messages = &req.messages;
+  in.template_request = &req.template_request;
+  in.needs_jinja = req.needs_jinja;
+  in.has_tools = req.n_tools > 0;
+  in.choice = req.tool_choice;
+  in.parallel_tool_calls = req.parallel_tool_calls;
+  in.structured.text = req.params.grammar_text;
+  in.structured.from = req.params.grammar_from;
+  in.max_reasoning_tokens = req.params.max_reasoning_tokens;
+  return in;
 }
 
 }  // namespace
 
 std::string request_text(const ServedModel& m, const nlohmann::ordered_json& request, bool has_tools) {
-  const ChatFormat& f = request_format(m, has_tools);
+  const ChatFormat& f = has_tools && m.tool_use ? *m.tool_use : *m.tmpl;
   try {
     return f.render_request(jinja_request(m, request));
   } catch (const ChatRequestError& e) {
-    refused(f, e);
+    refused(render_refusal(f, e));
   }
 }
 
 nlohmann::ordered_json jinja_request(const ServedModel& m, const nlohmann::ordered_json& template_request) {
-  nlohmann::ordered_json r = template_request;
-  if (m.reply_format.tools != ToolCallFormat::kHarmony || !r.contains("tools") || !r["tools"].is_array()) return r;
-  for (auto& tool : r["tools"]) {
-    if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object()) continue;
-    auto& fn = tool["function"];
-    if (!fn.contains("description") || fn["description"].is_null()) fn["description"] = "";
-  }
-  return r;
+  return template_request_for(chat_setup(m), template_request);
 }
 
 ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& template_request,
                            const std::vector<ChatMessage>& messages, const std::string& needs_jinja, bool has_tools,
                            bool add_generation_prompt) {
-  const ChatFormat& f = request_format(m, has_tools);
-  if (f.renders_requests()) {
-    nlohmann::ordered_json r = jinja_request(m, template_request);
-    r["add_generation_prompt"] = add_generation_prompt;
-    try {
-      return f.render_request_segments(r);
-    } catch (const ChatRequestError& e) {
-      refused(f, e);
-    }
+  ChatPlanInput in;
+  in.messages = &messages;
+  in.template_request = &template_request;
+  in.needs_jinja = needs_jinja;
+  in.has_tools = has_tools;
+  in.add_generation_prompt = add_generation_prompt;
+  try {
+    return render_chat(in, chat_setup(m));
+  } catch (const ChatRequestError& e) {
+    refused(e);
   }
-  if (!needs_jinja.empty()) {
-    // reasoning_effort reaches the model only as a template variable (gpt-oss's reads it).
-    const std::string why = needs_jinja == "reasoning_effort"
-                                ? " has no effect on this model: a Jinja chat template that reads it (as gpt-oss's does) "
-                                  "is needed"
-                                : " needs a Jinja chat template";
-    bad_request("'" + needs_jinja + "'" + why + ", and this server renders with the built-in '" + m.tmpl->name() +
-                    "' template (serve a model that ships one with --chat auto, or give --chat-template-file)",
-                needs_jinja, "unsupported_parameter");
-  }
-  return m.tmpl->render_segments(messages, add_generation_prompt);
 }
 
 namespace {
@@ -194,34 +181,13 @@ std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedMod
 }
 
 ReplyParserOptions reply_options(const GenerationRequest& req, const ServedModel& m, const std::string& rendered) {
+  if (req.endpoint == Endpoint::kChat) return chat_reply_options(chat_input(req), chat_setup(m), rendered);
   ReplyParserOptions o;
-  if (req.endpoint != Endpoint::kChat) {
-    o.parse_tools = o.parse_reasoning = false;
-    return o;
-  }
-  o.format = m.reply_format;
-  o.parse_tools = req.n_tools > 0 && req.tool_choice.kind != ToolChoice::Kind::kNone &&
-                  o.format.tools != ToolCallFormat::kNone;
-  o.parse_reasoning = m.parse_reasoning && o.format.reasoning != ReasoningFormat::kNone;
-  o.starts_in_reasoning = o.parse_reasoning && prompt_opens_reasoning(rendered, o.format.reasoning);
-  const auto kw = req.template_request.find("chat_template_kwargs");
-  o.thinking_off = prompt_closes_reasoning(rendered, o.format.reasoning) ||
-                   (kw != req.template_request.end() && kwargs_turn_thinking_off(*kw));
-  o.parallel_tool_calls = req.parallel_tool_calls;
+  o.parse_tools = o.parse_reasoning = false;
   return o;
 }
 
-bool reply_needs_special_text(const ReplyParserOptions& o) {
-  // Markers that are control tokens in these families' vocabularies.
-  const bool tools = o.parse_tools && (o.format.tools == ToolCallFormat::kLlama3Json ||
-                                       o.format.tools == ToolCallFormat::kMistral ||
-                                       o.format.tools == ToolCallFormat::kGemma4 ||
-                                       o.format.tools == ToolCallFormat::kHarmony);
-  const bool reasoning = o.parse_reasoning && (o.format.reasoning == ReasoningFormat::kGemma4Channel ||
-                                               o.format.reasoning == ReasoningFormat::kMistralThink ||
-                                               o.format.reasoning == ReasoningFormat::kHarmony);
-  return tools || reasoning;
-}
+bool reply_needs_special_text(const ReplyParserOptions& o) { return reply_keeps_special_text(o); }
 
 RequestOptions build_request_options(const GenerationRequest& req, const ServedModel& m, std::vector<int32_t> prompt) {
   const int64_t choices = req.params.n;
@@ -270,116 +236,52 @@ RequestOptions build_request_options(const GenerationRequest& req, const ServedM
 
 namespace {
 
-// The request's tools as the chat format's tool grammars take them.
-ToolRequest tool_request(const GenerationRequest& req) {
-  ToolRequest t;
-  if (req.template_request.contains("tools")) t.tools = req.template_request["tools"];
-  t.choice = req.tool_choice;
-  t.parallel_tool_calls = req.parallel_tool_calls;
-  return t;
-}
-
-// A tool grammar, or the 400 naming the field the format could not constrain.
-template <class F>
-std::string tool_grammar_or_400(F make) {
+// The planned constraint's compiled grammar: the parse's (the structured
+// output as given), the planning's (after the reasoning), or a tool grammar
+// compiled here (one that does not compile is this server's fault: a 500).
+std::shared_ptr<const grammar::Grammar> compiled(const GenerationRequest& req, const ChatConstraint& c) {
+  if (c.grammar) return c.grammar;
+  if (c.grammar_text == req.params.grammar_text) return req.params.grammar;
   try {
-    return make();
-  } catch (const ChatRequestError& e) {
-    bad_request(e.what(), e.field(), e.code());
-  }
-}
-
-}  // namespace
-
-namespace {
-
-// The client's grammar after the reasoning the reply may hold (the same
-// grammar when the format adds nothing); a 400 naming the field when the
-// whole no longer compiles (past the grammar limits).
-std::shared_ptr<const grammar::Grammar> with_reasoning(const GenerationRequest& req, const ReplyParserOptions& reply) {
-  if (req.endpoint != Endpoint::kChat || req.params.grammar_text.empty()) return req.params.grammar;
-  const std::string text = structured_output_grammar(req.params.grammar_text, reply.format.reasoning,
-                                                     reasoning_room(reply));
-  if (text == req.params.grammar_text) return req.params.grammar;
-  try {
-    return grammar::Grammar::parse(text);
+    return grammar::Grammar::parse(c.grammar_text);
   } catch (const og::Error& e) {
-    bad_request("'" + req.params.grammar_from + "' with the reasoning before it: " + e.what(),
-                req.params.grammar_from, "invalid_grammar");
+    const char* what = c.grammar_from == "tools" ? "the strict tools' grammar" : "the tool-call grammar";
+    throw ApiError(500, "server_error", "", std::string(what) + " does not compile: " + e.what());
   }
 }
 
-bool all_in(const std::vector<std::string>& these, const std::vector<std::string>& those) {
-  return std::all_of(these.begin(), these.end(),
-                     [&](const std::string& k) { return std::find(those.begin(), those.end(), k) != those.end(); });
-}
-
-// The reasoning block's budget (runtime/constraint.h ReasoningLimit): counted
-// from the opener the grammar allows, or from the start when the prompt opened
-// it; with thinking off such a block is closed at once.
-ReasoningLimit reasoning_limit(const GenerationRequest& req, const ReplyParserOptions& reply) {
-  const ReasoningRoom room = reasoning_room(reply);
-  if (room == ReasoningRoom::kNone) return {};
-  const ReasoningBlock b = reasoning_block(reply.format.reasoning);
-  ReasoningLimit l;
-  l.open = b.open;
-  l.close = b.close;
-  l.starts_open = room == ReasoningRoom::kOpen;
-  l.max_tokens = reply.thinking_off ? 0 : req.params.max_reasoning_tokens.value_or(kDefaultMaxReasoningTokens);
-  return l;
+ReasoningLimit limit_of(const ChatReasoningLimit& l) {
+  if (!l.active) return {};
+  return ReasoningLimit{l.open, l.close, l.starts_open, l.max_tokens};
 }
 
 }  // namespace
 
 void set_grammar(const GenerationRequest& req, const ServedModel& m, const ReplyParserOptions& reply,
                  RequestOptions& o) {
-  std::shared_ptr<const grammar::Grammar> g = req.params.grammar;
-  const bool call_required = req.endpoint == Endpoint::kChat && req.n_tools > 0 &&
-                             (req.tool_choice.kind == ToolChoice::Kind::kRequired ||
-                              req.tool_choice.kind == ToolChoice::Kind::kFunction);
-  if (call_required) {
-    if (g)
-      bad_request("'tool_choice' and '" + req.params.grammar_from + "' both constrain the reply: give one",
-                  "tool_choice");
-    const std::string text = tool_grammar_or_400([&] { return tool_call_grammar(tool_request(req), reply); });
-    try {
-      g = grammar::Grammar::parse(text);
-    } catch (const og::Error& e) {
-      throw ApiError(500, "server_error", "", std::string("the tool-call grammar does not compile: ") + e.what());
-    }
+  if (req.endpoint != Endpoint::kChat) {
+    if (!req.params.grammar) return;
+    o.grammar.grammar = req.params.grammar;
+    o.grammar.vocab = m.grammar_vocab ? m.grammar_vocab : grammar_vocab(*m.tok);
+    if (o.stop_ids.empty()) o.stop_ids = m.stop_ids;
+    return;
   }
-  // Strict tools under "auto": the reply may say anything, but a call it
-  // makes is valid (the formats strict_auto_grammar names; "" for the others,
-  // whose calls are parsed, not enforced).
-  const bool strict_auto = !g && req.endpoint == Endpoint::kChat && req.n_tools > 0 &&
-                           req.tool_choice.kind == ToolChoice::Kind::kAuto && reply.parse_tools &&
-                           has_strict_tools(tool_request(req));
-  if (strict_auto) {
-    const std::string text = tool_grammar_or_400([&] { return strict_auto_grammar(tool_request(req), reply); });
-    if (!text.empty()) {
-      try {
-        g = grammar::Grammar::parse(text);
-      } catch (const og::Error& e) {
-        throw ApiError(500, "server_error", "", std::string("the strict tools' grammar does not compile: ") + e.what());
-      }
-    }
+  ChatConstraint c;
+  try {
+    c = plan_constraint(chat_input(req), reply);
+  } catch (const ChatRequestError& e) {
+    refused(e);
   }
-  if (!g) return;
-  const bool tool_grammar = call_required || strict_auto;
-  if (!tool_grammar) g = with_reasoning(req, reply);
-  const bool wrapped = g != req.params.grammar && !tool_grammar;
-  o.grammar.grammar = std::move(g);
-  if (call_required || wrapped) o.grammar.reasoning = reasoning_limit(req, reply);
-  // The markers the grammar writes that may be control tokens: the tool-call
-  // format's, or the reasoning block's around a structured answer (which the
-  // tool-call format's include wherever that format has a reasoning block).
-  std::vector<std::string> markers;
-  if (tool_grammar) markers = tool_grammar_markers(reply.format);
-  if (wrapped) markers = reasoning_grammar_markers(reply.format.reasoning);
-  if (!markers.empty() && m.tool_grammar_vocab && all_in(markers, tool_grammar_markers(reply.format)))
+  if (c.grammar_text.empty()) return;
+  o.grammar.grammar = compiled(req, c);
+  o.grammar.reasoning = limit_of(c.reasoning);
+  // The vocabulary admits the control tokens the grammar writes: the
+  // tool-call format's (built once) when they include the grammar's, else
+  // the grammar's own when the tokenizer has any, else none.
+  if (!c.markers.empty() && m.tool_grammar_vocab && !c.tool_markers.empty())
     o.grammar.vocab = m.tool_grammar_vocab;
-  else if (!markers.empty() && has_control_token(*m.tok, markers))
-    o.grammar.vocab = grammar_vocab(*m.tok, markers);
+  else if (!c.markers.empty() && has_control_token(*m.tok, c.markers))
+    o.grammar.vocab = grammar_vocab(*m.tok, c.markers);
   else
     o.grammar.vocab = m.grammar_vocab ? m.grammar_vocab : grammar_vocab(*m.tok);
   if (o.stop_ids.empty()) o.stop_ids = m.stop_ids;

@@ -72,10 +72,10 @@ bool reply_needs_special_text(const ReplyParserOptions& o);
 // call in the model's format; ApiError 400 when both are given or the call
 // cannot be enforced. On chat, either comes after the reasoning the reply may
 // hold (chat/reasoning_grammar.h), whose tokens are bounded by
-// max_reasoning_tokens (default kDefaultMaxReasoningTokens) before its close
-// marker is forced. Sets o.grammar (and keeps the stop ids, which end a
-// complete reply, even with ignore_eos).
-inline constexpr int64_t kDefaultMaxReasoningTokens = 1024;
+// max_reasoning_tokens (default og::kChatDefaultMaxReasoningTokens) before its
+// close marker is forced. Sets o.grammar (and keeps the stop ids, which end a
+// complete reply, even with ignore_eos). The planning is the library's
+// (chat/chat_request.h plan_constraint); this applies it to the served model.
 void set_grammar(const GenerationRequest& req, const ServedModel& m, const ReplyParserOptions& reply,
                  RequestOptions& o);
 

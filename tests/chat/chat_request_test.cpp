@@ -131,5 +131,49 @@ TEST(ChatRequest, PlanReasonsBeforeTheConstraint) {
   }
 }
 
+// Where a built-in cannot render the request, plan_chat words the refusal as
+// the server does (its wording was the reference when the server's planning
+// moved here): reasoning_effort "has no effect", the front end's renderer and
+// hint; a format's own refusal one line, cut after 400 bytes.
+TEST(ChatRequest, RefusalsAreWordedAsTheServersAre) {
+  const std::unique_ptr<ChatFormat> chatml = make_chat_template("chatml", std::nullopt);
+  ChatSetup setup;
+  setup.format = chatml.get();
+  setup.reply_format = chatml->reply_format();
+  auto message_of = [&](const ChatRequest& r, std::string* field) {
+    try {
+      plan_chat(r, setup);
+    } catch (const ChatRequestError& e) {
+      *field = e.field();
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  ChatRequest r = user("hi");
+  r.reasoning_effort = "high";
+  std::string field;
+  EXPECT_EQ(message_of(r, &field).rfind("'reasoning_effort' has no effect on this model: a Jinja chat template", 0),
+            0u);
+  EXPECT_EQ(field, "reasoning_effort");
+  r = user("hi");
+  r.tools.push_back({"f", std::nullopt, "", false});
+  setup.renderer = "this server";
+  setup.jinja_hint = "a hint";
+  EXPECT_EQ(message_of(r, &field),
+            "'tools' needs a Jinja chat template, and this server renders with the built-in 'chatml' template (a hint)");
+  EXPECT_EQ(field, "tools");
+
+  const ChatRequestError long_one("chatml: line one\nline two " + std::string(600, 'x'), "messages[0]", "c");
+  const ChatRequestError worded = render_refusal(*chatml, long_one);
+  const std::string w = worded.what();
+  EXPECT_EQ(w.rfind("the built-in 'chatml' chat template cannot render this request: line one\\nline two x", 0), 0u)
+      << w;
+  EXPECT_EQ(w.find('\n'), std::string::npos);
+  EXPECT_TRUE(w.ends_with(" ...")) << w;
+  EXPECT_LT(w.size(), 500u);
+  EXPECT_EQ(worded.field(), "messages[0]");
+  EXPECT_EQ(worded.code(), "c");
+}
+
 }  // namespace
 }  // namespace og

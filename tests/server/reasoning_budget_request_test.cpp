@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_request.h"
 #include "server/api_error.h"
 #include "server/api_request.h"
 #include "server/generation.h"
@@ -21,7 +22,7 @@ TEST(ReasoningBudgetRequest, TakesANonNegativeInteger) {
   EXPECT_FALSE(chat("").params.max_reasoning_tokens.has_value());
   EXPECT_EQ(chat(R"(, "max_reasoning_tokens": 0)").params.max_reasoning_tokens, 0);
   EXPECT_EQ(chat(R"(, "max_reasoning_tokens": 300)").params.max_reasoning_tokens, 300);
-  EXPECT_GT(kDefaultMaxReasoningTokens, 0);
+  EXPECT_GT(og::kChatDefaultMaxReasoningTokens, 0);
   for (const char* bad : {R"(, "max_reasoning_tokens": -1)", R"(, "max_reasoning_tokens": "5")",
                           R"(, "max_reasoning_tokens": 1.5)", R"(, "max_reasoning_tokens": 99999999999)"}) {
     SCOPED_TRACE(bad);
