@@ -85,5 +85,29 @@ TEST_F(RequestFields, ACutAndGluedFieldIsText) {
   EXPECT_NE(tok_->decode(prompt, false).find("</s>"), std::string::npos);
 }
 
+// A template whose recursion would outgrow a thread's stack (deep
+// expressions around a macro recursing to the call bound) is a 400 naming
+// the bound, not a crashed server.
+TEST_F(RequestFields, ATooDeeplyRecursingTemplateIsA400) {
+  jinja_.reset();
+  for (int k = 256; !jinja_ && k > 0; k -= 8) {
+    std::string deep = "f(n + 1)";
+    for (int i = 0; i < k; ++i) deep = "(-" + deep + ")";
+    try {
+      jinja_ = std::make_unique<JinjaChatTemplate>("{% macro f(n) %}{{ " + deep + " }}{% endmacro %}{{ f(0) }}",
+                                                   jinja_options_of(*tok_), "test");
+    } catch (const Error&) {
+    }
+  }
+  ASSERT_TRUE(jinja_);
+  model_.tmpl = jinja_.get();
+  httplib::Client c = client();
+  json b = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 1}};
+  auto r = c.Post("/v1/chat/completions", b.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("recurses too deeply"), std::string::npos) << r->body;
+}
+
 }  // namespace
 }  // namespace og::server::test
