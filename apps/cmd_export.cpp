@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "convert_common.h"
 #include "base/flags.h"
+#include "format/model_source.h"
 #include "shared_flags.h"
 #include "tokenizer/gguf_vocab_export.h"
 
@@ -38,8 +39,11 @@ int cmd_export(const Args& args) {
   if (!std::filesystem::is_directory(model, ec))
     fail(model, ": not a directory (--model; export reads Hugging Face checkpoint directories)");
   ConvertOptions o = convert_options_of(f);
-  o.metadata = tokenizer_gguf_keys(model);
-  return run_conversion([&] { return export_hf_to_gguf(model, out, o); }, out);
+  // The directory is read once: its tokenizer keys, weights and templates come
+  // from one source (its weights opened by the export, after the tokenizer's checks).
+  const std::shared_ptr<const ModelSource> src = ModelSource::open(model, /*weights=*/false);
+  o.metadata = tokenizer_gguf_keys(*src->hf());
+  return run_conversion([&] { return export_hf_to_gguf(*src, out, o); }, out);
 }
 
 }  // namespace og::app

@@ -56,11 +56,15 @@ std::optional<std::string> read_chat_template(const std::string& model_path) {
 }
 
 std::vector<std::pair<std::string, GgufValue>> chat_template_gguf_keys(const std::string& hf_dir) {
+  OG_CHECK(file_exists(hf_dir), hf_dir, ": no such file or directory");
+  return chat_template_gguf_keys(read_chat_templates(HfCheckpoint::open_files(hf_dir)));
+}
+
+std::vector<std::pair<std::string, GgufValue>> chat_template_gguf_keys(const StoredChatTemplates& t) {
   std::vector<std::pair<std::string, GgufValue>> k;
-  if (std::optional<std::string> tmpl = read_chat_template(hf_dir))
-    k.emplace_back("tokenizer.chat_template", GgufValue::make_string(*tmpl));
+  if (t.text) k.emplace_back("tokenizer.chat_template", GgufValue::make_string(*t.text));
   std::vector<GgufValue> names;
-  for (const auto& [name, text] : read_chat_template_variants(hf_dir)) {
+  for (const auto& [name, text] : t.variants) {
     k.emplace_back("tokenizer.chat_template." + name, GgufValue::make_string(text));
     names.push_back(GgufValue::make_string(name));
   }

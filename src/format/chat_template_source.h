@@ -43,5 +43,6 @@ std::map<std::string, std::string> read_chat_template_variants(const GgufFile& g
 // `tokenizer.chat_templates`. Empty when the directory has none. (Export adds
 // them to the file it writes; the tokenizer's keys hold no template.)
 std::vector<std::pair<std::string, GgufValue>> chat_template_gguf_keys(const std::string& hf_dir);
+std::vector<std::pair<std::string, GgufValue>> chat_template_gguf_keys(const StoredChatTemplates& t);
 
 }  // namespace og

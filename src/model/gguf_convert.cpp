@@ -13,6 +13,7 @@
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "format/chat_template_source.h"
+#include "format/model_source.h"
 #include "kernels/ops.h"
 #include "model/gguf_export.h"
 #include "model/kv_keys.h"
@@ -182,8 +183,18 @@ int query_groups(const ModelConfig& c) {
 }  // namespace
 
 ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& out_path, const ConvertOptions& o) {
+  return export_hf_to_gguf(*ModelSource::open(hf_dir), out_path, o);
+}
+
+ConvertSummary export_hf_to_gguf(const ModelSource& model, const std::string& out_path, const ConvertOptions& o) {
+  const std::string& hf_dir = model.path();
+  OG_CHECK(model.hf() != nullptr, hf_dir, ": not a directory (export reads Hugging Face checkpoint directories)");
+  OG_CHECK(!model.hf()->config_path.empty(), hf_dir, ": no config.json (not a Hugging Face checkpoint directory)");
+  // A source opened without weights (the command reads the tokenizer first) opens them here, once.
+  std::shared_ptr<const TensorSource> weights = model.tensors();
+  if (!weights) weights = SafetensorsSource::open_dir(hf_dir);
   AtomicOutput out(out_path, o.overwrite);
-  HfModelSource m = read_hf_model(hf_dir);
+  HfModelSource m = read_hf_model(*model.hf(), std::move(weights));
   ModelConfig& c = m.config;
   validate_config(c, hf_dir);
   bind_weights(c, *m.weights);  // every tensor present, shaped and typed as the config says
@@ -233,7 +244,8 @@ ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& o
   // llama.cpp's MOSTLY_MXFP4_MOE (38): MXFP4 experts, the rest in a float type.
   w.set("general.file_type", GgufValue::make_u32(kept_mxfp4 && is_float(o.type.base) ? 38 : o.type.file_type));
   w.set("general.quantization_version", GgufValue::make_u32(2));
-  for (const auto& [key, value] : chat_template_gguf_keys(hf_dir)) w.set(key, value);  // the model's templates
+  for (const auto& [key, value] : chat_template_gguf_keys({model.chat_template(), model.chat_template_variants()}))
+    w.set(key, value);  // the model's templates
   for (const auto& [key, value] : o.metadata) w.set(key, value);
   write_kv_geometry_keys(kv_geometry_from_config(c), chunk_of(o, 0), w);
   ConvertSummary s = write_jobs(w, jobs, o, out,

@@ -19,6 +19,8 @@
 
 namespace og {
 
+class ModelSource;  // format/model_source.h
+
 struct ConvertProgress {
   int index = 0, count = 0;  // tensor index (1-based) of count
   std::string name;
@@ -53,6 +55,9 @@ struct ConvertSummary {
 inline constexpr int64_t kDefaultPrefillChunk = 512;
 
 ConvertSummary export_hf_to_gguf(const std::string& hf_dir, const std::string& out_path, const ConvertOptions& o);
+// The same from the directory opened once (ModelSource::open: its templates, and its
+// weights unless opened without them).
+ConvertSummary export_hf_to_gguf(const ModelSource& src, const std::string& out_path, const ConvertOptions& o);
 ConvertSummary quantize_gguf(const std::string& in_path, const std::string& out_path, const ConvertOptions& o);
 
 }  // namespace og

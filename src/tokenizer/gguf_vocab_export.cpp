@@ -8,6 +8,7 @@
 #include "base/mapped_file.h"
 #include "format/hf_config.h"
 #include "tokenizer/bpe_presets.h"
+#include "tokenizer/loaders.h"
 #include "tokenizer/pipeline.h"
 
 namespace og {
@@ -103,8 +104,7 @@ void gemma4_keys(const tok::PipelineTokenizer& t, const std::string& where, Keys
 
 // config.json's model_type ("" when there is none): the vocabulary form of
 // a Gemma 4 checkpoint follows the model, as llama.cpp's converter decides.
-std::string model_type_of(const std::string& dir) {
-  const HfCheckpoint ck = HfCheckpoint::open_files(dir);
+std::string model_type_of(const HfCheckpoint& ck) {
   const auto it = ck.config.find("model_type");
   return it != ck.config.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
@@ -112,18 +112,23 @@ std::string model_type_of(const std::string& dir) {
 }  // namespace
 
 std::vector<std::pair<std::string, GgufValue>> tokenizer_gguf_keys(const std::string& dir) {
+  return tokenizer_gguf_keys(HfCheckpoint::open_files(dir));
+}
+
+std::vector<std::pair<std::string, GgufValue>> tokenizer_gguf_keys(const HfCheckpoint& ck) {
+  const std::string& dir = ck.dir;
   const std::string tj = dir + "/tokenizer.json", tm = dir + "/tokenizer.model";
-  std::unique_ptr<Tokenizer> t = Tokenizer::from_path(dir);
+  std::unique_ptr<Tokenizer> t = tok::load_hf_directory(ck);
   const auto* p = dynamic_cast<const tok::PipelineTokenizer*>(t.get());
   OG_CHECK(p != nullptr, dir, ": tokenizer of an unexpected kind");
   const tok::PipelineSpec& spec = p->spec();
   Keys k;
-  const bool json = file_exists(tj);
-  if (spec.model == tok::ModelKind::kBpe && !spec.bpe.byte_level && json && model_type_of(dir).rfind("gemma4", 0) == 0) {
+  const bool json = !ck.tokenizer_json_path.empty();
+  if (spec.model == tok::ModelKind::kBpe && !spec.bpe.byte_level && json && model_type_of(ck).rfind("gemma4", 0) == 0) {
     gemma4_keys(*p, tj, k);
   } else if (spec.model == tok::ModelKind::kBpe && spec.bpe.byte_level) {
     gpt2_keys(*p, json ? tj : dir, k);
-  } else if (file_exists(tm)) {
+  } else if (!ck.tokenizer_model_path.empty()) {
     // The SentencePiece model itself carries the scores; tokenizer.json (if any) supplied the special ids.
     std::unique_ptr<Tokenizer> sp = Tokenizer::from_path(tm);
     const tok::PipelineSpec& s = dynamic_cast<const tok::PipelineTokenizer&>(*sp).spec();

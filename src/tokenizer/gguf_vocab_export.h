@@ -15,11 +15,14 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "format/hf_config.h"
 
 namespace og {
 
 // og::Error naming the file and what cannot be expressed (an unknown
 // pre-tokenizer, a non-BPE tokenizer.json, no tokenizer at all).
 std::vector<std::pair<std::string, GgufValue>> tokenizer_gguf_keys(const std::string& hf_dir);
+// The same from a directory already read (export's one ModelSource).
+std::vector<std::pair<std::string, GgufValue>> tokenizer_gguf_keys(const HfCheckpoint& ck);
 
 }  // namespace og

@@ -19,9 +19,11 @@
 #include <map>
 
 #include "format/model_source.h"
+#include "model/gguf_convert.h"
 #include "model/synth_fixture.h"
 #include "runtime/run_setup.h"
 #include "server/model_facts.h"
+#include "tokenizer/gguf_vocab_export.h"
 
 namespace og {
 namespace {
@@ -111,6 +113,24 @@ TEST(ModelSource, ChatTemplateJsonIsReadOnceForTemplateAndVariants) {
   EXPECT_EQ(opens.count("chat_template.json"), 1u);
   EXPECT_EQ(l.model_template, std::optional<std::string>("D"));
   EXPECT_EQ(l.model_template_variants, (std::map<std::string, std::string>{{"tool_use", "T"}}));
+}
+
+// export (the offgraph export command's calls): tokenizer keys, weights and
+// templates from one reading of the directory.
+TEST(ModelSource, ExportReadsEachFileOnce) {
+  TempDir tmp;
+  const std::string dir = copy_dir(synth_hf(synth::Family::kGemma4), tmp, "gemma4-hf");
+  const auto opens = opens_during(dir, [&] {
+    const std::shared_ptr<const ModelSource> src = ModelSource::open(dir, /*weights=*/false);  // as the command
+    ConvertOptions o;
+    o.metadata = tokenizer_gguf_keys(*src->hf());
+    export_hf_to_gguf(*src, tmp.path("out.gguf"), o);
+  });
+  expect_each_once(opens);
+  EXPECT_EQ(opens.count("tokenizer_config.json"), 1u);
+  ModelSetup s;
+  s.model = tmp.path("out.gguf");
+  EXPECT_TRUE(load_model(s).model_template.has_value());  // the template went into the file
 }
 
 TEST(ModelSource, GgufFileIsOpenedOnce) {
