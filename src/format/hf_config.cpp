@@ -4,7 +4,9 @@
 #include "format/hf_config.h"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <set>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -89,8 +91,17 @@ std::string join(const std::string& dir, const char* name) {
   return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
 }
 
-// `path` when it exists, else "".
-std::string if_exists(const std::string& path) { return file_exists(path) && !is_directory(path) ? path : ""; }
+// The names of a directory's regular files (a symlink to one counts: HF cache
+// snapshots are symlinks to blobs), from one listing instead of a check per name.
+std::set<std::string> regular_files(const std::string& dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_regular_file(type_ec)) names.insert(it->path().filename().string());
+  }
+  return names;
+}
 
 // tokenizer_config.json / chat_template.json `chat_template`: a string, or a
 // list of {name, template} from which "default" is taken (else the first).
@@ -127,30 +138,39 @@ std::map<std::string, std::string> variants_from_json(const nlohmann::json& j, c
 
 }  // namespace
 
-HfCheckpoint HfCheckpoint::open_files(const std::string& dir) {
+namespace {
+
+// open_files, and open's check for config.json before anything is read.
+HfCheckpoint read_files(const std::string& dir, bool require_config) {
   if (!file_exists(dir)) fail(dir, ": no such file or directory");
   if (!is_directory(dir)) fail(dir, ": not a directory (expected a Hugging Face checkpoint directory)");
+  const std::set<std::string> files = regular_files(dir);
+  auto if_exists = [&](const char* name) { return files.count(name) ? join(dir, name) : std::string(); };
+  if (require_config && !files.count("config.json"))
+    fail(dir, ": no config.json (not a Hugging Face checkpoint directory)");
   HfCheckpoint c;
   c.dir = dir;
   c.config = nlohmann::json::object();
-  c.config_path = if_exists(join(dir, "config.json"));
+  c.config_path = if_exists("config.json");
   if (!c.config_path.empty()) c.config = read_json_file(c.config_path);
-  if (auto gen = if_exists(join(dir, "generation_config.json")); !gen.empty()) c.generation_config = read_json_file(gen);
-  if (auto tc = if_exists(join(dir, "tokenizer_config.json")); !tc.empty()) c.tokenizer_config = read_json_file(tc);
-  c.tokenizer_json_path = if_exists(join(dir, "tokenizer.json"));
-  c.tokenizer_model_path = if_exists(join(dir, "tokenizer.model"));
-  c.vocab_json_path = if_exists(join(dir, "vocab.json"));
-  c.merges_txt_path = if_exists(join(dir, "merges.txt"));
+  if (auto gen = if_exists("generation_config.json"); !gen.empty()) c.generation_config = read_json_file(gen);
+  if (auto tc = if_exists("tokenizer_config.json"); !tc.empty()) c.tokenizer_config = read_json_file(tc);
+  c.tokenizer_json_path = if_exists("tokenizer.json");
+  c.tokenizer_model_path = if_exists("tokenizer.model");
+  c.vocab_json_path = if_exists("vocab.json");
+  c.merges_txt_path = if_exists("merges.txt");
   if (c.vocab_json_path.empty() || c.merges_txt_path.empty()) c.vocab_json_path.clear(), c.merges_txt_path.clear();
-  c.chat_template_path = if_exists(join(dir, "chat_template.jinja"));
-  c.chat_template_json_path = if_exists(join(dir, "chat_template.json"));
+  c.chat_template_path = if_exists("chat_template.jinja");
+  c.chat_template_json_path = if_exists("chat_template.json");
   return c;
 }
 
+}  // namespace
+
+HfCheckpoint HfCheckpoint::open_files(const std::string& dir) { return read_files(dir, false); }
+
 HfCheckpoint HfCheckpoint::open(const std::string& dir, bool load_weights) {
-  if (is_directory(dir) && if_exists(join(dir, "config.json")).empty())
-    fail(dir, ": no config.json (not a Hugging Face checkpoint directory)");
-  HfCheckpoint c = open_files(dir);
+  HfCheckpoint c = read_files(dir, true);
   if (load_weights) c.weights = SafetensorsSource::open_dir(dir);
   return c;
 }

@@ -149,6 +149,22 @@ TEST(ModelSource, GgufFileIsOpenedOnce) {
 }
 #endif
 
+// The directory is listed once instead of checked name by name; files that are
+// symlinks (an HF cache snapshot links each file to a blob) still count.
+TEST(ModelSource, SymlinkedFilesOfASnapshotAreFound) {
+  TempDir tmp;
+  const std::string from = synth_hf(synth::Family::kGemma4);
+  const std::string dir = tmp.path("snapshot");
+  fs::create_directory(dir);
+  for (const auto& e : fs::directory_iterator(from)) fs::create_symlink(e.path(), dir + "/" + e.path().filename().string());
+  ModelSetup s;
+  s.model = dir;
+  const LoadedModel l = load_model(s);
+  EXPECT_TRUE(l.model_template.has_value());
+  EXPECT_FALSE(l.source->hf()->tokenizer_json_path.empty());
+  EXPECT_GT(l.tok->n_vocab(), 0);
+}
+
 // The server's facts come from the run's source (Model no longer hands its file back).
 TEST(ModelSource, ModelFactsComeFromTheSource) {
   for (const bool hf : {false, true}) {
