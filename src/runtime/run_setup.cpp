@@ -6,6 +6,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "base/mapped_file.h"
 #include "base/timer.h"
 #include "format/chat_template_source.h"
 #include "model/config.h"
@@ -22,13 +23,22 @@ LoadedModel load_model(const ModelSetup& s) {
   // take their parts from it; only a separate --tokenizer is a second source.
   l.source = ModelSource::open(s.model);
   l.model = Model::load(*l.source, opts);
-  l.tok = s.tokenizer.empty() ? Tokenizer::from_source(*l.source) : Tokenizer::from_path(s.tokenizer);
+  // A separate --tokenizer directory or GGUF file is a second source, opened
+  // once too; a tokenizer.json / tokenizer.model file keeps the path readers.
+  std::shared_ptr<const ModelSource> tok_src;
+  if (!s.tokenizer.empty() && (is_directory(s.tokenizer) || s.tokenizer.ends_with(".gguf")))
+    tok_src = ModelSource::open(s.tokenizer, /*weights=*/false);
+  l.tok = tok_src               ? Tokenizer::from_source(*tok_src)
+          : s.tokenizer.empty() ? Tokenizer::from_source(*l.source)
+                                : Tokenizer::from_path(s.tokenizer);
   l.model_template = l.source->chat_template();
   l.model_template_variants = l.source->chat_template_variants();
-  // A separate tokenizer's directory may hold the template the model lacks.
-  if (!l.model_template && !s.tokenizer.empty()) l.model_template = read_chat_template(s.tokenizer);
+  // The tokenizer's source may hold the template the model lacks.
+  if (!l.model_template && !s.tokenizer.empty())
+    l.model_template = tok_src ? tok_src->chat_template() : read_chat_template(s.tokenizer);
   if (l.model_template_variants.empty() && !s.tokenizer.empty())
-    l.model_template_variants = read_chat_template_variants(s.tokenizer);
+    l.model_template_variants =
+        tok_src ? tok_src->chat_template_variants() : read_chat_template_variants(s.tokenizer);
   OG_CHECK(l.tok->n_vocab() <= l.model->n_vocab(), "the tokenizer has ", l.tok->n_vocab(),
            " tokens but the model only ", l.model->n_vocab());
   l.load_s = t.seconds();

@@ -133,6 +133,28 @@ TEST(ModelSource, ExportReadsEachFileOnce) {
   EXPECT_TRUE(load_model(s).model_template.has_value());  // the template went into the file
 }
 
+// A separate tokenizer directory is a second source, read once for the
+// tokenizer and the template the model lacks.
+TEST(ModelSource, SeparateTokenizerDirectoryIsReadOnce) {
+  TempDir tmp;
+  const std::string model = copy_dir(synth_hf(synth::Family::kGemma4), tmp, "model");
+  nlohmann::json tc = read_json_file(model + "/tokenizer_config.json");
+  tc.erase("chat_template");  // the template is the tokenizer directory's only
+  std::ofstream(model + "/tokenizer_config.json") << tc.dump();
+  const std::string tok = tmp.path("tok");
+  fs::create_directory(tok);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(synth_hf(synth::Family::kGemma4) + "/" + f, tok + "/" + f);
+  ModelSetup s;
+  s.model = model;
+  s.tokenizer = tok;
+  LoadedModel l;
+  const auto opens = opens_during(tok, [&] { l = load_model(s); });
+  expect_each_once(opens);
+  EXPECT_EQ(opens.count("tokenizer_config.json"), 1u);
+  EXPECT_TRUE(l.model_template.has_value());
+}
+
 TEST(ModelSource, GgufFileIsOpenedOnce) {
   TempDir tmp;
   const std::string path = tmp.path("gemma4.gguf");  // a file with a stored template
