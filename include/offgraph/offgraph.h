@@ -94,6 +94,33 @@ typedef struct og_tokens {
 OG_API void og_string_free(og_string* s);
 OG_API void og_tokens_free(og_tokens* t);
 
+/* ------------------------------------------------------------------ limits */
+
+/* The process's bounds on untrusted input: a chat template's render (og_session_chat,
+ * og_chat_render, og_chat_encode) and the JSON schemas of a chat request (response_format,
+ * tools). The same bounds, defaults and ranges as serve's flags of the same names
+ * (--template-max-work, ..., --schema-max-work; docs/commands.md); a render or schema past
+ * one is OG_ERR_INVALID_ARGUMENT naming it. */
+typedef struct og_limits {
+  size_t struct_size;                 /* sizeof(og_limits), set by og_limits_init */
+  int64_t template_max_work;          /* [0, 2^50] work units of one render; 0 (default) = 64 per value byte */
+  int64_t template_max_ms;            /* [0, 3600000] wall-clock ms of one render (10000); 0 = none */
+  int64_t template_max_value_bytes;   /* [1024, 2^32] largest value a render builds, and its output (16 MiB) */
+  int64_t template_max_memory_bytes;  /* [2^20, 2^40] bytes of values one render holds at once (256 MiB) */
+  int64_t schema_max_properties;      /* [1, 2^20] properties of one schema object (1024) */
+  int64_t schema_max_branches;        /* [1, 2^20] anyOf/oneOf branches of one schema (1024) */
+  int64_t schema_max_enum_values;     /* [1, 2^24] values of one enum (65536) */
+  int64_t schema_max_work;            /* [1, 2^30] subschemas, enum values and properties of one request (2^18) */
+} og_limits;
+/* The defaults above (serve's without flags) and struct_size; NULL is ignored. */
+OG_API void og_limits_init(og_limits* limits);
+/* The limits in force (out->struct_size set by the caller, as og_limits_init sets it). */
+OG_API og_status og_get_limits(og_limits* out);
+/* Makes `limits` the process's (a value outside its range is OG_ERR_INVALID_ARGUMENT naming
+ * the field, and nothing changes). Meant for start-up: renders and schema compilations
+ * running in other threads at the time are not synchronised with the change. */
+OG_API og_status og_set_limits(const og_limits* limits);
+
 /* ------------------------------------------------------------------- model */
 
 typedef struct og_model og_model;
