@@ -1,0 +1,262 @@
+// Gemma 3's SigLIP tower and projector (vision_tower.h). Matmuls go through
+// kernels::matmul (any weight dtype with kernels), attention through the f32
+// attend kernels over the whole image (every patch sees every patch), one
+// pool task per (head, block of queries). tests/model/vision_tower_test.cpp
+// holds it to a plain twin written with loops.
+#include "model/vision_tower.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "format/hf_config.h"
+#include "kernels/ops.h"
+
+namespace og {
+namespace {
+
+constexpr int64_t kQueryBlock = 16;  // queries scored together against all keys
+
+int64_t need_int(const nlohmann::json& obj, const char* key, const std::string& file, const char* where) {
+  const std::optional<int64_t> v = json_int(obj, key, file);
+  OG_CHECK(v.has_value(), file, ": ", where, key, " is missing (needed for the vision tower)");
+  return *v;
+}
+
+const TensorInfo& require(const TensorSource& src, const std::string& name, const std::vector<int64_t>& shape) {
+  const TensorInfo* t = src.find(name);
+  OG_CHECK(t != nullptr, src.source_name(), ": vision tensor ", name, " is missing");
+  OG_CHECK(t->shape == shape, src.source_name(), ": vision tensor ", name, " has shape ", shape_str(t->shape),
+           ", expected ", shape_str(shape));
+  return *t;
+}
+
+// All of a tensor's values as f32, row by row (any dtype with kernels).
+std::vector<float> to_f32(const TensorSource& src, const std::string& name, const std::vector<int64_t>& shape) {
+  const TensorView v = tensor_view(src, require(src, name, shape));
+  std::vector<float> out(static_cast<size_t>(v.numel()));
+  for (int64_t r = 0; r < v.rows(); ++r) kernels::dequantize_row(v.dtype, v.row(r), out.data() + r * v.cols(), v.cols());
+  return out;
+}
+
+TensorView matrix(const TensorSource& src, const std::string& name, int64_t rows, int64_t cols) {
+  TensorView v = tensor_view(src, require(src, name, {rows, cols}));
+  OG_CHECK(kernels::weight_dtype_supported(v.dtype), src.source_name(), ": vision tensor ", name,
+           " has a dtype without matmul kernels");
+  return v;
+}
+
+// x[n, out] = x_in[n, in] · W^T + b
+void linear(const TensorView& w, const std::vector<float>& b, const float* x, int64_t n, float* y) {
+  kernels::matmul(w, x, n, y);
+  const int64_t out = w.shape[0];
+  for (int64_t i = 0; i < n; ++i) kernels::add(y + i * out, b.data(), out);
+}
+
+}  // namespace
+
+int64_t VisionTowerConfig::tokens_per_side() const {
+  int64_t s = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(mm_tokens_per_image))));
+  return s * s == mm_tokens_per_image ? s : 0;
+}
+
+void VisionTowerConfig::check() const {
+  OG_CHECK(image_size > 0 && patch_size > 0 && hidden > 0 && intermediate > 0 && n_layers > 0 && n_heads > 0 &&
+               text_hidden > 0 && mm_tokens_per_image > 0,
+           "vision tower: image_size, patch_size, hidden_size, intermediate_size, num_hidden_layers, "
+           "num_attention_heads, mm_tokens_per_image and the text hidden_size must be positive");
+  OG_CHECK(image_size % patch_size == 0, "vision tower: patch_size ", patch_size, " does not divide image_size ",
+           image_size);
+  OG_CHECK(hidden % n_heads == 0, "vision tower: num_attention_heads ", n_heads, " does not divide hidden_size ",
+           hidden);
+  const int64_t t = tokens_per_side();
+  OG_CHECK(t > 0 && patches_per_side() % t == 0, "vision tower: mm_tokens_per_image ", mm_tokens_per_image,
+           " is not a square whose side divides the ", patches_per_side(), "x", patches_per_side(), " patch grid");
+  OG_CHECK(layer_norm_eps > 0 && soft_norm_eps > 0, "vision tower: layer_norm_eps must be positive");
+}
+
+VisionTowerConfig gemma3_vision_config(const nlohmann::json& config, const std::string& file) {
+  OG_CHECK(config.contains("vision_config") && config["vision_config"].is_object(), file,
+           ": vision_config is missing (the model has no vision tower)");
+  const nlohmann::json& v = config["vision_config"];
+  VisionTowerConfig c;
+  c.hidden = need_int(v, "hidden_size", file, "vision_config.");
+  c.intermediate = need_int(v, "intermediate_size", file, "vision_config.");
+  c.n_layers = need_int(v, "num_hidden_layers", file, "vision_config.");
+  c.n_heads = need_int(v, "num_attention_heads", file, "vision_config.");
+  c.patch_size = need_int(v, "patch_size", file, "vision_config.");
+  c.image_size = need_int(v, "image_size", file, "vision_config.");
+  if (const auto eps = json_number(v, "layer_norm_eps", file)) c.layer_norm_eps = static_cast<float>(*eps);
+  if (const auto n = json_int(config, "mm_tokens_per_image", file)) c.mm_tokens_per_image = *n;
+  OG_CHECK(config.contains("text_config") && config["text_config"].is_object(), file, ": text_config is missing");
+  const nlohmann::json& t = config["text_config"];
+  c.text_hidden = need_int(t, "hidden_size", file, "text_config.");
+  if (const auto eps = json_number(t, "rms_norm_eps", file)) c.soft_norm_eps = static_cast<float>(*eps);
+  c.check();
+  return c;
+}
+
+std::string gemma3_vision_prefix(const TensorSource& src) {
+  for (const char* p : {"", "model."})
+    if (src.find(std::string(p) + "vision_tower.vision_model.embeddings.patch_embedding.weight")) return p;
+  throw Error(src.source_name() +
+              ": vision tensor vision_tower.vision_model.embeddings.patch_embedding.weight is missing "
+              "(not a Gemma 3 checkpoint with a vision tower)");
+}
+
+VisionTowerWeights bind_gemma3_vision(const VisionTowerConfig& c, const TensorSource& src) {
+  c.check();
+  const std::string top = gemma3_vision_prefix(src);
+  const std::string vm = top + "vision_tower.vision_model.";
+  const int64_t d = c.hidden, p = c.patch_size;
+  VisionTowerWeights w;
+  const std::string patch_name = vm + "embeddings.patch_embedding.weight";
+  w.patch = tensor_view(src, require(src, patch_name, {d, 3, p, p}));
+  OG_CHECK(kernels::weight_dtype_supported(w.patch.dtype), src.source_name(), ": vision tensor ", patch_name,
+           " has a dtype without matmul kernels");
+  w.patch.shape = {d, 3 * p * p};
+  w.patch_b = to_f32(src, vm + "embeddings.patch_embedding.bias", {d});
+  w.pos = to_f32(src, vm + "embeddings.position_embedding.weight", {c.n_patches(), d});
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string lp = vm + "encoder.layers." + std::to_string(l) + ".";
+    VisionLayerWeights L;
+    L.ln1_w = to_f32(src, lp + "layer_norm1.weight", {d});
+    L.ln1_b = to_f32(src, lp + "layer_norm1.bias", {d});
+    L.ln2_w = to_f32(src, lp + "layer_norm2.weight", {d});
+    L.ln2_b = to_f32(src, lp + "layer_norm2.bias", {d});
+    L.wq = matrix(src, lp + "self_attn.q_proj.weight", d, d);
+    L.wk = matrix(src, lp + "self_attn.k_proj.weight", d, d);
+    L.wv = matrix(src, lp + "self_attn.v_proj.weight", d, d);
+    L.wo = matrix(src, lp + "self_attn.out_proj.weight", d, d);
+    L.bq = to_f32(src, lp + "self_attn.q_proj.bias", {d});
+    L.bk = to_f32(src, lp + "self_attn.k_proj.bias", {d});
+    L.bv = to_f32(src, lp + "self_attn.v_proj.bias", {d});
+    L.bo = to_f32(src, lp + "self_attn.out_proj.bias", {d});
+    L.fc1 = matrix(src, lp + "mlp.fc1.weight", c.intermediate, d);
+    L.b1 = to_f32(src, lp + "mlp.fc1.bias", {c.intermediate});
+    L.fc2 = matrix(src, lp + "mlp.fc2.weight", d, c.intermediate);
+    L.b2 = to_f32(src, lp + "mlp.fc2.bias", {d});
+    w.layers.push_back(std::move(L));
+  }
+  w.post_w = to_f32(src, vm + "post_layernorm.weight", {d});
+  w.post_b = to_f32(src, vm + "post_layernorm.bias", {d});
+  const std::string mp = top + "multi_modal_projector.";
+  w.soft_norm = to_f32(src, mp + "mm_soft_emb_norm.weight", {d});
+  for (float& x : w.soft_norm) x += 1.0f;
+  // transformers multiplies by this [vision, text] matrix from the right; the
+  // matmul kernels want [out, in], so it is transposed once here.
+  const std::vector<float> proj = to_f32(src, mp + "mm_input_projection_weight", {d, c.text_hidden});
+  w.proj.resize(proj.size());
+  for (int64_t i = 0; i < d; ++i)
+    for (int64_t o = 0; o < c.text_hidden; ++o) w.proj[o * d + i] = proj[i * c.text_hidden + o];
+  return w;
+}
+
+VisionTower::VisionTower(VisionTowerConfig c, VisionTowerWeights w) : c_(c), w_(std::move(w)) {
+  c_.check();
+  OG_CHECK(static_cast<int64_t>(w_.layers.size()) == c_.n_layers, "vision tower: ", w_.layers.size(),
+           " layers bound, the config says ", c_.n_layers);
+}
+
+void VisionTower::attention(const float* q, const float* k, const float* v, float* out) const {
+  const int64_t n = c_.n_patches(), d = c_.hidden, dh = c_.head_dim();
+  const int64_t blocks = (n + kQueryBlock - 1) / kQueryBlock;
+  const kernels::AttendKernels& ak = kernels::attend_kernels(DType::F32);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const int64_t rb = d * static_cast<int64_t>(sizeof(float));
+  thread_pool().parallel_for(c_.n_heads * blocks, [&](int64_t t0, int64_t t1) {
+    std::vector<float> qb(static_cast<size_t>(kQueryBlock * dh)), s(static_cast<size_t>(kQueryBlock * n)),
+        o(static_cast<size_t>(kQueryBlock * dh));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t h = t / blocks, i0 = (t % blocks) * kQueryBlock, g = std::min(kQueryBlock, n - i0);
+      for (int64_t j = 0; j < g; ++j) std::copy_n(q + (i0 + j) * d + h * dh, dh, qb.data() + j * dh);
+      ak.scores(qb.data(), static_cast<int>(g), static_cast<int>(dh), reinterpret_cast<const uint8_t*>(k + h * dh),
+                rb, n, scale, s.data(), n);
+      for (int64_t j = 0; j < g; ++j) {
+        float* sj = s.data() + j * n;
+        const float sum = ak.exp_sum(sj, n, ak.max(sj, n));
+        kernels::scale(sj, 1.0f / sum, n);
+      }
+      std::fill(o.begin(), o.end(), 0.0f);
+      ak.accum(s.data(), n, static_cast<int>(g), reinterpret_cast<const uint8_t*>(v + h * dh), rb, n,
+               static_cast<int>(dh), o.data());
+      for (int64_t j = 0; j < g; ++j) std::copy_n(o.data() + j * dh, dh, out + (i0 + j) * d + h * dh);
+    }
+  });
+}
+
+void VisionTower::layer(const VisionLayerWeights& l, std::vector<float>& x) const {
+  const int64_t n = c_.n_patches(), d = c_.hidden, ff = c_.intermediate;
+  std::vector<float> h(x.size()), q(x.size()), k(x.size()), v(x.size()), a(x.size());
+  for (int64_t i = 0; i < n; ++i)
+    kernels::layer_norm(x.data() + i * d, l.ln1_w.data(), l.ln1_b.data(), c_.layer_norm_eps, d, h.data() + i * d);
+  linear(l.wq, l.bq, h.data(), n, q.data());
+  linear(l.wk, l.bk, h.data(), n, k.data());
+  linear(l.wv, l.bv, h.data(), n, v.data());
+  attention(q.data(), k.data(), v.data(), a.data());
+  linear(l.wo, l.bo, a.data(), n, h.data());
+  kernels::add(x.data(), h.data(), n * d);
+  for (int64_t i = 0; i < n; ++i)
+    kernels::layer_norm(x.data() + i * d, l.ln2_w.data(), l.ln2_b.data(), c_.layer_norm_eps, d, h.data() + i * d);
+  std::vector<float> u(static_cast<size_t>(n * ff));
+  linear(l.fc1, l.b1, h.data(), n, u.data());
+  // An ungated GELU-tanh: the gated kernel with a gate of ones (x * 1 is exact).
+  const std::vector<float> ones(static_cast<size_t>(ff), 1.0f);
+  for (int64_t i = 0; i < n; ++i) kernels::gelu_tanh_mul(u.data() + i * ff, ones.data(), ff);
+  linear(l.fc2, l.b2, u.data(), n, h.data());
+  kernels::add(x.data(), h.data(), n * d);
+}
+
+std::vector<float> VisionTower::encode_patches(std::span<const float> pixels) const {
+  const int64_t side = c_.image_size, p = c_.patch_size, g = c_.patches_per_side(), n = c_.n_patches();
+  const int64_t d = c_.hidden, pp = 3 * p * p;
+  OG_CHECK(static_cast<int64_t>(pixels.size()) == 3 * side * side, "vision tower: expected ", side, "x", side,
+           " RGB pixels (", 3 * side * side, " values), got ", pixels.size(), " values");
+  // The patch conv (kernel = stride = p) is a matmul over unfolded patches,
+  // each patch's values in the conv weight's order: channel, row, column.
+  std::vector<float> unfolded(static_cast<size_t>(n * pp));
+  for (int64_t py = 0; py < g; ++py)
+    for (int64_t px = 0; px < g; ++px)
+      for (int64_t ch = 0; ch < 3; ++ch)
+        for (int64_t y = 0; y < p; ++y)
+          std::copy_n(pixels.data() + (ch * side + py * p + y) * side + px * p, p,
+                      unfolded.data() + (py * g + px) * pp + (ch * p + y) * p);
+  std::vector<float> x(static_cast<size_t>(n * d));
+  linear(w_.patch, w_.patch_b, unfolded.data(), n, x.data());
+  kernels::add(x.data(), w_.pos.data(), n * d);
+  for (const VisionLayerWeights& l : w_.layers) layer(l, x);
+  for (int64_t i = 0; i < n; ++i)
+    kernels::layer_norm(x.data() + i * d, w_.post_w.data(), w_.post_b.data(), c_.layer_norm_eps, d, x.data() + i * d);
+  return x;
+}
+
+std::vector<float> VisionTower::project(std::span<const float> patches) const {
+  const int64_t g = c_.patches_per_side(), d = c_.hidden, t = c_.tokens_per_side(), k = g / t;
+  OG_CHECK(static_cast<int64_t>(patches.size()) == c_.n_patches() * d, "vision tower: the projector expects ",
+           c_.n_patches(), " patch rows of ", d);
+  // k x k average pooling of the patch grid (row-major patches) to t x t tokens.
+  std::vector<float> pooled(static_cast<size_t>(t * t * d), 0.0f);
+  for (int64_t ty = 0; ty < t; ++ty)
+    for (int64_t tx = 0; tx < t; ++tx) {
+      float* y = pooled.data() + (ty * t + tx) * d;
+      for (int64_t dy = 0; dy < k; ++dy)
+        for (int64_t dx = 0; dx < k; ++dx) kernels::add(y, patches.data() + ((ty * k + dy) * g + tx * k + dx) * d, d);
+      kernels::scale(y, 1.0f / static_cast<float>(k * k), d);
+      kernels::rms_norm(y, w_.soft_norm.data(), c_.soft_norm_eps, d, y);
+    }
+  TensorView proj;
+  proj.data = w_.proj.data();
+  proj.dtype = DType::F32;
+  proj.shape = {c_.text_hidden, d};
+  proj.name = "multi_modal_projector.mm_input_projection_weight";
+  std::vector<float> out(static_cast<size_t>(t * t * c_.text_hidden));
+  kernels::matmul(proj, pooled.data(), t * t, out.data());
+  return out;
+}
+
+std::vector<float> VisionTower::encode(std::span<const float> pixels) const {
+  return project(encode_patches(pixels));
+}
+
+}  // namespace og
