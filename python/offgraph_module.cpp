@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
+#include <utility>
 #include <optional>
 #include <string>
 #include <thread>
@@ -46,6 +48,18 @@ void check(og_status s) {
 
 // A status from a call made without the GIL: the message is per thread, and this is the same thread.
 void check_nogil(og_status s) { check(s); }
+
+// og_limits' fields by the names Python's keywords use (the C field names).
+const std::pair<const char*, int64_t og_limits::*> kLimitFields[] = {
+    {"template_max_work", &og_limits::template_max_work},
+    {"template_max_ms", &og_limits::template_max_ms},
+    {"template_max_value_bytes", &og_limits::template_max_value_bytes},
+    {"template_max_memory_bytes", &og_limits::template_max_memory_bytes},
+    {"schema_max_properties", &og_limits::schema_max_properties},
+    {"schema_max_branches", &og_limits::schema_max_branches},
+    {"schema_max_enum_values", &og_limits::schema_max_enum_values},
+    {"schema_max_work", &og_limits::schema_max_work},
+};
 
 [[noreturn]] void raise_closed(const char* what) {
   py::object cls = py::module_::import("offgraph._errors").attr("ClosedError");
@@ -691,6 +705,33 @@ PYBIND11_MODULE(_offgraph, m) {
     d["max_session_tokens"] = o.max_session_tokens;
     d["step_tokens"] = o.step_tokens;
     return d;
+  });
+
+  // og_limits (the process's bounds on templates and schemas) as a dict of its field names.
+  m.def("get_limits", [] {
+    og_limits l;
+    l.struct_size = sizeof l;
+    check(og_get_limits(&l));
+    py::dict d;
+    for (const auto& [name, field] : kLimitFields) d[name] = l.*field;
+    return d;
+  });
+  // Sets the named fields (the others keep the values in force); an unknown name or a bad value
+  // is InvalidArgumentError naming it, and nothing changes.
+  m.def("set_limits", [](const std::map<std::string, int64_t>& values) {
+    og_limits l;
+    l.struct_size = sizeof l;
+    check(og_get_limits(&l));
+    for (const auto& [key, v] : values) {
+      bool known = false;
+      for (const auto& [name, field] : kLimitFields)
+        if (key == name) l.*field = v, known = true;
+      if (!known) {
+        const std::string m = "set_limits(): unknown limit '" + key + "'";
+        raise(OG_ERR_INVALID_ARGUMENT, m.c_str());
+      }
+    }
+    check(og_set_limits(&l));
   });
 
   py::class_<GenOpts>(m, "GenOpts")

@@ -30,10 +30,30 @@ __all__ = [
     "Model", "Tokenizer", "ChatTemplate", "Session", "Stream", "Generation", "Engine", "Request", "ChatResult",
     "ChatStream",
     "Error", "InvalidArgumentError", "NotFoundError", "ClosedError", "OutOfRangeError", "BusyError", "StateError",
-    "CapacityError", "CancelledError", "__version__",
+    "CapacityError", "CancelledError", "__version__", "get_limits", "set_limits",
 ]
 
 __version__: str = _offgraph.version()
+
+
+def get_limits() -> dict:
+    """The process's bounds on untrusted chat templates and JSON schemas (og_limits, serve's
+    --template-max-* and --schema-max-*): template_max_work, template_max_ms, template_max_value_bytes,
+    template_max_memory_bytes, schema_max_properties, schema_max_branches, schema_max_enum_values,
+    schema_max_work."""
+    return _offgraph.get_limits()
+
+
+def set_limits(**limits: int) -> dict:
+    """Sets the named bounds of get_limits() for the whole process (the others are kept) and returns them
+    all. A bad value or unknown name is InvalidArgumentError naming it, and nothing changes. Meant for
+    start-up: renders running in other threads are not synchronised with the change."""
+    for k, v in limits.items():
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"set_limits(): {k} must be an int, not {type(v).__name__}")
+    _offgraph.set_limits(limits)
+    return _offgraph.get_limits()
+
 
 Prompt = Union[str, Sequence[int], None]
 Message = Union[Mapping[str, str], Tuple[str, str]]

@@ -13,6 +13,9 @@ from ._errors import (BusyError as BusyError, CancelledError as CancelledError, 
 
 __version__: str
 
+def get_limits() -> Dict[str, int]: ...
+def set_limits(**limits: int) -> Dict[str, int]: ...
+
 Prompt = Union[str, Sequence[int], None]
 Message = Union[Mapping[str, str], Tuple[str, str]]
 

@@ -148,3 +148,22 @@ def test_bad_requests_name_the_field(tool_model):
     with pytest.raises(TypeError):
         s.chat(ask, no_such_option=1)
     assert s.position == 0  # refused requests leave the session as it was
+
+
+def test_limits_bound_a_chats_schema_and_bad_values_name_the_field(reply_model):
+    defaults = offgraph.get_limits()
+    assert defaults["schema_max_enum_values"] == 65536 and defaults["template_max_ms"] == 10000
+    fmt = {"type": "json_schema", "json_schema": {"schema": {"enum": list(range(12))}}}
+    try:
+        assert offgraph.set_limits(schema_max_enum_values=10)["schema_max_enum_values"] == 10
+        assert offgraph.get_limits()["schema_max_work"] == defaults["schema_max_work"]  # the others kept
+        with pytest.raises(offgraph.InvalidArgumentError, match="has 12 values, above the limit 10"):
+            reply_model.session().chat([{"role": "user", "content": "Hi"}], response_format=fmt, max_new_tokens=4)
+        with pytest.raises(offgraph.InvalidArgumentError, match=r"og_limits.template_max_value_bytes is 10: it must"):
+            offgraph.set_limits(template_max_value_bytes=10, schema_max_enum_values=20)
+        with pytest.raises(offgraph.InvalidArgumentError, match="unknown limit 'schema_max_enums'"):
+            offgraph.set_limits(schema_max_enums=3)
+        assert offgraph.get_limits()["schema_max_enum_values"] == 10  # a refused call changes nothing
+    finally:
+        offgraph.set_limits(**defaults)
+    assert offgraph.get_limits() == defaults
