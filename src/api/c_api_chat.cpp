@@ -186,10 +186,10 @@ void chat_start_held(og_session* session, const og_chat_request* req, const og_g
   no_stream(session);
   og_chat_request q;
   og_chat_request_init(&q);
-  read_options(req, &q, sizeof(og_chat_request), "og_chat_request");
+  read_options(req, &q, "og_chat_request");
   og_generate_options o;
   og_generate_options_init(&o);
-  read_options(opts, &o, sizeof(og_generate_options), "og_generate_options");
+  read_options(opts, &o, "og_generate_options");
   check_generate_options(o);
   const std::shared_ptr<ChatAssets> assets = assets_of(session->core);
   const Tokenizer& tok = session->core->tok();

@@ -15,7 +15,7 @@ namespace {
 EmbedOptions embed_options_of(const og_embed_options* opts, const Embedder& e) {
   og_embed_options o;
   og_embed_options_init(&o);
-  read_options(opts, &o, sizeof(og_embed_options), "og_embed_options");
+  read_options(opts, &o, "og_embed_options");
   if (o.normalize < -1)
     api_fail(OG_ERR_INVALID_ARGUMENT, "normalize ", o.normalize,
              " is not one of -1 (none), 0 (max-abs), 1 (taxicab), 2 (euclidean), p > 2 (p-norm)");

@@ -157,7 +157,7 @@ og_status og_engine_new(og_model* model, const og_engine_options* opts, og_engin
     og_engine_options o;
     og_engine_options_init(&o);
     // ABI 2's struct ended before the speculation fields: a program built then keeps their defaults.
-    read_options(opts, &o, offsetof(og_engine_options, spec_ngram_size), "og_engine_options");
+    read_options(opts, &o, "og_engine_options");
     if (o.max_sequences < 1 || o.max_sequences > 4096)
       api_fail(OG_ERR_INVALID_ARGUMENT, "max_sequences ", o.max_sequences, " is outside [1, 4096]");
     if (o.max_session_tokens < 2)
@@ -229,7 +229,7 @@ og_status og_engine_submit(og_engine* engine, const int32_t* prompt, size_t n, c
     *id = 0;
     og_generate_options o;
     og_generate_options_init(&o);
-    read_options(opts, &o, sizeof(og_generate_options), "og_generate_options");
+    read_options(opts, &o, "og_generate_options");
     check_generate_options(o);
     if (o.logprobs != 0 || o.top_logprobs > 0)
       api_fail(OG_ERR_INVALID_ARGUMENT, "logprobs are returned by sessions (og_session_generate, og_session_stream_*), "

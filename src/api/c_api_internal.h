@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -106,15 +107,55 @@ const char* kind_name(Kind k);
 // The model of a live handle (OG_ERR_INVALID_HANDLE otherwise).
 std::shared_ptr<ModelCore> model_core(const og_model* m);
 
+// The rule for an option struct's minimum struct_size, in one place: it is the
+// size the struct had when it was first published (offsetof + sizeof of its last
+// field then; ABI 2 for the structs of that header, the release that added it
+// for later ones), and it never changes. A field appended later must NOT move
+// it: a minimum of sizeof(T) refuses every program built against the older
+// header (6562753 did that to og_engine_options / og_session_options until
+// 1655532). So each line names a field, never sizeof(T); a new option struct
+// adds its line here, and appending a field to one leaves its line as it is.
+#define OG_FIELD_END(T, f) (offsetof(T, f) + sizeof(T::f))
+template <class T>
+struct FirstPublished;  // no definition: read_options of a struct without a line below does not compile
+template <>
+struct FirstPublished<og_model_options> {
+  static constexpr size_t size = OG_FIELD_END(og_model_options, experts_in_memory);  // ABI 2
+};
+template <>
+struct FirstPublished<og_embed_options> {
+  static constexpr size_t size = OG_FIELD_END(og_embed_options, dimensions);  // ABI 2
+};
+template <>
+struct FirstPublished<og_session_options> {
+  static constexpr size_t size = OG_FIELD_END(og_session_options, prefill_chunk_size);  // ABI 2
+};
+template <>
+struct FirstPublished<og_generate_options> {
+  static constexpr size_t size = OG_FIELD_END(og_generate_options, top_logprobs);  // ABI 2
+};
+template <>
+struct FirstPublished<og_engine_options> {
+  static constexpr size_t size = OG_FIELD_END(og_engine_options, kv_dtype);  // ABI 2
+};
+template <>
+struct FirstPublished<og_chat_request> {
+  static constexpr size_t size = OG_FIELD_END(og_chat_request, reasoning_effort);  // c7d2795
+};
+template <>
+struct FirstPublished<og_limits> {
+  static constexpr size_t size = OG_FIELD_END(og_limits, schema_max_work);  // og_set_limits' first release
+};
+
 // Reads a caller's option struct over the defaults in *o (set by its *_init):
 // the first in->struct_size bytes, so a program built against an older,
 // shorter struct keeps the defaults of the fields it lacks. A struct_size of 0
-// (not initialised), below `min_size` (the size at ABI 2, the first with
-// struct_size) or above this library's (a newer header) is
-// OG_ERR_INVALID_ARGUMENT naming `name`.
+// (not initialised), below FirstPublished<T>::size or above this library's (a
+// newer header) is OG_ERR_INVALID_ARGUMENT naming `name`.
 template <class T>
-void read_options(const T* in, T* o, size_t min_size, const char* name) {
+void read_options(const T* in, T* o, const char* name) {
   if (!in) return;
+  const size_t min_size = FirstPublished<T>::size;
   const size_t n = in->struct_size;
   if (n == 0) api_fail(OG_ERR_INVALID_ARGUMENT, name, ".struct_size is 0: initialise the struct with ", name, "_init");
   if (n > sizeof(T))

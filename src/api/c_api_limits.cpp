@@ -65,7 +65,7 @@ og_status og_set_limits(const og_limits* limits) {
     need(limits, "limits");
     // Fields a shorter (older) struct lacks keep the values in force.
     og_limits l = limits_of(jinja::render_limits(), grammar::json_schema_limits());
-    read_options(limits, &l, sizeof(og_limits), "og_limits");  // first published at this size
+    read_options(limits, &l, "og_limits");
     for (const Range& r : kRanges)
       if (l.*r.field < r.lo || l.*r.field > r.hi)
         api_fail(OG_ERR_INVALID_ARGUMENT, "og_limits.", r.name, " is ", l.*r.field, ": it must be in [", r.lo, ", ",

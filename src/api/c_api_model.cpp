@@ -243,7 +243,7 @@ og_status og_model_open(const char* path, const og_model_options* opts, og_model
     need(path, "path");
     og_model_options o;
     og_model_options_init(&o);
-    read_options(opts, &o, sizeof(og_model_options), "og_model_options");
+    read_options(opts, &o, "og_model_options");
     if (o.threads < 0 || o.threads > 1024)
       api_fail(OG_ERR_INVALID_ARGUMENT, "threads ", o.threads, " is outside [0, 1024]");
     RunConfig c;

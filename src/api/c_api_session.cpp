@@ -313,7 +313,7 @@ og_status og_session_new(og_model* model, const og_session_options* opts, og_ses
     og_session_options o;
     og_session_options_init(&o);
     // ABI 2's struct ended before the speculation fields: a program built then keeps their defaults.
-    read_options(opts, &o, offsetof(og_session_options, spec_ngram_size), "og_session_options");
+    read_options(opts, &o, "og_session_options");
     auto s = std::make_unique<og_session>();
     s->core = core;
     s->setup.kind = o.kv_kind ? o.kv_kind : "sequence";
@@ -421,7 +421,7 @@ og_status og_session_generate(og_session* session, const int32_t* prompt, size_t
     no_stream(session);
     og_generate_options o;
     og_generate_options_init(&o);
-    read_options(opts, &o, sizeof(og_generate_options), "og_generate_options");
+    read_options(opts, &o, "og_generate_options");
     check_prompt(session, prompt, n, true);
     session->cancel.store(false);
     std::vector<std::string> stops;
@@ -443,7 +443,7 @@ og_status og_session_stream_start(og_session* session, const int32_t* prompt, si
     SessionUse use(session);
     og_generate_options o;
     og_generate_options_init(&o);
-    read_options(opts, &o, sizeof(og_generate_options), "og_generate_options");
+    read_options(opts, &o, "og_generate_options");
     stream_start_held(session, prompt, n, o, nullptr);
   });
 }

@@ -38,7 +38,10 @@ const RenderLimits& render_limits();
 void set_render_limits(const RenderLimits& limits);
 
 struct RenderOptions {
-  int64_t max_loop_iterations = 1'000'000;  // total over every loop of one render (and range() sizes)
+  // Iterations of every loop of one render, in all. range() is not counted here:
+  // it holds at most 100000 items (jinja2's MAX_RANGE) and its list is charged as
+  // work (max_work) like any list a render builds.
+  int64_t max_loop_iterations = 1'000'000;
   int64_t max_output_bytes = render_limits().max_output_bytes;  // the output and every value built on the
                                             // way (a string's bytes; a list or dict: 128 bytes an item),
                                             // checked before the value is built

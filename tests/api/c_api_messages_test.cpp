@@ -2,6 +2,7 @@
 // --kv-max-capacity, ...) in what og_last_error() says for a bad chat
 // template name or a cache too large to allocate. And the ABI rule: option
 // structs carry their size, and a bad struct_size is refused by name.
+#include <cstddef>
 #include <string>
 
 #include "api/api_test_util.h"
@@ -37,6 +38,35 @@ TEST_F(ModelTest, ACacheTooLargeNamesTheSessionOptions) {
   const std::string e = og_last_error();
   expect_no_flag(e);
   if (st == OG_ERR_RUNTIME) EXPECT_NE(e.find("lower og_session_options.kv_max_capacity"), std::string::npos) << e;
+}
+
+// read_options' minimum is where a struct's last field ended when it was first
+// published (FirstPublished in c_api_internal.h), not today's sizeof: a program
+// whose struct stops there, tail padding or appended fields aside, is read.
+TEST_F(ModelTest, OptionStructsAreReadFromTheEndOfTheirFirstPublishedFields) {
+  og_model_options mo;
+  og_model_options_init(&mo);
+  mo.struct_size = offsetof(og_model_options, experts_in_memory) + sizeof(mo.experts_in_memory);
+  og_model* m = nullptr;
+  ASSERT_EQ(og_model_open(kModelPath.c_str(), &mo, &m), OG_OK) << og_last_error();
+  og_session_options so;
+  og_session_options_init(&so);
+  so.struct_size = offsetof(og_session_options, prefill_chunk_size) + sizeof(so.prefill_chunk_size);
+  og_session* s = nullptr;
+  ASSERT_EQ(og_session_new(m, &so, &s), OG_OK) << og_last_error();
+  og_generate_options o;
+  og_generate_options_init(&o);
+  o.max_new_tokens = 2;
+  o.struct_size = offsetof(og_generate_options, top_logprobs) + sizeof(o.top_logprobs);
+  og_generation g{};
+  EXPECT_EQ(og_session_generate(s, kPromptIds.data(), kPromptIds.size(), &o, &g), OG_OK) << og_last_error();
+  og_generation_free(&g);
+  mo.struct_size = offsetof(og_model_options, experts_in_memory);  // one field short of ABI 2's
+  og_model* short_one = nullptr;
+  EXPECT_EQ(og_model_open(kModelPath.c_str(), &mo, &short_one), OG_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(og_last_error()).find("is smaller than any offgraph.h's"), std::string::npos);
+  EXPECT_EQ(og_session_free(s), OG_OK);
+  EXPECT_EQ(og_model_close(m), OG_OK);
 }
 
 TEST_F(ModelTest, OptionStructsCarryTheirSize) {
