@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
@@ -105,52 +106,142 @@ std::string gemma3_vision_prefix(const TensorSource& src) {
               "(not a Gemma 3 checkpoint with a vision tower)");
 }
 
-VisionTowerWeights bind_gemma3_vision(const VisionTowerConfig& c, const TensorSource& src) {
+namespace {
+
+// Where a tower's tensors are in one file layout. layer(l, part) names layer
+// l's tensor: part is one of the HF names' tails (layer_norm1.weight,
+// self_attn.q_proj.bias, mlp.fc1.weight, ...).
+struct TowerNames {
+  std::string patch_w, patch_b, pos, post_w, post_b, soft_norm, proj;
+  std::function<std::string(int64_t, const std::string&)> layer;
+  float soft_norm_offset = 0;  // added to the soft norm's weight at load
+};
+
+VisionTowerWeights bind_tower(const VisionTowerConfig& c, const TensorSource& src, const TowerNames& n) {
   c.check();
-  const std::string top = gemma3_vision_prefix(src);
-  const std::string vm = top + "vision_tower.vision_model.";
   const int64_t d = c.hidden, p = c.patch_size;
   VisionTowerWeights w;
-  const std::string patch_name = vm + "embeddings.patch_embedding.weight";
-  w.patch = tensor_view(src, require(src, patch_name, {d, 3, p, p}));
-  OG_CHECK(kernels::weight_dtype_supported(w.patch.dtype), src.source_name(), ": vision tensor ", patch_name,
+  w.patch = tensor_view(src, require(src, n.patch_w, {d, 3, p, p}));
+  OG_CHECK(kernels::weight_dtype_supported(w.patch.dtype), src.source_name(), ": vision tensor ", n.patch_w,
            " has a dtype without matmul kernels");
   w.patch.shape = {d, 3 * p * p};
-  w.patch_b = to_f32(src, vm + "embeddings.patch_embedding.bias", {d});
-  w.pos = to_f32(src, vm + "embeddings.position_embedding.weight", {c.n_patches(), d});
+  w.patch_b = to_f32(src, n.patch_b, {d});
+  w.pos = to_f32(src, n.pos, {c.n_patches(), d});
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    const std::string lp = vm + "encoder.layers." + std::to_string(l) + ".";
+    auto name = [&](const char* part) { return n.layer(l, part); };
     VisionLayerWeights L;
-    L.ln1_w = to_f32(src, lp + "layer_norm1.weight", {d});
-    L.ln1_b = to_f32(src, lp + "layer_norm1.bias", {d});
-    L.ln2_w = to_f32(src, lp + "layer_norm2.weight", {d});
-    L.ln2_b = to_f32(src, lp + "layer_norm2.bias", {d});
-    L.wq = matrix(src, lp + "self_attn.q_proj.weight", d, d);
-    L.wk = matrix(src, lp + "self_attn.k_proj.weight", d, d);
-    L.wv = matrix(src, lp + "self_attn.v_proj.weight", d, d);
-    L.wo = matrix(src, lp + "self_attn.out_proj.weight", d, d);
-    L.bq = to_f32(src, lp + "self_attn.q_proj.bias", {d});
-    L.bk = to_f32(src, lp + "self_attn.k_proj.bias", {d});
-    L.bv = to_f32(src, lp + "self_attn.v_proj.bias", {d});
-    L.bo = to_f32(src, lp + "self_attn.out_proj.bias", {d});
-    L.fc1 = matrix(src, lp + "mlp.fc1.weight", c.intermediate, d);
-    L.b1 = to_f32(src, lp + "mlp.fc1.bias", {c.intermediate});
-    L.fc2 = matrix(src, lp + "mlp.fc2.weight", d, c.intermediate);
-    L.b2 = to_f32(src, lp + "mlp.fc2.bias", {d});
+    L.ln1_w = to_f32(src, name("layer_norm1.weight"), {d});
+    L.ln1_b = to_f32(src, name("layer_norm1.bias"), {d});
+    L.ln2_w = to_f32(src, name("layer_norm2.weight"), {d});
+    L.ln2_b = to_f32(src, name("layer_norm2.bias"), {d});
+    L.wq = matrix(src, name("self_attn.q_proj.weight"), d, d);
+    L.wk = matrix(src, name("self_attn.k_proj.weight"), d, d);
+    L.wv = matrix(src, name("self_attn.v_proj.weight"), d, d);
+    L.wo = matrix(src, name("self_attn.out_proj.weight"), d, d);
+    L.bq = to_f32(src, name("self_attn.q_proj.bias"), {d});
+    L.bk = to_f32(src, name("self_attn.k_proj.bias"), {d});
+    L.bv = to_f32(src, name("self_attn.v_proj.bias"), {d});
+    L.bo = to_f32(src, name("self_attn.out_proj.bias"), {d});
+    L.fc1 = matrix(src, name("mlp.fc1.weight"), c.intermediate, d);
+    L.b1 = to_f32(src, name("mlp.fc1.bias"), {c.intermediate});
+    L.fc2 = matrix(src, name("mlp.fc2.weight"), d, c.intermediate);
+    L.b2 = to_f32(src, name("mlp.fc2.bias"), {d});
     w.layers.push_back(std::move(L));
   }
-  w.post_w = to_f32(src, vm + "post_layernorm.weight", {d});
-  w.post_b = to_f32(src, vm + "post_layernorm.bias", {d});
-  const std::string mp = top + "multi_modal_projector.";
-  w.soft_norm = to_f32(src, mp + "mm_soft_emb_norm.weight", {d});
-  for (float& x : w.soft_norm) x += 1.0f;
-  // transformers multiplies by this [vision, text] matrix from the right; the
-  // matmul kernels want [out, in], so it is transposed once here.
-  const std::vector<float> proj = to_f32(src, mp + "mm_input_projection_weight", {d, c.text_hidden});
+  w.post_w = to_f32(src, n.post_w, {d});
+  w.post_b = to_f32(src, n.post_b, {d});
+  w.soft_norm = to_f32(src, n.soft_norm, {d});
+  for (float& x : w.soft_norm) x += n.soft_norm_offset;
+  // Both layouts hold the [vision, text] matrix that transformers multiplies
+  // by from the right; the matmul kernels want [out, in], so it is transposed once here.
+  const std::vector<float> proj = to_f32(src, n.proj, {d, c.text_hidden});
   w.proj.resize(proj.size());
   for (int64_t i = 0; i < d; ++i)
     for (int64_t o = 0; o < c.text_hidden; ++o) w.proj[o * d + i] = proj[i * c.text_hidden + o];
   return w;
+}
+
+}  // namespace
+
+VisionTowerWeights bind_gemma3_vision(const VisionTowerConfig& c, const TensorSource& src) {
+  const std::string top = gemma3_vision_prefix(src);
+  const std::string vm = top + "vision_tower.vision_model.";
+  TowerNames n;
+  n.patch_w = vm + "embeddings.patch_embedding.weight";
+  n.patch_b = vm + "embeddings.patch_embedding.bias";
+  n.pos = vm + "embeddings.position_embedding.weight";
+  n.post_w = vm + "post_layernorm.weight";
+  n.post_b = vm + "post_layernorm.bias";
+  n.soft_norm = top + "multi_modal_projector.mm_soft_emb_norm.weight";
+  n.proj = top + "multi_modal_projector.mm_input_projection_weight";
+  n.layer = [&](int64_t l, const std::string& part) { return vm + "encoder.layers." + std::to_string(l) + "." + part; };
+  n.soft_norm_offset = 1.0f;  // Gemma3RMSNorm multiplies by 1 + weight
+  return bind_tower(c, src, n);
+}
+
+VisionTowerConfig gemma3_mmproj_config(const GgufFile& f) {
+  const std::string file = f.source_name();
+  const std::optional<std::string> type = f.get_string("clip.projector_type");
+  OG_CHECK(type.has_value(), file, ": clip.projector_type is missing (not an mmproj file?)");
+  OG_CHECK(*type == "gemma3", file, ": clip.projector_type is \"", *type, "\"; only gemma3 is supported");
+  auto need = [&](const char* key) {
+    const std::optional<int64_t> v = f.get_int(key);
+    OG_CHECK(v.has_value(), file, ": ", key, " is missing (needed for the vision tower)");
+    return *v;
+  };
+  VisionTowerConfig c;
+  c.image_size = need("clip.vision.image_size");
+  c.patch_size = need("clip.vision.patch_size");
+  c.hidden = need("clip.vision.embedding_length");
+  c.intermediate = need("clip.vision.feed_forward_length");
+  c.n_layers = need("clip.vision.block_count");
+  c.n_heads = need("clip.vision.attention.head_count");
+  c.text_hidden = need("clip.vision.projection_dim");
+  if (const auto eps = f.get_float("clip.vision.attention.layer_norm_epsilon")) c.layer_norm_eps = static_cast<float>(*eps);
+  // The pooling kernel's side: 4 for every Gemma 3 size, written only by files that differ.
+  const int64_t k = f.get_int("clip.vision.projector.scale_factor").value_or(4);
+  OG_CHECK(c.patch_size > 0 && c.image_size % c.patch_size == 0 && k > 0 && c.patches_per_side() % k == 0, file,
+           ": clip.vision.projector.scale_factor ", k, " does not divide the patch grid (image_size ", c.image_size,
+           ", patch_size ", c.patch_size, ")");
+  c.mm_tokens_per_image = (c.patches_per_side() / k) * (c.patches_per_side() / k);
+  c.check();
+  return c;
+}
+
+VisionTowerWeights bind_gemma3_mmproj(const VisionTowerConfig& c, const TensorSource& src) {
+  c.check();
+  // llama.cpp's converters name SigLIP's fc1 ffn_up and fc2 ffn_down, but
+  // older ones swapped them (fc1 as ffn_down); the shapes tell which is which
+  // wherever the widths differ (llama.cpp decides the same way).
+  bool fc1_is_down = false;
+  if (c.intermediate != c.hidden) {
+    const TensorInfo* down = src.find("v.blk.0.ffn_down.weight");
+    fc1_is_down = down != nullptr && down->shape == std::vector<int64_t>{c.intermediate, c.hidden};
+  }
+  static const std::pair<const char*, const char*> kParts[] = {
+      {"layer_norm1.", "ln1."},         {"layer_norm2.", "ln2."},          {"self_attn.q_proj.", "attn_q."},
+      {"self_attn.k_proj.", "attn_k."}, {"self_attn.v_proj.", "attn_v."}, {"self_attn.out_proj.", "attn_out."},
+      {"mlp.fc1.", "ffn_up."},          {"mlp.fc2.", "ffn_down."}};
+  TowerNames n;
+  n.patch_w = "v.patch_embd.weight";
+  n.patch_b = "v.patch_embd.bias";
+  n.pos = "v.position_embd.weight";
+  n.post_w = "v.post_ln.weight";
+  n.post_b = "v.post_ln.bias";
+  n.soft_norm = "mm.soft_emb_norm.weight";  // the converters already added Gemma's 1
+  n.proj = "mm.input_projection.weight";
+  n.layer = [&](int64_t l, const std::string& part) {
+    for (const auto& [hf, gguf] : kParts) {
+      const std::string h = hf;
+      if (part.compare(0, h.size(), h) != 0) continue;
+      std::string g = gguf;
+      if (fc1_is_down && h == "mlp.fc1.") g = "ffn_down.";
+      if (fc1_is_down && h == "mlp.fc2.") g = "ffn_up.";
+      return "v.blk." + std::to_string(l) + "." + g + part.substr(h.size());
+    }
+    throw Error("vision tower: no mmproj name for " + part);
+  };
+  return bind_tower(c, src, n);
 }
 
 VisionTower::VisionTower(VisionTowerConfig c, VisionTowerWeights w) : c_(c), w_(std::move(w)) {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/gguf.h"
 #include "format/tensor_source.h"
 #include "tensor/tensor_view.h"
 
@@ -75,6 +76,14 @@ std::string gemma3_vision_prefix(const TensorSource& src);
 // multi_modal_projector.*), checking presence and shape: one og::Error naming
 // the source and the tensor for each problem.
 VisionTowerWeights bind_gemma3_vision(const VisionTowerConfig& c, const TensorSource& src);
+
+// llama.cpp's mmproj GGUF of a Gemma 3 tower: clip.projector_type "gemma3",
+// the clip.vision.* sizes (projection_dim is the text hidden size; the
+// pooling side is clip.vision.projector.scale_factor, 4 when absent), and the
+// v.* / mm.* tensors (mm.soft_emb_norm.weight already holds 1 + weight;
+// ffn_up / ffn_down are told apart by shape, as older files swapped them).
+VisionTowerConfig gemma3_mmproj_config(const GgufFile& f);
+VisionTowerWeights bind_gemma3_mmproj(const VisionTowerConfig& c, const TensorSource& src);
 
 class VisionTower {
  public:

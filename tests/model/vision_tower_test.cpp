@@ -3,9 +3,11 @@
 // the pooling rule, the config's reading, and bad inputs.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <random>
 
+#include "format/gguf.h"
 #include "kernels/kernel_table.h"
 #include "model/vision_tower.h"
 #include "model_test_util.h"
@@ -163,6 +165,101 @@ TEST(VisionTower, MissingOrMisshapenTensorsAndWrongPixelsAreClearErrors) {
   const VisionTower tower(c, bind_gemma3_vision(c, src));
   const std::vector<float> small(3 * 28 * 28, 0.0f);
   EXPECT_NE(error_of([&] { tower.encode(small); }).find("expected 84x84 RGB pixels (21168 values), got 2352"),
+            std::string::npos);
+}
+
+// llama.cpp's names of an HF tower's tensors (mmproj GGUF), fc1 as ffn_up or,
+// as older converters wrote it, as ffn_down.
+std::string mmproj_name(const std::string& hf, bool legacy_ffn) {
+  static const std::pair<const char*, const char*> kMap[] = {
+      {"vision_tower.vision_model.embeddings.patch_embedding.", "v.patch_embd."},
+      {"vision_tower.vision_model.embeddings.position_embedding.", "v.position_embd."},
+      {"vision_tower.vision_model.post_layernorm.", "v.post_ln."},
+      {"multi_modal_projector.mm_soft_emb_norm.weight", "mm.soft_emb_norm.weight"},
+      {"multi_modal_projector.mm_input_projection_weight", "mm.input_projection.weight"},
+      {"vision_tower.vision_model.encoder.layers.", "v.blk."},
+      {".layer_norm1.", ".ln1."}, {".layer_norm2.", ".ln2."}, {".self_attn.q_proj.", ".attn_q."},
+      {".self_attn.k_proj.", ".attn_k."}, {".self_attn.v_proj.", ".attn_v."}, {".self_attn.out_proj.", ".attn_out."}};
+  std::string n = hf;
+  for (const auto& [from, to] : kMap) {
+    const size_t at = n.find(from);
+    if (at != std::string::npos) n.replace(at, std::string(from).size(), to);
+  }
+  for (const auto& [fc, up_or_down] : {std::pair{".mlp.fc1.", legacy_ffn ? ".ffn_down." : ".ffn_up."},
+                                       std::pair{".mlp.fc2.", legacy_ffn ? ".ffn_up." : ".ffn_down."}}) {
+    const size_t at = n.find(fc);
+    if (at != std::string::npos) n.replace(at, std::string(fc).size(), up_or_down);
+  }
+  return n;
+}
+
+// The HF tower `hf` as an mmproj GGUF (soft norm written as 1 + weight, as
+// the converters do). scale_factor 0: the key is left out.
+std::vector<uint8_t> mmproj_of(const MemorySource& hf, const VisionTowerConfig& c, bool legacy_ffn,
+                               int64_t scale_factor, const std::string& type = "gemma3") {
+  GgufWriter w;
+  w.set("general.architecture", GgufValue::make_string("clip"));
+  w.set("clip.projector_type", GgufValue::make_string(type));
+  w.set("clip.vision.image_size", GgufValue::make_u32(uint32_t(c.image_size)));
+  w.set("clip.vision.patch_size", GgufValue::make_u32(uint32_t(c.patch_size)));
+  w.set("clip.vision.embedding_length", GgufValue::make_u32(uint32_t(c.hidden)));
+  w.set("clip.vision.feed_forward_length", GgufValue::make_u32(uint32_t(c.intermediate)));
+  w.set("clip.vision.block_count", GgufValue::make_u32(uint32_t(c.n_layers)));
+  w.set("clip.vision.attention.head_count", GgufValue::make_u32(uint32_t(c.n_heads)));
+  w.set("clip.vision.projection_dim", GgufValue::make_u32(uint32_t(c.text_hidden)));
+  w.set("clip.vision.attention.layer_norm_epsilon", GgufValue::make_f32(c.layer_norm_eps));
+  if (scale_factor > 0) w.set("clip.vision.projector.scale_factor", GgufValue::make_u32(uint32_t(scale_factor)));
+  for (const TensorInfo& t : hf.tensors()) {
+    std::vector<float> v(reinterpret_cast<const float*>(t.data), reinterpret_cast<const float*>(t.data + t.nbytes));
+    if (t.name.find("mm_soft_emb_norm") != std::string::npos)
+      for (float& x : v) x += 1.0f;
+    std::vector<uint8_t> bytes(v.size() * sizeof(float));
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+    w.add_tensor(mmproj_name(t.name, legacy_ffn), DType::F32, t.shape, std::move(bytes));
+  }
+  return w.serialize();
+}
+
+TEST(VisionTower, AnMmprojGgufGivesTheHfTowersRowsBitForBit) {
+  const VisionTowerConfig c = tiny_config();
+  MemorySource hf;
+  add_tower(hf, c, 13);
+  std::mt19937 rng(17);
+  const std::vector<float> pixels = random_values(rng, 3 * c.image_size * c.image_size, -1.0f, 1.0f);
+  const std::vector<float> want = VisionTower(c, bind_gemma3_vision(c, hf)).encode(pixels);
+  for (bool legacy : {false, true}) {
+    const std::vector<uint8_t> bytes = mmproj_of(hf, c, legacy, 2);
+    const auto f = GgufFile::parse(bytes.data(), bytes.size(), "mmproj.gguf");
+    const VisionTowerConfig g = gemma3_mmproj_config(*f);
+    EXPECT_EQ(g.mm_tokens_per_image, 9);
+    EXPECT_EQ(g.text_hidden, c.text_hidden);
+    EXPECT_EQ(g.n_patches(), 36);
+    const std::vector<float> got = VisionTower(g, bind_gemma3_mmproj(g, *f)).encode(pixels);
+    EXPECT_TRUE(got == want) << (legacy ? "fc1 as ffn_down" : "fc1 as ffn_up");
+  }
+}
+
+TEST(VisionTower, BadMmprojFilesAreClearErrors) {
+  const VisionTowerConfig c = tiny_config();
+  MemorySource hf;
+  add_tower(hf, c, 13);
+  // Without scale_factor the kernel is Gemma 3's 4, which does not divide a 6x6 grid.
+  std::vector<uint8_t> bytes = mmproj_of(hf, c, false, 0);
+  auto f = GgufFile::parse(bytes.data(), bytes.size(), "mmproj.gguf");
+  EXPECT_NE(error_of([&] { gemma3_mmproj_config(*f); }).find("scale_factor 4 does not divide the patch grid"),
+            std::string::npos);
+  bytes = mmproj_of(hf, c, false, 2, "llava");
+  f = GgufFile::parse(bytes.data(), bytes.size(), "mmproj.gguf");
+  EXPECT_NE(error_of([&] { gemma3_mmproj_config(*f); }).find("clip.projector_type is \"llava\"; only gemma3"),
+            std::string::npos);
+  // An mmproj of a tower with one layer: the config's second layer is named.
+  VisionTowerConfig one = c;
+  one.n_layers = 1;
+  MemorySource short_hf;
+  add_tower(short_hf, one, 1);
+  bytes = mmproj_of(short_hf, one, false, 2);
+  f = GgufFile::parse(bytes.data(), bytes.size(), "mmproj.gguf");
+  EXPECT_NE(error_of([&] { bind_gemma3_mmproj(c, *f); }).find("vision tensor v.blk.1.ln1.weight is missing"),
             std::string::npos);
 }
 
