@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "offgraph/offgraph.h"
+// The bounds' one home (constants only: nothing of it is linked).
+#include "../src/runtime/generation_limits.h"
 
 namespace py = pybind11;
 
@@ -707,6 +709,8 @@ PYBIND11_MODULE(_offgraph, m) {
     return d;
   });
 
+  // /v1/completions' `logprobs` bound, create_completion's (the server's, one home).
+  m.attr("completion_logprobs_max") = og::limits::kCompletionLogprobsMax;
   // og_limits (the process's bounds on templates and schemas) as a dict of its field names.
   m.def("get_limits", [] {
     og_limits l;

@@ -249,8 +249,9 @@ class Model:
         {"id", "object": "text_completion", "created", "model", "choices": [{"text", "index",
         "logprobs", "finish_reason": "stop" | "length"}], "usage": {"prompt_tokens",
         "completion_tokens", "total_tokens"}}; with stream=True an iterator of such chunks (one per
-        text piece, the last with the finish_reason and no usage). logprobs=N (0..20) gives OpenAI's
-        legacy block (tokens, token_logprobs, top_logprobs as {text: logprob}, text_offset). echo
+        text piece, the last with the finish_reason and no usage). logprobs=N (0..5, the server's
+        /v1/completions bound) gives OpenAI's legacy block (tokens, token_logprobs, top_logprobs as
+        {text: logprob}, text_offset). echo
         puts the prompt before the text; seed None is random. suffix (fill-in-the-middle) raises
         TypeError. `model` names the model in the reply (default: the path)."""
         from ._openai import create_completion

@@ -8,6 +8,9 @@ import time
 import uuid
 from typing import Dict, Iterator, List, Optional, Sequence, Union
 
+from . import _offgraph
+from ._errors import InvalidArgumentError
+
 _FINISH = {"stop_token": "stop", "stop_string": "stop", "cancelled": "stop", "max_new_tokens": "length",
            "capacity": "length"}
 
@@ -43,8 +46,9 @@ def create_completion(model, prompt: Union[str, Sequence[int]], suffix: Optional
                       ) -> Union[Dict, Iterator[Dict]]:
     if suffix is not None:
         raise TypeError("create_completion(): suffix (fill-in-the-middle) is not supported")
-    if logprobs is not None and not 0 <= int(logprobs) <= 20:
-        raise ValueError(f"create_completion(): logprobs {logprobs} is outside [0, 20]")
+    top = _offgraph.completion_logprobs_max  # the server's bound (runtime/generation_limits.h), in its words
+    if logprobs is not None and not 0 <= int(logprobs) <= top:
+        raise InvalidArgumentError(f"create_completion(): logprobs is {int(logprobs)}, outside [0, {top}]")
     session = model.session()
     ids = model.tokenizer.encode(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
     prompt_text = prompt if isinstance(prompt, str) else model.tokenizer.decode(ids)

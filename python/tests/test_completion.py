@@ -35,5 +35,7 @@ def test_completion_stream_seed_and_logprobs(model):
     assert all(len(t) <= 2 for t in lp["top_logprobs"]) and lp["text_offset"][0] == 0
     with pytest.raises(TypeError, match="suffix"):
         model.create_completion(PROMPT, suffix="x")
-    with pytest.raises(ValueError, match="logprobs 21"):
-        model.create_completion(PROMPT, logprobs=21)
+    # The server's completions bound [0, 5] (runtime/generation_limits.h), in its words.
+    for bad in (6, 21, -1):
+        with pytest.raises(offgraph.InvalidArgumentError, match=rf"logprobs is {bad}, outside \[0, 5\]"):
+            model.create_completion(PROMPT, logprobs=bad)

@@ -32,6 +32,7 @@ inline constexpr int64_t kRepeatLastNMax = kInt32Max;
 inline constexpr int64_t kMaxTokensMax = kInt32Max;  // [0, 2^31 - 1]
 inline constexpr int64_t kNMax = kInt32Max;          // [1, 2^31 - 1] (the server's --max-n lowers it)
 inline constexpr int64_t kTopLogprobsMax = 20;
+inline constexpr int64_t kCompletionLogprobsMax = 5;  // /v1/completions' legacy `logprobs` [0, 5] (OpenAI's)
 inline constexpr int64_t kMaxReasoningTokensMax = kInt32Max;
 inline constexpr double kLogitBiasMax = 100.0;  // each bias in [-100, 100]
 inline constexpr size_t kLogitBiasEntries = 1024;
