@@ -37,7 +37,8 @@ const TensorInfo& require(const TensorSource& src, const std::string& name, cons
 std::vector<float> to_f32(const TensorSource& src, const std::string& name, const std::vector<int64_t>& shape) {
   const TensorView v = tensor_view(src, require(src, name, shape));
   std::vector<float> out(static_cast<size_t>(v.numel()));
-  for (int64_t r = 0; r < v.rows(); ++r) kernels::dequantize_row(v.dtype, v.row(r), out.data() + r * v.cols(), v.cols());
+  for (int64_t r = 0; r < v.rows(); ++r)
+    kernels::dequantize_row(v.dtype, v.row(r), out.data() + r * v.cols(), v.cols());
   return out;
 }
 
@@ -197,7 +198,8 @@ VisionTowerConfig gemma3_mmproj_config(const GgufFile& f) {
   c.n_layers = need("clip.vision.block_count");
   c.n_heads = need("clip.vision.attention.head_count");
   c.text_hidden = need("clip.vision.projection_dim");
-  if (const auto eps = f.get_float("clip.vision.attention.layer_norm_epsilon")) c.layer_norm_eps = static_cast<float>(*eps);
+  if (const auto eps = f.get_float("clip.vision.attention.layer_norm_epsilon"))
+    c.layer_norm_eps = static_cast<float>(*eps);
   // The pooling kernel's side: 4 for every Gemma 3 size, written only by files that differ.
   const int64_t k = f.get_int("clip.vision.projector.scale_factor").value_or(4);
   OG_CHECK(c.patch_size > 0 && c.image_size % c.patch_size == 0 && k > 0 && c.patches_per_side() % k == 0, file,

@@ -119,7 +119,8 @@ TEST(VisionTower, BadConfigsAreClearErrors) {
   // Absent, mm_tokens_per_image is transformers' default of 256 (16x16, which a 6x6 grid cannot pool to).
   EXPECT_NE(error_of([&] { gemma3_vision_config(j, "config.json"); }).find("mm_tokens_per_image 256 is not"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { gemma3_vision_config(nlohmann::json::object(), "config.json"); }).find("vision_config is missing"),
+  const nlohmann::json none = nlohmann::json::object();
+  EXPECT_NE(error_of([&] { gemma3_vision_config(none, "config.json"); }).find("vision_config is missing"),
             std::string::npos);
   j["mm_tokens_per_image"] = 9;
   EXPECT_EQ(gemma3_vision_config(j, "config.json").tokens_per_side(), 3);
@@ -157,7 +158,8 @@ TEST(VisionTower, MissingOrMisshapenTensorsAndWrongPixelsAreClearErrors) {
   wide.hidden = 40;
   MemorySource wide_src;
   add_tower(wide_src, wide, 1);
-  EXPECT_NE(error_of([&] { bind_gemma3_vision(c, wide_src); }).find("has shape [40, 3, 14, 14], expected [32, 3, 14, 14]"),
+  EXPECT_NE(error_of([&] { bind_gemma3_vision(c, wide_src); })
+                .find("has shape [40, 3, 14, 14], expected [32, 3, 14, 14]"),
             std::string::npos);
 
   MemorySource src;
