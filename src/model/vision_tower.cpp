@@ -75,7 +75,7 @@ void VisionTowerConfig::check() const {
   const int64_t t = tokens_per_side();
   OG_CHECK(t > 0 && patches_per_side() % t == 0, "vision tower: mm_tokens_per_image ", mm_tokens_per_image,
            " is not a square whose side divides the ", patches_per_side(), "x", patches_per_side(), " patch grid");
-  OG_CHECK(layer_norm_eps > 0 && soft_norm_eps > 0, "vision tower: layer_norm_eps must be positive");
+  OG_CHECK(layer_norm_eps > 0, "vision tower: layer_norm_eps must be positive");
 }
 
 VisionTowerConfig gemma3_vision_config(const nlohmann::json& config, const std::string& file) {
@@ -94,7 +94,6 @@ VisionTowerConfig gemma3_vision_config(const nlohmann::json& config, const std::
   OG_CHECK(config.contains("text_config") && config["text_config"].is_object(), file, ": text_config is missing");
   const nlohmann::json& t = config["text_config"];
   c.text_hidden = need_int(t, "hidden_size", file, "text_config.");
-  if (const auto eps = json_number(t, "rms_norm_eps", file)) c.soft_norm_eps = static_cast<float>(*eps);
   c.check();
   return c;
 }
@@ -336,7 +335,7 @@ std::vector<float> VisionTower::project(std::span<const float> patches) const {
       for (int64_t dy = 0; dy < k; ++dy)
         for (int64_t dx = 0; dx < k; ++dx) kernels::add(y, patches.data() + ((ty * k + dy) * g + tx * k + dx) * d, d);
       kernels::scale(y, 1.0f / static_cast<float>(k * k), d);
-      kernels::rms_norm(y, w_.soft_norm.data(), c_.soft_norm_eps, d, y);
+      kernels::rms_norm(y, w_.soft_norm.data(), c_.layer_norm_eps, d, y);
     }
   TensorView proj;
   proj.data = w_.proj.data();

@@ -29,9 +29,10 @@ struct VisionTowerConfig {
   int64_t intermediate = 0;     // MLP width
   int64_t n_layers = 0;
   int64_t n_heads = 0;
+  // The LayerNorms' eps, and the projector's RMSNorm's too (transformers
+  // builds mm_soft_emb_norm with vision_config.layer_norm_eps).
   float layer_norm_eps = 1e-6f;
   int64_t mm_tokens_per_image = 256;  // soft tokens after pooling (a square number)
-  float soft_norm_eps = 1e-6f;        // Gemma3RMSNorm's eps of mm_soft_emb_norm
   int64_t text_hidden = 0;            // the text model's d_model
 
   int64_t patches_per_side() const { return image_size / patch_size; }

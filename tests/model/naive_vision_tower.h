@@ -117,7 +117,7 @@ inline std::vector<double> naive_vision_tower(const VisionTowerConfig& c, const 
       }
       double ms = 0;
       for (double z : s) ms += z * z;
-      const double r = 1 / std::sqrt(ms / D + c.soft_norm_eps);
+      const double r = 1 / std::sqrt(ms / D + c.layer_norm_eps);  // Gemma3RMSNorm(eps=vision layer_norm_eps)
       for (int64_t e = 0; e < D; ++e) s[e] = s[e] * r * (1 + nw[e]);
       for (int64_t o = 0; o < TH; ++o)
         for (int64_t e = 0; e < D; ++e) out[(ty * T + tx) * TH + o] += s[e] * pw[e * TH + o];

@@ -101,6 +101,7 @@ TEST(VisionTower, ConfigFromTheHfConfig) {
   EXPECT_EQ(c.n_patches(), 4096);
   EXPECT_EQ(c.tokens_per_side(), 16);
   EXPECT_EQ(c.text_hidden, 2560);
+  EXPECT_FLOAT_EQ(c.layer_norm_eps, 1e-6f);
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -236,6 +237,7 @@ TEST(VisionTower, AnMmprojGgufGivesTheHfTowersRowsBitForBit) {
     EXPECT_EQ(g.mm_tokens_per_image, 9);
     EXPECT_EQ(g.text_hidden, c.text_hidden);
     EXPECT_EQ(g.n_patches(), 36);
+    EXPECT_EQ(g.layer_norm_eps, 1e-5f);
     const std::vector<float> got = VisionTower(g, bind_gemma3_mmproj(g, *f)).encode(pixels);
     EXPECT_TRUE(got == want) << (legacy ? "fc1 as ffn_down" : "fc1 as ffn_up");
   }
