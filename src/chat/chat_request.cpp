@@ -95,6 +95,7 @@ void add_message(const ChatRequestMessage& m, size_t i, ChatRenderForms& out) {
   if (!m.content && !assistant) refuse(at + ".content", "is required");
   if (!assistant && !m.tool_calls.empty()) refuse(at + ".tool_calls", "is only for assistant messages");
   if (!assistant && m.reasoning_content) refuse(at + ".reasoning_content", "is only for assistant messages");
+  if (!assistant && m.thinking) refuse(at + ".thinking", "is only for assistant messages");
   json n = json::object();
   n["role"] = m.role;
   // An assistant turn of calls only renders with "" (as the server gives templates).
@@ -105,15 +106,18 @@ void add_message(const ChatRequestMessage& m, size_t i, ChatRenderForms& out) {
     needs(at + ".role");
     if (m.tool_call_id) n["tool_call_id"] = *m.tool_call_id;
   }
-  if (!m.tool_calls.empty()) {
-    n["tool_calls"] = tool_calls_json(m.tool_calls, at + ".tool_calls");
-    needs(at + ".tool_calls");
-  }
+  if (!m.tool_calls.empty() || m.tool_calls_listed) n["tool_calls"] = tool_calls_json(m.tool_calls, at + ".tool_calls");
+  if (!m.tool_calls.empty()) needs(at + ".tool_calls");
   if (m.reasoning_content) {
     n["reasoning_content"] = *m.reasoning_content;
     needs(at + ".reasoning_content");
-    // gpt-oss's template reads the analysis before a call from `thinking`.
-    if (text.empty() && !m.tool_calls.empty()) n["thinking"] = *m.reasoning_content;
+  }
+  // gpt-oss's template reads the analysis before a call from `thinking`.
+  if (m.thinking) {
+    n["thinking"] = *m.thinking;
+    needs(at + ".thinking");
+  } else if (m.reasoning_content && text.empty() && !m.tool_calls.empty()) {
+    n["thinking"] = *m.reasoning_content;
   }
   out.messages.push_back({m.role == "developer" ? "system" : m.role, text});
   out.template_request["messages"].push_back(std::move(n));
@@ -139,6 +143,10 @@ json tools_json(const std::vector<ChatTool>& tools) {
       f["parameters"] = std::move(p);
     }
     if (t.strict) f["strict"] = true;
+    if (!t.as_sent.empty()) {
+      out.push_back(parse_json(t.as_sent, "tools[" + std::to_string(i) + "]"));
+      continue;
+    }
     out.push_back(json{{"type", "function"}, {"function", std::move(f)}});
   }
   return out;

@@ -46,6 +46,13 @@ struct ChatRequestMessage {
   std::optional<std::string> name;
   std::vector<ToolCall> tool_calls;
   std::optional<std::string> tool_call_id;
+  // The front end was given a tool_calls list, an empty one too: the
+  // template sees the list ([] included) as the client sent it.
+  bool tool_calls_listed = false;
+  // assistant: gpt-oss's name for the analysis before a call (its template
+  // and the built-in harmony read it); unset, an assistant turn of calls only
+  // passes its reasoning_content as it.
+  std::optional<std::string> thinking = std::nullopt;
 };
 
 // A function tool: parameters is its JSON schema as text ("" = none: it takes no arguments).
@@ -54,6 +61,10 @@ struct ChatTool {
   std::optional<std::string> description;
   std::string parameters;
   bool strict = false;
+  // The tool object as the front end received it (JSON text, "" = none): the
+  // template is given it as is, key order and extra fields kept (the server
+  // passes a client's tools so), where the fields above are its checked reading.
+  std::string as_sent = {};
 };
 
 // Structured output: at most one of a JSON object, a JSON schema or a GBNF grammar.

@@ -176,31 +176,30 @@ void check_function_name(const std::string& name, const std::string& where) {
 }
 
 // An assistant message's tool_calls, with each call's arguments (a JSON string
-// as OpenAI sends it, or already an object) as a mapping for the template.
-json parse_tool_calls(const json& calls, const std::string& where, std::vector<std::string>* ignored) {
+// as OpenAI sends it, or already an object) checked and kept as JSON text
+// (render_forms gives the template the mapping).
+std::vector<ToolCall> parse_tool_calls(const json& calls, const std::string& where, std::vector<std::string>* ignored) {
   if (!calls.is_array()) wrong_type(where, "an array", calls);
-  json out = json::array();
+  std::vector<ToolCall> out;
   for (size_t i = 0; i < calls.size(); ++i) {
     const std::string at = where + "[" + std::to_string(i) + "]";
     if (!calls[i].is_object()) wrong_type(at, "an object", calls[i]);
     Fields cf(calls[i], ignored, at + ".");
-    json call = json::object();
-    if (auto id = cf.string("id")) call["id"] = *id;
+    ToolCall call;
+    if (auto id = cf.string("id")) call.id = *id;
     const auto type = cf.string("type").value_or("function");
     if (type != "function")
       bad_request("'" + at + ".type' is " + client_text(type) + ": only function calls are supported", at + ".type");
-    call["type"] = "function";
     const json* fn = cf.get("function");
     if (!fn) bad_request("'" + at + ".function' is required", at + ".function");
     if (!fn->is_object()) wrong_type(at + ".function", "an object", *fn);
     Fields ff(*fn, ignored, at + ".function.");
     const auto name = ff.string("name");
     if (!name) bad_request("'" + at + ".function.name' is required", at + ".function.name");
-    json f = json::object();
-    f["name"] = *name;
+    call.name = *name;
     const json* args = ff.get("arguments");
     if (!args) {
-      f["arguments"] = json::object();
+      call.arguments = "";  // {}
     } else if (args->is_string()) {
       // Client JSON inside a string: bounded as the body is.
       JsonParse parsed = parse_json_bounded(args->get<std::string>());
@@ -209,35 +208,27 @@ json parse_tool_calls(const json& calls, const std::string& where, std::vector<s
       if (!parsed.error.empty())
         bad_request("'" + at + ".function.arguments' is not valid JSON: " + client_text(args->get<std::string>(), 80),
                     at + ".function.arguments");
-      f["arguments"] = std::move(parsed.value);
+      call.arguments = parsed.value.dump();
     } else if (args->is_object()) {
-      f["arguments"] = *args;
+      call.arguments = args->dump();
     } else {
       wrong_type(at + ".function.arguments", "a JSON string or an object", *args);
     }
     ff.note_unknown();
     cf.note_unknown();
-    call["function"] = std::move(f);
     out.push_back(std::move(call));
   }
   return out;
 }
 
-struct Messages {
-  std::vector<ChatMessage> plain;
-  json normalized = json::array();
-  std::string needs_jinja;  // the first field only a Jinja template renders
-};
-
-Messages parse_messages(Fields& f, std::vector<std::string>* ignored) {
+// The messages, checked (render_forms builds their forms, and what of them
+// only a Jinja template renders, from these).
+std::vector<ChatRequestMessage> parse_messages(Fields& f, std::vector<std::string>* ignored) {
   const json* m = f.get("messages");
   if (!m) bad_request("'messages' is required", "messages");
   if (!m->is_array()) wrong_type("messages", "an array", *m);
   if (m->empty()) bad_request("'messages' is empty: give at least one message", "messages");
-  Messages out;
-  auto needs = [&](const std::string& field) {
-    if (out.needs_jinja.empty()) out.needs_jinja = field;
-  };
+  std::vector<ChatRequestMessage> out;
   for (size_t i = 0; i < m->size(); ++i) {
     const std::string at = "messages[" + std::to_string(i) + "]";
     const json& msg = (*m)[i];
@@ -248,54 +239,33 @@ Messages parse_messages(Fields& f, std::vector<std::string>* ignored) {
     if (*role != "system" && *role != "developer" && *role != "user" && *role != "assistant" && *role != "tool")
       bad_request("'" + at + ".role' is " + client_text(*role) + ": expected system, developer, user, assistant or tool",
                   at + ".role");
-    json n = json::object();
-    n["role"] = *role;
+    ChatRequestMessage n;
+    n.role = *role;
     const json* content = mf.get("content");
     const json* calls = *role == "assistant" ? mf.get("tool_calls") : nullptr;
     if (!content && *role != "assistant")
       bad_request("'" + at + ".content' is required", at + ".content");
-    std::string text;
-    if (content) {
-      text = message_content(*content, at + ".content", ignored);
-      n["content"] = text;
-    } else {
-      // An assistant turn of tool calls only: "" as vLLM gives templates (many
-      // call string methods on content; with null 11 of the 56 real templates
-      // we test raise, and 5 print "None" into the prompt).
-      n["content"] = "";
-    }
-    if (auto name = mf.string("name")) n["name"] = *name;
-    if (*role == "tool") {
-      needs(at + ".role");
-      if (auto id = mf.string("tool_call_id")) n["tool_call_id"] = *id;
-    }
+    // An assistant turn of tool calls only renders with content "" as vLLM
+    // gives templates (many call string methods on content; with null 11 of
+    // the 56 real templates we test raise, and 5 print "None" into the prompt).
+    if (content) n.content = message_content(*content, at + ".content", ignored);
+    n.name = mf.string("name");
+    if (*role == "tool") n.tool_call_id = mf.string("tool_call_id");
     if (calls) {
-      n["tool_calls"] = parse_tool_calls(*calls, at + ".tool_calls", ignored);
-      if (!n["tool_calls"].empty()) needs(at + ".tool_calls");
+      n.tool_calls = parse_tool_calls(*calls, at + ".tool_calls", ignored);
+      n.tool_calls_listed = true;
     }
     if (*role == "assistant") {
-      const auto reasoning = mf.string("reasoning_content");
-      if (reasoning) {
-        n["reasoning_content"] = *reasoning;
-        needs(at + ".reasoning_content");
-      }
+      n.reasoning_content = mf.string("reasoning_content");
       // gpt-oss's template (and the built-in harmony) read the analysis that
       // led to a call from `thinking`: a client may send it so, and an echoed
       // reply's reasoning_content before its calls is passed as it too (as
-      // llama.cpp's server does), so the next turn sees why the call was made.
-      // Not when the turn has content: the template takes one or the other.
-      if (auto thinking = mf.string("thinking")) {
-        n["thinking"] = *thinking;
-        needs(at + ".thinking");
-      } else if (reasoning && text.empty() && n.contains("tool_calls") && !n["tool_calls"].empty()) {
-        n["thinking"] = *reasoning;
-      }
+      // llama.cpp's server does, render_forms), so the next turn sees why the
+      // call was made.
+      n.thinking = mf.string("thinking");
     }
     mf.note_unknown();
-    // The built-in templates know system, user and assistant; developer is
-    // OpenAI's newer name for system.
-    out.plain.push_back({*role == "developer" ? "system" : *role, text});
-    out.normalized.push_back(std::move(n));
+    out.push_back(std::move(n));
   }
   return out;
 }
@@ -486,14 +456,16 @@ void parse_structured_output(Fields& f, GenerationParams& p) {
   p.grammar_text = std::move(text);
 }
 
-// tools: [{"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}].
-json parse_tools(Fields& f, std::vector<std::string>* ignored) {
+// tools: [{"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}],
+// each passed to the template as sent (ChatTool::as_sent).
+std::vector<ChatTool> parse_tools(Fields& f, std::vector<std::string>* ignored) {
   const json* t = f.get("tools");
-  if (!t) return json::array();
+  if (!t) return {};
   if (!t->is_array()) wrong_type("tools", "an array", *t);
   if (t->size() > kMaxTools)
     bad_request("'tools' has " + std::to_string(t->size()) + " tools; at most " + std::to_string(kMaxTools), "tools");
   std::set<std::string> names;
+  std::vector<ChatTool> out;
   for (size_t i = 0; i < t->size(); ++i) {
     const std::string at = "tools[" + std::to_string(i) + "]";
     const json& tool = (*t)[i];
@@ -513,18 +485,24 @@ json parse_tools(Fields& f, std::vector<std::string>* ignored) {
     check_function_name(*name, at + ".function.name");
     if (!names.insert(*name).second)
       bad_request("'" + at + ".function.name' " + client_text(*name) + " is given twice", at + ".function.name");
-    ff.string("description");
-    if (const json* params = ff.get("parameters"); params && !params->is_object())
-      wrong_type(at + ".function.parameters", "an object (a JSON schema)", *params);
-    ff.boolean("strict");
+    ChatTool ct;
+    ct.name = *name;
+    ct.description = ff.string("description");
+    if (const json* params = ff.get("parameters")) {
+      if (!params->is_object()) wrong_type(at + ".function.parameters", "an object (a JSON schema)", *params);
+      ct.parameters = params->dump();
+    }
+    ct.strict = ff.boolean("strict").value_or(false);
     ff.note_unknown();
     tf.note_unknown();
+    ct.as_sent = tool.dump();
+    out.push_back(std::move(ct));
   }
-  return *t;
+  return out;
 }
 
 // tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}}.
-ToolChoice parse_tool_choice(Fields& f, const json& tools, std::vector<std::string>* ignored) {
+ToolChoice parse_tool_choice(Fields& f, const std::vector<ChatTool>& tools, std::vector<std::string>* ignored) {
   ToolChoice c;
   const json* v = f.get("tool_choice");
   if (!v) {
@@ -552,7 +530,7 @@ ToolChoice parse_tool_choice(Fields& f, const json& tools, std::vector<std::stri
     c.kind = ToolChoice::Kind::kFunction;
     c.function = *name;
     bool known = false;
-    for (const json& t : tools) known = known || t["function"]["name"] == *name;
+    for (const ChatTool& t : tools) known = known || t.name == *name;
     if (!known)
       bad_request("'tool_choice' names the function " + client_text(*name) + ", which is not in 'tools'",
                   "tool_choice.function.name");
@@ -565,46 +543,38 @@ ToolChoice parse_tool_choice(Fields& f, const json& tools, std::vector<std::stri
 }
 
 // chat_template_kwargs (an object; its keys become template variables) and
-// reasoning_effort (a template variable too, as gpt-oss's template reads it).
-// *source: the field the kwargs came from, for the 400 of a template that
-// cannot take them ("chat_template_kwargs" when it has keys, else "reasoning_effort").
-json parse_template_kwargs(Fields& f, std::string* source) {
-  json kw = json::object();
+// reasoning_effort (a template variable too, as gpt-oss's template reads it):
+// render_forms joins them (the effort unless the kwargs set it) and names the
+// field they came from for the 400 of a template that cannot take them.
+void parse_template_kwargs(Fields& f, ChatRequest& chat) {
   if (const json* k = f.get("chat_template_kwargs")) {
     if (!k->is_object()) wrong_type("chat_template_kwargs", "an object", *k);
-    kw = *k;
+    chat.chat_template_kwargs = k->dump();
   }
-  *source = kw.empty() ? "reasoning_effort" : "chat_template_kwargs";
   if (auto e = f.string("reasoning_effort")) {
     if (*e != "minimal" && *e != "low" && *e != "medium" && *e != "high" && *e != "none")
       bad_request("'reasoning_effort' is " + client_text(*e) + ": expected none, minimal, low, medium or high",
                   "reasoning_effort");
-    if (!kw.contains("reasoning_effort")) kw["reasoning_effort"] = *e;
+    chat.reasoning_effort = *e;
   }
-  return kw;
 }
 
-// The chat part every chat-shaped request shares: messages, tools and kwargs.
+// The chat part every chat-shaped request shares: messages, tools and kwargs,
+// with their forms.
 struct ChatPart {
-  Messages messages;
-  json tools = json::array();
-  json template_request = json::object();
+  ChatRequest chat;
+  ChatRenderForms forms;
 };
 
 ChatPart parse_chat_part(Fields& f, std::vector<std::string>* ignored) {
   ChatPart c;
-  c.messages = parse_messages(f, ignored);
-  c.tools = parse_tools(f, ignored);
-  std::string kwargs_field;
-  const json kwargs = parse_template_kwargs(f, &kwargs_field);
-  c.template_request["messages"] = c.messages.normalized;
-  if (!c.tools.empty()) {
-    c.template_request["tools"] = c.tools;
-    if (c.messages.needs_jinja.empty()) c.messages.needs_jinja = "tools";
-  }
-  if (!kwargs.empty()) {
-    c.template_request["chat_template_kwargs"] = kwargs;
-    if (c.messages.needs_jinja.empty()) c.messages.needs_jinja = kwargs_field;
+  c.chat.messages = parse_messages(f, ignored);
+  c.chat.tools = parse_tools(f, ignored);
+  parse_template_kwargs(f, c.chat);
+  try {
+    c.forms = render_forms(c.chat);
+  } catch (const ChatRequestError& e) {
+    bad_request(e.what(), e.field(), e.code());
   }
   return c;
 }
@@ -666,12 +636,10 @@ GenerationRequest parse_chat_request(const json& body) {
   r.endpoint = Endpoint::kChat;
   r.model = f.string("model").value_or("");
   ChatPart chat = parse_chat_part(f, &r.ignored);
-  r.messages = std::move(chat.messages.plain);
-  r.needs_jinja = chat.messages.needs_jinja;
-  r.n_tools = chat.tools.size();
-  r.tool_choice = parse_tool_choice(f, chat.tools, &r.ignored);
-  r.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
-  r.template_request = std::move(chat.template_request);
+  r.chat = std::move(chat.chat);
+  r.forms = std::move(chat.forms);
+  r.chat.tool_choice = parse_tool_choice(f, r.chat.tools, &r.ignored);
+  r.chat.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
   r.params = parse_params(f, Endpoint::kChat, &r.ignored);
   r.params.logprobs = f.boolean("logprobs").value_or(false);
   if (auto t = f.any_integer("top_logprobs")) {
@@ -727,9 +695,9 @@ TokenizeRequest parse_tokenize_request(const json& body) {
     r.prompt = *f.string("prompt");
   } else {
     ChatPart chat = parse_chat_part(f, &r.ignored);
-    r.messages = std::move(chat.messages.plain);
-    r.needs_jinja = chat.messages.needs_jinja;
-    r.template_request = std::move(chat.template_request);
+    r.messages = std::move(chat.forms.messages);
+    r.needs_jinja = chat.forms.needs_jinja;
+    r.template_request = std::move(chat.forms.template_request);
     r.use_messages = true;
   }
   r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
@@ -754,9 +722,9 @@ ApplyTemplateRequest parse_apply_template_request(const json& body) {
   Fields f(body, &r.ignored);
   r.model = f.string("model").value_or("");
   ChatPart chat = parse_chat_part(f, &r.ignored);
-  r.messages = std::move(chat.messages.plain);
-  r.needs_jinja = chat.messages.needs_jinja;
-  r.template_request = std::move(chat.template_request);
+  r.messages = std::move(chat.forms.messages);
+  r.needs_jinja = chat.forms.needs_jinja;
+  r.template_request = std::move(chat.forms.template_request);
   r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   r.template_request["add_generation_prompt"] = r.add_generation_prompt;
   f.note_unknown();

@@ -8,11 +8,11 @@
 // range, the model id) are made where the request meets the model
 // (generation.h).
 //
-// Chat requests are kept twice: as plain ChatMessages (role + text, what the
-// built-in templates render) and as `template_request`, the request in the
-// shape Jinja chat templates read (messages with tool_calls whose arguments
-// are mappings, tool results, reasoning_content; tools; the
-// chat_template_kwargs), key order kept.
+// A chat request is parsed into an og::ChatRequest (chat/chat_request.h),
+// whose forms (render_forms: plain ChatMessages for the built-in templates,
+// and the request in the shape Jinja chat templates read, key order kept)
+// the parser builds once. Tokenize and apply-template requests keep the
+// forms only.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_request.h"
 #include "chat/chat_template.h"
 #include "chat/tool_grammar.h"  // ToolChoice
 #include "grammar/grammar.h"
@@ -78,18 +79,17 @@ struct CompletionPrompt {
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;                  // "" = not given (the served model)
-  std::vector<ChatMessage> messages;  // kChat: not empty
-  // kChat: {"messages", "tools"?, "chat_template_kwargs"?} for a Jinja template
-  // (see above); reasoning_effort, when given, is one of the kwargs.
-  nlohmann::ordered_json template_request;
-  // kChat: the request holds what only a Jinja template (or the built-in
-  // harmony's whole-request render) can render (tools, tool calls, tool
-  // results, reasoning_content, chat_template_kwargs): the field that does,
-  // for the error the other built-in templates give.
-  std::string needs_jinja;
-  size_t n_tools = 0;
-  ToolChoice tool_choice;
-  bool parallel_tool_calls = true;
+  // kChat: the typed chat request (messages, tools, tool_choice — always set
+  // —, parallel_tool_calls, template variables), the one the library fills
+  // too (chat/chat_request.h); its structured output and reasoning budget are
+  // in `params`.
+  ChatRequest chat;
+  // kChat: render_forms(chat), built once by the parser: the built-ins'
+  // messages, the Jinja form {"messages", "tools"?, "chat_template_kwargs"?}
+  // (reasoning_effort, when given, is one of the kwargs) and needs_jinja, the
+  // first field only a Jinja template (or the built-in harmony's
+  // whole-request render) can render, for the error the other built-ins give.
+  ChatRenderForms forms;
   // kCompletion: the prompts (one, or a list: each gets n choices, choice
   // index = prompt index * n + i).
   std::vector<CompletionPrompt> prompts;

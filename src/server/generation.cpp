@@ -75,12 +75,12 @@ ChatSetup chat_setup(const ServedModel& m) {
 // A chat request's planning inputs (the forms its parse built; no copies).
 ChatPlanInput chat_input(const GenerationRequest& req) {
   ChatPlanInput in;
-  in.messages = &req.messages;
-  in.template_request = &req.template_request;
-  in.needs_jinja = req.needs_jinja;
-  in.has_tools = req.n_tools > 0;
-  in.choice = req.tool_choice;
-  in.parallel_tool_calls = req.parallel_tool_calls;
+  in.messages = &req.forms.messages;
+  in.template_request = &req.forms.template_request;
+  in.needs_jinja = req.forms.needs_jinja;
+  in.has_tools = !req.chat.tools.empty();
+  in.choice = tool_choice_of(req.chat);
+  in.parallel_tool_calls = req.chat.parallel_tool_calls;
   in.structured.text = req.params.grammar_text;
   in.structured.from = req.params.grammar_from;
   in.max_reasoning_tokens = req.params.max_reasoning_tokens;
@@ -164,8 +164,8 @@ std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedMod
   std::vector<int32_t> ids;
   try {
     if (req.endpoint == Endpoint::kChat) {
-      const ChatSegments segs =
-          chat_segments(m, req.template_request, req.messages, req.needs_jinja, req.n_tools > 0, true);
+      const ChatSegments segs = chat_segments(m, req.forms.template_request, req.forms.messages,
+                                              req.forms.needs_jinja, !req.chat.tools.empty(), true);
       if (rendered) *rendered = chat_text(segs);
       ids = encode_chat(*m.tok, segs, true);
     } else {

@@ -34,9 +34,9 @@ TEST(ChatRequest, Minimal) {
   const GenerationRequest r = chat("{" + kMsgs + "}");
   EXPECT_EQ(r.endpoint, Endpoint::kChat);
   EXPECT_EQ(r.model, "");
-  ASSERT_EQ(r.messages.size(), 1u);
-  EXPECT_EQ(r.messages[0].role, "user");
-  EXPECT_EQ(r.messages[0].content, "hi");
+  ASSERT_EQ(r.forms.messages.size(), 1u);
+  EXPECT_EQ(r.forms.messages[0].role, "user");
+  EXPECT_EQ(r.forms.messages[0].content, "hi");
   EXPECT_FALSE(r.params.max_tokens);
   EXPECT_FALSE(r.params.temperature);
   EXPECT_FALSE(r.params.stream);
@@ -53,9 +53,9 @@ TEST(ChatRequest, AllSettings) {
     "stream_options": {"include_usage": true}, "user": "u1", "logit_bias": {}, "response_format": {"type": "text"},
     "cache_salt": "tenant-7"})");
   EXPECT_EQ(r.model, "m");
-  ASSERT_EQ(r.messages.size(), 4u);
-  EXPECT_EQ(r.messages[0].role, "system");
-  EXPECT_EQ(r.messages[1].content, "ab");
+  ASSERT_EQ(r.forms.messages.size(), 4u);
+  EXPECT_EQ(r.forms.messages[0].role, "system");
+  EXPECT_EQ(r.forms.messages[1].content, "ab");
   EXPECT_EQ(*r.params.max_tokens, 7);
   EXPECT_DOUBLE_EQ(*r.params.temperature, 0.5);
   EXPECT_DOUBLE_EQ(*r.params.top_p, 0.9);
@@ -100,12 +100,12 @@ TEST(ChatRequest, ToolsAndToolMessages) {
     "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "parallel_tool_calls": false,
     "chat_template_kwargs": {"enable_thinking": false}, "reasoning_effort": "low"})");
   EXPECT_TRUE(r.ignored.empty()) << r.ignored[0];
-  EXPECT_EQ(r.n_tools, 1u);
-  EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::kFunction);
-  EXPECT_EQ(r.tool_choice.function, "get_weather");
-  EXPECT_FALSE(r.parallel_tool_calls);
-  EXPECT_EQ(r.needs_jinja, "messages[2].tool_calls");
-  const nlohmann::ordered_json& t = r.template_request;
+  EXPECT_EQ(r.chat.tools.size(), 1u);
+  EXPECT_EQ(r.chat.tool_choice->kind, ToolChoice::Kind::kFunction);
+  EXPECT_EQ(r.chat.tool_choice->function, "get_weather");
+  EXPECT_FALSE(r.chat.parallel_tool_calls);
+  EXPECT_EQ(r.forms.needs_jinja, "messages[2].tool_calls");
+  const nlohmann::ordered_json& t = r.forms.template_request;
   ASSERT_EQ(t["messages"].size(), 4u);
   EXPECT_EQ(t["messages"][2]["content"], "");
   EXPECT_EQ(t["messages"][2]["reasoning_content"], "think");
@@ -119,9 +119,37 @@ TEST(ChatRequest, ToolsAndToolMessages) {
   EXPECT_EQ(t["chat_template_kwargs"]["enable_thinking"], false);
   EXPECT_EQ(t["chat_template_kwargs"]["reasoning_effort"], "low");
   // The plain messages the built-in templates would see.
-  ASSERT_EQ(r.messages.size(), 4u);
-  EXPECT_EQ(r.messages[3].role, "tool");
-  EXPECT_EQ(r.messages[3].content, "sunny");
+  ASSERT_EQ(r.forms.messages.size(), 4u);
+  EXPECT_EQ(r.forms.messages[3].role, "tool");
+  EXPECT_EQ(r.forms.messages[3].content, "sunny");
+}
+
+// The parse fills one og::ChatRequest (the library's) and the Jinja form is
+// its render_forms(), still the request as the client sent it: a tool with
+// its key order, extra fields, null description and strict false; an
+// assistant's empty tool_calls list; the kwargs' order.
+TEST(ChatRequest, TheJinjaFormIsTheRequestAsSent) {
+  const GenerationRequest r = chat(R"({"messages": [
+      {"role": "user", "content": "u"},
+      {"role": "assistant", "content": "a", "tool_calls": []}],
+    "tools": [{"function": {"parameters": {"type": "object", "properties": {"b": {}, "a": {}}}, "name": "f",
+               "description": null, "strict": false, "x-extra": 1}, "type": "function"}],
+    "chat_template_kwargs": {"z": 1, "a": 2}})");
+  const nlohmann::ordered_json& t = r.forms.template_request;
+  EXPECT_EQ(t["tools"].dump(), R"([{"function":{"parameters":{"type":"object","properties":{"b":{},"a":{}}},"name":"f",)"
+                               R"("description":null,"strict":false,"x-extra":1},"type":"function"}])");
+  ASSERT_TRUE(t["messages"][1].contains("tool_calls"));
+  EXPECT_TRUE(t["messages"][1]["tool_calls"].empty());
+  EXPECT_EQ(t["chat_template_kwargs"].dump(), R"({"z":1,"a":2})");
+  EXPECT_EQ(r.forms.needs_jinja, "tools");  // an empty tool_calls list needs no Jinja
+  // The typed reading the library's planning uses.
+  ASSERT_EQ(r.chat.tools.size(), 1u);
+  EXPECT_EQ(r.chat.tools[0].name, "f");
+  EXPECT_FALSE(r.chat.tools[0].description.has_value());
+  EXPECT_EQ(r.chat.tools[0].parameters, R"({"type":"object","properties":{"b":{},"a":{}}})");
+  EXPECT_EQ(r.chat.messages[1].content, "a");
+  const ChatRenderForms again = render_forms(r.chat);
+  EXPECT_EQ(again.template_request, t);
 }
 
 // The analysis before a call reaches the template as `thinking` (what gpt-oss's
@@ -133,7 +161,7 @@ TEST(ChatRequest, ThinkingBeforeACall) {
     const GenerationRequest r = chat(R"({"messages": [{"role": "user", "content": "u"}, {"role": "assistant", )" +
                                      fields + "}]}");
     EXPECT_TRUE(r.ignored.empty()) << r.ignored[0];
-    return r.template_request["messages"][1];
+    return r.forms.template_request["messages"][1];
   };
   EXPECT_EQ(msg(R"("content": null, "thinking": "t", )" + call)["thinking"], "t");
   EXPECT_EQ(msg(R"("content": "", "reasoning_content": "r", )" + call)["thinking"], "r");
@@ -142,22 +170,22 @@ TEST(ChatRequest, ThinkingBeforeACall) {
   EXPECT_EQ(both["reasoning_content"], "r");
   EXPECT_FALSE(msg(R"("content": "c", "reasoning_content": "r", )" + call).contains("thinking"));
   EXPECT_FALSE(msg(R"("content": "c", "reasoning_content": "r")").contains("thinking"));
-  EXPECT_EQ(chat(R"({"messages": [{"role": "assistant", "content": "a", "thinking": "t"}]})").needs_jinja,
+  EXPECT_EQ(chat(R"({"messages": [{"role": "assistant", "content": "a", "thinking": "t"}]})").forms.needs_jinja,
             "messages[0].thinking");
   EXPECT_THROW(chat(R"({"messages": [{"role": "assistant", "content": "a", "thinking": 5}]})"), ApiError);
 }
 
 TEST(ChatRequest, ToolChoiceForms) {
   const std::string tools = R"(, "tools": [{"type": "function", "function": {"name": "f"}}])";
-  EXPECT_EQ(chat("{" + kMsgs + "}").tool_choice.kind, ToolChoice::Kind::kNone);  // no tools: nothing to call
-  EXPECT_EQ(chat("{" + kMsgs + tools + "}").tool_choice.kind, ToolChoice::Kind::kAuto);
-  EXPECT_EQ(chat("{" + kMsgs + tools + R"(, "tool_choice": "none"})").tool_choice.kind, ToolChoice::Kind::kNone);
-  EXPECT_EQ(chat("{" + kMsgs + tools + R"(, "tool_choice": "required"})").tool_choice.kind,
+  EXPECT_EQ(chat("{" + kMsgs + "}").chat.tool_choice->kind, ToolChoice::Kind::kNone);  // no tools: nothing to call
+  EXPECT_EQ(chat("{" + kMsgs + tools + "}").chat.tool_choice->kind, ToolChoice::Kind::kAuto);
+  EXPECT_EQ(chat("{" + kMsgs + tools + R"(, "tool_choice": "none"})").chat.tool_choice->kind, ToolChoice::Kind::kNone);
+  EXPECT_EQ(chat("{" + kMsgs + tools + R"(, "tool_choice": "required"})").chat.tool_choice->kind,
             ToolChoice::Kind::kRequired);
-  EXPECT_EQ(chat("{" + kMsgs + R"(, "tool_choice": "auto"})").n_tools, 0u);
-  EXPECT_EQ(chat("{" + kMsgs + tools + "}").needs_jinja, "tools");
-  EXPECT_EQ(chat("{" + kMsgs + "}").needs_jinja, "");
-  EXPECT_EQ(chat("{" + kMsgs + R"(, "tools": []})").needs_jinja, "");
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "tool_choice": "auto"})").chat.tools.size(), 0u);
+  EXPECT_EQ(chat("{" + kMsgs + tools + "}").forms.needs_jinja, "tools");
+  EXPECT_EQ(chat("{" + kMsgs + "}").forms.needs_jinja, "");
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "tools": []})").forms.needs_jinja, "");
 }
 
 TEST(ApplyTemplateRequest, Forms) {
@@ -432,7 +460,7 @@ TEST(JsonBody, DeepNestingIsRefused) {
 
 TEST(JsonBody, ValidUtf8IsKept) {
   const GenerationRequest r = chat(R"({"messages": [{"role": "user", "content": "caf\u00e9 \ud83d\ude00 ü"}]})");
-  EXPECT_EQ(r.messages[0].content, "caf\xc3\xa9 \xf0\x9f\x98\x80 \xc3\xbc");
+  EXPECT_EQ(r.forms.messages[0].content, "caf\xc3\xa9 \xf0\x9f\x98\x80 \xc3\xbc");
 }
 
 TEST(CompletionRequest, PromptForms) {

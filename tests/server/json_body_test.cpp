@@ -181,7 +181,7 @@ TEST(JsonBody, ToolCallArgumentsAreBounded) {
   const GenerationRequest r = parse_chat_request(parse_json_object(
       R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "1", "type": "function",
           "function": {"name": "f", "arguments": "{\"z\": 1, \"a\": 2}"}}]}]})"));
-  EXPECT_EQ(r.template_request["messages"][0]["tool_calls"][0]["function"]["arguments"].dump(), R"({"z":1,"a":2})");
+  EXPECT_EQ(r.forms.template_request["messages"][0]["tool_calls"][0]["function"]["arguments"].dump(), R"({"z":1,"a":2})");
 }
 
 // "seed": 2^64 was "must be an integer, not a number": an integer past 64 bits
