@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "chat/chat_request.h"
 #include "commands.h"
 #include "base/flags.h"
 #include "llm_common.h"
@@ -19,6 +20,23 @@ namespace og::app {
 int run_chat(const LlmFlags& f, const SpecFlags& spec);  // cmd_chat.cpp
 
 namespace {
+
+// The prompt's ids: the system and user messages as one og::ChatRequest,
+// rendered by render_chat (chat/chat_request.h), as the server and the
+// library render the same request.
+std::vector<int32_t> prompt_ids(const LlmFlags& f, const LoadedModel& l) {
+  ChatRequest req;
+  if (!f.system.empty()) req.messages.push_back({"system", f.system});
+  req.messages.push_back({"user", f.prompt});
+  const ChatRenderForms forms = render_forms(req);
+  ChatPlanInput in;
+  in.messages = &forms.messages;
+  in.template_request = &forms.template_request;
+  in.needs_jinja = forms.needs_jinja;
+  ChatSetup setup;
+  setup.format = l.tmpl.get();
+  return encode_chat(*l.tok, render_chat(in, setup), true);
+}
 
 // Streams a piece; a failed write ends the generation with an error.
 void write_stdout(std::string_view piece) {
@@ -45,10 +63,7 @@ int cmd_run(const Args& args) {
   const Run run = build_llm_run(f.run);
   const LoadedModel& l = run.loaded;
   const std::unique_ptr<SpecRun> spec = make_spec_run(sf, run);  // a bad draft fails before any report
-  std::vector<ChatMessage> messages;
-  if (!f.system.empty()) messages.push_back({"system", f.system});
-  messages.push_back({"user", f.prompt});
-  const std::vector<int32_t> prompt = encode_chat(*l.tok, l.tmpl->render_segments(messages, true), true);
+  const std::vector<int32_t> prompt = prompt_ids(f, l);
   if (static_cast<int64_t>(prompt.size()) > run.policy.max_capacity)
     usage_fail("the prompt is " + std::to_string(prompt.size()) + " tokens but the cache holds " +
                std::to_string(run.policy.max_capacity) + " positions (raise --kv-max-capacity)");

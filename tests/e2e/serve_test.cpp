@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -141,6 +142,29 @@ TEST(Serve, ReadyLineAndGreedyEqualsRun) {
                                      "--max-new-tokens", "40"});
   EXPECT_EQ(r["choices"][0]["message"]["content"], want);
   EXPECT_EQ(stream_chat(s, body), want);
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
+}
+
+// `run` renders its system and user messages as one og::ChatRequest through
+// render_chat, as the server renders a chat request: under a Jinja template
+// (a whole-request render) the same prompt, so the same greedy text.
+TEST(Serve, JinjaTemplateChatEqualsRun) {
+  expect_data();
+  const std::string path = scratch_dir() + "/run_equals_serve.jinja";
+  std::ofstream(path) << "{% for m in messages %}{% if m.role == 'system' %}[{{ m.content }}]\n{% else %}<{{ m.role }}> "
+                         "{{ m.content }}\n{% endif %}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}";
+  ServeProc s({"--model", kStories, "--chat-template-file", path});
+  ASSERT_TRUE(s.ready()) << s.stderr_text();
+  const json body = {{"messages", {{{"role", "system"}, {"content", "Stories."}},
+                                   {{"role", "user"}, {"content", "Lily saw a cat"}}}},
+                     {"max_tokens", 30},
+                     {"temperature", 0}};
+  const json r = post_json(s, "/v1/chat/completions", body);
+  EXPECT_EQ(r["usage"]["prompt_tokens"].get<int>() > 10, true) << r.dump();
+  EXPECT_FALSE(r["choices"][0]["message"]["content"].get<std::string>().empty()) << r.dump();
+  EXPECT_EQ(r["choices"][0]["message"]["content"],
+            run_text({"--chat-template-file", path, "--system", "Stories.", "--prompt", "Lily saw a cat",
+                      "--max-new-tokens", "30", "--temperature", "0"}));
   EXPECT_EQ(s.stop(), 143) << s.stderr_text();
 }
 
