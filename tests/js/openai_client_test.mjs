@@ -52,7 +52,7 @@ function startServer(args) {
       if (m) resolve({ proc, base: m[1], stderr: () => err });
     });
     proc.on("exit", (code) => reject(new Error(`the server exited (${code}) before it was ready:\n${out}\n${err}`)));
-    setTimeout(() => reject(new Error(`the server was not ready within 60 s:\n${out}\n${err}`)), 60000);
+    setTimeout(() => reject(new Error(`the server was not ready within 60 s:\n${out}\n${err}`)), 60000).unref();
   });
 }
 

@@ -110,7 +110,7 @@ function startServer(modelPath, alias, extra = []) {
       }
     });
     proc.on("exit", (code) => reject(new Error(`the server ${server.name} exited (${code}) before it was ready:\n${out}\n${err}`)));
-    setTimeout(() => reject(new Error(`the server ${server.name} was not ready within 30 s:\n${out}\n${err}`)), 30000);
+    setTimeout(() => reject(new Error(`the server ${server.name} was not ready within 30 s:\n${out}\n${err}`)), 30000).unref();
   });
 }
 

@@ -90,7 +90,7 @@ function startServer(modelPath, extra = []) {
       if (m) { server.base = m[1]; resolve(server); }
     });
     proc.on("exit", (code) => reject(new Error(`the server exited (${code}) before it was ready:\n${out}\n${err}`)));
-    setTimeout(() => reject(new Error(`the server was not ready within 20 s:\n${out}\n${err}`)), 20000);
+    setTimeout(() => reject(new Error(`the server was not ready within 20 s:\n${out}\n${err}`)), 20000).unref();
   });
 }
 
