@@ -653,7 +653,10 @@ void Scheduler::Impl::count_verify(Request& r, int64_t accepted) {
 }
 
 void Scheduler::Impl::fail_all(const std::vector<std::pair<Request*, std::string>>& failed) {
-  for (const auto& [raw, why] : failed) {
+  for (const auto& f : failed) {
+    // Not a structured binding: clang 14 (the sanitizer build) cannot capture one in a lambda.
+    const Request* raw = f.first;
+    const std::string& why = f.second;
     auto it = std::find_if(running.begin(), running.end(), [&](const auto& r) { return r.get() == raw; });
     if (it == running.end()) continue;
     std::unique_ptr<Request> r = take_running(static_cast<size_t>(it - running.begin()));
