@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -22,15 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-struct ScratchDir {
-  fs::path path = fs::temp_directory_path() / ("og-api-chat-" + std::to_string(::getpid()));
-  ScratchDir() { fs::create_directories(path); }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 const std::string kTemplate = std::string(OG_SOURCE_DIR) + "/tests/template/data/templates/Qwen-Qwen3-0.6B.jinja";
 const std::string kCall2 = "\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
@@ -51,14 +44,34 @@ const json kToolScript = {
                                          "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n",
                                          "</tool_call>", kCall2, "<|im_end|>"})})}};
 
-// A scripted model (written once per process); fails the test when og-synth does.
+std::string read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// A scripted model, written once per build tree rather than once per test
+// process: ctest runs every test in a process of its own, and og-synth takes
+// seconds for the 128k-token vocabulary (many more in the sanitizer tree).
+// The file's name carries a hash of the script, the template and og-synth's
+// size and time, so a changed input writes a new file; it is written under a
+// private name and renamed, so two tests running at once never see half a
+// file. Fails the test when og-synth does.
 std::string model_file(const std::string& name, const std::string& script_path) {
-  static const ScratchDir scratch;
-  const std::string out = (scratch.path / (name + ".gguf")).string();
+  const std::string synth = std::string(OG_BINARY_DIR) + "/og-synth";
+  std::error_code ec;
+  const auto stamp = fs::last_write_time(synth, ec).time_since_epoch().count();
+  const size_t key = std::hash<std::string>{}(read_all(script_path) + '\0' + read_all(kTemplate) + '\0' +
+                                              std::to_string(fs::file_size(synth, ec)) + '/' + std::to_string(stamp));
+  const fs::path dir = fs::path(OG_BINARY_DIR) / "tests" / "api-chat-models";
+  fs::create_directories(dir, ec);
+  const std::string out = (dir / (name + "-" + std::to_string(key) + ".gguf")).string();
   if (fs::exists(out)) return out;
-  const std::string cmd = std::string(OG_BINARY_DIR) + "/og-synth --family qwen3 --format gguf --out '" + out +
-                          "' --script '" + script_path + "' --chat-template '" + kTemplate + "' > /dev/null";
+  const std::string tmp = out + ".tmp" + std::to_string(::getpid());
+  const std::string cmd = synth + " --family qwen3 --format gguf --out '" + tmp + "' --script '" + script_path +
+                          "' --chat-template '" + kTemplate + "' > /dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  fs::rename(tmp, out, ec);
+  EXPECT_FALSE(ec) << ec.message();
   return out;
 }
 
@@ -67,11 +80,8 @@ std::string reply_model() {
 }
 
 std::string tool_model() {
-  static const std::string script = [] {
-    const std::string p = (fs::temp_directory_path() / ("og-api-chat-tool-" + std::to_string(::getpid()) + ".json"));
-    std::ofstream(p) << kToolScript.dump();
-    return p;
-  }();
+  const std::string script = fs::temp_directory_path() / ("og-api-chat-tool-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(script) << kToolScript.dump();
   const std::string m = model_file("tool", script);
   fs::remove(script);
   return m;
