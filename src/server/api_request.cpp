@@ -287,8 +287,6 @@ std::vector<std::string> parse_stop(Fields& f) {
   return out;
 }
 
-static_assert(kMaxStopStrings == limits::kStopStrings && kMaxTopLogprobs == limits::kTopLogprobsMax,
-              "api_request.h repeats two bounds of runtime/generation_limits.h");
 
 // The first mistake check_generation_settings() finds, as a 400 naming the
 // JSON field: the bounds and the words are the ones every edge uses.
@@ -661,7 +659,7 @@ GenerationRequest parse_completion_request(const json& body) {
   r.model = f.string("model").value_or("");
   parse_prompts(f, &r);
   r.params = parse_params(f, Endpoint::kCompletion, &r.ignored);
-  if (auto lp = f.integer("logprobs", 0, kMaxCompletionLogprobs)) {
+  if (auto lp = f.integer("logprobs", 0, limits::kCompletionLogprobsMax)) {
     r.params.logprobs = true;
     r.params.top_logprobs = static_cast<int>(*lp);
   }

@@ -136,9 +136,8 @@ struct DetokenizeRequest {
 
 // Limits the parsers enforce (not model dependent).
 constexpr int kMaxJsonDepth = 64;
-constexpr size_t kMaxStopStrings = 16;
-constexpr int kMaxTopLogprobs = 20;      // chat top_logprobs
-constexpr int kMaxCompletionLogprobs = 5;  // completions logprobs
+// (stop strings, top_logprobs and completions' logprobs are bounded in
+// runtime/generation_limits.h, the one home of the generation bounds)
 
 constexpr size_t kMaxTools = 512;
 constexpr size_t kMaxPrompts = 128;  // completions: prompts in one request
