@@ -19,6 +19,8 @@
 
 namespace og {
 
+struct VisionModel;  // runtime/vision_model.h
+
 constexpr int64_t kDefaultMaxCapacity = 4096;  // cap on the default max capacity (model context otherwise)
 
 struct ModelSetup {
@@ -28,6 +30,9 @@ struct ModelSetup {
   std::string chat_template_file;  // a Jinja template file instead of the model's (--chat-template-file)
   bool mmap = false;           // keep weights in the mapped file
   bool experts_in_memory = false;  // copy a mixture of experts' expert matrices too (default: mapped)
+  // A vision tower in llama.cpp's mmproj GGUF (--mmproj); "" = none, then an HF
+  // directory's own tower (config.json vision_config) is loaded if it has one.
+  std::string mmproj;
 };
 
 // Everything a run needs, loaded.
@@ -39,6 +44,8 @@ struct LoadedModel {
   std::vector<int32_t> stop_ids;               // the model's end ids plus the template's turn end
   std::optional<std::string> model_template;  // the Jinja template stored with the model, if any
   std::map<std::string, std::string> model_template_variants;  // its named variants ("tool_use", ...)
+  // The vision tower (runtime/vision_model.h), null for a text-only model.
+  std::shared_ptr<const VisionModel> vision;
   double load_s = 0;
 };
 

@@ -1,0 +1,199 @@
+// Loading a vision tower next to the text model (vision_model.h): from
+// llama.cpp's mmproj GGUF or from an HF directory's own tensors.
+#include "runtime/vision_model.h"
+
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
+#include "base/error.h"
+#include "format/hf_config.h"
+#include "model/config.h"
+#include "model/families/family.h"
+
+namespace og {
+namespace {
+
+// What each projector type needs of the text model: the families it goes
+// with and the token texts its template uses around and in an image.
+struct ProjectorKind {
+  const char* name;                      // clip.projector_type
+  std::vector<std::string> families;     // text architectures it projects into
+  const char* begin;
+  const char* placeholder;
+  const char* end;
+};
+
+const std::vector<ProjectorKind>& projector_kinds() {
+  static const std::vector<ProjectorKind> kinds = {
+      {"gemma3", {"gemma3"}, "<start_of_image>", "<image_soft_token>", "<end_of_image>"},
+  };
+  return kinds;
+}
+
+const ProjectorKind* find_kind(const std::string& name) {
+  for (const ProjectorKind& k : projector_kinds())
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+std::string known_kinds() {
+  std::string s;
+  for (const ProjectorKind& k : projector_kinds()) s += (s.empty() ? "" : ", ") + std::string(k.name);
+  return s;
+}
+
+int32_t need_token(const Tokenizer& tok, const char* text, const ProjectorKind& k, const std::string& model) {
+  const std::optional<int32_t> id = tok.find_piece(text);
+  OG_CHECK(id.has_value(), model, ": the tokenizer has no ", text, " token (a ", k.name, " vision tower needs ",
+           k.begin, ", ", k.placeholder, " and ", k.end, ")");
+  return *id;
+}
+
+// The parts every source fills the same way once the tower is bound.
+void finish(VisionModel& v, const ProjectorKind& k, const Model& text, const Tokenizer& tok,
+            const std::string& model_path) {
+  const VisionTowerConfig& c = v.tower->config();
+  OG_CHECK(c.text_hidden == text.config().d_model, v.path, ": the vision tower projects to width ", c.text_hidden,
+           " but the text model's hidden size is ", text.config().d_model, " (an mmproj of another model?)");
+  v.tokens.begin = need_token(tok, k.begin, k, model_path);
+  v.tokens.placeholder = need_token(tok, k.placeholder, k, model_path);
+  v.tokens.end = need_token(tok, k.end, k, model_path);
+  v.tokens_per_image = c.mm_tokens_per_image;
+  const FamilySpec* fam = family_by_name(text.architecture());
+  v.bidirectional = fam != nullptr && fam->image_spans_bidirectional;
+  v.projector = k.name;
+  v.preprocess.width = static_cast<int>(c.image_size);
+  v.preprocess.height = static_cast<int>(c.image_size);
+}
+
+void check_family(const ProjectorKind& k, const Model& text, const std::string& file) {
+  for (const std::string& f : k.families)
+    if (f == text.architecture()) return;
+  fail(file, ": a ", k.name, " vision tower needs a ", k.families.front(), " text model, but the model is ",
+       text.architecture(), " (a model family without image input here)");
+}
+
+// clip.vision.image_mean / image_std: three numbers when present.
+void read_mean_std(const GgufFile& f, const char* key, std::array<float, 3>& out) {
+  const std::optional<std::vector<double>> v = f.get_float_array(key);
+  if (!v) return;
+  OG_CHECK(v->size() == 3, f.source_name(), ": ", key, " has ", v->size(), " values, expected 3");
+  for (size_t i = 0; i < 3; ++i) out[i] = static_cast<float>((*v)[i]);
+}
+
+std::shared_ptr<const VisionModel> from_mmproj(const std::string& path, const Model& text, const Tokenizer& tok,
+                                               const std::string& model_path) {
+  std::error_code ec;
+  OG_CHECK(std::filesystem::exists(path, ec), "--mmproj ", path, ": no such file");
+  OG_CHECK(std::filesystem::is_regular_file(path, ec), "--mmproj ", path, ": not a regular file");
+  std::shared_ptr<GgufFile> f;
+  try {
+    f = GgufFile::open(path);
+  } catch (const Error& e) {
+    fail("--mmproj ", path, ": not a GGUF file (", e.what(), ")");
+  }
+  const std::optional<std::string> type = f->get_string("clip.projector_type");
+  if (!type) {
+    const std::optional<std::string> arch = f->get_string("general.architecture");
+    fail("--mmproj ", path, ": not an mmproj (clip) file: clip.projector_type is missing",
+         arch ? " (general.architecture is " + *arch + ")" : std::string());
+  }
+  const ProjectorKind* k = find_kind(*type);
+  OG_CHECK(k != nullptr, "--mmproj ", path, ": projector type ", *type, " is not supported (supported: ",
+           known_kinds(), ")");
+  check_family(*k, text, "--mmproj " + path);
+  auto v = std::make_shared<VisionModel>();
+  v->path = path;
+  const VisionTowerConfig c = gemma3_mmproj_config(*f);
+  v->tower = std::make_unique<const VisionTower>(c, bind_gemma3_mmproj(c, *f));
+  v->keep_alive = f;
+  v->preprocess = vision::gemma3_siglip_config();
+  read_mean_std(*f, "clip.vision.image_mean", v->preprocess.mean);
+  read_mean_std(*f, "clip.vision.image_std", v->preprocess.std);
+  finish(*v, *k, text, tok, model_path);
+  return v;
+}
+
+// preprocessor_config.json beside config.json, when present: mean, std,
+// rescale factor and resample (2 bilinear, 3 bicubic); its size must be the
+// tower's image size.
+void read_preprocessor_config(const std::string& dir, int64_t image_size, vision::PreprocessConfig& p) {
+  const std::string file = dir + "/preprocessor_config.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return;
+  const nlohmann::json j = read_json_file(file);
+  for (const char* key : {"image_mean", "image_std"}) {
+    if (!json_has(j, key)) continue;
+    const nlohmann::json& a = j[key];
+    OG_CHECK(a.is_array() && a.size() == 3, file, ": ", key, " must be a list of 3 numbers, got ", json_excerpt(a));
+    std::array<float, 3>& out = std::string(key) == "image_mean" ? p.mean : p.std;
+    for (size_t i = 0; i < 3; ++i) {
+      OG_CHECK(a[i].is_number(), file, ": ", key, " must be a list of 3 numbers, got ", json_excerpt(a));
+      out[i] = a[i].get<float>();
+    }
+  }
+  if (const std::optional<double> r = json_number(j, "rescale_factor", file)) p.rescale = *r;
+  if (const std::optional<int64_t> r = json_int(j, "resample", file)) {
+    OG_CHECK(*r == 2 || *r == 3, file, ": resample ", *r, " is not supported (2 bilinear, 3 bicubic)");
+    p.resample = *r == 2 ? vision::Resample::bilinear : vision::Resample::bicubic;
+  }
+  if (json_has(j, "size") && j["size"].is_object()) {
+    const std::optional<int64_t> h = json_int(j["size"], "height", file);
+    const std::optional<int64_t> w = json_int(j["size"], "width", file);
+    OG_CHECK((!h || *h == image_size) && (!w || *w == image_size), file, ": size ", w.value_or(0), "x",
+             h.value_or(0), " is not the vision tower's image_size ", image_size);
+  }
+}
+
+std::shared_ptr<const VisionModel> from_hf(const ModelSource& src, const Model& text, const Tokenizer& tok) {
+  const HfCheckpoint* hf = src.hf();
+  if (hf == nullptr || !hf->config.contains("vision_config") || src.tensors() == nullptr) return nullptr;
+  // Only Gemma 3's tower is known here; a checkpoint whose tower tensors were
+  // stripped loads as a text model.
+  const ProjectorKind* k = find_kind("gemma3");
+  if (json_string(hf->config, "model_type", hf->config_path).value_or("") != "gemma3") return nullptr;
+  const TensorSource& ts = *src.tensors();
+  if (ts.find("vision_tower.vision_model.embeddings.patch_embedding.weight") == nullptr &&
+      ts.find("model.vision_tower.vision_model.embeddings.patch_embedding.weight") == nullptr)
+    return nullptr;
+  check_family(*k, text, src.path());
+  auto v = std::make_shared<VisionModel>();
+  v->path = src.path();
+  const VisionTowerConfig c = gemma3_vision_config(hf->config, hf->config_path);
+  v->tower = std::make_unique<const VisionTower>(c, bind_gemma3_vision(c, ts));
+  v->keep_alive = src.tensors();
+  v->preprocess = vision::gemma3_siglip_config();
+  read_preprocessor_config(hf->dir, c.image_size, v->preprocess);
+  finish(*v, *k, text, tok, src.path());
+  return v;
+}
+
+}  // namespace
+
+TowerImage VisionModel::encode(std::string_view image_bytes, const vision::DecodeLimits& limits) const {
+  const vision::Image im =
+      vision::decode_image(reinterpret_cast<const uint8_t*>(image_bytes.data()), image_bytes.size(), limits);
+  return encode(im);
+}
+
+TowerImage VisionModel::encode(const vision::Image& image) const {
+  return encode_pixels(vision::preprocess_image(image, preprocess));
+}
+
+std::string VisionModel::describe() const {
+  const VisionTowerConfig& c = tower->config();
+  std::ostringstream o;
+  o << projector << " vision tower: " << c.image_size << "x" << c.image_size << " pixels, patch " << c.patch_size
+    << ", " << c.n_layers << " layers, width " << c.hidden << ", " << c.n_heads << " heads, " << tokens_per_image
+    << " tokens per image, projection width " << c.text_hidden;
+  return o.str();
+}
+
+std::shared_ptr<const VisionModel> load_vision_model(const std::string& mmproj, const ModelSource& text_src,
+                                                     const Model& text, const Tokenizer& tok) {
+  if (!mmproj.empty()) return from_mmproj(mmproj, text, tok, text_src.path());
+  return from_hf(text_src, text, tok);
+}
+
+}  // namespace og
