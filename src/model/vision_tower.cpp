@@ -6,6 +6,7 @@
 #include "model/vision_tower.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 
@@ -55,6 +56,22 @@ void linear(const TensorView& w, const std::vector<float>& b, const float* x, in
   const int64_t out = w.shape[0];
   for (int64_t i = 0; i < n; ++i) kernels::add(y + i * out, b.data(), out);
 }
+
+// Adds the seconds since the last lap to *slot when timing (times not null).
+class PhaseClock {
+ public:
+  explicit PhaseClock(VisionTowerTimes* times) : times_(times), t_(std::chrono::steady_clock::now()) {}
+  void lap(double VisionTowerTimes::*slot) {
+    if (!times_) return;
+    const auto now = std::chrono::steady_clock::now();
+    times_->*slot += std::chrono::duration<double>(now - t_).count();
+    t_ = now;
+  }
+
+ private:
+  VisionTowerTimes* times_;
+  std::chrono::steady_clock::time_point t_;
+};
 
 }  // namespace
 
@@ -278,17 +295,21 @@ void VisionTower::attention(const float* q, const float* k, const float* v, floa
   });
 }
 
-void VisionTower::layer(const VisionLayerWeights& l, std::vector<float>& x) const {
+void VisionTower::layer(const VisionLayerWeights& l, std::vector<float>& x, VisionTowerTimes* times) const {
   const int64_t n = c_.n_patches(), d = c_.hidden, ff = c_.intermediate;
+  PhaseClock clock(times);
   std::vector<float> h(x.size()), q(x.size()), k(x.size()), v(x.size()), a(x.size());
   for (int64_t i = 0; i < n; ++i)
     kernels::layer_norm(x.data() + i * d, l.ln1_w.data(), l.ln1_b.data(), c_.layer_norm_eps, d, h.data() + i * d);
   linear(l.wq, l.bq, h.data(), n, q.data());
   linear(l.wk, l.bk, h.data(), n, k.data());
   linear(l.wv, l.bv, h.data(), n, v.data());
+  clock.lap(&VisionTowerTimes::attn_proj);
   attention(q.data(), k.data(), v.data(), a.data());
+  clock.lap(&VisionTowerTimes::attn_core);
   linear(l.wo, l.bo, a.data(), n, h.data());
   kernels::add(x.data(), h.data(), n * d);
+  clock.lap(&VisionTowerTimes::attn_proj);
   for (int64_t i = 0; i < n; ++i)
     kernels::layer_norm(x.data() + i * d, l.ln2_w.data(), l.ln2_b.data(), c_.layer_norm_eps, d, h.data() + i * d);
   std::vector<float> u(static_cast<size_t>(n * ff));
@@ -298,9 +319,11 @@ void VisionTower::layer(const VisionLayerWeights& l, std::vector<float>& x) cons
   for (int64_t i = 0; i < n; ++i) kernels::gelu_tanh_mul(u.data() + i * ff, ones.data(), ff);
   linear(l.fc2, l.b2, u.data(), n, h.data());
   kernels::add(x.data(), h.data(), n * d);
+  clock.lap(&VisionTowerTimes::mlp);
 }
 
-std::vector<float> VisionTower::encode_patches(std::span<const float> pixels) const {
+std::vector<float> VisionTower::encode_patches(std::span<const float> pixels, VisionTowerTimes* times) const {
+  PhaseClock clock(times);
   const int64_t side = c_.image_size, p = c_.patch_size, g = c_.patches_per_side(), n = c_.n_patches();
   const int64_t d = c_.hidden, pp = 3 * p * p;
   OG_CHECK(static_cast<int64_t>(pixels.size()) == 3 * side * side, "vision tower: expected ", side, "x", side,
@@ -317,9 +340,12 @@ std::vector<float> VisionTower::encode_patches(std::span<const float> pixels) co
   std::vector<float> x(static_cast<size_t>(n * d));
   linear(w_.patch, w_.patch_b, unfolded.data(), n, x.data());
   kernels::add(x.data(), w_.pos.data(), n * d);
-  for (const VisionLayerWeights& l : w_.layers) layer(l, x);
+  clock.lap(&VisionTowerTimes::patch_embed);
+  for (const VisionLayerWeights& l : w_.layers) layer(l, x, times);
+  clock = PhaseClock(times);
   for (int64_t i = 0; i < n; ++i)
     kernels::layer_norm(x.data() + i * d, w_.post_w.data(), w_.post_b.data(), c_.layer_norm_eps, d, x.data() + i * d);
+  clock.lap(&VisionTowerTimes::project);
   return x;
 }
 
@@ -347,8 +373,12 @@ std::vector<float> VisionTower::project(std::span<const float> patches) const {
   return out;
 }
 
-std::vector<float> VisionTower::encode(std::span<const float> pixels) const {
-  return project(encode_patches(pixels));
+std::vector<float> VisionTower::encode(std::span<const float> pixels, VisionTowerTimes* times) const {
+  const std::vector<float> patches = encode_patches(pixels, times);
+  PhaseClock clock(times);
+  std::vector<float> out = project(patches);
+  clock.lap(&VisionTowerTimes::project);
+  return out;
 }
 
 }  // namespace og

@@ -86,20 +86,31 @@ VisionTowerWeights bind_gemma3_vision(const VisionTowerConfig& c, const TensorSo
 VisionTowerConfig gemma3_mmproj_config(const GgufFile& f);
 VisionTowerWeights bind_gemma3_mmproj(const VisionTowerConfig& c, const TensorSource& src);
 
+// Seconds spent in each phase of encode() (offgraph bench, bench/vision_bench):
+// patch_embed the patch conv and positions; attention the LayerNorm, q/k/v and
+// output projections (attn_proj) plus the scores/softmax/weighted sums
+// (attn_core); mlp its LayerNorm, fc1, GELU and fc2; project the post-norm,
+// pooling, soft norm and projection. Summed over calls when passed again.
+struct VisionTowerTimes {
+  double patch_embed = 0, attn_proj = 0, attn_core = 0, mlp = 0, project = 0;
+  double total() const { return patch_embed + attn_proj + attn_core + mlp + project; }
+};
+
 class VisionTower {
  public:
   VisionTower(VisionTowerConfig c, VisionTowerWeights w);
   const VisionTowerConfig& config() const { return c_; }
   // pixels: planar [3, image_size, image_size]; returns [mm_tokens_per_image,
   // text_hidden] row-major. og::Error when pixels has another size.
-  std::vector<float> encode(std::span<const float> pixels) const;
+  // times: when not null, each phase's seconds are added to it.
+  std::vector<float> encode(std::span<const float> pixels, VisionTowerTimes* times = nullptr) const;
   // The encoder alone: [n_patches, hidden] after the post-LayerNorm.
-  std::vector<float> encode_patches(std::span<const float> pixels) const;
+  std::vector<float> encode_patches(std::span<const float> pixels, VisionTowerTimes* times = nullptr) const;
   // The projector alone on encoder output [n_patches, hidden].
   std::vector<float> project(std::span<const float> patches) const;
 
  private:
-  void layer(const VisionLayerWeights& l, std::vector<float>& x) const;
+  void layer(const VisionLayerWeights& l, std::vector<float>& x, VisionTowerTimes* times) const;
   void attention(const float* q, const float* k, const float* v, float* out) const;
   VisionTowerConfig c_;
   VisionTowerWeights w_;
