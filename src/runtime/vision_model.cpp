@@ -51,11 +51,21 @@ int32_t need_token(const Tokenizer& tok, const char* text, const ProjectorKind& 
 }
 
 // The parts every source fills the same way once the tower is bound.
+std::string summary_of(const VisionTowerConfig& c, const std::string& projector) {
+  std::ostringstream o;
+  o << projector << " vision tower: " << c.image_size << "x" << c.image_size << " pixels, patch " << c.patch_size
+    << ", " << c.n_layers << " layers, width " << c.hidden << ", " << c.n_heads << " heads, "
+    << c.mm_tokens_per_image << " tokens per image, projection width " << c.text_hidden;
+  return o.str();
+}
+
 void finish(VisionModel& v, const ProjectorKind& k, const Model& text, const Tokenizer& tok,
             const std::string& model_path) {
   const VisionTowerConfig& c = v.tower->config();
   OG_CHECK(c.text_hidden == text.config().d_model, v.path, ": the vision tower projects to width ", c.text_hidden,
            " but the text model's hidden size is ", text.config().d_model, " (an mmproj of another model?)");
+  v.projection_width = c.text_hidden;
+  v.summary = summary_of(c, k.name);
   v.tokens.begin = need_token(tok, k.begin, k, model_path);
   v.tokens.placeholder = need_token(tok, k.placeholder, k, model_path);
   v.tokens.end = need_token(tok, k.end, k, model_path);
@@ -106,7 +116,7 @@ std::shared_ptr<const VisionModel> from_mmproj(const std::string& path, const Mo
   auto v = std::make_shared<VisionModel>();
   v->path = path;
   const VisionTowerConfig c = gemma3_mmproj_config(*f);
-  v->tower = std::make_unique<const VisionTower>(c, bind_gemma3_mmproj(c, *f));
+  v->tower = std::make_shared<const VisionTower>(c, bind_gemma3_mmproj(c, *f));
   v->keep_alive = f;
   v->preprocess = vision::gemma3_siglip_config();
   read_mean_std(*f, "clip.vision.image_mean", v->preprocess.mean);
@@ -161,7 +171,7 @@ std::shared_ptr<const VisionModel> from_hf(const ModelSource& src, const Model& 
   auto v = std::make_shared<VisionModel>();
   v->path = src.path();
   const VisionTowerConfig c = gemma3_vision_config(hf->config, hf->config_path);
-  v->tower = std::make_unique<const VisionTower>(c, bind_gemma3_vision(c, ts));
+  v->tower = std::make_shared<const VisionTower>(c, bind_gemma3_vision(c, ts));
   v->keep_alive = src.tensors();
   v->preprocess = vision::gemma3_siglip_config();
   read_preprocessor_config(hf->dir, c.image_size, v->preprocess);
@@ -178,16 +188,9 @@ TowerImage VisionModel::encode(std::string_view image_bytes, const vision::Decod
 }
 
 TowerImage VisionModel::encode(const vision::Image& image) const {
-  return encode_pixels(vision::preprocess_image(image, preprocess));
-}
-
-std::string VisionModel::describe() const {
-  const VisionTowerConfig& c = tower->config();
-  std::ostringstream o;
-  o << projector << " vision tower: " << c.image_size << "x" << c.image_size << " pixels, patch " << c.patch_size
-    << ", " << c.n_layers << " layers, width " << c.hidden << ", " << c.n_heads << " heads, " << tokens_per_image
-    << " tokens per image, projection width " << c.text_hidden;
-  return o.str();
+  if (encoder) return encoder(image);
+  OG_CHECK(tower != nullptr, path, ": the vision model has no tower");
+  return encode_image(*tower, vision::preprocess_image(image, preprocess));
 }
 
 std::shared_ptr<const VisionModel> load_vision_model(const std::string& mmproj, const ModelSource& text_src,

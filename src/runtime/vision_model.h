@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -37,25 +38,32 @@ struct VisionModel {
   // Keeps alive what the tower's matrices view (the mmproj GGUF's mapping or
   // the HF directory's safetensors). Declared first, so destroyed last.
   std::shared_ptr<const void> keep_alive;
-  std::unique_ptr<const VisionTower> tower;
+  // Gemma 3's tower (projector "gemma3"); null for a tower of another kind,
+  // which sets `encoder` instead (Gemma 4's variable-size encoder, LLaVA's).
+  std::shared_ptr<const VisionTower> tower;
+  // A decoded image -> its rows, for kinds without a fixed-size `tower`
+  // (they preprocess as they need); null: preprocess with `preprocess`, then `tower`.
+  std::function<TowerImage(const vision::Image&)> encoder;
   vision::PreprocessConfig preprocess;  // image size, resample, mean/std for this tower
   ImageTokenIds tokens;
-  int64_t tokens_per_image = 0;         // rows encode() returns (Gemma 3: 256)
+  int64_t tokens_per_image = 0;         // rows encode() returns (Gemma 3: 256; at most this for variable kinds)
+  int64_t projection_width = 0;         // the rows' width = the text model's d_model
   bool bidirectional = false;           // the family's FamilySpec::image_spans_bidirectional
   std::string projector = "gemma3";     // llama.cpp's clip.projector_type name
   std::string path;                     // the mmproj file or the HF directory it came from
+  std::string summary;                  // describe()'s text
 
-  int64_t width() const { return tower->config().text_hidden; }  // = the text model's d_model
+  int64_t width() const { return projection_width; }
   // Image bytes (PNG, JPEG, WebP, GIF) -> decode under `limits` -> preprocess
   // -> tower: tokens_per_image rows of width() and the image's hash.
   // og::Error ("image: ...") on a bad image; nothing is kept between calls.
   TowerImage encode(std::string_view image_bytes, const vision::DecodeLimits& limits = {}) const;
-  // The same from an already decoded image, and from preprocessed pixels.
+  // The same from an already decoded image.
   TowerImage encode(const vision::Image& image) const;
-  TowerImage encode_pixels(std::span<const float> pixels) const { return encode_image(*tower, pixels); }
-  // One line for inspect and run's banner: "gemma3 tower: 896x896, patch 14,
-  // 27 layers, width 1152, 16 heads, 256 tokens per image -> 2560".
-  std::string describe() const;
+  // One line for inspect and run's banner: "gemma3 vision tower: 896x896
+  // pixels, patch 14, 27 layers, width 1152, 16 heads, 256 tokens per image,
+  // projection width 2560".
+  const std::string& describe() const { return summary; }
 };
 
 // The tower for `text` (whose source is `text_src` and tokenizer `tok`):
