@@ -3,6 +3,7 @@
 #include "chat/chat_request.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <set>
 
@@ -14,6 +15,14 @@
 namespace og {
 
 namespace {
+
+std::atomic<int64_t> g_grammar_compiles{0};
+
+// Every grammar the planning compiles goes through here (counted for tests).
+std::shared_ptr<const grammar::Grammar> compile(const std::string& text) {
+  g_grammar_compiles.fetch_add(1, std::memory_order_relaxed);
+  return grammar::Grammar::parse(text);
+}
 
 using json = nlohmann::ordered_json;
 
@@ -83,6 +92,29 @@ json tool_calls_json(const std::vector<ToolCall>& calls, const std::string& wher
 
 const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
 
+// A message given as parts: with an image, a Jinja template gets the parts
+// as a list ({"type": "image"} where each image goes), which only a Jinja
+// template renders; text parts alone are joined, as the server joins them.
+template <typename Needs>
+void add_parts(const ChatRequestMessage& m, const std::string& at, json& n, Needs&& needs) {
+  if (m.content) refuse(at + ".content", "and its parts are both given: give one");
+  const size_t images = count_images(m.parts);
+  if (images == 0) return;
+  if (m.role != "user") refuse(at + ".content", "holds an image: images are taken in user messages only");
+  json list = json::array();
+  for (size_t j = 0; j < m.parts.size(); ++j) {
+    const ChatContentPart& p = m.parts[j];
+    if (p.is_image()) {
+      if (p.image.empty()) refuse(at + ".content[" + std::to_string(j) + "]", "is an image with no bytes");
+      needs(at + ".content[" + std::to_string(j) + "]");
+      list.push_back(json{{"type", "image"}});
+    } else {
+      list.push_back(json{{"type", "text"}, {"text", p.text}});
+    }
+  }
+  n["content"] = std::move(list);
+}
+
 void add_message(const ChatRequestMessage& m, size_t i, ChatRenderForms& out) {
   const std::string at = "messages[" + std::to_string(i) + "]";
   auto needs = [&](const std::string& field) {
@@ -92,15 +124,16 @@ void add_message(const ChatRequestMessage& m, size_t i, ChatRenderForms& out) {
   if (!kRoles.count(m.role))
     refuse(at + ".role", "is " + value_text(m.role) + ": expected system, developer, user, assistant or tool");
   const bool assistant = m.role == "assistant";
-  if (!m.content && !assistant) refuse(at + ".content", "is required");
+  if (!m.content && m.parts.empty() && !assistant) refuse(at + ".content", "is required");
   if (!assistant && !m.tool_calls.empty()) refuse(at + ".tool_calls", "is only for assistant messages");
   if (!assistant && m.reasoning_content) refuse(at + ".reasoning_content", "is only for assistant messages");
   if (!assistant && m.thinking) refuse(at + ".thinking", "is only for assistant messages");
   json n = json::object();
   n["role"] = m.role;
   // An assistant turn of calls only renders with "" (as the server gives templates).
-  const std::string text = m.content.value_or("");
+  const std::string text = m.parts.empty() ? m.content.value_or("") : parts_text(m.parts);
   n["content"] = text;
+  if (!m.parts.empty()) add_parts(m, at, n, needs);
   if (m.name) n["name"] = *m.name;
   if (m.role == "tool") {
     needs(at + ".role");
@@ -184,6 +217,14 @@ bool all_in(const std::vector<std::string>& these, const std::vector<std::string
 
 }  // namespace
 
+std::vector<const std::string*> chat_images(const ChatRequest& r) {
+  std::vector<const std::string*> out;
+  for (const ChatRequestMessage& m : r.messages)
+    for (const ChatContentPart& p : m.parts)
+      if (p.is_image()) out.push_back(&p.image);
+  return out;
+}
+
 ToolChoice tool_choice_of(const ChatRequest& r) {
   if (r.tool_choice) return *r.tool_choice;
   ToolChoice c;
@@ -197,6 +238,8 @@ ChatRenderForms render_forms(const ChatRequest& r) {
   out.template_request = json::object();
   out.template_request["messages"] = json::array();
   for (size_t i = 0; i < r.messages.size(); ++i) add_message(r.messages[i], i, out);
+  if (const size_t n = chat_images(r).size(); n > kMaxImagesPerRequest)
+    refuse("messages", "hold " + std::to_string(n) + " images; at most " + std::to_string(kMaxImagesPerRequest));
   if (!r.tools.empty()) {
     out.template_request["tools"] = tools_json(r.tools);
     if (out.needs_jinja.empty()) out.needs_jinja = "tools";
@@ -243,7 +286,7 @@ StructuredOutput structured_output_of(const ChatRequest& r) {
       break;
   }
   try {
-    grammar::Grammar::parse(s.text);
+    s.grammar = compile(s.text);
   } catch (const Error& e) {
     refuse(s.from, std::string(": ") + e.what(), "invalid_grammar");
   }
@@ -381,19 +424,28 @@ ChatConstraint plan_constraint(const ChatPlanInput& in, const ReplyParserOptions
   c.tool_markers = tool_grammar_markers(reply.format);
   if (!text.empty()) {
     c.grammar_text = std::move(text);
+    try {
+      c.grammar = compile(c.grammar_text);
+    } catch (const Error& e) {
+      const char* what = c.grammar_from == "tools" ? "the strict tools' grammar" : "the tool-call grammar";
+      throw Error(std::string(what) + " does not compile: " + e.what());
+    }
     c.markers = c.tool_markers;
     if (call_required) c.reasoning = reasoning_limit(in, reply);
   } else if (!so.text.empty()) {
     c.grammar_from = so.from;
     c.grammar_text = structured_output_grammar(so.text, reply.format.reasoning, reasoning_room(reply));
-    if (c.grammar_text != so.text) {  // a reasoning block before the answer: compiled again, its budget set
+    if (c.grammar_text != so.text) {  // a reasoning block before the answer: a new grammar, its budget set
       try {
-        c.grammar = grammar::Grammar::parse(c.grammar_text);
+        c.grammar = compile(c.grammar_text);
       } catch (const Error& e) {
         refuse(so.from, std::string("with the reasoning before it: ") + e.what(), "invalid_grammar");
       }
       c.reasoning = reasoning_limit(in, reply);
       c.markers = reasoning_grammar_markers(reply.format.reasoning);
+    } else {
+      // The check's compile (a front end that checked it itself may pass none).
+      c.grammar = so.grammar ? so.grammar : compile(c.grammar_text);
     }
   }
   // The tool-call format's markers are admitted only when they include the grammar's.
@@ -428,11 +480,14 @@ ChatPlan plan_chat(const ChatRequest& r, const ChatSetup& setup) {
   ChatConstraint c = plan_constraint(in, p.reply);
   p.grammar_text = std::move(c.grammar_text);
   p.grammar_from = std::move(c.grammar_from);
+  p.grammar = std::move(c.grammar);
   p.markers = std::move(c.markers);
   p.tool_markers = std::move(c.tool_markers);
   p.reasoning = std::move(c.reasoning);
   return p;
 }
+
+int64_t chat_grammar_compiles() { return g_grammar_compiles.load(std::memory_order_relaxed); }
 
 const char* chat_finish_reason(bool length, bool has_tool_calls) {
   if (length) return "length";

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
+#include "chat/content_part.h"
 #include "chat/reasoning_grammar.h"
 #include "chat/reply_parser.h"
 #include "chat/request_error.h"
@@ -53,6 +54,11 @@ struct ChatRequestMessage {
   // and the built-in harmony read it); unset, an assistant turn of calls only
   // passes its reasoning_content as it.
   std::optional<std::string> thinking = std::nullopt;
+  // user: the content as parts, text and images in order (chat/content_part.h);
+  // when not empty it is the content, and `content` stays unset. A message
+  // with an image part renders only through a Jinja template, which is given
+  // the parts as a list.
+  std::vector<ChatContentPart> parts = {};
 };
 
 // A function tool: parameters is its JSON schema as text ("" = none: it takes no arguments).
@@ -107,6 +113,10 @@ struct ChatRenderForms {
 // field of the first mistake.
 ChatRenderForms render_forms(const ChatRequest& r);
 
+// The image parts' bytes in the order of the messages and their parts (the
+// order a template writes their markers in).
+std::vector<const std::string*> chat_images(const ChatRequest& r);
+
 // tool_choice as it applies (unset: auto with tools, none without).
 ToolChoice tool_choice_of(const ChatRequest& r);
 
@@ -114,11 +124,19 @@ ToolChoice tool_choice_of(const ChatRequest& r);
 // from ("response_format" or "grammar"); a ChatRequestError naming the field
 // when the schema is not JSON, is past what json_schema.h supports, or the
 // grammar does not compile.
+// `grammar` is `text` compiled (the check compiles it; the plan hands it on,
+// so a request's grammar is compiled once).
 struct StructuredOutput {
   std::string text;
   std::string from;
+  std::shared_ptr<const grammar::Grammar> grammar = nullptr;
 };
 StructuredOutput structured_output_of(const ChatRequest& r);
+
+// How many grammars the chat planning has compiled in this process (the
+// structured output's check, a grammar after the reasoning, a tool grammar):
+// tests hold a request to one compile of each grammar it needs.
+int64_t chat_grammar_compiles();
 
 // What renders a model's chat: its format, the tool_use variant for requests
 // with tools (null: none), what its replies hold, and whether reasoning is
@@ -154,6 +172,9 @@ struct ChatPlan {
   // strict tool's, or the structured output after the reasoning.
   std::string grammar_text;
   std::string grammar_from;  // the field it came from, for an error naming it
+  // grammar_text compiled (set exactly when grammar_text is): the front end
+  // constrains with it and never compiles the text again.
+  std::shared_ptr<const grammar::Grammar> grammar = nullptr;
   // The control-token texts the grammar writes (`markers`) and the tool-call
   // format's (`tool_markers`, chat/tool_grammar.h). The vocabulary admits, as
   // the server's does: tool_markers when markers are among them and the
@@ -211,8 +232,11 @@ bool reply_keeps_special_text(const ReplyParserOptions& o);
 // The reply's constraint (ChatPlan's fields of the same names): a required
 // or named tool call's grammar (with the reasoning budget), strict tools'
 // grammar under "auto", or the structured output after the reasoning the
-// reply may hold. `grammar` is the compiled grammar where this step compiled
-// it to check it (the structured output with reasoning before it), else null.
+// reply may hold. `grammar` is grammar_text compiled (set exactly when
+// grammar_text is): the structured output's own (in.structured.grammar, the
+// check's) when nothing comes before it, else compiled here once. A tool
+// grammar that does not compile is the planning's fault: an og::Error, not a
+// ChatRequestError.
 struct ChatConstraint {
   std::string grammar_text, grammar_from;
   std::shared_ptr<const grammar::Grammar> grammar;

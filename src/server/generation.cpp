@@ -83,6 +83,7 @@ ChatPlanInput chat_input(const GenerationRequest& req) {
   in.parallel_tool_calls = req.chat.parallel_tool_calls;
   in.structured.text = req.params.grammar_text;
   in.structured.from = req.params.grammar_from;
+  in.structured.grammar = req.params.grammar;  // compiled by the parse: the planning reuses it
   in.max_reasoning_tokens = req.params.max_reasoning_tokens;
   return in;
 }
@@ -236,20 +237,6 @@ RequestOptions build_request_options(const GenerationRequest& req, const ServedM
 
 namespace {
 
-// The planned constraint's compiled grammar: the parse's (the structured
-// output as given), the planning's (after the reasoning), or a tool grammar
-// compiled here (one that does not compile is this server's fault: a 500).
-std::shared_ptr<const grammar::Grammar> compiled(const GenerationRequest& req, const ChatConstraint& c) {
-  if (c.grammar) return c.grammar;
-  if (c.grammar_text == req.params.grammar_text) return req.params.grammar;
-  try {
-    return grammar::Grammar::parse(c.grammar_text);
-  } catch (const og::Error& e) {
-    const char* what = c.grammar_from == "tools" ? "the strict tools' grammar" : "the tool-call grammar";
-    throw ApiError(500, "server_error", "", std::string(what) + " does not compile: " + e.what());
-  }
-}
-
 ReasoningLimit limit_of(const ChatReasoningLimit& l) {
   if (!l.active) return {};
   return ReasoningLimit{l.open, l.close, l.starts_open, l.max_tokens};
@@ -271,9 +258,13 @@ void set_grammar(const GenerationRequest& req, const ServedModel& m, const Reply
     c = plan_constraint(chat_input(req), reply);
   } catch (const ChatRequestError& e) {
     refused(e);
+  } catch (const og::Error& e) {  // a tool grammar that does not compile is this server's fault
+    throw ApiError(500, "server_error", "", e.what());
   }
   if (c.grammar_text.empty()) return;
-  o.grammar.grammar = compiled(req, c);
+  // The planning's compiled grammar: the parse's (the structured output as
+  // given) or the one it compiled (after the reasoning, a tool grammar).
+  o.grammar.grammar = c.grammar;
   o.grammar.reasoning = limit_of(c.reasoning);
   // The vocabulary admits the control tokens the grammar writes: the
   // tool-call format's (built once) when they include the grammar's, else

@@ -131,6 +131,63 @@ TEST(ChatRequest, PlanReasonsBeforeTheConstraint) {
   }
 }
 
+// A plan carries its grammar compiled, and planning compiles each grammar a
+// request needs once: the structured output's (its check's compile is the
+// one the plan hands on, which the C API constrains with, where it used to
+// compile the plan's text again), a tool grammar, and a grammar after the
+// reasoning (a second, different grammar: the answer's own is checked first).
+TEST(ChatRequest, APlanCarriesItsGrammarCompiledOnce) {
+  const std::unique_ptr<ChatFormat> chatml = make_chat_template("chatml", std::nullopt);
+  ChatSetup setup;
+  setup.format = chatml.get();
+  setup.reply_format = chatml->reply_format();
+  ChatRequest r = user("hi");
+  r.response_format.kind = ResponseFormat::Kind::kJsonSchema;
+  r.response_format.schema = R"({"type":"object","properties":{"a":{"type":"integer"}}})";
+  int64_t before = chat_grammar_compiles();
+  ChatPlan p = plan_chat(r, setup);
+  EXPECT_EQ(chat_grammar_compiles() - before, 1);
+  ASSERT_TRUE(p.grammar);
+  EXPECT_FALSE(p.grammar_text.empty());
+
+  r = user("hi");
+  r.response_format.kind = ResponseFormat::Kind::kGrammar;
+  r.response_format.grammar = "root ::= \"yes\" | \"no\"";
+  before = chat_grammar_compiles();
+  p = plan_chat(r, setup);
+  EXPECT_EQ(chat_grammar_compiles() - before, 1);
+  ASSERT_TRUE(p.grammar);
+
+  const std::string src = R"({%- for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}{# <tool_call> </tool_call> <think> </think> #})";
+  JinjaChatTemplate tmpl(src, JinjaChatOptions{}, "test");
+  setup.format = &tmpl;
+  setup.reply_format = tmpl.reply_format();
+  r = user("hi");
+  r.tools.push_back({"get_weather", std::nullopt, "", false});
+  r.tool_choice = ToolChoice{ToolChoice::Kind::kRequired, ""};
+  before = chat_grammar_compiles();
+  p = plan_chat(r, setup);
+  EXPECT_EQ(chat_grammar_compiles() - before, 1);
+  ASSERT_TRUE(p.grammar);
+
+  r = user("hi");
+  r.response_format.kind = ResponseFormat::Kind::kJsonObject;
+  before = chat_grammar_compiles();
+  p = plan_chat(r, setup);
+  EXPECT_EQ(chat_grammar_compiles() - before, 2);  // the answer's check, then the grammar after the reasoning
+  ASSERT_TRUE(p.grammar);
+  EXPECT_NE(p.grammar_text.find("<think>"), std::string::npos);
+
+  r = user("hi");
+  before = chat_grammar_compiles();
+  p = plan_chat(r, setup);
+  EXPECT_EQ(chat_grammar_compiles() - before, 0);
+  EXPECT_FALSE(p.grammar);
+}
+
 // Where a built-in cannot render the request, plan_chat words the refusal as
 // the server does (its wording was the reference when the server's planning
 // moved here): reasoning_effort "has no effect", the front end's renderer and
