@@ -51,18 +51,22 @@ std::string text_of_content(const Json& content) {
 
 }  // namespace
 
-Json normalize_chat_messages(const Json& messages) {
+Json normalize_chat_messages(const Json& messages, bool keep_images) {
   OG_CHECK(messages.is_array(), "\"messages\" must be an array");
   Json out = Json::array();
   for (const Json& m : messages) {
     OG_CHECK(m.is_object(), "each message must be an object");
     Json n = m;
     if (n.contains("content") && n["content"].is_array()) {
-      for (const Json& part : n["content"])
-        OG_CHECK(part.is_object() && part.value("type", "") == "text",
+      bool images = false;
+      for (const Json& part : n["content"]) {
+        const bool image = keep_images && part.is_object() && part.value("type", "") == "image";
+        images = images || image;
+        OG_CHECK(image || (part.is_object() && part.value("type", "") == "text"),
                  "only text content parts are supported (a part has type ",
                  part.is_object() && part.contains("type") ? part["type"].dump() : std::string("none"), ")");
-      n["content"] = text_of_content(n["content"]);
+      }
+      if (!images) n["content"] = text_of_content(n["content"]);
     }
     if (n.contains("tool_calls") && n["tool_calls"].is_array()) {
       for (Json& call : n["tool_calls"]) {
@@ -204,7 +208,7 @@ Json JinjaChatTemplate::request_vars(const Json& request) const {
   OG_CHECK(request.is_object(), "the request must be a JSON object");
   OG_CHECK(request.contains("messages"), "the request has no \"messages\"");
   Json vars = vars_of({}, request.value("add_generation_prompt", true));
-  vars["messages"] = normalize_chat_messages(request["messages"]);
+  vars["messages"] = normalize_chat_messages(request["messages"], /*keep_images=*/true);
   // OpenAI's "developer" role is the system role for templates that do not know it.
   if (source_.find("developer") == std::string::npos)
     for (Json& m : vars["messages"])

@@ -85,7 +85,10 @@ class JinjaChatTemplate : public ChatFormat {
 };
 
 // The OpenAI request's messages as templates expect them (see render_request).
-nlohmann::ordered_json normalize_chat_messages(const nlohmann::ordered_json& messages);
+// A content list of text parts is joined; with keep_images a list holding an
+// {"type": "image"} part stays a list of image and text parts (the form
+// transformers gives a template), else any part but text is refused.
+nlohmann::ordered_json normalize_chat_messages(const nlohmann::ordered_json& messages, bool keep_images = false);
 
 // What {{ bos_token }} and {{ eos_token }} print for a tokenizer ("" when it has none).
 JinjaChatOptions jinja_options_of(const Tokenizer& tok);
