@@ -1,0 +1,167 @@
+// vision_encoder.h: each tower behind one interface, and the dispatch by
+// projector type (mmproj) or model_type (HF config.json).
+#include "model/vision_encoder.h"
+
+#include <sstream>
+
+#include "base/error.h"
+#include "format/hf_config.h"
+#include "model/vision_gemma4.h"
+#include "model/vision_llava.h"
+#include "model/vision_tower.h"
+
+namespace og {
+
+namespace {
+
+const std::array<float, 3> kClipMean{0.48145466f, 0.4578275f, 0.40821073f};
+const std::array<float, 3> kClipStd{0.26862954f, 0.26130258f, 0.27577711f};
+
+std::string describe_line(const std::string& type, const std::string& size, int64_t patch, int64_t layers,
+                          int64_t width, int64_t heads, const std::string& tokens, int64_t projection) {
+  std::ostringstream o;
+  o << type << " vision tower: " << size << "patch " << patch << ", " << layers << " layers, width " << width << ", "
+    << heads << " heads, " << tokens << " tokens per image, projection width " << projection;
+  return o.str();
+}
+
+class Gemma3Encoder final : public VisionEncoder {
+ public:
+  Gemma3Encoder(VisionTowerConfig c, VisionTowerWeights w) : tower_(c, std::move(w)) {}
+  const std::string& projector() const override { return type_; }
+  int64_t width() const override { return tower_.config().text_hidden; }
+  int64_t max_tokens() const override { return tower_.config().mm_tokens_per_image; }
+  VisionPixels pixels_for(int64_t, int64_t) const override {
+    VisionPixels p;  // Gemma3ImageProcessor: bilinear, mean = std = 0.5
+    p.width = p.height = tower_.config().image_size;
+    return p;
+  }
+  int64_t tokens_for(int64_t, int64_t) const override { return max_tokens(); }
+  std::vector<float> encode(std::span<const float> pixels, int64_t width, int64_t height) const override {
+    const int64_t s = tower_.config().image_size;
+    OG_CHECK(width == s && height == s, "gemma3 vision: the input is ", width, "x", height, " pixels, the tower takes ",
+             s, "x", s);
+    return tower_.encode(pixels);
+  }
+  std::string describe() const override {
+    const VisionTowerConfig& c = tower_.config();
+    return describe_line(type_, std::to_string(c.image_size) + "x" + std::to_string(c.image_size) + " pixels, ",
+                         c.patch_size, c.n_layers, c.hidden, c.n_heads, std::to_string(c.mm_tokens_per_image),
+                         c.text_hidden);
+  }
+
+ private:
+  std::string type_ = "gemma3";
+  VisionTower tower_;
+};
+
+class Gemma4Encoder final : public VisionEncoder {
+ public:
+  Gemma4Encoder(Gemma4VisionConfig c, Gemma4VisionWeights w) : tower_(c, std::move(w)) {}
+  const std::string& projector() const override { return type_; }
+  int64_t width() const override { return tower_.config().text_hidden; }
+  int64_t max_tokens() const override { return tower_.config().max_soft_tokens; }
+  VisionPixels pixels_for(int64_t src_width, int64_t src_height) const override {
+    // Gemma4ImageProcessor: the aspect kept within the patch budget, bicubic,
+    // rescaled to [0, 1]; the model's 2 * (x - 0.5) is mean = std = 0.5 here.
+    const std::pair<int64_t, int64_t> hw = gemma4_image_size(tower_.config(), src_height, src_width);
+    VisionPixels p;
+    p.height = hw.first;
+    p.width = hw.second;
+    p.bicubic = true;
+    return p;
+  }
+  int64_t tokens_for(int64_t width, int64_t height) const override { return tower_.tokens_for(height, width); }
+  std::vector<float> encode(std::span<const float> pixels, int64_t width, int64_t height) const override {
+    return tower_.encode(pixels, height, width);
+  }
+  std::string describe() const override {
+    const Gemma4VisionConfig& c = tower_.config();
+    return describe_line(type_, "", c.patch_size, c.n_layers, c.hidden, c.n_heads,
+                         "at most " + std::to_string(c.max_soft_tokens), c.text_hidden);
+  }
+
+ private:
+  std::string type_ = "gemma4v";
+  Gemma4VisionTower tower_;
+};
+
+class LlavaEncoder final : public VisionEncoder {
+ public:
+  LlavaEncoder(ClipTowerConfig c, ClipTowerWeights w) : tower_(c, std::move(w)) {}
+  const std::string& projector() const override { return type_; }
+  int64_t width() const override { return tower_.text_hidden(); }
+  int64_t max_tokens() const override { return tower_.config().n_tokens(); }
+  VisionPixels pixels_for(int64_t, int64_t) const override {
+    VisionPixels p;  // CLIPImageProcessor: bicubic, OpenAI CLIP's mean and std (squashed, not cropped)
+    p.width = p.height = tower_.config().image_size;
+    p.bicubic = true;
+    p.mean = kClipMean;
+    p.std = kClipStd;
+    return p;
+  }
+  int64_t tokens_for(int64_t, int64_t) const override { return max_tokens(); }
+  std::vector<float> encode(std::span<const float> pixels, int64_t width, int64_t height) const override {
+    const int64_t s = tower_.config().image_size;
+    OG_CHECK(width == s && height == s, "clip vision: the input is ", width, "x", height, " pixels, the tower takes ",
+             s, "x", s);
+    return tower_.encode(pixels);
+  }
+  std::string describe() const override {
+    const ClipTowerConfig& c = tower_.config();
+    return describe_line(type_, std::to_string(c.image_size) + "x" + std::to_string(c.image_size) + " pixels, ",
+                         c.patch_size, c.feature_layers, c.hidden, c.n_heads, std::to_string(c.n_tokens()),
+                         tower_.text_hidden());
+  }
+
+ private:
+  std::string type_ = "mlp";
+  LlavaVisionTower tower_;
+};
+
+}  // namespace
+
+std::string mmproj_projector_type(const GgufFile& f) {
+  if (auto t = f.get_string("clip.vision.projector_type")) return *t;
+  const std::optional<std::string> t = f.get_string("clip.projector_type");
+  OG_CHECK(t.has_value(), f.source_name(), ": clip.projector_type is missing (not an mmproj file?)");
+  return *t;
+}
+
+std::unique_ptr<VisionEncoder> load_vision_encoder(const GgufFile& f) {
+  const std::string type = mmproj_projector_type(f);
+  if (type == "gemma3") {
+    const VisionTowerConfig c = gemma3_mmproj_config(f);
+    return std::make_unique<Gemma3Encoder>(c, bind_gemma3_mmproj(c, f));
+  }
+  if (type == "gemma4v") {
+    const Gemma4VisionConfig c = gemma4_mmproj_config(f);
+    return std::make_unique<Gemma4Encoder>(c, bind_gemma4_mmproj(c, f));
+  }
+  if (type == "mlp") {
+    const ClipTowerConfig c = llava_mmproj_config(f);
+    return std::make_unique<LlavaEncoder>(c, bind_llava_mmproj(c, f));
+  }
+  throw Error(f.source_name() + ": clip.projector_type is \"" + type +
+              "\"; supported: gemma3, gemma4v, mlp (LLaVA)");
+}
+
+std::unique_ptr<VisionEncoder> load_vision_encoder(const nlohmann::json& config, const std::string& file,
+                                                   const TensorSource& src) {
+  const std::string type = json_string(config, "model_type", file).value_or("");
+  if (type == "gemma3") {
+    const VisionTowerConfig c = gemma3_vision_config(config, file);
+    return std::make_unique<Gemma3Encoder>(c, bind_gemma3_vision(c, src));
+  }
+  if (type == "gemma4") {
+    const Gemma4VisionConfig c = gemma4_vision_config(config, file);
+    return std::make_unique<Gemma4Encoder>(c, bind_gemma4_vision(c, src));
+  }
+  if (type == "llava") {
+    const ClipTowerConfig c = llava_vision_config(config, file);
+    return std::make_unique<LlavaEncoder>(c, bind_llava_vision(c, src));
+  }
+  throw Error(file + ": model_type \"" + type + "\" has no vision tower offgraph can run (gemma3, gemma4, llava)");
+}
+
+}  // namespace og
