@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "runtime/prefix_cache.h"
+#include "runtime/scheduler_images.h"
 #include "runtime/spec/draft_model.h"
 #include "runtime/spec/ngram.h"
 #include "runtime/spec/throttle.h"
@@ -272,7 +273,7 @@ void Scheduler::Impl::capture_reply(const Request& r, const std::vector<int32_t>
   if (held <= n_prompt || held > n_prompt + static_cast<int64_t>(reply.size())) return;
   std::vector<int32_t> all(r.opts.prompt);
   all.insert(all.end(), reply.begin(), reply.begin() + (held - n_prompt));
-  prefix.capture(r.seq, all, r.opts.cache_salt);
+  prefix.capture(r.seq, all, r.opts.cache_salt, sched_images::spans(r.opts));
 }
 
 void Scheduler::Impl::count_finish(const Request& r, const RequestReport& rep) {
@@ -350,21 +351,25 @@ bool Scheduler::Impl::admit_one(Request& r) {
   const int64_t n = static_cast<int64_t>(prompt.size());
   // Prompt logprobs need every prompt row forwarded: no prefix is taken.
   if (r.opts.use_prefix_cache && !r.opts.prompt_logprobs)
-    r.cached_tokens = prefix.fork_into(prompt, n - 1, r.seq, r.opts.cache_salt, r.disk_read.get());
+    r.cached_tokens =
+        prefix.fork_into(prompt, n - 1, r.seq, r.opts.cache_salt, r.disk_read.get(), sched_images::spans(r.opts));
   r.disk_read.reset();
   if (r.cached_tokens == 0) {
     const KvResult kr = cache->add_sequence(r.seq);
     if (!kr.ok()) throw Error("cannot add a cache sequence: " + kr.message);
   }
   start_session(r, r.cached_tokens);
-  r.session->begin_turn(std::span<const int32_t>(prompt).subspan(r.cached_tokens), *r.sampler, r.gen, r.on_text);
+  // Images past the hit join the history pending; the turn's prompt is what follows the last.
+  const int64_t turn_from = sched_images::append_pending(*r.session, r.opts, r.cached_tokens);
+  r.session->begin_turn(std::span<const int32_t>(prompt).subspan(turn_from), *r.sampler, r.gen, r.on_text);
   return true;
 }
 
 void Scheduler::Impl::start_session(Request& r, int64_t head_tokens) {
   const std::vector<int32_t>& prompt = r.opts.prompt;
   std::vector<int32_t> head(prompt.begin(), prompt.begin() + head_tokens);
-  r.session = std::make_unique<Session>(engine, *cache, r.seq, tok, std::move(head));
+  r.session = std::make_unique<Session>(engine, *cache, r.seq, tok, std::move(head),
+                                       sched_images::head_images(r.opts, head_tokens));
   r.sampler = std::make_unique<Sampler>(r.opts.sampler);
   r.gen.max_new_tokens = r.opts.max_new_tokens;
   r.gen.stop_ids = r.opts.stop_ids;
@@ -436,7 +441,8 @@ void Scheduler::Impl::start_disk_read(Request& r) {
   if (r.disk_asked) return;
   r.disk_asked = true;
   if (!r.opts.use_prefix_cache || r.opts.prompt_logprobs) return;
-  r.disk_read = prefix.read_from_disk(r.opts.prompt, static_cast<int64_t>(r.opts.prompt.size()) - 1, r.opts.cache_salt);
+  r.disk_read = prefix.read_from_disk(r.opts.prompt, static_cast<int64_t>(r.opts.prompt.size()) - 1, r.opts.cache_salt,
+                                      sched_images::spans(r.opts));
   r.disk_wait.reset();
 }
 
@@ -506,6 +512,10 @@ bool Scheduler::Impl::forward_step() {
   for (auto& r : running) {
     if (!r->session->in_prefill() || budget < 1) continue;
     if (opts.max_prefills_per_step > 0 && prefills >= opts.max_prefills_per_step) break;
+    // An image is forwarded whole: one that starts the chunk waits for a step
+    // with room, unless it is the step's first prefill (then it may pass the
+    // budget by its length, never waiting for ever behind decode rows).
+    if (prefills > 0 && sched_images::image_rows_at(r->opts, r->session->cached()) > budget) continue;
     const size_t first = batch.rows.size();
     const int64_t n = r->session->add_rows(batch, budget);
     if (n > 0) {
@@ -559,7 +569,7 @@ bool Scheduler::Impl::forward_step() {
         r.prefilled_at = r.since_submit.seconds();
         // Capture at the prompt boundary: the cache holds exactly the prompt now.
         if (r.opts.use_prefix_cache && !r.captured) {
-          prefix.capture(r.seq, r.opts.prompt, r.opts.cache_salt);
+          prefix.capture(r.seq, r.opts.prompt, r.opts.cache_salt, sched_images::spans(r.opts));
           r.captured = true;
         }
         // The prompt's logprobs go out before any choice's first token.
@@ -624,6 +634,7 @@ bool Scheduler::Impl::plan_draft(Request& r, int64_t max_tokens,
   if (!r.proposer || max_tokens < 1 || r.session->turn_done() || !r.throttle.allow()) return true;
   try {
     r.draft = r.session->propose_draft(max_tokens);
+    sched_images::cut_draft(r.draft, r.opts);
   } catch (const Error& e) {
     failed->emplace_back(&r, e.what());
     return false;
@@ -795,6 +806,8 @@ uint64_t Scheduler::submit_group(RequestOptions req, std::vector<RequestCallback
     if (r->refuse.empty() && (id < 0 || id >= n_vocab))
       r->refuse = "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")";
   if (r->refuse.empty() && req.max_new_tokens < 0) r->refuse = "max_new_tokens is negative";
+  if (r->refuse.empty())
+    r->refuse = sched_images::check(req, impl_->cache->policy().max_write, impl_->opts.image_width);
   if (r->refuse.empty() && n + req.max_new_tokens > impl_->opts.max_session_tokens)
     r->refuse = "the prompt (" + std::to_string(n) + " tokens) plus max_new_tokens (" +
                 std::to_string(req.max_new_tokens) + ") exceeds the session limit of " +

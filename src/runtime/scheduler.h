@@ -54,8 +54,26 @@
 
 namespace og {
 
+struct TowerImage;  // runtime/image_input.h
+
+// An image in a request's prompt (docs/vision.md, "Images through the
+// scheduler"): the prompt holds `placeholder` at positions [begin, begin +
+// rows), and those positions go into the step as the image's embedding rows
+// (a bidirectional span where the family says so), forwarded whole in one
+// step. The prefix cache keys them by the image's hash. `image` is shared,
+// never copied, by the request's choices.
+struct RequestImage {
+  int64_t begin = 0;
+  std::shared_ptr<const TowerImage> image;
+  int32_t placeholder = 0;
+  bool bidirectional = false;
+};
+
 struct RequestOptions {
   std::vector<int32_t> prompt;            // token ids (chat template already applied); not empty
+  // The prompt's images, sorted by begin, disjoint; each at most the cache's
+  // max_write positions and (SchedulerOptions::image_width) of the model's width.
+  std::vector<RequestImage> images;
   int64_t max_new_tokens = 256;           // excludes the prompt
   SamplerConfig sampler;
   std::vector<int32_t> stop_ids;          // ids that end generation (not streamed as text)
@@ -167,6 +185,10 @@ struct SchedulerOptions {
   // fingerprint is filled in from the engine.
   PrefixDiskOptions prefix_disk;
   SchedulerSpec spec;
+  // The model's hidden size: a request's image rows must be this wide, else
+  // it is refused at submit (a wrong width would fail the whole step). 0: not
+  // checked here (the forward still refuses it).
+  int64_t image_width = 0;
 };
 
 // A consistent snapshot for metrics (thread-safe).
