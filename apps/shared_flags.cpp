@@ -10,6 +10,7 @@
 #include "grammar/json_schema.h"
 #include "llama_habits.h"
 #include "runtime/generation_limits.h"
+#include "runtime/input_limits.h"
 #include "server/json_body.h"
 #include "template/template.h"
 
@@ -221,22 +222,49 @@ void check_sampling_flags(const Flags& fl, const SamplingFlags& s) {
     usage_fail("--top-k, --top-p and --min-p need --temperature > 0 (temperature 0 is greedy)");
 }
 
+namespace {
+
+// A limit on untrusted input as a flag: read whole, checked after parsing
+// against runtime/input_limits.h (check_input_limit), so the flag meets the C
+// API's bound and words; the help states the range.
+void add_input_limit_flag(Flags& fl, InputLimit which, int64_t* out, const std::string& help) {
+  std::string name = input_limit_bounds(which).name;
+  std::replace(name.begin(), name.end(), '_', '-');
+  fl.add_int(name, out, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+             help + "; in " + input_limit_range(which));
+}
+
+void check_input_limit_flag(InputLimit which, int64_t v) {
+  const std::string wrong = check_input_limit(which, v);
+  if (wrong.empty()) return;
+  std::string flag = std::string("--") + input_limit_bounds(which).name;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  usage_fail(flag + " " + wrong);
+}
+
+}  // namespace
+
 void add_render_limit_flags(Flags& fl, RenderLimitFlags& f) {
   const jinja::RenderLimits& d = jinja::render_limits();
   f = {d.max_work, d.max_render_ms, d.max_output_bytes, d.max_memory_bytes};
-  fl.add_int("template-max-work", &f.max_work, 0, int64_t{1} << 50,
-             "work units one chat-template render may spend (a byte of text built, copied or compared costs 1, a "
-             "list or dict element 16, an expression or statement 64); 0 = 64 per byte of "
-             "--template-max-value-bytes (2^30 by default)");
-  fl.add_int("template-max-ms", &f.max_ms, 0, 3'600'000,
-             "wall-clock milliseconds one chat-template render may take; 0 = no deadline");
-  fl.add_int("template-max-value-bytes", &f.max_value_bytes, 1024, int64_t{1} << 32,
-             "largest string, list or dict (128 bytes an item) a chat-template render may build, and its output");
-  fl.add_int("template-max-memory-bytes", &f.max_memory_bytes, 1 << 20, int64_t{1} << 40,
-             "bytes of values one chat-template render may hold at once");
+  add_input_limit_flag(fl, InputLimit::kTemplateMaxWork, &f.max_work,
+                       "work units one chat-template render may spend (a byte of text built, copied or compared "
+                       "costs 1, a list or dict element 16, an expression or statement 64); 0 = 64 per byte of "
+                       "--template-max-value-bytes (2^30 by default)");
+  add_input_limit_flag(fl, InputLimit::kTemplateMaxMs, &f.max_ms,
+                       "wall-clock milliseconds one chat-template render may take; 0 = no deadline");
+  add_input_limit_flag(fl, InputLimit::kTemplateMaxValueBytes, &f.max_value_bytes,
+                       "largest string, list or dict (128 bytes an item) a chat-template render may build, and its "
+                       "output");
+  add_input_limit_flag(fl, InputLimit::kTemplateMaxMemoryBytes, &f.max_memory_bytes,
+                       "bytes of values one chat-template render may hold at once");
 }
 
 void apply_render_limit_flags(const RenderLimitFlags& f) {
+  check_input_limit_flag(InputLimit::kTemplateMaxWork, f.max_work);
+  check_input_limit_flag(InputLimit::kTemplateMaxMs, f.max_ms);
+  check_input_limit_flag(InputLimit::kTemplateMaxValueBytes, f.max_value_bytes);
+  check_input_limit_flag(InputLimit::kTemplateMaxMemoryBytes, f.max_memory_bytes);
   jinja::RenderLimits l;
   l.max_work = f.max_work;
   l.max_render_ms = f.max_ms;
@@ -253,17 +281,22 @@ void add_request_limit_flags(Flags& fl, RequestLimitFlags& f) {
              "most distinct keys of one object in a request's JSON (400 json_too_complex beyond)");
   fl.add_int("json-max-depth", &f.json_max_depth, 1, server::kMaxJsonDepthLimit,
              "deepest nesting of arrays and objects in a request's JSON (400 beyond)");
-  fl.add_int("schema-max-properties", &f.schema_max_properties, 1, 1 << 20,
-             "properties (and required names) of one object in a json_schema or tool schema (400 beyond)");
-  fl.add_int("schema-max-branches", &f.schema_max_branches, 1, 1 << 20,
-             "anyOf/oneOf branches of one schema, or object and array values of one enum (400 beyond)");
-  fl.add_int("schema-max-enum-values", &f.schema_max_enum_values, 1, 1 << 24, "values of one enum (400 beyond)");
-  fl.add_int("schema-max-work", &f.schema_max_work, 1, 1 << 30,
-             "subschemas, enum values and properties compiled for one request's schemas and tools, in all: their "
-             "time bound (400 beyond)");
+  add_input_limit_flag(fl, InputLimit::kSchemaMaxProperties, &f.schema_max_properties,
+                       "properties (and required names) of one object in a json_schema or tool schema (400 beyond)");
+  add_input_limit_flag(fl, InputLimit::kSchemaMaxBranches, &f.schema_max_branches,
+                       "anyOf/oneOf branches of one schema, or object and array values of one enum (400 beyond)");
+  add_input_limit_flag(fl, InputLimit::kSchemaMaxEnumValues, &f.schema_max_enum_values,
+                       "values of one enum (400 beyond)");
+  add_input_limit_flag(fl, InputLimit::kSchemaMaxWork, &f.schema_max_work,
+                       "subschemas, enum values and properties compiled for one request's schemas and tools, in all: "
+                       "their time bound (400 beyond)");
 }
 
 void apply_request_limit_flags(const RequestLimitFlags& f) {
+  check_input_limit_flag(InputLimit::kSchemaMaxProperties, f.schema_max_properties);
+  check_input_limit_flag(InputLimit::kSchemaMaxBranches, f.schema_max_branches);
+  check_input_limit_flag(InputLimit::kSchemaMaxEnumValues, f.schema_max_enum_values);
+  check_input_limit_flag(InputLimit::kSchemaMaxWork, f.schema_max_work);
   server::set_json_limits({f.json_max_keys, f.json_max_depth});
   grammar::JsonSchemaLimits s;
   s.max_properties = f.schema_max_properties;

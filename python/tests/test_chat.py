@@ -159,7 +159,8 @@ def test_limits_bound_a_chats_schema_and_bad_values_name_the_field(reply_model):
         assert offgraph.get_limits()["schema_max_work"] == defaults["schema_max_work"]  # the others kept
         with pytest.raises(offgraph.InvalidArgumentError, match="has 12 values, above the limit 10"):
             reply_model.session().chat([{"role": "user", "content": "Hi"}], response_format=fmt, max_new_tokens=4)
-        with pytest.raises(offgraph.InvalidArgumentError, match=r"og_limits.template_max_value_bytes is 10: it must"):
+        with pytest.raises(offgraph.InvalidArgumentError,
+                           match=r"og_limits.template_max_value_bytes is 10, outside \[1024, "):
             offgraph.set_limits(template_max_value_bytes=10, schema_max_enum_values=20)
         with pytest.raises(offgraph.InvalidArgumentError, match="unknown limit 'schema_max_enums'"):
             offgraph.set_limits(schema_max_enums=3)

@@ -3,32 +3,23 @@
 // limits (grammar/json_schema.h JsonSchemaLimits) that serve sets from its
 // --template-max-* and --schema-max-* flags, so a program that renders
 // templates or compiles schemas from its users' input can bound them as the
-// server does. The ranges are those flags' (apps/shared_flags.cpp).
+// server does. The ranges and the words of a refusal are those flags', from
+// their one home, runtime/input_limits.h.
 #include "api/c_api_internal.h"
 #include "grammar/json_schema.h"
+#include "runtime/input_limits.h"
 #include "template/template.h"
 
 namespace og::capi {
 namespace {
 
-struct Range {
-  const char* name;
-  int64_t og_limits::*field;
-  int64_t lo, hi;
+// og_limits' fields in InputLimit's order.
+constexpr int64_t og_limits::*kFields[] = {
+    &og_limits::template_max_work,     &og_limits::template_max_ms,       &og_limits::template_max_value_bytes,
+    &og_limits::template_max_memory_bytes, &og_limits::schema_max_properties, &og_limits::schema_max_branches,
+    &og_limits::schema_max_enum_values, &og_limits::schema_max_work,
 };
-
-constexpr int64_t kP2(int n) { return int64_t{1} << n; }
-
-constexpr Range kRanges[] = {
-    {"template_max_work", &og_limits::template_max_work, 0, kP2(50)},
-    {"template_max_ms", &og_limits::template_max_ms, 0, 3'600'000},
-    {"template_max_value_bytes", &og_limits::template_max_value_bytes, 1024, kP2(32)},
-    {"template_max_memory_bytes", &og_limits::template_max_memory_bytes, kP2(20), kP2(40)},
-    {"schema_max_properties", &og_limits::schema_max_properties, 1, kP2(20)},
-    {"schema_max_branches", &og_limits::schema_max_branches, 1, kP2(20)},
-    {"schema_max_enum_values", &og_limits::schema_max_enum_values, 1, kP2(24)},
-    {"schema_max_work", &og_limits::schema_max_work, 1, kP2(30)},
-};
+static_assert(std::size(kFields) == std::size(kInputLimits));
 
 og_limits limits_of(const jinja::RenderLimits& r, const grammar::JsonSchemaLimits& s) {
   return og_limits{sizeof(og_limits), r.max_work,      r.max_render_ms,   r.max_output_bytes, r.max_memory_bytes,
@@ -66,10 +57,10 @@ og_status og_set_limits(const og_limits* limits) {
     // Fields a shorter (older) struct lacks keep the values in force.
     og_limits l = limits_of(jinja::render_limits(), grammar::json_schema_limits());
     read_options(limits, &l, "og_limits");
-    for (const Range& r : kRanges)
-      if (l.*r.field < r.lo || l.*r.field > r.hi)
-        api_fail(OG_ERR_INVALID_ARGUMENT, "og_limits.", r.name, " is ", l.*r.field, ": it must be in [", r.lo, ", ",
-                 r.hi, "]");
+    for (const InputLimit which : kInputLimits) {
+      const std::string wrong = check_input_limit(which, l.*kFields[static_cast<size_t>(which)]);
+      if (!wrong.empty()) api_fail(OG_ERR_INVALID_ARGUMENT, "og_limits.", input_limit_bounds(which).name, " ", wrong);
+    }
     jinja::RenderLimits rl;
     rl.max_work = l.template_max_work;
     rl.max_render_ms = l.template_max_ms;

@@ -77,7 +77,7 @@ TEST_F(LimitsTest, DefaultsAreTheServersAndBadValuesAreRefusedNamingTheField) {
   bad.template_max_value_bytes = 10;
   bad.schema_max_enum_values = 5;  // valid, but the struct is refused whole
   EXPECT_EQ(og_set_limits(&bad), OG_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(og_last_error()).find("og_limits.template_max_value_bytes is 10: it must be in [1024, "),
+  EXPECT_NE(std::string(og_last_error()).find("og_limits.template_max_value_bytes is 10, outside [1024, "),
             std::string::npos)
       << og_last_error();
   bad = l;

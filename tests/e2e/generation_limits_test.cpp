@@ -1,9 +1,14 @@
 // One bound and one message per mistake at every edge (runtime/generation_limits.h):
 // the same out-of-range sampler setting sent to the server (400), given to a
 // command (exit 2) and to the C API (OG_ERR_INVALID_ARGUMENT, so Python too)
-// is refused with the same words after each edge's name for the field.
+// is refused with the same words after each edge's name for the field. The
+// limits on untrusted input (runtime/input_limits.h: chat-template render and
+// JSON schema limits) likewise: the commands' --template-max-* and
+// --schema-max-* flags (exit 2) and og_set_limits (so Python's set_limits).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include <httplib.h>
@@ -85,6 +90,57 @@ TEST(GenerationLimits, SameBadValueSameBoundAndWordsAtEveryEdge) {
   }
   og_session_free(session);
   og_model_close(model);
+}
+
+struct InputCase {
+  std::string c_field;  // og_limits' field; the flag is it with '-'
+  int64_t value;
+  std::string words;
+  std::vector<std::vector<std::string>> commands;  // the commands that take the flag (the flag is appended)
+  void (*set)(og_limits& l, int64_t v);
+};
+
+TEST(GenerationLimits, InputLimitsMeetTheSameBoundAndWordsAtEveryEdge) {
+  ASSERT_TRUE(std::filesystem::exists(kStories)) << "missing test data " << kStories;
+  const std::vector<std::string> run = {"run", "--model", kStories, "--prompt", "a"};
+  const std::vector<std::string> serve = {"serve", "--model", kStories, "--port", "0"};
+  const std::vector<std::string> tmpl = {"template", "--model", kStories};
+  const InputCase cases[] = {
+      {"template_max_value_bytes", 5, "is 5, outside [1024, 4294967296]", {run, serve, tmpl},
+       [](og_limits& l, int64_t v) { l.template_max_value_bytes = v; }},
+      {"template_max_ms", -1, "is -1, outside [0, 3600000]", {run, serve, tmpl},
+       [](og_limits& l, int64_t v) { l.template_max_ms = v; }},
+      {"template_max_memory_bytes", int64_t{1} << 41, "is 2199023255552, outside [1048576, 1099511627776]",
+       {run, tmpl},
+       [](og_limits& l, int64_t v) { l.template_max_memory_bytes = v; }},
+      {"schema_max_work", 0, "is 0, outside [1, 1073741824]", {serve},
+       [](og_limits& l, int64_t v) { l.schema_max_work = v; }},
+      {"schema_max_enum_values", (int64_t{1} << 24) + 1, "is 16777217, outside [1, 16777216]", {serve},
+       [](og_limits& l, int64_t v) { l.schema_max_enum_values = v; }},
+  };
+  og_limits before;
+  og_limits_init(&before);
+  ASSERT_EQ(og_get_limits(&before), OG_OK) << og_last_error();
+  for (const InputCase& c : cases) {
+    SCOPED_TRACE(c.c_field);
+    std::string flag = "--" + c.c_field;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    for (std::vector<std::string> args : c.commands) {
+      args.push_back(flag + "=" + std::to_string(c.value));
+      const Proc p = offgraph(args);
+      EXPECT_EQ(p.code, 2) << args[0] << ": " << p.err;
+      EXPECT_NE(p.err.find(flag + " " + c.words), std::string::npos) << args[0] << ": " << p.err;
+    }
+    og_limits l;
+    og_limits_init(&l);
+    c.set(l, c.value);
+    EXPECT_EQ(og_set_limits(&l), OG_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(og_last_error()), "og_limits." + c.c_field + " " + c.words);
+  }
+  og_limits after;
+  og_limits_init(&after);
+  ASSERT_EQ(og_get_limits(&after), OG_OK) << og_last_error();
+  EXPECT_EQ(std::memcmp(&before, &after, sizeof before), 0) << "a refused og_set_limits changed the limits";
 }
 
 }  // namespace
