@@ -11,7 +11,9 @@
 #include "chat/chat_request.h"
 #include "commands.h"
 #include "base/flags.h"
+#include "image_files.h"
 #include "llm_common.h"
+#include "model/config.h"
 #include "runtime/engine.h"
 #include "spec_flags.h"
 
@@ -21,13 +23,21 @@ int run_chat(const LlmFlags& f, const SpecFlags& spec);  // cmd_chat.cpp
 
 namespace {
 
-// The prompt's ids: the system and user messages as one og::ChatRequest,
-// rendered by render_chat (chat/chat_request.h), as the server and the
-// library render the same request.
-std::vector<int32_t> prompt_ids(const LlmFlags& f, const LoadedModel& l) {
+// The prompt: the system and user messages as one og::ChatRequest, rendered
+// by render_chat (chat/chat_request.h), as the server and the library render
+// the same request. --image files are image parts before the user's text (as
+// llama.cpp's mtmd-cli places them), at the template's image markers.
+ImagePrompt prompt_of(const LlmFlags& f, const LoadedModel& l, const std::vector<std::string>& images,
+                      ImageCache& cache) {
   ChatRequest req;
   if (!f.system.empty()) req.messages.push_back({"system", f.system});
   req.messages.push_back({"user", f.prompt});
+  if (!images.empty()) {
+    ChatRequestMessage& user = req.messages.back();
+    for (const std::string& bytes : images) user.parts.push_back(ChatContentPart::of_image(bytes));
+    user.parts.push_back(ChatContentPart::of_text(*user.content));
+    user.content.reset();
+  }
   const ChatRenderForms forms = render_forms(req);
   ChatPlanInput in;
   in.messages = &forms.messages;
@@ -35,7 +45,34 @@ std::vector<int32_t> prompt_ids(const LlmFlags& f, const LoadedModel& l) {
   in.needs_jinja = forms.needs_jinja;
   ChatSetup setup;
   setup.format = l.tmpl.get();
-  return encode_chat(*l.tok, render_chat(in, setup), true);
+  setup.renderer = "this run";
+  setup.jinja_hint = "give one with --chat-template-file, or --chat auto on a model that ships one";
+  ChatSegments segments;
+  try {
+    segments = render_chat(in, setup);
+  } catch (const ChatRequestError& e) {
+    if (images.empty()) throw;
+    fail("--image: ", e.what());
+  }
+  ImagePrompt p;
+  if (images.empty()) {
+    p.tokens = encode_chat(*l.tok, segments, true);
+    return p;
+  }
+  try {
+    return image_prompt_of(segments, *l.tok, *l.vision, encode_chat_images(req, l.vision.get(), &cache));
+  } catch (const Error& e) {
+    fail("--image: ", e.what());
+  }
+}
+
+// What the turn takes as its prompt: the ids, or, with images, nothing (the
+// prompt is appended to the session pending, each image whole, and the turn
+// prefills it).
+std::span<const int32_t> start_prompt(Session& s, const ImagePrompt& p, const LoadedModel& l) {
+  if (p.images.empty()) return p.tokens;
+  append_image_prompt(s, p, 0, l.model->config().d_model);
+  return {};
 }
 
 // Streams a piece; a failed write ends the generation with an error.
@@ -51,6 +88,11 @@ int cmd_run(const Args& args) {
   SpecFlags sf;
   Flags fl = command_flags("run", "--model M --prompt P [options]");
   add_llm_flags(fl, f, /*run=*/true);
+  std::vector<std::string> image_files;
+  fl.add_repeated("image", &image_files,
+                  "an image file (PNG, JPEG, WebP or GIF's first frame, told by its bytes; at most 32 MiB) for a "
+                  "model with a vision tower (--mmproj, or an HF directory's own); repeatable; the images go before "
+                  "the prompt's text in the user message, where the chat template puts images");
   add_spec_flags(fl, sf);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);
@@ -58,14 +100,18 @@ int cmd_run(const Args& args) {
   }
   check_llm_flags(fl, f, /*run=*/true);
   check_spec_flags(fl, sf);
+  if (f.interactive && !image_files.empty())
+    usage_fail("--image cannot be combined with --interactive (attach images with /image FILE in the chat)");
   if (f.interactive) return run_chat(f, sf);
 
   const Run run = build_llm_run(f.run);
   const LoadedModel& l = run.loaded;
   const std::unique_ptr<SpecRun> spec = make_spec_run(sf, run);  // a bad draft fails before any report
-  const std::vector<int32_t> prompt = prompt_ids(f, l);
-  if (static_cast<int64_t>(prompt.size()) > run.policy.max_capacity)
-    usage_fail("the prompt is " + std::to_string(prompt.size()) + " tokens but the cache holds " +
+  ImageCache image_cache;
+  const std::vector<std::string> images = load_images(image_files, l, image_cache, "--image");
+  const ImagePrompt prompt = prompt_of(f, l, images, image_cache);
+  if (static_cast<int64_t>(prompt.tokens.size()) > run.policy.max_capacity)
+    usage_fail("the prompt is " + std::to_string(prompt.tokens.size()) + " tokens but the cache holds " +
                std::to_string(run.policy.max_capacity) + " positions (raise --kv-max-capacity)");
 
   ModelEngine engine(*l.model);
@@ -81,7 +127,7 @@ int cmd_run(const Args& args) {
   }
   if (f.warmup) {
     Sampler warm(sc);
-    session.generate(prompt, warm, opts, nullptr);
+    session.generate(start_prompt(session, prompt, l), warm, opts, nullptr);
     session.reset();
     session.stats() = Stats{};
   }
@@ -89,7 +135,7 @@ int cmd_run(const Args& args) {
   opts.on_prefilled = [&] { print_fill("after prefill", session); };
   Sampler sampler(sc);
   install_interrupt_handler(/*restart_reads=*/true);
-  const TurnResult r = session.generate(prompt, sampler, opts, write_stdout);
+  const TurnResult r = session.generate(start_prompt(session, prompt, l), sampler, opts, write_stdout);
   // On a terminal the text ends its line before the reports on stderr; a pipe
   // or file receives exactly the generated text.
   // The JSON report (--stats json) is a line of its own after the text.
