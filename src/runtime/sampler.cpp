@@ -50,16 +50,29 @@ uint64_t Rng::next_u64() {
 
 double Rng::next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
+// These are not the user's bounds: a setting's range and the message for
+// one outside it are runtime/generation_limits.h's, checked at every edge
+// (server, commands, C API and so Python) before a sampler is made. Here only
+// what the maths needs holds: finite numbers (a NaN or an infinity poisons
+// every logit), a temperature and counts that are not negative, and a
+// positive repeat penalty (logits are divided by it). Anything else samples
+// well: tests and the draft model may go past the user's bounds (temperature
+// 5 or 8), a top_p of 0 or less keeps the most likely token, above 1 keeps
+// all, and a min_p above 1 counts as 1 (the most likely tokens only).
 Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.seed) {
-  OG_CHECK(config.temperature >= 0 && std::isfinite(config.temperature), "sampler: temperature must be >= 0");
-  OG_CHECK(config.top_k >= 0, "sampler: top_k must be >= 0");
-  OG_CHECK(config.top_p > 0 && config.top_p <= 1, "sampler: top_p must be in (0, 1]");
-  OG_CHECK(config.min_p >= 0 && config.min_p <= 1, "sampler: min_p must be in [0, 1]");
-  OG_CHECK(config.repeat_penalty > 0 && std::isfinite(config.repeat_penalty), "sampler: repeat_penalty must be > 0");
-  OG_CHECK(config.repeat_last_n >= 0, "sampler: repeat_last_n must be >= 0");
-  OG_CHECK(std::isfinite(config.presence_penalty), "sampler: presence_penalty must be finite");
-  OG_CHECK(std::isfinite(config.frequency_penalty), "sampler: frequency_penalty must be finite");
-  for (const auto& [t, b] : config.logit_bias) OG_CHECK(std::isfinite(b), "sampler: logit_bias of ", t, " must be finite");
+  const char* kWhy = " (an internal invariant; user settings are checked at the edge)";
+  OG_CHECK(config.temperature >= 0 && std::isfinite(config.temperature), "sampler: temperature must be finite and >= 0",
+           kWhy);
+  OG_CHECK(config.top_k >= 0, "sampler: top_k must be >= 0", kWhy);
+  OG_CHECK(std::isfinite(config.top_p), "sampler: top_p must be finite", kWhy);
+  OG_CHECK(config.min_p >= 0 && std::isfinite(config.min_p), "sampler: min_p must be finite and >= 0", kWhy);
+  OG_CHECK(config.repeat_penalty > 0 && std::isfinite(config.repeat_penalty),
+           "sampler: repeat_penalty must be finite and > 0", kWhy);
+  OG_CHECK(config.repeat_last_n >= 0, "sampler: repeat_last_n must be >= 0", kWhy);
+  OG_CHECK(std::isfinite(config.presence_penalty), "sampler: presence_penalty must be finite", kWhy);
+  OG_CHECK(std::isfinite(config.frequency_penalty), "sampler: frequency_penalty must be finite", kWhy);
+  for (const auto& [t, b] : config.logit_bias)
+    OG_CHECK(std::isfinite(b), "sampler: logit_bias of ", t, " must be finite", kWhy);
 }
 
 void Sampler::apply_logit_bias(std::vector<float>& logits) const {
@@ -144,7 +157,7 @@ std::vector<std::pair<int32_t, double>> Sampler::candidates(std::span<const floa
   if (config_.min_p > 0) {
     double p_max = 0;
     for (const auto& c : cand) p_max = std::max(p_max, c.second);
-    const double floor_p = config_.min_p * p_max;
+    const double floor_p = std::min(config_.min_p, 1.0) * p_max;  // the most likely token always stays
     cand.erase(std::remove_if(cand.begin(), cand.end(), [&](const auto& c) { return c.second < floor_p; }),
                cand.end());
   }

@@ -245,15 +245,17 @@ TEST(Sampler, RngIsUniformInUnitInterval) {
   EXPECT_NEAR(sum / 10000, 0.5, 0.02);
 }
 
+// Only what the maths needs is refused here (finite, not negative, a positive
+// repeat penalty); the user's bounds are runtime/generation_limits.h's.
 TEST(Sampler, BadConfigIsAnError) {
   SamplerConfig c;
-  c.top_p = 0;
+  c.top_p = std::nan("");
   EXPECT_THROW(Sampler{c}, Error);
   c = {};
   c.temperature = -1;
   EXPECT_THROW(Sampler{c}, Error);
   c = {};
-  c.min_p = 2;
+  c.min_p = -0.5;
   EXPECT_THROW(Sampler{c}, Error);
   c = {};
   c.repeat_penalty = 0;
@@ -264,6 +266,37 @@ TEST(Sampler, BadConfigIsAnError) {
   c = {};
   c.frequency_penalty = std::nan("");
   EXPECT_THROW(Sampler{c}, Error);
+}
+
+// A setting past the user's bound is the edge's to refuse (one bound, one
+// message: runtime/generation_limits.h); the sampler samples it: top_p 0
+// keeps the most likely token, top_p above 1 keeps all, min_p above 1 keeps
+// the most likely only, a temperature or repeat penalty past the bound just
+// flattens or penalises more. (The sampler refused top_p 0 and min_p 2 with
+// bounds and words of its own.)
+TEST(Sampler, SettingsPastTheUserBoundsAreTheEdgesToRefuse) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f};
+  SamplerConfig c;
+  c.temperature = 1;
+  c.top_p = 0;
+  EXPECT_EQ(Sampler(c).distribution(logits, {}, {}).size(), 1u);
+  c.top_p = -1;
+  EXPECT_EQ(Sampler(c).distribution(logits, {}, {}).size(), 1u);
+  c.top_p = 1.5;
+  EXPECT_EQ(Sampler(c).distribution(logits, {}, {}).size(), 3u);
+  c = {};
+  c.temperature = 1;
+  c.min_p = 2;
+  const auto d = Sampler(c).distribution(logits, {}, {});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].first, 1);
+  c = {};
+  c.temperature = 8;
+  c.repeat_penalty = 500;
+  Sampler s(c);
+  const int32_t recent[] = {1};
+  const int32_t t = s.sample(logits, recent, {});
+  EXPECT_TRUE(t >= 0 && t < 3);
 }
 
 }  // namespace
