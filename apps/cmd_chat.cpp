@@ -1,7 +1,10 @@
 // `offgraph chat` (and `run --interactive`): multi-turn chat on stdin, a
-// terminal or a pipe. Each turn prefills only the tokens its chat-template
-// delta adds; replies stream to stdout, one line each; everything else
-// ([P/CAP tokens], notes, /stats) goes to stderr.
+// terminal or a pipe. The conversation is one og::ChatRequest (the system
+// message, every turn so far, the new user turn), rendered whole each turn
+// through runtime/chat_turn.h as the library's og_session_chat renders it:
+// the session keeps the prefix of its history the render shares and
+// prefills the rest. Replies stream to stdout, one line each; everything
+// else ([P/CAP tokens], notes, /stats) goes to stderr.
 #include <poll.h>
 #include <unistd.h>
 
@@ -18,6 +21,7 @@
 #include "commands.h"
 #include "base/flags.h"
 #include "llm_common.h"
+#include "runtime/chat_turn.h"
 #include "runtime/engine.h"
 #include "spec_flags.h"
 
@@ -73,23 +77,26 @@ class LineReader {
 
 // Where a turn began, so /undo can restore the conversation exactly.
 struct TurnMark {
-  int64_t start = 0;        // history length before the turn's tokens
+  int64_t start = 0;        // history the turn kept (its render's prefix shared with the history before it)
   int64_t reply_start = 0;  // history length before the reply
   size_t n_messages = 0;    // messages before the turn
-  size_t n_done = 0;        // rendered messages before the turn
-  bool reply_closed = false;
-  bool reply_taken_back = false;
 };
+
+ChatRequestMessage message(const char* role, std::string text) {
+  ChatRequestMessage m;
+  m.role = role;
+  m.content = std::move(text);
+  return m;
+}
 
 class Chat {
  public:
   Chat(const LlmFlags& f, const LoadedModel& l, Session& s, const SpecOptions& spec)
-      : f_(f), l_(l), s_(s), sampler_(sampler_config_of(f.sampling)) {
+      : f_(f), l_(l), s_(s), setup_(chat_setup_of(l)), sampler_(sampler_config_of(f.sampling)) {
     opts_ = generate_options_of(f, l);
     opts_.spec = spec;
-    if (!f.system.empty()) messages_.push_back({"system", f.system});
+    if (!f.system.empty()) messages_.push_back(message("system", f.system));
     base_messages_ = messages_.size();
-    if (auto id = l.tok->find_piece(l.tmpl->turn_end()); id && !l.tmpl->turn_end().empty()) turn_end_id_ = *id;
     for (int32_t id = 0; id < l.tok->n_vocab(); ++id)
       max_token_bytes_ = std::max(max_token_bytes_, l.tok->token_bytes(id).size());
   }
@@ -157,24 +164,33 @@ class Chat {
       refuse_turn(at_least, true, at_least);
       return false;
     }
-    std::vector<ChatMessage> next = messages_;
-    next.push_back({"user", text});
-    const ChatSegments delta = delta_for(next);
-    // The delta continues the last token in the history (e.g. a closing <|end|> that
-    // swallows the whitespace after it), so it encodes as the whole render would.
-    const int32_t after_id = s_.history().empty() ? -1 : s_.history().back();
-    const std::vector<int32_t> ids = encode_chat(*l_.tok, delta, s_.position() == 0, after_id);
-    if (!s_.fits(static_cast<int64_t>(ids.size()))) {
-      std::vector<ChatMessage> fresh(messages_.begin(), messages_.begin() + static_cast<long>(base_messages_));
-      fresh.push_back({"user", text});
-      const int64_t fresh_need =
-          static_cast<int64_t>(encode_chat(*l_.tok, l_.tmpl->render_segments(fresh, true), true).size());
-      refuse_turn(static_cast<int64_t>(ids.size()), false, fresh_need);
+    ChatRequest next;
+    next.messages = messages_;
+    next.messages.push_back(message("user", text));
+    // The whole conversation, and what the history already holds of it.
+    const ChatTurnPrompt p = plan_chat_turn(next, setup_, *l_.tok, s_);
+    const int64_t total = static_cast<int64_t>(p.ids.size());
+    if (total > s_.capacity()) {
+      ChatRequest fresh;
+      fresh.messages.assign(messages_.begin(), messages_.begin() + static_cast<long>(base_messages_));
+      fresh.messages.push_back(message("user", text));
+      const int64_t fresh_need = static_cast<int64_t>(plan_chat_turn(fresh, setup_, *l_.tok, s_).ids.size());
+      refuse_turn(total - p.keep, false, fresh_need);
       return false;
     }
-    TurnMark mark{s_.position(), 0, messages_.size(), n_done_, reply_closed_, reply_taken_back_};
+    const RewindResult rr = keep_shared_prefix(s_, p);
+    // A turn that rewinds into earlier turns (their render changed) moves their marks with it.
+    for (TurnMark& m : marks_) {
+      m.start = std::min(m.start, p.keep);
+      m.reply_start = std::min(m.reply_start, p.keep);
+    }
+    if (rr.removed > 0)
+      diag("[the history renders differently now: %lld tokens taken back and prefilled again]\n",
+           static_cast<long long>(rr.removed));
+    report_rewind(rr);
+    TurnMark mark{p.keep, 0, messages_.size()};
     // A failed write is reported when the command ends (main checks stdout).
-    const TurnResult r = s_.generate(ids, sampler_, opts_, [](std::string_view p) {
+    const TurnResult r = s_.generate(p.added(), sampler_, opts_, [](std::string_view p) {
       std::fwrite(p.data(), 1, p.size(), stdout);
       std::fflush(stdout);
     });
@@ -183,11 +199,8 @@ class Chat {
     last_reason_ = r.reason;
     mark.reply_start = s_.position() - static_cast<int64_t>(r.tokens.size());
     marks_.push_back(mark);
-    messages_ = std::move(next);
-    messages_.push_back({"assistant", r.text});
-    n_done_ = messages_.size();
-    reply_closed_ = r.reason == StopReason::kStopToken && turn_end_id_ >= 0 && r.stop_token == turn_end_id_;
-    reply_taken_back_ = false;
+    messages_ = std::move(next.messages);
+    messages_.push_back(message("assistant", r.text));
     if (r.reason == StopReason::kCapacity)
       std::fprintf(stderr, "[reply cut: the cache is full at %lld/%lld tokens; /undo or /reset]\n",
                    static_cast<long long>(s_.cached()), static_cast<long long>(s_.capacity()));
@@ -201,31 +214,9 @@ class Chat {
     return true;
   }
 
-  // The segments that continue the history with the turns of `next`. When the
-  // template renders the last reply differently once it is followed by a turn
-  // (Gemma 4 drops a reply's thinking and trims it), the reply's tokens are
-  // taken back and the reply is fed again as the template renders it.
-  ChatSegments delta_for(const std::vector<ChatMessage>& next) {
-    if (!reply_taken_back_) {
-      try {
-        return l_.tmpl->render_delta_segments(next, n_done_, reply_closed_);
-      } catch (const Error&) {
-        if (marks_.empty() || n_done_ == 0) throw;
-      }
-      const RewindResult rr = s_.rewind_to(marks_.back().reply_start);
-      reply_taken_back_ = true;
-      std::fprintf(stderr, "[the last reply renders differently as history; re-fed as the template renders it]\n");
-      report_rewind(rr);
-    }
-    return l_.tmpl->render_after_prompt_segments(next, n_done_ - 1);
-  }
-
   void reset() {
     s_.reset();
     messages_.resize(base_messages_);
-    n_done_ = 0;
-    reply_closed_ = false;
-    reply_taken_back_ = false;
     marks_.clear();
     std::fputs("[reset]\n", stderr);
     fill_line();
@@ -248,9 +239,6 @@ class Chat {
     marks_.pop_back();
     const RewindResult rr = s_.rewind_to(m.start);
     messages_.resize(m.n_messages);
-    n_done_ = m.n_done;
-    reply_closed_ = m.reply_closed;
-    reply_taken_back_ = m.reply_taken_back;
     std::fprintf(stderr, "[undo: removed the last turn, %lld tokens]\n", static_cast<long long>(rr.removed));
     report_rewind(rr);
     fill_line();
@@ -282,9 +270,6 @@ class Chat {
       const TurnMark m = marks_.back();
       marks_.pop_back();
       messages_.resize(m.n_messages);
-      n_done_ = m.n_done;
-      reply_closed_ = m.reply_closed;
-      reply_taken_back_ = m.reply_taken_back;
       end = m.start;
     }
     if (!marks_.empty() && keep < end) {
@@ -295,8 +280,6 @@ class Chat {
         reply = l_.tok->decode(std::span<const int32_t>(h.data() + m.reply_start, keep - m.reply_start));
       }
       messages_.back().content = reply;
-      reply_closed_ = false;
-      reply_taken_back_ = false;
     }
     std::fprintf(stderr, "[undo: removed %lld tokens]\n", static_cast<long long>(rr.removed));
     report_rewind(rr);
@@ -306,16 +289,11 @@ class Chat {
   const LlmFlags& f_;
   const LoadedModel& l_;
   Session& s_;
+  const ChatSetup setup_;
   Sampler sampler_;
   GenerateOptions opts_;
-  std::vector<ChatMessage> messages_;
+  std::vector<ChatRequestMessage> messages_;  // the conversation so far (system first, when given)
   size_t base_messages_ = 0;
-  size_t n_done_ = 0;
-  bool reply_closed_ = false;
-  // The history ends at the generation prompt of messages_[n_done_ - 1]: that
-  // reply's tokens were taken back (see delta_for).
-  bool reply_taken_back_ = false;
-  int32_t turn_end_id_ = -1;
   std::vector<TurnMark> marks_;
   size_t max_token_bytes_ = 1;  // the longest token's bytes (at least 1)
   int turns_ = 0, failed_ = 0;  // turns asked for, and those refused or failed

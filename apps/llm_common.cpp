@@ -143,6 +143,15 @@ GenerateOptions generate_options_of(const LlmFlags& f, const LoadedModel& l) {
   return o;
 }
 
+ChatSetup chat_setup_of(const LoadedModel& l) {
+  ChatSetup s;
+  s.format = l.tmpl.get();
+  s.reply_format = l.tmpl->reply_format();
+  s.renderer = "this run";
+  s.jinja_hint = "give one with --chat-template-file, or --chat auto on a model that ships one";
+  return s;
+}
+
 void print_cache_describe(const KvCache& cache) {
   diag("%s\n", cache.describe().c_str());
 }

@@ -13,6 +13,7 @@
 #include "chat/chat_request.h"
 #include "chat/jinja_chat.h"
 #include "chat/request_error.h"
+#include "runtime/chat_turn.h"
 #include "runtime/constraint.h"
 
 // A chat turn streamed on a session (og_session::chat).
@@ -172,12 +173,6 @@ ChatRequest request_of(const og_chat_request& q) {
   return r;
 }
 
-size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-  return n;
-}
-
 // Starts the turn (the session held, no stream running).
 void chat_start_held(og_session* session, const og_chat_request* req, const og_generate_options* opts) {
   need(req, "req");
@@ -191,27 +186,30 @@ void chat_start_held(og_session* session, const og_chat_request* req, const og_g
   check_generate_options(o);
   const std::shared_ptr<ChatAssets> assets = assets_of(session->core);
   const Tokenizer& tok = session->core->tok();
-  ChatPlan plan;
+  Session& s = *session->s;
+  // The whole conversation rendered and what the history shares with it
+  // (runtime/chat_turn.h, as `offgraph chat` plans its turns).
+  ChatTurnPrompt turn_prompt;
   try {
-    plan = plan_chat(request_of(q), assets->setup);
+    turn_prompt = plan_chat_turn(request_of(q), assets->setup, tok, s);
   } catch (const ChatRequestError& e) {
     api_fail(OG_ERR_INVALID_ARGUMENT, e.what());
   }
-  const std::vector<int32_t> ids = encode_chat(tok, plan.segments, true);
+  const ChatPlan& plan = turn_prompt.plan;
+  const std::vector<int32_t>& ids = turn_prompt.ids;
   if (ids.empty()) api_fail(OG_ERR_INVALID_ARGUMENT, "'messages' render to no tokens");
   // Everything that may refuse the request comes before the history is touched.
   GrammarConstraint constraint;
   if (!plan.grammar_text.empty()) constraint = constraint_of(plan, *assets, tok);
-  // Keep what the history shares with the new prompt; at least one token is prefilled.
-  Session& s = *session->s;
   if (static_cast<int64_t>(ids.size()) >= s.capacity())
     api_fail(OG_ERR_CAPACITY, "the conversation is ", ids.size(), " tokens and the session holds ", s.capacity(),
              " positions (raise kv_max_capacity)");
-  const size_t keep = std::min(common_prefix(s.history(), ids), ids.size() - 1);
-  if (static_cast<int64_t>(keep) < s.position()) {
-    s.rewind_to(static_cast<int64_t>(keep));
+  // Keep what the history shares with the new prompt; at least one token is prefilled.
+  const int64_t keep = turn_prompt.keep;
+  if (keep < s.position()) {
+    keep_shared_prefix(s, turn_prompt);
     auto& m = session->undo_marks;
-    while (!m.empty() && m.back() >= static_cast<int64_t>(keep)) m.pop_back();
+    while (!m.empty() && m.back() >= keep) m.pop_back();
     logits_changed(session, false);
   }
   const bool special_text = plan.special_text;
@@ -219,7 +217,8 @@ void chat_start_held(og_session* session, const og_chat_request* req, const og_g
   auto turn = std::make_shared<ChatTurn>(plan.reply);
   turn->prompt_tokens = static_cast<int64_t>(ids.size());
   turn->cached_tokens = static_cast<int64_t>(keep);
-  stream_start_held(session, ids.data() + keep, ids.size() - keep, o, [&](GenerateOptions& g) {
+  const std::span<const int32_t> added = turn_prompt.added();
+  stream_start_held(session, added.data(), added.size(), o, [&](GenerateOptions& g) {
     g.special_text = special_text;
     if (constraint.grammar) {
       g.grammar = constraint;
