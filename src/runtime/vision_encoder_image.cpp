@@ -1,0 +1,41 @@
+// vision_encoder_image.h: any tower's image into rows and a hash.
+#include "runtime/vision_encoder_image.h"
+
+#include <string>
+
+#include "base/error.h"
+
+namespace og {
+
+vision::PreprocessConfig preprocess_config(const VisionPixels& px) {
+  vision::PreprocessConfig c;
+  c.width = static_cast<int>(px.width);
+  c.height = static_cast<int>(px.height);
+  c.resample = px.bicubic ? vision::Resample::bicubic : vision::Resample::bilinear;
+  c.mean = px.mean;
+  c.std = px.std;
+  return c;
+}
+
+TowerImage encode_pixels(const VisionEncoder& enc, std::span<const float> pixels, int64_t width, int64_t height) {
+  TowerImage im;
+  im.rows = enc.encode(pixels, width, height);  // checks the size and the pixel count first
+  im.width = enc.width();
+  Sha256 h;
+  const std::string tag =
+      "offgraph image v1 " + enc.projector() + " " + std::to_string(width) + "x" + std::to_string(height) + "\n";
+  h.update(tag);
+  h.update(pixels.data(), pixels.size() * sizeof(float));
+  im.hash = h.finish();
+  return im;
+}
+
+TowerImage encode_image(const VisionEncoder& enc, const vision::Image& image) {
+  const VisionPixels px = enc.pixels_for(image.width, image.height);
+  OG_CHECK(px.width > 0 && px.height > 0 && px.width <= 16384 && px.height <= 16384, "image: the ",
+           enc.projector(), " tower asks for ", px.width, "x", px.height, " pixels");
+  const std::vector<float> pixels = vision::preprocess_image(image, preprocess_config(px));
+  return encode_pixels(enc, pixels, px.width, px.height);
+}
+
+}  // namespace og

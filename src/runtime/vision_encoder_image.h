@@ -1,0 +1,30 @@
+// The runtime side of model/vision_encoder.h, for any tower kind (Gemma 3,
+// Gemma 4, LLaVA): a decoded image -> the pixels the tower asks for
+// (src/vision's preprocess_image at the tower's size and normalization) ->
+// rows and the image's hash, the TowerImage a Session appends. A loader
+// holding a VisionEncoder plugs it into VisionModel::encoder with one line:
+//   vm->encoder = [enc](const vision::Image& im) { return encode_image(*enc, im); };
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "model/vision_encoder.h"
+#include "runtime/image_input.h"
+#include "vision/image.h"
+#include "vision/preprocess.h"
+
+namespace og {
+
+// vision::PreprocessConfig of a tower's VisionPixels (size, resampling, mean/std).
+vision::PreprocessConfig preprocess_config(const VisionPixels& px);
+
+// Preprocessed pixels [3, height, width] -> the tower's rows, hashed over a
+// tag naming the projector and the size, and the pixel floats' bytes (as
+// encode_image(VisionTower) does for Gemma 3's fixed size).
+TowerImage encode_pixels(const VisionEncoder& enc, std::span<const float> pixels, int64_t width, int64_t height);
+
+// A decoded image (RGB or RGBA) -> pixels_for(its size) -> preprocess -> rows.
+TowerImage encode_image(const VisionEncoder& enc, const vision::Image& image);
+
+}  // namespace og

@@ -1,0 +1,64 @@
+// runtime/vision_encoder_image.h: a decoded image through any tower kind
+// (tiny random Gemma 4 and LLaVA towers) into rows and a hash.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "model/vision_encoder.h"
+#include "model/vision_towers_fixture.h"
+#include "runtime/vision_encoder_image.h"
+#include "vision/preprocess.h"
+
+namespace og {
+namespace {
+
+vision::Image picture(int w, int h, int seed) {
+  vision::Image im;
+  im.width = w;
+  im.height = h;
+  im.channels = 3;
+  im.pixels.resize(static_cast<size_t>(w) * h * 3);
+  for (size_t i = 0; i < im.pixels.size(); ++i) im.pixels[i] = static_cast<uint8_t>((i * 37 + seed * 101) % 251);
+  return im;
+}
+
+TEST(VisionEncoderImage, AGemma4ImageKeepsItsAspectAndHashesItsPixels) {
+  const nlohmann::json j = nlohmann::json::parse(R"({"model_type": "gemma4", "text_config": {"hidden_size": 24},
+      "vision_config": {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "patch_size": 4,
+      "pooling_kernel_size": 2, "position_embedding_size": 48, "rms_norm_eps": 0.05,
+      "standardize": true, "use_clipped_linears": true}})");
+  test::MemorySource hf;
+  Gemma4VisionConfig c = test::gemma4_tiny_config();
+  c.position_table = 48;  // a 40 x 26 patch grid
+  test::add_gemma4_tower(hf, c, 3);
+  const std::unique_ptr<VisionEncoder> enc = load_vision_encoder(j, "config.json", hf);
+  // 280 tokens of 8x8 pixels for a 60 x 40 picture: it is scaled up, keeping 3:2.
+  const vision::Image im = picture(60, 40, 1);
+  const VisionPixels px = enc->pixels_for(60, 40);
+  EXPECT_EQ(px.width, 160);  // floor(60 * sqrt(17920 / 2400) / 8) * 8
+  EXPECT_EQ(px.height, 104);
+  const TowerImage a = encode_image(*enc, im);
+  EXPECT_EQ(a.width, 24);
+  EXPECT_EQ(a.n_rows(), enc->tokens_for(px.width, px.height));
+  EXPECT_EQ(a.n_rows(), 20 * 13);
+  const std::vector<float> pixels = vision::preprocess_image(im, preprocess_config(px));
+  EXPECT_TRUE(a.rows == enc->encode(pixels, px.width, px.height));
+  EXPECT_EQ(encode_image(*enc, im).hash, a.hash);
+  EXPECT_NE(encode_image(*enc, picture(60, 40, 2)).hash, a.hash);
+}
+
+TEST(VisionEncoderImage, ALlavaImageIsSquashedToItsSquare) {
+  const nlohmann::json j = nlohmann::json::parse(R"({"model_type": "llava", "vision_config": {
+      "hidden_size": 32, "image_size": 28, "intermediate_size": 48, "num_attention_heads": 4,
+      "num_hidden_layers": 3, "patch_size": 7, "layer_norm_eps": 0.05}})");
+  test::MemorySource hf;
+  test::add_llava_tower(hf, test::clip_tiny_config(), 8);
+  const std::unique_ptr<VisionEncoder> enc = load_vision_encoder(j, "config.json", hf);
+  const TowerImage a = encode_image(*enc, picture(50, 20, 3));
+  EXPECT_EQ(a.n_rows(), 16);
+  EXPECT_EQ(a.width, 24);
+}
+
+}  // namespace
+}  // namespace og
