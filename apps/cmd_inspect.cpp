@@ -22,6 +22,7 @@
 #include "format/gguf.h"
 #include "format/hf_config.h"
 #include "format/model_source.h"
+#include "inspect_vision.h"
 #include "kv/kv_types.h"
 #include "model/config.h"
 #include "model/kv_keys.h"
@@ -263,9 +264,10 @@ Json kv_of(const Model& m) {
 // Fills hparams and kv from the model as `run` would load it (weights left
 // mapped). Returns "" when it loads, else why it cannot be run; hparams are
 // still filled when the config reads but the tensors do not bind.
-std::string add_model(Json& j, const ModelSource& src) {
+std::string add_model(Json& j, const ModelSource& src, const std::string& mmproj) {
   j["hparams"] = Json::object();
   j["kv"] = nullptr;
+  j["vision"] = nullptr;
   try {
     LoadOptions opts;
     opts.mmap_only = true;
@@ -273,6 +275,7 @@ std::string add_model(Json& j, const ModelSource& src) {
     j["hparams"] = hparams_of(m->config());
     j["hparams"]["n_vocab"] = m->n_vocab();
     j["kv"] = kv_of(*m);
+    j["vision"] = model_vision(src, *m, mmproj);  // the tower it runs with; null when text-only
     // Where `run` puts the matrices by default (this load left them all
     // mapped): the dense part copied into huge pages, experts kept mapped.
     const WeightResidency r = m->weight_residency();
@@ -387,6 +390,9 @@ void print_text(const Json& j, const std::string& kv_why) {
                 layers.c_str());
   }
   for (const auto& n : kv["notes"]) std::printf("note:          %s\n", n.get<std::string>().c_str());
+  if (!j["vision"].is_null())
+    std::printf("vision:        %s (from %s)\n", j["vision"]["summary"].get<std::string>().c_str(),
+                j["vision"]["source"].get<std::string>().c_str());
   std::printf("layers:\n");
   std::string d = kv["layers"].get<std::string>();
   size_t start = 0;
@@ -396,6 +402,35 @@ void print_text(const Json& j, const std::string& kv_why) {
     if (nl > start) std::printf("  %s\n", d.substr(start, nl - start).c_str());
     start = nl + 1;
   }
+}
+
+// An mmproj GGUF: the file's facts and the tower's; exit 1 when offgraph cannot load it.
+int inspect_mmproj_file(const ModelSource& src, bool json) {
+  const GgufFile& g = *src.gguf();
+  Json j;
+  j["path"] = src.path();
+  j["format"] = cat("gguf v", g.version());
+  j["architecture"] = g.get_string("general.architecture").value_or("");
+  if (auto n = g.get_string("general.name")) j["name"] = *n;
+  j["tensors"] = tensor_summary(g);
+  std::string why;
+  j["vision"] = inspect_mmproj(g, &why);
+  j["runnable"] = why.empty();  // as a tower: beside a text model (--mmproj)
+  if (!why.empty()) j["error"] = why;
+  if (json) {
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::printf("model:         %s (%s)\n", src.path().c_str(), j["format"].get<std::string>().c_str());
+    std::printf("architecture:  %s", j["architecture"].get<std::string>().c_str());
+    if (j.contains("name")) std::printf("  (name: %s)", j["name"].get<std::string>().c_str());
+    std::printf("\n");
+    const Json& t = j["tensors"];
+    std::printf("tensors:       %s, %s\n", scalar_text(t["count"]).c_str(),
+                human_bytes(t["bytes"].get<uint64_t>()).c_str());
+    print_mmproj(j["vision"]);
+  }
+  if (!why.empty()) fail(why);
+  return 0;
 }
 
 }  // namespace
@@ -409,9 +444,14 @@ int cmd_inspect(const Args& args) {
           "configuration the loader reads from it. Exit code 0 when the model can be run;\n"
           "1 when the file cannot be read, or can be read but not run (an unknown\n"
           "architecture, a missing tensor, a vocabulary-only file): what it holds is\n"
-          "printed first, then the reason as the error line; 2 for bad usage.");
+          "printed first, then the reason as the error line; 2 for bad usage.\n"
+          "An mmproj GGUF (llama.cpp's vision tower file) is described as a tower:\n"
+          "projector type, sizes, tokens per image, mean/std; exit code 0 when offgraph\n"
+          "loads it with --mmproj.");
   add_model_flag(f, &model_flag, "the model, instead of the MODEL argument");
   f.add_bool("json", &json, "print one JSON object instead of text (\"error\" holds the reason it cannot run)");
+  std::string mmproj;
+  add_mmproj_flag(f, &mmproj);
   std::vector<std::string> positional;
   if (!f.parse(args, &positional)) {
     std::fputs(f.help().c_str(), stdout);
@@ -424,8 +464,12 @@ int cmd_inspect(const Args& args) {
   check_path_exists(model, "--model");
   // Opened once: what it holds and the model loaded from it read the same source.
   const std::shared_ptr<const ModelSource> src = ModelSource::open(model);
+  if (src->gguf() && is_mmproj(*src->gguf())) {
+    if (!mmproj.empty()) usage_fail("--mmproj goes with a text model; " + model + " is itself an mmproj file");
+    return inspect_mmproj_file(*src, json);
+  }
   Json j = src->hf() ? inspect_hf(*src) : inspect_gguf(*src);
-  const std::string why = add_model(j, *src);
+  const std::string why = add_model(j, *src, mmproj);
   j["runnable"] = why.empty();
   if (!why.empty()) j["error"] = why;
   if (json) {

@@ -31,6 +31,7 @@ double mib(int64_t bytes) { return bytes / (1024.0 * 1024.0); }
 void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   add_model_flag(fl, &f.run.model.model);
   add_tokenizer_flag(fl, &f.run.model.tokenizer);
+  add_mmproj_flag(fl, &f.run.model.mmproj);
   if (run) {
     fl.add_string("prompt", &f.prompt, "the prompt (required unless --interactive); not echoed to stdout");
     fl.add_short('p', "prompt");

@@ -74,6 +74,13 @@ void add_tokenizer_flag(Flags& fl, std::string* path) {
   fl.add_string("tokenizer", path, "tokenizer file or directory, instead of the one in or beside the model", "PATH");
 }
 
+void add_mmproj_flag(Flags& fl, std::string* path) {
+  fl.add_string("mmproj", path,
+                "a vision tower in llama.cpp's mmproj GGUF, loaded beside the model (as llama-mtmd-cli's --mmproj; "
+                "Gemma 3's); an HF directory's own tower loads without it; default: none",
+                "FILE");
+}
+
 void add_chat_flag(Flags& fl, ModelSetup& m, const std::string& use) {
   std::vector<std::string> chats = chat_template_names();
   chats.insert(chats.begin(), "auto");

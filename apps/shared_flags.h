@@ -42,6 +42,8 @@ const std::vector<std::string>& warnings();
 void add_model_flag(Flags& fl, std::string* path, const std::string& what = "");
 // --tokenizer PATH.
 void add_tokenizer_flag(Flags& fl, std::string* path);
+// --mmproj FILE: a vision tower in llama.cpp's mmproj GGUF (ModelSetup::mmproj).
+void add_mmproj_flag(Flags& fl, std::string* path);
 // --chat NAME|auto|0 and --chat-template-file PATH; `use` says what the
 // template is for in this command.
 void add_chat_flag(Flags& fl, ModelSetup& m, const std::string& use);

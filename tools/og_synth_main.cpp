@@ -3,6 +3,7 @@
 //            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4|harmony] [shape overrides]
 //            [--chat-template FILE] [--script FILE] [--embedding [--pooling P]] [--longrope ORIG] [--partial-rotary F] (phi3) [--tied true|false]
 //            [--row-pool N] (GGUF: large quantized matrices from N pool rows, for benchmark-sized files)
+//            [--vision [--mmproj-out P.gguf]] (gemma3: a tiny SigLIP tower; GGUF: the tower in llama.cpp's mmproj file)
 // Flags are parsed by the commands' flag library (base/flags.h): the same
 // spellings, checks and messages; bad usage exits 2, a failed write 1.
 #include <cstdio>
@@ -22,8 +23,8 @@ using og::synth::Family;
 using og::synth::SynthSpec;
 
 struct SynthFlags {
-  std::string family, format, out, preset = "tiny", dtype, tokenizer, chat_template, script, pooling;
-  bool embedding = false;
+  std::string family, format, out, preset = "tiny", dtype, tokenizer, chat_template, script, pooling, mmproj_out;
+  bool embedding = false, vision = false;
   int64_t seed = 1;
   // Shape overrides; applied only when given (the preset's value otherwise).
   int64_t d_model = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, d_ff = 0, ctx = 0, window = 0;
@@ -93,6 +94,15 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
              "from N encoded random rows per (dtype, row length), row r of a tensor a copy of pool row "
              "hash(name, r) % N: benchmark-sized files in minutes (docs/tools.md); default off");
   fl.add_choice("tied", &f.tied, {"true", "false"}, "override the preset's tied output (output = token embedding)");
+  fl.add_bool("vision", &f.vision,
+              "gemma3, tiny preset: add a tiny random SigLIP tower and Gemma 3's projector (56x56 pixels, patch 14, "
+              "2 layers, width 32, 4 tokens per image), Gemma 3's turn and image tokens in the stories vocabulary and "
+              "a Gemma-3-style chat template; --format hf writes a Gemma3ForConditionalGeneration directory with the "
+              "tower, --format gguf the text model (the tower goes to --mmproj-out)");
+  fl.add_string("mmproj-out", &f.mmproj_out,
+                "with --vision: also write the tower as llama.cpp's mmproj GGUF (clip.* keys, v.* / mm.* tensors; "
+                "f32, or f16/bf16 with that --dtype)",
+                "PATH");
 }
 
 SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
@@ -165,6 +175,13 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
     if (!f.script.empty()) og::usage_fail("--row-pool cannot write a --script model (its rows are chosen)");
     s.row_pool = f.row_pool;
   }
+  if (f.vision) {
+    if (fam != Family::kGemma3) og::usage_fail("--vision needs --family gemma3, not " + f.family);
+    if (f.preset != "tiny") og::usage_fail("--vision works with --preset tiny only");
+    if (!f.tokenizer.empty() && f.tokenizer != "stories") og::usage_fail("--vision needs --tokenizer stories");
+    s.vision = true;
+  }
+  if (!f.mmproj_out.empty() && !f.vision) og::usage_fail("--mmproj-out needs --vision");
   // Files are read after every usage check: a missing one is a failed write (exit 1).
   if (!f.chat_template.empty()) s.chat_template = og::read_text_file(f.chat_template);
   if (!f.script.empty()) {
@@ -191,6 +208,10 @@ int main(int argc, char** argv) {
     else og::synth::write_hf(s, f.out);
     std::printf("og-synth: wrote %s %s model to %s\n", og::synth::family_name(s.family), f.format.c_str(),
                 f.out.c_str());
+    if (!f.mmproj_out.empty()) {
+      og::synth::write_mmproj(s, f.mmproj_out);
+      std::printf("og-synth: wrote its vision tower (mmproj) to %s\n", f.mmproj_out.c_str());
+    }
     return 0;
   } catch (const og::UsageError& e) {
     std::fprintf(stderr, "og-synth: error: %s (see og-synth --help)\n", e.what());

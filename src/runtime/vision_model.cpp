@@ -60,9 +60,9 @@ std::string summary_of(const VisionTowerConfig& c, const std::string& projector)
 }
 
 void finish(VisionModel& v, const ProjectorKind& k, const Model& text, const Tokenizer& tok,
-            const std::string& model_path) {
+            const std::string& model_path, const std::string& where) {
   const VisionTowerConfig& c = v.tower->config();
-  OG_CHECK(c.text_hidden == text.config().d_model, v.path, ": the vision tower projects to width ", c.text_hidden,
+  OG_CHECK(c.text_hidden == text.config().d_model, where, ": the vision tower projects to width ", c.text_hidden,
            " but the text model's hidden size is ", text.config().d_model, " (an mmproj of another model?)");
   v.projection_width = c.text_hidden;
   v.summary = summary_of(c, k.name);
@@ -121,7 +121,7 @@ std::shared_ptr<const VisionModel> from_mmproj(const std::string& path, const Mo
   v->preprocess = vision::gemma3_siglip_config();
   read_mean_std(*f, "clip.vision.image_mean", v->preprocess.mean);
   read_mean_std(*f, "clip.vision.image_std", v->preprocess.std);
-  finish(*v, *k, text, tok, model_path);
+  finish(*v, *k, text, tok, model_path, "--mmproj " + path);
   return v;
 }
 
@@ -175,7 +175,7 @@ std::shared_ptr<const VisionModel> from_hf(const ModelSource& src, const Model& 
   v->keep_alive = src.tensors();
   v->preprocess = vision::gemma3_siglip_config();
   read_preprocessor_config(hf->dir, c.image_size, v->preprocess);
-  finish(*v, *k, text, tok, src.path());
+  finish(*v, *k, text, tok, src.path(), src.path());
   return v;
 }
 

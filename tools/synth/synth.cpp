@@ -238,7 +238,7 @@ std::string testdata_dir() {
 }
 
 int64_t n_vocab(const SynthSpec& spec) {
-  if (spec.tokenizer == "stories") return 512;
+  if (spec.tokenizer == "stories") return 512 + vision_extra_tokens(spec);
   if (spec.tokenizer == "llama3") return 128256;
   if (spec.tokenizer == "bert") return bert_vocab_size();
   if (spec.tokenizer == "harmony") return harmony_vocab_size();
@@ -257,6 +257,7 @@ void validate(const SynthSpec& s) {
   positive(s.head_dim, "head_dim");
   positive(s.d_ff, "d_ff");
   positive(s.n_ctx, "n_ctx");
+  validate_vision(s);
   OG_CHECK(s.n_heads % s.n_kv_heads == 0, "synthetic model: n_heads ", s.n_heads, " is not a multiple of n_kv_heads ",
            s.n_kv_heads);
   OG_CHECK(s.head_dim % 2 == 0, "synthetic model: head_dim ", s.head_dim, " must be even (RoPE pairs)");

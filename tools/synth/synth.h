@@ -126,6 +126,19 @@ struct SynthSpec {
   std::string pooling;
   bool bidirectional = false;
   std::vector<int64_t> dense;
+  // gemma3 only (synth_vision.cpp; og-synth --vision): a SigLIP tower and
+  // Gemma 3's projector beside the text model, the stories vocabulary given
+  // Gemma 3's turn and image tokens (ids 512-516) and a Gemma-3-style chat
+  // template. HF: a Gemma3ForConditionalGeneration directory holding the
+  // tower; GGUF: the text model, the tower apart through write_mmproj.
+  bool vision = false;
+  int64_t vision_image_size = 56;  // 4 x 4 patches of 14
+  int64_t vision_patch_size = 14;
+  int64_t vision_hidden = 32;
+  int64_t vision_d_ff = 64;
+  int64_t vision_layers = 2;
+  int64_t vision_heads = 4;
+  int64_t vision_tokens = 4;       // soft tokens per image (pooled 2 x 2)
 };
 
 // The embedding form of a tiny qwen3 (last-token pooling, as
@@ -155,6 +168,10 @@ int64_t gemma4_base_vocab();
 // Throws og::Error on a spec that cannot be written or a missing testdata tokenizer.
 void write_gguf(const SynthSpec& spec, const std::string& path);
 void write_hf(const SynthSpec& spec, const std::string& dir);  // creates dir
+// The vision spec's tower as llama.cpp's mmproj GGUF (clip.* keys, v.* / mm.*
+// tensors): the same values as the HF form's, f32 (f16/bf16 when the spec's
+// weight dtype is one), so both loads give the same rows.
+void write_mmproj(const SynthSpec& spec, const std::string& path);
 
 // ../shared/testdata as compiled in (OG_TESTDATA_DIR) unless $OFFGRAPH_TESTDATA is set.
 std::string testdata_dir();

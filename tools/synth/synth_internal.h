@@ -15,6 +15,7 @@
 #include "format/gguf.h"
 #include "format/safetensors.h"
 #include "model/config.h"
+#include "model/vision_tower.h"
 #include "synth/synth.h"
 
 namespace og::synth {
@@ -129,6 +130,22 @@ int64_t bert_vocab_size();
 TokenizerInfo bert_tokenizer_info();
 void add_bert_gguf_tokenizer(GgufWriter& w);
 void write_bert_hf_tokenizer(const std::string& dir);
+
+// Vision specs (synth_vision.cpp): the tower's shape, the checks, the tokens
+// added to the stories vocabulary (GGUF arrays and HF files), the chat
+// template, the nested HF config.json, the text tensors' names in it
+// (language_model.model.*), the tower's tensors and preprocessor_config.json.
+VisionTowerConfig vision_tower_config(const SynthSpec& s);
+void validate_vision(const SynthSpec& s);
+int64_t vision_extra_tokens(const SynthSpec& s);
+std::string vision_chat_template();
+void add_vision_gguf_tokens(const SynthSpec& s, const std::string& key, GgufValue& value);
+void add_vision_hf_tokens(const SynthSpec& s, nlohmann::ordered_json& tokenizer_json,
+                          nlohmann::ordered_json& tokenizer_config);
+nlohmann::ordered_json vision_hf_config(const SynthSpec& s, const nlohmann::ordered_json& text);
+std::string vision_hf_name(const std::string& text_name);
+std::vector<SafetensorsTensor> vision_hf_tensors(const SynthSpec& s);
+void write_vision_preprocessor_config(const SynthSpec& s, const std::string& dir);
 
 std::string join_path(const std::string& a, const std::string& b);
 void write_text_file(const std::string& path, const std::string& text);

@@ -52,6 +52,7 @@ TokenizerInfo tokenizer_info(const SynthSpec& spec) {
   } else {
     n_vocab(spec);  // validates the name
     t.eos_all = {2};
+    if (spec.vision) t.eos_all = {2, 513};  // </s>, <end_of_turn>
   }
   return t;
 }
@@ -63,8 +64,17 @@ void add_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w) {
   if (spec.tokenizer == "stories") {
     require(stories_gguf());
     auto src = GgufFile::open(stories_gguf());
-    for (const auto& [key, value] : src->metadata())
-      if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+    for (const auto& [key, value] : src->metadata()) {
+      if (key.rfind("tokenizer.", 0) != 0) continue;
+      GgufValue v = value;
+      if (key == "tokenizer.ggml.tokens" || key == "tokenizer.ggml.scores" || key == "tokenizer.ggml.token_type")
+        add_vision_gguf_tokens(spec, key, v);
+      w.set(key, v);
+    }
+    if (spec.vision) {
+      w.set("tokenizer.ggml.eot_token_id", GgufValue::make_u32(513));  // <end_of_turn>
+      w.set("tokenizer.chat_template", GgufValue::make_string(vision_chat_template()));
+    }
     return;
   }
   n_vocab(spec);
@@ -122,6 +132,15 @@ void write_hf_tokenizer(const SynthSpec& spec, const std::string& dir) {
       std::string src = join_path(stories_hf(), f);
       require(src);
       write_text_file(join_path(dir, f), read_text_file(src));
+    }
+    if (spec.vision) {
+      nlohmann::ordered_json tj = nlohmann::ordered_json::parse(read_text_file(join_path(dir, "tokenizer.json")));
+      nlohmann::ordered_json tc =
+          nlohmann::ordered_json::parse(read_text_file(join_path(dir, "tokenizer_config.json")));
+      add_vision_hf_tokens(spec, tj, tc);
+      write_text_file(join_path(dir, "tokenizer.json"), tj.dump(2) + "\n");
+      write_text_file(join_path(dir, "tokenizer_config.json"), tc.dump(2) + "\n");
+      write_text_file(join_path(dir, "chat_template.jinja"), vision_chat_template());
     }
     return;
   }

@@ -364,6 +364,7 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
     case Family::kNomicBert:
       break;
   }
+  if (s.vision) return vision_hf_config(s, c);  // Gemma3ForConditionalGeneration: c is its text_config
   return c;
 }
 
@@ -395,6 +396,7 @@ void write_hf(const SynthSpec& spec, const std::string& dir) {
     std::vector<SafetensorsTensor>& st = files[module_of(t.hf_name)];
     SafetensorsTensor x;
     x.name = module_of(t.hf_name).empty() ? t.hf_name : t.hf_name.substr(module_of(t.hf_name).size() + 1);
+    if (spec.vision) x.name = vision_hf_name(x.name);  // the text model under language_model.
     x.dtype = "F32";
     x.shape = t.shape;
     x.make = [&spec, t] {
@@ -406,6 +408,10 @@ void write_hf(const SynthSpec& spec, const std::string& dir) {
     st.push_back(std::move(x));
   }
   if (spec.family == Family::kGptOss) files[""] = gpt_oss_hf_tensors(spec);  // its experts fused, as transformers'
+  if (spec.vision) {
+    for (SafetensorsTensor& t : vision_hf_tensors(spec)) files[""].push_back(std::move(t));
+    write_vision_preprocessor_config(spec, dir);
+  }
   for (const auto& [module, st] : files)
     write_safetensors(join_path(module.empty() ? dir : join_path(dir, module), "model.safetensors"), st);
 }

@@ -1,0 +1,41 @@
+// Gemma 3's vision tower written as llama.cpp's mmproj GGUF (the file
+// `llama-mtmd-cli --mmproj` and `offgraph --mmproj` read) from its HF tensors:
+// `offgraph export --mmproj-out` and `og-synth --vision` write through here,
+// and gemma3_mmproj_config / bind_gemma3_mmproj (vision_tower.h) read it back.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "format/gguf.h"
+#include "format/tensor_source.h"
+#include "model/vision_tower.h"
+#include "tensor/dtype.h"
+
+namespace og {
+
+struct MmprojWriteOptions {
+  // The encoder's and projector's matrices (q/k/v/out, fc1/fc2, the
+  // projection); llama.cpp's converter writes them in its --outtype (f16 by
+  // default). F32, F16 or BF16. The patch and position embeddings, norms and
+  // biases are always f32, as the converter forces them.
+  DType matrices = DType::F16;
+  std::array<float, 3> image_mean{0.5f, 0.5f, 0.5f};  // clip.vision.image_mean (the processor's)
+  std::array<float, 3> image_std{0.5f, 0.5f, 0.5f};
+  std::string name;  // general.name ("" = none)
+};
+
+// The mmproj GGUF name of an HF vision tensor of Gemma3ForConditionalGeneration
+// (with the checkpoint's prefix `top` removed first: "" or "model."); "" for a
+// name that is not the tower's or the projector's.
+std::string gemma3_mmproj_name(const std::string& hf_name, const std::string& top);
+
+// Adds the clip.* keys of `c` and every tower tensor of `hf` (bound by
+// bind_gemma3_vision's names, so a missing or misshapen tensor is the same
+// og::Error) under llama.cpp's names: the soft norm as 1 + weight, the
+// pooling side (clip.vision.projector.scale_factor) written only when it is
+// not 4, as the converter does. Values are read when the writer writes.
+void add_gemma3_mmproj(const VisionTowerConfig& c, const TensorSource& hf, const MmprojWriteOptions& o,
+                       GgufWriter& w);
+
+}  // namespace og

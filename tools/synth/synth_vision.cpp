@@ -1,0 +1,265 @@
+// Vision models for tests (og-synth --vision; docs/tools.md): a tiny random
+// SigLIP tower and Gemma 3's projector beside a gemma3 text model, its
+// tokenizer given Gemma 3's image and turn tokens and a Gemma-3-style chat
+// template that writes <start_of_image> for each image part. The HF form is a
+// Gemma3ForConditionalGeneration directory (text under language_model.model.,
+// the tower under vision_tower.vision_model. and multi_modal_projector.,
+// preprocessor_config.json); the GGUF form is the text model and, apart,
+// llama.cpp's mmproj file of the same tower (model/mmproj_gguf.h).
+#include <cstring>
+#include <random>
+
+#include "base/error.h"
+#include "model/mmproj_gguf.h"
+#include "synth/synth_internal.h"
+
+namespace og::synth {
+
+namespace {
+
+// The tokens appended to the stories vocabulary (ids 512...), as control tokens.
+constexpr const char* kVisionTokens[] = {"<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>",
+                                         "<image_soft_token>"};
+
+// Gemma 3's prompt format, written here for the synthetic models: bos, the
+// system message folded into the first user turn, roles user and model, a
+// message's content a string or a list of parts where an image part is
+// <start_of_image> (the processor expands it) and a text part its text.
+constexpr const char* kGemma3VisionTemplate =
+    "{{- bos_token -}}"
+    "{%- set ns = namespace(prefix='') -%}"
+    "{%- set msgs = messages -%}"
+    "{%- if messages and messages[0]['role'] == 'system' -%}"
+    "{%- if messages[0]['content'] is string -%}{%- set ns.prefix = messages[0]['content'] + '\\n\\n' -%}"
+    "{%- else -%}{%- for p in messages[0]['content'] -%}{%- if p['type'] == 'text' -%}"
+    "{%- set ns.prefix = ns.prefix + p['text'] -%}{%- endif -%}{%- endfor -%}"
+    "{%- set ns.prefix = ns.prefix + '\\n\\n' -%}"
+    "{%- endif -%}"
+    "{%- set msgs = messages[1:] -%}"
+    "{%- endif -%}"
+    "{%- for m in msgs -%}"
+    "{{- '<start_of_turn>' + ('model' if m['role'] == 'assistant' else m['role']) + '\\n' -}}"
+    "{%- if loop.first -%}{{- ns.prefix -}}{%- endif -%}"
+    "{%- if m['content'] is string -%}{{- m['content'] | trim -}}"
+    "{%- else -%}{%- for p in m['content'] -%}"
+    "{%- if p['type'] == 'image' or p['type'] == 'image_url' -%}{{- '<start_of_image>' -}}"
+    "{%- elif p['type'] == 'text' -%}{{- p['text'] | trim -}}{%- endif -%}"
+    "{%- endfor -%}{%- endif -%}"
+    "{{- '<end_of_turn>\\n' -}}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<start_of_turn>model\\n' -}}{%- endif -%}";
+
+constexpr int64_t kStoriesVocab = 512;
+
+// The tower's HF tensors, generated from the spec's seed, held as f32.
+class VisionTensors : public TensorSource {
+ public:
+  explicit VisionTensors(const SynthSpec& s) {
+    const VisionTowerConfig c = vision_tower_config(s);
+    std::mt19937 rng(static_cast<uint32_t>(s.seed * 7919 + 48));
+    const int64_t d = c.hidden, f = c.intermediate, p = c.patch_size;
+    const std::string vm = "vision_tower.vision_model.";
+    add(rng, vm + "embeddings.patch_embedding.weight", {d, 3, p, p}, 0.05f, 0);
+    add(rng, vm + "embeddings.patch_embedding.bias", {d}, 0.1f, 0);
+    add(rng, vm + "embeddings.position_embedding.weight", {c.n_patches(), d}, 0.5f, 0);
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      const std::string lp = vm + "encoder.layers." + std::to_string(l) + ".";
+      for (const char* ln : {"layer_norm1", "layer_norm2"}) {
+        add(rng, lp + ln + ".weight", {d}, 0.2f, 1);
+        add(rng, lp + ln + ".bias", {d}, 0.1f, 0);
+      }
+      for (const char* m : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
+        add(rng, lp + "self_attn." + m + ".weight", {d, d}, 0.3f, 0);
+        add(rng, lp + "self_attn." + m + ".bias", {d}, 0.1f, 0);
+      }
+      add(rng, lp + "mlp.fc1.weight", {f, d}, 0.3f, 0);
+      add(rng, lp + "mlp.fc1.bias", {f}, 0.1f, 0);
+      add(rng, lp + "mlp.fc2.weight", {d, f}, 0.3f, 0);
+      add(rng, lp + "mlp.fc2.bias", {d}, 0.1f, 0);
+    }
+    add(rng, vm + "post_layernorm.weight", {d}, 0.2f, 1);
+    add(rng, vm + "post_layernorm.bias", {d}, 0.1f, 0);
+    add(rng, "multi_modal_projector.mm_soft_emb_norm.weight", {d}, 0.2f, 0);
+    add(rng, "multi_modal_projector.mm_input_projection_weight", {d, c.text_hidden}, 0.3f, 0);
+    for (size_t i = 0; i < infos_.size(); ++i) {
+      infos_[i].data = reinterpret_cast<const uint8_t*>(values_[i].data());
+      infos_[i].nbytes = values_[i].size() * sizeof(float);
+    }
+  }
+  const std::vector<TensorInfo>& tensors() const override { return infos_; }
+  const TensorInfo* find(std::string_view name) const override {
+    for (const TensorInfo& t : infos_)
+      if (t.name == name) return &t;
+    return nullptr;
+  }
+  std::string source_name() const override { return "synthetic vision tower"; }
+  const std::vector<float>& values(size_t i) const { return values_[i]; }
+
+ private:
+  // Uniform values in center +- half.
+  void add(std::mt19937& rng, std::string name, std::vector<int64_t> shape, float half, float center) {
+    int64_t n = 1;
+    for (int64_t x : shape) n *= x;
+    std::uniform_real_distribution<float> u(center - half, center + half);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = u(rng);
+    TensorInfo t;
+    t.name = std::move(name);
+    t.type_id = static_cast<uint32_t>(DType::F32);
+    t.type_name = "f32";
+    t.known_type = true;
+    t.shape = std::move(shape);
+    infos_.push_back(std::move(t));
+    values_.push_back(std::move(v));
+  }
+  std::vector<TensorInfo> infos_;
+  std::vector<std::vector<float>> values_;
+};
+
+}  // namespace
+
+VisionTowerConfig vision_tower_config(const SynthSpec& s) {
+  VisionTowerConfig c;
+  c.image_size = s.vision_image_size;
+  c.patch_size = s.vision_patch_size;
+  c.hidden = s.vision_hidden;
+  c.intermediate = s.vision_d_ff;
+  c.n_layers = s.vision_layers;
+  c.n_heads = s.vision_heads;
+  c.layer_norm_eps = 1e-6f;
+  c.mm_tokens_per_image = s.vision_tokens;
+  c.text_hidden = s.d_model;
+  return c;
+}
+
+void validate_vision(const SynthSpec& s) {
+  if (!s.vision) return;
+  OG_CHECK(s.family == Family::kGemma3, "synthetic model: --vision writes gemma3 models only, not ",
+           family_name(s.family));
+  OG_CHECK(s.tokenizer == "stories", "synthetic model: --vision needs the stories tokenizer (it gains Gemma 3's "
+           "image and turn tokens), not ", s.tokenizer);
+  OG_CHECK(!is_embedding(s), "synthetic model: --vision writes a generative model, not an embedding model");
+  vision_tower_config(s).check();
+}
+
+int64_t vision_extra_tokens(const SynthSpec& s) { return s.vision ? std::size(kVisionTokens) : 0; }
+
+std::string vision_chat_template() { return kGemma3VisionTemplate; }
+
+void add_vision_gguf_tokens(const SynthSpec& s, const std::string& key, GgufValue& value) {
+  if (!s.vision) return;
+  std::vector<GgufValue> v;
+  for (size_t k = 0; k < value.arr.size(); ++k) v.push_back(value.arr[k]);
+  OG_CHECK(static_cast<int64_t>(v.size()) == kStoriesVocab, "synthetic model: ", key, " has ", v.size(),
+           " entries, expected ", kStoriesVocab);
+  for (const char* t : kVisionTokens) {
+    if (key == "tokenizer.ggml.tokens") v.push_back(GgufValue::make_string(t));
+    else if (key == "tokenizer.ggml.scores") v.push_back(GgufValue::make_f32(0.0f));
+    else v.push_back(GgufValue::make_i32(3));  // token_type: control
+  }
+  value = GgufValue::make_array(value.arr.type(), v);
+}
+
+void add_vision_hf_tokens(const SynthSpec& s, nlohmann::ordered_json& tokenizer_json,
+                          nlohmann::ordered_json& tokenizer_config) {
+  if (!s.vision) return;
+  int64_t id = kStoriesVocab;
+  for (const char* t : kVisionTokens) {
+    nlohmann::ordered_json a = {{"id", id},          {"content", t},         {"single_word", false},
+                                {"lstrip", false},   {"rstrip", false},      {"normalized", false},
+                                {"special", true}};
+    tokenizer_json["model"]["vocab"][t] = id;
+    tokenizer_json["added_tokens"].push_back(a);
+    a.erase("id");
+    tokenizer_config["added_tokens_decoder"][std::to_string(id)] = a;
+    ++id;
+  }
+  tokenizer_config["chat_template"] = kGemma3VisionTemplate;
+}
+
+nlohmann::ordered_json vision_hf_config(const SynthSpec& s, const nlohmann::ordered_json& text) {
+  const VisionTowerConfig c = vision_tower_config(s);
+  nlohmann::ordered_json t = text;
+  t.erase("architectures");
+  t["model_type"] = "gemma3_text";
+  nlohmann::ordered_json cfg;
+  cfg["architectures"] = {"Gemma3ForConditionalGeneration"};
+  cfg["model_type"] = "gemma3";
+  cfg["boi_token_index"] = kStoriesVocab + 2;
+  cfg["eoi_token_index"] = kStoriesVocab + 3;
+  cfg["image_token_index"] = kStoriesVocab + 4;
+  cfg["mm_tokens_per_image"] = c.mm_tokens_per_image;
+  cfg["text_config"] = t;
+  cfg["vision_config"] = {{"model_type", "siglip_vision_model"},
+                          {"hidden_size", c.hidden},
+                          {"intermediate_size", c.intermediate},
+                          {"num_hidden_layers", c.n_layers},
+                          {"num_attention_heads", c.n_heads},
+                          {"patch_size", c.patch_size},
+                          {"image_size", c.image_size},
+                          {"num_channels", 3},
+                          {"layer_norm_eps", c.layer_norm_eps},
+                          {"hidden_act", "gelu_pytorch_tanh"},
+                          {"vision_use_head", false}};
+  cfg["tie_word_embeddings"] = text.value("tie_word_embeddings", true);
+  cfg["torch_dtype"] = "float32";
+  return cfg;
+}
+
+std::string vision_hf_name(const std::string& text_name) {
+  if (text_name.rfind("model.", 0) == 0) return "language_model." + text_name;
+  if (text_name.rfind("lm_head.", 0) == 0) return "language_model." + text_name;
+  return text_name;
+}
+
+std::vector<SafetensorsTensor> vision_hf_tensors(const SynthSpec& s) {
+  auto src = std::make_shared<VisionTensors>(s);
+  std::vector<SafetensorsTensor> out;
+  for (size_t i = 0; i < src->tensors().size(); ++i) {
+    SafetensorsTensor x;
+    x.name = src->tensors()[i].name;
+    x.dtype = "F32";
+    x.shape = src->tensors()[i].shape;
+    x.make = [src, i] {
+      const std::vector<float>& v = src->values(i);
+      std::vector<uint8_t> b(v.size() * sizeof(float));
+      std::memcpy(b.data(), v.data(), b.size());
+      return b;
+    };
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+void write_vision_preprocessor_config(const SynthSpec& s, const std::string& dir) {
+  const nlohmann::ordered_json p = {
+      {"image_processor_type", "Gemma3ImageProcessor"},
+      {"processor_class", "Gemma3Processor"},
+      {"do_resize", true},
+      {"size", {{"height", s.vision_image_size}, {"width", s.vision_image_size}}},
+      {"resample", 2},
+      {"do_rescale", true},
+      {"rescale_factor", 1.0 / 255.0},
+      {"do_normalize", true},
+      {"image_mean", {0.5, 0.5, 0.5}},
+      {"image_std", {0.5, 0.5, 0.5}},
+      {"do_convert_rgb", true},
+      {"image_seq_length", s.vision_tokens},
+  };
+  write_text_file(join_path(dir, "preprocessor_config.json"), p.dump(2) + "\n");
+}
+
+void write_mmproj(const SynthSpec& s, const std::string& path) {
+  OG_CHECK(s.vision, "synthetic model: an mmproj file needs a vision spec (--vision)");
+  validate_vision(s);
+  const VisionTensors src(s);
+  MmprojWriteOptions o;
+  // The HF form holds f32: an f32 mmproj gives its rows bit for bit.
+  o.matrices = s.weight_dtype == DType::F16 || s.weight_dtype == DType::BF16 ? s.weight_dtype : DType::F32;
+  o.name = "synthetic-gemma3-mmproj";
+  GgufWriter w;
+  add_gemma3_mmproj(vision_tower_config(s), src, o, w);
+  w.write(path);
+}
+
+}  // namespace og::synth
