@@ -10,6 +10,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
 #include "base/error.h"
 #include "shared_flags.h"
@@ -21,6 +23,8 @@
 #include "runtime/generation_limits.h"
 #include "runtime/scheduler.h"
 #include "scheduler_flags.h"
+#include "server/api_error.h"
+#include "server/api_request.h"
 #include "spec_flags.h"
 
 namespace og::app {
@@ -41,10 +45,32 @@ const SchedulerFlagNames kSchedulerNames{"max-decode-sequences", "sessions runni
 struct PromptSpec {
   std::string text;
   int64_t max_new_tokens = -1;  // -1: --max-new-tokens
+  // A JSON line's "messages" (and template variables): the whole
+  // conversation, read by the HTTP edge's parser; --system is not added.
+  std::optional<ChatRequest> chat = std::nullopt;
+  std::string where = {};  // "FILE:LINE" of a prompts-file line, for its errors
 };
 
+// The JSON line keys a chat request's body shares with a batch line.
+const std::set<std::string> kChatKeys = {"messages", "chat_template_kwargs", "reasoning_effort"};
+
+// A JSON line's chat part through the parser of POST /v1/chat/completions
+// (server/api_request.h), so that a message array means here what it means
+// in a request body, with the same errors.
+ChatRequest chat_of_line(const nlohmann::ordered_json& j, const std::string& where) {
+  nlohmann::ordered_json body = nlohmann::ordered_json::object();
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (kChatKeys.count(it.key())) body[it.key()] = it.value();
+  try {
+    return server::parse_chat_request(body).chat;
+  } catch (const server::ApiError& e) {
+    fail(where, ": ", e.what());
+  }
+}
+
 // One prompt per line; a line starting with '{' is a JSON object
-// {"prompt": "...", "max_new_tokens": N}. Empty lines are skipped.
+// {"prompt": "...", "max_new_tokens": N} or {"messages": [...], ...}.
+// Empty lines are skipped.
 std::vector<PromptSpec> read_prompts_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) fail("--prompts-file: cannot read ", path, ": ", std::strerror(errno));
@@ -59,14 +85,25 @@ std::vector<PromptSpec> read_prompts_file(const std::string& path) {
       out.push_back({line, -1});
       continue;
     }
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(line, nullptr, false);
     const std::string where = path + ":" + std::to_string(n);
     if (j.is_discarded() || !j.is_object()) fail(where, ": not a JSON object");
     for (auto it = j.begin(); it != j.end(); ++it)
-      if (it.key() != "prompt" && it.key() != "max_new_tokens")
-        fail(where, ": unknown key \"", it.key(), "\" (expected \"prompt\" and optionally \"max_new_tokens\")");
-    if (!j.contains("prompt") || !j["prompt"].is_string()) fail(where, ": \"prompt\" must be a string");
-    PromptSpec p{j["prompt"].get<std::string>(), -1};
+      if (it.key() != "prompt" && it.key() != "max_new_tokens" && !kChatKeys.count(it.key()))
+        fail(where, ": unknown key \"", it.key(),
+             "\" (expected \"prompt\" or \"messages\", and optionally \"max_new_tokens\", "
+             "\"chat_template_kwargs\", \"reasoning_effort\")");
+    PromptSpec p;
+    p.where = where;
+    if (j.contains("messages")) {
+      if (j.contains("prompt")) fail(where, ": give \"prompt\" (text) or \"messages\" (a chat), not both");
+      p.chat = chat_of_line(j, where);
+    } else {
+      if (!j.contains("prompt") || !j["prompt"].is_string()) fail(where, ": \"prompt\" must be a string");
+      for (const char* k : {"chat_template_kwargs", "reasoning_effort"})
+        if (j.contains(k)) fail(where, ": \"", k, "\" goes with \"messages\" (a chat), not with \"prompt\"");
+      p.text = j["prompt"].get<std::string>();
+    }
     if (j.contains("max_new_tokens")) {
       const auto& m = j["max_new_tokens"];
       if (!m.is_number_integer()) fail(where, ": \"max_new_tokens\" must be an integer");
@@ -86,7 +123,9 @@ std::vector<PromptSpec> read_prompts_file(const std::string& path) {
 
 void add_batch_flags(Flags& fl, BatchFlags& b) {
   fl.add_string("prompts-file", &b.prompts_file,
-                "prompts, one per line, or JSON lines {\"prompt\": ..., \"max_new_tokens\": ...}", "PATH");
+                "prompts, one per line, or JSON lines {\"prompt\": ..., \"max_new_tokens\": ...} or {\"messages\": "
+                "[...], ...} (a chat, read as a request body's)",
+                "PATH");
   add_scheduler_flags(fl, b.sched, kSchedulerNames);
   add_spec_flags(fl, b.spec);
   fl.add_int("prompt-rounds", &b.prompt_rounds, 1, 1000000,
@@ -169,6 +208,18 @@ class Output {
   int64_t next_ = 0;
 };
 
+// The conversation of a prompt: a JSON line's messages as given, else the
+// --system message (when given) and the prompt as the user's.
+ChatRequest chat_request_of(const PromptSpec& p, const std::string& system) {
+  if (p.chat) return *p.chat;
+  ChatRequest r;
+  if (!system.empty()) r.messages.emplace_back().role = "system";
+  if (!system.empty()) r.messages.back().content = system;
+  r.messages.emplace_back().role = "user";
+  r.messages.back().content = p.text;
+  return r;
+}
+
 // The most bytes one token stands for: a prompt of B bytes needs at least
 // B / this many tokens, which refuses a huge line before tokenizing it.
 size_t max_token_bytes(const Tokenizer& tok) {
@@ -223,14 +274,18 @@ int cmd_batch(const Args& args) {
   const std::unique_ptr<SchedulerDraft> draft = make_scheduler_draft(b.spec, run, so);  // outlives the scheduler
   if (draft) draft->apply(&so);
 
-  // Every prompt through the chat template, as `run` renders it. A prompt whose
+  // Every prompt as one og::ChatRequest rendered by plan_chat, as `run`, the
+  // server and the library render it. A prompt whose
   // size alone rules it out (more bytes than a session's tokens can stand
   // for) is refused without tokenizing it: a 10 MB line costs nothing.
   const size_t token_bytes = max_token_bytes(*l.tok);
+  const ChatSetup setup = chat_setup_of(l);
   std::vector<std::vector<int32_t>> prompts(specs.size());
   std::vector<std::string> refusals(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    const size_t bytes = specs[i].text.size() + f.system.size();
+    const ChatRequest req = chat_request_of(specs[i], f.system);
+    size_t bytes = 0;
+    for (const ChatRequestMessage& m : req.messages) bytes += m.content.value_or("").size();
     const int64_t at_least = static_cast<int64_t>(bytes / token_bytes);
     if (at_least > so.max_session_tokens) {
       refusals[i] = "the prompt is " + std::to_string(bytes) + " bytes, at least " + std::to_string(at_least) +
@@ -238,10 +293,11 @@ int cmd_batch(const Args& args) {
                     " tokens (not tokenized)";
       continue;
     }
-    std::vector<ChatMessage> messages;
-    if (!f.system.empty()) messages.push_back({"system", f.system});
-    messages.push_back({"user", specs[i].text});
-    prompts[i] = encode_chat(*l.tok, l.tmpl->render_segments(messages, true), true);
+    try {
+      prompts[i] = encode_chat(*l.tok, plan_chat(req, setup).segments, true);
+    } catch (const ChatRequestError& e) {
+      fail(specs[i].where.empty() ? "prompt " + std::to_string(i + 1) : specs[i].where, ": ", e.what());
+    }
   }
   ModelEngine engine(*l.model);
   Scheduler sched(engine, *l.tok, run.make_cache(), so);

@@ -160,5 +160,64 @@ TEST(Batch, BadFlagsAndFilesAreOneLineErrors) {
   }
 }
 
+// A JSON line's "messages" is read by the parser of POST /v1/chat/completions
+// and rendered as run, chat, the server and the library render the same
+// conversation: [system, user] gives run --system's text, [user, assistant,
+// user] (text parts too) the reply chat gives to its second turn.
+TEST(Batch, MessagesLinesMeanWhatARequestBodyMeans) {
+  const Proc run = offgraph({"run", "--model", kGguf, "--system", "Lily", "--prompt", "Once upon a time",
+                             "--max-new-tokens", "12"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const Proc chat = offgraph({"chat", "--model", kGguf, "--max-new-tokens", "12"}, "Once upon a time\nTom\n");
+  ASSERT_EQ(chat.code, 0) << chat.err;
+  const auto turns = lines(chat.out);
+  ASSERT_EQ(turns.size(), 2u) << chat.out;
+  nlohmann::json two = {{"messages",
+                         {{{"role", "user"}, {"content", "Once upon a time"}},
+                          {{"role", "assistant"}, {"content", turns[0]}},
+                          {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "T"}}, {{"type", "text"}, {"text", "om"}}}}}}},
+                        {"max_new_tokens", 12}};
+  const std::string path = scratch_dir() + "/messages.jsonl";
+  std::ofstream(path) << R"({"messages": [{"role": "system", "content": "Lily"}, {"role": "user", "content": "Once upon a time"}]})"
+                      << "\n" << two.dump() << "\n";
+  const Proc p = offgraph({"batch", "--model", kGguf, "--prompts-file", path, "--max-new-tokens", "12"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  const auto outs = lines(p.out);
+  ASSERT_EQ(outs.size(), 2u) << p.out;
+  EXPECT_EQ(outs[0], run.out);
+  EXPECT_EQ(outs[1], turns[1]);
+}
+
+// The request body's errors, with the file and line; a message only a Jinja
+// template renders is refused naming its field.
+TEST(Batch, BadMessagesLinesAreTheRequestBodysErrorsWithTheLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"messages": [{"role": "bot", "content": "x"}]})",
+       "bad.jsonl:2: 'messages[0].role' is 'bot': expected system, developer, user, assistant or tool"},
+      {R"({"messages": []})", "bad.jsonl:2: 'messages' is empty: give at least one message"},
+      {R"({"messages": [{"role": "user"}]})", "bad.jsonl:2: 'messages[0].content' is required"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text"}]}]})",
+       "bad.jsonl:2: 'messages[0].content[0].text' is required"},
+      {R"({"messages": "hi"})", "bad.jsonl:2: 'messages'"},
+      {R"({"prompt": "a", "messages": [{"role": "user", "content": "x"}]})",
+       "bad.jsonl:2: give \"prompt\" (text) or \"messages\" (a chat), not both"},
+      {R"({"prompt": "a", "reasoning_effort": "low"})", "bad.jsonl:2: \"reasoning_effort\" goes with \"messages\""},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "huge"})",
+       "bad.jsonl:2: 'reasoning_effort' is 'huge': expected none, minimal, low, medium or high"},
+      {R"({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "content": "42"}]})",
+       "bad.jsonl:2: 'messages[1].role' needs a Jinja chat template, and this run renders with the built-in '0' "
+       "template (give one with --chat-template-file, or --chat auto on a model that ships one)"},
+  };
+  const std::string path = scratch_dir() + "/bad.jsonl";
+  for (const auto& [line, message] : cases) {
+    std::ofstream(path) << "Once upon a time\n" << line << "\n";
+    const Proc p = offgraph({"batch", "--model", kGguf, "--prompts-file", path, "--max-new-tokens", "4"});
+    EXPECT_EQ(p.code, 1) << line << ": " << p.err;
+    EXPECT_NE(p.err.find(message), std::string::npos) << line << ": " << p.err;
+    EXPECT_EQ(lines(p.err).size(), 1u) << p.err;
+    EXPECT_EQ(p.out, "");
+  }
+}
+
 }  // namespace
 }  // namespace og::e2e
