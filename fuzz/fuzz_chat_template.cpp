@@ -1,14 +1,15 @@
 // libFuzzer target: chat-template rendering of arbitrary message contents.
 // Input: byte 0 picks a built-in template, byte 1 holds flags (a system
-// message, add_generation_prompt, reply_closed), the rest is split at NUL
-// bytes into message contents (user and assistant alternating). Every
-// render, incremental render and encoding must succeed or throw og::Error,
+// message, add_generation_prompt), the rest is split at NUL bytes into
+// message contents (user and assistant alternating). Every render (each
+// earlier turn's prompt too) and encoding must succeed or throw og::Error,
 // and no content may add a turn-end token: the stop ids in the encoding
 // are those of the same conversation with every content replaced by "x".
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,13 +43,15 @@ size_t count_stops(const std::vector<int32_t>& ids, const std::vector<int32_t>& 
 }
 
 void run(const og::ChatFormat& t, const std::vector<og::ChatMessage>& msgs, uint8_t flags) {
-  const bool gen = flags & 2, closed = flags & 4;
+  const bool gen = flags & 2;
   const og::ChatSegments full = t.render_segments(msgs, gen);
   check_segments(full);
-  for (size_t n_done = 1; n_done <= msgs.size(); ++n_done)
-    if (msgs[n_done - 1].role == "assistant") {
+  // Each earlier turn's prompt, as a chat rendered it before (a chat renders
+  // the whole conversation every turn, runtime/chat_turn.h).
+  for (size_t n = 1; n < msgs.size(); ++n)
+    if (msgs[n].role == "assistant") {
       try {
-        check_segments(t.render_delta_segments(msgs, n_done, closed));
+        check_segments(t.render_segments(std::span(msgs).first(n), true));
       } catch (const og::Error&) {
       }
     }

@@ -216,7 +216,8 @@ ChatSegments render_zephyr(Msgs m, bool gen) { return render_wrapped(m, gen, "ze
 // <|channel|>analysis<|message|>...<|end|> (its reasoning), then
 // <|start|>assistant<|channel|>final<|message|>... and <|return|>. A reply
 // therefore renders differently as history (final-channel markup, <|end|>
-// for <|return|>): chat re-feeds it (render_after_prompt_segments). Without
+// for <|return|>): a chat takes it back and prefills it as rendered
+// (runtime/chat_turn.h). Without
 // a generation prompt a last reply keeps <|return|>, as the template writes
 // it. Contents are not trimmed.
 ChatSegments render_harmony(Msgs m, bool gen) {
@@ -342,53 +343,6 @@ ReplyFormat ChatFormat::reply_format() const {
 
 std::string ChatFormat::render(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
   return chat_text(render_segments(messages, add_generation_prompt));
-}
-
-ChatSegments ChatFormat::render_delta_segments(std::span<const ChatMessage> messages, size_t n_done,
-                                                 bool reply_closed) const {
-  OG_CHECK(n_done <= messages.size(), "chat template ", name(), ": ", n_done,
-           " messages already rendered but the conversation has ", messages.size());
-  if (n_done == 0) return render_segments(messages, true);
-  const ChatMessage& reply = messages[n_done - 1];
-  OG_CHECK(reply.role == "assistant", "chat template ", name(),
-           ": incremental render needs the last rendered message to be the assistant's reply, not '",
-           reply.role, "'");
-  ChatSegments history = render_segments(messages.first(n_done - 1), true);
-  append_segment(history, reply.content, false);
-  if (reply_closed) append_segment(history, turn_end(), true);
-  return delta_after(history, render_segments(messages, true));
-}
-
-ChatSegments ChatFormat::render_after_prompt_segments(std::span<const ChatMessage> messages, size_t n_prompt) const {
-  OG_CHECK(n_prompt <= messages.size(), "chat template ", name(), ": ", n_prompt,
-           " messages already rendered but the conversation has ", messages.size());
-  if (n_prompt == 0) return render_segments(messages, true);
-  return delta_after(render_segments(messages.first(n_prompt), true), render_segments(messages, true));
-}
-
-ChatSegments ChatFormat::delta_after(const ChatSegments& history, const ChatSegments& full) const {
-  // The history must be a prefix of the full render, kinds included; its last
-  // segment may end inside the full render's matching segment.
-  bool prefix = history.size() <= full.size();
-  for (size_t i = 0; prefix && i < history.size(); ++i) {
-    const ChatSegment &h = history[i], &f = full[i];
-    prefix = h.is_template == f.is_template &&
-             (i + 1 < history.size() ? h.text == f.text : f.text.compare(0, h.text.size(), h.text) == 0);
-  }
-  OG_CHECK(prefix, "chat template ", name(),
-           ": earlier turns render differently once a turn is added; this conversation cannot be "
-           "extended incrementally");
-  if (history.empty()) return full;
-  ChatSegments delta;
-  const size_t k = history.size() - 1;
-  append_segment(delta, std::string_view(full[k].text).substr(history[k].text.size()), full[k].is_template);
-  for (size_t i = k + 1; i < full.size(); ++i) append_segment(delta, full[i].text, full[i].is_template);
-  return delta;
-}
-
-std::string ChatFormat::render_delta(std::span<const ChatMessage> messages, size_t n_done,
-                                       bool reply_closed) const {
-  return chat_text(render_delta_segments(messages, n_done, reply_closed));
 }
 
 std::string utc_date(int64_t now_unix) {

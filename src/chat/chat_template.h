@@ -3,8 +3,9 @@
 // the built-in formats the engine supports (llama3, gemma, gemma4, chatml,
 // mistral, llama2, phi3, zephyr, harmony, and `0` = raw text), recognition of a
 // model's stored Jinja template (`--chat auto`; the Jinja format itself is
-// chat/jinja_chat.h), and incremental rendering so that each new turn
-// prefills only the tokens it adds.
+// chat/jinja_chat.h). A conversation is always rendered whole; a session
+// keeps the prefix of its history that the next render shares
+// (runtime/chat_turn.h), so a new turn prefills only the tokens it adds.
 //
 // Rendering gives segments: the template's own text (markers, role names,
 // separators), whose special-token texts become control tokens, and message
@@ -16,8 +17,9 @@
 // BOS rule: rendered text never starts with the BOS token's text (only llama2
 // has it inside, opening each later user turn, as that format wants). The first render
 // of a conversation is encoded with encode_chat(tok, segments, true), which
-// prepends BOS when the vocabulary says so (special().add_bos); deltas are
-// encoded with first = false. So BOS is never doubled nor missing.
+// prepends BOS when the vocabulary says so (special().add_bos); a piece that
+// continues encoded text is encoded with first = false. So BOS is never
+// doubled nor missing.
 #pragma once
 
 #include <cstdint>
@@ -108,32 +110,6 @@ class ChatFormat {
   // Every marker text that ends a turn for this format (turn_end() first);
   // map them to ids with stop_ids() / Tokenizer::find_piece.
   virtual std::vector<std::string> stop_markers() const = 0;
-
-  // Incremental render for multi-turn chat. messages[0, n_done) are already in
-  // the token history, laid out as
-  //   render(messages[0, n_done-1), true) + messages[n_done-1].content
-  //   + (reply_closed ? turn_end() : "")
-  // where messages[n_done-1] is the assistant reply that was generated;
-  // reply_closed is true when generation stopped on the turn_end() token and that
-  // token is kept in the history (false when it was cut by a token budget or
-  // stopped on another stop id that the caller did not keep). Returns exactly the
-  // segments to append so that history + result == render(messages, true): the
-  // closing marker when needed, the new turns, and the assistant header last.
-  // n_done == 0 gives render_segments(messages, true). An og::Error when the layout
-  // above does not hold (n_done out of range, last done message not assistant).
-  ChatSegments render_delta_segments(std::span<const ChatMessage> messages, size_t n_done, bool reply_closed) const;
-  // chat_text(render_delta_segments(...)).
-  std::string render_delta(std::span<const ChatMessage> messages, size_t n_done, bool reply_closed) const;
-  // The segments to append to a history that holds exactly
-  // render(messages[0, n_prompt), true): used when the last reply's tokens were
-  // taken back because the template renders a finished reply differently from
-  // how it was generated (Gemma 4 drops its thinking and trims it). An
-  // og::Error when that history is not a prefix of render(messages, true).
-  ChatSegments render_after_prompt_segments(std::span<const ChatMessage> messages, size_t n_prompt) const;
-
- private:
-  // What follows `history` in `full`; an og::Error when history is not its prefix.
-  ChatSegments delta_after(const ChatSegments& history, const ChatSegments& full) const;
 };
 
 // Names accepted by make_chat_template besides "auto": llama3 gemma gemma4 chatml
@@ -169,14 +145,14 @@ std::unique_ptr<ChatFormat> make_chat_template(std::string_view name,
 // each of tmpl.stop_markers() that is a single token of the vocabulary. Sorted, unique.
 std::vector<int32_t> chat_stop_ids(const ChatFormat& tmpl, const Tokenizer& tok);
 
-// Encodes rendered chat (a render_segments() or a render_delta_segments()):
+// Encodes rendered chat (render_segments(), render_request_segments()):
 // special-token texts become special tokens only inside the template's own
 // segments, never inside contents; no EOS is added, and BOS is prepended only
 // when `first` and the vocabulary adds BOS (see the BOS rule above).
-// after_id: the token the segments continue (a delta's: the last token already
-// in the cache; -1 = none). When it swallows the whitespace on its right
+// after_id: the token the segments continue (the last token of text already
+// encoded; -1 = none). When it swallows the whitespace on its right
 // (tok.strips_space_after, e.g. Phi-3's <|end|>), the leading whitespace of the
-// segments is dropped, so incremental chat gives the ids of the whole render.
+// segments is dropped, so the pieces give the ids of the whole text.
 std::vector<int32_t> encode_chat(const Tokenizer& tok, std::span<const ChatSegment> segments, bool first,
                                  int32_t after_id = -1);
 

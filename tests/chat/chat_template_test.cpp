@@ -7,6 +7,8 @@
 #include <ctime>
 
 #include <map>
+#include <optional>
+#include <span>
 
 #include "base/error.h"
 
@@ -129,14 +131,28 @@ TEST(ChatTemplate, NoTemplateTextContainsBos) {
   }
 }
 
-// Simulates a chat: render the first turn, "generate" a reply, then append only
-// the delta for each new user turn; the running text must equal the full render.
+// What a chat turn prefills after a reply (runtime/chat_turn.h keeps the
+// history the render shares): the render of `msgs` past what the session
+// holds, render(msgs[0, n_done - 1), true) + the reply msgs[n_done - 1]
+// (+ turn_end() when the reply stopped on it, closed). nullopt when that
+// history is not a prefix of the render (the turn then takes the reply back).
+std::optional<std::string> after_reply(const ChatFormat& t, const std::vector<ChatMessage>& msgs, size_t n_done,
+                                       bool closed) {
+  std::string history = t.render(std::span(msgs).first(n_done - 1), true) + msgs[n_done - 1].content;
+  if (closed) history += t.turn_end();
+  const std::string full = t.render(msgs, true);
+  if (full.compare(0, history.size(), history) != 0) return std::nullopt;
+  return full.substr(history.size());
+}
+
+// Simulates a chat: render the first turn, "generate" a reply, then each new
+// user turn's render keeps all of the history before it (a turn prefills only
+// what follows); the running text equals the full render.
 void check_incremental(const ChatFormat& t, bool with_system, bool closed) {
   std::vector<ChatMessage> msgs;
   if (with_system) msgs.push_back({"system", "Be brief."});
   msgs.push_back({"user", "First question?"});
-  std::string text = t.render_delta(msgs, 0, closed);
-  EXPECT_EQ(text, t.render(msgs, true));
+  std::string text = t.render(msgs, true);
   const char* replies[] = {"Answer one.", " Answer two\n", "Three"};
   const char* users[] = {"Second?", " Third? ", "Fourth"};
   for (int turn = 0; turn < 3; ++turn) {
@@ -145,7 +161,7 @@ void check_incremental(const ChatFormat& t, bool with_system, bool closed) {
     if (closed) text += t.turn_end();
     size_t n_done = msgs.size();
     msgs.push_back({"user", users[turn]});
-    std::string delta = t.render_delta(msgs, n_done, closed);
+    const std::string delta = after_reply(t, msgs, n_done, closed).value_or("(the history is not a prefix)");
     text += delta;
     EXPECT_EQ(text, t.render(msgs, true)) << t.name() << " turn " << turn << " closed " << closed;
     // The delta ends with the assistant header, as a full render does.
@@ -158,7 +174,7 @@ void check_incremental(const ChatFormat& t, bool with_system, bool closed) {
 TEST(ChatTemplate, IncrementalEqualsFullForEveryTemplate) {
   for (const auto& n : chat_template_names()) {
     // harmony renders a reply differently as history (final-channel markup,
-    // <|end|> for <|return|>): HarmonyReplyIsReFedAsHistory below.
+    // <|end|> for <|return|>): HarmonyReplyRendersDifferentlyAsHistory below.
     if (n == "harmony") continue;
     auto t = make_chat_template(n, std::nullopt);
     for (bool sys : {false, true})
@@ -181,8 +197,8 @@ TEST(ChatTemplate, TruncatedReplyDeltaStartsWithTheClosingMarker) {
                         Case{"llama2", "<s>[INST] Tell", "</s><s>[INST] Tell"},
                         Case{"phi3", "\n<|user|>", "<|end|>\n<|user|>"}}) {
     auto t = make_chat_template(c.name, std::nullopt);
-    EXPECT_EQ(t->render_delta(conv, 3, true).rfind(c.closed_delta_start, 0), 0u) << c.name;
-    EXPECT_EQ(t->render_delta(conv, 3, false).rfind(c.open_delta_start, 0), 0u) << c.name;
+    EXPECT_EQ(after_reply(*t, conv, 3, true).value_or("").rfind(c.closed_delta_start, 0), 0u) << c.name;
+    EXPECT_EQ(after_reply(*t, conv, 3, false).value_or("").rfind(c.open_delta_start, 0), 0u) << c.name;
   }
 }
 
@@ -207,9 +223,6 @@ TEST(ChatTemplate, BadConversationsAreErrors) {
   auto t = make_chat_template("chatml", std::nullopt);
   std::vector<ChatMessage> bad_role = {{"tool", "x"}};
   EXPECT_THROW(t->render(bad_role), Error);
-  auto conv = conversation();
-  EXPECT_THROW(t->render_delta(conv, 5, true), Error);   // more done than present
-  EXPECT_THROW(t->render_delta(conv, 2, true), Error);   // last done is a user message
   std::vector<ChatMessage> late_system = {{"user", "a"}, {"system", "b"}};
   EXPECT_THROW(make_chat_template("gemma", std::nullopt)->render(late_system), Error);
   EXPECT_THROW(make_chat_template("mistral", std::nullopt)->render(late_system), Error);
@@ -273,12 +286,12 @@ const std::map<std::string, std::string>& model_templates() {
   return kTemplates;
 }
 
-// harmony: render_delta refuses (the reply's tokens are not how history
-// renders it); render_after_prompt continues the prompt with the reply as the
-// final channel and the next turn, which is what chat feeds after taking the
-// reply back. The generation header is <|start|>assistant and generation stops
-// on <|return|> or <|call|>, never on <|end|> (which closes the reasoning).
-TEST(ChatTemplate, HarmonyReplyIsReFedAsHistory) {
+// harmony: the reply as generated is not how history renders it, so a chat
+// turn takes it back; the next render continues the prompt with the reply as
+// the final channel and the next turn. The generation header is
+// <|start|>assistant and generation stops on <|return|> or <|call|>, never on
+// <|end|> (which closes the reasoning).
+TEST(ChatTemplate, HarmonyReplyRendersDifferentlyAsHistory) {
   auto t = make_chat_template("gpt-oss", std::nullopt);
   ASSERT_EQ(t->name(), "harmony");
   std::vector<ChatMessage> msgs = {{"user", "First?"}};
@@ -286,9 +299,10 @@ TEST(ChatTemplate, HarmonyReplyIsReFedAsHistory) {
   EXPECT_EQ(prompt.substr(prompt.size() - 18), "<|start|>assistant");
   msgs.push_back({"assistant", "Answer."});
   msgs.push_back({"user", "Second?"});
-  EXPECT_THROW(t->render_delta(msgs, 2, true), Error);
-  const std::string delta = chat_text(t->render_after_prompt_segments(msgs, 1));
-  EXPECT_EQ(prompt + delta, t->render(msgs, true));
+  EXPECT_FALSE(after_reply(*t, msgs, 2, true).has_value());
+  const std::string full = t->render(msgs, true);
+  ASSERT_EQ(full.rfind(prompt, 0), 0u);
+  const std::string delta = full.substr(prompt.size());
   EXPECT_EQ(delta, "<|channel|>final<|message|>Answer.<|end|><|start|>user<|message|>Second?<|end|><|start|>assistant");
   EXPECT_EQ(t->stop_markers(), (std::vector<std::string>{"<|return|>", "<|call|>"}));
   std::vector<ChatMessage> two_systems = {{"system", "a"}, {"user", "b"}, {"system", "c"}};
@@ -381,25 +395,7 @@ TEST(ChatTemplate, SegmentsSeparateContentsFromTemplateText) {
     if (n == "0") {
       EXPECT_EQ(segs.size(), 1u);
     }
-    if (n == "harmony") continue;  // no incremental delta after a reply: HarmonyReplyIsReFedAsHistory
-    ChatSegments delta = t->render_delta_segments(conv, 3, false);
-    expect_well_formed(delta, n + " delta");
-    EXPECT_EQ(chat_text(delta), t->render_delta(conv, 3, false)) << n;
   }
-}
-
-// A reply whose text equals the turn end is still content; the history/delta split keeps kinds.
-TEST(ChatTemplate, DeltaSplitsInsideTheClosingTemplateSegment) {
-  auto t = make_chat_template("chatml", std::nullopt);
-  std::vector<ChatMessage> conv = {{"user", "a"}, {"assistant", "b"}, {"user", "c"}};
-  ChatSegments closed = t->render_delta_segments(conv, 2, true);
-  ASSERT_EQ(closed.size(), 3u);
-  EXPECT_EQ(closed[0], (ChatSegment{"\n<|im_start|>user\n", true}));
-  EXPECT_EQ(closed[1], (ChatSegment{"c", false}));
-  EXPECT_EQ(closed[2], (ChatSegment{"<|im_end|>\n<|im_start|>assistant\n", true}));
-  ChatSegments open = t->render_delta_segments(conv, 2, false);
-  ASSERT_FALSE(open.empty());
-  EXPECT_EQ(open[0], (ChatSegment{"<|im_end|>\n<|im_start|>user\n", true}));
 }
 
 }  // namespace

@@ -41,8 +41,10 @@ std::vector<int32_t> whole_text_ids(const Tokenizer& tok, const std::string& tex
 }
 
 // Runs a three-turn chat the way the runtime does (prefill the first render,
-// append generated reply ids and the turn-end id, then only each delta) and
-// compares the token history with encoding the full render at once.
+// append generated reply ids and the turn-end id, then render the whole
+// conversation and keep the history it shares, runtime/chat_turn.h): the
+// whole history must be a prefix of the next render's ids, so a turn
+// prefills only what it adds.
 void check_token_incremental(const Tokenizer& tok, const ChatFormat& t) {
   std::vector<ChatMessage> msgs = {{"system", "You are terse."}, {"user", "Hi there"}};
   ChatSegments segs = t.render_segments(msgs);
@@ -61,14 +63,12 @@ void check_token_incremental(const Tokenizer& tok, const ChatFormat& t) {
                 std::equal(history.begin(), history.end(), in_context.begin()));
     history = in_context;
     history.push_back(*end_id);
-    size_t n_done = msgs.size();
     msgs.push_back({"user", users[turn]});
-    ChatSegments delta = t.render_delta_segments(msgs, n_done, true);
-    EXPECT_EQ(chat_text(delta), t.render_delta(msgs, n_done, true));
     segs = t.render_segments(msgs);
-    // The delta continues after the turn end the cache already holds.
-    history = cat(history, encode_chat(tok, delta, false, *end_id));
-    EXPECT_EQ(history, encode_chat(tok, segs, true)) << t.name() << " turn " << turn;
+    const std::vector<int32_t> next = encode_chat(tok, segs, true);
+    EXPECT_TRUE(next.size() > history.size() && std::equal(history.begin(), history.end(), next.begin()))
+        << t.name() << " turn " << turn;
+    history = next;
     EXPECT_EQ(encode_chat(tok, segs, true), whole_text_ids(tok, chat_text(segs), true)) << t.name() << " turn " << turn;
   }
 }
@@ -209,14 +209,6 @@ int check_no_injection(const Tokenizer& tok, const std::string& vocab) {
     const std::vector<int32_t> attacked = encode_chat(tok, t->render_segments(hostile), true);
     EXPECT_EQ(only(attacked, special), only(safe, special)) << vocab << " template " << name;
     EXPECT_GT(attacked.size(), safe.size()) << vocab << " template " << name;
-    // Incrementally: the delta after the hostile assistant reply adds the same
-    // structure (harmony re-feeds the reply after the prompt: see chat_template.h).
-    auto delta = [&](const std::vector<ChatMessage>& conv) {
-      return name == "harmony" ? t->render_after_prompt_segments(conv, 2) : t->render_delta_segments(conv, 3, true);
-    };
-    const std::vector<int32_t> safe_delta = encode_chat(tok, delta(harmless), false);
-    const std::vector<int32_t> attacked_delta = encode_chat(tok, delta(hostile), false);
-    EXPECT_EQ(only(attacked_delta, special), only(safe_delta, special)) << vocab << " template " << name;
     // The old encoding of the rendered string turned the contents' markers into tokens.
     if (only(whole_text_ids(tok, t->render(hostile), true), special).size() > only(safe, special).size())
       ++injectable;

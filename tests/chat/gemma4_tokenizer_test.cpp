@@ -142,12 +142,14 @@ TEST(Gemma4Chat, EarlierModelTurnsLoseTheirThinking) {
   // An unclosed channel runs to the end of the turn.
   const std::vector<ChatMessage> open = {{"user", "Hi"}, {"assistant", "ok<|channel>thinking..."}, {"user", "x"}};
   EXPECT_EQ(t->render(open, false), "<|turn>user\nHi<turn|>\n<|turn>model\nok<turn|>\n<|turn>user\nx<turn|>\n");
-  // The reply as generated is not a prefix of the history any more: incremental
-  // render refuses, and the render after the reply's prompt continues it.
-  EXPECT_THROW(t->render_delta(msgs, 2, true), Error);
-  const ChatSegments d = t->render_after_prompt_segments(msgs, 1);
-  EXPECT_EQ(chat_text(d), "Hello! <turn|>\n<|turn>user\nMore<turn|>\n<|turn>model\n");
-  EXPECT_EQ(t->render(std::span(msgs).first(1), true) + chat_text(d), t->render(msgs, true));
+  // The reply as generated is not a prefix of the next render (a chat turn
+  // takes it back, runtime/chat_turn.h); the reply's prompt is, and the
+  // render continues it with the reply as history renders it.
+  const std::string prompt = t->render(std::span(msgs).first(1), true);
+  const std::string full = t->render(msgs, true);
+  EXPECT_NE(full.rfind(prompt + msgs[1].content, 0), 0u);
+  ASSERT_EQ(full.rfind(prompt, 0), 0u);
+  EXPECT_EQ(full.substr(prompt.size()), "Hello! <turn|>\n<|turn>user\nMore<turn|>\n<|turn>model\n");
 }
 
 TEST(Gemma4Tokenizer, BadVocabularyIsNamed) {
