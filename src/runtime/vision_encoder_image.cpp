@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "runtime/vision_model.h"
 
 namespace og {
 
@@ -36,6 +37,15 @@ TowerImage encode_image(const VisionEncoder& enc, const vision::Image& image) {
            enc.projector(), " tower asks for ", px.width, "x", px.height, " pixels");
   const std::vector<float> pixels = vision::preprocess_image(image, preprocess_config(px));
   return encode_pixels(enc, pixels, px.width, px.height);
+}
+
+void use_encoder(VisionModel& v, std::shared_ptr<const VisionEncoder> enc) {
+  OG_CHECK(enc != nullptr, "vision: no tower");
+  v.projection_width = enc->width();
+  v.summary = enc->describe();
+  v.tokens_per_image = enc->max_tokens();
+  v.preprocess = preprocess_config(enc->pixels_for(1, 1));
+  v.encoder = [enc](const vision::Image& im) { return encode_image(*enc, im); };
 }
 
 }  // namespace og

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "model/vision_encoder.h"
@@ -26,5 +27,12 @@ TowerImage encode_pixels(const VisionEncoder& enc, std::span<const float> pixels
 
 // A decoded image (RGB or RGBA) -> pixels_for(its size) -> preprocess -> rows.
 TowerImage encode_image(const VisionEncoder& enc, const vision::Image& image);
+
+struct VisionModel;
+// A VisionModel's tower fields from an encoder of any kind: projection_width,
+// summary, tokens_per_image (the most, for Gemma 4), preprocess (what a
+// square image gets) and encoder (decoded image -> rows). The caller still
+// sets the path, what the matrices view (keep_alive), tokens and family facts.
+void use_encoder(VisionModel& v, std::shared_ptr<const VisionEncoder> enc);
 
 }  // namespace og

@@ -10,6 +10,8 @@
 #include "format/hf_config.h"
 #include "model/config.h"
 #include "model/families/family.h"
+#include "model/vision_encoder.h"
+#include "runtime/vision_encoder_image.h"
 
 namespace og {
 namespace {
@@ -27,6 +29,9 @@ struct ProjectorKind {
 const std::vector<ProjectorKind>& projector_kinds() {
   static const std::vector<ProjectorKind> kinds = {
       {"gemma3", {"gemma3"}, "<start_of_image>", "<image_soft_token>", "<end_of_image>"},
+      // model/vision_encoder.h's towers ("" = no such token): Gemma 4's, LLaVA 1.5's
+      {"gemma4v", {"gemma4"}, "<|image>", "<|image|>", "<image|>"},
+      {"mlp", {"llama"}, "", "<image>", ""},
   };
   return kinds;
 }
@@ -61,20 +66,23 @@ std::string summary_of(const VisionTowerConfig& c, const std::string& projector)
 
 void finish(VisionModel& v, const ProjectorKind& k, const Model& text, const Tokenizer& tok,
             const std::string& model_path, const std::string& where) {
-  const VisionTowerConfig& c = v.tower->config();
-  OG_CHECK(c.text_hidden == text.config().d_model, where, ": the vision tower projects to width ", c.text_hidden,
-           " but the text model's hidden size is ", text.config().d_model, " (an mmproj of another model?)");
-  v.projection_width = c.text_hidden;
-  v.summary = summary_of(c, k.name);
-  v.tokens.begin = need_token(tok, k.begin, k, model_path);
+  if (v.tower) {  // else use_encoder filled these
+    const VisionTowerConfig& c = v.tower->config();
+    v.projection_width = c.text_hidden;
+    v.summary = summary_of(c, k.name);
+    v.tokens_per_image = c.mm_tokens_per_image;
+    v.preprocess.width = static_cast<int>(c.image_size);
+    v.preprocess.height = static_cast<int>(c.image_size);
+  }
+  OG_CHECK(v.projection_width == text.config().d_model, where, ": the vision tower projects to width ",
+           v.projection_width, " but the text model's hidden size is ", text.config().d_model,
+           " (an mmproj of another model?)");
+  v.tokens.begin = *k.begin ? need_token(tok, k.begin, k, model_path) : -1;
   v.tokens.placeholder = need_token(tok, k.placeholder, k, model_path);
-  v.tokens.end = need_token(tok, k.end, k, model_path);
-  v.tokens_per_image = c.mm_tokens_per_image;
+  v.tokens.end = *k.end ? need_token(tok, k.end, k, model_path) : -1;
   const FamilySpec* fam = family_by_name(text.architecture());
   v.bidirectional = fam != nullptr && fam->image_spans_bidirectional;
   v.projector = k.name;
-  v.preprocess.width = static_cast<int>(c.image_size);
-  v.preprocess.height = static_cast<int>(c.image_size);
 }
 
 void check_family(const ProjectorKind& k, const Model& text, const std::string& file) {
@@ -115,6 +123,12 @@ std::shared_ptr<const VisionModel> from_mmproj(const std::string& path, const Mo
   check_family(*k, text, "--mmproj " + path);
   auto v = std::make_shared<VisionModel>();
   v->path = path;
+  if (*type != "gemma3") {  // Gemma 4's and LLaVA's towers, through model/vision_encoder.h
+    use_encoder(*v, load_vision_encoder(*f));
+    v->keep_alive = f;
+    finish(*v, *k, text, tok, model_path, "--mmproj " + path);
+    return v;
+  }
   const VisionTowerConfig c = gemma3_mmproj_config(*f);
   v->tower = std::make_shared<const VisionTower>(c, bind_gemma3_mmproj(c, *f));
   v->keep_alive = f;

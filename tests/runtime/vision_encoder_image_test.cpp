@@ -1,12 +1,20 @@
 // runtime/vision_encoder_image.h: a decoded image through any tower kind
-// (tiny random Gemma 4 and LLaVA towers) into rows and a hash.
+// (tiny random Gemma 4 and LLaVA towers) into rows and a hash; and --mmproj
+// files of those kinds reaching load_model's vision loader.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <functional>
 #include <memory>
 
+#include "base/error.h"
 #include "model/vision_encoder.h"
+#include "model/vision_mmproj_writers.h"
 #include "model/vision_towers_fixture.h"
+#include "runtime/run_setup.h"
 #include "runtime/vision_encoder_image.h"
+#include "synth/synth.h"
+#include "temp_dir.h"
 #include "vision/preprocess.h"
 
 namespace og {
@@ -58,6 +66,57 @@ TEST(VisionEncoderImage, ALlavaImageIsSquashedToItsSquare) {
   const TowerImage a = encode_image(*enc, picture(50, 20, 3));
   EXPECT_EQ(a.n_rows(), 16);
   EXPECT_EQ(a.width, 24);
+}
+
+std::string load_error(const std::string& model, const std::string& mmproj) {
+  ModelSetup s;
+  s.model = model;
+  s.mmproj = mmproj;
+  try {
+    load_model(s);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                              static_cast<std::streamsize>(bytes.size()));
+}
+
+TEST(VisionEncoderImage, Gemma4vAndMlpMmprojFilesReachTheirTowersFromLoadModel) {
+  // og-synth's Gemma 4 (d_model 128) and Llama text models have no image
+  // tokens, so a tower of the right width loads and then the first missing
+  // token is named; one of another width is refused before that. Either
+  // message means the projector type reached model/vision_encoder.h's tower.
+  test::TempDir dir;
+  const synth::SynthSpec g4 = synth::tiny_spec(synth::Family::kGemma4);
+  const synth::SynthSpec llama = synth::tiny_spec(synth::Family::kLlama);
+  synth::write_gguf(g4, dir.path("g4.gguf"));
+  synth::write_gguf(llama, dir.path("llama.gguf"));
+  Gemma4VisionConfig c = test::gemma4_tiny_config();
+  c.text_hidden = g4.d_model;
+  test::MemorySource g4_tower;
+  test::add_gemma4_tower(g4_tower, c, 2);
+  write_file(dir.path("g4v.gguf"), test::gemma4_mmproj_of(g4_tower, c));
+  EXPECT_NE(load_error(dir.path("g4.gguf"), dir.path("g4v.gguf")).find("the tokenizer has no <|image> token"),
+            std::string::npos);
+  c.text_hidden = 24;
+  test::MemorySource narrow;
+  test::add_gemma4_tower(narrow, c, 2);
+  write_file(dir.path("narrow.gguf"), test::gemma4_mmproj_of(narrow, c));
+  EXPECT_NE(load_error(dir.path("g4.gguf"), dir.path("narrow.gguf"))
+                .find("the vision tower projects to width 24 but the text model's hidden size is 128"),
+            std::string::npos);
+  test::MemorySource clip;
+  test::add_llava_tower(clip, test::clip_tiny_config(), 4, "", 40, llama.d_model);
+  write_file(dir.path("mlp.gguf"), test::llava_mmproj_of(clip, test::clip_tiny_config(), false));
+  EXPECT_NE(load_error(dir.path("llama.gguf"), dir.path("mlp.gguf")).find("the tokenizer has no <image> token"),
+            std::string::npos);
+  // A gemma4v tower with a Llama text model: the family is named.
+  EXPECT_NE(load_error(dir.path("llama.gguf"), dir.path("g4v.gguf")).find("needs a gemma4 text model"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -142,7 +142,8 @@ TEST(VisionModel, BadMmprojFilesAreOneLineErrors) {
   EXPECT_NE(err(m, m).find("not an mmproj (clip) file: clip.projector_type is missing (general.architecture is "
                            "gemma3)"),
             std::string::npos);
-  EXPECT_NE(err(m, write_keys("llava.gguf", "mlp", 64)).find("projector type mlp is not supported"),
+  EXPECT_NE(err(m, write_keys("qwen.gguf", "qwen2vl_merger", 64))
+                .find("projector type qwen2vl_merger is not supported"),
             std::string::npos);
   // Another text width: the tower's own projection is refused before any tensor is read.
   synth::SynthSpec narrow = files().spec;
