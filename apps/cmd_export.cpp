@@ -1,6 +1,7 @@
-// `offgraph export --model HF_DIR --out X.gguf [--dtype T]`: a Hugging Face
-// checkpoint as one GGUF file that offgraph and llama.cpp both run, with the
-// tokenizer and the off-graph cache geometry (offgraph.kv.*) in its metadata.
+// `offgraph export --model HF_DIR --out X.gguf [--dtype T] [--mmproj-out P.gguf]`:
+// a Hugging Face checkpoint as one GGUF file that offgraph and llama.cpp both
+// run, with the tokenizer and the off-graph cache geometry (offgraph.kv.*) in
+// its metadata; a vision checkpoint's tower as llama.cpp's mmproj GGUF.
 #include <cstdio>
 #include <filesystem>
 
@@ -8,13 +9,14 @@
 #include "convert_common.h"
 #include "base/flags.h"
 #include "format/model_source.h"
+#include "model/mmproj_gguf.h"
 #include "shared_flags.h"
 #include "tokenizer/gguf_vocab_export.h"
 
 namespace og::app {
 
 int cmd_export(const Args& args) {
-  std::string model, out;
+  std::string model, out, mmproj_out;
   ConvertFlags f;
   f.dtype = "f16";
   Flags fl = command_flags("export", "--model HF_DIR --out X.gguf [--dtype T] [options]");
@@ -27,13 +29,18 @@ int cmd_export(const Args& args) {
                 "docs/export-quantize.md has the tables); 1-D tensors stay f32. "
                 "Importance matrices (--imatrix) are not supported",
                 "T");
+  fl.add_string("mmproj-out", &mmproj_out,
+                "also write the checkpoint's vision tower (Gemma 3's) as llama.cpp's mmproj GGUF, for --mmproj; its "
+                "matrices f16 (f32 or bf16 with that --dtype; patch and position embeddings, norms and biases f32, as "
+                "llama.cpp's converter); with it, --out may be left out",
+                "PATH");
   add_convert_flags(fl, f);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);
     return 0;
   }
   check_model_given(model);
-  if (out.empty()) usage_fail("--out is required");
+  if (out.empty() && mmproj_out.empty()) usage_fail("--out is required (or --mmproj-out for the vision tower alone)");
   check_path_exists(model, "--model");  // a missing path: exit 1, as in every command
   std::error_code ec;
   if (!std::filesystem::is_directory(model, ec))
@@ -41,9 +48,23 @@ int cmd_export(const Args& args) {
   ConvertOptions o = convert_options_of(f);
   // The directory is read once: its tokenizer keys, weights and templates come
   // from one source (its weights opened by the export, after the tokenizer's checks).
-  const std::shared_ptr<const ModelSource> src = ModelSource::open(model, /*weights=*/false);
-  o.metadata = tokenizer_gguf_keys(*src->hf());
-  return run_conversion([&] { return export_hf_to_gguf(*src, out, o); }, out);
+  // With --mmproj-out the weights are opened with the directory: the text
+  // export and the tower read the same safetensors.
+  const std::shared_ptr<const ModelSource> src = ModelSource::open(model, /*weights=*/!mmproj_out.empty());
+  if (!out.empty()) {
+    o.metadata = tokenizer_gguf_keys(*src->hf());
+    const int rc = run_conversion([&] { return export_hf_to_gguf(*src, out, o); }, out);
+    if (rc != 0 || mmproj_out.empty()) return rc;
+  }
+  MmprojWriteOptions mo;
+  mo.matrices = o.type.base == DType::F32 || o.type.base == DType::BF16 ? o.type.base : DType::F16;
+  const VisionTowerConfig c = export_hf_mmproj(*src, mmproj_out, mo, f.force);
+  diag("[summary] wrote %s: gemma3 vision tower (mmproj), %lld layers, %lldx%lld pixels, %lld tokens per image, "
+       "matrices %s\n",
+       mmproj_out.c_str(), static_cast<long long>(c.n_layers), static_cast<long long>(c.image_size),
+       static_cast<long long>(c.image_size), static_cast<long long>(c.mm_tokens_per_image),
+       dtype_name(static_cast<uint32_t>(mo.matrices)).c_str());
+  return 0;
 }
 
 }  // namespace og::app

@@ -2,10 +2,15 @@
 #include "model/mmproj_gguf.h"
 
 #include <cmath>
+#include <filesystem>
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
+#include "format/hf_config.h"
+#include "format/hf_image_processor.h"
 #include "kernels/ops.h"
 #include "model/tensor_codec.h"
 
@@ -103,6 +108,35 @@ void add_gemma3_mmproj(const VisionTowerConfig& c, const TensorSource& hf, const
                    return encode_rows(dt, v.data(), static_cast<int64_t>(v.size()) / cols, cols);
                  }));
   }
+}
+
+VisionTowerConfig export_hf_mmproj(const ModelSource& src, const std::string& out_path, MmprojWriteOptions o,
+                                   bool overwrite) {
+  const HfCheckpoint* hf = src.hf();
+  OG_CHECK(hf != nullptr && src.tensors() != nullptr, src.path(),
+           ": --mmproj-out reads a Hugging Face checkpoint directory with its weights");
+  OG_CHECK(hf->config.contains("vision_config"), src.path(),
+           ": --mmproj-out: the model has no vision tower (config.json has no vision_config)");
+  const std::string type = json_string(hf->config, "model_type", hf->config_path).value_or("");
+  OG_CHECK(type == "gemma3", src.path(), ": --mmproj-out writes Gemma 3's tower (model_type gemma3), not model_type ",
+           type.empty() ? std::string("(none)") : type);
+  const VisionTowerConfig c = gemma3_vision_config(hf->config, hf->config_path);
+  if (const std::optional<HfImageProcessor> p = read_hf_image_processor(hf->dir)) {
+    if (p->mean) o.image_mean = *p->mean;
+    if (p->std) o.image_std = *p->std;
+  }
+  if (o.name.empty()) o.name = std::filesystem::path(src.path()).filename().string();
+  AtomicOutput out(out_path, overwrite);
+  GgufWriter w;
+  add_gemma3_mmproj(c, *src.tensors(), o, w);
+  w.write(out.path());
+  if (!out.in_place()) {
+    // Read back as --mmproj reads it: the config and every tensor.
+    const std::unique_ptr<GgufFile> f = GgufFile::open(out.path());
+    bind_gemma3_mmproj(gemma3_mmproj_config(*f), *f);
+  }
+  out.commit();
+  return c;
 }
 
 }  // namespace og

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "format/gguf.h"
+#include "format/model_source.h"
 #include "format/tensor_source.h"
 #include "model/vision_tower.h"
 #include "tensor/dtype.h"
@@ -37,5 +38,16 @@ std::string gemma3_mmproj_name(const std::string& hf_name, const std::string& to
 // not 4, as the converter does. Values are read when the writer writes.
 void add_gemma3_mmproj(const VisionTowerConfig& c, const TensorSource& hf, const MmprojWriteOptions& o,
                        GgufWriter& w);
+
+// `offgraph export --mmproj-out`: the tower of the HF Gemma3ForConditionalGeneration
+// directory `src` (opened with its weights) as an mmproj at out_path,
+// written under a temporary name, read back (config and every tensor bound
+// as --mmproj binds them) and renamed when complete; an existing file is an
+// og::Error unless `overwrite`. o.image_mean / image_std are replaced by
+// preprocessor_config.json's when it states them. og::Error naming the
+// directory when it has no vision tower or one of another kind. Returns the
+// tower's config.
+VisionTowerConfig export_hf_mmproj(const ModelSource& src, const std::string& out_path, MmprojWriteOptions o,
+                                   bool overwrite);
 
 }  // namespace og

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "format/hf_config.h"
+#include "format/hf_image_processor.h"
 #include "model/config.h"
 #include "model/families/family.h"
 #include "model/vision_encoder.h"
@@ -142,32 +143,20 @@ std::shared_ptr<const VisionModel> from_mmproj(const std::string& path, const Mo
 // preprocessor_config.json beside config.json, when present: mean, std,
 // rescale factor and resample (2 bilinear, 3 bicubic); its size must be the
 // tower's image size.
-void read_preprocessor_config(const std::string& dir, int64_t image_size, vision::PreprocessConfig& p) {
-  const std::string file = dir + "/preprocessor_config.json";
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) return;
-  const nlohmann::json j = read_json_file(file);
-  for (const char* key : {"image_mean", "image_std"}) {
-    if (!json_has(j, key)) continue;
-    const nlohmann::json& a = j[key];
-    OG_CHECK(a.is_array() && a.size() == 3, file, ": ", key, " must be a list of 3 numbers, got ", json_excerpt(a));
-    std::array<float, 3>& out = std::string(key) == "image_mean" ? p.mean : p.std;
-    for (size_t i = 0; i < 3; ++i) {
-      OG_CHECK(a[i].is_number(), file, ": ", key, " must be a list of 3 numbers, got ", json_excerpt(a));
-      out[i] = a[i].get<float>();
-    }
+void apply_image_processor(const std::string& dir, int64_t image_size, vision::PreprocessConfig& p) {
+  const std::optional<HfImageProcessor> hp = read_hf_image_processor(dir);
+  if (!hp) return;
+  if (hp->mean) p.mean = *hp->mean;
+  if (hp->std) p.std = *hp->std;
+  if (hp->rescale) p.rescale = *hp->rescale;
+  if (hp->resample) {
+    OG_CHECK(*hp->resample == 2 || *hp->resample == 3, hp->path, ": resample ", *hp->resample,
+             " is not supported (2 bilinear, 3 bicubic)");
+    p.resample = *hp->resample == 2 ? vision::Resample::bilinear : vision::Resample::bicubic;
   }
-  if (const std::optional<double> r = json_number(j, "rescale_factor", file)) p.rescale = *r;
-  if (const std::optional<int64_t> r = json_int(j, "resample", file)) {
-    OG_CHECK(*r == 2 || *r == 3, file, ": resample ", *r, " is not supported (2 bilinear, 3 bicubic)");
-    p.resample = *r == 2 ? vision::Resample::bilinear : vision::Resample::bicubic;
-  }
-  if (json_has(j, "size") && j["size"].is_object()) {
-    const std::optional<int64_t> h = json_int(j["size"], "height", file);
-    const std::optional<int64_t> w = json_int(j["size"], "width", file);
-    OG_CHECK((!h || *h == image_size) && (!w || *w == image_size), file, ": size ", w.value_or(0), "x",
-             h.value_or(0), " is not the vision tower's image_size ", image_size);
-  }
+  OG_CHECK((!hp->height || *hp->height == image_size) && (!hp->width || *hp->width == image_size), hp->path,
+           ": size ", hp->width.value_or(0), "x", hp->height.value_or(0), " is not the vision tower's image_size ",
+           image_size);
 }
 
 std::shared_ptr<const VisionModel> from_hf(const ModelSource& src, const Model& text, const Tokenizer& tok) {
@@ -188,7 +177,7 @@ std::shared_ptr<const VisionModel> from_hf(const ModelSource& src, const Model& 
   v->tower = std::make_shared<const VisionTower>(c, bind_gemma3_vision(c, ts));
   v->keep_alive = src.tensors();
   v->preprocess = vision::gemma3_siglip_config();
-  read_preprocessor_config(hf->dir, c.image_size, v->preprocess);
+  apply_image_processor(hf->dir, c.image_size, v->preprocess);
   finish(*v, *k, text, tok, src.path(), src.path());
   return v;
 }

@@ -5,11 +5,15 @@
 // has none; every bad mmproj is one clear error naming the problem.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "base/error.h"
 #include "format/gguf.h"
+#include "format/model_source.h"
+#include "model/gguf_convert.h"
 #include "model/mmproj_gguf.h"
+#include "tokenizer/gguf_vocab_export.h"
 #include "runtime/run_setup.h"
 #include "runtime/vision_model.h"
 #include "synth/synth.h"
@@ -105,6 +109,41 @@ TEST(VisionModel, HfDirectoryAndMmprojGiveTheSameTowerAndRowsBitForBit) {
   EXPECT_NE(other.hash, ra.hash);
   // The bytes path decodes first: bad bytes are the decoder's one-line error.
   EXPECT_NE(error_of([&] { a.vision->encode(std::string_view("not an image")); }).find("image: unknown format"),
+            std::string::npos);
+}
+
+// offgraph export's path: the HF directory's text model to GGUF and its tower
+// to an mmproj (f32), loaded with --mmproj, gives the HF load's rows bit for bit.
+TEST(VisionModel, ExportedTextAndMmprojGiveTheHfDirectorysRowsBitForBit) {
+  const std::shared_ptr<const ModelSource> src = ModelSource::open(files().hf());
+  ConvertOptions o;
+  ASSERT_TRUE(weight_type_from_name("f32", &o.type));
+  o.metadata = tokenizer_gguf_keys(*src->hf());
+  const std::string text = files().path("exported.gguf"), mmproj = files().path("exported-mmproj.gguf");
+  export_hf_to_gguf(*src, text, o);
+  MmprojWriteOptions mo;
+  mo.matrices = DType::F32;
+  const VisionTowerConfig c = export_hf_mmproj(*src, mmproj, mo, /*overwrite=*/false);
+  EXPECT_EQ(c.mm_tokens_per_image, 4);
+  const LoadedModel hf = load(files().hf());
+  const LoadedModel exported = load(text, mmproj);
+  ASSERT_TRUE(exported.vision);
+  EXPECT_EQ(exported.vision->tokens.placeholder, hf.vision->tokens.placeholder);
+  const vision::Image im = picture(90, 33, 7);
+  EXPECT_EQ(exported.vision->encode(im).rows, hf.vision->encode(im).rows);
+  // An existing output is refused unless overwriting; f16 matrices stay close.
+  EXPECT_NE(error_of([&] { export_hf_mmproj(*src, mmproj, mo, false); }).find("already exists"), std::string::npos);
+  mo.matrices = DType::F16;
+  export_hf_mmproj(*src, mmproj, mo, /*overwrite=*/true);
+  const LoadedModel half = load(text, mmproj);
+  const std::vector<float> a = half.vision->encode(im).rows, b = hf.vision->encode(im).rows;
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 2e-2 * (1 + std::abs(b[i]))) << i;
+  // A checkpoint without a tower.
+  synth::write_hf(synth::tiny_spec(synth::Family::kGemma3), files().path("text-hf"));
+  EXPECT_NE(error_of([&] {
+              export_hf_mmproj(*ModelSource::open(files().path("text-hf")), files().path("none.gguf"), mo, false);
+            }).find("the model has no vision tower (config.json has no vision_config)"),
             std::string::npos);
 }
 
