@@ -116,9 +116,12 @@ using PyCall = std::tuple<std::string, std::string, std::string>;  // id, name, 
 using PyMsg = std::tuple<std::string, std::optional<std::string>, std::optional<std::string>,
                          std::optional<std::string>, std::vector<PyCall>, std::optional<std::string>>;
 using PyTool = std::tuple<std::string, std::optional<std::string>, std::string, bool>;
+using PyImage = std::tuple<size_t, size_t, py::bytes>;  // message, offset in its content, the encoded bytes
 struct ChatReq {
   std::vector<PyMsg> msgs;
   std::vector<PyTool> tools;
+  std::vector<std::string> image_bytes;
+  std::vector<og_chat_image> c_images;
   std::optional<std::string> tool_choice, response_format, json_schema, grammar, kwargs, effort;
   std::vector<std::vector<og_chat_tool_call>> calls;
   std::vector<og_chat_msg> c_msgs;
@@ -128,7 +131,7 @@ struct ChatReq {
   ChatReq(std::vector<PyMsg> m, std::vector<PyTool> t, std::optional<std::string> choice, bool parallel,
           std::optional<std::string> format, std::optional<std::string> schema, bool strict,
           std::optional<std::string> gbnf, int64_t max_reasoning, std::optional<std::string> kw,
-          std::optional<std::string> reasoning_effort)
+          std::optional<std::string> reasoning_effort, const std::vector<PyImage>& images)
       : msgs(std::move(m)), tools(std::move(t)), tool_choice(std::move(choice)), response_format(std::move(format)),
         json_schema(std::move(schema)), grammar(std::move(gbnf)), kwargs(std::move(kw)), effort(std::move(reasoning_effort)) {
     auto opt = [](const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; };
@@ -157,6 +160,13 @@ struct ChatReq {
     q.max_reasoning_tokens = max_reasoning;
     q.chat_template_kwargs = opt(kwargs);
     q.reasoning_effort = opt(effort);
+    image_bytes.reserve(images.size());
+    for (const PyImage& x : images) image_bytes.push_back(std::string(std::get<2>(x)));
+    for (size_t i = 0; i < images.size(); ++i)
+      c_images.push_back({std::get<0>(images[i]), std::get<1>(images[i]),
+                          reinterpret_cast<const uint8_t*>(image_bytes[i].data()), image_bytes[i].size()});
+    q.images = c_images.empty() ? nullptr : c_images.data();
+    q.n_images = c_images.size();
   }
 };
 
@@ -191,9 +201,10 @@ py::dict generation_dict(og_generation g) {
 class PyModel {
  public:
   PyModel(const std::string& path, const std::string& tokenizer, const std::string& chat_template, bool mmap,
-          int threads, bool experts_in_memory) {
+          int threads, bool experts_in_memory, const std::string& mmproj) {
     og_model_options o;
     og_model_options_init(&o);
+    o.mmproj = mmproj.empty() ? nullptr : mmproj.c_str();
     o.tokenizer = tokenizer.empty() ? nullptr : tokenizer.c_str();
     o.chat_template = chat_template.c_str();
     o.mmap = mmap;
@@ -744,10 +755,11 @@ PYBIND11_MODULE(_offgraph, m) {
   py::class_<ChatReq>(m, "ChatReq")
       .def(py::init<std::vector<PyMsg>, std::vector<PyTool>, std::optional<std::string>, bool,
                     std::optional<std::string>, std::optional<std::string>, bool, std::optional<std::string>, int64_t,
-                    std::optional<std::string>, std::optional<std::string>>());
+                    std::optional<std::string>, std::optional<std::string>, const std::vector<PyImage>&>());
 
   py::class_<PyModel>(m, "Model")
-      .def(py::init<const std::string&, const std::string&, const std::string&, bool, int, bool>())
+      .def(py::init<const std::string&, const std::string&, const std::string&, bool, int, bool,
+                    const std::string&>())
       .def("close", &PyModel::close)
       .def("info", &PyModel::info)
       .def("special", &PyModel::special)

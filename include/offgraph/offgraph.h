@@ -135,6 +135,10 @@ typedef struct og_model_options {
    * file fits); 0: they stay in the mapped file and only the routed ones are paged in. The
    * dense part is copied either way; with mmap nothing is copied. */
   int experts_in_memory;
+  /* A vision tower in llama.cpp's mmproj GGUF, loaded beside the model (as `--mmproj`);
+   * NULL = none (a Hugging Face directory's own tower loads without it). Images in a
+   * chat (og_chat_request.images) need a tower. */
+  const char* mmproj;
 } og_model_options;
 /* Sets every field to its default (and struct_size); NULL is ignored. */
 OG_API void og_model_options_init(og_model_options* opts);
@@ -352,6 +356,14 @@ OG_API og_status og_session_fork(og_session* session, og_session** out);
 /* Appends `tokens` to the history and the cache without generating. want_logits:
  * keep the logits of the last row (og_session_logits). */
 OG_API og_status og_session_prefill(og_session* session, const int32_t* tokens, size_t n, int want_logits);
+/* Appends an image (encoded bytes as og_chat_image's) to the history as the model's
+ * chat template would place it (Gemma 3: "\n\n<start_of_image>", the tower's soft
+ * tokens, "<end_of_image>\n\n"), pending: the next prefill or generate forwards it
+ * (og_session_prefill with n = 0 forwards it alone). For prompts built as tokens;
+ * og_session_chat places a chat's images itself. OG_ERR_INVALID_ARGUMENT for a bad
+ * image or a model without a vision tower; OG_ERR_CAPACITY when it does not fit;
+ * og_session_undo takes it back with the next turn's tokens. */
+OG_API og_status og_session_append_image(og_session* session, const uint8_t* data, size_t size);
 /* One turn: prefills `prompt` (may be empty when the history is not), then samples until a stop rule. */
 OG_API og_status og_session_generate(og_session* session, const int32_t* prompt, size_t n,
                                      const og_generate_options* opts, og_generation* out);
@@ -466,6 +478,18 @@ typedef struct og_chat_tool {
   int strict;              /* nonzero: OpenAI's strict (additionalProperties false by default) */
 } og_chat_tool;
 
+/* An image in a chat message (og_chat_request.images): the encoded bytes (PNG, JPEG,
+ * WebP or GIF's first frame, told by their first bytes; at most 32 MiB), placed in
+ * user message `message` before byte `offset` of its content (0: before the text; the
+ * content's length or more: after it), where the model's chat template puts an image
+ * part (Gemma 3's writes <start_of_image> there). Images at one place keep their order. */
+typedef struct og_chat_image {
+  size_t message;
+  size_t offset;
+  const uint8_t* data;
+  size_t size;
+} og_chat_image;
+
 typedef struct og_chat_request {
   size_t struct_size; /* sizeof(og_chat_request), set by og_chat_request_init */
   const og_chat_msg* messages; /* at least one */
@@ -486,6 +510,13 @@ typedef struct og_chat_request {
   int64_t max_reasoning_tokens;
   const char* chat_template_kwargs; /* a JSON object's text: template variables (enable_thinking, ...); NULL = none */
   const char* reasoning_effort;     /* NULL, "none", "minimal", "low", "medium", "high" (a template variable) */
+  /* Images in the user messages (at most 64), for a model with a vision tower
+   * (og_model_options.mmproj, or an HF directory's own): each goes through the tower
+   * once per session (the same bytes in a later turn are not encoded again). A bad
+   * image or a model without a tower is OG_ERR_INVALID_ARGUMENT naming the image
+   * ("images[0]: image: png: truncated data"). */
+  const og_chat_image* images;
+  size_t n_images;
 } og_chat_request;
 /* No messages, no tools, tool_choice NULL, parallel_tool_calls 1, free text,
  * max_reasoning_tokens -1 (and struct_size); NULL is ignored. */

@@ -203,13 +203,16 @@ class Model:
         threads: forward-pass workers (process-wide); 0 = all cores.
         experts_in_memory: copy a mixture of experts' expert matrices into memory too (faster when
             the file fits); by default they stay in the mapped file and only the routed ones are read.
+        mmproj: a vision tower in llama.cpp's mmproj GGUF (as ``--mmproj``), for images in
+            ``Session.chat`` (an HF directory's own tower loads without it).
     """
 
     def __init__(self, path: str, *, tokenizer: Optional[str] = None, chat_template: str = "auto",
-                 mmap: bool = False, threads: int = 0, experts_in_memory: bool = False):
+                 mmap: bool = False, threads: int = 0, experts_in_memory: bool = False,
+                 mmproj: Optional[str] = None):
         self.path = str(path)
         self._m = _offgraph.Model(_existing(str(path)), _existing(tokenizer), chat_template, mmap, threads,
-                                  experts_in_memory)
+                                  experts_in_memory, _existing(mmproj))
         self.tokenizer = Tokenizer(self)
         self.chat_template = ChatTemplate(self)
 
@@ -468,7 +471,10 @@ class Session:
              stream: bool = False, **sampling):
         """One chat turn, as `offgraph serve`'s /v1/chat/completions answers it: the whole conversation
         (OpenAI's messages: tool_calls on assistant messages, "tool" results with tool_call_id,
-        reasoning_content) rendered with the model's template; the reply constrained by tool_choice
+        reasoning_content; a user message's content may hold image parts, {"type": "image_url",
+        "image_url": {"url": "data:image/png;base64,..."}} or {"type": "image", "image": <bytes or a
+        data: URL>}, for a model with a vision tower: Model(mmproj=...) or an HF directory's own;
+        http(s) URLs are not fetched) rendered with the model's template; the reply constrained by tool_choice
         ("auto", "none", "required" or {"type": "function", "function": {"name": ...}}),
         response_format or grammar (GBNF), after the reasoning a reasoning model writes first
         (max_reasoning_tokens: its budget, default 1024); parallel_tool_calls=False keeps one call.

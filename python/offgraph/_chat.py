@@ -10,6 +10,8 @@ splits it into reasoning, content and tool calls as `offgraph serve`'s /v1/chat/
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import json
 import time
@@ -24,18 +26,46 @@ def _bad(field: str, message: str):
     return InvalidArgumentError(f"'{field}' {message}")
 
 
-def _content(c: Any, field: str) -> Optional[str]:
-    # A string, or OpenAI's list of {"type": "text", "text": ...} parts (joined); None = none.
+def _image_bytes(v: Any, field: str) -> bytes:
+    # An image part's value: bytes as they are, or a data: URL's base64 payload (the bytes' magic
+    # decides the format, as the library's own parser does: chat/content_part.h).
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v)
+    if isinstance(v, Mapping):
+        field, v = field + ".url", v.get("url")
+    if not isinstance(v, str):
+        raise _bad(field, "must be a data: URL (data:image/png;base64,...) or bytes")
+    low = v[:8].lower()
+    if low.startswith("http://") or low.startswith("https://"):
+        raise _bad(field, f"is '{v[:40]}': image URLs are not fetched; send a data: URL")
+    head, sep, data = v.partition(",")
+    if not low.startswith("data:") or not sep or not head.lower().endswith(";base64"):
+        raise _bad(field, "must be a data: URL with base64 data (data:image/png;base64,...)")
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise _bad(field, "is a data: URL whose base64 data is not valid") from None
+
+
+def _content(c: Any, field: str, images: Optional[list] = None) -> Optional[str]:
+    # A string, or OpenAI's list of parts: text parts are joined; image parts ({"type": "image_url",
+    # "image_url": {"url": "data:..."}} or {"type": "image", "image": <data: URL or bytes>}) are
+    # appended to `images` as (offset in the joined text, bytes); None = none.
     if c is None or isinstance(c, str):
         return c
     if isinstance(c, (list, tuple)):
         text = []
         for i, part in enumerate(c):
-            if not isinstance(part, Mapping) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise _bad(f"{field}[{i}]", "must be a text part {'type': 'text', 'text': ...}")
+            kind = part.get("type") if isinstance(part, Mapping) else None
+            if kind in ("image_url", "image") and images is not None:
+                images.append((len("".join(text).encode()), _image_bytes(part.get(kind), f"{field}[{i}].{kind}")))
+                continue
+            if kind != "text" or not isinstance(part.get("text"), str):
+                raise _bad(f"{field}[{i}]", "must be a text part {'type': 'text', 'text': ...} or an image part "
+                           "{'type': 'image_url', 'image_url': {'url': 'data:...'}}")
             text.append(part["text"])
         return "".join(text)
-    raise _bad(field, f"must be a string or a list of text parts, not {type(c).__name__}")
+    raise _bad(field, f"must be a string or a list of parts, not {type(c).__name__}")
 
 
 def _json_text(v: Any, field: str) -> str:
@@ -57,7 +87,8 @@ def _opt_str(m: Mapping, key: str, field: str) -> Optional[str]:
     return v
 
 
-def _messages(messages: Sequence[Mapping]) -> list:
+def _messages(messages: Sequence[Mapping], images: Optional[list] = None) -> list:
+    # images: filled with (message index, byte offset in its content, bytes) of each image part.
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise _bad("messages", "must be a list of messages")
     out = []
@@ -75,7 +106,11 @@ def _messages(messages: Sequence[Mapping]) -> list:
         role = m.get("role")
         if not isinstance(role, str):
             raise _bad(f"{at}.role", "is required")
-        out.append((role, _content(m.get("content"), f"{at}.content"),
+        found: list = []
+        content = _content(m.get("content"), f"{at}.content", found)
+        if images is not None:
+            images.extend((i, offset, b) for offset, b in found)
+        out.append((role, content,
                     _opt_str(m, "reasoning_content", f"{at}.reasoning_content"), _opt_str(m, "name", f"{at}.name"),
                     calls, _opt_str(m, "tool_call_id", f"{at}.tool_call_id")))
     return out
@@ -130,8 +165,10 @@ def chat_request(messages, tools=None, tool_choice=None, response_format=None, g
     budget = -1 if max_reasoning_tokens is None else int(max_reasoning_tokens)
     if budget < 0 and max_reasoning_tokens is not None:
         raise _bad("max_reasoning_tokens", f"is {max_reasoning_tokens}: it must be 0 or more")
-    return _offgraph.ChatReq(_messages(messages), _tools(tools), _tool_choice(tool_choice), bool(parallel_tool_calls),
-                             kind, schema, strict, grammar, budget, kwargs, reasoning_effort)
+    images: list = []
+    msgs = _messages(messages, images)
+    return _offgraph.ChatReq(msgs, _tools(tools), _tool_choice(tool_choice), bool(parallel_tool_calls),
+                             kind, schema, strict, grammar, budget, kwargs, reasoning_effort, images)
 
 
 def _text(b: bytes) -> str:

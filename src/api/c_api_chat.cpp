@@ -9,10 +9,12 @@
 #include <cstdlib>
 #include <map>
 
+#include "api/c_api_images.h"
 #include "api/c_api_session.h"
 #include "chat/chat_request.h"
 #include "chat/jinja_chat.h"
 #include "chat/request_error.h"
+#include "model/config.h"
 #include "runtime/chat_turn.h"
 #include "runtime/constraint.h"
 
@@ -188,12 +190,23 @@ void chat_start_held(og_session* session, const og_chat_request* req, const og_g
   const Tokenizer& tok = session->core->tok();
   Session& s = *session->s;
   // The whole conversation rendered and what the history shares with it
-  // (runtime/chat_turn.h, as `offgraph chat` plans its turns).
-  ChatTurnPrompt turn_prompt;
+  // (runtime/chat_turn.h, as `offgraph chat` plans its turns), with the
+  // request's images placed (runtime/chat_images.h; each encoded once per
+  // session, a bad one refused naming images[k] before anything changes).
+  ImageChatTurn image_turn;
+  const ChatTurnPrompt& turn_prompt = image_turn.turn;
   try {
-    turn_prompt = plan_chat_turn(request_of(q), assets->setup, tok, s);
+    ChatRequest r = request_of(q);
+    add_chat_images(session, q, r);
+    image_turn = plan_image_chat_turn(r, assets->setup, tok, s, session->core->run.loaded.vision.get(),
+                                      &session->images);
   } catch (const ChatRequestError& e) {
     api_fail(OG_ERR_INVALID_ARGUMENT, e.what());
+  } catch (const ApiError&) {
+    throw;
+  } catch (const Error& e) {
+    if (q.n_images == 0) throw;
+    api_fail(OG_ERR_INVALID_ARGUMENT, e.what());  // a template that does not place the images
   }
   const ChatPlan& plan = turn_prompt.plan;
   const std::vector<int32_t>& ids = turn_prompt.ids;
@@ -217,15 +230,28 @@ void chat_start_held(og_session* session, const og_chat_request* req, const og_g
   auto turn = std::make_shared<ChatTurn>(plan.reply);
   turn->prompt_tokens = static_cast<int64_t>(ids.size());
   turn->cached_tokens = static_cast<int64_t>(keep);
-  const std::span<const int32_t> added = turn_prompt.added();
-  stream_start_held(session, added.data(), added.size(), o, [&](GenerateOptions& g) {
+  std::span<const int32_t> added = turn_prompt.added();
+  // With images the rest of the prompt goes in pending, each image whole, and the turn prefills it.
+  if (!image_turn.prompt.images.empty()) {
+    append_image_prompt(s, image_turn.prompt, keep, session->core->run.loaded.model->config().d_model);
+    added = {};
+  }
+  auto adjust = [&](GenerateOptions& g) {
     g.special_text = special_text;
     if (constraint.grammar) {
       g.grammar = constraint;
       // A complete constrained reply ends on a stop id (as the server keeps them).
       if (g.stop_ids.empty()) g.stop_ids = model_stops;
     }
-  });
+  };
+  try {
+    stream_start_held(session, added.data(), added.size(), o, adjust);
+  } catch (...) {
+    if (!image_turn.prompt.images.empty() && !s.in_turn()) s.rewind_to(keep);  // the pending prompt goes too
+    throw;
+  }
+  // The turn's undo mark is where its prompt began, before the pending images.
+  if (!image_turn.prompt.images.empty()) session->undo_marks.back() = keep;
   session->chat = std::move(turn);
 }
 

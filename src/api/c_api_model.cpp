@@ -252,6 +252,7 @@ og_status og_model_open(const char* path, const og_model_options* opts, og_model
     if (o.chat_template) c.model.chat = o.chat_template;
     c.model.mmap = o.mmap != 0;
     c.model.experts_in_memory = o.experts_in_memory != 0;
+    if (o.mmproj) c.model.mmproj = o.mmproj;
     c.threads = o.threads;
     if (c.model.model.empty()) api_fail(OG_ERR_INVALID_ARGUMENT, "path is empty");
     // A missing file is the caller's input; anything wrong inside one is OG_ERR_RUNTIME.
@@ -260,6 +261,8 @@ og_status og_model_open(const char* path, const og_model_options* opts, og_model
       api_fail(OG_ERR_INVALID_ARGUMENT, c.model.model, ": no such file or directory");
     if (!c.model.tokenizer.empty() && !std::filesystem::exists(c.model.tokenizer, ec))
       api_fail(OG_ERR_INVALID_ARGUMENT, c.model.tokenizer, ": no such file or directory (tokenizer)");
+    if (!c.model.mmproj.empty() && !std::filesystem::exists(c.model.mmproj, ec))
+      api_fail(OG_ERR_INVALID_ARGUMENT, c.model.mmproj, ": no such file or directory (mmproj)");
     if (c.model.chat != "auto") {
       try {
         make_chat_template(c.model.chat, std::nullopt);  // an unknown name fails before the load

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "api/c_api_internal.h"
+#include "runtime/chat_images.h"
 
 namespace og::capi {
 struct ChatTurn;     // c_api_chat.cpp
@@ -48,6 +49,8 @@ struct og_session {
   std::shared_ptr<og::capi::ChatTurn> chat;
   // og_session_options' speculation (null: off), applied to every turn.
   std::shared_ptr<og::capi::SessionSpec> spec;
+  // The images of the last chat turn and og_session_append_image, encoded (c_api_images.cpp).
+  og::ImageCache images;
 };
 
 namespace og::capi {

@@ -75,4 +75,20 @@ ImagePrompt image_prompt_of(std::span<const ChatSegment> segments, const Tokeniz
   return p;
 }
 
+ImageChatTurn plan_image_chat_turn(const ChatRequest& r, const ChatSetup& setup, const Tokenizer& tok,
+                                   const Session& s, const VisionModel* v, ImageCache* cache) {
+  ImageChatTurn t;
+  t.turn.plan = plan_chat(r, setup);
+  const std::vector<std::shared_ptr<const TowerImage>> images = encode_chat_images(r, v, cache);
+  if (images.empty()) {
+    t.prompt.tokens = encode_chat(tok, t.turn.plan.segments, true);
+  } else {
+    t.prompt = image_prompt_of(t.turn.plan.segments, tok, *v, images);
+  }
+  t.turn.ids = t.prompt.tokens;
+  const std::vector<ImageSpan> history_images = s.image_spans();
+  t.turn.keep = shared_prompt_prefix(s.history(), history_images, t.turn.ids, t.prompt.spans());
+  return t;
+}
+
 }  // namespace og

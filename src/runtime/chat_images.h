@@ -13,6 +13,7 @@
 
 #include "base/sha256.h"
 #include "chat/chat_request.h"
+#include "runtime/chat_turn.h"
 #include "runtime/image_input.h"
 #include "runtime/vision_model.h"
 
@@ -55,5 +56,19 @@ std::vector<std::shared_ptr<const TowerImage>> encode_chat_images(const ChatRequ
 // the template places another number of images.
 ImagePrompt image_prompt_of(std::span<const ChatSegment> segments, const Tokenizer& tok, const VisionModel& v,
                             std::span<const std::shared_ptr<const TowerImage>> images, bool first = true);
+
+// A chat turn's prompt with images on a session (runtime/chat_turn.h's
+// plan_chat_turn with the request's images encoded and placed): the turn's
+// plan, ids and kept prefix (shared_prompt_prefix over the images: never
+// ending inside one, nor covering an image the history holds elsewhere or
+// with another hash), and the prompt with its images. Changes nothing but
+// `cache`; ChatRequestError as plan_chat and encode_chat_images, og::Error
+// for a template that places another number of images than it was given.
+struct ImageChatTurn {
+  ChatTurnPrompt turn;
+  ImagePrompt prompt;
+};
+ImageChatTurn plan_image_chat_turn(const ChatRequest& r, const ChatSetup& setup, const Tokenizer& tok,
+                                   const Session& s, const VisionModel* v, ImageCache* cache);
 
 }  // namespace og
