@@ -290,6 +290,7 @@ int cmd_serve(const Args& args) {
                  f.kv_events.topic.c_str(), kv_events->replay_endpoint().empty() ? "" : ", replay on ",
                  kv_events->replay_endpoint().c_str());
   }
+  so.image_width = loaded.model->config().d_model;  // a request's image rows must be this wide
   engine = std::make_unique<ModelEngine>(*loaded.model);
   sched = std::make_unique<Scheduler>(*engine, *loaded.tok, run.make_cache(), so);
   sched->start();
@@ -335,6 +336,7 @@ int cmd_serve(const Args& args) {
   served.embedder = embedder.get();
   served.generates = loaded.model->config().causal;
   served.facts = server::model_facts(*loaded.model, *loaded.source);  // Ollama's /api/tags, /api/show
+  served.vision = loaded.vision.get();  // image_url parts and Ollama's images (null: refused)
   port = std::make_unique<server::SchedulerAdapter<Scheduler>>(*sched);
   watch.set_ready();  // a signal from now on drains; before, it ended the load at once
   http.set_model(served, *port);

@@ -18,6 +18,10 @@
 #include "runtime/scheduler.h"
 #include "tokenizer/tokenizer.h"
 
+namespace og {
+struct VisionModel;  // runtime/vision_model.h
+}  // namespace og
+
 namespace og::server {
 
 // The scheduler's contract as the server uses it (see runtime/scheduler.h):
@@ -93,6 +97,10 @@ struct ServedModel {
   bool generates = true;
   // The file's facts for Ollama's /api/tags, /api/ps and /api/show.
   ModelFacts facts;
+  // The vision tower (--mmproj, or the HF directory's own): chat requests'
+  // images go through it (one encode at a time, on the request's worker
+  // thread). Null: a request with an image is a 400.
+  const VisionModel* vision = nullptr;
 };
 
 }  // namespace og::server

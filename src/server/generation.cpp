@@ -3,11 +3,14 @@
 #include "server/generation.h"
 
 #include <algorithm>
+#include <mutex>
 #include <random>
 
 #include "base/error.h"
 #include "chat/chat_request.h"
 #include "chat/request_error.h"
+#include "runtime/chat_images.h"
+#include "runtime/image_input.h"
 
 namespace og::server {
 
@@ -158,17 +161,52 @@ std::vector<int32_t> fim_ids(const GenerationRequest& req, const ServedModel& m,
   return ids;
 }
 
+// One image encode at a time in the process: the tower's matrix products
+// already use every core, and a burst of image requests must not starve the
+// scheduler's steps of them more than one encode does.
+std::mutex& encode_gate() {
+  static std::mutex mu;
+  return mu;
+}
+
+// The request's images through the tower (400 naming the part when there is
+// no tower or an image does not decode), placed at the template's markers.
+std::vector<int32_t> image_prompt_ids(const GenerationRequest& req, const ServedModel& m, const ChatSegments& segs,
+                                      std::vector<RequestImage>* images) {
+  if (!images) bad_request("this endpoint takes no images", "messages", "unsupported_parameter");
+  std::vector<std::shared_ptr<const TowerImage>> encoded;
+  try {
+    std::lock_guard<std::mutex> lk(encode_gate());
+    encoded = encode_chat_images(req.chat, m.vision);
+  } catch (const ChatRequestError& e) {
+    refused(e);
+  }
+  ImagePrompt p = image_prompt_of(segs, *m.tok, *m.vision, encoded, true);
+  images->clear();
+  for (size_t i = 0; i < p.images.size(); ++i)
+    images->push_back(RequestImage{p.images[i].position, encoded[i], p.placeholder, p.bidirectional});
+  return std::move(p.tokens);
+}
+
 }  // namespace
 
 std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m, std::string* rendered,
-                                   size_t index) {
+                                   size_t index, std::vector<RequestImage>* images) {
   std::vector<int32_t> ids;
+  if (req.endpoint == Endpoint::kChat && !m.vision) {
+    try {
+      encode_chat_images(req.chat, nullptr);  // with images: a 400 naming the first, before any render
+    } catch (const ChatRequestError& e) {
+      refused(e);
+    }
+  }
   try {
     if (req.endpoint == Endpoint::kChat) {
       const ChatSegments segs = chat_segments(m, req.forms.template_request, req.forms.messages,
                                               req.forms.needs_jinja, !req.chat.tools.empty(), true);
       if (rendered) *rendered = chat_text(segs);
-      ids = encode_chat(*m.tok, segs, true);
+      if (!chat_images(req.chat).empty()) ids = image_prompt_ids(req, m, segs, images);
+      else ids = encode_chat(*m.tok, segs, true);
     } else {
       ids = completion_ids(req, m, index);
       if (req.has_suffix) ids = fim_ids(req, m, std::move(ids));

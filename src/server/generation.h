@@ -57,8 +57,14 @@ std::string request_text(const ServedModel& m, const nlohmann::ordered_json& req
 // refuses the messages, an id out of range or an empty prompt.
 // rendered (chat only, may be null): the rendered prompt text. index: which
 // of a completion request's prompts.
+// images: a chat request's images (docs/serving.md "Images"), each encoded
+// through m.vision (one encode at a time in the process) and placed where
+// the template put its marker, the ids there the placeholder; null: a
+// request with images is a 400. A model without a tower, an image that does
+// not decode, or a template that places another number of images: 400
+// naming the field.
 std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedModel& m, std::string* rendered = nullptr,
-                                   size_t index = 0);
+                                   size_t index = 0, std::vector<RequestImage>* images = nullptr);
 
 // How a chat reply is split into reasoning, content and tool calls (the
 // rendered prompt tells whether the reply starts inside a reasoning block).

@@ -80,13 +80,15 @@ Submission prepare_submission(const GenerationRequest& r, const ServedModel& m) 
   const size_t n_prompts = r.endpoint == Endpoint::kChat ? 1 : r.prompts.size();
   for (size_t p = 0; p < n_prompts; ++p) {
     std::string rendered;
-    std::vector<int32_t> prompt = encode_prompt(r, m, &rendered, p);
+    std::vector<RequestImage> images;  // a chat request's, encoded here on the worker thread
+    std::vector<int32_t> prompt = encode_prompt(r, m, &rendered, p, &images);
     if (p == 0) sub.parse = reply_options(r, m, rendered);
     if (r.echo) {
       sub.prompts.push_back(prompt);
       sub.echo_texts.push_back(r.prompts[p].is_ids ? m.tok->decode(prompt) : r.prompts[p].text);
     }
     RequestOptions o = build_request_options(r, m, std::move(prompt));
+    o.images = std::move(images);
     o.special_text = reply_needs_special_text(sub.parse);
     set_grammar(r, m, sub.parse, o);
     o.prompt_logprobs = r.echo && r.params.logprobs;

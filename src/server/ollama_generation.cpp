@@ -30,13 +30,20 @@ double seconds_since(const HttpRequest& req) {
 }
 
 // The prompt's ids: the request's render (or raw text), after `context` (the
-// tokens a previous generate returned) without a second BOS.
-std::vector<int32_t> prompt_ids(const OllamaGeneration& g, const ServedModel& m, std::string* rendered) {
-  std::vector<int32_t> ids = encode_prompt(g.request, m, rendered);
+// tokens a previous generate returned) without a second BOS; the images
+// (encoded here, on the worker thread) move with their positions.
+std::vector<int32_t> prompt_ids(const OllamaGeneration& g, const ServedModel& m, std::string* rendered,
+                                std::vector<RequestImage>* images) {
+  std::vector<int32_t> ids = encode_prompt(g.request, m, rendered, 0, images);
   if (g.context.empty()) return ids;
+  int64_t shift = static_cast<int64_t>(g.context.size());
   const int32_t bos = m.tok->special().bos;
-  if (bos >= 0 && !ids.empty() && ids.front() == bos) ids.erase(ids.begin());
+  if (bos >= 0 && !ids.empty() && ids.front() == bos) {
+    ids.erase(ids.begin());
+    --shift;
+  }
   ids.insert(ids.begin(), g.context.begin(), g.context.end());
+  for (RequestImage& im : *images) im.begin += shift;
   return ids;
 }
 
@@ -122,9 +129,11 @@ void HttpServer::Impl::handle_ollama_generation(bool chat, const HttpRequest& re
     return (void)w.send(res);
   }
   std::string rendered;
-  std::vector<int32_t> prompt = prompt_ids(g, m, &rendered);
+  std::vector<RequestImage> images;
+  std::vector<int32_t> prompt = prompt_ids(g, m, &rendered, &images);
   const ReplyParserOptions parse = reply_options(g.request, m, rendered);
   RequestOptions opts = request_options(g, m, prompt, parse);
+  opts.images = std::move(images);
   if (w.client_gone())
     throw ApiError(499, "invalid_request_error", "client_closed",
                    "the client closed the connection before the request was scheduled");

@@ -5,6 +5,9 @@
 #include <cctype>
 #include <utility>
 
+#include "chat/content_part.h"
+#include "runtime/chat_images.h"
+
 namespace og::server {
 namespace {
 
@@ -137,6 +140,30 @@ json tool_calls(const json& calls, const std::string& at) {
   return out;
 }
 
+// Ollama's images (base64 strings, no data: prefix) as OpenAI content parts:
+// the images first, then the text, each image a data: URL (its media type is
+// not read: the bytes' magic decides). `at` names the message in a 400 ("" for generate's body).
+json with_images(const json& content, const json& images, const std::string& at, const ServedModel& m) {
+  if (images.is_null() || (images.is_array() && images.empty())) return content;
+  const std::string prefix = at.empty() ? "" : at + ".";
+  if (!images.is_array()) wrong_type(prefix + "images", "an array of base64 strings", images);
+  json parts = json::array();
+  for (size_t j = 0; j < images.size(); ++j) {
+    const std::string field = prefix + "images[" + std::to_string(j) + "]";
+    if (!images[j].is_string()) wrong_type(field, "a base64 string", images[j]);
+    std::string bytes;
+    const std::string& b64 = images[j].get_ref<const std::string&>();
+    if (b64.empty() || !decode_base64(b64, &bytes))
+      bad_request("'" + field + "' is not valid base64 (an image's bytes, without a data: prefix)", field);
+    parts.push_back({{"type", "image_url"}, {"image_url", {{"url", "data:image/*;base64," + b64}}}});
+  }
+  if (!m.vision)
+    bad_request("'" + prefix + "images': " + kNoVisionTower, prefix + "images", "unsupported_parameter");
+  if (!content.is_string()) wrong_type(prefix + "content", "a string", content);
+  if (!content.get_ref<const std::string&>().empty()) parts.push_back({{"type", "text"}, {"text", content}});
+  return parts;
+}
+
 json messages(const json& body, const ServedModel& m, std::vector<std::string>& ignored) {
   const json* ms = member(body, "messages");
   if (!ms) return json::array();  // as Ollama: no messages loads the model and answers done
@@ -147,13 +174,12 @@ json messages(const json& body, const ServedModel& m, std::vector<std::string>& 
     const json& msg = (*ms)[i];
     if (!msg.is_object()) wrong_type(at, "an object", msg);
     json n = json::object();
+    const json* images = nullptr;
     for (const auto& [key, v] : msg.items()) {
       if (key == "role" || key == "content") {
         n[key] = v;
       } else if (key == "images") {
-        if (!v.is_null() && !(v.is_array() && v.empty()))
-          bad_request("'" + at + ".images': this server serves text models and takes no images", at + ".images",
-                      "unsupported_parameter");
+        images = &v;
       } else if (key == "tool_calls") {
         if (!v.is_null()) n["tool_calls"] = tool_calls(v, at + ".tool_calls");
       } else if (key == "thinking") {
@@ -169,6 +195,7 @@ json messages(const json& body, const ServedModel& m, std::vector<std::string>& 
         ignored.push_back(at + "." + key);
       }
     }
+    if (images) n["content"] = with_images(n.contains("content") ? n["content"] : json(""), *images, at, m);
     out.push_back(std::move(n));
   }
   return out;
@@ -252,8 +279,8 @@ OllamaGeneration parse_ollama_generate(const nlohmann::ordered_json& body, const
     bad_request("'template': this server renders prompts with the model's own chat template and takes no template "
                 "override (send \"raw\": true with a prompt already formatted)",
                 "template", "unsupported_parameter");
-  if (const json* im = member(body, "images"); im && !(im->is_array() && im->empty()))
-    bad_request("'images': this server serves text models and takes no images", "images", "unsupported_parameter");
+  const json* images = member(body, "images");
+  if (images && (images->is_null() || (images->is_array() && images->empty()))) images = nullptr;
   const bool raw = boolean(body, "raw").value_or(false);
   const json* suffix = member(body, "suffix");
   if (suffix && !suffix->is_string()) wrong_type("suffix", "a string", *suffix);
@@ -274,6 +301,10 @@ OllamaGeneration parse_ollama_generate(const nlohmann::ordered_json& body, const
     g.empty = true;
     return g;
   }
+  if (images && (raw || has_suffix))
+    bad_request("'images' with " + std::string(raw ? "raw" : "a suffix") +
+                    ": images are placed by the model's chat template, which a raw or fill-in-the-middle prompt skips",
+                "images", "unsupported_parameter");
   if (raw || has_suffix) {
     // The prompt as it is (with the suffix: the fill-in-the-middle prompt); no template, so no system.
     oa["prompt"] = prompt;
@@ -283,7 +314,7 @@ OllamaGeneration parse_ollama_generate(const nlohmann::ordered_json& body, const
   } else {
     json msgs = json::array();
     if (!system.empty()) msgs.push_back({{"role", "system"}, {"content", system}});
-    msgs.push_back({{"role", "user"}, {"content", prompt}});
+    msgs.push_back({{"role", "user"}, {"content", images ? with_images(prompt, *images, "", m) : json(prompt)}});
     oa["messages"] = std::move(msgs);
     g.request = parse_openai(oa, true);
   }

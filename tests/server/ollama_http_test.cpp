@@ -271,7 +271,7 @@ TEST_F(OllamaHttp, BadInputsAreOllamaErrors) {
   expect_error("/api/chat", R"({)" + msgs + "}", 400, "'model' is required");
   expect_error("/api/chat", R"({"model": "llama3", )" + msgs + "}", 404, "model 'llama3' not found");
   expect_error("/api/chat", R"({"model": "stories", "messages": [{"role": "user", "content": "x", "images": ["aGk="]}]})",
-               400, "'messages[0].images'");
+               400, "'messages[0].images': this model has no vision tower");
   expect_error("/api/chat", chat(R"(, "think": true)"), 400, "does not support thinking");
   expect_error("/api/chat", chat(R"(, "think": "max")"), 400, "'think' must be");
   expect_error("/api/chat", chat(R"(, "format": "yaml")"), 400, "'format'");
@@ -292,7 +292,11 @@ TEST_F(OllamaHttp, BadInputsAreOllamaErrors) {
   expect_error("/api/chat", R"({"model": "stories", "messages": [{"role": "wizard", "content": "x"}]})", 400, "role");
   expect_error("/api/generate", R"({"model": "stories", "prompt": "x", "template": "{{ .Prompt }}"})", 400,
                "'template'");
-  expect_error("/api/generate", R"({"model": "stories", "prompt": "x", "images": ["aGk="]})", 400, "'images'");
+  expect_error("/api/generate", R"({"model": "stories", "prompt": "x", "images": ["aGk="]})", 400,
+               "'images': this model has no vision tower");
+  expect_error("/api/chat", R"({"model": "stories", "messages": [{"role": "user", "content": "x", "images": ["a@"]}]})",
+               400, "'messages[0].images[0]' is not valid base64");
+  expect_error("/api/generate", R"({"model": "stories", "prompt": "x", "images": "aGk="})", 400, "'images'");
   expect_error("/api/generate", R"({"model": "stories", "prompt": "x", "context": [1, -5]})", 400, "'context[1]'");
   expect_error("/api/generate", R"({"model": "stories", "prompt": "x", "context": "abc"})", 400, "'context' must be");
   expect_error("/api/generate", R"({"model": "stories", "prompt": "x", "suffix": "y"})", 400, "");  // no FIM tokens
