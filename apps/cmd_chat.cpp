@@ -20,7 +20,10 @@
 #include "base/thread_pool.h"
 #include "commands.h"
 #include "base/flags.h"
+#include "image_files.h"
 #include "llm_common.h"
+#include "model/config.h"
+#include "runtime/chat_images.h"
 #include "runtime/chat_turn.h"
 #include "runtime/engine.h"
 #include "spec_flags.h"
@@ -31,8 +34,8 @@ namespace {
 
 constexpr const char* kChatHelp =
     "[commands: /reset  start over | /undo  back to the start of the last turn | /undo N  drop the last N "
-    "tokens | /stats  the report | /help  this text | /quit  leave | Ctrl-C stops a reply; at the prompt, Ctrl-C "
-    "or Ctrl-D leaves]\n";
+    "tokens | /image FILE  attach an image to the next turn (a model with a vision tower) | /stats  the report | "
+    "/help  this text | /quit  leave | Ctrl-C stops a reply; at the prompt, Ctrl-C or Ctrl-D leaves]\n";
 
 // Lines of stdin read with poll() + read(), so that a Ctrl-C while waiting
 // for a line is seen within a tenth of a second whatever the timing.
@@ -127,6 +130,7 @@ class Chat {
     else if (line == "/stats") print_report_asked(f_, s_, last_stop_reason());
     else if (line == "/undo") undo_turn();
     else if (line.rfind("/undo ", 0) == 0) undo_tokens(line.substr(6));
+    else if (line.rfind("/image ", 0) == 0) attach_image(line.substr(7));
     else std::fprintf(stderr, "[unknown command %s; /help lists the commands]\n", line.c_str());
     return true;
   }
@@ -166,15 +170,18 @@ class Chat {
     }
     ChatRequest next;
     next.messages = messages_;
-    next.messages.push_back(message("user", text));
-    // The whole conversation, and what the history already holds of it.
-    const ChatTurnPrompt p = plan_chat_turn(next, setup_, *l_.tok, s_);
+    next.messages.push_back(user_message(text));
+    // The whole conversation, and what the history already holds of it (the
+    // images of earlier turns come from the cache, not the tower again).
+    const ImageChatTurn it = plan_image_chat_turn(next, setup_, *l_.tok, s_, l_.vision.get(), &images_);
+    const ChatTurnPrompt& p = it.turn;
     const int64_t total = static_cast<int64_t>(p.ids.size());
     if (total > s_.capacity()) {
       ChatRequest fresh;
       fresh.messages.assign(messages_.begin(), messages_.begin() + static_cast<long>(base_messages_));
-      fresh.messages.push_back(message("user", text));
-      const int64_t fresh_need = static_cast<int64_t>(plan_chat_turn(fresh, setup_, *l_.tok, s_).ids.size());
+      fresh.messages.push_back(user_message(text));
+      const int64_t fresh_need = static_cast<int64_t>(
+          plan_image_chat_turn(fresh, setup_, *l_.tok, s_, l_.vision.get(), &images_).turn.ids.size());
       refuse_turn(total - p.keep, false, fresh_need);
       return false;
     }
@@ -189,11 +196,24 @@ class Chat {
            static_cast<long long>(rr.removed));
     report_rewind(rr);
     TurnMark mark{p.keep, 0, messages_.size()};
+    // With images the prompt's rest goes in pending, each image whole, and the turn prefills it.
+    std::span<const int32_t> added = p.added();
+    if (!it.prompt.images.empty()) {
+      append_image_prompt(s_, it.prompt, p.keep, l_.model->config().d_model);
+      added = {};
+    }
     // A failed write is reported when the command ends (main checks stdout).
-    const TurnResult r = s_.generate(p.added(), sampler_, opts_, [](std::string_view p) {
-      std::fwrite(p.data(), 1, p.size(), stdout);
-      std::fflush(stdout);
-    });
+    TurnResult r;
+    try {
+      r = s_.generate(added, sampler_, opts_, [](std::string_view piece) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      });
+    } catch (...) {
+      if (!it.prompt.images.empty()) s_.rewind_to(p.keep);  // the pending prompt goes too
+      throw;
+    }
+    attached_.clear();
     std::fputc('\n', stdout);
     std::fflush(stdout);
     last_reason_ = r.reason;
@@ -214,10 +234,40 @@ class Chat {
     return true;
   }
 
+  // The user's turn: its text, after the images attached to it (where
+  // llama.cpp's mtmd-cli puts images; the template places them).
+  ChatRequestMessage user_message(const std::string& text) const {
+    if (attached_.empty()) return message("user", text);
+    ChatRequestMessage m;
+    m.role = "user";
+    for (const std::string& bytes : attached_) m.parts.push_back(ChatContentPart::of_image(bytes));
+    m.parts.push_back(ChatContentPart::of_text(text));
+    return m;
+  }
+
+  // /image FILE: read and encoded now (a bad file is one line, the chat goes on).
+  void attach_image(const std::string& arg) {
+    const size_t b = arg.find_first_not_of(" \t"), e = arg.find_last_not_of(" \t\r");
+    if (b == std::string::npos) {
+      std::fputs("[/image needs a file: /image FILE]\n", stderr);
+      return;
+    }
+    const std::string path = arg.substr(b, e - b + 1);
+    try {
+      std::vector<std::string> bytes = load_images({path}, l_, images_, "/image");
+      attached_.push_back(std::move(bytes[0]));
+    } catch (const Error& err) {
+      std::fprintf(stderr, "[error: %s]\n", err.what());
+      return;
+    }
+    std::fprintf(stderr, "[image %s attached to the next turn (%zu attached)]\n", path.c_str(), attached_.size());
+  }
+
   void reset() {
     s_.reset();
     messages_.resize(base_messages_);
     marks_.clear();
+    attached_.clear();
     std::fputs("[reset]\n", stderr);
     fill_line();
   }
@@ -262,6 +312,13 @@ class Chat {
       return;
     }
     const int64_t keep = s_.position() - n;
+    for (const SessionImage& im : s_.images())
+      if (im.span.begin < keep && keep < im.span.end()) {
+        std::fprintf(stderr, "[cannot undo %lld tokens: that cuts an image; /undo %lld or /undo %lld]\n",
+                     static_cast<long long>(n), static_cast<long long>(s_.position() - im.span.end()),
+                     static_cast<long long>(s_.position() - im.span.begin));
+        return;
+      }
     int64_t end = s_.position();  // where the last remaining turn ends
     const RewindResult rr = s_.rewind_to(keep);
     // Whole turns at or after the cut are forgotten; a turn cut inside keeps
@@ -295,6 +352,8 @@ class Chat {
   std::vector<ChatRequestMessage> messages_;  // the conversation so far (system first, when given)
   size_t base_messages_ = 0;
   std::vector<TurnMark> marks_;
+  ImageCache images_;                   // the conversation's images, encoded once
+  std::vector<std::string> attached_;   // /image files for the next turn (their bytes)
   size_t max_token_bytes_ = 1;  // the longest token's bytes (at least 1)
   int turns_ = 0, failed_ = 0;  // turns asked for, and those refused or failed
   std::optional<StopReason> last_reason_;
