@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "base/flags.h"
 #include "shared_flags.h"
+#include "runtime/token_ids.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og::app {
@@ -121,11 +122,11 @@ std::string parse_ids(const std::vector<std::string>& words, std::vector<int64_t
       errno = 0;
       char* end = nullptr;
       long long v = std::strtoll(cur.c_str(), &end, 10);
-      bool digits = cur.find_first_not_of("0123456789") == std::string::npos;
-      if (cur[0] == '-' && cur.size() > 1 && cur.find_first_not_of("0123456789", 1) == std::string::npos)
-        return "token id " + cur + " is negative";
+      // A negative or too large id is the vocabulary check's (runtime/token_ids.h).
+      const size_t from = cur[0] == '-' && cur.size() > 1 ? 1 : 0;
+      bool digits = cur.find_first_not_of("0123456789", from) == std::string::npos;
       if (!digits || *end != '\0') return "'" + cur + "' is not a token id (expected a non-negative integer)";
-      if (errno == ERANGE || v > INT32_MAX) return "token id " + cur + " is out of range";
+      if (errno == ERANGE) return "token id " + cur + " is out of range";
       ids.push_back(v);
       cur.clear();
       return "";
@@ -167,13 +168,8 @@ int run_detokenize(const Args& args) {
   std::string err = parse_ids(words, raw);
   if (!err.empty()) usage_fail((from_stdin ? "stdin: " : "") + err);
   auto tok = load(o);
-  std::vector<int32_t> ids;
-  for (int64_t v : raw) {
-    if (v >= tok->n_vocab())
-      usage_fail("token id " + std::to_string(v) + " is out of range (the vocabulary has " +
-                 std::to_string(tok->n_vocab()) + " tokens)");
-    ids.push_back(static_cast<int32_t>(v));
-  }
+  if (const auto bad = first_bad_token_id(raw, tok->n_vocab())) usage_fail(bad->message);
+  const std::vector<int32_t> ids(raw.begin(), raw.end());
   std::string text = tok->decode(ids, !o.special) + "\n";
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;

@@ -287,7 +287,7 @@ def test_bad_inputs_raise_with_the_c_message(model, model_path):
     with pytest.raises(offgraph.InvalidArgumentError, match="no such file or directory"):
         offgraph.Model("/nonexistent/model.gguf")
     s = model.session()
-    with pytest.raises(offgraph.OutOfRangeError, match=r"token id 999 at index 1 is outside the vocabulary \[0, 512\)"):
+    with pytest.raises(offgraph.OutOfRangeError, match=r"\[1\]: token id 999 is out of range \[0, 512\)"):
         s.generate([1, 999])
     with pytest.raises(IndexError):
         model.tokenizer.decode([5000])

@@ -12,6 +12,7 @@
 #include "chat/chat_template.h"
 #include "model/config.h"
 #include "runtime/generation_limits.h"
+#include "runtime/token_ids.h"
 
 namespace og::capi {
 
@@ -73,12 +74,12 @@ void need(const void* p, const char* name) {
   if (!p) api_fail(OG_ERR_INVALID_ARGUMENT, name, " is NULL");
 }
 
+// runtime/token_ids.h's check and words, as every edge (so Python's too).
 void check_ids(const int32_t* ids, size_t n, int32_t n_vocab, const char* what) {
   if (n > 0) need(ids, what);
-  for (size_t i = 0; i < n; ++i)
-    if (ids[i] < 0 || ids[i] >= n_vocab)
-      api_fail(OG_ERR_OUT_OF_RANGE, what, ": token id ", ids[i], " at index ", i, " is outside the vocabulary [0, ",
-               n_vocab, ")");
+  if (n == 0) return;
+  if (const auto bad = first_bad_token_id(std::span<const int32_t>(ids, n), n_vocab))
+    api_fail(OG_ERR_OUT_OF_RANGE, what, "[", bad->index, "]: ", bad->message);
 }
 
 std::unique_ptr<KvCache> cache_of(const CacheSetup& setup, const Model& model, const KvPolicy& policy,

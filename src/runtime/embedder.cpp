@@ -2,6 +2,8 @@
 // and normalisation (see embedder.h).
 #include "runtime/embedder.h"
 
+#include "runtime/token_ids.h"
+
 #include <algorithm>
 
 #include "base/error.h"
@@ -28,9 +30,10 @@ void check_inputs(const std::vector<std::vector<int32_t>>& inputs, int64_t max_t
     OG_CHECK(!inputs[i].empty(), "input ", i, " is empty (no tokens to embed)");
     OG_CHECK(static_cast<int64_t>(inputs[i].size()) <= max_tokens, "input ", i, " has ", inputs[i].size(),
              " tokens, more than the model's context of ", max_tokens);
-    for (int32_t t : inputs[i])
-      OG_CHECK(t >= 0 && t < n_vocab, "input ", i, " holds token id ", t, ", outside the vocabulary [0, ", n_vocab,
-               ")");
+    // The one check and words of token ids (runtime/token_ids.h): the server's
+    // embeddings reach the vocabulary check here.
+    if (const auto bad = first_bad_token_id(inputs[i], n_vocab))
+      throw Error("input " + std::to_string(i) + ": " + bad->message);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "runtime/prefix_cache.h"
+#include "runtime/token_ids.h"
 #include "runtime/scheduler_images.h"
 #include "runtime/spec/draft_model.h"
 #include "runtime/spec/ngram.h"
@@ -802,9 +803,10 @@ uint64_t Scheduler::submit_group(RequestOptions req, std::vector<RequestCallback
                 std::to_string(impl_->opts.max_decode_sequences) +
                 " sequences decoded at once (max_decode_sequences): a request's choices decode side by side";
   if (r->refuse.empty() && n == 0) r->refuse = "the prompt is empty";
-  for (int32_t id : req.prompt)
-    if (r->refuse.empty() && (id < 0 || id >= n_vocab))
-      r->refuse = "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")";
+  // An invariant behind the edges (each checks its ids first, runtime/token_ids.h);
+  // in the same words, so a caller that skipped its edge gets no second message.
+  if (r->refuse.empty())
+    if (const auto bad = first_bad_token_id(req.prompt, n_vocab)) r->refuse = bad->message;
   if (r->refuse.empty() && req.max_new_tokens < 0) r->refuse = "max_new_tokens is negative";
   if (r->refuse.empty())
     r->refuse = sched_images::check(req, impl_->cache->policy().max_write, impl_->opts.image_width);

@@ -603,10 +603,13 @@ ChatPart parse_chat_part(Fields& f, std::vector<std::string>* ignored) {
   return c;
 }
 
+// Integers of any value: an id's range is the vocabulary's, checked where the
+// model is known with runtime/token_ids.h's one message.
 std::vector<int64_t> token_list(const json& v, const std::string& name) {
   std::vector<int64_t> ids;
   for (size_t i = 0; i < v.size(); ++i)
-    ids.push_back(Fields::int_value(name + "[" + std::to_string(i) + "]", v[i], 0, std::numeric_limits<int32_t>::max()));
+    ids.push_back(Fields::int_value(name + "[" + std::to_string(i) + "]", v[i], std::numeric_limits<int64_t>::min(),
+                                    std::numeric_limits<int64_t>::max()));
   return ids;
 }
 

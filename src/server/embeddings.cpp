@@ -21,7 +21,10 @@ std::vector<int32_t> token_list(const nlohmann::ordered_json& a, const std::stri
     if (!t.is_number_integer())
       bad_request(where + " must hold token ids (integers), got " + client_text(t.dump()), "input");
     const int64_t v = t.get<int64_t>();
-    if (v < 0 || v > INT32_MAX) bad_request(where + " holds token id " + std::to_string(v) + ", which is out of range", "input");
+    // A negative id or one past the vocabulary is the embedder's to refuse, in
+    // runtime/token_ids.h's words; only what an id cannot be at all stops here.
+    if (v < INT32_MIN || v > INT32_MAX)
+      bad_request(where + " holds token id " + std::to_string(v) + ", which is out of range", "input");
     ids.push_back(static_cast<int32_t>(v));
   }
   if (ids.empty()) bad_request(where + " is an empty list of token ids", "input");

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "chat/chat_request.h"
 #include "chat/request_error.h"
+#include "runtime/token_ids.h"
 #include "runtime/chat_images.h"
 #include "runtime/image_input.h"
 
@@ -130,16 +131,9 @@ std::vector<int32_t> completion_ids(const GenerationRequest& req, const ServedMo
   const CompletionPrompt& cp = req.prompts.at(index);
   const std::string name = req.prompts.size() > 1 ? "prompt[" + std::to_string(index) + "]" : "prompt";
   if (!cp.is_ids) return m.tok->encode(cp.text, /*add_special=*/!req.has_suffix, /*parse_special=*/false);
-  std::vector<int32_t> ids;
-  const int64_t n_vocab = m.tok->n_vocab();
-  for (size_t i = 0; i < cp.ids.size(); ++i) {
-    if (cp.ids[i] >= n_vocab)
-      bad_request("'" + name + "[" + std::to_string(i) + "]' is token id " + std::to_string(cp.ids[i]) +
-                      ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")",
-                  "prompt");
-    ids.push_back(static_cast<int32_t>(cp.ids[i]));
-  }
-  return ids;
+  if (const auto bad = first_bad_token_id(cp.ids, m.tok->n_vocab()))
+    bad_request("'" + name + "[" + std::to_string(bad->index) + "]': " + bad->message, "prompt");
+  return std::vector<int32_t>(cp.ids.begin(), cp.ids.end());
 }
 
 // [BOS] <fim_pre> prefix <fim_suf> suffix <fim_mid>: the prefix-suffix-middle

@@ -27,6 +27,7 @@
 #include "server/generation.h"
 #include "server/http_internal.h"
 #include "server/webui.h"
+#include "runtime/token_ids.h"
 #include "template/meter.h"
 
 namespace og::server {
@@ -551,15 +552,9 @@ HttpResponse HttpServer::Impl::handle_detokenize(const std::string& body) {
   const ServedModel& m = *model.load();
   const DetokenizeRequest r = parse_detokenize_request(parse_json_object(body));
   check_model(r.model, m);
-  std::vector<int32_t> ids;
-  const int64_t n_vocab = m.tok->n_vocab();
-  for (size_t i = 0; i < r.tokens.size(); ++i) {
-    if (r.tokens[i] >= n_vocab)
-      bad_request("'tokens[" + std::to_string(i) + "]' is " + std::to_string(r.tokens[i]) +
-                      ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")",
-                  "tokens");
-    ids.push_back(static_cast<int32_t>(r.tokens[i]));
-  }
+  if (const auto bad = first_bad_token_id(r.tokens, m.tok->n_vocab()))
+    bad_request("'tokens[" + std::to_string(bad->index) + "]': " + bad->message, "tokens");
+  const std::vector<int32_t> ids(r.tokens.begin(), r.tokens.end());
   return json_response(dump_json({{"prompt", m.tok->decode(ids)}}));
 }
 

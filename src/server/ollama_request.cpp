@@ -2,6 +2,8 @@
 // then parsed by api_request.cpp (see ollama_request.h).
 #include "server/ollama_request.h"
 
+#include "runtime/token_ids.h"
+
 #include <cctype>
 #include <utility>
 
@@ -290,10 +292,11 @@ OllamaGeneration parse_ollama_generate(const nlohmann::ordered_json& body, const
     const int64_t n_vocab = m.tok->n_vocab();
     for (size_t i = 0; i < c->size(); ++i) {
       const json& id = (*c)[i];
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= n_vocab)
-        bad_request("'context[" + std::to_string(i) + "]' is " + client_text(id.dump(), 24) +
-                        ": expected a token id in [0, " + std::to_string(n_vocab) + ")",
-                    "context");
+      const std::string at = "'context[" + std::to_string(i) + "]'";
+      if (!id.is_number_integer())
+        bad_request(at + " is " + client_text(id.dump(), 24) + ": expected a token id", "context");
+      const std::string wrong = token_id_error(id.get<int64_t>(), n_vocab);
+      if (!wrong.empty()) bad_request(at + ": " + wrong, "context");
       g.context.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
   }

@@ -184,7 +184,7 @@ TEST_F(ModelTest, OutOfRangeIdsAndCapacity) {
   const int32_t bad[] = {1, 403, 512};
   og_generation g{};
   EXPECT_EQ(og_session_generate(s, bad, 3, nullptr, &g), OG_ERR_OUT_OF_RANGE);
-  EXPECT_STREQ(og_last_error(), "prompt: token id 512 at index 2 is outside the vocabulary [0, 512)");
+  EXPECT_STREQ(og_last_error(), "prompt[2]: token id 512 is out of range [0, 512)");
   EXPECT_EQ(og_session_prefill(s, bad, 3, 0), OG_ERR_OUT_OF_RANGE);
   EXPECT_EQ(og_session_stream_start(s, bad, 3, nullptr), OG_ERR_OUT_OF_RANGE);
   int64_t pos = -1;

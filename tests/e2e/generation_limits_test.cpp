@@ -92,6 +92,48 @@ TEST(GenerationLimits, SameBadValueSameBoundAndWordsAtEveryEdge) {
   og_model_close(model);
 }
 
+// A token id past the vocabulary (stories260K has 512) or below 0 is one
+// message at every edge that takes ids (runtime/token_ids.h), after the
+// edge's name for the field: a completion prompt of ids, /detokenize, Ollama's
+// context, the C API (so Python) and `offgraph detokenize`.
+TEST(GenerationLimits, ABadTokenIdIsOneMessageAtEveryEdge) {
+  ASSERT_TRUE(std::filesystem::exists(kStories)) << "missing test data " << kStories;
+  ServeProc server({"--model", kStories});
+  ASSERT_TRUE(server.ready()) << server.stderr_text();
+  httplib::Client http("127.0.0.1", server.port());
+  og_model* model = nullptr;
+  ASSERT_EQ(og_model_open(kStories.c_str(), nullptr, &model), OG_OK) << og_last_error();
+  og_session* session = nullptr;
+  ASSERT_EQ(og_session_new(model, nullptr, &session), OG_OK) << og_last_error();
+  for (const int32_t bad : {600, -1}) {
+    const std::string words = "token id " + std::to_string(bad) + " is out of range [0, 512)";
+    SCOPED_TRACE(words);
+    auto refused = [&](const char* path, const json& body, const std::string& param, const std::string& field) {
+      const auto r = http.Post(path, body.dump(), "application/json");
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 400) << r->body;
+      const json j = json::parse(r->body);
+      const json err = j.contains("error") && j["error"].is_object() ? j["error"] : j;
+      const std::string message = err.value("message", err.value("error", ""));
+      EXPECT_EQ(message, "'" + field + "': " + words) << r->body;
+      if (err.contains("param")) EXPECT_EQ(err["param"], param);
+    };
+    refused("/v1/completions", {{"prompt", {1, bad}}, {"max_tokens", 1}}, "prompt", "prompt[1]");
+    refused("/detokenize", {{"tokens", {1, bad}}}, "tokens", "tokens[1]");
+    refused("/api/generate", {{"model", "stories260K"}, {"prompt", "a"}, {"context", {1, bad}}, {"stream", false}},
+            "context", "context[1]");
+    const int32_t prompt[] = {1, bad};
+    og_generation g{};
+    EXPECT_EQ(og_session_generate(session, prompt, 2, nullptr, &g), OG_ERR_OUT_OF_RANGE);
+    EXPECT_EQ(std::string(og_last_error()), "prompt[1]: " + words);
+    const Proc p = offgraph({"detokenize", "--model", kStories, "1," + std::to_string(bad)});
+    EXPECT_EQ(p.code, 2) << p.err;
+    EXPECT_NE(p.err.find(words), std::string::npos) << p.err;
+  }
+  og_session_free(session);
+  og_model_close(model);
+}
+
 struct InputCase {
   std::string c_field;  // og_limits' field; the flag is it with '-'
   int64_t value;

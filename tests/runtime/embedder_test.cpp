@@ -75,7 +75,7 @@ TEST_F(EmbedderTest, BadInputsAreErrors) {
   };
   expect_error({}, {}, "no input");
   expect_error({{1}, {}}, {}, "input 1 is empty");
-  expect_error({{1, 512}}, {}, "outside the vocabulary");
+  expect_error({{1, 512}}, {}, "input 0: token id 512 is out of range [0, 512)");
   expect_error({std::vector<int32_t>(3000, 5)}, {}, "more than the model's context of 2048");
   EmbedOptions d;
   d.dimensions = 65;

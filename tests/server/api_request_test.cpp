@@ -529,10 +529,8 @@ TEST(CompletionRequest, BadBodies) {
       {R"({"prompt": []})", "prompt", "empty"},
       {R"({"prompt": ["a", 5]})", "prompt[1]", "string or an array"},
       {R"({"prompt": ["a", []]})", "prompt[1]", "empty"},
-      {R"({"prompt": [[1], [2, -1]]})", "prompt[1][1]", "outside"},
       {many.c_str(), "prompt", "at most"},
       {R"({"prompt": [1, "a"]})", "prompt[1]", "integer"},
-      {R"({"prompt": [1, -2]})", "prompt[1]", "outside"},
       {R"({"prompt": [1.5]})", "prompt[0]", "integer"},
       {R"({"prompt": "x", "max_tokens": 0})", "max_tokens", "echo"},
       {R"({"prompt": "x", "max_tokens": -1})", "max_tokens", "outside"},
@@ -565,7 +563,9 @@ TEST(TokenizeRequest, Forms) {
   DetokenizeRequest d = parse_detokenize_request(parse_json_object(R"({"tokens": [1, 2]})"));
   EXPECT_EQ(d.tokens, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(error_of([] { parse_detokenize_request(parse_json_object(R"({"tokens": "1"})")); }).param(), "tokens");
-  EXPECT_EQ(error_of([] { parse_detokenize_request(parse_json_object(R"({"tokens": [-1]})")); }).param(), "tokens[0]");
+  // An id's range is the vocabulary's, checked where the model is known
+  // (runtime/token_ids.h, http_server_test): the parser takes any integer.
+  EXPECT_EQ(parse_detokenize_request(parse_json_object(R"({"tokens": [-1]})")).tokens, (std::vector<int64_t>{-1}));
 }
 
 }  // namespace

@@ -136,7 +136,7 @@ TEST_F(EmbeddingsHttp, BadInputsAre400s) {
   expect_400(R"({"input": [[1, 2], []]})", "input", "empty list of token ids");
   expect_400(R"({"input": [1, 2.5]})", "input", "token ids");
   expect_400(R"({"input": [1, -2]})", "input", "out of range");
-  expect_400(R"({"input": [1, 100000]})", "input", "outside the vocabulary");
+  expect_400(R"({"input": [1, 100000]})", "input", "token id 100000 is out of range [0, ");
   expect_400(R"({"input": {"text": "a"}})", "input", "must be a string");
   expect_400(R"({"input": "a", "encoding_format": "int8"})", "encoding_format", "\"float\" or \"base64\"");
   expect_400(R"({"input": "a", "dimensions": 0})", "dimensions", "positive integer");

@@ -287,7 +287,10 @@ TEST_F(Http, BadRequestsKeepTheServerUp) {
                "session limit");
   expect_error(c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 1000})", "application/json"), 400,
                "exceeds this server's session limit");
-  expect_error(c.Post("/v1/completions", R"({"prompt": [1, 99999]})", "application/json"), 400, "outside the vocabulary");
+  expect_error(c.Post("/v1/completions", R"({"prompt": [1, 99999]})", "application/json"), 400,
+               "'prompt[1]': token id 99999 is out of range [0, ");
+  expect_error(c.Post("/v1/completions", R"({"prompt": [1, -3]})", "application/json"), 400,
+               "'prompt[1]': token id -3 is out of range [0, ");
   expect_error(c.Post("/v1/completions", json({{"prompt", std::string(5000, 'a')}}).dump(), "application/json"), 413,
                "--max-body-bytes");
   expect_error(c.Get("/v1/nothing"), 404, "no route");
@@ -496,7 +499,8 @@ TEST_F(Http, TokenizeDetokenize) {
   r = c.Post("/detokenize", json({{"tokens", ids}}).dump(), "application/json");
   ASSERT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(json::parse(r->body)["prompt"], tok_->decode(ids));
-  expect_error(c.Post("/detokenize", R"({"tokens": [100000]})", "application/json"), 400, "outside the vocabulary");
+  expect_error(c.Post("/detokenize", R"({"tokens": [100000]})", "application/json"), 400,
+               "'tokens[0]': token id 100000 is out of range [0, ");
   expect_error(c.Post("/tokenize", R"({"prompt": 3})", "application/json"), 400, "must be a string");
 }
 
