@@ -112,7 +112,10 @@ std::shared_ptr<const VisionModel> from_mmproj(const std::string& path, const Mo
   } catch (const Error& e) {
     fail("--mmproj ", path, ": not a GGUF file (", e.what(), ")");
   }
-  const std::optional<std::string> type = f->get_string("clip.projector_type");
+  // A file with more than one modality names the vision projector under
+  // clip.vision (llama.cpp's converter writes Gemma 4's so), others under clip.
+  std::optional<std::string> type = f->get_string("clip.vision.projector_type");
+  if (!type) type = f->get_string("clip.projector_type");
   if (!type) {
     const std::optional<std::string> arch = f->get_string("general.architecture");
     fail("--mmproj ", path, ": not an mmproj (clip) file: clip.projector_type is missing",

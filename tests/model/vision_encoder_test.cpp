@@ -55,6 +55,11 @@ TEST(VisionEncoder, AGemma4MmprojLoadsTheGemma4Tower) {
   EXPECT_LT(test::max_rel_err(enc->encode(pixels, 24, 16), own.encode(pixels, 16, 24)), 1e-5);
   EXPECT_NE(enc->describe().find("gemma4v vision tower: patch 4, 2 layers, width 32, 4 heads, at most 280 tokens"),
             std::string::npos);
+  // Files that name the type under clip.projector_type load the same tower.
+  const std::vector<uint8_t> plain = test::gemma4_mmproj_of(hf, c, "gemma4v", "clip.projector_type");
+  const auto g = GgufFile::parse(plain.data(), plain.size(), "mmproj.gguf");
+  EXPECT_EQ(mmproj_projector_type(*g), "gemma4v");
+  EXPECT_TRUE(load_vision_encoder(*g)->encode(pixels, 24, 16) == enc->encode(pixels, 24, 16));
 }
 
 TEST(VisionEncoder, AnMlpMmprojAndALlavaConfigLoadTheLlavaTower) {

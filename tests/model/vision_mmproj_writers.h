@@ -35,11 +35,15 @@ inline void replace_once(std::string& s, const std::string& from, const std::str
 // Gemma 4: model.vision_tower.encoder.layers.N.* -> v.blk.N.*, ".linear" dropped,
 // input_proj reshaped to a conv [hidden, 3, p, p] (its (row, column, channel)
 // values permuted to (channel, row, column)), scalars as [1].
+// The converter names the projector under clip.vision.projector_type (its
+// Gemma 4 files may hold an audio tower too), not clip.projector_type.
 inline std::vector<uint8_t> gemma4_mmproj_of(const MemorySource& hf, const Gemma4VisionConfig& c,
-                                             const std::string& type = "gemma4v") {
+                                             const std::string& type = "gemma4v",
+                                             const std::string& type_key = "clip.vision.projector_type") {
   GgufWriter w;
   w.set("general.architecture", GgufValue::make_string("clip"));
-  w.set("clip.projector_type", GgufValue::make_string(type));
+  w.set("clip.has_vision_encoder", GgufValue::make_bool(true));
+  w.set(type_key, GgufValue::make_string(type));
   w.set("clip.vision.image_size", GgufValue::make_u32(224));
   w.set("clip.vision.patch_size", GgufValue::make_u32(uint32_t(c.patch_size)));
   w.set("clip.vision.embedding_length", GgufValue::make_u32(uint32_t(c.hidden)));

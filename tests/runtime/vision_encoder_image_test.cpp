@@ -105,7 +105,7 @@ TEST(VisionEncoderImage, Gemma4vAndMlpMmprojFilesReachTheirTowersFromLoadModel) 
   c.text_hidden = 24;
   test::MemorySource narrow;
   test::add_gemma4_tower(narrow, c, 2);
-  write_file(dir.path("narrow.gguf"), test::gemma4_mmproj_of(narrow, c));
+  write_file(dir.path("narrow.gguf"), test::gemma4_mmproj_of(narrow, c, "gemma4v", "clip.projector_type"));
   EXPECT_NE(load_error(dir.path("g4.gguf"), dir.path("narrow.gguf"))
                 .find("the vision tower projects to width 24 but the text model's hidden size is 128"),
             std::string::npos);
@@ -114,6 +114,8 @@ TEST(VisionEncoderImage, Gemma4vAndMlpMmprojFilesReachTheirTowersFromLoadModel) 
   write_file(dir.path("mlp.gguf"), test::llava_mmproj_of(clip, test::clip_tiny_config(), false));
   EXPECT_NE(load_error(dir.path("llama.gguf"), dir.path("mlp.gguf")).find("the tokenizer has no <image> token"),
             std::string::npos);
+  // (g4v.gguf names its type under clip.vision.projector_type as the converter
+  // does, narrow.gguf under clip.projector_type: both are read.)
   // A gemma4v tower with a Llama text model: the family is named.
   EXPECT_NE(load_error(dir.path("llama.gguf"), dir.path("g4v.gguf")).find("needs a gemma4 text model"),
             std::string::npos);
