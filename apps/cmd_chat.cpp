@@ -191,7 +191,9 @@ class Chat {
       m.start = std::min(m.start, p.keep);
       m.reply_start = std::min(m.reply_start, p.keep);
     }
-    if (rr.removed > 0)
+    // One token is the last reply's stop id when the template renders another
+    // closing text (or none: raw text ends on EOS): no news, so not reported.
+    if (rr.removed > 1)
       diag("[the history renders differently now: %lld tokens taken back and prefilled again]\n",
            static_cast<long long>(rr.removed));
     report_rewind(rr);
