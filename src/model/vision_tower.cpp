@@ -9,6 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
@@ -17,8 +20,6 @@
 
 namespace og {
 namespace {
-
-constexpr int64_t kQueryBlock = 16;  // queries scored together against all keys
 
 int64_t need_int(const nlohmann::json& obj, const char* key, const std::string& file, const char* where) {
   const std::optional<int64_t> v = json_int(obj, key, file);
@@ -50,11 +51,27 @@ TensorView matrix(const TensorSource& src, const std::string& name, int64_t rows
   return v;
 }
 
-// x[n, out] = x_in[n, in] · W^T + b
+// Bytes of activation rows one matmul call of linear() takes: a chunk stays
+// in L2 (1 MB a core on Zen 5) while every weight row passes over it.
+constexpr int64_t kChunkBytes = 256 * 1024;
+
+// y[n, out] = x[n, in] · W^T + b. The kernels' matmul splits the weight's
+// rows over the threads and runs each tile of weight rows over all n
+// activation rows: for 4096 patches x is 19 MB (fc2's input 70 MB), streamed
+// from memory again for every tile. Here the threads take chunks of x's rows
+// instead, each running the whole matmul on its chunk (the pool runs a nested
+// matmul inline), so x is read from L2 and only the weights (shared in L3)
+// stream. Each output is the kernel's own sum either way.
 void linear(const TensorView& w, const std::vector<float>& b, const float* x, int64_t n, float* y) {
-  kernels::matmul(w, x, n, y);
-  const int64_t out = w.shape[0];
-  for (int64_t i = 0; i < n; ++i) kernels::add(y + i * out, b.data(), out);
+  const int64_t in = w.shape[1], out = w.shape[0];
+  const int64_t rows = std::clamp<int64_t>(kChunkBytes / (in * 4) / 4 * 4, 4, 256);
+  thread_pool().parallel_for((n + rows - 1) / rows, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t i0 = c * rows, m = std::min(rows, n - i0);
+      kernels::matmul(w, x + i0 * in, m, y + i0 * out);
+      for (int64_t i = i0; i < i0 + m; ++i) kernels::add(y + i * out, b.data(), out);
+    }
+  });
 }
 
 // Adds the seconds since the last lap to *slot when timing (times not null).
@@ -262,63 +279,148 @@ VisionTowerWeights bind_gemma3_mmproj(const VisionTowerConfig& c, const TensorSo
   return bind_tower(c, src, n);
 }
 
-VisionTower::VisionTower(VisionTowerConfig c, VisionTowerWeights w) : c_(c), w_(std::move(w)) {
+// One encode's activations, reused by every layer and every image (ScratchSlot).
+struct VisionTower::Scratch {
+  explicit Scratch(const VisionTowerConfig& c) {
+    const int64_t n = c.n_patches(), d = c.hidden;
+    const int64_t blocks = (n + kernels::kKeyBlock - 1) / kernels::kKeyBlock;
+    for (std::vector<float>* b : {&x, &h, &q, &k, &v, &a, &vh}) b->resize(static_cast<size_t>(n * d));
+    kb.resize(static_cast<size_t>(c.n_heads * blocks * kernels::kKeyBlock * c.head_dim()));
+    u.resize(static_cast<size_t>(n * c.intermediate));
+    ones.assign(static_cast<size_t>(c.intermediate), 1.0f);
+  }
+  std::vector<float> x, h, q, k, v, a, kb, vh, u, ones;
+};
+
+struct VisionTower::ScratchSlot {
+  std::mutex mu;
+  std::unique_ptr<Scratch> s;
+};
+
+VisionTower::VisionTower(VisionTowerConfig c, VisionTowerWeights w)
+    : c_(c), w_(std::move(w)), scratch_(std::make_shared<ScratchSlot>()) {
   c_.check();
   OG_CHECK(static_cast<int64_t>(w_.layers.size()) == c_.n_layers, "vision tower: ", w_.layers.size(),
            " layers bound, the config says ", c_.n_layers);
 }
 
-void VisionTower::attention(const float* q, const float* k, const float* v, float* out) const {
-  const int64_t n = c_.n_patches(), d = c_.hidden, dh = c_.head_dim();
-  const int64_t blocks = (n + kQueryBlock - 1) / kQueryBlock;
-  const kernels::AttendKernels& ak = kernels::attend_kernels(DType::F32);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  const int64_t rb = d * static_cast<int64_t>(sizeof(float));
-  thread_pool().parallel_for(c_.n_heads * blocks, [&](int64_t t0, int64_t t1) {
-    std::vector<float> qb(static_cast<size_t>(kQueryBlock * dh)), s(static_cast<size_t>(kQueryBlock * n)),
-        o(static_cast<size_t>(kQueryBlock * dh));
+namespace {
+
+// Full (non-causal) attention of every patch over every patch, flash-style:
+// per task one head and kQueryBlock queries, keys folded kKeyFold at a time
+// with an online softmax (running max m, sum l, accumulator acc rescaled when
+// the max grows), so a task reads each K/V block once for all its queries
+// while it is in cache instead of scoring all n keys first. Scores come from
+// scores_blocked over K laid out in blocks of kKeyBlock keys (no horizontal
+// sums) where the kernels have it, else from scores over K rows; the weighted
+// V sums from accum over all the block's queries at once (V rows read once
+// per group of queries).
+constexpr int64_t kQueryBlock = 64;  // queries per task (a multiple of 8: accum's widest group)
+constexpr int64_t kKeyFold = 256;    // keys scored per fold (scores of a task: kQueryBlock * kKeyFold floats)
+
+struct AttnShape {
+  int64_t n, d, heads, dh;
+};
+
+// K of head h as blocks of kKeyBlock keys ([block][dh][kKeyBlock], ops.h
+// scores_blocked) and V of head h as contiguous rows [n][dh], from the [n, d]
+// projections; kb holds heads * blocks * kKeyBlock * dh floats, vh n * d.
+void lay_out_kv(const AttnShape& a, const float* k, const float* v, float* kb, float* vh) {
+  const int64_t blocks = (a.n + kernels::kKeyBlock - 1) / kernels::kKeyBlock;
+  thread_pool().parallel_for(a.heads * blocks, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t h = t / blocks, i0 = (t % blocks) * kQueryBlock, g = std::min(kQueryBlock, n - i0);
-      for (int64_t j = 0; j < g; ++j) std::copy_n(q + (i0 + j) * d + h * dh, dh, qb.data() + j * dh);
-      ak.scores(qb.data(), static_cast<int>(g), static_cast<int>(dh), reinterpret_cast<const uint8_t*>(k + h * dh),
-                rb, n, scale, s.data(), n);
-      for (int64_t j = 0; j < g; ++j) {
-        float* sj = s.data() + j * n;
-        const float sum = ak.exp_sum(sj, n, ak.max(sj, n));
-        kernels::scale(sj, 1.0f / sum, n);
+      const int64_t h = t / blocks, b = t % blocks, i0 = b * kernels::kKeyBlock;
+      const int64_t m = std::min<int64_t>(kernels::kKeyBlock, a.n - i0);
+      float* dst = kb + (h * blocks + b) * kernels::kKeyBlock * a.dh;
+      for (int64_t l = 0; l < m; ++l) {
+        const float* src = k + (i0 + l) * a.d + h * a.dh;
+        for (int64_t e = 0; e < a.dh; ++e) dst[e * kernels::kKeyBlock + l] = src[e];
+        std::copy_n(v + (i0 + l) * a.d + h * a.dh, a.dh, vh + (h * a.n + i0 + l) * a.dh);
       }
-      std::fill(o.begin(), o.end(), 0.0f);
-      ak.accum(s.data(), n, static_cast<int>(g), reinterpret_cast<const uint8_t*>(v + h * dh), rb, n,
-               static_cast<int>(dh), o.data());
-      for (int64_t j = 0; j < g; ++j) std::copy_n(o.data() + j * dh, dh, out + (i0 + j) * d + h * dh);
     }
   });
 }
 
-void VisionTower::layer(const VisionLayerWeights& l, std::vector<float>& x, VisionTowerTimes* times) const {
+// out[i, h*dh..] = softmax(q_i k^T / sqrt(dh)) v for queries [i0, i0 + g) of head h.
+void attend_block(const AttnShape& a, const kernels::AttendKernels& ak, const float* q, const float* k,
+                  const float* kb, const float* vh, int64_t h, int64_t i0, int64_t g, float* out) {
+  thread_local std::vector<float> qb, s, acc, mx, sum;
+  qb.resize(static_cast<size_t>(kQueryBlock * a.dh));
+  s.resize(static_cast<size_t>(kQueryBlock * kKeyFold));
+  acc.assign(static_cast<size_t>(kQueryBlock * a.dh), 0.0f);
+  mx.assign(static_cast<size_t>(kQueryBlock), -std::numeric_limits<float>::infinity());
+  sum.assign(static_cast<size_t>(kQueryBlock), 0.0f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(a.dh));
+  const int gi = static_cast<int>(g), dh = static_cast<int>(a.dh);
+  for (int64_t j = 0; j < g; ++j) std::copy_n(q + (i0 + j) * a.d + h * a.dh, a.dh, qb.data() + j * a.dh);
+  const int64_t blocks = (a.n + kernels::kKeyBlock - 1) / kernels::kKeyBlock;
+  const float* kh = kb + h * blocks * kernels::kKeyBlock * a.dh;
+  const float* vhh = vh + h * a.n * a.dh;
+  for (int64_t k0 = 0; k0 < a.n; k0 += kKeyFold) {
+    const int64_t nb = std::min(kKeyFold, a.n - k0);
+    if (ak.scores_blocked) {  // k0 is a multiple of kKeyBlock: the fold starts a block
+      ak.scores_blocked(qb.data(), gi, dh, reinterpret_cast<const uint8_t*>(kh + k0 * a.dh), 0, nb, scale, s.data(),
+                        kKeyFold);
+    } else {
+      ak.scores(qb.data(), gi, dh, reinterpret_cast<const uint8_t*>(k + k0 * a.d + h * a.dh),
+                a.d * static_cast<int64_t>(sizeof(float)), nb, scale, s.data(), kKeyFold);
+    }
+    for (int64_t j = 0; j < g; ++j) {
+      float* sj = s.data() + j * kKeyFold;
+      const float m_new = std::max(mx[j], ak.max(sj, nb));
+      const float part = ak.exp_sum(sj, nb, m_new);
+      const float f = std::exp(mx[j] - m_new);  // 0 on the first fold (m was -inf)
+      if (f != 1.0f) kernels::scale(acc.data() + j * a.dh, f, a.dh);
+      sum[j] = sum[j] * f + part;
+      mx[j] = m_new;
+    }
+    ak.accum(s.data(), kKeyFold, gi, reinterpret_cast<const uint8_t*>(vhh + k0 * a.dh),
+             a.dh * static_cast<int64_t>(sizeof(float)), nb, dh, acc.data());
+  }
+  for (int64_t j = 0; j < g; ++j) {
+    const float inv = 1.0f / sum[j];
+    float* o = out + (i0 + j) * a.d + h * a.dh;
+    for (int64_t e = 0; e < a.dh; ++e) o[e] = acc[j * a.dh + e] * inv;
+  }
+}
+
+void attention(const AttnShape& a, const float* q, const float* k, const float* v, float* kb, float* vh,
+               float* out) {
+  const kernels::AttendKernels& ak = kernels::attend_kernels(DType::F32);
+  lay_out_kv(a, k, v, kb, vh);  // (K's blocks go unused by a table without scores_blocked)
+  const int64_t qblocks = (a.n + kQueryBlock - 1) / kQueryBlock;
+  thread_pool().parallel_for(a.heads * qblocks, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t h = t / qblocks, i0 = (t % qblocks) * kQueryBlock;
+      attend_block(a, ak, q, k, kb, vh, h, i0, std::min(kQueryBlock, a.n - i0), out);
+    }
+  });
+}
+
+}  // namespace
+
+void VisionTower::layer(const VisionLayerWeights& l, Scratch& s, VisionTowerTimes* times) const {
   const int64_t n = c_.n_patches(), d = c_.hidden, ff = c_.intermediate;
   PhaseClock clock(times);
-  std::vector<float> h(x.size()), q(x.size()), k(x.size()), v(x.size()), a(x.size());
   for (int64_t i = 0; i < n; ++i)
-    kernels::layer_norm(x.data() + i * d, l.ln1_w.data(), l.ln1_b.data(), c_.layer_norm_eps, d, h.data() + i * d);
-  linear(l.wq, l.bq, h.data(), n, q.data());
-  linear(l.wk, l.bk, h.data(), n, k.data());
-  linear(l.wv, l.bv, h.data(), n, v.data());
+    kernels::layer_norm(s.x.data() + i * d, l.ln1_w.data(), l.ln1_b.data(), c_.layer_norm_eps, d, s.h.data() + i * d);
+  linear(l.wq, l.bq, s.h.data(), n, s.q.data());
+  linear(l.wk, l.bk, s.h.data(), n, s.k.data());
+  linear(l.wv, l.bv, s.h.data(), n, s.v.data());
   clock.lap(&VisionTowerTimes::attn_proj);
-  attention(q.data(), k.data(), v.data(), a.data());
+  attention({n, d, c_.n_heads, c_.head_dim()}, s.q.data(), s.k.data(), s.v.data(), s.kb.data(), s.vh.data(),
+            s.a.data());
   clock.lap(&VisionTowerTimes::attn_core);
-  linear(l.wo, l.bo, a.data(), n, h.data());
-  kernels::add(x.data(), h.data(), n * d);
+  linear(l.wo, l.bo, s.a.data(), n, s.h.data());
+  kernels::add(s.x.data(), s.h.data(), n * d);
   clock.lap(&VisionTowerTimes::attn_proj);
   for (int64_t i = 0; i < n; ++i)
-    kernels::layer_norm(x.data() + i * d, l.ln2_w.data(), l.ln2_b.data(), c_.layer_norm_eps, d, h.data() + i * d);
-  std::vector<float> u(static_cast<size_t>(n * ff));
-  linear(l.fc1, l.b1, h.data(), n, u.data());
+    kernels::layer_norm(s.x.data() + i * d, l.ln2_w.data(), l.ln2_b.data(), c_.layer_norm_eps, d, s.h.data() + i * d);
+  linear(l.fc1, l.b1, s.h.data(), n, s.u.data());
   // An ungated GELU-tanh: the gated kernel with a gate of ones (x * 1 is exact).
-  const std::vector<float> ones(static_cast<size_t>(ff), 1.0f);
-  for (int64_t i = 0; i < n; ++i) kernels::gelu_tanh_mul(u.data() + i * ff, ones.data(), ff);
-  linear(l.fc2, l.b2, u.data(), n, h.data());
-  kernels::add(x.data(), h.data(), n * d);
+  for (int64_t i = 0; i < n; ++i) kernels::gelu_tanh_mul(s.u.data() + i * ff, s.ones.data(), ff);
+  linear(l.fc2, l.b2, s.u.data(), n, s.h.data());
+  kernels::add(s.x.data(), s.h.data(), n * d);
   clock.lap(&VisionTowerTimes::mlp);
 }
 
@@ -337,16 +439,20 @@ std::vector<float> VisionTower::encode_patches(std::span<const float> pixels, Vi
         for (int64_t y = 0; y < p; ++y)
           std::copy_n(pixels.data() + (ch * side + py * p + y) * side + px * p, p,
                       unfolded.data() + (py * g + px) * pp + (ch * p + y) * p);
-  std::vector<float> x(static_cast<size_t>(n * d));
+  std::lock_guard<std::mutex> lock(scratch_->mu);
+  if (!scratch_->s) scratch_->s = std::make_unique<Scratch>(c_);
+  Scratch& s = *scratch_->s;
+  std::vector<float>& x = s.x;
   linear(w_.patch, w_.patch_b, unfolded.data(), n, x.data());
   kernels::add(x.data(), w_.pos.data(), n * d);
   clock.lap(&VisionTowerTimes::patch_embed);
-  for (const VisionLayerWeights& l : w_.layers) layer(l, x, times);
+  for (const VisionLayerWeights& l : w_.layers) layer(l, s, times);
   clock = PhaseClock(times);
   for (int64_t i = 0; i < n; ++i)
     kernels::layer_norm(x.data() + i * d, w_.post_w.data(), w_.post_b.data(), c_.layer_norm_eps, d, x.data() + i * d);
+  std::vector<float> out(x);
   clock.lap(&VisionTowerTimes::project);
-  return x;
+  return out;
 }
 
 std::vector<float> VisionTower::project(std::span<const float> patches) const {

@@ -50,6 +50,32 @@ TEST(VisionTower, EqualsThePlainTwinOnEveryIsa) {
   }
 }
 
+TEST(VisionTower, EqualsThePlainTwinOverManyQueryAndKeyBlocks) {
+  // 24x24 = 576 patches: the attention's queries in 9 blocks and its keys in
+  // three folds (two of 256, one of 64) with the online softmax rescaling
+  // between them, and the matmuls' activations in several chunks of rows.
+  VisionTowerConfig c = tiny_config();
+  c.image_size = 14 * 24;
+  c.hidden = 72;  // one head of Gemma 3's width
+  c.n_heads = 1;
+  c.n_layers = 1;
+  c.mm_tokens_per_image = 36;
+  MemorySource src;
+  add_tower(src, c, 17);
+  std::mt19937 rng(19);
+  const std::vector<float> pixels = random_values(rng, 3 * c.image_size * c.image_size, -1.0f, 1.0f);
+  const std::vector<double> want = test::naive_vision_tower(c, src, pixels);
+  const VisionTower tower(c, bind_gemma3_vision(c, src));
+  const kernels::Isa was = kernels::set_active_isa(kernels::available_isas().front());
+  for (kernels::Isa isa : kernels::available_isas()) {
+    kernels::set_active_isa(isa);
+    const std::vector<float> got = tower.encode(pixels);
+    ASSERT_EQ(got.size(), static_cast<size_t>(36 * 24)) << kernels::isa_str(isa);
+    EXPECT_LT(max_rel(got, want), 2e-5) << kernels::isa_str(isa);
+  }
+  kernels::set_active_isa(was);
+}
+
 TEST(VisionTower, ModelPrefixAndOneTokenPerImage) {
   // transformers v5 saves under "model."; a 28x28 image in 14x14 patches
   // pooled 2x2 to a single token.
