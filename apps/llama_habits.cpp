@@ -24,7 +24,12 @@ const std::vector<Habit>& habits() {
       {{"-md", "--model-draft", "--draft", "--draft-max", "--draft-min", "-cd", "--ctx-size-draft"},
        "speculative decoding runs in run, chat, batch, serve and bench: --model-draft PATH or --spec ngram, with "
        "--draft-max (the draft's cache takes the target's capacity); elsewhere drop the flag"},
-      {{"--mmproj", "--mmproj-url", "--image"}, "multimodal projectors are not supported: offgraph runs text models"},
+      // run, chat, batch, serve and inspect register --mmproj (apps/shared_flags.cpp); run --image.
+      {{"--mmproj"}, "run, chat, batch, serve and inspect take --mmproj FILE (a vision tower in llama.cpp's mmproj "
+                     "GGUF); elsewhere drop the flag"},
+      {{"--mmproj-url"}, "offgraph does not download: give a local mmproj file with --mmproj"},
+      {{"--image"}, "images go to run --image FILE, chat's /image FILE and serve's image_url parts, with a vision "
+                    "tower (--mmproj); elsewhere drop the flag"},
       {{"-fa", "--flash-attn"},
        "attention always runs fused over the off-graph cache; there is nothing to turn on (drop the flag)"},
       {{"--no-mmap"}, "weights are copied into huge pages by default already (--mmap keeps them in the mapped file)"},
