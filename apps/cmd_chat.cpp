@@ -130,7 +130,7 @@ class Chat {
     else if (line == "/stats") print_report_asked(f_, s_, last_stop_reason());
     else if (line == "/undo") undo_turn();
     else if (line.rfind("/undo ", 0) == 0) undo_tokens(line.substr(6));
-    else if (line.rfind("/image ", 0) == 0) attach_image(line.substr(7));
+    else if (line == "/image" || line.rfind("/image ", 0) == 0) attach_image(line.substr(6));
     else std::fprintf(stderr, "[unknown command %s; /help lists the commands]\n", line.c_str());
     return true;
   }

@@ -92,7 +92,8 @@ int cmd_run(const Args& args) {
   fl.add_repeated("image", &image_files,
                   "an image file (PNG, JPEG, WebP or GIF's first frame, told by its bytes; at most 32 MiB) for a "
                   "model with a vision tower (--mmproj, or an HF directory's own); repeatable; the images go before "
-                  "the prompt's text in the user message, where the chat template puts images");
+                  "the prompt's text in the user message, where the chat template puts images",
+                  "FILE");
   add_spec_flags(fl, sf);
   if (!fl.parse(args)) {
     std::fputs(fl.help().c_str(), stdout);
