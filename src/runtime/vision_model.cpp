@@ -162,11 +162,34 @@ void apply_image_processor(const std::string& dir, int64_t image_size, vision::P
            image_size);
 }
 
+// An HF Gemma 4 or LLaVA checkpoint's own tower (model/vision_encoder.h);
+// null unless both its patch embedding and its projector are there (a
+// stripped tower, or og-synth's stand-in patch tensor, loads as text).
+std::shared_ptr<const VisionModel> from_hf_encoder(const ModelSource& src, const HfCheckpoint& hf, const char* kind,
+                                                   const Model& text, const Tokenizer& tok) {
+  const TensorSource& ts = *src.tensors();
+  const bool g4 = std::string(kind) == "gemma4v";
+  for (const std::string name : {g4 ? "vision_tower.patch_embedder.input_proj.weight"
+                                    : "vision_tower.vision_model.embeddings.patch_embedding.weight",
+                                 g4 ? "embed_vision.embedding_projection.weight" : "multi_modal_projector.linear_1.weight"})
+    if (ts.find(name) == nullptr && ts.find("model." + name) == nullptr) return nullptr;
+  const ProjectorKind* k = find_kind(kind);
+  check_family(*k, text, src.path());
+  auto v = std::make_shared<VisionModel>();
+  v->path = src.path();
+  use_encoder(*v, load_vision_encoder(hf.config, hf.config_path, ts));
+  v->keep_alive = src.tensors();
+  finish(*v, *k, text, tok, src.path(), src.path());
+  return v;
+}
+
 std::shared_ptr<const VisionModel> from_hf(const ModelSource& src, const Model& text, const Tokenizer& tok) {
   const HfCheckpoint* hf = src.hf();
   if (hf == nullptr || !hf->config.contains("vision_config") || src.tensors() == nullptr) return nullptr;
-  // Only Gemma 3's tower is known here; a checkpoint whose tower tensors were
-  // stripped loads as a text model.
+  const std::string model_type = json_string(hf->config, "model_type", hf->config_path).value_or("");
+  if (model_type == "gemma4" || model_type == "llava")
+    return from_hf_encoder(src, *hf, model_type == "gemma4" ? "gemma4v" : "mlp", text, tok);
+  // Gemma 3's tower; a checkpoint whose tower tensors were stripped loads as a text model.
   const ProjectorKind* k = find_kind("gemma3");
   if (json_string(hf->config, "model_type", hf->config_path).value_or("") != "gemma3") return nullptr;
   const TensorSource& ts = *src.tensors();

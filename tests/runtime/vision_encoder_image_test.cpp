@@ -8,6 +8,8 @@
 #include <memory>
 
 #include "base/error.h"
+#include "format/hf_config.h"
+#include "format/safetensors.h"
 #include "model/vision_encoder.h"
 #include "model/vision_mmproj_writers.h"
 #include "model/vision_towers_fixture.h"
@@ -119,6 +121,42 @@ TEST(VisionEncoderImage, Gemma4vAndMlpMmprojFilesReachTheirTowersFromLoadModel) 
   // A gemma4v tower with a Llama text model: the family is named.
   EXPECT_NE(load_error(dir.path("llama.gguf"), dir.path("g4v.gguf")).find("needs a gemma4 text model"),
             std::string::npos);
+}
+
+TEST(VisionEncoderImage, AGemma4HfDirectoryFindsItsOwnTower) {
+  // og-synth's Gemma 4 HF directory has a stub vision_config and a stand-in
+  // patch tensor but no embedder: it loads as a text model. With a tower's tensors and config added to it,
+  // the tower is found and loaded (then the missing <|image> token is named).
+  test::TempDir dir;
+  const synth::SynthSpec g4 = synth::tiny_spec(synth::Family::kGemma4);
+  const std::string hf = dir.path("hf");
+  synth::write_hf(g4, hf);
+  {
+    ModelSetup s;
+    s.model = hf;
+    EXPECT_FALSE(load_model(s).vision);
+  }
+  Gemma4VisionConfig c = test::gemma4_tiny_config();
+  c.text_hidden = g4.d_model;
+  test::MemorySource tower;
+  test::add_gemma4_tower(tower, c, 5);
+  std::vector<SafetensorsTensor> all;
+  {
+    const std::unique_ptr<SafetensorsSource> text = SafetensorsSource::open_file(hf + "/model.safetensors");
+    for (const TensorInfo& t : text->tensors())
+      if (t.name.rfind("model.vision_tower.", 0) != 0)  // og-synth's stand-in patch tensor
+        all.push_back({t.name, t.type_name, t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes), nullptr});
+  }
+  for (const TensorInfo& t : tower.tensors())
+    all.push_back({t.name, "F32", t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes), nullptr});
+  write_safetensors(hf + "/model.safetensors", all);
+  nlohmann::json cfg = read_json_file(hf + "/config.json");
+  cfg["vision_config"] = nlohmann::json::parse(R"({"model_type": "gemma4_vision", "hidden_size": 32,
+      "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "head_dim": 8, "patch_size": 4, "pooling_kernel_size": 2, "position_embedding_size": 16,
+      "rms_norm_eps": 0.05, "standardize": true, "use_clipped_linears": true})");
+  std::ofstream(hf + "/config.json") << cfg.dump(2);
+  EXPECT_NE(load_error(hf, "").find("the tokenizer has no <|image> token"), std::string::npos);
 }
 
 }  // namespace
