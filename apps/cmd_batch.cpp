@@ -19,6 +19,8 @@
 #include "commands.h"
 #include "base/flags.h"
 #include "llm_common.h"
+#include "model/config.h"
+#include "runtime/chat_images.h"
 #include "runtime/engine.h"
 #include "runtime/generation_limits.h"
 #include "runtime/scheduler.h"
@@ -271,6 +273,7 @@ int cmd_batch(const Args& args) {
   const GrammarConstraint grammar = structured_output_of(f, *l.tok);  // --json-schema / --grammar
   SchedulerOptions so = scheduler_options_of(b.sched, run.policy);
   so.spec = b.sched_spec;
+  so.image_width = l.model->config().d_model;
   const std::unique_ptr<SchedulerDraft> draft = make_scheduler_draft(b.spec, run, so);  // outlives the scheduler
   if (draft) draft->apply(&so);
 
@@ -281,6 +284,8 @@ int cmd_batch(const Args& args) {
   const size_t token_bytes = max_token_bytes(*l.tok);
   const ChatSetup setup = chat_setup_of(l);
   std::vector<std::vector<int32_t>> prompts(specs.size());
+  std::vector<std::vector<RequestImage>> images(specs.size());  // a chat line's image_url parts
+  ImageCache image_cache;  // an image repeated over lines runs the tower once
   std::vector<std::string> refusals(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     const ChatRequest req = chat_request_of(specs[i], f.system);
@@ -294,8 +299,17 @@ int cmd_batch(const Args& args) {
       continue;
     }
     try {
-      prompts[i] = encode_chat(*l.tok, plan_chat(req, setup).segments, true);
-    } catch (const ChatRequestError& e) {
+      const ChatSegments segs = plan_chat(req, setup).segments;
+      if (chat_images(req).empty()) {
+        prompts[i] = encode_chat(*l.tok, segs, true);
+      } else {  // through the tower (no tower: a ChatRequestError naming the part)
+        const auto encoded = encode_chat_images(req, l.vision.get(), &image_cache);
+        ImagePrompt p = image_prompt_of(segs, *l.tok, *l.vision, encoded, true);
+        for (size_t k = 0; k < p.images.size(); ++k)
+          images[i].push_back(RequestImage{p.images[k].position, encoded[k], p.placeholder, p.bidirectional});
+        prompts[i] = std::move(p.tokens);
+      }
+    } catch (const Error& e) {
       fail(specs[i].where.empty() ? "prompt " + std::to_string(i + 1) : specs[i].where, ": ", e.what());
     }
   }
@@ -327,6 +341,7 @@ int cmd_batch(const Args& args) {
       }
       RequestOptions r;
       r.prompt = prompts[i];
+      r.images = images[i];
       r.max_new_tokens = specs[i].max_new_tokens >= 0 ? specs[i].max_new_tokens : f.max_new_tokens;
       r.sampler = sc;
       if (!f.ignore_eos) r.stop_ids = l.stop_ids;
