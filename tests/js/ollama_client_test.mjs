@@ -355,7 +355,7 @@ test("errors: ResponseError with the server's message; pull; the key", async ({ 
   await expectResponseError(o.chat({ model: "llama3", messages: [{ role: "user", content: "x" }] }), 404,
                             "model 'llama3' not found");
   await expectResponseError(o.chat({ model: "qwen-tool", messages: [{ role: "user", content: "x", images: ["aGk="] }] }),
-                            400, "takes no images");
+                            400, "this model has no vision tower");
   await expectResponseError(o.chat({ model: "qwen-tool", messages: [{ role: "user", content: "x" }], format: "yaml" }),
                             400, "'format'");
   await expectResponseError(o.generate({ model: "qwen-tool", prompt: "x", options: { num_ctx: 10000000 } }), 400,
