@@ -21,6 +21,8 @@
 #include "format/model_source.h"
 #include "llm_common.h"
 #include "runtime/run_builder.h"
+#include "server/api_error.h"
+#include "server/api_request.h"
 #include "shared_flags.h"
 #include "tokenizer/tokenizer.h"
 
@@ -39,6 +41,19 @@ std::string read_request(const std::string& path) {
   check_path_exists(path, "--request");
   MappedFile f = MappedFile::open(path);
   return std::string(reinterpret_cast<const char*>(f.data()), f.size());
+}
+
+// The request parsed as /apply-template and /v1/chat/completions parse a body
+// (server/api_request.h): the same og::ChatRequest, its forms and refusals,
+// so a message array means here what it means to the server. A refusal is
+// exit 1 with the server's words.
+server::ApplyTemplateRequest parse_request(const std::string& path) {
+  const std::string text = read_request(path);
+  try {
+    return server::parse_apply_template_request(server::parse_json_object(text));
+  } catch (const server::ApiError& e) {
+    fail("--request: ", e.what());
+  }
 }
 
 // YYYY-MM-DD as seconds since the epoch at 00:00 UTC; a usage error otherwise.
@@ -94,9 +109,8 @@ int cmd_template(const Args& args) {
     usage_fail("--model, --chat-template-file or --chat harmony is required");
   const int64_t now = f.date.empty() ? -1 : parse_date(f.date);
   if (!f.chat.empty()) {
-    const nlohmann::ordered_json request = nlohmann::ordered_json::parse(read_request(f.request), nullptr, false);
-    if (request.is_discarded()) fail("--request: not valid JSON");
-    const std::string rendered = chat_text(render_harmony_request(request, now));
+    const server::ApplyTemplateRequest r = parse_request(f.request);
+    const std::string rendered = chat_text(render_harmony_request(r.forms.template_request, now));
     if (std::fwrite(rendered.data(), 1, rendered.size(), stdout) != rendered.size())
       fail("cannot write the output to stdout");
     return 0;
@@ -128,13 +142,10 @@ int cmd_template(const Args& args) {
   if (fl.given("bos-token")) o.bos_token = f.bos;
   if (fl.given("eos-token")) o.eos_token = f.eos;
   o.now_unix = now;
-  const std::string text = read_request(f.request);
-  const nlohmann::ordered_json request = nlohmann::ordered_json::parse(text, nullptr, false);
-  if (request.is_discarded()) fail("--request: not valid JSON");
+  const server::ApplyTemplateRequest r = parse_request(f.request);
   // A request with tools renders with the model's "tool_use" variant when it
   // has one (transformers' rule, as serve does).
-  const bool tools = request.is_object() && request.contains("tools") && request["tools"].is_array() &&
-                     !request["tools"].empty();
+  const bool tools = !r.chat.tools.empty();
   if (f.template_file.empty() && tools) {
     const auto variants = src ? src->chat_template_variants() : read_chat_template_variants(f.model);
     if (auto it = variants.find("tool_use"); it != variants.end()) {
@@ -143,7 +154,10 @@ int cmd_template(const Args& args) {
     }
   }
   const JinjaChatTemplate tmpl(std::move(source), o, origin);
-  const std::string rendered = tmpl.render_request(request);
+  ChatSetup setup;  // as the server's /apply-template: harmony replies give a tool without a description ""
+  setup.format = &tmpl;
+  setup.reply_format = tmpl.reply_format();
+  const std::string rendered = tmpl.render_request(template_request_for(setup, r.forms.template_request));
   if (std::fwrite(rendered.data(), 1, rendered.size(), stdout) != rendered.size())
     fail("cannot write the output to stdout");
   return 0;

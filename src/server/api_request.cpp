@@ -722,13 +722,12 @@ TokenizeRequest parse_tokenize_request(const json& body) {
     r.prompt = *f.string("prompt");
   } else {
     ChatPart chat = parse_chat_part(f, &r.ignored);
-    r.messages = std::move(chat.forms.messages);
-    r.needs_jinja = chat.forms.needs_jinja;
-    r.template_request = std::move(chat.forms.template_request);
+    r.chat = std::move(chat.chat);
+    r.forms = std::move(chat.forms);
     r.use_messages = true;
   }
-  r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
-  if (r.use_messages) r.template_request["add_generation_prompt"] = r.add_generation_prompt;
+  r.chat.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+  if (r.use_messages) r.forms.template_request["add_generation_prompt"] = r.chat.add_generation_prompt;
   f.note_unknown();
   return r;
 }
@@ -749,11 +748,10 @@ ApplyTemplateRequest parse_apply_template_request(const json& body) {
   Fields f(body, &r.ignored);
   r.model = f.string("model").value_or("");
   ChatPart chat = parse_chat_part(f, &r.ignored);
-  r.messages = std::move(chat.forms.messages);
-  r.needs_jinja = chat.forms.needs_jinja;
-  r.template_request = std::move(chat.forms.template_request);
-  r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
-  r.template_request["add_generation_prompt"] = r.add_generation_prompt;
+  r.chat = std::move(chat.chat);
+  r.forms = std::move(chat.forms);
+  r.chat.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+  r.forms.template_request["add_generation_prompt"] = r.chat.add_generation_prompt;
   f.note_unknown();
   return r;
 }

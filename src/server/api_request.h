@@ -105,26 +105,26 @@ struct GenerationRequest {
 };
 
 // POST /tokenize: text (with add_special) or chat messages (template applied).
+// Messages are parsed as /v1/chat/completions parses them, into the same
+// og::ChatRequest and forms, and rendered through the same chat_segments, so
+// a message array means the same on every route.
 struct TokenizeRequest {
   std::string model;
   std::string prompt;
-  std::vector<ChatMessage> messages;
   bool use_messages = false;
-  bool add_special = true;            // text: BOS/EOS as the vocabulary says
-  bool add_generation_prompt = true;  // messages: end with the assistant header
-  nlohmann::ordered_json template_request;  // messages: as GenerationRequest's
-  std::string needs_jinja;
+  bool add_special = true;  // text: BOS/EOS as the vocabulary says
+  ChatRequest chat;         // messages: add_generation_prompt (default true) ends with the assistant header
+  ChatRenderForms forms;    // render_forms(chat); its Jinja form holds "add_generation_prompt"
   std::vector<std::string> ignored;
 };
 
 // POST /apply-template (llama-server's route): a chat request rendered by
-// the served model's template, returned as text.
+// the served model's template, returned as text; parsed and rendered as
+// TokenizeRequest's messages (and `offgraph template`'s request file).
 struct ApplyTemplateRequest {
   std::string model;
-  nlohmann::ordered_json template_request;  // with "add_generation_prompt"
-  std::vector<ChatMessage> messages;
-  bool add_generation_prompt = true;
-  std::string needs_jinja;
+  ChatRequest chat;
+  ChatRenderForms forms;  // its Jinja form holds "add_generation_prompt"
   std::vector<std::string> ignored;
 };
 

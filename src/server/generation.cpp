@@ -123,6 +123,11 @@ ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& t
   }
 }
 
+ChatSegments chat_segments(const ServedModel& m, const ChatRequest& chat, const ChatRenderForms& forms) {
+  return chat_segments(m, forms.template_request, forms.messages, forms.needs_jinja, !chat.tools.empty(),
+                       chat.add_generation_prompt);
+}
+
 namespace {
 
 // A completion prompt's ids: given ids (checked), or its text encoded (with
@@ -196,8 +201,7 @@ std::vector<int32_t> encode_prompt(const GenerationRequest& req, const ServedMod
   }
   try {
     if (req.endpoint == Endpoint::kChat) {
-      const ChatSegments segs = chat_segments(m, req.forms.template_request, req.forms.messages,
-                                              req.forms.needs_jinja, !req.chat.tools.empty(), true);
+      const ChatSegments segs = chat_segments(m, req.chat, req.forms);
       if (rendered) *rendered = chat_text(segs);
       if (!chat_images(req.chat).empty()) ids = image_prompt_ids(req, m, segs, images);
       else ids = encode_chat(*m.tok, segs, true);

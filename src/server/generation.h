@@ -43,6 +43,10 @@ nlohmann::ordered_json jinja_request(const ServedModel& m, const nlohmann::order
 ChatSegments chat_segments(const ServedModel& m, const nlohmann::ordered_json& template_request,
                            const std::vector<ChatMessage>& messages, const std::string& needs_jinja, bool has_tools,
                            bool add_generation_prompt);
+// A parsed chat request's prompt (its forms, its tools deciding the tool_use
+// variant, its add_generation_prompt): the one render of /v1/chat/completions,
+// /tokenize's messages and /apply-template's built-in path.
+ChatSegments chat_segments(const ServedModel& m, const ChatRequest& chat, const ChatRenderForms& forms);
 // A whole request as one text, as `offgraph template` prints it (a Jinja
 // template's BOS text kept), by a format that renders requests
 // (request_format's: the tool_use variant when has_tools); its refusals are

@@ -515,12 +515,8 @@ HttpResponse HttpServer::Impl::handle_tokenize(const std::string& body) {
   log_ignored(r.ignored);
   std::vector<int32_t> ids;
   try {
-    ids = r.use_messages
-              ? encode_chat(*m.tok,
-                            chat_segments(m, r.template_request, r.messages, r.needs_jinja,
-                                          r.template_request.contains("tools"), r.add_generation_prompt),
-                            true)
-              : m.tok->encode(r.prompt, r.add_special, /*parse_special=*/false);
+    ids = r.use_messages ? encode_chat(*m.tok, chat_segments(m, r.chat, r.forms), true)
+                         : m.tok->encode(r.prompt, r.add_special, /*parse_special=*/false);
   } catch (const og::Error& e) {
     bad_request(std::string("cannot tokenize: ") + e.what(), r.use_messages ? "messages" : "prompt");
   }
@@ -535,12 +531,12 @@ HttpResponse HttpServer::Impl::handle_apply_template(const std::string& body) {
   log_ignored(r.ignored);
   std::string prompt;
   try {
-    const bool tools = r.template_request.contains("tools");
+    const bool tools = !r.chat.tools.empty();
     if ((tools && m.tool_use ? m.tool_use : m.tmpl)->renders_requests()) {
       // As `offgraph template` prints it (BOS text kept).
-      prompt = request_text(m, r.template_request, tools);
+      prompt = request_text(m, r.forms.template_request, tools);
     } else {
-      prompt = chat_text(chat_segments(m, r.template_request, r.messages, r.needs_jinja, tools, r.add_generation_prompt));
+      prompt = chat_text(chat_segments(m, r.chat, r.forms));
     }
   } catch (const og::Error& e) {
     bad_request(std::string("the template cannot render this request: ") + e.what(), "messages");

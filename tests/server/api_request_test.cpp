@@ -190,9 +190,10 @@ TEST(ChatRequest, ToolChoiceForms) {
 
 TEST(ApplyTemplateRequest, Forms) {
   ApplyTemplateRequest a = parse_apply_template_request(parse_json_object("{" + kMsgs + R"(, "add_generation_prompt": false})"));
-  EXPECT_FALSE(a.add_generation_prompt);
-  EXPECT_EQ(a.template_request["add_generation_prompt"], false);
-  EXPECT_EQ(a.template_request["messages"][0]["content"], "hi");
+  EXPECT_FALSE(a.chat.add_generation_prompt);
+  EXPECT_EQ(a.forms.template_request["add_generation_prompt"], false);
+  EXPECT_EQ(a.forms.template_request["messages"][0]["content"], "hi");
+  EXPECT_EQ(a.chat.messages.at(0).content, "hi");
   EXPECT_EQ(error_of([] { parse_apply_template_request(parse_json_object("{}")); }).param(), "messages");
 }
 
@@ -556,7 +557,7 @@ TEST(TokenizeRequest, Forms) {
   EXPECT_FALSE(t.use_messages);
   t = parse_tokenize_request(parse_json_object("{" + kMsgs + R"(, "add_generation_prompt": false})"));
   EXPECT_TRUE(t.use_messages);
-  EXPECT_FALSE(t.add_generation_prompt);
+  EXPECT_FALSE(t.chat.add_generation_prompt);
   EXPECT_EQ(error_of([] { parse_tokenize_request(parse_json_object("{}")); }).status(), 400);
   EXPECT_EQ(error_of([] { parse_tokenize_request(parse_json_object(R"({"prompt": "a", "messages": []})")); }).status(),
             400);
