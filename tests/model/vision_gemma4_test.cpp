@@ -8,6 +8,8 @@
 
 #include "format/gguf.h"
 #include "kernels/kernel_table.h"
+#include "model/mmproj_gguf_gemma4.h"
+#include "model/vision_encoder.h"
 #include "model/vision_gemma4.h"
 #include "model_test_util.h"
 #include "naive_vision_gemma4.h"
@@ -101,6 +103,38 @@ TEST(VisionGemma4, AnMmprojGgufGivesTheHfTowersRows) {
   const std::vector<float> got = Gemma4VisionTower(g12, bind_gemma4_mmproj(g12, *f)).encode(pixels, 24, 16);
   // The conv-ordered patch weight sums its products in another order: equal to rounding.
   EXPECT_LT(test::max_rel_err(got, want), 1e-5);
+}
+
+TEST(VisionGemma4, TheMmprojWriterGivesAFileTheLoaderReadsBack) {
+  EXPECT_EQ(gemma4_mmproj_name("model.vision_tower.encoder.layers.3.self_attn.q_proj.linear.weight", "model."),
+            "v.blk.3.attn_q.weight");
+  EXPECT_EQ(gemma4_mmproj_name("model.vision_tower.encoder.layers.0.mlp.down_proj.output_max", "model."),
+            "v.blk.0.ffn_down.output_max");
+  EXPECT_EQ(gemma4_mmproj_name("model.embed_vision.embedding_projection.weight", "model."),
+            "mm.input_projection.weight");
+  EXPECT_EQ(gemma4_mmproj_name("model.language_model.layers.0.mlp.up_proj.weight", "model."), "");
+  EXPECT_EQ(gemma4_mmproj_name("model.audio_tower.layers.0.x", "model."), "");
+  const Gemma4VisionConfig c = test::gemma4_tiny_config();
+  MemorySource hf;
+  test::add_gemma4_tower(hf, c, 23);
+  hf.add("model.language_model.norm.weight", {4}, {1, 1, 1, 1});  // text tensors stay out
+  const std::vector<float> pixels = pixels_of(16, 24, 8);
+  const std::vector<float> want = Gemma4VisionTower(c, bind_gemma4_vision(c, hf)).encode(pixels, 16, 24);
+  for (DType dt : {DType::F32, DType::F16}) {
+    MmprojWriteOptions o;
+    o.matrices = dt;
+    GgufWriter w;
+    add_gemma4_mmproj(c, hf, o, w);
+    const std::vector<uint8_t> bytes = w.serialize();
+    const auto f = GgufFile::parse(bytes.data(), bytes.size(), "mmproj.gguf");
+    EXPECT_EQ(mmproj_projector_type(*f), "gemma4v");
+    EXPECT_EQ(f->find("model.language_model.norm.weight"), nullptr);
+    EXPECT_EQ(f->find("v.blk.1.attn_out.input_min")->shape, std::vector<int64_t>{1});
+    Gemma4VisionConfig g = gemma4_mmproj_config(*f);
+    g.max_soft_tokens = c.max_soft_tokens;
+    const std::vector<float> got = Gemma4VisionTower(g, bind_gemma4_mmproj(g, *f)).encode(pixels, 16, 24);
+    EXPECT_LT(test::max_rel_err(got, want), dt == DType::F32 ? 1e-5 : 2e-2) << (dt == DType::F32 ? "f32" : "f16");
+  }
 }
 
 TEST(VisionGemma4, ImageSizeFollowsTheProcessor) {
