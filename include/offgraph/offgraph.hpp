@@ -79,9 +79,17 @@ struct ChatTool {
   std::string parameters;  // its JSON schema's text ("" = no arguments)
   bool strict = false;
 };
+// An encoded image (PNG, JPEG, WebP, GIF) in user message `message`, before
+// byte `offset` of its content (og_chat_image).
+struct ChatImage {
+  size_t message = 0;
+  size_t offset = 0;
+  std::string bytes;
+};
 struct ChatRequest {
   std::vector<ChatMsg> messages;
   std::vector<ChatTool> tools;
+  std::vector<ChatImage> images;  // for a model with a vision tower
   std::optional<std::string> tool_choice;  // "none", "auto", "required" or a tool's name; unset: auto with tools
   bool parallel_tool_calls = true;
   std::string response_format;  // "" or "text", "json_object", "json_schema"
@@ -158,6 +166,10 @@ class CChatRequest {
     q_.max_reasoning_tokens = r.max_reasoning_tokens;
     q_.chat_template_kwargs = r.chat_template_kwargs.empty() ? nullptr : r.chat_template_kwargs.c_str();
     q_.reasoning_effort = opt(r.reasoning_effort);
+    for (const ChatImage& im : r.images)
+      images_.push_back({im.message, im.offset, reinterpret_cast<const uint8_t*>(im.bytes.data()), im.bytes.size()});
+    q_.images = images_.empty() ? nullptr : images_.data();
+    q_.n_images = images_.size();
   }
   CChatRequest(const CChatRequest&) = delete;
   CChatRequest& operator=(const CChatRequest&) = delete;
@@ -168,6 +180,7 @@ class CChatRequest {
   std::vector<std::vector<og_chat_tool_call>> calls_;
   std::vector<og_chat_msg> msgs_;
   std::vector<og_chat_tool> tools_;
+  std::vector<og_chat_image> images_;
   og_chat_request q_{};
 };
 
@@ -300,6 +313,10 @@ class Session {
 
   void prefill(const std::vector<int32_t>& tokens, bool want_logits = false) {
     check(og_session_prefill(h_.get(), tokens.data(), tokens.size(), want_logits ? 1 : 0));
+  }
+  // An encoded image into the history, pending, as the template places one (og_session_append_image).
+  void append_image(const std::string& bytes) {
+    check(og_session_append_image(h_.get(), reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
   }
   // on_text (optional) receives the text as it streams; return false from it to cancel.
   // The C callbacks in opts (on_token, on_text) keep working beside it, each

@@ -15,10 +15,14 @@ ImageMarkup image_markup_of(const VisionModel& v, const Tokenizer& tok) {
   m.placeholder_text = tok.piece(v.tokens.placeholder);
   const std::string begin = v.tokens.begin >= 0 ? tok.piece(v.tokens.begin) : "";
   const std::string end = v.tokens.end >= 0 ? tok.piece(v.tokens.end) : "";
-  m.marker = begin.empty() ? m.placeholder_text : begin;
+  // Gemma 3's processor takes the begin token as its image token; Gemma 4's
+  // and LLaVA's templates write the placeholder itself, which becomes
+  // begin + placeholders + end (no newlines: processing_gemma4.py).
+  m.marker = m.placeholder_text;
   m.open = begin;
   m.close = end;
   if (v.projector == "gemma3") {
+    m.marker = begin;
     m.open = "\n\n" + begin;
     m.close = end + "\n\n";
   }

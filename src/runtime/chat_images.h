@@ -19,11 +19,12 @@
 
 namespace og {
 
-// The markup of `v`'s images in prompts: the begin token's text (Gemma 3:
-// "<start_of_image>") is the marker the template writes; for "gemma3" it
-// becomes "\n\n" + begin + placeholders + end + "\n\n", as transformers'
-// Gemma3Processor writes it; for other kinds begin + placeholders + end
-// (the placeholder's text is the marker when the kind has no begin token).
+// The markup of `v`'s images in prompts. "gemma3": the template writes the
+// begin token ("<start_of_image>"), which becomes "\n\n" + begin +
+// placeholders + end + "\n\n", as transformers' Gemma3Processor writes it;
+// other kinds (Gemma 4, LLaVA): the template writes the placeholder
+// ("<|image|>", "<image>"), which becomes begin + placeholders + end (each
+// absent when the kind has none), one placeholder per row of that image.
 ImageMarkup image_markup_of(const VisionModel& v, const Tokenizer& tok);
 
 // Encoded images by the SHA-256 of their bytes, so that a conversation's

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "offgraph/offgraph.h"
+#include "offgraph/offgraph.hpp"
 #include "tiny_png.h"
 
 namespace {
@@ -193,6 +194,34 @@ TEST_F(ImageApiTest, AModelWithoutATowerRefusesImages) {
             std::string::npos)
       << og_last_error();
   og_model_close(text);
+}
+
+// offgraph.hpp: ChatRequest::images and Session::append_image reach the same calls.
+TEST_F(ImageApiTest, TheCppWrapperTakesImages) {
+  og_model_options o;
+  og_model_options_init(&o);
+  o.mmproj = files().mmproj.c_str();
+  offgraph::Model model(files().model, &o);
+  offgraph::Session session = model.session();
+  offgraph::ChatRequest req;
+  req.messages.push_back({"user", "What is it?", {}, {}, {}, {}});
+  req.images.push_back({0, 0, files().a});
+  og_generate_options g;
+  og_generate_options_init(&g);
+  g.max_new_tokens = 12;
+  g.sampler.temperature = 0;
+  const offgraph::ChatResult r = session.chat(req, g);
+  EXPECT_EQ(std::string(r.generation.text), ask(this->session(), {image(files().a)}));
+  offgraph::Session raw = model.session();
+  raw.append_image(files().b);
+  raw.prefill({}, true);
+  const std::vector<float> b = image_logits(files().b);
+  const float* l = nullptr;
+  size_t n = 0;
+  ASSERT_EQ(og_session_logits(raw.get(), &l, &n), OG_OK);
+  EXPECT_TRUE(std::vector<float>(l, l + n) == b);
+  req.images[0].bytes = "nope";
+  EXPECT_THROW(session.chat(req, g), offgraph::Error);
 }
 
 }  // namespace

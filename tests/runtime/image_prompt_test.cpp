@@ -12,6 +12,7 @@
 #include "model/families/family.h"
 #include "model/synth_fixture.h"
 #include "model/vision_tower_fixture.h"
+#include "runtime/chat_images.h"
 #include "runtime/image_input.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -199,6 +200,42 @@ TEST(ImagePrompt, BadPromptsAreRefusedWithNothingAppended) {
   EXPECT_THROW(append_image_prompt(s, p, 0, d + 1), Error);  // another width
   EXPECT_EQ(s.position(), 0);
   EXPECT_TRUE(s.images().empty());
+}
+
+// Gemma 3's template writes the begin token, which gains "\n\n" on both
+// sides; other kinds' templates write the placeholder itself.
+TEST(ImagePrompt, TheMarkupFollowsTheProjectorKind) {
+  Loaded& l = loaded();
+  VisionModel v;
+  v.tokens = {*l.tok->find_piece("<|tool>"), *l.tok->find_piece("<mask>"), *l.tok->find_piece("<tool|>")};
+  v.projector = "gemma3";
+  ImageMarkup m = image_markup_of(v, *l.tok);
+  EXPECT_EQ(m.marker, "<|tool>");
+  EXPECT_EQ(m.open, "\n\n<|tool>");
+  EXPECT_EQ(m.placeholder_text, "<mask>");
+  EXPECT_EQ(m.close, "<tool|>\n\n");
+  v.projector = "gemma4v";
+  m = image_markup_of(v, *l.tok);
+  EXPECT_EQ(m.marker, "<mask>");
+  EXPECT_EQ(m.open, "<|tool>");
+  EXPECT_EQ(m.close, "<tool|>");
+  v.tokens.begin = v.tokens.end = -1;  // LLaVA: the placeholder alone
+  v.projector = "mlp";
+  m = image_markup_of(v, *l.tok);
+  EXPECT_EQ(m.marker, "<mask>");
+  EXPECT_EQ(m.open + m.close, "");
+}
+
+TEST(ImagePrompt, ImagesWithoutATowerNameThePart) {
+  ChatRequest r = request(1, "x");
+  try {
+    encode_chat_images(r, nullptr);
+    FAIL() << "no error";
+  } catch (const ChatRequestError& e) {
+    EXPECT_EQ(e.field(), "messages[0].content[0]");
+    EXPECT_EQ(std::string(e.what()),
+              "'messages[0].content[0]' is an image and this model has no vision tower (pass --mmproj FILE)");
+  }
 }
 
 }  // namespace
