@@ -6,7 +6,8 @@
 // hashes; a request of n choices shares its prompt with images; a request
 // cancelled during its image prefill frees its cache; an image longer than
 // the step's token budget is forwarded whole; speculation never proposes an
-// image's placeholder; bad image requests are refused with a reason.
+// image's placeholder; bad image requests are refused with a reason; the
+// disk tier keeps an image's blocks by its hash across a restart.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -17,6 +18,7 @@
 #include "runtime/image_input.h"
 #include "runtime/scheduler.h"
 #include "runtime/scheduler_images.h"
+#include "temp_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace og {
@@ -313,6 +315,62 @@ TEST(SchedulerImage, BadImageRequestsAreRefusedWithAReason) {
   const uint64_t id = b.submit(ok, 4);
   b.sched->run_until_idle();
   EXPECT_EQ(b.report(id).tokens, alone(ok, 4));
+}
+
+// The disk tier on a synthetic Llama (flat layers; causal image rows): a
+// prompt with an image evicted to disk is read back by a restarted scheduler
+// with its image, and the same ids with another image find none of its blocks.
+TEST(SchedulerImage, TheDiskTierKeysBlocksByTheImage) {
+  const std::unique_ptr<Model> model = Model::load(synth_gguf(synth::Family::kLlama));
+  const std::unique_ptr<Tokenizer> tok = Tokenizer::from_path(model->source_path());
+  const int64_t width = model->config().d_model;
+  auto rows_of = [width](int seed) {
+    auto im = std::make_shared<TowerImage>();
+    im->width = width;
+    for (int64_t i = 0; i < 8 * width; ++i) im->rows.push_back(static_cast<float>((i * 7 + seed * 13) % 19) / 19.0f - 0.5f);
+    im->hash = Sha256::of(std::string_view("llama image " + std::to_string(seed)));
+    return std::shared_ptr<const TowerImage>(im);
+  };
+  auto prompt_with = [&](int seed) {
+    RequestOptions r;
+    r.prompt = test_tokens(5, model->n_vocab(), 61);
+    r.images.push_back(RequestImage{5, rows_of(seed), kPlaceholder, false});
+    r.prompt.insert(r.prompt.end(), 8, kPlaceholder);
+    const std::vector<int32_t> tail = test_tokens(11, model->n_vocab(), 62);
+    r.prompt.insert(r.prompt.end(), tail.begin(), tail.end());
+    r.max_new_tokens = 6;
+    return r;
+  };
+  auto run = [&](const std::string& dir, const std::vector<RequestOptions>& reqs) {
+    ModelEngine engine(*model);
+    SchedulerOptions o = sopts(1, 16, 1);
+    o.max_session_tokens = kSessionTokens;
+    o.image_width = width;
+    o.prefix_disk.dir = dir;
+    o.prefix_disk.max_bytes = int64_t{1} << 26;
+    Scheduler sched(engine, *tok, make_kv_cache(KvKind::kBatchedCell, model->kv_geometry(), policy(2)), o);
+    std::vector<RequestReport> out;
+    for (const RequestOptions& r : reqs) {
+      RequestCallbacks cb;
+      cb.on_finish = [&out](const RequestReport& rep) { out.push_back(rep); };
+      sched.submit(r, std::move(cb));
+      sched.run_until_idle();
+    }
+    return std::make_pair(out, sched.snapshot());
+  };
+  TempDir dir;
+  RequestOptions other_text;
+  other_text.prompt = test_tokens(9, model->n_vocab(), 63);
+  other_text.max_new_tokens = 6;
+  const auto first = run(dir.path(), {prompt_with(1), other_text});  // the second evicts the first to disk
+  ASSERT_EQ(first.first.size(), 2u);
+  EXPECT_GT(first.second.prefix_disk_writes, 0);
+  const auto again = run(dir.path(), {prompt_with(1), prompt_with(2)});
+  ASSERT_EQ(again.first.size(), 2u);
+  EXPECT_EQ(again.first[0].tokens, first.first[0].tokens);
+  EXPECT_GE(again.first[0].cached_tokens, 16);  // past the image (positions 5..12), from disk
+  EXPECT_EQ(again.second.prefix_disk_hits, 1);
+  EXPECT_LE(again.first[1].cached_tokens, 5);  // another image: at most the text before it
 }
 
 }  // namespace
