@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "format/hf_config.h"
 #include "kernels/ops.h"
@@ -302,6 +304,29 @@ VisionTower::VisionTower(VisionTowerConfig c, VisionTowerWeights w)
   c_.check();
   OG_CHECK(static_cast<int64_t>(w_.layers.size()) == c_.n_layers, "vision tower: ", w_.layers.size(),
            " layers bound, the config says ", c_.n_layers);
+  std::vector<TensorView*> moved;
+  size_t total = 0;
+  auto want = [&](TensorView& v) {
+    if (v.data && kernels::matmul_layout(v.dtype) != v.dtype) {
+      moved.push_back(&v);
+      total += (static_cast<size_t>(v.nbytes()) + 63) / 64 * 64;
+    }
+  };
+  want(w_.patch);
+  for (VisionLayerWeights& l : w_.layers)
+    for (TensorView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.fc1, &l.fc2}) want(*v);
+  if (moved.empty()) return;
+  repacked_ = std::make_shared<HugePageBuffer>(total);
+  size_t off = 0;
+  for (TensorView* v : moved) {
+    uint8_t* dst = repacked_->data() + off;
+    std::memcpy(dst, v->data, static_cast<size_t>(v->nbytes()));
+    const DType layout = kernels::matmul_layout(v->dtype);
+    kernels::repack_rows(v->dtype, layout, dst, v->shape[0], v->shape[1]);
+    v->data = dst;
+    v->dtype = layout;
+    off += (static_cast<size_t>(v->nbytes()) + 63) / 64 * 64;
+  }
 }
 
 namespace {

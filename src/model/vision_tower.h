@@ -20,6 +20,8 @@
 
 namespace og {
 
+class HugePageBuffer;
+
 // The tower's shape. From an HF config: vision_config's fields, the top
 // level's mm_tokens_per_image and text_config's hidden_size.
 struct VisionTowerConfig {
@@ -59,7 +61,8 @@ struct VisionLayerWeights {
 };
 
 // The weights. Matrices are views into the source, which must outlive the
-// tower; vectors and the small tables are f32 copies.
+// tower (VisionTower copies those it repacks); vectors and the small tables
+// are f32 copies.
 struct VisionTowerWeights {
   TensorView patch;                   // [hidden, 3 * p * p] (the conv's [hidden, 3, p, p] flattened)
   std::vector<float> patch_b;         // [hidden]
@@ -119,6 +122,11 @@ class VisionTower {
   // image: for Gemma 3's 4096 patches ~220 MB, whose first touch alone took
   // about a second on the 2-core VM); encodes of one tower take turns on it.
   std::shared_ptr<ScratchSlot> scratch_;
+  // The matrices whose dtype the matmul kernels want in another layout
+  // (kernels::matmul_layout: Q8_0 -> Q8_0_R on x86, ...), copied and
+  // repacked at construction as the text model's weights are; w_'s views
+  // point here for those, into the source for the others.
+  std::shared_ptr<HugePageBuffer> repacked_;
 };
 
 }  // namespace og

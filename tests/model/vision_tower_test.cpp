@@ -76,6 +76,49 @@ TEST(VisionTower, EqualsThePlainTwinOverManyQueryAndKeyBlocks) {
   kernels::set_active_isa(was);
 }
 
+TEST(VisionTower, Q8_0MatricesAreRepackedAtLoadAndFollowTheTwin) {
+  // The layers' matrices stored as q8_0 (x86 tables repack them to Q8_0_R
+  // at construction); the twin reads their exact values dequantized, so
+  // only the activations' int8 rounding in the matmuls is left between them.
+  VisionTowerConfig c = tiny_config();
+  c.intermediate = 64;  // whole q8_0 blocks (the patch conv's 588 columns stay f32)
+  MemorySource f32src;
+  add_tower(f32src, c, 23);
+  std::vector<std::vector<uint8_t>> q8;
+  MemorySource src;
+  for (const TensorInfo& t : f32src.tensors()) {
+    const float* f = reinterpret_cast<const float*>(t.data);
+    std::vector<float> v(f, f + t.nbytes / sizeof(float));
+    if (t.shape.size() == 2 && t.name.find("encoder.layers.") != std::string::npos) {
+      const int64_t rows = t.shape[0], cols = t.shape[1], rb = dtype_row_bytes(DType::Q8_0, cols);
+      std::vector<uint8_t>& b = q8.emplace_back(static_cast<size_t>(rows * rb));
+      for (int64_t r = 0; r < rows; ++r) {
+        kernels::quantize_row(DType::Q8_0, v.data() + r * cols, b.data() + r * rb, cols);
+        kernels::dequantize_row(DType::Q8_0, b.data() + r * rb, v.data() + r * cols, cols);
+      }
+    }
+    src.add(t.name, t.shape, std::move(v));
+  }
+  VisionTowerWeights w = bind_gemma3_vision(c, src);
+  size_t next = 0;  // the q8 copies are in the source's order: per layer q, k, v, out, fc1, fc2
+  for (VisionLayerWeights& l : w.layers)
+    for (TensorView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.fc1, &l.fc2}) {
+      v->data = q8.at(next++).data();
+      v->dtype = DType::Q8_0;
+    }
+  ASSERT_EQ(next, q8.size());
+  std::mt19937 rng(29);
+  const std::vector<float> pixels = random_values(rng, 3 * c.image_size * c.image_size, -1.0f, 1.0f);
+  const std::vector<double> want = test::naive_vision_tower(c, src, pixels);
+  const VisionTower tower(c, std::move(w));
+  const kernels::Isa was = kernels::set_active_isa(kernels::available_isas().front());
+  for (kernels::Isa isa : kernels::available_isas()) {
+    kernels::set_active_isa(isa);
+    EXPECT_LT(max_rel(tower.encode(pixels), want), 0.03) << kernels::isa_str(isa);
+  }
+  kernels::set_active_isa(was);
+}
+
 TEST(VisionTower, ModelPrefixAndOneTokenPerImage) {
   // transformers v5 saves under "model."; a 28x28 image in 14x14 patches
   // pooled 2x2 to a single token.
