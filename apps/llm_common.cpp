@@ -18,6 +18,7 @@
 #include "grammar/json_schema.h"
 #include "model/config.h"
 #include "runtime/run_builder.h"
+#include "runtime/vision_model.h"
 
 namespace og::app {
 
@@ -88,6 +89,8 @@ void check_llm_flags(const Flags& fl, const LlmFlags& f, bool run) {
 Run build_llm_run(const RunConfig& c) {
   Run r = build_run(c);
   if (!r.warning.empty()) warn(r.warning);
+  if (r.loaded.vision)  // which tower --image / /image parts go through
+    diag("[vision] %s (from %s)\n", r.loaded.vision->describe().c_str(), r.loaded.vision->path.c_str());
   return r;
 }
 
@@ -144,13 +147,13 @@ GenerateOptions generate_options_of(const LlmFlags& f, const LoadedModel& l) {
   return o;
 }
 
-ChatSetup chat_setup_of(const LoadedModel& l) {
-  ChatSetup s;
-  s.format = l.tmpl.get();
-  s.reply_format = l.tmpl->reply_format();
-  s.renderer = "this run";
-  s.jinja_hint = "give one with --chat-template-file, or --chat auto on a model that ships one";
-  return s;
+ModelChat chat_setup_of(const LoadedModel& l) {
+  ChatSetupOptions o;
+  o.renderer = "this run";
+  o.jinja_hint = "give one with --chat-template-file, or --chat auto on a model that ships one";
+  ModelChat c = model_chat_of(l, std::move(o));
+  if (!c.warning.empty()) diag("[warning] %s\n", c.warning.c_str());
+  return c;
 }
 
 void print_cache_describe(const KvCache& cache) {

@@ -83,8 +83,12 @@ TEST(VisionLoad, InspectOfAModelNamesItsTower) {
 }
 
 TEST(VisionLoad, RunTakesMmprojAndRefusesABadOneInOneLine) {
-  const Proc ok = offgraph({"run", "-m", files().gguf(), "--mmproj", files().mmproj(), "-p", "hi", "-n", "2", "-q"});
+  const Proc ok = offgraph({"run", "-m", files().gguf(), "--mmproj", files().mmproj(), "-p", "hi", "-n", "2"});
   EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.err.find("[vision] gemma3 vision tower: 56x56 pixels, patch 14, 2 layers, width 32, 4 heads, 4 tokens "
+                        "per image, projection width 64 (from " + files().mmproj() + ")"),
+            std::string::npos)
+      << ok.err;
   const std::string text_model = files().gguf();
   struct Bad {
     std::string mmproj, words;
