@@ -297,6 +297,11 @@ OllamaGeneration parse_ollama_generate(const nlohmann::ordered_json& body, const
         bad_request(at + " is " + client_text(id.dump(), 24) + ": expected a token id", "context");
       const std::string wrong = token_id_error(id.get<int64_t>(), n_vocab);
       if (!wrong.empty()) bad_request(at + ": " + wrong, "context");
+      // A context holds an earlier prompt's ids, an image's as its placeholders
+      // only: read back as text they would stand for no image at all.
+      if (m.vision && id.get<int64_t>() == m.vision->tokens.placeholder)
+        bad_request(at + " is an image's placeholder token: a context cannot carry images; send the images again "
+                    "(with /api/chat's messages, or in 'images' with the whole prompt)", "context");
       g.context.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
   }

@@ -4,7 +4,8 @@
 // the second is a prefix-cache hit (its cached_tokens and /metrics'
 // offgraph:prefix_cache_hits_total), another image misses past the text before
 // it; streaming with an image; Ollama's /api/chat images (base64, no data:
-// prefix) give the OpenAI route's text; the SDK's typed 400s naming the field
+// prefix) and /api/generate's give the OpenAI route's text (generate's context
+// cannot carry the image back); the SDK's typed 400s naming the field
 // for an http URL, bad base64, bytes that are no image, and an image sent to a
 // model without a tower; a clean exit on SIGTERM.
 // Run by ctest: node openai_vision_test.mjs OFFGRAPH OG_SYNTH NODE_MODULES.
@@ -158,6 +159,17 @@ test("Ollama's /api/chat images give the OpenAI route's text", async ({ vis, ser
   });
   assert.equal(bad.status, 400);
   assert.ok((await bad.json()).error.includes("'images[0]' is not valid base64"));
+  // /api/generate with an image; its context holds the image's placeholders, which cannot stand for it again.
+  const gen = await (await fetch(`${servers.vis.base}/api/generate`, {
+    method: "POST", body: JSON.stringify({ model: "vis", prompt: "Name it.", images: [cat.toString("base64")],
+                                           stream: false, options: { temperature: 0, num_predict: 8 } }),
+  })).json();
+  assert.equal(gen.response, want.choices[0].message.content);
+  const again = await fetch(`${servers.vis.base}/api/generate`, {
+    method: "POST", body: JSON.stringify({ model: "vis", prompt: "And?", context: gen.context, stream: false }),
+  });
+  assert.equal(again.status, 400);
+  assert.ok((await again.json()).error.includes("is an image's placeholder token"));
 });
 
 test("typed 400s naming the field: http URL, bad base64, not an image, a model without a tower",
