@@ -282,7 +282,8 @@ int cmd_batch(const Args& args) {
   // size alone rules it out (more bytes than a session's tokens can stand
   // for) is refused without tokenizing it: a 10 MB line costs nothing.
   const size_t token_bytes = max_token_bytes(*l.tok);
-  const ChatSetup setup = chat_setup_of(l);
+  const ModelChat chat = chat_setup_of(l);  // as serve and the C API assemble it (runtime/model_chat.h)
+  const ChatSetup& setup = chat.setup;
   std::vector<std::vector<int32_t>> prompts(specs.size());
   std::vector<std::vector<RequestImage>> images(specs.size());  // a chat line's image_url parts
   ImageCache image_cache;  // an image repeated over lines runs the tower once

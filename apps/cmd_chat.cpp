@@ -95,7 +95,7 @@ ChatRequestMessage message(const char* role, std::string text) {
 class Chat {
  public:
   Chat(const LlmFlags& f, const LoadedModel& l, Session& s, const SpecOptions& spec)
-      : f_(f), l_(l), s_(s), setup_(chat_setup_of(l)), sampler_(sampler_config_of(f.sampling)) {
+      : f_(f), l_(l), s_(s), chat_(chat_setup_of(l)), sampler_(sampler_config_of(f.sampling)) {
     opts_ = generate_options_of(f, l);
     opts_.spec = spec;
     if (!f.system.empty()) messages_.push_back(message("system", f.system));
@@ -173,7 +173,7 @@ class Chat {
     next.messages.push_back(user_message(text));
     // The whole conversation, and what the history already holds of it (the
     // images of earlier turns come from the cache, not the tower again).
-    const ImageChatTurn it = plan_image_chat_turn(next, setup_, *l_.tok, s_, l_.vision.get(), &images_);
+    const ImageChatTurn it = plan_image_chat_turn(next, chat_.setup, *l_.tok, s_, l_.vision.get(), &images_);
     const ChatTurnPrompt& p = it.turn;
     const int64_t total = static_cast<int64_t>(p.ids.size());
     if (total > s_.capacity()) {
@@ -181,7 +181,7 @@ class Chat {
       fresh.messages.assign(messages_.begin(), messages_.begin() + static_cast<long>(base_messages_));
       fresh.messages.push_back(user_message(text));
       const int64_t fresh_need = static_cast<int64_t>(
-          plan_image_chat_turn(fresh, setup_, *l_.tok, s_, l_.vision.get(), &images_).turn.ids.size());
+          plan_image_chat_turn(fresh, chat_.setup, *l_.tok, s_, l_.vision.get(), &images_).turn.ids.size());
       refuse_turn(total - p.keep, false, fresh_need);
       return false;
     }
@@ -348,7 +348,7 @@ class Chat {
   const LlmFlags& f_;
   const LoadedModel& l_;
   Session& s_;
-  const ChatSetup setup_;
+  const ModelChat chat_;  // the model's chat setup (runtime/model_chat.h), as the server's
   Sampler sampler_;
   GenerateOptions opts_;
   std::vector<ChatRequestMessage> messages_;  // the conversation so far (system first, when given)

@@ -43,13 +43,10 @@ ImagePrompt prompt_of(const LlmFlags& f, const LoadedModel& l, const std::vector
   in.messages = &forms.messages;
   in.template_request = &forms.template_request;
   in.needs_jinja = forms.needs_jinja;
-  ChatSetup setup;
-  setup.format = l.tmpl.get();
-  setup.renderer = "this run";
-  setup.jinja_hint = "give one with --chat-template-file, or --chat auto on a model that ships one";
+  const ModelChat chat = chat_setup_of(l);  // the setup chat, batch, serve and the C API render with
   ChatSegments segments;
   try {
-    segments = render_chat(in, setup);
+    segments = render_chat(in, chat.setup);
   } catch (const ChatRequestError& e) {
     if (images.empty()) throw;
     fail("--image: ", e.what());

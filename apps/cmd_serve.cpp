@@ -28,6 +28,7 @@
 #include "model/config.h"
 #include "runtime/embedder.h"
 #include "runtime/engine.h"
+#include "runtime/model_chat.h"
 #include "runtime/run_builder.h"
 #include "runtime/scheduler.h"
 #include "scheduler_flags.h"
@@ -253,7 +254,7 @@ int cmd_serve(const Args& args) {
   std::unique_ptr<Scheduler> sched;
   server::ServedModel served;
   std::unique_ptr<Embedder> embedder;  // /v1/embeddings, for a model that declares a pooling type
-  std::unique_ptr<JinjaChatTemplate> tool_use;  // the model's "tool_use" template variant, when it has one
+  ModelChat chat;  // the model's chat setup (runtime/model_chat.h): served points into it
   std::unique_ptr<server::SchedulerAdapter<Scheduler>> port;
   server::HttpServer http(ho);
   if (kv_events) {
@@ -298,27 +299,16 @@ int cmd_serve(const Args& args) {
   served.id = f.alias.empty() ? model_name_of(f.run.model.model) : f.alias;
   served.tok = loaded.tok.get();
   served.tmpl = loaded.tmpl.get();
-  served.reply_format = served.tmpl->reply_format();
-  // The model's "tool_use" variant renders requests with tools (transformers' rule), when
-  // the default template is the model's own (a --chat-template-file replaces both).
-  if (!served.tmpl->source().empty() && f.run.model.chat_template_file.empty()) {
-    if (auto it = loaded.model_template_variants.find("tool_use"); it != loaded.model_template_variants.end()) {
-      try {
-        tool_use = std::make_unique<JinjaChatTemplate>(it->second, jinja_options_of(*loaded.tok),
-                                                       "the model's tool_use");
-        served.tool_use = tool_use.get();
-        if (served.reply_format.tools == ToolCallFormat::kNone) {
-          const ReplyFormat t = tool_use->reply_format();
-          served.reply_format.tools = t.tools;
-          served.reply_format.mistral_args = t.mistral_args;
-          served.reply_format.mistral_call_id = t.mistral_call_id;
-        }
-      } catch (const Error& e) {
-        std::fprintf(stderr, "[warning] %s; requests with tools use the default template\n", e.what());
-      }
-    }
-  }
-  served.parse_reasoning = f.reasoning_format == "auto";
+  // The setup the commands and the C API assemble too: the model's "tool_use"
+  // variant for requests with tools when the run renders with the model's own
+  // template, what replies hold, reasoning parsed unless --reasoning-format none.
+  ChatSetupOptions chat_options;
+  chat_options.parse_reasoning = f.reasoning_format == "auto";
+  chat = model_chat_of(loaded, chat_options);
+  if (!chat.warning.empty()) std::fprintf(stderr, "[warning] %s\n", chat.warning.c_str());
+  served.tool_use = chat.setup.tool_use;
+  served.reply_format = chat.setup.reply_format;
+  served.parse_reasoning = chat.setup.parse_reasoning;
   served.grammar_vocab = grammar_vocab(*loaded.tok);  // structured output's vocabulary index, built once
   // Required tool calls in a format whose markers are control tokens (Mistral) need them admitted.
   if (const auto markers = tool_grammar_markers(served.reply_format); has_control_token(*loaded.tok, markers))

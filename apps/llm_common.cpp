@@ -147,13 +147,13 @@ GenerateOptions generate_options_of(const LlmFlags& f, const LoadedModel& l) {
   return o;
 }
 
-ChatSetup chat_setup_of(const LoadedModel& l) {
-  ChatSetup s;
-  s.format = l.tmpl.get();
-  s.reply_format = l.tmpl->reply_format();
-  s.renderer = "this run";
-  s.jinja_hint = "give one with --chat-template-file, or --chat auto on a model that ships one";
-  return s;
+ModelChat chat_setup_of(const LoadedModel& l) {
+  ChatSetupOptions o;
+  o.renderer = "this run";
+  o.jinja_hint = "give one with --chat-template-file, or --chat auto on a model that ships one";
+  ModelChat c = model_chat_of(l, std::move(o));
+  if (!c.warning.empty()) diag("[warning] %s\n", c.warning.c_str());
+  return c;
 }
 
 void print_cache_describe(const KvCache& cache) {

@@ -14,6 +14,7 @@
 #include "chat/chat_template.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
+#include "runtime/model_chat.h"
 #include "runtime/run_builder.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -49,9 +50,11 @@ void check_llm_flags(const Flags& flags, const LlmFlags& f, bool run);
 Run build_llm_run(const RunConfig& c);
 SamplerConfig sampler_config_of(const SamplingFlags& s);  // resolves seed -1 to a random one
 GenerateOptions generate_options_of(const LlmFlags& f, const LoadedModel& l);
-// How the commands render a chat (chat/chat_request.h plan_chat): the run's
-// format, what its replies hold, and the words of a refusal that names --chat.
-ChatSetup chat_setup_of(const LoadedModel& l);
+// How the commands render a chat (chat/chat_request.h plan_chat): the model's
+// setup as the server and the C API have it (runtime/model_chat.h), with the
+// words of a refusal that names --chat; a tool_use variant that does not
+// parse is a warning on stderr.
+ModelChat chat_setup_of(const LoadedModel& l);
 // --json-schema / --grammar compiled against the run's vocabulary (empty when
 // neither is given). og::Error (exit 1) naming the flag on an unreadable file,
 // invalid JSON, a schema keyword outside the supported subset or a bad grammar.

@@ -12,11 +12,11 @@
 #include "api/c_api_images.h"
 #include "api/c_api_session.h"
 #include "chat/chat_request.h"
-#include "chat/jinja_chat.h"
 #include "chat/request_error.h"
 #include "model/config.h"
 #include "runtime/chat_turn.h"
 #include "runtime/constraint.h"
+#include "runtime/model_chat.h"
 
 // A chat turn streamed on a session (og_session::chat).
 struct og::capi::ChatTurn {
@@ -37,8 +37,7 @@ namespace {
 // tool_use variant, what replies hold, and the grammar vocabularies (a large
 // vocabulary's index takes a moment).
 struct ChatAssets {
-  std::unique_ptr<JinjaChatTemplate> tool_use;
-  ChatSetup setup;
+  ModelChat chat;  // runtime/model_chat.h: the setup every front end assembles the same way
   std::mutex mu;
   std::map<std::string, std::shared_ptr<const grammar::TokenVocab>> vocabs;  // by admitted markers
 };
@@ -50,25 +49,7 @@ struct AssetsEntry {
 
 std::shared_ptr<ChatAssets> build_assets(const ModelCore& core) {
   auto a = std::make_shared<ChatAssets>();
-  const ChatFormat& f = core.run.chat_template();
-  a->setup.format = &f;
-  a->setup.reply_format = f.reply_format();
-  // The model's "tool_use" variant renders requests with tools, as the server does.
-  const auto& variants = core.run.loaded.model_template_variants;
-  if (auto it = variants.find("tool_use"); it != variants.end() && !f.source().empty()) {
-    try {
-      a->tool_use = std::make_unique<JinjaChatTemplate>(it->second, jinja_options_of(core.tok()), "the model's tool_use");
-      a->setup.tool_use = a->tool_use.get();
-      if (a->setup.reply_format.tools == ToolCallFormat::kNone) {
-        const ReplyFormat t = a->tool_use->reply_format();
-        a->setup.reply_format.tools = t.tools;
-        a->setup.reply_format.mistral_args = t.mistral_args;
-        a->setup.reply_format.mistral_call_id = t.mistral_call_id;
-      }
-    } catch (const Error&) {
-      // As the server: requests with tools then use the default template.
-    }
-  }
+  a->chat = model_chat_of(core.run.loaded);  // a tool_use variant that does not parse: tools use the default
   return a;
 }
 
@@ -198,7 +179,7 @@ void chat_start_held(og_session* session, const og_chat_request* req, const og_g
   try {
     ChatRequest r = request_of(q);
     add_chat_images(session, q, r);
-    image_turn = plan_image_chat_turn(r, assets->setup, tok, s, session->core->run.loaded.vision.get(),
+    image_turn = plan_image_chat_turn(r, assets->chat.setup, tok, s, session->core->run.loaded.vision.get(),
                                       &session->images);
   } catch (const ChatRequestError& e) {
     api_fail(OG_ERR_INVALID_ARGUMENT, e.what());

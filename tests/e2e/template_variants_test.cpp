@@ -20,8 +20,11 @@ namespace fs = std::filesystem;
 const std::string kHf = std::string(OG_TESTDATA_DIR) + "/models/stories260K-hf";
 
 // stories260K-hf with a tokenizer_config.json whose chat_template is a list.
-std::string hf_with_variants() {
-  const std::string dir = scratch_dir() + "/variants-hf";
+std::string hf_with_variants(const std::string& tool_use =
+                                 "{% for t in tools %}T:{{ t.function.name }};{% endfor %}{% for m in messages "
+                                 "%}U:{{ m.content }}{% endfor %}",
+                             const std::string& name = "variants-hf") {
+  const std::string dir = scratch_dir() + "/" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const char* f : {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json"})
@@ -29,8 +32,7 @@ std::string hf_with_variants() {
   nlohmann::json tc = nlohmann::json::parse(slurp(kHf + "/tokenizer_config.json"));
   tc["chat_template"] = nlohmann::json::array(
       {{{"name", "default"}, {"template", "{% for m in messages %}D:{{ m.content }}{% endfor %}"}},
-       {{"name", "tool_use"},
-        {"template", "{% for t in tools %}T:{{ t.function.name }};{% endfor %}{% for m in messages %}U:{{ m.content }}{% endfor %}"}}});
+       {{"name", "tool_use"}, {"template", tool_use}}});
   std::ofstream(dir + "/tokenizer_config.json") << tc.dump();
   return dir;
 }
@@ -56,6 +58,21 @@ TEST(TemplateVariants, ExportInspectAndToolUse) {
     ASSERT_EQ(t.code, 0) << t.err;
     EXPECT_EQ(t.out, "T:f;U:hi") << model;
   }
+}
+
+// The commands assemble a model's chat setup as serve and the C API do
+// (runtime/model_chat.h): a tool_use variant that does not parse is the same
+// warning, and the run goes on with the default template.
+TEST(TemplateVariants, TheCommandsReadTheVariantsAsServeDoes) {
+  ASSERT_TRUE(fs::exists(kHf)) << "missing test data " << kHf;
+  const std::string hf = hf_with_variants("{% for t in tools %}", "bad-variant-hf");
+  const std::string warning = "requests with tools use the default template";
+  const Proc r = offgraph({"run", "--model", hf, "--prompt", "hi", "--max-new-tokens", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find(warning), std::string::npos) << r.err;
+  const Proc c = offgraph({"chat", "--model", hf, "--max-new-tokens", "1"}, "hi\n");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find(warning), std::string::npos) << c.err;
 }
 
 }  // namespace
