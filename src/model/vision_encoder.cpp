@@ -147,14 +147,21 @@ std::unique_ptr<VisionEncoder> load_vision_encoder(const GgufFile& f) {
 }
 
 std::unique_ptr<VisionEncoder> load_vision_encoder(const nlohmann::json& config, const std::string& file,
-                                                   const TensorSource& src) {
+                                                   const TensorSource& src, const nlohmann::json& processor) {
   const std::string type = json_string(config, "model_type", file).value_or("");
   if (type == "gemma3") {
     const VisionTowerConfig c = gemma3_vision_config(config, file);
     return std::make_unique<Gemma3Encoder>(c, bind_gemma3_vision(c, src));
   }
   if (type == "gemma4") {
-    const Gemma4VisionConfig c = gemma4_vision_config(config, file);
+    Gemma4VisionConfig c = gemma4_vision_config(config, file);
+    if (processor.is_object() && processor.contains("max_soft_tokens")) {
+      const nlohmann::json& m = processor["max_soft_tokens"];
+      const bool ok = m.is_number_integer() && (m == 70 || m == 140 || m == 280 || m == 560 || m == 1120);
+      OG_CHECK(ok, file, ": the image processor's max_soft_tokens is ", json_excerpt(m),
+               "; Gemma 4's processor takes 70, 140, 280, 560 or 1120");
+      c.max_soft_tokens = m.get<int64_t>();
+    }
     return std::make_unique<Gemma4Encoder>(c, bind_gemma4_vision(c, src));
   }
   if (type == "llava") {

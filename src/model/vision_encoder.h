@@ -60,8 +60,12 @@ std::string mmproj_projector_type(const GgufFile& f);
 // another is refused by name). Its matrices view `f`, which must outlive it.
 std::unique_ptr<VisionEncoder> load_vision_encoder(const GgufFile& f);
 // The tower of an HF checkpoint by config.json's model_type (gemma3, gemma4,
-// llava); `src` holds the tensors and must outlive the tower.
+// llava); `src` holds the tensors and must outlive the tower. `processor`:
+// the image processor's settings when the checkpoint has them (an object;
+// null: none), of which Gemma 4's max_soft_tokens is read (70, 140, 280, 560
+// or 1120; 280 when absent).
 std::unique_ptr<VisionEncoder> load_vision_encoder(const nlohmann::json& config, const std::string& file,
-                                                   const TensorSource& src);
+                                                   const TensorSource& src,
+                                                   const nlohmann::json& processor = nullptr);
 
 }  // namespace og

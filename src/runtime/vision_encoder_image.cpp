@@ -1,9 +1,11 @@
 // vision_encoder_image.h: any tower's image into rows and a hash.
 #include "runtime/vision_encoder_image.h"
 
+#include <filesystem>
 #include <string>
 
 #include "base/error.h"
+#include "format/hf_config.h"
 #include "runtime/vision_model.h"
 
 namespace og {
@@ -37,6 +39,17 @@ TowerImage encode_image(const VisionEncoder& enc, const vision::Image& image) {
            enc.projector(), " tower asks for ", px.width, "x", px.height, " pixels");
   const std::vector<float> pixels = vision::preprocess_image(image, preprocess_config(px));
   return encode_pixels(enc, pixels, px.width, px.height);
+}
+
+nlohmann::json read_image_processor_settings(const std::string& dir) {
+  std::error_code ec;
+  const std::string pre = dir + "/preprocessor_config.json";
+  if (std::filesystem::exists(pre, ec)) return read_json_file(pre);
+  const std::string proc = dir + "/processor_config.json";
+  if (!std::filesystem::exists(proc, ec)) return nullptr;
+  const nlohmann::json j = read_json_file(proc);
+  if (j.contains("image_processor") && j["image_processor"].is_object()) return j["image_processor"];
+  return nullptr;
 }
 
 void use_encoder(VisionModel& v, std::shared_ptr<const VisionEncoder> enc) {

@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "model/vision_encoder.h"
 #include "runtime/image_input.h"
@@ -27,6 +30,12 @@ TowerImage encode_pixels(const VisionEncoder& enc, std::span<const float> pixels
 
 // A decoded image (RGB or RGBA) -> pixels_for(its size) -> preprocess -> rows.
 TowerImage encode_image(const VisionEncoder& enc, const vision::Image& image);
+
+// The image processor's settings an HF directory holds, for
+// load_vision_encoder: preprocessor_config.json, else processor_config.json's
+// "image_processor" object (newer transformers saves them there); null when
+// neither. og::Error naming the file when it is not a JSON object.
+nlohmann::json read_image_processor_settings(const std::string& dir);
 
 struct VisionModel;
 // A VisionModel's tower fields from an encoder of any kind: projection_width,

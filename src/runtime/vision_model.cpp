@@ -177,7 +177,7 @@ std::shared_ptr<const VisionModel> from_hf_encoder(const ModelSource& src, const
   check_family(*k, text, src.path());
   auto v = std::make_shared<VisionModel>();
   v->path = src.path();
-  use_encoder(*v, load_vision_encoder(hf.config, hf.config_path, ts));
+  use_encoder(*v, load_vision_encoder(hf.config, hf.config_path, ts, read_image_processor_settings(hf.dir)));
   v->keep_alive = src.tensors();
   finish(*v, *k, text, tok, src.path(), src.path());
   return v;

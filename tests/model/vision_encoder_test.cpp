@@ -85,6 +85,25 @@ TEST(VisionEncoder, AnMlpMmprojAndALlavaConfigLoadTheLlavaTower) {
   EXPECT_NE(error_of([&] { from_hf->encode(pixels, 14, 56); }).find("the tower takes 28x28"), std::string::npos);
 }
 
+TEST(VisionEncoder, Gemma4TakesItsProcessorsTokenBudget) {
+  const Gemma4VisionConfig c = test::gemma4_tiny_config();
+  MemorySource hf;
+  test::add_gemma4_tower(hf, c, 3);
+  const nlohmann::json j = nlohmann::json::parse(R"({"model_type": "gemma4", "text_config": {"hidden_size": 24},
+      "vision_config": {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "patch_size": 4,
+      "pooling_kernel_size": 2, "position_embedding_size": 16, "rms_norm_eps": 0.05,
+      "standardize": true, "use_clipped_linears": true}})");
+  EXPECT_EQ(load_vision_encoder(j, "config.json", hf)->max_tokens(), 280);
+  EXPECT_EQ(load_vision_encoder(j, "config.json", hf, {{"max_soft_tokens", 70}})->max_tokens(), 70);
+  EXPECT_NE(error_of([&] { load_vision_encoder(j, "config.json", hf, {{"max_soft_tokens", 100}}); })
+                .find("max_soft_tokens is 100; Gemma 4's processor takes 70, 140, 280, 560 or 1120"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load_vision_encoder(j, "config.json", hf, {{"max_soft_tokens", "many"}}); })
+                .find("max_soft_tokens is \"many\""),
+            std::string::npos);
+}
+
 TEST(VisionEncoder, AGemma3ConfigLoadsGemma3sTower) {
   const VisionTowerConfig c = test::tiny_config();
   MemorySource hf;

@@ -123,6 +123,17 @@ TEST(VisionEncoderImage, Gemma4vAndMlpMmprojFilesReachTheirTowersFromLoadModel) 
             std::string::npos);
 }
 
+TEST(VisionEncoderImage, ImageProcessorSettingsComeFromEitherFile) {
+  test::TempDir dir;
+  EXPECT_TRUE(read_image_processor_settings(dir.path()).is_null());
+  std::ofstream(dir.path("processor_config.json")) << R"({"image_processor": {"max_soft_tokens": 70}})";
+  EXPECT_EQ(read_image_processor_settings(dir.path())["max_soft_tokens"], 70);
+  std::ofstream(dir.path("preprocessor_config.json")) << R"({"max_soft_tokens": 560})";
+  EXPECT_EQ(read_image_processor_settings(dir.path())["max_soft_tokens"], 560);
+  std::ofstream(dir.path("preprocessor_config.json")) << "[1]";
+  EXPECT_THROW(read_image_processor_settings(dir.path()), Error);
+}
+
 TEST(VisionEncoderImage, AGemma4HfDirectoryFindsItsOwnTower) {
   // og-synth's Gemma 4 HF directory has a stub vision_config and a stand-in
   // patch tensor but no embedder: it loads as a text model. With a tower's tensors and config added to it,
