@@ -422,7 +422,8 @@ OG_API og_status og_session_reset(og_session* session);
  * history, the cache's contents, the undo marks and the last logits, with the model's
  * fingerprint, in a versioned file. Sampling keeps no state between turns (each turn's
  * sampler comes from its options and seed), so none is saved. OG_ERR_STATE while a
- * stream runs, or when a windowed cache has dropped positions of the history. */
+ * stream runs, when a windowed cache has dropped positions of the history, or when the
+ * history holds an image (images are not stored yet). */
 OG_API og_status og_session_save(og_session* session, const char* path);
 /* Replaces the session's state with the one saved in `path`: the session then continues
  * exactly as the saved one would have (the same tokens, greedy or seeded). The session's

@@ -239,6 +239,12 @@ og_status og_session_save(og_session* session, const char* path) {
     need(path, "path");
     if (!*path) api_fail(OG_ERR_INVALID_ARGUMENT, "path is empty");
     no_stream(session);
+    // The file holds token ids: an image's positions would come back as its
+    // placeholder ids, a silently different prompt.
+    if (!session->s->images().empty())
+      api_fail(OG_ERR_STATE, "the session holds ", session->s->images().size(),
+               " image(s); session files do not store images yet (og_session_rewind before the first one, or "
+               "og_session_reset)");
     write_file(path, state_of(session));
   });
 }
