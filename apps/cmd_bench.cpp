@@ -7,10 +7,14 @@
 // swing by a third): decode as bytes read per
 // token × tokens/s ÷ read bandwidth, prefill as multiply-adds per token ×
 // tokens/s ÷ peak multiply-add rate. The fraction shown is the mean of the
-// repetitions' fractions; the limit the mean of their limits.
+// repetitions' fractions; the limit the mean of their limits. With --mmproj
+// an image-encode row per thread count follows: one random image of the
+// tower's input size through preprocessing and the tower, images/s and ms per
+// image (the first encode, which allocates the tower's scratch, untimed).
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +34,8 @@
 #include "kernels/ops.h"
 #include "model/config.h"
 #include "runtime/bench.h"
+#include "runtime/run_setup.h"
+#include "runtime/vision_model.h"
 
 namespace og::app {
 
@@ -40,6 +46,7 @@ struct BenchFlags {
   std::vector<int64_t> n_prompt = {512}, n_gen = {128}, depth = {0}, n_seqs = {1}, threads;
   int64_t repetitions = 5, prefill_chunk = 512, seed = 1;
   std::string kv_dtype = "f16", cache_kind = "batched-sequence";
+  std::string mmproj;  // a vision tower whose image encoding is timed too
   bool mmap = false, experts_in_memory = false, json = false, no_progress = false;
 };
 
@@ -282,8 +289,40 @@ void add_bench_flags(Flags& fl, BenchFlags& f) {
   add_prefill_chunk_flag(fl, &f.prefill_chunk, 1, "rows per prefill step");
   fl.add_int("seed", &f.seed, 0, int64_t{1} << 62, "seed of the random prompt tokens");
   add_mmap_flag(fl, &f.mmap, &f.experts_in_memory);
+  fl.add_string("mmproj", &f.mmproj,
+                "also time image encoding with this vision tower (llama.cpp's mmproj GGUF): an image-encode row "
+                "per thread count, images/s and ms per image (a random image of the tower's input size; "
+                "preprocessing and the tower, no file decoding)");
   fl.add_bool("json", &f.json, "one JSON object on stdout instead of the markdown table");
   fl.add_bool("no-progress", &f.no_progress, "no progress line on stderr (shown only on a terminal)");
+}
+
+// Image encoding with `v` on `threads` threads: -r timed encodes of one random
+// image of the tower's input size after an untimed one. JSON: threads,
+// images_per_s (mean), sd, ms_per_image (mean).
+nlohmann::json image_encode_row(const VisionModel& v, int64_t threads, int64_t reps, bool json) {
+  set_num_threads(static_cast<int>(threads));
+  vision::Image img;
+  img.width = v.preprocess.width;
+  img.height = v.preprocess.height;
+  img.channels = 3;
+  img.pixels.resize(static_cast<size_t>(img.width) * img.height * 3);
+  uint32_t x = 12345;
+  for (uint8_t& p : img.pixels) p = static_cast<uint8_t>((x = x * 1664525u + 1013904223u) >> 24);
+  v.encode(img);
+  Result r;
+  for (int64_t i = 0; i < reps && !interrupted(); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    v.encode(img);
+    r.tok_s.push_back(1.0 / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (r.tok_s.empty()) return nullptr;
+  mean_sd(r);
+  double ms = 0;
+  for (double ips : r.tok_s) ms += 1e3 / ips;
+  ms /= static_cast<double>(r.tok_s.size());
+  if (!json) std::printf("| image encode | %lld | %.4g ± %.2g | %.4g |\n", static_cast<long long>(threads), r.mean, r.sd, ms);
+  return {{"threads", threads}, {"images_per_s", r.mean}, {"sd", r.sd}, {"ms_per_image", ms}};
 }
 
 }  // namespace
@@ -301,7 +340,7 @@ int cmd_bench(const Args& args) {
   check_model_given(f.model);
   set_machine_output(f.json);
   const bool spec_rows = check_bench_spec_flags(fl, sf);
-  bool any = spec_rows;
+  bool any = spec_rows || !f.mmproj.empty();
   for (int64_t p : f.n_prompt) any = any || p > 0;
   for (int64_t n : f.n_gen) any = any || n > 0;
   if (!any) usage_fail("nothing to measure: every -p and -n value is 0");
@@ -318,7 +357,18 @@ int cmd_bench(const Args& args) {
   ms.model = f.model;
   ms.mmap = f.mmap;
   ms.experts_in_memory = f.experts_in_memory;
-  std::unique_ptr<Model> m = open_model(ms);  // a missing path: exit 1, as in every command
+  // A missing path: exit 1, as in every command. With --mmproj the model
+  // loads with its tokenizer (the tower's image tokens are looked up in it).
+  std::shared_ptr<const VisionModel> vision;
+  std::unique_ptr<Model> m;
+  if (f.mmproj.empty()) {
+    m = open_model(ms);
+  } else {
+    ms.mmproj = f.mmproj;
+    LoadedModel lm = load_model(ms);
+    m = std::move(lm.model);
+    vision = lm.vision;
+  }
   // A test longer than the trained context still runs (the cache grows), as
   // in run and batch, with a warning.
   const int64_t n_ctx = m->config().n_ctx;
@@ -354,6 +404,16 @@ int cmd_bench(const Args& args) {
     if (!f.json) print_markdown_row(r);
     results.push_back(std::move(r));
   }
+  nlohmann::json images = nlohmann::json::array();
+  if (vision) {
+    if (!f.json) std::printf("\n%s\n\n| test | threads | images/s | ms per image |\n|---|---:|---:|---:|\n",
+                             vision->describe().c_str());
+    for (int64_t t : f.threads) {
+      if (interrupted()) break;
+      nlohmann::json row = image_encode_row(*vision, t, f.repetitions, f.json);
+      if (!row.is_null()) images.push_back(std::move(row));
+    }
+  }
   nlohmann::json spec;
   if (spec_rows && !interrupted()) {
     BenchSpecContext ctx;
@@ -371,6 +431,7 @@ int cmd_bench(const Args& args) {
   if (f.json) {
     nlohmann::json j = to_json(f, *m, results);
     if (spec_rows) j["spec"] = spec;
+    if (vision) j["image_encode"] = images;
     j["warnings"] = warnings();
     std::printf("%s\n", j.dump().c_str());
   }

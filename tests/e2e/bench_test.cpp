@@ -4,6 +4,7 @@
 // never a speed), and every bad flag or value as one line with exit code 2.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -131,6 +132,36 @@ TEST(Bench, EveryBadFlagAndValueExitsWithTwo) {
     EXPECT_EQ(lines(p.err).size(), 1u) << joined << "\n" << p.err;
     EXPECT_TRUE(p.out.empty()) << joined;
   }
+}
+
+TEST(Bench, MmprojAddsAnImageEncodeRowPerThreadCount) {
+  // og-synth's tiny Gemma 3 and its tower (56x56 pixels): only the row's
+  // presence and consistency, never a speed.
+  const std::string d = scratch_dir(), model = d + "/bench-vision-m.gguf", mmproj = d + "/bench-vision-p.gguf";
+  const std::string cmd = std::string(OG_BINARY_DIR) + "/og-synth --family gemma3 --vision --format gguf --out '" +
+                          model + "' --mmproj-out '" + mmproj + "' > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  Proc p = offgraph({"bench", "--model", model, "--mmproj", mmproj, "-p", "0", "-n", "0", "-r", "2", "-t", "1,2",
+                     "--json"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  const nlohmann::json j = nlohmann::json::parse(p.out);
+  EXPECT_TRUE(j["results"].empty());
+  ASSERT_EQ(j["image_encode"].size(), 2u);
+  for (int t = 1; t <= 2; ++t) {
+    const nlohmann::json& r = j["image_encode"][t - 1];
+    EXPECT_EQ(r["threads"], t);
+    const double ips = r["images_per_s"].get<double>(), ms = r["ms_per_image"].get<double>();
+    EXPECT_GT(ips, 0);
+    EXPECT_GT(ms, 0);
+    EXPECT_GE(r["sd"].get<double>(), 0);
+  }
+  p = offgraph({"bench", "--model", model, "--mmproj", mmproj, "-p", "4", "-n", "0", "-r", "1", "-t", "1"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("| pp4 | 1 |"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("| image encode | 1 |"), std::string::npos) << p.out;
+  p = offgraph({"bench", "--model", model, "--mmproj", d + "/no-such-mmproj.gguf", "-p", "4", "-n", "0"});
+  EXPECT_EQ(p.code, 1) << p.err;
+  EXPECT_EQ(lines(p.err).size(), 1u) << p.err;
 }
 
 TEST(Bench, BadModelFileExitsWithOne) {
