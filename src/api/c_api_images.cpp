@@ -82,6 +82,21 @@ void add_chat_images(og_session* session, const og_chat_request& q, ChatRequest&
   }
 }
 
+void copy_history(const Session& from, Session& to) {
+  const std::vector<int32_t>& h = from.history();
+  if (h.empty()) return;
+  const std::span<const int32_t> ids(h);
+  int64_t at = 0;
+  for (const SessionImage& im : from.images()) {
+    to.append_pending(ids.subspan(at, im.span.begin - at));
+    const int64_t width = static_cast<int64_t>(im.embeddings.size()) / im.span.length;
+    to.append_image(im.embeddings, width, im.span.hash, h[im.span.begin], im.bidirectional);
+    at = im.span.end();
+  }
+  to.append_pending(ids.subspan(at));
+  to.prefill({});
+}
+
 void append_image_held(og_session* session, const uint8_t* data, size_t size) {
   no_stream(session);
   og_chat_image im{0, 0, data, size};

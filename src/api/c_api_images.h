@@ -13,6 +13,10 @@ namespace og::capi {
 // images[k] for a bad index, offset or image, or a model without a tower.
 void add_chat_images(og_session* session, const og_chat_request& q, ChatRequest& r);
 
+// Fills `to` (empty) with `from`'s history, forwarded: tokens as tokens, each
+// image whole through Session::append_image with its rows and hash (a fork).
+void copy_history(const Session& from, Session& to);
+
 // og_session_append_image for a caller that holds the session.
 void append_image_held(og_session* session, const uint8_t* data, size_t size);
 

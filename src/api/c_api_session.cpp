@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "api/c_api_images.h"
 #include "api/c_api_session.h"
 #include "api/c_api_spec.h"
 #include "kv/kv_types.h"
@@ -380,8 +381,8 @@ og_status og_session_fork(og_session* session, og_session** out) {
     f->policy = session->policy;
     if (session->spec) f->spec = session_spec_copy(*session->spec);
     f->s = new_session(f.get());
-    const std::vector<int32_t>& h = session->s->history();
-    if (!h.empty()) f->s->prefill(h);
+    copy_history(*session->s, *f->s);  // the images whole, never their placeholder ids as text
+    f->images = session->images;
     f->s->stats() = Stats{};
     f->undo_marks = session->undo_marks;
     if (!session->forked_logits.empty()) {

@@ -210,6 +210,27 @@ TEST_F(ImageApiTest, ASessionWithAnImageIsNotSaved) {
   EXPECT_EQ(og_session_save(s, path.c_str()), OG_OK) << og_last_error();
 }
 
+// A fork carries the image whole: the same next token gives the same logits in both.
+TEST_F(ImageApiTest, AForkKeepsTheImage) {
+  og_session* s = session();
+  ASSERT_EQ(og_session_append_image(s, reinterpret_cast<const uint8_t*>(files().a.data()), files().a.size()), OG_OK);
+  ASSERT_EQ(og_session_prefill(s, nullptr, 0, 0), OG_OK);
+  og_session* f = nullptr;
+  ASSERT_EQ(og_session_fork(s, &f), OG_OK) << og_last_error();
+  sessions_.push_back(f);
+  const int32_t next[] = {7};
+  std::vector<float> got[2];
+  og_session* both[] = {s, f};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(og_session_prefill(both[i], next, 1, 1), OG_OK) << og_last_error();
+    const float* l = nullptr;
+    size_t n = 0;
+    ASSERT_EQ(og_session_logits(both[i], &l, &n), OG_OK);
+    got[i].assign(l, l + n);
+  }
+  EXPECT_TRUE(got[0] == got[1]);
+}
+
 // offgraph.hpp: ChatRequest::images and Session::append_image reach the same calls.
 TEST_F(ImageApiTest, TheCppWrapperTakesImages) {
   og_model_options o;
