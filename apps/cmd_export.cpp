@@ -51,6 +51,7 @@ int cmd_export(const Args& args) {
   // With --mmproj-out the weights are opened with the directory: the text
   // export and the tower read the same safetensors.
   const std::shared_ptr<const ModelSource> src = ModelSource::open(model, /*weights=*/!mmproj_out.empty());
+  if (!mmproj_out.empty()) hf_mmproj_config(*src);  // a checkpoint without Gemma 3's tower: refused before any writing
   if (!out.empty()) {
     o.metadata = tokenizer_gguf_keys(*src->hf());
     const int rc = run_conversion([&] { return export_hf_to_gguf(*src, out, o); }, out);

@@ -110,17 +110,22 @@ void add_gemma3_mmproj(const VisionTowerConfig& c, const TensorSource& hf, const
   }
 }
 
-VisionTowerConfig export_hf_mmproj(const ModelSource& src, const std::string& out_path, MmprojWriteOptions o,
-                                   bool overwrite) {
+VisionTowerConfig hf_mmproj_config(const ModelSource& src) {
   const HfCheckpoint* hf = src.hf();
-  OG_CHECK(hf != nullptr && src.tensors() != nullptr, src.path(),
-           ": --mmproj-out reads a Hugging Face checkpoint directory with its weights");
+  OG_CHECK(hf != nullptr, src.path(), ": --mmproj-out reads a Hugging Face checkpoint directory");
   OG_CHECK(hf->config.contains("vision_config"), src.path(),
            ": --mmproj-out: the model has no vision tower (config.json has no vision_config)");
   const std::string type = json_string(hf->config, "model_type", hf->config_path).value_or("");
   OG_CHECK(type == "gemma3", src.path(), ": --mmproj-out writes Gemma 3's tower (model_type gemma3), not model_type ",
            type.empty() ? std::string("(none)") : type);
-  const VisionTowerConfig c = gemma3_vision_config(hf->config, hf->config_path);
+  return gemma3_vision_config(hf->config, hf->config_path);
+}
+
+VisionTowerConfig export_hf_mmproj(const ModelSource& src, const std::string& out_path, MmprojWriteOptions o,
+                                   bool overwrite) {
+  const VisionTowerConfig c = hf_mmproj_config(src);
+  const HfCheckpoint* hf = src.hf();
+  OG_CHECK(src.tensors() != nullptr, src.path(), ": --mmproj-out: the directory was opened without its weights");
   if (const std::optional<HfImageProcessor> p = read_hf_image_processor(hf->dir)) {
     if (p->mean) o.image_mean = *p->mean;
     if (p->std) o.image_std = *p->std;

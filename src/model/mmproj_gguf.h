@@ -39,6 +39,11 @@ std::string gemma3_mmproj_name(const std::string& hf_name, const std::string& to
 void add_gemma3_mmproj(const VisionTowerConfig& c, const TensorSource& hf, const MmprojWriteOptions& o,
                        GgufWriter& w);
 
+// The tower config of an HF Gemma3ForConditionalGeneration directory, for
+// --mmproj-out: og::Error naming the directory when it has no vision tower
+// (no vision_config) or one of another model_type.
+VisionTowerConfig hf_mmproj_config(const ModelSource& src);
+
 // `offgraph export --mmproj-out`: the tower of the HF Gemma3ForConditionalGeneration
 // directory `src` (opened with its weights) as an mmproj at out_path,
 // written under a temporary name, read back (config and every tensor bound

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -122,6 +123,17 @@ TEST(VisionLoad, ExportWritesTheTowerAsAnMmproj) {
   const Proc again = offgraph({"export", "--model", files().hf(), "--mmproj-out", out});
   EXPECT_EQ(again.code, 1);
   EXPECT_NE(again.err.find("already exists"), std::string::npos) << again.err;
+  // A checkpoint without a tower: refused before the text model is written.
+  std::string err;
+  ASSERT_EQ(og_synth("--family gemma3 --format hf --out " + files().path("text-hf"), &err), 0) << err;
+  const std::string text_out = files().path("text.gguf");
+  const Proc none =
+      offgraph({"export", "--model", files().path("text-hf"), "--out", text_out, "--mmproj-out", files().path("n.gguf")});
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("--mmproj-out: the model has no vision tower (config.json has no vision_config)"),
+            std::string::npos)
+      << none.err;
+  EXPECT_FALSE(std::filesystem::exists(text_out));
 }
 
 TEST(VisionLoad, SynthVisionUsageErrors) {
