@@ -63,6 +63,15 @@ std::shared_ptr<ChatAssets> assets_of(const std::shared_ptr<ModelCore>& core) {
   return e.assets;
 }
 
+}  // namespace
+
+std::shared_ptr<const ChatSetup> chat_setup_of(const std::shared_ptr<ModelCore>& core) {
+  std::shared_ptr<ChatAssets> a = assets_of(core);
+  return std::shared_ptr<const ChatSetup>(a, &a->chat.setup);
+}
+
+namespace {
+
 std::shared_ptr<const grammar::TokenVocab> vocab_of(ChatAssets& a, const Tokenizer& tok,
                                                     const std::vector<std::string>& admitted) {
   std::string key;

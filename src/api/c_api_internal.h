@@ -22,6 +22,10 @@
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 
+namespace og {
+struct ChatSetup;  // chat/chat_request.h
+}  // namespace og
+
 namespace og::capi {
 
 // An error with the status the C caller sees.
@@ -106,6 +110,11 @@ const char* kind_name(Kind k);
 
 // The model of a live handle (OG_ERR_INVALID_HANDLE otherwise).
 std::shared_ptr<ModelCore> model_core(const og_model* m);
+
+// The model's chat setup (runtime/model_chat.h), built on first use and kept
+// while the model lives (c_api_chat.cpp): og_session_chat, og_chat_render and
+// og_chat_encode render through it.
+std::shared_ptr<const ChatSetup> chat_setup_of(const std::shared_ptr<ModelCore>& core);
 
 // The rule for an option struct's minimum struct_size, in one place: it is the
 // size the struct had when it was first published (offsetof + sizeof of its last

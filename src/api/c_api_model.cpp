@@ -9,7 +9,9 @@
 #include <unordered_map>
 
 #include "api/c_api_internal.h"
+#include "chat/chat_request.h"
 #include "chat/chat_template.h"
+#include "chat/request_error.h"
 #include "model/config.h"
 #include "runtime/generation_limits.h"
 #include "runtime/token_ids.h"
@@ -176,9 +178,9 @@ void check_generate_options(const og_generate_options& o) {
 
 namespace {
 
-std::vector<ChatMessage> messages_of(const og_chat_message* messages, size_t n) {
+ChatRequest request_of(const og_chat_message* messages, size_t n) {
   if (n > 0) need(messages, "messages");
-  std::vector<ChatMessage> out;
+  ChatRequest r;
   for (size_t i = 0; i < n; ++i) {
     if (!messages[i].role || !messages[i].content)
       api_fail(OG_ERR_INVALID_ARGUMENT, "messages[", i, "] has a NULL role or content");
@@ -186,9 +188,30 @@ std::vector<ChatMessage> messages_of(const og_chat_message* messages, size_t n) 
     if (role != "system" && role != "user" && role != "assistant")
       api_fail(OG_ERR_INVALID_ARGUMENT, "messages[", i, "].role \"", role,
                "\" is not one of system, user, assistant");
-    out.push_back({role, messages[i].content});
+    ChatRequestMessage m;
+    m.role = role;
+    m.content = std::string(messages[i].content);
+    r.messages.push_back(std::move(m));
   }
-  return out;
+  return r;
+}
+
+// The conversation rendered as og_session_chat renders a request of these
+// messages (chat/chat_request.h render_chat on the model's chat setup), so
+// the ids og_chat_encode gives are the prompt og_session_chat prefills.
+ChatSegments render_messages(const std::shared_ptr<ModelCore>& core, const og_chat_message* messages, size_t n,
+                             int add_generation_prompt) {
+  const ChatRenderForms forms = render_forms(request_of(messages, n));
+  ChatPlanInput in;
+  in.messages = &forms.messages;
+  in.template_request = &forms.template_request;
+  in.needs_jinja = forms.needs_jinja;
+  in.add_generation_prompt = add_generation_prompt != 0;
+  try {
+    return render_chat(in, *chat_setup_of(core));
+  } catch (const ChatRequestError& e) {
+    api_fail(OG_ERR_INVALID_ARGUMENT, e.what());
+  }
 }
 
 }  // namespace
@@ -389,8 +412,7 @@ og_status og_chat_render(const og_model* model, const og_chat_message* messages,
   return guarded([&] {
     auto core = model_core(model);
     need(out, "out");
-    const std::vector<ChatMessage> m = messages_of(messages, n);
-    *out = make_string(core->run.chat_template().render(m, add_generation_prompt != 0));
+    *out = make_string(chat_text(render_messages(core, messages, n, add_generation_prompt)));
   });
 }
 
@@ -399,9 +421,7 @@ og_status og_chat_encode(const og_model* model, const og_chat_message* messages,
   return guarded([&] {
     auto core = model_core(model);
     need(out, "out");
-    const std::vector<ChatMessage> m = messages_of(messages, n);
-    *out = make_tokens(
-        encode_chat(core->tok(), core->run.chat_template().render_segments(m, add_generation_prompt != 0), true));
+    *out = make_tokens(encode_chat(core->tok(), render_messages(core, messages, n, add_generation_prompt), true));
   });
 }
 

@@ -170,6 +170,36 @@ TEST_F(ChatTest, NextTurnExtendsThePreviousOnesCache) {
   EXPECT_EQ(str(r_.content), "Hello! How can I help you today?");
 }
 
+// og_chat_encode renders as og_session_chat does (the same setup and render):
+// its ids are the prompt a chat of the same messages prefills, and
+// og_chat_render is their text.
+TEST_F(ChatTest, ChatEncodeIsThePromptTheChatPrefills) {
+  open(reply_model());
+  const og_chat_message plain[] = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Again"}};
+  const og_chat_msg msgs[] = {{"system", "Be brief.", nullptr, nullptr, nullptr, 0, nullptr},
+                              {"user", "Hi", nullptr, nullptr, nullptr, 0, nullptr},
+                              {"assistant", "Hello!", nullptr, nullptr, nullptr, 0, nullptr},
+                              {"user", "Again", nullptr, nullptr, nullptr, 0, nullptr}};
+  og_tokens ids{};
+  ASSERT_EQ(og_chat_encode(model_, plain, 4, 1, &ids), OG_OK) << og_last_error();
+  const std::vector<int32_t> encoded(ids.ids, ids.ids + ids.n);
+  og_tokens_free(&ids);
+  ASSERT_EQ(chat(request(msgs, 4), 1), OG_OK) << og_last_error();
+  ASSERT_EQ(r_.prompt_tokens, static_cast<int64_t>(encoded.size()));
+  og_tokens history{};
+  ASSERT_EQ(og_session_history(session_, &history), OG_OK) << og_last_error();
+  ASSERT_GE(history.n, encoded.size());
+  EXPECT_EQ(std::vector<int32_t>(history.ids, history.ids + encoded.size()), encoded);
+  og_tokens_free(&history);
+  og_string text{};
+  ASSERT_EQ(og_chat_render(model_, plain, 4, 1, &text), OG_OK) << og_last_error();
+  og_string back{};
+  ASSERT_EQ(og_detokenize(model_, encoded.data(), encoded.size(), 0, &back), OG_OK);
+  EXPECT_EQ(str(back).substr(str(back).size() - str(text).size()), str(text));
+  og_string_free(&text);
+  og_string_free(&back);
+}
+
 TEST_F(ChatTest, ToolCallRoundTrip) {
   open(tool_model());
   og_chat_request q = request(kWeather, 1);
