@@ -522,6 +522,11 @@ og_status og_session_rewind(og_session* session, int64_t length) {
     if (length < 0 || length > session->s->position())
       api_fail(OG_ERR_OUT_OF_RANGE, "cannot rewind to ", length, " tokens: the history holds ",
                session->s->position());
+    for (const SessionImage& im : session->s->images())  // an image is kept or dropped whole
+      if (im.span.begin < length && length < im.span.end())
+        api_fail(OG_ERR_OUT_OF_RANGE, "cannot rewind to ", length, " tokens: position ", length,
+                 " is inside an image (positions [", im.span.begin, ", ", im.span.end(), ")); rewind to ",
+                 im.span.begin, " or ", im.span.end());
     session->s->rewind_to(length);
     auto& m = session->undo_marks;
     while (!m.empty() && m.back() >= length) m.pop_back();

@@ -229,6 +229,22 @@ TEST_F(ImageApiTest, AForkKeepsTheImage) {
     got[i].assign(l, l + n);
   }
   EXPECT_TRUE(got[0] == got[1]);
+  // A rewind keeps or drops the image whole: into it is out of range, naming its ends.
+  int64_t pos = 0;
+  ASSERT_EQ(og_session_position(s, &pos), OG_OK);
+  og_tokens h{};
+  ASSERT_EQ(og_session_history(s, &h), OG_OK);
+  int64_t inside = 0;  // the second of the image's four placeholders
+  for (size_t i = 1; i + 2 < h.n && inside == 0; ++i)
+    if (h.ids[i - 1] == h.ids[i] && h.ids[i] == h.ids[i + 1] && h.ids[i] == h.ids[i + 2]) inside = static_cast<int64_t>(i);
+  og_tokens_free(&h);
+  ASSERT_GT(inside, 0);
+  EXPECT_EQ(og_session_rewind(s, inside), OG_ERR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(og_last_error()).find("is inside an image"), std::string::npos) << og_last_error();
+  int64_t after = 0;
+  ASSERT_EQ(og_session_position(s, &after), OG_OK);
+  EXPECT_EQ(after, pos);
+  EXPECT_EQ(og_session_rewind(s, 0), OG_OK);
 }
 
 // offgraph.hpp: ChatRequest::images and Session::append_image reach the same calls.
