@@ -36,6 +36,7 @@
 #include "server/auth.h"
 #include "server/backend.h"
 #include "server/http_server.h"
+#include "server/image_url_fetch.h"
 #include "server/shutdown_watch.h"
 
 namespace og::app {
@@ -76,6 +77,7 @@ struct ServeFlags {
   std::string log_format = "text";
   bool log_probes = false;
   bool no_webui = false;
+  bool allow_image_urls = false;  // image_url parts' http:// URLs fetched (bounded; no https)
   KvEventsFlags kv_events;  // --kv-events-*: the prefix cache's block events over ZeroMQ
   RenderLimitFlags render_limits;    // --template-max-*: a chat template's render
   RequestLimitFlags request_limits;  // --json-max-*, --schema-max-*: a request's JSON and schemas
@@ -131,6 +133,9 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
                "on SIGINT/SIGTERM, how long running requests may finish before they are cancelled; the process "
                "ends within this + 5 s whatever it is doing (at once while the model loads)");
   fl.add_int("max-body-bytes", &f.max_body_bytes, 1024, kIntMax, "largest request body (413 beyond)");
+  fl.add_bool("allow-image-urls", &f.allow_image_urls,
+              "fetch image_url parts' http:// URLs (off: only data: URLs; at most 32 MiB and 10 s an image, no "
+              "redirects, no https: no TLS library is linked)");
   add_request_limit_flags(fl, f.request_limits);
   add_render_limit_flags(fl, f.render_limits);
   fl.add_int("http-threads", &f.http_threads, 0, 65536,
@@ -230,6 +235,9 @@ int cmd_serve(const Args& args) {
   ho.port = static_cast<int>(f.port);
   ho.api_keys = api_keys_of(f);
   ho.max_body_bytes = f.max_body_bytes;
+  server::ImageUrlFetch fetch;
+  fetch.allowed = f.allow_image_urls;
+  server::set_image_url_fetch(fetch);
   ho.timeout_s = static_cast<int>(f.timeout_s);
   ho.header_timeout_s = static_cast<int>(f.header_timeout_s);
   ho.max_connections = static_cast<int>(f.max_connections);

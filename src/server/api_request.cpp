@@ -14,6 +14,7 @@
 #include "grammar/json_schema.h"
 #include "runtime/generation_limits.h"
 #include "server/api_error.h"
+#include "server/image_url_fetch.h"
 #include "server/json_body.h"
 
 namespace og::server {
@@ -176,13 +177,43 @@ bool has_image_part(const json& c) {
   return false;
 }
 
+// An image part whose URL is http(s): fetched when serve allows it
+// (--allow-image-urls, image_url_fetch.h), else refused saying how; nullopt
+// for every other part (content_part_from_json reads it).
+std::optional<ChatContentPart> fetched_part(const json& part, const std::string& where) {
+  if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) return std::nullopt;
+  const std::string type = part["type"].get<std::string>();
+  if ((type != "image_url" && type != "image") || !part.contains(type)) return std::nullopt;
+  const json& v = part[type];
+  const json* u = v.is_string() ? &v : v.is_object() && v.contains("url") ? &v["url"] : nullptr;
+  if (!u || !u->is_string()) return std::nullopt;
+  const std::string url = u->get<std::string>();
+  std::string scheme = url.substr(0, 8);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme.rfind("http://", 0) != 0 && scheme != "https://") return std::nullopt;
+  const std::string field = where + "." + type + (v.is_string() ? "" : ".url");
+  const ImageUrlFetch f = image_url_fetch();
+  if (!f.allowed)
+    bad_request("'" + field + "' is " + client_text(url.substr(0, 40)) +
+                    ": image URLs are not fetched; send a data: URL or start serve with --allow-image-urls",
+                field);
+  try {
+    return ChatContentPart::of_image(fetch_image_url(url, f));
+  } catch (const og::Error& e) {
+    bad_request("'" + field + "': " + e.what(), field);
+  }
+}
+
 // A content array with images as the message's parts (chat/content_part.h:
 // data: URLs decoded, http(s) refused), each refusal a 400 naming the field.
 std::vector<ChatContentPart> content_parts(const json& c, const std::string& where) {
   std::vector<ChatContentPart> parts;
   try {
-    for (size_t i = 0; i < c.size(); ++i)
-      parts.push_back(content_part_from_json(c[i], where + "[" + std::to_string(i) + "]"));
+    for (size_t i = 0; i < c.size(); ++i) {
+      const std::string at = where + "[" + std::to_string(i) + "]";
+      if (std::optional<ChatContentPart> p = fetched_part(c[i], at)) parts.push_back(std::move(*p));
+      else parts.push_back(content_part_from_json(c[i], at));
+    }
   } catch (const ChatRequestError& e) {
     bad_request(e.what(), e.field(), e.code());
   }

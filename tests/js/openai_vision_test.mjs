@@ -7,11 +7,14 @@
 // prefix) and /api/generate's give the OpenAI route's text (generate's context
 // cannot carry the image back); the SDK's typed 400s naming the field
 // for an http URL, bad base64, bytes that are no image, and an image sent to a
-// model without a tower; a clean exit on SIGTERM.
+// model without a tower; with --allow-image-urls an http:// URL (a loopback
+// server here) answers as its data: URL, a 404 and https are 400s; a clean
+// exit on SIGTERM.
 // Run by ctest: node openai_vision_test.mjs OFFGRAPH OG_SYNTH NODE_MODULES.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -175,7 +178,8 @@ test("Ollama's /api/chat images give the OpenAI route's text", async ({ vis, ser
 test("typed 400s naming the field: http URL, bad base64, not an image, a model without a tower",
      async ({ vis, text }) => {
   await expectError(vis.chat.completions.create({ ...greedy, messages: ask("https://example.com/cat.png") }), 400,
-                    "messages[0].content[0].image_url.url", "image URLs are not fetched");
+                    "messages[0].content[0].image_url.url",
+                    "image URLs are not fetched; send a data: URL or start serve with --allow-image-urls");
   await expectError(vis.chat.completions.create({ ...greedy, messages: ask("data:image/png;base64,@@@@") }), 400,
                     "messages[0].content[0].image_url.url", "base64");
   await expectError(vis.chat.completions.create({ ...greedy, messages: ask("data:image/png;base64,aGVsbG8gd29ybGQ=") }),
@@ -186,16 +190,40 @@ test("typed 400s naming the field: http URL, bad base64, not an image, a model w
                     "messages[0].content[0]", "no vision tower");
 });
 
+test("--allow-image-urls: an http:// URL is fetched and answers as its data: URL; 404 and https are 400s",
+     async ({ vis, fetching, images }) => {
+  const want = await vis.chat.completions.create({ ...greedy, messages: ask(dataUrl(cat)) });
+  const got = await fetching.chat.completions.create({ ...greedy, messages: ask(`${images}/cat.png`) });
+  assert.equal(got.choices[0].message.content, want.choices[0].message.content);
+  assert.equal(got.usage.prompt_tokens, want.usage.prompt_tokens);
+  await expectError(fetching.chat.completions.create({ ...greedy, messages: ask(`${images}/missing.png`) }), 400,
+                    "messages[0].content[0].image_url.url", "answered 404");
+  await expectError(fetching.chat.completions.create({ ...greedy, messages: ask("https://127.0.0.1:9/cat.png") }), 400,
+                    "messages[0].content[0].image_url.url", "https is not fetched");
+});
+
 async function main() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "og_js_vision_"));
   const model = path.join(tmp, "vis.gguf"), mmproj = path.join(tmp, "vis-mmproj.gguf");
   execFileSync(ogSynth, ["--family", "gemma3", "--vision", "--format", "gguf", "--out", model, "--mmproj-out", mmproj],
                { stdio: "ignore" });
+  // The pictures over plain HTTP on a loopback port, for --allow-image-urls.
+  const imageServer = http.createServer((req, res) => {
+    if (req.url === "/cat.png") {
+      res.writeHead(200, { "Content-Type": "image/png" });
+      res.end(cat);
+    } else {
+      res.writeHead(404);
+      res.end("no");
+    }
+  });
+  await new Promise((resolve) => imageServer.listen(0, "127.0.0.1", resolve));
   const servers = {
     vis: await startServer(["--model", model, "--mmproj", mmproj, "--alias", "vis", "--parallel", "2"]),
     text: await startServer(["--model", model, "--alias", "text"]),
+    fetching: await startServer(["--model", model, "--mmproj", mmproj, "--alias", "vis", "--allow-image-urls"]),
   };
-  const clients = { servers };
+  const clients = { servers, images: `http://127.0.0.1:${imageServer.address().port}` };
   for (const [k, s] of Object.entries(servers))
     clients[k] = new OpenAI({ baseURL: `${s.base}/v1`, apiKey: "none", maxRetries: 0, timeout: 30000 });
   let failed = 0;
@@ -217,6 +245,7 @@ async function main() {
       console.log(`FAIL - the ${name} server exited with ${code} on SIGTERM:\n${s.stderr()}`);
     }
   }
+  imageServer.close();
   fs.rmSync(tmp, { recursive: true, force: true });
   clearTimeout(watchdog);
   process.exit(failed ? 1 : 0);
