@@ -216,6 +216,7 @@ class Chat {
       throw;
     }
     attached_.clear();
+    images_.keep_only(chat_images(next));  // the conversation's images (an /undo drops theirs later)
     std::fputc('\n', stdout);
     std::fflush(stdout);
     last_reason_ = r.reason;

@@ -190,6 +190,8 @@ void chat_start_held(og_session* session, const og_chat_request* req, const og_g
     add_chat_images(session, q, r);
     image_turn = plan_image_chat_turn(r, assets->chat.setup, tok, s, session->core->run.loaded.vision.get(),
                                       &session->images);
+    // The cache holds this conversation's images only (a long-lived session sees many).
+    session->images.keep_only(chat_images(r));
   } catch (const ChatRequestError& e) {
     api_fail(OG_ERR_INVALID_ARGUMENT, e.what());
   } catch (const ApiError&) {

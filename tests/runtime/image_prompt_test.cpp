@@ -6,6 +6,7 @@
 // image tokens) and a tiny random tower.
 #include <gtest/gtest.h>
 
+#include "../api/tiny_png.h"
 #include "base/error.h"
 #include "chat/chat_request.h"
 #include "chat/jinja_chat.h"
@@ -224,6 +225,34 @@ TEST(ImagePrompt, TheMarkupFollowsTheProjectorKind) {
   m = image_markup_of(v, *l.tok);
   EXPECT_EQ(m.marker, "<mask>");
   EXPECT_EQ(m.open + m.close, "");
+}
+
+// The cache runs the tower once per distinct image and holds only what it is told to keep.
+TEST(ImagePrompt, TheImageCacheEncodesOnceAndKeepsOnlyWhatItIsTold) {
+  int calls = 0;
+  VisionModel v;
+  v.encoder = [&](const vision::Image&) {
+    ++calls;
+    TowerImage t;
+    t.width = 2;
+    t.rows = {1, 2, 3, 4};
+    return t;
+  };
+  const std::string a = test::tiny_png(4, 4, [](int, int) { return 0x102030u; });
+  const std::string b = test::tiny_png(4, 4, [](int, int) { return 0x405060u; });
+  ImageCache cache;
+  cache.get(a, v);
+  cache.get(a, v);
+  cache.get(b, v);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(cache.size(), 2u);
+  const std::string* keep[] = {&b};
+  cache.keep_only(keep);
+  EXPECT_EQ(cache.size(), 1u);
+  cache.get(b, v);
+  EXPECT_EQ(calls, 2);
+  cache.get(a, v);
+  EXPECT_EQ(calls, 3);
 }
 
 TEST(ImagePrompt, ImagesWithoutATowerNameThePart) {
