@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "model/vision_encoder.h"
 #include "model/vision_tower.h"
 #include "tokenizer/tokenizer.h"
 
@@ -12,12 +13,15 @@ namespace og::app {
 using Json = nlohmann::ordered_json;
 
 bool is_mmproj(const GgufFile& g) {
-  return g.get("clip.projector_type") != nullptr || g.get_string("general.architecture").value_or("") == "clip";
+  return g.get("clip.projector_type") != nullptr || g.get("clip.vision.projector_type") != nullptr ||
+         g.get_string("general.architecture").value_or("") == "clip";
 }
 
 Json inspect_mmproj(const GgufFile& g, std::string* why) {
   Json v;
-  v["projector_type"] = g.get_string("clip.projector_type").value_or("");
+  // Gemma 4's converter names its projector under clip.vision only (mmproj_projector_type's order).
+  v["projector_type"] =
+      g.get_string("clip.vision.projector_type").value_or(g.get_string("clip.projector_type").value_or(""));
   // The sizes as the file states them (any projector type).
   const std::pair<const char*, const char*> keys[] = {
       {"image_size", "clip.vision.image_size"},
@@ -42,10 +46,11 @@ Json inspect_mmproj(const GgufFile& g, std::string* why) {
     v["layer_norm_eps"] = *eps;
   *why = "";
   try {
-    // gemma3_mmproj_config refuses another projector type by name.
-    const VisionTowerConfig c = gemma3_mmproj_config(g);
-    v["tokens_per_image"] = c.mm_tokens_per_image;
-    bind_gemma3_mmproj(c, g);
+    // The loader --mmproj uses: a projector type it does not take is refused by name.
+    const std::unique_ptr<VisionEncoder> enc = load_vision_encoder(g);
+    v["tokens_per_image"] = enc->max_tokens();
+    // gemma4v keeps each image's aspect: its count is per image, up to this.
+    v["variable_size"] = enc->projector() == "gemma4v";
   } catch (const Error& e) {
     *why = e.what();
   }
@@ -62,12 +67,14 @@ void print_mmproj(const Json& v) {
     return std::string(buf);
   };
   std::printf("vision tower:  llama.cpp mmproj, projector %s\n", v["projector_type"].get<std::string>().c_str());
-  std::printf("  image %sx%s pixels, patch %s, %s layers, width %s, %s heads, feed-forward %s\n",
-              num(v["image_size"]).c_str(), num(v["image_size"]).c_str(), num(v["patch_size"]).c_str(),
-              num(v["layers"]).c_str(), num(v["width"]).c_str(), num(v["heads"]).c_str(),
-              num(v["feed_forward"]).c_str());
-  std::printf("  %s tokens per image, projection width %s (the text model's hidden size)\n",
-              num(v["tokens_per_image"]).c_str(), num(v["projection_width"]).c_str());
+  const bool variable = v.value("variable_size", false);
+  const std::string size = variable ? std::string("of any size (aspect kept)")
+                                    : num(v["image_size"]) + "x" + num(v["image_size"]) + " pixels";
+  std::printf("  image %s, patch %s, %s layers, width %s, %s heads, feed-forward %s\n", size.c_str(),
+              num(v["patch_size"]).c_str(), num(v["layers"]).c_str(), num(v["width"]).c_str(),
+              num(v["heads"]).c_str(), num(v["feed_forward"]).c_str());
+  std::printf("  %s%s tokens per image, projection width %s (the text model's hidden size)\n",
+              variable ? "at most " : "", num(v["tokens_per_image"]).c_str(), num(v["projection_width"]).c_str());
   std::printf("  mean %s; std %s\n", triple(v["image_mean"]).c_str(), triple(v["image_std"]).c_str());
   if (v["loads"].get<bool>()) std::printf("  loads with --mmproj beside a text model of its family\n");
 }

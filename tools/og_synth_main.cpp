@@ -3,7 +3,7 @@
 //            [--dtype q4_k] [--seed N] [--tokenizer stories|llama3|gemma4|harmony] [shape overrides]
 //            [--chat-template FILE] [--script FILE] [--embedding [--pooling P]] [--longrope ORIG] [--partial-rotary F] (phi3) [--tied true|false]
 //            [--row-pool N] (GGUF: large quantized matrices from N pool rows, for benchmark-sized files)
-//            [--vision [--mmproj-out P.gguf]] (gemma3: a tiny SigLIP tower; GGUF: the tower in llama.cpp's mmproj file)
+//            [--vision [--mmproj-out P.gguf]] (gemma3: a tiny SigLIP tower, gemma4: a tiny Gemma 4 encoder; GGUF: the tower in llama.cpp's mmproj file)
 // Flags are parsed by the commands' flag library (base/flags.h): the same
 // spellings, checks and messages; bad usage exits 2, a failed write 1.
 #include <cstdio>
@@ -98,7 +98,9 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
               "gemma3, tiny preset: add a tiny random SigLIP tower and Gemma 3's projector (56x56 pixels, patch 14, "
               "2 layers, width 32, 4 tokens per image), Gemma 3's turn and image tokens in the stories vocabulary and "
               "a Gemma-3-style chat template; --format hf writes a Gemma3ForConditionalGeneration directory with the "
-              "tower, --format gguf the text model (the tower goes to --mmproj-out)");
+              "tower, --format gguf the text model (the tower goes to --mmproj-out). gemma4, tiny preset, --format "
+              "gguf only: a tiny random Gemma 4 vision encoder (patch 4, pooling 3, 2 layers, width 32, 280 tokens "
+              "per image from an mmproj) as a gemma4v mmproj, Gemma 4's image tokens and a template writing <|image|>");
   fl.add_string("mmproj-out", &f.mmproj_out,
                 "with --vision: also write the tower as llama.cpp's mmproj GGUF (clip.* keys, v.* / mm.* tensors; "
                 "f32, or f16/bf16 with that --dtype)",
@@ -176,9 +178,14 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
     s.row_pool = f.row_pool;
   }
   if (f.vision) {
-    if (fam != Family::kGemma3) og::usage_fail("--vision needs --family gemma3, not " + f.family);
+    if (fam != Family::kGemma3 && fam != Family::kGemma4)
+      og::usage_fail("--vision needs --family gemma3 or gemma4, not " + f.family);
     if (f.preset != "tiny") og::usage_fail("--vision works with --preset tiny only");
-    if (!f.tokenizer.empty() && f.tokenizer != "stories") og::usage_fail("--vision needs --tokenizer stories");
+    const char* own = fam == Family::kGemma4 ? "gemma4" : "stories";
+    if (!f.tokenizer.empty() && f.tokenizer != own)
+      og::usage_fail(std::string("--vision needs --tokenizer ") + own + " for " + f.family);
+    if (fam == Family::kGemma4 && f.format != "gguf")
+      og::usage_fail("--vision with --family gemma4 writes --format gguf only (the tower goes to --mmproj-out)");
     s.vision = true;
   }
   if (!f.mmproj_out.empty() && !f.vision) og::usage_fail("--mmproj-out needs --vision");

@@ -15,6 +15,7 @@
 #include "format/gguf.h"
 #include "format/safetensors.h"
 #include "model/config.h"
+#include "model/vision_gemma4.h"
 #include "model/vision_tower.h"
 #include "synth/synth.h"
 
@@ -146,6 +147,15 @@ nlohmann::ordered_json vision_hf_config(const SynthSpec& s, const nlohmann::orde
 std::string vision_hf_name(const std::string& text_name);
 std::vector<SafetensorsTensor> vision_hf_tensors(const SynthSpec& s);
 void write_vision_preprocessor_config(const SynthSpec& s, const std::string& dir);
+
+// Gemma 4 vision specs (synth_vision_gemma4.cpp): the tiny tower's config, the
+// checks, the chat template that writes <|image|>, the image tokens the gemma4
+// vocabulary gains and the gemma4v mmproj.
+Gemma4VisionConfig gemma4_synth_vision_config(const SynthSpec& s);
+void validate_gemma4_vision(const SynthSpec& s);
+std::string gemma4_vision_chat_template();
+std::vector<std::string> gemma4_vision_tokens();
+void write_gemma4_mmproj(const SynthSpec& s, const std::string& path);
 
 std::string join_path(const std::string& a, const std::string& b);
 void write_text_file(const std::string& path, const std::string& text);

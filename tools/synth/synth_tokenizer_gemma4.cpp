@@ -94,10 +94,19 @@ const Gemma4Vocab& base_vocab() {
 Gemma4Vocab vocab_for(const SynthSpec& spec) {
   Gemma4Vocab v = base_vocab();
   const int64_t n = n_vocab(spec);
-  OG_CHECK(n >= static_cast<int64_t>(v.pieces.size()), "synthetic model: the gemma4 tokenizer needs a vocabulary of at "
-           "least ", v.pieces.size(), " tokens, got ", n);
+  const size_t need = v.pieces.size() + (spec.vision ? gemma4_vision_tokens().size() : 0);
+  OG_CHECK(n >= static_cast<int64_t>(need), "synthetic model: the gemma4 tokenizer needs a vocabulary of at "
+           "least ", need, " tokens, got ", n);
+  // --vision: Gemma 4's image tokens right after the base pieces, so that every other id stays.
+  if (spec.vision)
+    for (const std::string& t : gemma4_vision_tokens())
+      if (static_cast<int64_t>(v.pieces.size()) < n) v.add(t, kControl);
   for (int64_t id = static_cast<int64_t>(v.pieces.size()); id < n; ++id) v.add(cat("<unused", id, ">"), kUnused);
   return v;
+}
+
+std::string chat_template_of(const SynthSpec& spec) {
+  return spec.vision ? gemma4_vision_chat_template() : kGemma4Template;
 }
 
 int64_t id_of(const std::string& piece) { return base_vocab().ids.at(piece); }
@@ -106,12 +115,12 @@ int64_t id_of(const std::string& piece) { return base_vocab().ids.at(piece); }
 
 int64_t gemma4_base_vocab() { return static_cast<int64_t>(base_vocab().pieces.size()); }
 
-TokenizerInfo gemma4_tokenizer_info(const SynthSpec&) {
+TokenizerInfo gemma4_tokenizer_info(const SynthSpec& spec) {
   TokenizerInfo t;
   t.bos = id_of("<bos>");
   t.eos = id_of("<eos>");
   t.eos_all = {t.eos, id_of("<turn|>")};
-  t.chat_template = kGemma4Template;
+  t.chat_template = chat_template_of(spec);
   return t;
 }
 
@@ -129,7 +138,7 @@ void add_gemma4_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w) {
   w.set("tokenizer.ggml.padding_token_id", GgufValue::make_u32(static_cast<uint32_t>(id_of("<pad>"))));
   w.set("tokenizer.ggml.add_bos_token", GgufValue::make_bool(true));
   w.set("tokenizer.ggml.add_space_prefix", GgufValue::make_bool(false));
-  w.set("tokenizer.chat_template", GgufValue::make_string(kGemma4Template));
+  w.set("tokenizer.chat_template", GgufValue::make_string(chat_template_of(spec)));
 }
 
 void write_gemma4_hf_tokenizer(const SynthSpec& spec, const std::string& dir) {
@@ -170,7 +179,7 @@ void write_gemma4_hf_tokenizer(const SynthSpec& spec, const std::string& dir) {
   write_text_file(join_path(dir, "tokenizer.json"), j.dump() + "\n");
   Json cfg = {{"add_bos_token", true},       {"add_eos_token", false},          {"bos_token", "<bos>"},
               {"eos_token", "<eos>"},        {"pad_token", "<pad>"},            {"unk_token", "<unk>"},
-              {"model_max_length", spec.n_ctx}, {"tokenizer_class", "GemmaTokenizer"}, {"chat_template", kGemma4Template}};
+              {"model_max_length", spec.n_ctx}, {"tokenizer_class", "GemmaTokenizer"}, {"chat_template", chat_template_of(spec)}};
   write_text_file(join_path(dir, "tokenizer_config.json"), cfg.dump(2) + "\n");
 }
 

@@ -134,11 +134,12 @@ VisionTowerConfig vision_tower_config(const SynthSpec& s) {
 
 void validate_vision(const SynthSpec& s) {
   if (!s.vision) return;
-  OG_CHECK(s.family == Family::kGemma3, "synthetic model: --vision writes gemma3 models only, not ",
+  OG_CHECK(!is_embedding(s), "synthetic model: --vision writes a generative model, not an embedding model");
+  if (s.family == Family::kGemma4) return validate_gemma4_vision(s);  // synth_vision_gemma4.cpp
+  OG_CHECK(s.family == Family::kGemma3, "synthetic model: --vision writes gemma3 and gemma4 models only, not ",
            family_name(s.family));
   OG_CHECK(s.tokenizer == "stories", "synthetic model: --vision needs the stories tokenizer (it gains Gemma 3's "
            "image and turn tokens), not ", s.tokenizer);
-  OG_CHECK(!is_embedding(s), "synthetic model: --vision writes a generative model, not an embedding model");
   vision_tower_config(s).check();
 }
 
@@ -251,6 +252,7 @@ void write_vision_preprocessor_config(const SynthSpec& s, const std::string& dir
 
 void write_mmproj(const SynthSpec& s, const std::string& path) {
   OG_CHECK(s.vision, "synthetic model: an mmproj file needs a vision spec (--vision)");
+  if (s.family == Family::kGemma4) return write_gemma4_mmproj(s, path);
   validate_vision(s);
   const VisionTensors src(s);
   MmprojWriteOptions o;
