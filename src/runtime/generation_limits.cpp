@@ -61,8 +61,9 @@ std::vector<LimitViolation> check_generation_settings(const GenerationSettings& 
   if (s.logit_bias.size() > kLogitBiasEntries)
     c.add(LimitField::kLogitBias, "has " + std::to_string(s.logit_bias.size()) + " entries; at most " +
                                       std::to_string(kLogitBiasEntries));
+  // Its token ids are checked against the vocabulary where the model is known
+  // (runtime/token_ids.h: one message for a bad id, a negative one included).
   for (const auto& [id, bias] : s.logit_bias) {
-    if (id < 0 || id > kInt32Max) c.add(LimitField::kLogitBias, "names " + std::to_string(id) + ", not a token id", id);
     if (!std::isfinite(bias) || bias < -kLogitBiasMax || bias > kLogitBiasMax)
       c.add(LimitField::kLogitBias,
             "is " + number_text(bias) + ", outside [" + number_text(-kLogitBiasMax) + ", " +

@@ -409,11 +409,13 @@ GenerationParams parse_params(Fields& f, Endpoint ep, std::vector<std::string>* 
     }
     for (auto it = lb->begin(); it != lb->end(); ++it) {
       const std::string& key = it.key();
+      // An integer key: its range is the vocabulary's (runtime/token_ids.h, at generation).
       int64_t id = -1;
-      bool digits = !key.empty() && key.size() <= 10;
-      for (char c : key) digits = digits && c >= '0' && c <= '9';
+      const size_t from = key.starts_with('-') ? 1 : 0;
+      bool digits = key.size() > from && key.size() - from <= 10;
+      for (size_t i = from; i < key.size(); ++i) digits = digits && key[i] >= '0' && key[i] <= '9';
       if (digits) id = std::stoll(key);
-      if (!digits || id > std::numeric_limits<int32_t>::max())
+      if (!digits || id > std::numeric_limits<int32_t>::max() || id < std::numeric_limits<int32_t>::min())
         bad_request("'logit_bias' key " + client_text(key) + " is not a token id", "logit_bias");
       if (!it->is_number()) wrong_type("logit_bias[" + key + "]", "a number", *it);
       p.logit_bias.emplace_back(id, it->get<double>());

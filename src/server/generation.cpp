@@ -252,12 +252,9 @@ RequestOptions build_request_options(const GenerationRequest& req, const ServedM
     const int64_t def = req.endpoint == Endpoint::kChat ? m.default_max_tokens : m.default_completion_max_tokens;
     max_new = def > 0 ? std::min(def, limit - n) : limit - n;
   }
-  const int64_t n_vocab = m.tok->n_vocab();
-  for (const auto& [id, b] : req.params.logit_bias)
-    if (id >= n_vocab)
-      bad_request("'logit_bias' names token id " + std::to_string(id) + ", outside the vocabulary [0, " +
-                      std::to_string(n_vocab) + ")",
-                  "logit_bias");
+  for (const auto& entry : req.params.logit_bias)
+    if (const std::string wrong = token_id_error(entry.first, m.tok->n_vocab()); !wrong.empty())
+      bad_request("'logit_bias': " + wrong, "logit_bias");
   RequestOptions o;
   o.prompt = std::move(prompt);
   o.max_new_tokens = max_new;

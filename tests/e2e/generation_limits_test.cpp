@@ -95,7 +95,7 @@ TEST(GenerationLimits, SameBadValueSameBoundAndWordsAtEveryEdge) {
 // A token id past the vocabulary (stories260K has 512) or below 0 is one
 // message at every edge that takes ids (runtime/token_ids.h), after the
 // edge's name for the field: a completion prompt of ids, /detokenize, Ollama's
-// context, the C API (so Python) and `offgraph detokenize`.
+// context, logit_bias, the C API (so Python) and `offgraph detokenize`.
 TEST(GenerationLimits, ABadTokenIdIsOneMessageAtEveryEdge) {
   ASSERT_TRUE(std::filesystem::exists(kStories)) << "missing test data " << kStories;
   ServeProc server({"--model", kStories});
@@ -120,6 +120,9 @@ TEST(GenerationLimits, ABadTokenIdIsOneMessageAtEveryEdge) {
     };
     refused("/v1/completions", {{"prompt", {1, bad}}, {"max_tokens", 1}}, "prompt", "prompt[1]");
     refused("/detokenize", {{"tokens", {1, bad}}}, "tokens", "tokens[1]");
+    refused("/v1/chat/completions",
+            {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"logit_bias", {{std::to_string(bad), 1}}}},
+            "logit_bias", "logit_bias");
     refused("/api/generate", {{"model", "stories260K"}, {"prompt", "a"}, {"context", {1, bad}}, {"stream", false}},
             "context", "context[1]");
     const int32_t prompt[] = {1, bad};

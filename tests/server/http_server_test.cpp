@@ -273,7 +273,7 @@ TEST_F(Http, BadRequestsKeepTheServerUp) {
   expect_error(c.Post("/v1/chat/completions",
                       R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"99999": 2}})",
                       "application/json"),
-               400, "outside the vocabulary");
+               400, "'logit_bias': token id 99999 is out of range [0, ");
   expect_error(c.Post("/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\"}]}",
                       "application/json"),
                400, "UTF-8");
