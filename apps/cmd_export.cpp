@@ -9,6 +9,7 @@
 #include "convert_common.h"
 #include "base/flags.h"
 #include "format/model_source.h"
+#include "model/mmproj_export_gemma4.h"
 #include "model/mmproj_gguf.h"
 #include "shared_flags.h"
 #include "tokenizer/gguf_vocab_export.h"
@@ -30,8 +31,8 @@ int cmd_export(const Args& args) {
                 "Importance matrices (--imatrix) are not supported",
                 "T");
   fl.add_string("mmproj-out", &mmproj_out,
-                "also write the checkpoint's vision tower (Gemma 3's) as llama.cpp's mmproj GGUF, for --mmproj; its "
-                "matrices f16 (f32 or bf16 with that --dtype; patch and position embeddings, norms and biases f32, as "
+                "also write the checkpoint's vision tower (Gemma 3's or Gemma 4's) as llama.cpp's mmproj GGUF, for "
+                "--mmproj; its matrices f16 (f32 or bf16 with that --dtype; patch and position embeddings, norms and biases f32, as "
                 "llama.cpp's converter); with it, --out may be left out",
                 "PATH");
   add_convert_flags(fl, f);
@@ -51,7 +52,12 @@ int cmd_export(const Args& args) {
   // With --mmproj-out the weights are opened with the directory: the text
   // export and the tower read the same safetensors.
   const std::shared_ptr<const ModelSource> src = ModelSource::open(model, /*weights=*/!mmproj_out.empty());
-  if (!mmproj_out.empty()) hf_mmproj_config(*src);  // a checkpoint without Gemma 3's tower: refused before any writing
+  const bool gemma4 = hf_is_gemma4(*src);  // its tower is Gemma 4's encoder (gemma4v), else Gemma 3's
+  if (!mmproj_out.empty()) {
+    // A checkpoint without a tower of these kinds: refused before any writing.
+    if (gemma4) hf_gemma4_mmproj_config(*src);
+    else hf_mmproj_config(*src);
+  }
   if (!out.empty()) {
     o.metadata = tokenizer_gguf_keys(*src->hf());
     const int rc = run_conversion([&] { return export_hf_to_gguf(*src, out, o); }, out);
@@ -59,6 +65,13 @@ int cmd_export(const Args& args) {
   }
   MmprojWriteOptions mo;
   mo.matrices = o.type.base == DType::F32 || o.type.base == DType::BF16 ? o.type.base : DType::F16;
+  if (gemma4) {
+    const Gemma4VisionConfig g = export_hf_gemma4_mmproj(*src, mmproj_out, mo, f.force);
+    diag("[summary] wrote %s: gemma4v vision tower (mmproj), %lld layers, patch %lld, width %lld, matrices %s\n",
+         mmproj_out.c_str(), static_cast<long long>(g.n_layers), static_cast<long long>(g.patch_size),
+         static_cast<long long>(g.hidden), dtype_name(static_cast<uint32_t>(mo.matrices)).c_str());
+    return 0;
+  }
   const VisionTowerConfig c = export_hf_mmproj(*src, mmproj_out, mo, f.force);
   diag("[summary] wrote %s: gemma3 vision tower (mmproj), %lld layers, %lldx%lld pixels, %lld tokens per image, "
        "matrices %s\n",
