@@ -25,6 +25,7 @@
 #include "model/config.h"
 #include "runtime/chat_images.h"
 #include "runtime/chat_turn.h"
+#include "runtime/prompt_room.h"
 #include "runtime/engine.h"
 #include "spec_flags.h"
 
@@ -144,7 +145,8 @@ class Chat {
     diag("[%lld/%lld tokens]\n", static_cast<long long>(used()), static_cast<long long>(s_.capacity()));
   }
 
-  // A turn of `need` tokens that does not fit now. /undo and /reset help only
+  // A turn of `need` positions (its prompt and one generated token,
+  // runtime/prompt_room.h) that does not fit now. /undo and /reset help only
   // when the turn alone (after the system message) fits the cache.
   void refuse_turn(int64_t need, bool at_least, int64_t fresh_need) {
     const char* more = at_least ? "at least " : "";
@@ -164,8 +166,8 @@ class Chat {
     // Every token covers at most max_token_bytes_ bytes, so a line too long for
     // the cache is known before it is tokenized (a 10 MB paste costs nothing).
     const int64_t at_least = static_cast<int64_t>(text.size() / max_token_bytes_);
-    if (at_least > s_.capacity() - used()) {
-      refuse_turn(at_least, true, at_least);
+    if (!prompt_leaves_room(used(), at_least, s_.capacity())) {
+      refuse_turn(at_least + 1, true, at_least + 1);
       return false;
     }
     ChatRequest next;
@@ -176,13 +178,14 @@ class Chat {
     const ImageChatTurn it = plan_image_chat_turn(next, chat_.setup, *l_.tok, s_, l_.vision.get(), &images_);
     const ChatTurnPrompt& p = it.turn;
     const int64_t total = static_cast<int64_t>(p.ids.size());
-    if (total > s_.capacity()) {
+    // The server's and the library's rule: the prompt leaves room for a generated token.
+    if (!prompt_leaves_room(0, total, s_.capacity())) {
       ChatRequest fresh;
       fresh.messages.assign(messages_.begin(), messages_.begin() + static_cast<long>(base_messages_));
       fresh.messages.push_back(user_message(text));
       const int64_t fresh_need = static_cast<int64_t>(
           plan_image_chat_turn(fresh, chat_.setup, *l_.tok, s_, l_.vision.get(), &images_).turn.ids.size());
-      refuse_turn(total - p.keep, false, fresh_need);
+      refuse_turn(total - p.keep + 1, false, fresh_need + 1);
       return false;
     }
     const RewindResult rr = keep_shared_prefix(s_, p);

@@ -17,6 +17,7 @@
 #include "runtime/chat_turn.h"
 #include "runtime/constraint.h"
 #include "runtime/model_chat.h"
+#include "runtime/prompt_room.h"
 
 // A chat turn streamed on a session (og_session::chat).
 struct og::capi::ChatTurn {
@@ -206,9 +207,9 @@ void chat_start_held(og_session* session, const og_chat_request* req, const og_g
   // Everything that may refuse the request comes before the history is touched.
   GrammarConstraint constraint;
   if (!plan.grammar_text.empty()) constraint = constraint_of(plan, *assets, tok);
-  if (static_cast<int64_t>(ids.size()) >= s.capacity())
-    api_fail(OG_ERR_CAPACITY, "the conversation is ", ids.size(), " tokens and the session holds ", s.capacity(),
-             " positions (raise kv_max_capacity)");
+  // The conversation is the whole prompt (its kept prefix is part of it): the server's rule and words.
+  if (const std::string e = prompt_room_error(0, static_cast<int64_t>(ids.size()), s.capacity()); !e.empty())
+    api_fail(OG_ERR_CAPACITY, e, " (raise kv_max_capacity)");
   // Keep what the history shares with the new prompt; at least one token is prefilled.
   const int64_t keep = turn_prompt.keep;
   if (keep < s.position()) {

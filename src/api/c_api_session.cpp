@@ -11,6 +11,7 @@
 #include "api/c_api_session.h"
 #include "api/c_api_spec.h"
 #include "kv/kv_types.h"
+#include "runtime/prompt_room.h"
 
 namespace og::capi {
 
@@ -52,9 +53,15 @@ void check_prompt(const og_session* s, const int32_t* prompt, size_t n, bool gen
   check_ids(prompt, n, s->core->n_vocab(), "prompt");
   if (generating && n == 0 && s->s->position() == 0)
     api_fail(OG_ERR_INVALID_ARGUMENT, "the prompt is empty and so is the history: nothing to generate from");
-  if (!s->s->fits(static_cast<int64_t>(n)))
+  // A generation's prompt leaves room for a generated token (runtime/prompt_room.h, the server's rule).
+  if (generating) {
+    if (const std::string e = prompt_room_error(s->s->position(), static_cast<int64_t>(n), s->s->capacity());
+        !e.empty())
+      api_fail(OG_ERR_CAPACITY, e, " (raise kv_max_capacity)");
+  } else if (!s->s->fits(static_cast<int64_t>(n))) {
     api_fail(OG_ERR_CAPACITY, "the prompt of ", n, " tokens does not fit: ", s->s->position(), "/",
              s->s->capacity(), " positions used (raise kv_max_capacity)");
+  }
 }
 
 // The runtime's options for a turn; callbacks set `cancel` when they ask to stop.

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "chat/chat_request.h"
 #include "chat/request_error.h"
+#include "runtime/prompt_room.h"
 #include "runtime/token_ids.h"
 #include "runtime/chat_images.h"
 #include "runtime/image_input.h"
@@ -237,10 +238,10 @@ RequestOptions build_request_options(const GenerationRequest& req, const ServedM
                     " sequences at once (--parallel) and a request's choices decode side by side",
                 "n");
   const int64_t n = static_cast<int64_t>(prompt.size()), limit = m.max_session_tokens;
-  if (n + 1 > limit)
-    bad_request("the prompt is " + std::to_string(n) + " tokens; this server's session limit is " +
-                    std::to_string(limit) + " tokens (prompt + at least one generated token)",
-                req.endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
+  // The one rule and message of a prompt's room (runtime/prompt_room.h), the library's and the commands' too.
+  if (const std::string e = prompt_room_error(0, n, limit); !e.empty())
+    bad_request(e + " (serve --max-session-tokens)", req.endpoint == Endpoint::kChat ? "messages" : "prompt",
+                "context_length_exceeded");
   int64_t max_new = 0;
   if (req.params.max_tokens) {
     max_new = *req.params.max_tokens;

@@ -200,6 +200,51 @@ TEST_F(ChatTest, ChatEncodeIsThePromptTheChatPrefills) {
   og_string_free(&back);
 }
 
+// One rule and one message for a prompt's room at every edge
+// (runtime/prompt_room.h, the server's): a prompt must leave room for a
+// generated token. A session exactly as long as the prompt refuses it from
+// og_session_chat and og_session_generate alike; one position more takes it.
+TEST_F(ChatTest, APromptThatFillsTheSessionIsRefusedAtEveryEdgeInOneMessage) {
+  open(reply_model());
+  const og_chat_message plain[] = {{"user", "Hi"}};
+  og_tokens ids{};
+  ASSERT_EQ(og_chat_encode(model_, plain, 1, 1, &ids), OG_OK) << og_last_error();
+  const std::vector<int32_t> prompt(ids.ids, ids.ids + ids.n);
+  og_tokens_free(&ids);
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  const std::string words = "the prompt of " + std::to_string(n) + " tokens does not fit: a session of " +
+                            std::to_string(n) + " positions holds the prompt and at least one generated token " +
+                            "(raise kv_max_capacity)";
+  for (const int64_t capacity : {n, n + 1}) {
+    og_session_options so;
+    og_session_options_init(&so);
+    so.kv_max_capacity = capacity;
+    og_session* s = nullptr;
+    ASSERT_EQ(og_session_new(model_, &so, &s), OG_OK) << og_last_error();
+    og_generate_options g;
+    og_generate_options_init(&g);
+    g.max_new_tokens = 1;
+    og_chat_result r{};
+    const og_chat_request q = request(kHi, 1);
+    const og_status chat_status = og_session_chat(s, &q, &g, &r);
+    const std::string chat_error = og_last_error();
+    og_chat_result_free(&r);
+    og_generation gen{};
+    const og_status gen_status = og_session_generate(s, prompt.data(), prompt.size(), &g, &gen);
+    const std::string gen_error = og_last_error();
+    og_generation_free(&gen);
+    if (capacity == n) {
+      EXPECT_EQ(chat_status, OG_ERR_CAPACITY);
+      EXPECT_EQ(chat_error, words);
+      EXPECT_EQ(gen_status, OG_ERR_CAPACITY);
+      EXPECT_EQ(gen_error, words);
+    } else {
+      EXPECT_EQ(chat_status, OG_OK) << chat_error;
+    }
+    EXPECT_EQ(og_session_free(s), OG_OK);
+  }
+}
+
 TEST_F(ChatTest, ToolCallRoundTrip) {
   open(tool_model());
   og_chat_request q = request(kWeather, 1);

@@ -284,7 +284,7 @@ TEST_F(Http, BadRequestsKeepTheServerUp) {
                "'best_of' must be 1");
   const std::string long_text(2000, 'a');
   expect_error(c.Post("/v1/completions", json({{"prompt", long_text}}).dump(), "application/json"), 400,
-               "session limit");
+               "tokens does not fit: a session of 256 positions holds the prompt and at least one generated token");
   expect_error(c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 1000})", "application/json"), 400,
                "exceeds this server's session limit");
   expect_error(c.Post("/v1/completions", R"({"prompt": [1, 99999]})", "application/json"), 400,
