@@ -292,7 +292,8 @@ void add_bench_flags(Flags& fl, BenchFlags& f) {
   fl.add_string("mmproj", &f.mmproj,
                 "also time image encoding with this vision tower (llama.cpp's mmproj GGUF): an image-encode row "
                 "per thread count, images/s and ms per image (a random image of the tower's input size; "
-                "preprocessing and the tower, no file decoding)");
+                "preprocessing and the tower, no file decoding)",
+                "FILE");
   fl.add_bool("json", &f.json, "one JSON object on stdout instead of the markdown table");
   fl.add_bool("no-progress", &f.no_progress, "no progress line on stderr (shown only on a terminal)");
 }
@@ -321,7 +322,8 @@ nlohmann::json image_encode_row(const VisionModel& v, int64_t threads, int64_t r
   double ms = 0;
   for (double ips : r.tok_s) ms += 1e3 / ips;
   ms /= static_cast<double>(r.tok_s.size());
-  if (!json) std::printf("| image encode | %lld | %.4g ± %.2g | %.4g |\n", static_cast<long long>(threads), r.mean, r.sd, ms);
+  if (!json)
+    std::printf("| image encode | %lld | %.4g ± %.2g | %.4g |\n", static_cast<long long>(threads), r.mean, r.sd, ms);
   return {{"threads", threads}, {"images_per_s", r.mean}, {"sd", r.sd}, {"ms_per_image", ms}};
 }
 
