@@ -84,6 +84,10 @@ struct TurnMark {
   int64_t start = 0;        // history the turn kept (its render's prefix shared with the history before it)
   int64_t reply_start = 0;  // history length before the reply
   size_t n_messages = 0;    // messages before the turn
+  // How its reply reads back into the conversation (the turn's plan: its
+  // reply parser options, and whether the reply's text keeps control tokens).
+  ReplyParserOptions reply = {};
+  bool special_text = false;
 };
 
 ChatRequestMessage message(const char* role, std::string text) {
@@ -200,7 +204,7 @@ class Chat {
       diag("[the history renders differently now: %lld tokens taken back and prefilled again]\n",
            static_cast<long long>(rr.removed));
     report_rewind(rr);
-    TurnMark mark{p.keep, 0, messages_.size()};
+    TurnMark mark{p.keep, 0, messages_.size(), p.plan.reply, p.plan.special_text};
     // With images the prompt's rest goes in pending, each image whole, and the turn prefills it.
     std::span<const int32_t> added = p.added();
     if (!it.prompt.images.empty()) {
@@ -226,7 +230,9 @@ class Chat {
     mark.reply_start = s_.position() - static_cast<int64_t>(r.tokens.size());
     marks_.push_back(mark);
     messages_ = std::move(next.messages);
-    messages_.push_back(message("assistant", r.text));
+    std::vector<int32_t> reply_ids = r.tokens;
+    if (r.reason == StopReason::kStopToken && !reply_ids.empty()) reply_ids.pop_back();  // the stop id is no text
+    messages_.push_back(reply_message(mark, reply_ids, r.text, r.reason == StopReason::kStopString ? r.stop_string : ""));
     if (r.reason == StopReason::kCapacity)
       std::fprintf(stderr, "[reply cut: the cache is full at %lld/%lld tokens; /undo or /reset]\n",
                    static_cast<long long>(s_.cached()), static_cast<long long>(s_.capacity()));
@@ -238,6 +244,27 @@ class Chat {
     }
     fill_line();
     return true;
+  }
+
+  // A reply as the conversation keeps it: what the format's reply parser reads
+  // from it (chat/reply_parser.h, as the server and og_session_chat split a
+  // reply), the content a server client sends back, not the text shown,
+  // which drops control tokens (harmony's "<|channel|>final<|message|>Yes."
+  // shows as "finalYes."). The reasoning goes along where the template reads
+  // request fields; it decides whether to render it. `ids` are the reply's
+  // tokens without a stop id, `shown` their text as streamed, `stop` the stop
+  // string that ended it ("" = none).
+  ChatRequestMessage reply_message(const TurnMark& m, const std::vector<int32_t>& ids, const std::string& shown,
+                                   const std::string& stop) const {
+    std::string text = shown;
+    if (m.special_text) {
+      text = l_.tok->decode(ids, /*skip_special=*/false);
+      if (!stop.empty()) text.resize(std::min(text.size(), text.find(stop)));
+    }
+    const ParsedReply parsed = parse_reply(text, m.reply);
+    ChatRequestMessage reply = message("assistant", parsed.content);
+    if (!parsed.reasoning.empty() && chat_.setup.format->renders_requests()) reply.reasoning_content = parsed.reasoning;
+    return reply;
   }
 
   // The user's turn: its text, after the images attached to it (where
@@ -337,12 +364,9 @@ class Chat {
     }
     if (!marks_.empty() && keep < end) {
       const TurnMark& m = marks_.back();
-      std::string reply;
-      if (keep > m.reply_start) {
-        const auto& h = s_.history();
-        reply = l_.tok->decode(std::span<const int32_t>(h.data() + m.reply_start, keep - m.reply_start));
-      }
-      messages_.back().content = reply;
+      std::vector<int32_t> ids;
+      if (keep > m.reply_start) ids.assign(s_.history().begin() + m.reply_start, s_.history().begin() + keep);
+      messages_.back() = reply_message(m, ids, l_.tok->decode(ids), "");
     }
     std::fprintf(stderr, "[undo: removed %lld tokens]\n", static_cast<long long>(rr.removed));
     report_rewind(rr);
