@@ -100,7 +100,10 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
               "a Gemma-3-style chat template; --format hf writes a Gemma3ForConditionalGeneration directory with the "
               "tower, --format gguf the text model (the tower goes to --mmproj-out). gemma4, tiny preset, --format "
               "gguf only: a tiny random Gemma 4 vision encoder (patch 4, pooling 3, 2 layers, width 32, 280 tokens "
-              "per image from an mmproj) as a gemma4v mmproj, Gemma 4's image tokens and a template writing <|image|>");
+              "per image from an mmproj) as a gemma4v mmproj, Gemma 4's image tokens and a template writing <|image|>. "
+              "llama, tiny preset, --format gguf only: a tiny CLIP tower (28x28 pixels, patch 7, 16 tokens per image) "
+              "and LLaVA's MLP projector as an mlp mmproj, <image> in the stories vocabulary and a LLaVA-1.5-style "
+              "template");
   fl.add_string("mmproj-out", &f.mmproj_out,
                 "with --vision: also write the tower as llama.cpp's mmproj GGUF (clip.* keys, v.* / mm.* tensors; "
                 "f32, or f16/bf16 with that --dtype)",
@@ -178,14 +181,14 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
     s.row_pool = f.row_pool;
   }
   if (f.vision) {
-    if (fam != Family::kGemma3 && fam != Family::kGemma4)
-      og::usage_fail("--vision needs --family gemma3 or gemma4, not " + f.family);
+    if (fam != Family::kGemma3 && fam != Family::kGemma4 && fam != Family::kLlama)
+      og::usage_fail("--vision needs --family gemma3, gemma4 or llama, not " + f.family);
     if (f.preset != "tiny") og::usage_fail("--vision works with --preset tiny only");
     const char* own = fam == Family::kGemma4 ? "gemma4" : "stories";
     if (!f.tokenizer.empty() && f.tokenizer != own)
       og::usage_fail(std::string("--vision needs --tokenizer ") + own + " for " + f.family);
-    if (fam == Family::kGemma4 && f.format != "gguf")
-      og::usage_fail("--vision with --family gemma4 writes --format gguf only (the tower goes to --mmproj-out)");
+    if (fam != Family::kGemma3 && f.format != "gguf")
+      og::usage_fail("--vision with --family " + f.family + " writes --format gguf only (the tower goes to --mmproj-out)");
     s.vision = true;
   }
   if (!f.mmproj_out.empty() && !f.vision) og::usage_fail("--mmproj-out needs --vision");

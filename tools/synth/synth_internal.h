@@ -16,6 +16,7 @@
 #include "format/safetensors.h"
 #include "model/config.h"
 #include "model/vision_gemma4.h"
+#include "model/vision_llava.h"
 #include "model/vision_tower.h"
 #include "synth/synth.h"
 
@@ -139,7 +140,7 @@ void write_bert_hf_tokenizer(const std::string& dir);
 VisionTowerConfig vision_tower_config(const SynthSpec& s);
 void validate_vision(const SynthSpec& s);
 int64_t vision_extra_tokens(const SynthSpec& s);
-std::string vision_chat_template();
+std::string vision_chat_template(const SynthSpec& s);
 void add_vision_gguf_tokens(const SynthSpec& s, const std::string& key, GgufValue& value);
 void add_vision_hf_tokens(const SynthSpec& s, nlohmann::ordered_json& tokenizer_json,
                           nlohmann::ordered_json& tokenizer_config);
@@ -156,6 +157,13 @@ void validate_gemma4_vision(const SynthSpec& s);
 std::string gemma4_vision_chat_template();
 std::vector<std::string> gemma4_vision_tokens();
 void write_gemma4_mmproj(const SynthSpec& s, const std::string& path);
+
+// LLaVA vision specs (synth_vision_llava.cpp): the tiny CLIP tower's config,
+// the checks, the LLaVA-1.5-style template and the "mlp" mmproj.
+ClipTowerConfig llava_synth_vision_config(const SynthSpec& s);
+void validate_llava_vision(const SynthSpec& s);
+std::string llava_vision_chat_template();
+void write_llava_mmproj(const SynthSpec& s, const std::string& path);
 
 std::string join_path(const std::string& a, const std::string& b);
 void write_text_file(const std::string& path, const std::string& text);

@@ -52,7 +52,7 @@ TokenizerInfo tokenizer_info(const SynthSpec& spec) {
   } else {
     n_vocab(spec);  // validates the name
     t.eos_all = {2};
-    if (spec.vision) t.eos_all = {2, 513};  // </s>, <end_of_turn>
+    if (spec.vision && spec.family == Family::kGemma3) t.eos_all = {2, 513};  // </s>, <end_of_turn>
   }
   return t;
 }
@@ -72,8 +72,9 @@ void add_gguf_tokenizer(const SynthSpec& spec, GgufWriter& w) {
       w.set(key, v);
     }
     if (spec.vision) {
-      w.set("tokenizer.ggml.eot_token_id", GgufValue::make_u32(513));  // <end_of_turn>
-      w.set("tokenizer.chat_template", GgufValue::make_string(vision_chat_template()));
+      if (spec.family == Family::kGemma3)
+        w.set("tokenizer.ggml.eot_token_id", GgufValue::make_u32(513));  // <end_of_turn>
+      w.set("tokenizer.chat_template", GgufValue::make_string(vision_chat_template(spec)));
     }
     return;
   }
@@ -140,7 +141,7 @@ void write_hf_tokenizer(const SynthSpec& spec, const std::string& dir) {
       add_vision_hf_tokens(spec, tj, tc);
       write_text_file(join_path(dir, "tokenizer.json"), tj.dump(2) + "\n");
       write_text_file(join_path(dir, "tokenizer_config.json"), tc.dump(2) + "\n");
-      write_text_file(join_path(dir, "chat_template.jinja"), vision_chat_template());
+      write_text_file(join_path(dir, "chat_template.jinja"), vision_chat_template(spec));
     }
     return;
   }

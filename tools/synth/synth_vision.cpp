@@ -51,6 +51,13 @@ constexpr const char* kGemma3VisionTemplate =
 
 constexpr int64_t kStoriesVocab = 512;
 
+// The tokens the stories vocabulary gains for the spec's family: Gemma 3's
+// above, or LLaVA's one <image> (id 512) for llama.
+std::vector<const char*> added_tokens(const SynthSpec& s) {
+  if (s.family == Family::kLlama) return {"<image>"};
+  return std::vector<const char*>(std::begin(kVisionTokens), std::end(kVisionTokens));
+}
+
 // The tower's HF tensors, generated from the spec's seed, held as f32.
 class VisionTensors : public TensorSource {
  public:
@@ -136,16 +143,19 @@ void validate_vision(const SynthSpec& s) {
   if (!s.vision) return;
   OG_CHECK(!is_embedding(s), "synthetic model: --vision writes a generative model, not an embedding model");
   if (s.family == Family::kGemma4) return validate_gemma4_vision(s);  // synth_vision_gemma4.cpp
-  OG_CHECK(s.family == Family::kGemma3, "synthetic model: --vision writes gemma3 and gemma4 models only, not ",
+  if (s.family == Family::kLlama) return validate_llava_vision(s);    // synth_vision_llava.cpp
+  OG_CHECK(s.family == Family::kGemma3, "synthetic model: --vision writes gemma3, gemma4 and llama models only, not ",
            family_name(s.family));
   OG_CHECK(s.tokenizer == "stories", "synthetic model: --vision needs the stories tokenizer (it gains Gemma 3's "
            "image and turn tokens), not ", s.tokenizer);
   vision_tower_config(s).check();
 }
 
-int64_t vision_extra_tokens(const SynthSpec& s) { return s.vision ? std::size(kVisionTokens) : 0; }
+int64_t vision_extra_tokens(const SynthSpec& s) { return s.vision ? static_cast<int64_t>(added_tokens(s).size()) : 0; }
 
-std::string vision_chat_template() { return kGemma3VisionTemplate; }
+std::string vision_chat_template(const SynthSpec& s) {
+  return s.family == Family::kLlama ? llava_vision_chat_template() : kGemma3VisionTemplate;
+}
 
 void add_vision_gguf_tokens(const SynthSpec& s, const std::string& key, GgufValue& value) {
   if (!s.vision) return;
@@ -153,7 +163,7 @@ void add_vision_gguf_tokens(const SynthSpec& s, const std::string& key, GgufValu
   for (size_t k = 0; k < value.arr.size(); ++k) v.push_back(value.arr[k]);
   OG_CHECK(static_cast<int64_t>(v.size()) == kStoriesVocab, "synthetic model: ", key, " has ", v.size(),
            " entries, expected ", kStoriesVocab);
-  for (const char* t : kVisionTokens) {
+  for (const char* t : added_tokens(s)) {
     if (key == "tokenizer.ggml.tokens") v.push_back(GgufValue::make_string(t));
     else if (key == "tokenizer.ggml.scores") v.push_back(GgufValue::make_f32(0.0f));
     else v.push_back(GgufValue::make_i32(3));  // token_type: control
@@ -165,7 +175,7 @@ void add_vision_hf_tokens(const SynthSpec& s, nlohmann::ordered_json& tokenizer_
                           nlohmann::ordered_json& tokenizer_config) {
   if (!s.vision) return;
   int64_t id = kStoriesVocab;
-  for (const char* t : kVisionTokens) {
+  for (const char* t : added_tokens(s)) {
     nlohmann::ordered_json a = {{"id", id},          {"content", t},         {"single_word", false},
                                 {"lstrip", false},   {"rstrip", false},      {"normalized", false},
                                 {"special", true}};
@@ -175,7 +185,7 @@ void add_vision_hf_tokens(const SynthSpec& s, nlohmann::ordered_json& tokenizer_
     tokenizer_config["added_tokens_decoder"][std::to_string(id)] = a;
     ++id;
   }
-  tokenizer_config["chat_template"] = kGemma3VisionTemplate;
+  tokenizer_config["chat_template"] = vision_chat_template(s);
 }
 
 nlohmann::ordered_json vision_hf_config(const SynthSpec& s, const nlohmann::ordered_json& text) {
@@ -253,6 +263,7 @@ void write_vision_preprocessor_config(const SynthSpec& s, const std::string& dir
 void write_mmproj(const SynthSpec& s, const std::string& path) {
   OG_CHECK(s.vision, "synthetic model: an mmproj file needs a vision spec (--vision)");
   if (s.family == Family::kGemma4) return write_gemma4_mmproj(s, path);
+  if (s.family == Family::kLlama) return write_llava_mmproj(s, path);
   validate_vision(s);
   const VisionTensors src(s);
   MmprojWriteOptions o;

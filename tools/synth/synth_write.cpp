@@ -364,15 +364,15 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
     case Family::kNomicBert:
       break;
   }
-  if (s.vision) return vision_hf_config(s, c);  // Gemma3ForConditionalGeneration: c is its text_config
+  if (s.vision && s.family == Family::kGemma3) return vision_hf_config(s, c);  // Gemma3ForConditionalGeneration: c is its text_config
   return c;
 }
 
 }  // namespace
 
 void write_hf(const SynthSpec& spec, const std::string& dir) {
-  OG_CHECK(!(spec.vision && spec.family == Family::kGemma4), "synthetic model: gemma4 --vision is written as GGUF "
-           "only (--format gguf with --mmproj-out)");
+  OG_CHECK(!(spec.vision && spec.family != Family::kGemma3), "synthetic model: ", family_name(spec.family),
+           " --vision is written as GGUF only (--format gguf with --mmproj-out)");
   std::vector<PlannedTensor> tensors = spec.family == Family::kGptOss ? std::vector<PlannedTensor>{} : plan(spec);
   TokenizerInfo tok = tokenizer_info(spec);
   std::error_code ec;
