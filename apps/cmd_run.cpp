@@ -15,6 +15,7 @@
 #include "llm_common.h"
 #include "model/config.h"
 #include "runtime/engine.h"
+#include "runtime/prompt_room.h"
 #include "spec_flags.h"
 
 namespace og::app {
@@ -108,9 +109,11 @@ int cmd_run(const Args& args) {
   ImageCache image_cache;
   const std::vector<std::string> images = load_images(image_files, l, image_cache, "--image");
   const ImagePrompt prompt = prompt_of(f, l, images, image_cache);
-  if (static_cast<int64_t>(prompt.tokens.size()) > run.policy.max_capacity)
-    usage_fail("the prompt is " + std::to_string(prompt.tokens.size()) + " tokens but the cache holds " +
-               std::to_string(run.policy.max_capacity) + " positions (raise --kv-max-capacity)");
+  // The rule every edge applies (runtime/prompt_room.h): room for the prompt and one generated token.
+  if (const std::string e =
+          prompt_room_error(0, static_cast<int64_t>(prompt.tokens.size()), run.policy.max_capacity);
+      !e.empty())
+    usage_fail(e + " (raise --kv-max-capacity)");
 
   ModelEngine engine(*l.model);
   Session session(engine, run.make_cache(), *l.tok);

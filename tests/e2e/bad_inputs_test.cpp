@@ -220,7 +220,7 @@ TEST(BadInputs, LongAndInvalidPrompts) {
   for (int i = 0; i < 2500; ++i) prompt += "once upon a time ";
   Proc p = offgraph({"run", "--model", kGguf, "--prompt", prompt, "--chat", "0"});
   EXPECT_EQ(p.code, 2);
-  EXPECT_NE(p.err.find("but the cache holds 512 positions"), std::string::npos) << p.err.substr(0, 300);
+  EXPECT_NE(p.err.find("does not fit: a session of 512 positions"), std::string::npos) << p.err.substr(0, 300);
   EXPECT_EQ(p.err.find("[cache] after prefill"), std::string::npos);
   p = offgraph({"run", "--model", kGguf, "--prompt", "Once \xff\xfe upon \xc3 a", "--max-new-tokens", "5"});
   EXPECT_EQ(p.code, 0) << p.err;

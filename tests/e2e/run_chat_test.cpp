@@ -197,7 +197,7 @@ TEST(Run, CapacityCapsTheGeneration) {
 // 6/6" and then "5/6").
 TEST(Run, TheWholeCapacityIsUsedAndReportedOnce) {
   expect_data();
-  for (int cap : {5, 6}) {
+  for (int cap : {6, 7}) {
     Proc p = offgraph(run_args(kGguf, {"--kv-max-capacity", std::to_string(cap)}));
     ASSERT_EQ(p.code, 0) << p.err;
     EXPECT_FALSE(p.out.empty());
@@ -215,8 +215,16 @@ TEST(Run, PromptLongerThanTheCapacityIsAnError) {
   Proc p = offgraph(run_args(kGguf, {"--kv-max-capacity", "4"}));
   EXPECT_EQ(p.code, 2);
   EXPECT_TRUE(p.out.empty());
-  EXPECT_NE(p.err.find("the prompt is 5 tokens but the cache holds 4 positions"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("the prompt of 5 tokens does not fit: a session of 4 positions holds the prompt and at "
+                       "least one generated token (raise --kv-max-capacity)"),
+            std::string::npos)
+      << p.err;
   EXPECT_EQ(p.err.find("[cache] after prefill"), std::string::npos);
+  // A prompt that fills the cache leaves no room for the reply: the same rule
+  // and words as serve and the library (runtime/prompt_room.h).
+  p = offgraph(run_args(kGguf, {"--kv-max-capacity", "5"}));
+  EXPECT_EQ(p.code, 2);
+  EXPECT_NE(p.err.find("the prompt of 5 tokens does not fit: a session of 5 positions"), std::string::npos) << p.err;
 }
 
 TEST(Run, HelpListsEveryFlagWithItsDefault) {
