@@ -89,6 +89,12 @@ struct LayerConfig {
   // The whole residual stream is multiplied by a per-layer scalar (tensor
   // layer_output_scale [1]) after the layer's last block (gemma4).
   bool has_output_scale = false;
+  // Whether a bidirectional image span (KvRow::span_end) is opened in this
+  // layer; false: the layer attends causally even inside a span. Gemma 3 opens
+  // it in every layer; Gemma 4 only in its sliding layers and only with
+  // use_bidirectional_attention = "vision" (transformers'
+  // create_masks_for_vision_model; docs/vision.md).
+  bool opens_image_spans = true;
 
   // Encoder (BERT-style) blocks. post_norm: no norm before a sub-block; its
   // output is added to the residual stream and the sum is normed (GGUF

@@ -46,6 +46,7 @@ struct Scratch {
   float cs_factor = 1.0f;  // the rope_attn_factor cs was multiplied by
   std::vector<float> sel;   // [n, d_model] the normed rows that want logits
   std::vector<KvRow> kv_rows;  // [n]
+  std::vector<KvRow> causal_rows;  // [n] kv_rows without spans, for layers that keep spans closed
 };
 
 template <class T>
@@ -316,9 +317,18 @@ void run_layers(const ModelConfig& c, const Weights& w, const KvGeometry& geomet
   if (c.has_embd_norm) model_norm_rows(c, s.x.data(), w.embd_norm, w.embd_norm_b, n, d, s.x.data());
   if (c.d_per_layer > 0) per_layer_inputs(c, w, batch, s);
   s.cs_rot = -1;  // this batch's RoPE angles are computed by the first layer that needs them
+  // A layer that does not open image spans (LayerConfig::opens_image_spans)
+  // sees the same rows as causal ones.
+  bool spans = false;
+  for (const KvRow& r : kv_rows) spans = spans || r.span_end > r.pos + 1;
+  if (spans) {
+    s.causal_rows.assign(kv_rows.begin(), kv_rows.end());
+    for (KvRow& r : s.causal_rows) r.span_end = 0;
+  }
   for (int l = 0; l < c.n_layers(); ++l) {
     const LayerConfig& L = c.layers[l];
-    attention_block(c, L, w.layers[l], geometry.layer_cache[l], geometry.layer_writes[l], batch, kv_rows, cache,
+    const std::vector<KvRow>& rows = spans && !L.opens_image_spans ? s.causal_rows : kv_rows;
+    attention_block(c, L, w.layers[l], geometry.layer_cache[l], geometry.layer_writes[l], batch, rows, cache,
                     context, s);
     mlp_block(c, L, w.layers[l], n, s);
     per_layer_block(c, L, w.layers[l], l, n, s);

@@ -82,7 +82,11 @@ void finish(VisionModel& v, const ProjectorKind& k, const Model& text, const Tok
   v.tokens.placeholder = need_token(tok, k.placeholder, k, model_path);
   v.tokens.end = *k.end ? need_token(tok, k.end, k, model_path) : -1;
   const FamilySpec* fam = family_by_name(text.architecture());
-  v.bidirectional = fam != nullptr && fam->image_spans_bidirectional;
+  // Spans only where the family has them and some layer opens them (Gemma 4
+  // E2B/E4B: none, so their image rows are plain causal rows).
+  bool opened = false;
+  for (const LayerConfig& L : text.config().layers) opened = opened || L.opens_image_spans;
+  v.bidirectional = fam != nullptr && fam->image_spans_bidirectional && opened;
   v.projector = k.name;
 }
 

@@ -6,8 +6,13 @@
 // gives, on the reference cache and on the fast kinds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "base/error.h"
+#include "file_edit.h"
 #include "model/families/family.h"
+#include "model/gguf_convert.h"
+#include "model/quant_mix.h"
 #include "naive_forward.h"
 #include "synth_fixture.h"
 
@@ -58,10 +63,26 @@ std::vector<BatchRow> token_rows(const std::vector<int32_t>& toks, int seq = 0) 
   return rows;
 }
 
+// Tiny Gemma 4 without per-layer inputs: its GGUF reads as
+// use_bidirectional_attention = "vision" (spans open in the sliding layers).
+std::string gemma4_vision_gguf() {
+  synth::SynthSpec s = synth::tiny_spec(Family::kGemma4);
+  s.d_per_layer = 0;
+  return test::synth_path(s, false, "gemma4-no-ple");
+}
+
+// The layers whose config opens image spans (LayerConfig::opens_image_spans).
+std::vector<bool> span_layers(const ModelConfig& c) {
+  std::vector<bool> v;
+  for (const LayerConfig& L : c.layers) v.push_back(L.opens_image_spans);
+  return v;
+}
+
 class InputRows : public ::testing::TestWithParam<Family> {
  protected:
   void SetUp() override {
-    path_ = test::synth_gguf(GetParam());
+    // Gemma 4 with per-layer inputs (E2B-style) opens no span: the seam is checked on the "vision" form.
+    path_ = GetParam() == Family::kGemma4 ? gemma4_vision_gguf() : test::synth_gguf(GetParam());
     model_ = Model::load(path_);
     file_ = GgufFile::open(path_);
   }
@@ -93,7 +114,7 @@ TEST_P(InputRows, ABidirectionalSpanMatchesThePlainForwardWithTheNonCausalMask) 
   const int64_t a = 4, e = 10;  // the span [4, 10), longer than nothing, inside the window (8) only in part
   std::vector<BatchRow> causal = token_rows(toks), spanned = causal;
   for (int64_t p = a; p < e; ++p) spanned[size_t(p)].span_end = e;
-  const std::vector<float> want = test::naive_forward(c, *file_, toks, false, a, e);
+  const std::vector<float> want = test::naive_forward(c, *file_, toks, false, a, e, span_layers(c));
   const std::vector<float> causal_want = test::naive_forward(c, *file_, toks);
   const int64_t V = model_->n_vocab();
   // The mask matters: the span's first row differs from causal attention.
@@ -213,6 +234,89 @@ TEST(InputRowsBad, AnEmbeddingPassRefusesASpan) {
   b.rows[1].span_end = 2;
   Embeddings out;
   EXPECT_NE(error_of([&] { m->embed(b, out); }).find("only a cached forward step supports"), std::string::npos);
+}
+
+// Gemma 4 as transformers' Gemma4Model.forward: without "vision" (E2B/E4B)
+// image tokens are causal in every layer; with it they attend to their image
+// in the sliding layers only (create_masks_for_vision_model); Gemma 3 in all.
+TEST(InputRowsGemma4, WithoutVisionAnImageSpanIsExactlyCausal) {
+  const std::string path = test::synth_gguf(Family::kGemma4);  // per-layer inputs: the flag unset
+  std::unique_ptr<Model> m = Model::load(path);
+  for (const LayerConfig& L : m->config().layers) EXPECT_FALSE(L.opens_image_spans);
+  const std::vector<int32_t> toks = test::test_tokens(14, m->n_vocab(), 12);
+  std::vector<BatchRow> causal = token_rows(toks), spanned = causal;
+  for (int64_t p = 3; p < 11; ++p) spanned[size_t(p)].span_end = 11;
+  for (KvKind kind : {KvKind::kReference, KvKind::kSequence, KvKind::kBatchedCell}) {
+    auto a = cache_of(*m, kind);
+    auto b = cache_of(*m, kind);
+    EXPECT_TRUE(run_steps(*m, *a, spanned, {0, 2, 12, 14}) == run_steps(*m, *b, causal, {0, 2, 12, 14}))
+        << kv_kind_name(kind);
+  }
+}
+
+TEST(InputRowsGemma4, WithVisionOnlyTheSlidingLayersOpenTheSpan) {
+  const std::string path = gemma4_vision_gguf();
+  std::unique_ptr<Model> m = Model::load(path);
+  std::unique_ptr<GgufFile> f = GgufFile::open(path);
+  const ModelConfig& c = m->config();
+  std::vector<bool> sliding;
+  for (const LayerConfig& L : c.layers) sliding.push_back(L.window > 0);
+  ASSERT_NE(std::count(sliding.begin(), sliding.end(), false), 0);  // full layers exist
+  EXPECT_EQ(span_layers(c), sliding);
+  const std::vector<int32_t> toks = test::test_tokens(16, m->n_vocab(), 13);
+  const int64_t a = 4, e = 10;
+  std::vector<BatchRow> rows = token_rows(toks);
+  for (int64_t p = a; p < e; ++p) rows[size_t(p)].span_end = e;
+  const std::vector<float> want = test::naive_forward(c, *f, toks, false, a, e, sliding);
+  const std::vector<float> every = test::naive_forward(c, *f, toks, false, a, e);  // Gemma 3's mask
+  const std::vector<float> causal = test::naive_forward(c, *f, toks);
+  // Both other masks give other logits: the test tells the three apart.
+  ASSERT_GT(test::max_rel_err(want, every), 1e-3);
+  ASSERT_GT(test::max_rel_err(want, causal), 1e-3);
+  for (KvKind kind : {KvKind::kReference, KvKind::kSequence, KvKind::kBatchedCell}) {
+    auto cache = cache_of(*m, kind);
+    EXPECT_LE(test::max_rel_err(run_steps(*m, *cache, rows, {0, 3, 4, 12, 13, 16}), want),
+              test::logit_tol(Family::kGemma4))
+        << kv_kind_name(kind);
+  }
+}
+
+TEST(InputRowsGemma4, TheHfConfigsUseBidirectionalAttentionDecides) {
+  const std::string src = test::synth_hf(Family::kGemma4);
+  test::TempDir dir;
+  auto layers_with = [&](const nlohmann::json* v, const std::string& name) {
+    test::HfEdit e;
+    e.config = [v](nlohmann::json& c) {
+      if (v != nullptr) c["text_config"]["use_bidirectional_attention"] = *v;
+    };
+    test::rewrite_hf(src, dir.path(name), e);
+    return span_layers(Model::load(dir.path(name))->config());
+  };
+  const nlohmann::json vision = "vision", no = false;
+  std::unique_ptr<Model> m = Model::load(src);
+  std::vector<bool> sliding, none(size_t(m->config().n_layers()), false);
+  for (const LayerConfig& L : m->config().layers) sliding.push_back(L.window > 0);
+  EXPECT_EQ(layers_with(nullptr, "unset"), none);  // E2B, E4B
+  EXPECT_EQ(layers_with(&no, "false"), none);
+  EXPECT_EQ(layers_with(&vision, "vision"), sliding);  // 26B-A4B, 31B
+  // GGUF has no key for it: per-layer inputs with "vision" (no such Google
+  // model) would read back causal, so export refuses it; the usual form exports.
+  ConvertOptions o;
+  ASSERT_TRUE(weight_type_from_name("f32", &o.type));
+  std::string error = "(no error)";
+  try {
+    export_hf_to_gguf(dir.path("vision"), dir.path("v.gguf"), o);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("has no GGUF key"), std::string::npos) << error;
+  export_hf_to_gguf(dir.path("unset"), dir.path("u.gguf"), o);
+  EXPECT_EQ(span_layers(Model::load(dir.path("u.gguf"))->config()), none);
+}
+
+TEST(InputRowsGemma4, GemmaThreeOpensTheSpanInEveryLayer) {
+  std::unique_ptr<Model> m = Model::load(test::synth_gguf(Family::kGemma3));
+  for (const LayerConfig& L : m->config().layers) EXPECT_TRUE(L.opens_image_spans);
 }
 
 TEST(InputRowsFamilies, GemmaDeclaresBidirectionalImageSpansAndOthersDoNot) {

@@ -177,10 +177,12 @@ std::vector<std::vector<double>> naive_per_layer_inputs(const ModelConfig& c, co
 // Logits [tokens.size(), n_vocab] for every position of one sequence.
 // long_rope: a longrope model run with its long factors (a context beyond the original).
 // Positions [span_begin, span_end) attend to each other bidirectionally (an
-// image span; none when equal).
+// image span; none when equal) in the layers l with span_layers[l] (empty:
+// every layer), causally in the others.
 inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource& src,
                                         const std::vector<int32_t>& tokens, bool long_rope = false,
-                                        int64_t span_begin = 0, int64_t span_end = 0) {
+                                        int64_t span_begin = 0, int64_t span_end = 0,
+                                        const std::vector<bool>& span_layers = {}) {
   const int64_t d = c.d_model, T = static_cast<int64_t>(tokens.size());
   auto W = [&](const std::string& n) { return tensor_f32(src, n); };
   auto opt = [&](const std::string& n) -> const float* {
@@ -228,8 +230,10 @@ inline std::vector<float> naive_forward(const ModelConfig& c, const TensorSource
       qs[t] = std::move(q);
     }
     // Every K/V of the layer first: a row in the span sees the span's later positions.
+    const bool open = span_layers.empty() || span_layers[size_t(l)];
     for (int64_t t = 0; t < T; ++t)
-      att_out[t] = naive_attend(L, qs[t], t, K[src_l], V[src_l], t >= span_begin && t < span_end ? span_end - 1 : t);
+      att_out[t] = naive_attend(L, qs[t], t, K[src_l], V[src_l],
+                                open && t >= span_begin && t < span_end ? span_end - 1 : t);
     for (int64_t t = 0; t < T; ++t) {
       std::vector<double> o = naive_linear(W(b + "attn_output.weight"), opt(b + "attn_output.bias"), att_out[t], d);
       if (L.has_post_attn_norm) o = naive_rms(o, W(b + "post_attention_norm.weight"), c.eps);

@@ -147,6 +147,25 @@ TEST(VisionModel, ExportedTextAndMmprojGiveTheHfDirectorysRowsBitForBit) {
             std::string::npos);
 }
 
+// Gemma 4's image spans (docs/vision.md): E2B/E4B (per-layer inputs, no
+// use_bidirectional_attention) are causal, so their images mark no span; a
+// model without per-layer inputs (26B-A4B, 31B: "vision") marks one.
+TEST(VisionModel, Gemma4MarksImageSpansOnlyWhereALayerOpensThem) {
+  TempDir dir;
+  synth::SynthSpec spec = synth::tiny_spec(synth::Family::kGemma4);
+  spec.vision = true;
+  synth::write_mmproj(spec, dir.path("g4v.gguf"));
+  synth::write_gguf(spec, dir.path("ple.gguf"));
+  spec.d_per_layer = 0;
+  synth::write_gguf(spec, dir.path("vision.gguf"));
+  const LoadedModel e2b = load(dir.path("ple.gguf"), dir.path("g4v.gguf"));
+  const LoadedModel big = load(dir.path("vision.gguf"), dir.path("g4v.gguf"));
+  ASSERT_TRUE(e2b.vision);
+  ASSERT_TRUE(big.vision);
+  EXPECT_FALSE(e2b.vision->bidirectional);
+  EXPECT_TRUE(big.vision->bidirectional);
+}
+
 TEST(VisionModel, ATextOnlyModelHasNoTower) {
   const LoadedModel l = load(files().gguf());
   EXPECT_FALSE(l.vision);

@@ -121,6 +121,10 @@ nlohmann::ordered_json gemma4_hf_config(const SynthSpec& s, const TokenizerInfo&
   t["vocab_size"] = n_vocab(s);
   t["vocab_size_per_layer_input"] = n_vocab(s);
   t["hidden_size_per_layer_input"] = s.d_per_layer;
+  // As Google's configs: E2B/E4B (per-layer inputs) leave it unset, the
+  // models without them (26B-A4B, 31B) open image spans in sliding layers.
+  if (s.d_per_layer > 0) t["use_bidirectional_attention"] = nullptr;
+  else t["use_bidirectional_attention"] = "vision";
   t["hidden_activation"] = "gelu_pytorch_tanh";
   t["sliding_window"] = s.window;
   nlohmann::ordered_json types = nlohmann::ordered_json::array();

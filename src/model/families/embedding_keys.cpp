@@ -130,7 +130,12 @@ DenseProjection st_dense(const std::string& dir, const std::string& path) {
 
 void read_hf_embedding(const std::string& dir, const nlohmann::json& cfg, const std::string& config_file,
                        ModelConfig& c) {
-  if (auto b = json_bool(cfg, "use_bidirectional_attention", config_file)) c.causal = !*b;
+  // A bool makes the whole model bidirectional (an embedding model); Gemma 4's
+  // "vision" only opens image spans, which families/gemma4.cpp reads.
+  const bool image_spans_only = json_has(cfg, "use_bidirectional_attention") &&
+                                cfg.at("use_bidirectional_attention") == "vision";
+  if (!image_spans_only)
+    if (auto b = json_bool(cfg, "use_bidirectional_attention", config_file)) c.causal = !*b;
   const std::string modules_file = dir + "/modules.json";
   std::error_code ec;
   if (!std::filesystem::exists(modules_file, ec)) return;

@@ -29,6 +29,9 @@ struct Gemma4Keys {
   std::vector<float> ff_full;        // the full layers' per-pair factors (GGUF rope_freqs.weight); empty = none
   int window = 0;
   int64_t shared = 0;
+  // Image spans open in the sliding layers (transformers: text_config
+  // use_bidirectional_attention = "vision"); false: causal in every layer.
+  bool vision_spans = false;
   std::string where;  // the file, for messages
   std::string key_hd_swa, key_hd_full, key_shared;
 };
@@ -59,6 +62,7 @@ void apply_layer_types(ModelConfig& c, const Gemma4Keys& k) {
     LayerConfig& L = c.layers[l];
     const bool swa = k.sliding[l];
     L.window = swa ? k.window : 0;
+    L.opens_image_spans = swa && k.vision_spans;
     L.n_kv_heads = swa ? k.kv_swa : k.kv_full;
     L.head_dim_k = L.head_dim_v = swa ? k.hd_swa : k.hd_full;
     L.rope_interleaved = false;
@@ -189,6 +193,10 @@ void gemma4_from_gguf(const GgufFile& f, const std::string& arch, ModelConfig& c
   const double cap = f.get_float(p + "final_logit_softcapping").value_or(30.0);
   OG_CHECK(std::isfinite(cap) && cap >= 0, src, ": ", p, "final_logit_softcapping = ", cap, " must be >= 0");
   c.final_logit_softcap = static_cast<float>(cap);
+  // llama.cpp's converter stores no key for use_bidirectional_attention: the
+  // models that set "vision" (26B-A4B, 31B) are the ones without per-layer
+  // inputs, E2B/E4B (per-layer inputs) leave it unset (docs/vision.md).
+  k.vision_spans = c.d_per_layer == 0;
   apply_layer_types(c, k);
   for (int l = 0; l < n; ++l)
     OG_CHECK(c.layers[l].n_kv_heads == (k.sliding[l] ? k.kv_swa : k.kv_full), src, ": ", p,
@@ -316,6 +324,7 @@ void gemma4_from_hf(const HfInput& in, ModelConfig& c) {
   const bool double_wide = json_has(cfg, "use_double_wide_mlp") && cfg.at("use_double_wide_mlp") == true;
   for (int l = 0; l < n; ++l)
     if (double_wide && l >= n - k.shared) c.layers[l].d_ff *= 2;
+  k.vision_spans = json_has(cfg, "use_bidirectional_attention") && cfg.at("use_bidirectional_attention") == "vision";
   apply_layer_types(c, k);
   check_tensors_against_keys(c, in.weights, k, "hidden_size_per_layer_input");
   set_output_scales(c, in.weights);
@@ -367,6 +376,13 @@ void gemma4_to_gguf(const ModelConfig& c, GgufWriter& w) {
   const LayerConfig& S = c.layers[swa];
   const LayerConfig& F = c.layers[full >= 0 ? full : swa];
   for (int l = 0; l < n; ++l) check_writable_layer(c, l, c.layers[l].window > 0 ? S : F);
+  // GGUF has no use_bidirectional_attention key: the reader derives it from
+  // the per-layer inputs (gemma4_from_gguf), so only that form is writable.
+  for (int l = 0; l < n; ++l)
+    OG_CHECK(c.layers[l].opens_image_spans == (c.layers[l].window > 0 && c.d_per_layer == 0), "cannot write ",
+             c.architecture, " as GGUF gemma4: its image-token attention (use_bidirectional_attention ",
+             c.d_per_layer == 0 ? "unset" : "\"vision\"", " with", c.d_per_layer == 0 ? "out" : "",
+             " per-layer inputs) has no GGUF key and would read back otherwise");
   w.set("general.architecture", GgufValue::make_string("gemma4"));
   w.set(a + "context_length", u32_of(c.n_ctx));
   w.set(a + "embedding_length", u32_of(c.d_model));
