@@ -41,16 +41,6 @@ const std::vector<std::pair<std::string, std::string>>& name_map() {
 
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 
-std::vector<float> values_of(const TensorSource& src, const TensorInfo& t) {
-  const TensorView v = tensor_view(src, t);
-  std::vector<float> out(static_cast<size_t>(v.numel()));
-  const int64_t cols = v.cols();
-  for (int64_t r = 0; r < v.rows(); ++r) kernels::dequantize_row(v.dtype, v.row(r), out.data() + r * cols, cols);
-  return out;
-}
-
-void set_u32(GgufWriter& w, const char* key, int64_t v) { w.set(key, GgufValue::make_u32(static_cast<uint32_t>(v))); }
-
 GgufValue f32_array(const std::array<float, 3>& a) {
   std::vector<GgufValue> v;
   for (float x : a) v.push_back(GgufValue::make_f32(x));
@@ -58,6 +48,40 @@ GgufValue f32_array(const std::array<float, 3>& a) {
 }
 
 }  // namespace
+
+std::vector<float> mmproj_values_of(const TensorSource& src, const TensorInfo& t) {
+  const TensorView v = tensor_view(src, t);
+  std::vector<float> out(static_cast<size_t>(v.numel()));
+  const int64_t cols = v.cols();
+  for (int64_t r = 0; r < v.rows(); ++r) kernels::dequantize_row(v.dtype, v.row(r), out.data() + r * cols, cols);
+  return out;
+}
+
+void set_clip_u32(GgufWriter& w, const char* key, int64_t v) {
+  w.set(key, GgufValue::make_u32(static_cast<uint32_t>(v)));
+}
+
+void check_mmproj_matrices(const MmprojWriteOptions& o) {
+  OG_CHECK(o.matrices == DType::F32 || o.matrices == DType::F16 || o.matrices == DType::BF16,
+           "mmproj: the tower's matrices are written as f32, f16 or bf16, not ", dtype_name(static_cast<uint32_t>(o.matrices)));
+}
+
+void set_clip_header(GgufWriter& w, const ClipHeader& h, const MmprojWriteOptions& o) {
+  w.set("general.architecture", GgufValue::make_string("clip"));
+  if (!o.name.empty()) w.set("general.name", GgufValue::make_string(o.name));
+  w.set("clip.has_vision_encoder", GgufValue::make_bool(true));
+  w.set(h.type_key, GgufValue::make_string(h.projector_type));
+  set_clip_u32(w, "clip.vision.image_size", h.image_size);
+  set_clip_u32(w, "clip.vision.patch_size", h.patch_size);
+  set_clip_u32(w, "clip.vision.embedding_length", h.hidden);
+  set_clip_u32(w, "clip.vision.feed_forward_length", h.intermediate);
+  set_clip_u32(w, "clip.vision.block_count", h.n_layers);
+  set_clip_u32(w, "clip.vision.attention.head_count", h.n_heads);
+  set_clip_u32(w, "clip.vision.projection_dim", h.projection_dim);
+  w.set("clip.vision.attention.layer_norm_epsilon", GgufValue::make_f32(h.eps));
+  w.set("clip.vision.image_mean", f32_array(o.image_mean));
+  w.set("clip.vision.image_std", f32_array(o.image_std));
+}
 
 std::string gemma3_mmproj_name(const std::string& hf_name, const std::string& top) {
   if (!starts_with(hf_name, top)) return "";
@@ -72,27 +96,23 @@ std::string gemma3_mmproj_name(const std::string& hf_name, const std::string& to
 
 void add_gemma3_mmproj(const VisionTowerConfig& c, const TensorSource& hf, const MmprojWriteOptions& o,
                        GgufWriter& w) {
-  OG_CHECK(o.matrices == DType::F32 || o.matrices == DType::F16 || o.matrices == DType::BF16,
-           "mmproj: the tower's matrices are written as f32, f16 or bf16, not ", dtype_name(static_cast<uint32_t>(o.matrices)));
+  check_mmproj_matrices(o);
   bind_gemma3_vision(c, hf);  // every tensor present with its shape, or the loader's own error
   const std::string top = gemma3_vision_prefix(hf);
-  w.set("general.architecture", GgufValue::make_string("clip"));
-  if (!o.name.empty()) w.set("general.name", GgufValue::make_string(o.name));
-  w.set("clip.has_vision_encoder", GgufValue::make_bool(true));
-  w.set("clip.projector_type", GgufValue::make_string("gemma3"));
-  set_u32(w, "clip.vision.image_size", c.image_size);
-  set_u32(w, "clip.vision.patch_size", c.patch_size);
-  set_u32(w, "clip.vision.embedding_length", c.hidden);
-  set_u32(w, "clip.vision.feed_forward_length", c.intermediate);
-  set_u32(w, "clip.vision.block_count", c.n_layers);
-  set_u32(w, "clip.vision.attention.head_count", c.n_heads);
-  set_u32(w, "clip.vision.projection_dim", c.text_hidden);
-  w.set("clip.vision.attention.layer_norm_epsilon", GgufValue::make_f32(c.layer_norm_eps));
+  ClipHeader h;
+  h.projector_type = "gemma3";
+  h.image_size = c.image_size;
+  h.patch_size = c.patch_size;
+  h.hidden = c.hidden;
+  h.intermediate = c.intermediate;
+  h.n_layers = c.n_layers;
+  h.n_heads = c.n_heads;
+  h.projection_dim = c.text_hidden;
+  h.eps = c.layer_norm_eps;
+  set_clip_header(w, h, o);
   w.set("clip.use_gelu", GgufValue::make_bool(true));
-  w.set("clip.vision.image_mean", f32_array(o.image_mean));
-  w.set("clip.vision.image_std", f32_array(o.image_std));
   const int64_t scale = c.patches_per_side() / c.tokens_per_side();
-  if (scale != 4) set_u32(w, "clip.vision.projector.scale_factor", scale);
+  if (scale != 4) set_clip_u32(w, "clip.vision.projector.scale_factor", scale);
   for (const TensorInfo& t : hf.tensors()) {
     const std::string name = gemma3_mmproj_name(t.name, top);
     if (name.empty() || starts_with(name, "vision_tower.vision_model.head.")) continue;  // SigLIP's unused head
@@ -101,7 +121,7 @@ void add_gemma3_mmproj(const VisionTowerConfig& c, const TensorSource& hf, const
     const DType dt = matrix ? o.matrices : DType::F32;
     const TensorInfo* tp = &t;
     w.add_tensor(name, dt, t.shape, GgufWriter::Producer([&hf, tp, dt, soft_norm] {
-                   std::vector<float> v = values_of(hf, *tp);
+                   std::vector<float> v = mmproj_values_of(hf, *tp);
                    if (soft_norm)
                      for (float& x : v) x += 1.0f;  // llama.cpp's file holds Gemma's 1 + weight
                    const int64_t cols = tp->shape.back();

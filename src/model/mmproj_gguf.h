@@ -6,6 +6,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "format/gguf.h"
 #include "format/model_source.h"
@@ -29,6 +30,22 @@ struct MmprojWriteOptions {
 // The mmproj GGUF name of an HF vision tensor of Gemma3ForConditionalGeneration
 // (with the checkpoint's prefix `top` removed first: "" or "model."); "" for a
 // name that is not the tower's or the projector's.
+// What every tower's writer shares (mmproj_gguf_gemma4.cpp too): the header
+// keys of a clip file (architecture, name, projector type under `type_key`,
+// the encoder's sizes, the norm's eps, the processor's mean and std), the
+// check of the matrices' type, and a tensor's values as f32.
+struct ClipHeader {
+  const char* type_key = "clip.projector_type";  // Gemma 4's converter writes clip.vision.projector_type
+  std::string projector_type;
+  int64_t image_size = 0, patch_size = 0, hidden = 0, intermediate = 0, n_layers = 0, n_heads = 0;
+  int64_t projection_dim = 0;  // the text model's hidden size
+  float eps = 0;
+};
+void check_mmproj_matrices(const MmprojWriteOptions& o);
+void set_clip_header(GgufWriter& w, const ClipHeader& h, const MmprojWriteOptions& o);
+void set_clip_u32(GgufWriter& w, const char* key, int64_t v);
+std::vector<float> mmproj_values_of(const TensorSource& src, const TensorInfo& t);
+
 std::string gemma3_mmproj_name(const std::string& hf_name, const std::string& top);
 
 // Adds the clip.* keys of `c` and every tower tensor of `hf` (bound by

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "base/error.h"
-#include "kernels/ops.h"
 #include "model/tensor_codec.h"
 
 namespace og {
@@ -43,22 +42,6 @@ bool ends_with(const std::string& s, const std::string& p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
-std::vector<float> values_of(const TensorSource& src, const TensorInfo& t) {
-  const TensorView v = tensor_view(src, t);
-  std::vector<float> out(static_cast<size_t>(v.numel()));
-  const int64_t cols = v.cols();
-  for (int64_t r = 0; r < v.rows(); ++r) kernels::dequantize_row(v.dtype, v.row(r), out.data() + r * cols, cols);
-  return out;
-}
-
-void set_u32(GgufWriter& w, const char* key, int64_t v) { w.set(key, GgufValue::make_u32(static_cast<uint32_t>(v))); }
-
-GgufValue f32_array(const std::array<float, 3>& a) {
-  std::vector<GgufValue> v;
-  for (float x : a) v.push_back(GgufValue::make_f32(x));
-  return GgufValue::make_array(GgufType::F32, std::move(v));
-}
-
 }  // namespace
 
 std::string gemma4_mmproj_name(const std::string& hf_name, const std::string& top) {
@@ -74,25 +57,22 @@ std::string gemma4_mmproj_name(const std::string& hf_name, const std::string& to
 
 void add_gemma4_mmproj(const Gemma4VisionConfig& c, const TensorSource& hf, const MmprojWriteOptions& o,
                        GgufWriter& w) {
-  OG_CHECK(o.matrices == DType::F32 || o.matrices == DType::F16 || o.matrices == DType::BF16,
-           "mmproj: the tower's matrices are written as f32, f16 or bf16");
+  check_mmproj_matrices(o);
   bind_gemma4_vision(c, hf);  // every tensor present with its shape, or the loader's own error
   const std::string top = gemma4_vision_prefix(hf);
-  w.set("general.architecture", GgufValue::make_string("clip"));
-  if (!o.name.empty()) w.set("general.name", GgufValue::make_string(o.name));
-  w.set("clip.has_vision_encoder", GgufValue::make_bool(true));
-  w.set("clip.vision.projector_type", GgufValue::make_string("gemma4v"));
-  set_u32(w, "clip.vision.image_size", 224);  // unused by gemma4v; the converter writes 224 for the loader
-  set_u32(w, "clip.vision.patch_size", c.patch_size);
-  set_u32(w, "clip.vision.embedding_length", c.hidden);
-  set_u32(w, "clip.vision.feed_forward_length", c.intermediate);
-  set_u32(w, "clip.vision.block_count", c.n_layers);
-  set_u32(w, "clip.vision.attention.head_count", c.n_heads);
-  set_u32(w, "clip.vision.projection_dim", c.text_hidden);
-  w.set("clip.vision.attention.layer_norm_epsilon", GgufValue::make_f32(c.rms_norm_eps));
-  w.set("clip.vision.image_mean", f32_array(o.image_mean));
-  w.set("clip.vision.image_std", f32_array(o.image_std));
-  if (c.pooling != 3) set_u32(w, "clip.vision.projector.scale_factor", c.pooling);
+  ClipHeader h;
+  h.type_key = "clip.vision.projector_type";
+  h.projector_type = "gemma4v";
+  h.image_size = 224;  // unused by gemma4v; the converter writes 224 for the loader
+  h.patch_size = c.patch_size;
+  h.hidden = c.hidden;
+  h.intermediate = c.intermediate;
+  h.n_layers = c.n_layers;
+  h.n_heads = c.n_heads;
+  h.projection_dim = c.text_hidden;
+  h.eps = c.rms_norm_eps;
+  set_clip_header(w, h, o);
+  if (c.pooling != 3) set_clip_u32(w, "clip.vision.projector.scale_factor", c.pooling);
   const int64_t d = c.hidden, p = c.patch_size;
   for (const TensorInfo& t : hf.tensors()) {
     const std::string name = gemma4_mmproj_name(t.name, top);
@@ -108,7 +88,7 @@ void add_gemma4_mmproj(const Gemma4VisionConfig& c, const TensorSource& hf, cons
     if (shape.empty()) shape = {1};  // a clamp scalar
     const TensorInfo* tp = &t;
     w.add_tensor(name, dt, shape, GgufWriter::Producer([&hf, tp, dt, patch, d, p] {
-                   std::vector<float> v = values_of(hf, *tp);
+                   std::vector<float> v = mmproj_values_of(hf, *tp);
                    if (patch) {  // (row, column, channel) -> the conv's (channel, row, column)
                      std::vector<float> conv(v.size());
                      for (int64_t o2 = 0; o2 < d; ++o2)
