@@ -5,14 +5,28 @@
 // prefix cache's disk tier uses the same bytes), the undo marks and the last
 // logits, and ends with a checksum over everything before it:
 //
-//   "OGSESSN\n"  u32 version (1)  u8[32] model fingerprint  u32 n_vocab
-//   str kv_dtype  u64 n_history  i32[n_history]  u64 n_cached
-//   u64 n_bytes  u8[n_bytes] (positions [0, n_cached) of the cache)
+//   "OGSESSN\n"  u32 version (2)  u8[32] model fingerprint  u32 n_vocab
+//   str kv_dtype  u64 n_history  i32[n_history]
+//   u64 n_images  [u8[32] tower fingerprint  u64 width
+//                  (i64 begin  i64 length  u8[32] hash  u8 bidirectional
+//                   f32[length * width] rows) per image]
+//   u64 n_cached  u64 n_bytes  u8[n_bytes] (positions [0, n_cached) of the cache)
 //   u64 n_marks  i64[n_marks]  u8 have_logits  [f32[n_vocab]]  u64 fnv1a-64
+//
+// An image is kept as session history keeps it (its span, the hash that
+// names it, its rows), so that a pending image is forwarded from its rows and
+// a rewind or ring recompute across it stays exact; history holds its
+// placeholder ids. The tower's fingerprint (the mmproj file's or the HF
+// directory's, model_fingerprint) is there only when images are: a file with
+// images loads only beside the tower that encoded them, since a later chat
+// turn re-encodes the same image through the loaded tower and keeps the
+// saved rows where their hashes match. Version 1 files (no images) are
+// refused by version, as every other one.
 //
 // Integers are little-endian (as every platform offgraph builds for). Sampling
 // has no state between turns here (each turn builds its sampler from its
 // options and seed), so there is none to save.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -20,12 +34,13 @@
 
 #include "api/c_api_session.h"
 #include "runtime/model_fingerprint.h"
+#include "runtime/vision_model.h"
 
 namespace og::capi {
 namespace {
 
 constexpr char kMagic[8] = {'O', 'G', 'S', 'E', 'S', 'S', 'N', '\n'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 uint64_t fnv1a(const std::string& b) {
   uint64_t h = 1469598103934665603ull;
@@ -89,6 +104,99 @@ class Reader {
 
 Sha256Digest fingerprint_of(const ModelCore& core) { return model_fingerprint(core.run.model().source_path()); }
 
+const VisionModel* tower_of(const ModelCore& core) { return core.run.loaded.vision.get(); }
+
+void put_images(Writer& w, const og_session& s) {
+  const std::vector<SessionImage>& images = s.s->images();
+  w.put<uint64_t>(images.size());
+  if (images.empty()) return;
+  const VisionModel* v = tower_of(*s.core);
+  // Images come only through the model's tower (og_session_append_image, a chat turn).
+  if (v == nullptr) api_fail(OG_ERR_STATE, "cannot save the session: it holds images but its model has no vision tower");
+  const Sha256Digest fp = model_fingerprint(v->path);
+  w.bytes(fp.data(), fp.size());
+  w.put<uint64_t>(static_cast<uint64_t>(v->width()));
+  for (const SessionImage& im : images) {
+    if (im.embeddings.size() != static_cast<size_t>(im.span.length * v->width()))
+      api_fail(OG_ERR_STATE, "cannot save the session: the image at position ", im.span.begin,
+               " has rows of another width than the model's tower");
+    w.put<int64_t>(im.span.begin);
+    w.put<int64_t>(im.span.length);
+    w.bytes(im.span.hash.data(), im.span.hash.size());
+    w.put<uint8_t>(im.bidirectional ? 1 : 0);
+    w.bytes(im.embeddings.data(), im.embeddings.size() * sizeof(float));
+  }
+}
+
+// The images section (put_images), checked against the history and the
+// model's tower; nothing is changed.
+std::vector<SessionImage> get_images(Reader& r, const og_session& s, const std::string& path,
+                                     const std::vector<int32_t>& history) {
+  constexpr uint64_t kLeast = 2 * sizeof(int64_t) + sizeof(Sha256Digest) + 1;  // an image's fixed fields
+  const uint64_t n = r.count(kLeast);
+  if (n == 0) return {};
+  Sha256Digest fp;
+  std::memcpy(fp.data(), r.take(fp.size()), fp.size());
+  const uint64_t width = r.get<uint64_t>();
+  const VisionModel* v = tower_of(*s.core);
+  if (v == nullptr)
+    api_fail(OG_ERR_INVALID_ARGUMENT, "the session file ", path, " holds ", n,
+             " image(s) but this model has no vision tower (open it with the mmproj that encoded them)");
+  if (fp != model_fingerprint(v->path))
+    api_fail(OG_ERR_INVALID_ARGUMENT, "the session file ", path, " was saved with another vision tower (its fingerprint is not ",
+             v->path, "'s)");
+  if (width != static_cast<uint64_t>(v->width())) r.bad("is corrupt (its image rows are not the tower's width)");
+  std::vector<SessionImage> images(n);
+  int64_t at = 0;  // the end of the image before
+  const int64_t size = static_cast<int64_t>(history.size());
+  for (SessionImage& im : images) {
+    im.span.begin = r.get<int64_t>();
+    im.span.length = r.get<int64_t>();
+    if (im.span.begin < at || im.span.length < 1 || im.span.length > size - im.span.begin)
+      r.bad("is corrupt (an image outside the history or over another)");
+    std::memcpy(im.span.hash.data(), r.take(im.span.hash.size()), im.span.hash.size());
+    const uint8_t bidirectional = r.get<uint8_t>();
+    if (bidirectional > 1) r.bad("is corrupt (an image's bidirectional flag is not 0 or 1)");
+    im.bidirectional = bidirectional == 1;
+    const uint64_t values = static_cast<uint64_t>(im.span.length) * width;
+    const char* rows = r.take(values * sizeof(float));  // length <= history and width the tower's: no overflow
+    im.embeddings.resize(values);
+    std::memcpy(im.embeddings.data(), rows, values * sizeof(float));
+    for (int64_t p = im.span.begin; p < im.span.end(); ++p)
+      if (history[p] != history[im.span.begin]) r.bad("is corrupt (an image's positions hold different ids)");
+    if (im.span.length > s.policy.max_write)
+      api_fail(OG_ERR_INVALID_ARGUMENT, "the session file ", path, " holds an image of ", im.span.length,
+               " positions, more than this session forwards in one step (", s.policy.max_write,
+               "; raise prefill_chunk_size)");
+    at = im.span.end();
+  }
+  return images;
+}
+
+// A session over `cache`, which holds history[0, cached): the images inside
+// that prefix are its own, the rest of the history (text and images) is
+// appended pending, to be forwarded by the next prefill or turn.
+std::unique_ptr<Session> session_of(og_session* s, KvCache& cache, const std::vector<int32_t>& history, int64_t cached,
+                                    std::vector<SessionImage> images) {
+  const auto first_pending =
+      std::find_if(images.begin(), images.end(), [&](const SessionImage& im) { return im.span.end() > cached; });
+  std::vector<SessionImage> pending(std::make_move_iterator(first_pending), std::make_move_iterator(images.end()));
+  images.erase(first_pending, images.end());
+  auto session = std::make_unique<Session>(*s->core->engine, cache, 0, s->core->tok(),
+                                           std::vector<int32_t>(history.begin(), history.begin() + cached),
+                                           std::move(images));
+  const std::span<const int32_t> ids(history);
+  int64_t at = cached;
+  for (const SessionImage& im : pending) {
+    session->append_pending(ids.subspan(at, im.span.begin - at));
+    const int64_t width = static_cast<int64_t>(im.embeddings.size()) / im.span.length;
+    session->append_image(im.embeddings, width, im.span.hash, history[im.span.begin], im.bidirectional);
+    at = im.span.end();
+  }
+  session->append_pending(ids.subspan(at));
+  return session;
+}
+
 std::string state_of(og_session* s) {
   const Session& ss = *s->s;
   const int64_t cached = ss.cached();
@@ -108,6 +216,7 @@ std::string state_of(og_session* s) {
   w.str(s->setup.storage_dtype);
   w.put<uint64_t>(ss.history().size());
   w.bytes(ss.history().data(), ss.history().size() * sizeof(int32_t));
+  put_images(w, *s);
   w.put<uint64_t>(static_cast<uint64_t>(cached));
   w.put<uint64_t>(kv.size());
   w.bytes(kv.data(), kv.size());
@@ -182,6 +291,7 @@ void load_into(og_session* s, const std::string& path, const std::string& file) 
   std::vector<int32_t> history(r.count(sizeof(int32_t)));
   std::memcpy(history.data(), r.take(history.size() * sizeof(int32_t)), history.size() * sizeof(int32_t));
   check_ids(history.data(), history.size(), s->core->n_vocab(), "the session file's history");
+  std::vector<SessionImage> images = get_images(r, *s, path, history);
   const uint64_t cached = r.get<uint64_t>();
   const uint64_t n_bytes = r.count(1);
   const std::span<const uint8_t> kv(reinterpret_cast<const uint8_t*>(r.take(n_bytes)), n_bytes);
@@ -194,6 +304,11 @@ void load_into(og_session* s, const std::string& path, const std::string& file) 
   }
   if (!r.done()) r.bad("is corrupt (bytes after its last field)");
   if (cached > history.size()) r.bad("is corrupt (more cached positions than history)");
+  for (const SessionImage& im : images)  // neither the cache nor an undo mark ends inside an image
+    if (im.span.begin < static_cast<int64_t>(cached) && static_cast<int64_t>(cached) < im.span.end())
+      r.bad("is corrupt (its cached positions end inside an image)");
+    else if (std::any_of(marks.begin(), marks.end(), [&](int64_t m) { return im.span.begin < m && m < im.span.end(); }))
+      r.bad("is corrupt (an undo mark inside an image)");
   for (size_t i = 0; i < marks.size(); ++i)
     if (marks[i] < 0 || marks[i] > static_cast<int64_t>(history.size()) || (i > 0 && marks[i] < marks[i - 1]))
       r.bad("is corrupt (an undo mark outside the history)");
@@ -214,10 +329,7 @@ void load_into(og_session* s, const std::string& path, const std::string& file) 
     const KvResult imp = cache->import_positions(0, kv);
     if (!imp.ok()) api_fail(OG_ERR_RUNTIME, "cannot load the session's cache: ", imp.message);
   }
-  auto session = std::make_unique<Session>(
-      *s->core->engine, *cache, 0, s->core->tok(),
-      std::vector<int32_t>(history.begin(), history.begin() + static_cast<int64_t>(cached)));
-  session->append_pending(std::span<const int32_t>(history).subspan(cached));
+  auto session = session_of(s, *cache, history, static_cast<int64_t>(cached), std::move(images));
   s->s = std::move(session);  // the old session goes first, then the cache it used
   s->loaded_cache = std::move(cache);
   s->undo_marks = std::move(marks);
@@ -239,12 +351,6 @@ og_status og_session_save(og_session* session, const char* path) {
     need(path, "path");
     if (!*path) api_fail(OG_ERR_INVALID_ARGUMENT, "path is empty");
     no_stream(session);
-    // The file holds token ids: an image's positions would come back as its
-    // placeholder ids, a silently different prompt.
-    if (!session->s->images().empty())
-      api_fail(OG_ERR_STATE, "the session holds ", session->s->images().size(),
-               " image(s); session files do not store images yet (og_session_rewind before the first one, or "
-               "og_session_reset)");
     write_file(path, state_of(session));
   });
 }

@@ -179,20 +179,6 @@ TEST_F(ImageApiTest, AModelWithoutATowerRefusesImages) {
   og_model_close(text);
 }
 
-// A session file holds token ids only: saving a session with an image is refused, not
-// written with the image's placeholders standing for it.
-TEST_F(ImageApiTest, ASessionWithAnImageIsNotSaved) {
-  og_session* s = session();
-  ask(s, {image(files().a)});
-  const std::string path = files().dir + "/s.ogs";
-  EXPECT_EQ(og_session_save(s, path.c_str()), OG_ERR_STATE);
-  EXPECT_NE(std::string(og_last_error()).find("session files do not store images yet"), std::string::npos)
-      << og_last_error();
-  EXPECT_FALSE(fs::exists(path));
-  ASSERT_EQ(og_session_reset(s), OG_OK);
-  EXPECT_EQ(og_session_save(s, path.c_str()), OG_OK) << og_last_error();
-}
-
 // A fork carries the image whole: the same next token gives the same logits in both.
 TEST_F(ImageApiTest, AForkKeepsTheImage) {
   og_session* s = session();

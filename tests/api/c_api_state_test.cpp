@@ -130,9 +130,12 @@ TEST_F(StateTest, BadFilesAreClearErrorsAndChangeNothing) {
   std::string flipped = bytes;
   flipped[flipped.size() / 2] ^= 0x40;
   expect_refused(write("flip.ogs", flipped), OG_ERR_INVALID_ARGUMENT, "corrupt (its checksum does not match)");
-  std::string v2 = bytes;
-  v2[8] = 2;
-  expect_refused(write("v2.ogs", v2), OG_ERR_INVALID_ARGUMENT, "has version 2; this library reads version 1");
+  std::string v1 = bytes;  // version 1 (before images) and a later one
+  v1[8] = 1;
+  expect_refused(write("v1.ogs", v1), OG_ERR_INVALID_ARGUMENT, "has version 1; this library reads version 2");
+  std::string v3 = bytes;
+  v3[8] = 3;
+  expect_refused(write("v3.ogs", v3), OG_ERR_INVALID_ARGUMENT, "has version 3; this library reads version 2");
   // Another model's session file.
   og_model* other = nullptr;
   const std::string other_path = std::string(OG_TESTDATA_DIR) + "/models/llama-2-tiny-random-gguf/llama-2-tiny-random.gguf";
