@@ -514,6 +514,18 @@ HttpResponse HttpServer::Impl::handle_tokenize(const std::string& body) {
   check_model(r.model, m);
   log_ignored(r.ignored);
   std::vector<int32_t> ids;
+  if (r.use_messages && !chat_images(r.chat).empty()) {
+    // The prompt a chat request with these images runs (vLLM's /tokenize counts
+    // the expanded placeholders): each image's run of soft-token rows, through
+    // the tower as /v1/chat/completions encodes them, and its 400s.
+    GenerationRequest g;
+    g.endpoint = Endpoint::kChat;
+    g.chat = r.chat;
+    g.forms = r.forms;
+    std::vector<RequestImage> images;
+    ids = encode_prompt(g, m, nullptr, 0, &images);
+    return json_response(dump_json({{"tokens", ids}, {"count", ids.size()}, {"max_model_len", m.max_session_tokens}}));
+  }
   try {
     ids = r.use_messages ? encode_chat(*m.tok, chat_segments(m, r.chat, r.forms), true)
                          : m.tok->encode(r.prompt, r.add_special, /*parse_special=*/false);

@@ -2,15 +2,18 @@
 // image_url part (a data: URL) goes through the model's tower and the
 // scheduler, and gives run --image's greedy text; the same line twice gives
 // the same text; without a tower the line is refused naming the part. On
-// og-synth's tiny Gemma 3 vision model and a PNG written here.
+// og-synth's tiny Gemma 3 vision model and a PNG written here. serve's /tokenize
+// with an image part counts the image's rows, as the chat request runs it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "e2e_util.h"
+#include "serve_util.h"
 
 namespace og::e2e {
 namespace {
@@ -136,6 +139,46 @@ TEST(BatchImage, AnImageLineWithoutATowerIsRefusedNamingThePart) {
             std::string::npos)
       << p.err;
   EXPECT_EQ(lines(p.err).size(), 1u) << p.err;
+}
+
+nlohmann::json post(const ServeProc& s, const std::string& path, const nlohmann::json& body) {
+  const Proc p = run_tool({"curl", "-sS", "--max-time", "60", "-H", "Content-Type: application/json", "-d",
+                           body.dump(), s.url() + path});
+  EXPECT_EQ(p.code, 0) << p.err;
+  return nlohmann::json::parse(p.out, nullptr, false);
+}
+
+// /tokenize answers the prompt the chat request runs (vLLM's counts the
+// expanded placeholders): the image's 4 rows of <image_soft_token> (516),
+// as many tokens as the completion's prompt_tokens; without a tower, the
+// chat route's 400 naming the part.
+TEST(ServeImage, TokenizeCountsTheImagesRows) {
+  const VisionFiles& f = files();
+  const nlohmann::json messages = nlohmann::json::parse(image_line("What is it?"))["messages"];
+  ServeProc s({"--model", f.model, "--mmproj", f.mmproj});
+  ASSERT_TRUE(s.ready()) << s.stderr_text();
+  const nlohmann::json tok = post(s, "/tokenize", {{"messages", messages}});
+  ASSERT_TRUE(tok.contains("tokens")) << tok.dump();
+  const std::vector<int32_t> ids = tok["tokens"].get<std::vector<int32_t>>();
+  const auto first = std::find(ids.begin(), ids.end(), 516);
+  ASSERT_NE(first, ids.end()) << tok.dump();
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 516), 4) << tok.dump();
+  ASSERT_GE(ids.end() - first, 4) << tok.dump();
+  EXPECT_TRUE(std::all_of(first, first + 4, [](int32_t id) { return id == 516; })) << tok.dump();
+  const nlohmann::json chat = post(s, "/v1/chat/completions", {{"messages", messages}, {"max_tokens", 1}});
+  EXPECT_EQ(tok["count"], chat["usage"]["prompt_tokens"]) << chat.dump();
+  EXPECT_EQ(tok["count"], ids.size());
+  // Text-only messages are as before.
+  const nlohmann::json text = post(s, "/tokenize", {{"messages", {{{"role", "user"}, {"content", "What is it?"}}}}});
+  EXPECT_EQ(std::count(text["tokens"].begin(), text["tokens"].end(), 516), 0) << text.dump();
+  EXPECT_EQ(s.stop(), 143) << s.stderr_text();
+  ServeProc plain({"--model", f.model});
+  ASSERT_TRUE(plain.ready()) << plain.stderr_text();
+  const nlohmann::json refused = post(plain, "/tokenize", {{"messages", messages}});
+  EXPECT_EQ(refused["error"]["param"], "messages[0].content[0]") << refused.dump();
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("this model has no vision tower"), std::string::npos)
+      << refused.dump();
+  EXPECT_EQ(plain.stop(), 143) << plain.stderr_text();
 }
 
 }  // namespace
