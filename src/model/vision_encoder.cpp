@@ -2,20 +2,19 @@
 // projector type (mmproj) or model_type (HF config.json).
 #include "model/vision_encoder.h"
 
+#include <filesystem>
 #include <sstream>
 
 #include "base/error.h"
 #include "format/hf_config.h"
 #include "model/vision_gemma4.h"
 #include "model/vision_llava.h"
+#include "model/vision_llava_pixels.h"
 #include "model/vision_tower.h"
 
 namespace og {
 
 namespace {
-
-const std::array<float, 3> kClipMean{0.48145466f, 0.4578275f, 0.40821073f};
-const std::array<float, 3> kClipStd{0.26862954f, 0.26130258f, 0.27577711f};
 
 std::string describe_line(const std::string& type, const std::string& size, int64_t patch, int64_t layers,
                           int64_t width, int64_t heads, const std::string& tokens, int64_t projection) {
@@ -88,18 +87,12 @@ class Gemma4Encoder final : public VisionEncoder {
 
 class LlavaEncoder final : public VisionEncoder {
  public:
-  LlavaEncoder(ClipTowerConfig c, ClipTowerWeights w) : tower_(c, std::move(w)) {}
+  LlavaEncoder(ClipTowerConfig c, ClipTowerWeights w, VisionPixels px) : px_(px), tower_(c, std::move(w)) {}
   const std::string& projector() const override { return type_; }
   int64_t width() const override { return tower_.text_hidden(); }
   int64_t max_tokens() const override { return tower_.config().n_tokens(); }
-  VisionPixels pixels_for(int64_t, int64_t) const override {
-    VisionPixels p;  // CLIPImageProcessor: bicubic, OpenAI CLIP's mean and std (squashed, not cropped)
-    p.width = p.height = tower_.config().image_size;
-    p.bicubic = true;
-    p.mean = kClipMean;
-    p.std = kClipStd;
-    return p;
-  }
+  // The source's rule (vision_llava_pixels.h): the HF image processor's, or llama.cpp's for an mmproj.
+  VisionPixels pixels_for(int64_t, int64_t) const override { return px_; }
   int64_t tokens_for(int64_t, int64_t) const override { return max_tokens(); }
   std::vector<float> encode(std::span<const float> pixels, int64_t width, int64_t height) const override {
     const int64_t s = tower_.config().image_size;
@@ -116,8 +109,15 @@ class LlavaEncoder final : public VisionEncoder {
 
  private:
   std::string type_ = "mlp";
+  VisionPixels px_;
   LlavaVisionTower tower_;
 };
+
+// The image processor's settings sit beside config.json (for messages).
+std::string processor_file(const std::string& config_file) {
+  const std::filesystem::path dir = std::filesystem::path(config_file).parent_path();
+  return (dir.empty() ? std::string() : dir.string() + "/") + "preprocessor_config.json";
+}
 
 }  // namespace
 
@@ -140,7 +140,7 @@ std::unique_ptr<VisionEncoder> load_vision_encoder(const GgufFile& f) {
   }
   if (type == "mlp") {
     const ClipTowerConfig c = llava_mmproj_config(f);
-    return std::make_unique<LlavaEncoder>(c, bind_llava_mmproj(c, f));
+    return std::make_unique<LlavaEncoder>(c, bind_llava_mmproj(c, f), llava_mmproj_pixels(c.image_size, f));
   }
   throw Error(f.source_name() + ": clip.projector_type is \"" + type +
               "\"; supported: gemma3, gemma4v, mlp (LLaVA)");
@@ -166,7 +166,7 @@ std::unique_ptr<VisionEncoder> load_vision_encoder(const nlohmann::json& config,
   }
   if (type == "llava") {
     const ClipTowerConfig c = llava_vision_config(config, file);
-    return std::make_unique<LlavaEncoder>(c, bind_llava_vision(c, src));
+    return std::make_unique<LlavaEncoder>(c, bind_llava_vision(c, src), llava_hf_pixels(c.image_size, processor, processor_file(file)));
   }
   throw Error(file + ": model_type \"" + type + "\" has no vision tower offgraph can run (gemma3, gemma4, llava)");
 }

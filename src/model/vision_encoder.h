@@ -21,13 +21,19 @@
 namespace og {
 
 // The pixels a tower takes for one image: planar [3, height, width] floats,
-// resized with `bicubic` (else bilinear) PIL resampling, rescaled by 1/255,
-// then (x - mean) / std per channel (vision::PreprocessConfig's fields).
+// resized with `bicubic` (else bilinear) PIL resampling, rescaled by
+// `rescale`, then (x - mean) / std per channel (vision::PreprocessConfig's
+// fields, which say what pad_square, shortest_edge and letterbox do).
 struct VisionPixels {
   int64_t width = 0, height = 0;
   bool bicubic = false;
   std::array<float, 3> mean{0.5f, 0.5f, 0.5f};
   std::array<float, 3> std{0.5f, 0.5f, 0.5f};
+  double rescale = 1.0 / 255.0;
+  bool pad_square = false;     // LlavaImageProcessor's do_pad, before the resize
+  int64_t shortest_edge = 0;   // > 0: CLIP's shortest-edge resize, then a centre crop to width x height
+  bool letterbox = false;      // llama.cpp's fit-inside resize on pad_color
+  std::array<uint8_t, 3> pad_color{0, 0, 0};
 };
 
 class VisionEncoder {
@@ -63,7 +69,7 @@ std::unique_ptr<VisionEncoder> load_vision_encoder(const GgufFile& f);
 // llava); `src` holds the tensors and must outlive the tower. `processor`:
 // the image processor's settings when the checkpoint has them (an object;
 // null: none), of which Gemma 4's max_soft_tokens is read (70, 140, 280, 560
-// or 1120; 280 when absent).
+// or 1120; 280 when absent), and LLaVA's CLIP settings (vision_llava_pixels.h).
 std::unique_ptr<VisionEncoder> load_vision_encoder(const nlohmann::json& config, const std::string& file,
                                                    const TensorSource& src,
                                                    const nlohmann::json& processor = nullptr);

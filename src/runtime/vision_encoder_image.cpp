@@ -17,6 +17,11 @@ vision::PreprocessConfig preprocess_config(const VisionPixels& px) {
   c.resample = px.bicubic ? vision::Resample::bicubic : vision::Resample::bilinear;
   c.mean = px.mean;
   c.std = px.std;
+  c.rescale = px.rescale;
+  c.pad_square = px.pad_square;
+  c.shortest_edge = static_cast<int>(px.shortest_edge);
+  c.letterbox = px.letterbox;
+  c.pad_color = px.pad_color;
   return c;
 }
 

@@ -110,6 +110,7 @@ PreprocessConfig gemma3_siglip_config() { return PreprocessConfig{}; }
 PreprocessConfig clip_config(int size) {
   PreprocessConfig c;
   c.width = c.height = size;
+  c.shortest_edge = size;
   c.resample = Resample::bicubic;
   c.mean = {0.48145466f, 0.4578275f, 0.40821073f};
   c.std = {0.26862954f, 0.26130258f, 0.27577711f};
@@ -150,9 +151,93 @@ Image resize_like_pil(const Image& rgb, int width, int height, Resample resample
   return out;
 }
 
+namespace {
+
+Image blank(int width, int height, std::array<uint8_t, 3> color) {
+  Image out;
+  out.width = width;
+  out.height = height;
+  out.channels = 3;
+  out.pixels.resize(static_cast<size_t>(width) * height * 3);
+  for (size_t i = 0; i < out.pixels.size(); i += 3) std::copy(color.begin(), color.end(), out.pixels.begin() + i);
+  return out;
+}
+
+// Copies `src` into `dst` with its top-left corner at (x0, y0); what falls
+// outside `dst` is dropped.
+void draw(Image& dst, const Image& src, int x0, int y0) {
+  for (int y = std::max(0, -y0); y < src.height && y + y0 < dst.height; ++y) {
+    const int x_begin = std::max(0, -x0), x_end = std::min(src.width, dst.width - x0);
+    if (x_end > x_begin) std::copy_n(src.at(x_begin, y), (x_end - x_begin) * 3, dst.at(x_begin + x0, y + y0));
+  }
+}
+
+int floor_half(int v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+
+void check_resized(int64_t width, int64_t height, const char* what) {
+  OG_CHECK(width > 0 && height > 0 && width * height <= kMaxResizedPixels, "image: ", what, " would be ", width,
+           "x", height, " pixels (at most ", kMaxResizedPixels, ")");
+}
+
+// The RGB image at config.width x config.height, before rescaling.
+Image fit(const Image& image, const PreprocessConfig& config) {
+  Image rgb = to_rgb(image, config.alpha);
+  if (config.pad_square) rgb = pad_to_square(rgb, config.pad_color);
+  if (config.letterbox) return letterbox(rgb, config.width, config.height, config.resample, config.pad_color);
+  if (config.shortest_edge <= 0) return resize_like_pil(rgb, config.width, config.height, config.resample);
+  const std::array<int, 2> wh = shortest_edge_size(rgb.width, rgb.height, config.shortest_edge);
+  return center_crop(resize_like_pil(rgb, wh[0], wh[1], config.resample), config.width, config.height);
+}
+
+}  // namespace
+
+std::array<int, 2> shortest_edge_size(int width, int height, int shortest_edge) {
+  OG_CHECK(width > 0 && height > 0 && shortest_edge > 0, "image: shortest-edge resize of an empty size");
+  const int64_t shorter = std::min(width, height), longer = std::max(width, height);
+  // Python's int(edge * long / short): a float64 quotient truncated.
+  const double l = static_cast<double>(int64_t{shortest_edge} * longer) / static_cast<double>(shorter);
+  OG_CHECK(l * shortest_edge <= static_cast<double>(kMaxResizedPixels), "image: a ", width, "x", height,
+           " image resized to shortest edge ", shortest_edge, " would exceed ", kMaxResizedPixels, " pixels");
+  const int new_long = static_cast<int>(l);
+  check_resized(new_long, shortest_edge, "the shortest-edge resize");
+  return width <= height ? std::array<int, 2>{shortest_edge, new_long} : std::array<int, 2>{new_long, shortest_edge};
+}
+
+Image center_crop(const Image& rgb, int width, int height) {
+  OG_CHECK(rgb.channels == 3, "image: centre crop needs RGB");
+  check_resized(width, height, "the centre crop");
+  Image out = blank(width, height, {0, 0, 0});
+  draw(out, rgb, -floor_half(rgb.width - width), -floor_half(rgb.height - height));
+  return out;
+}
+
+Image pad_to_square(const Image& rgb, std::array<uint8_t, 3> color) {
+  OG_CHECK(rgb.channels == 3, "image: padding needs RGB");
+  if (rgb.width == rgb.height) return rgb;
+  const int side = std::max(rgb.width, rgb.height);
+  check_resized(side, side, "the square padding");
+  Image out = blank(side, side, color);
+  draw(out, rgb, (side - rgb.width) / 2, (side - rgb.height) / 2);
+  return out;
+}
+
+Image letterbox(const Image& rgb, int width, int height, Resample resample, std::array<uint8_t, 3> color) {
+  OG_CHECK(rgb.channels == 3 && rgb.width > 0 && rgb.height > 0, "image: letterbox needs a non-empty RGB image");
+  check_resized(width, height, "the letterbox");
+  if (rgb.width == width && rgb.height == height) return rgb;
+  // In float, as llama.cpp computes it, so that the rounding agrees.
+  const float scale = std::min(static_cast<float>(width) / static_cast<float>(rgb.width),
+                               static_cast<float>(height) / static_cast<float>(rgb.height));
+  const int w = std::max(1, std::min(static_cast<int>(std::ceil(static_cast<float>(rgb.width) * scale)), width));
+  const int h = std::max(1, std::min(static_cast<int>(std::ceil(static_cast<float>(rgb.height) * scale)), height));
+  Image out = blank(width, height, color);
+  draw(out, resize_like_pil(rgb, w, h, resample), (width - w) / 2, (height - h) / 2);
+  return out;
+}
+
 std::vector<float> preprocess_image(const Image& image, const PreprocessConfig& config) {
   OG_CHECK(config.width > 0 && config.height > 0, "image: preprocess size must be positive");
-  const Image rgb = resize_like_pil(to_rgb(image, config.alpha), config.width, config.height, config.resample);
+  const Image rgb = fit(image, config);
   const size_t plane = static_cast<size_t>(config.width) * config.height;
   std::vector<float> out(plane * 3);
   for (size_t i = 0; i < plane; ++i) {

@@ -76,6 +76,7 @@ TEST(VisionEncoder, AnMlpMmprojAndALlavaConfigLoadTheLlavaTower) {
   EXPECT_EQ(px.height, 28);
   EXPECT_TRUE(px.bicubic);
   EXPECT_FLOAT_EQ(px.mean[0], 0.48145466f);
+  EXPECT_TRUE(px.letterbox);  // llama.cpp's rule for an mlp file (vision_llava_pixels.h)
   const nlohmann::json j = nlohmann::json::parse(R"({"model_type": "llava", "vision_config": {
       "hidden_size": 32, "image_size": 28, "intermediate_size": 48, "num_attention_heads": 4,
       "num_hidden_layers": 3, "patch_size": 7, "layer_norm_eps": 0.05}})");

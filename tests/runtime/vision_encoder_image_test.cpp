@@ -58,16 +58,25 @@ TEST(VisionEncoderImage, AGemma4ImageKeepsItsAspectAndHashesItsPixels) {
   EXPECT_NE(encode_image(*enc, picture(60, 40, 2)).hash, a.hash);
 }
 
-TEST(VisionEncoderImage, ALlavaImageIsSquashedToItsSquare) {
+TEST(VisionEncoderImage, ALlavaImageIsResizedByItsShortEdgeAndCentreCropped) {
   const nlohmann::json j = nlohmann::json::parse(R"({"model_type": "llava", "vision_config": {
       "hidden_size": 32, "image_size": 28, "intermediate_size": 48, "num_attention_heads": 4,
       "num_hidden_layers": 3, "patch_size": 7, "layer_norm_eps": 0.05}})");
   test::MemorySource hf;
   test::add_llava_tower(hf, test::clip_tiny_config(), 8);
   const std::unique_ptr<VisionEncoder> enc = load_vision_encoder(j, "config.json", hf);
-  const TowerImage a = encode_image(*enc, picture(50, 20, 3));
+  const vision::Image im = picture(50, 20, 3);
+  const TowerImage a = encode_image(*enc, im);
   EXPECT_EQ(a.n_rows(), 16);
   EXPECT_EQ(a.width, 24);
+  // CLIPImageProcessor (no settings: LLaVA 1.5's): 50 x 20 -> 70 x 28 -> the middle 28 x 28.
+  const vision::Image wide = vision::resize_like_pil(im, 70, 28, vision::Resample::bicubic);
+  vision::PreprocessConfig crop = vision::clip_config(28);
+  crop.shortest_edge = 0;  // the crop below, then only rescale and normalize
+  const std::vector<float> pixels = vision::preprocess_image(vision::center_crop(wide, 28, 28), crop);
+  EXPECT_TRUE(a.rows == enc->encode(pixels, 28, 28));
+  // Not what a squash to 28 x 28 gives.
+  EXPECT_FALSE(a.rows == enc->encode(vision::preprocess_image(im, crop), 28, 28));
 }
 
 std::string load_error(const std::string& model, const std::string& mmproj) {
