@@ -11,6 +11,7 @@
 #include "format/model_source.h"
 #include "model/mmproj_export_gemma4.h"
 #include "model/mmproj_gguf.h"
+#include "model/mmproj_gguf_llava.h"
 #include "shared_flags.h"
 #include "tokenizer/gguf_vocab_export.h"
 
@@ -31,7 +32,7 @@ int cmd_export(const Args& args) {
                 "Importance matrices (--imatrix) are not supported",
                 "T");
   fl.add_string("mmproj-out", &mmproj_out,
-                "also write the checkpoint's vision tower (Gemma 3's or Gemma 4's) as llama.cpp's mmproj GGUF, for "
+                "also write the checkpoint's vision tower (Gemma 3's, Gemma 4's or LLaVA's) as llama.cpp's mmproj GGUF, for "
                 "--mmproj; its matrices f16 (f32 or bf16 with that --dtype; patch and position embeddings, norms and biases f32, as "
                 "llama.cpp's converter); with it, --out may be left out",
                 "PATH");
@@ -53,9 +54,11 @@ int cmd_export(const Args& args) {
   // export and the tower read the same safetensors.
   const std::shared_ptr<const ModelSource> src = ModelSource::open(model, /*weights=*/!mmproj_out.empty());
   const bool gemma4 = hf_is_gemma4(*src);  // its tower is Gemma 4's encoder (gemma4v), else Gemma 3's
+  const bool llava = hf_is_llava(*src);    // or LLaVA's CLIP + MLP (mlp)
   if (!mmproj_out.empty()) {
     // A checkpoint without a tower of these kinds: refused before any writing.
     if (gemma4) hf_gemma4_mmproj_config(*src);
+    else if (llava) hf_llava_mmproj_config(*src);
     else hf_mmproj_config(*src);
   }
   if (!out.empty()) {
@@ -70,6 +73,15 @@ int cmd_export(const Args& args) {
     diag("[summary] wrote %s: gemma4v vision tower (mmproj), %lld layers, patch %lld, width %lld, matrices %s\n",
          mmproj_out.c_str(), static_cast<long long>(g.n_layers), static_cast<long long>(g.patch_size),
          static_cast<long long>(g.hidden), dtype_name(static_cast<uint32_t>(mo.matrices)).c_str());
+    return 0;
+  }
+  if (llava) {
+    const ClipTowerConfig l = export_hf_llava_mmproj(*src, mmproj_out, mo, f.force);
+    diag("[summary] wrote %s: mlp vision tower (mmproj), %lld layers, %lldx%lld pixels, %lld tokens per image, "
+         "matrices %s\n",
+         mmproj_out.c_str(), static_cast<long long>(l.feature_layers), static_cast<long long>(l.image_size),
+         static_cast<long long>(l.image_size), static_cast<long long>(l.n_tokens()),
+         dtype_name(static_cast<uint32_t>(mo.matrices)).c_str());
     return 0;
   }
   const VisionTowerConfig c = export_hf_mmproj(*src, mmproj_out, mo, f.force);

@@ -101,9 +101,10 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
               "tower, --format gguf the text model (the tower goes to --mmproj-out). gemma4, tiny preset, --format "
               "gguf only: a tiny random Gemma 4 vision encoder (patch 4, pooling 3, 2 layers, width 32, 280 tokens "
               "per image from an mmproj) as a gemma4v mmproj, Gemma 4's image tokens and a template writing <|image|>. "
-              "llama, tiny preset, --format gguf only: a tiny CLIP tower (28x28 pixels, patch 7, 16 tokens per image) "
-              "and LLaVA's MLP projector as an mlp mmproj, <image> in the stories vocabulary and a LLaVA-1.5-style "
-              "template");
+              "llama, tiny preset: a tiny CLIP tower (28x28 pixels, patch 7, 3 layers read at -2, 16 tokens per image) "
+              "and LLaVA's MLP projector, <image> in the stories vocabulary and a LLaVA-1.5-style template; --format "
+              "hf writes a LlavaForConditionalGeneration directory (CLIPImageProcessor settings), --format gguf the "
+              "text model (the tower goes to --mmproj-out as an mlp mmproj)");
   fl.add_string("mmproj-out", &f.mmproj_out,
                 "with --vision: also write the tower as llama.cpp's mmproj GGUF (clip.* keys, v.* / mm.* tensors; "
                 "f32, or f16/bf16 with that --dtype)",
@@ -187,7 +188,7 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
     const char* own = fam == Family::kGemma4 ? "gemma4" : "stories";
     if (!f.tokenizer.empty() && f.tokenizer != own)
       og::usage_fail(std::string("--vision needs --tokenizer ") + own + " for " + f.family);
-    if (fam != Family::kGemma3 && f.format != "gguf")
+    if (fam == Family::kGemma4 && f.format != "gguf")
       og::usage_fail("--vision with --family " + f.family + " writes --format gguf only (the tower goes to --mmproj-out)");
     s.vision = true;
   }

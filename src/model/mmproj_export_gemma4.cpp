@@ -2,9 +2,7 @@
 #include "model/mmproj_export_gemma4.h"
 
 #include <filesystem>
-#include <memory>
 
-#include "base/atomic_file.h"
 #include "base/error.h"
 #include "format/hf_config.h"
 #include "format/hf_image_processor.h"
@@ -18,12 +16,8 @@ bool hf_is_gemma4(const ModelSource& src) {
 }
 
 Gemma4VisionConfig hf_gemma4_mmproj_config(const ModelSource& src) {
-  const HfCheckpoint* hf = src.hf();
-  OG_CHECK(hf != nullptr, src.path(), ": --mmproj-out reads a Hugging Face checkpoint directory");
-  OG_CHECK(hf->config.contains("vision_config"), src.path(),
-           ": --mmproj-out: the model has no vision tower (config.json has no vision_config)");
-  OG_CHECK(src.tensors() != nullptr, src.path(), ": --mmproj-out: the directory was opened without its weights");
-  const Gemma4VisionConfig c = gemma4_vision_config(hf->config, hf->config_path);
+  const HfCheckpoint& hf = hf_checkpoint_with_tower(src);
+  const Gemma4VisionConfig c = gemma4_vision_config(hf.config, hf.config_path);
   c.check();
   // A stripped or partial tower is named here, before the text export writes anything.
   bind_gemma4_vision(c, *src.tensors());
@@ -40,17 +34,9 @@ Gemma4VisionConfig export_hf_gemma4_mmproj(const ModelSource& src, const std::st
     if (p->std) o.image_std = *p->std;
   }
   if (o.name.empty()) o.name = std::filesystem::path(src.path()).filename().string();
-  AtomicOutput out(out_path, overwrite);
-  GgufWriter w;
-  add_gemma4_mmproj(c, *src.tensors(), o, w);
-  w.write(out.path());
-  if (!out.in_place()) {
-    // Read back as --mmproj reads it: the config and every tensor.
-    const std::unique_ptr<GgufFile> f = GgufFile::open(out.path());
-    const Gemma4VisionConfig g = gemma4_mmproj_config(*f);
-    bind_gemma4_mmproj(g, *f);
-  }
-  out.commit();
+  write_mmproj_file(
+      out_path, overwrite, [&](GgufWriter& w) { add_gemma4_mmproj(c, *src.tensors(), o, w); },
+      [](const GgufFile& f) { bind_gemma4_mmproj(gemma4_mmproj_config(f), f); });
   return c;
 }
 

@@ -130,37 +130,44 @@ void add_gemma3_mmproj(const VisionTowerConfig& c, const TensorSource& hf, const
   }
 }
 
-VisionTowerConfig hf_mmproj_config(const ModelSource& src) {
+const HfCheckpoint& hf_checkpoint_with_tower(const ModelSource& src) {
   const HfCheckpoint* hf = src.hf();
   OG_CHECK(hf != nullptr, src.path(), ": --mmproj-out reads a Hugging Face checkpoint directory");
   OG_CHECK(hf->config.contains("vision_config"), src.path(),
            ": --mmproj-out: the model has no vision tower (config.json has no vision_config)");
-  const std::string type = json_string(hf->config, "model_type", hf->config_path).value_or("");
+  OG_CHECK(src.tensors() != nullptr, src.path(), ": --mmproj-out: the directory was opened without its weights");
+  return *hf;
+}
+
+void write_mmproj_file(const std::string& out_path, bool overwrite, const std::function<void(GgufWriter&)>& add,
+                       const std::function<void(const GgufFile&)>& read_back) {
+  AtomicOutput out(out_path, overwrite);
+  GgufWriter w;
+  add(w);
+  w.write(out.path());
+  if (!out.in_place()) read_back(*GgufFile::open(out.path()));  // as --mmproj reads it: the config and every tensor
+  out.commit();
+}
+
+VisionTowerConfig hf_mmproj_config(const ModelSource& src) {
+  const HfCheckpoint& hf = hf_checkpoint_with_tower(src);
+  const std::string type = json_string(hf.config, "model_type", hf.config_path).value_or("");
   OG_CHECK(type == "gemma3", src.path(), ": --mmproj-out writes Gemma 3's tower (model_type gemma3), not model_type ",
            type.empty() ? std::string("(none)") : type);
-  return gemma3_vision_config(hf->config, hf->config_path);
+  return gemma3_vision_config(hf.config, hf.config_path);
 }
 
 VisionTowerConfig export_hf_mmproj(const ModelSource& src, const std::string& out_path, MmprojWriteOptions o,
                                    bool overwrite) {
   const VisionTowerConfig c = hf_mmproj_config(src);
-  const HfCheckpoint* hf = src.hf();
-  OG_CHECK(src.tensors() != nullptr, src.path(), ": --mmproj-out: the directory was opened without its weights");
-  if (const std::optional<HfImageProcessor> p = read_hf_image_processor(hf->dir)) {
+  if (const std::optional<HfImageProcessor> p = read_hf_image_processor(src.hf()->dir)) {
     if (p->mean) o.image_mean = *p->mean;
     if (p->std) o.image_std = *p->std;
   }
   if (o.name.empty()) o.name = std::filesystem::path(src.path()).filename().string();
-  AtomicOutput out(out_path, overwrite);
-  GgufWriter w;
-  add_gemma3_mmproj(c, *src.tensors(), o, w);
-  w.write(out.path());
-  if (!out.in_place()) {
-    // Read back as --mmproj reads it: the config and every tensor.
-    const std::unique_ptr<GgufFile> f = GgufFile::open(out.path());
-    bind_gemma3_mmproj(gemma3_mmproj_config(*f), *f);
-  }
-  out.commit();
+  write_mmproj_file(
+      out_path, overwrite, [&](GgufWriter& w) { add_gemma3_mmproj(c, *src.tensors(), o, w); },
+      [](const GgufFile& f) { bind_gemma3_mmproj(gemma3_mmproj_config(f), f); });
   return c;
 }
 

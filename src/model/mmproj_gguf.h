@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,15 @@ struct ClipHeader {
   float eps = 0;
 };
 void check_mmproj_matrices(const MmprojWriteOptions& o);
+// The steps every `export --mmproj-out` shares: `hf_checkpoint_with_tower`
+// checks that `src` is an HF directory opened with its weights whose
+// config.json has a vision_config (og::Error naming the directory);
+// `write_mmproj_file` writes `add`'s keys and tensors under a temporary name,
+// hands the written file to `read_back` (which binds it as --mmproj does) and
+// renames it onto out_path (an existing file is an og::Error unless `overwrite`).
+const HfCheckpoint& hf_checkpoint_with_tower(const ModelSource& src);
+void write_mmproj_file(const std::string& out_path, bool overwrite, const std::function<void(GgufWriter&)>& add,
+                       const std::function<void(const GgufFile&)>& read_back);
 void set_clip_header(GgufWriter& w, const ClipHeader& h, const MmprojWriteOptions& o);
 void set_clip_u32(GgufWriter& w, const char* key, int64_t v);
 std::vector<float> mmproj_values_of(const TensorSource& src, const TensorInfo& t);

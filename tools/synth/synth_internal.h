@@ -6,7 +6,10 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -145,9 +148,29 @@ void add_vision_gguf_tokens(const SynthSpec& s, const std::string& key, GgufValu
 void add_vision_hf_tokens(const SynthSpec& s, nlohmann::ordered_json& tokenizer_json,
                           nlohmann::ordered_json& tokenizer_config);
 nlohmann::ordered_json vision_hf_config(const SynthSpec& s, const nlohmann::ordered_json& text);
-std::string vision_hf_name(const std::string& text_name);
+std::string vision_hf_name(const SynthSpec& s, const std::string& text_name);
 std::vector<SafetensorsTensor> vision_hf_tensors(const SynthSpec& s);
 void write_vision_preprocessor_config(const SynthSpec& s, const std::string& dir);
+
+// Uniform random f32 tensors as a TensorSource: a synthetic tower's HF
+// tensors, which its mmproj writer reads and the HF form stores.
+class RandomTensors final : public TensorSource {
+ public:
+  explicit RandomTensors(std::string name) : name_(std::move(name)) {}
+  // Values uniform in center +- half, drawn from rng in call order.
+  void add(std::mt19937& rng, std::string name, std::vector<int64_t> shape, float half, float center);
+  const std::vector<TensorInfo>& tensors() const override { return infos_; }
+  const TensorInfo* find(std::string_view name) const override;
+  std::string source_name() const override { return name_; }
+  const std::vector<float>& values(size_t i) const { return values_[i]; }
+
+ private:
+  std::string name_;
+  std::vector<TensorInfo> infos_;
+  std::vector<std::vector<float>> values_;
+};
+// Safetensors entries (F32) made from `src` when written.
+std::vector<SafetensorsTensor> safetensors_of(const std::shared_ptr<const RandomTensors>& src);
 
 // Gemma 4 vision specs (synth_vision_gemma4.cpp): the tiny tower's config, the
 // checks, the chat template that writes <|image|>, the image tokens the gemma4
@@ -164,6 +187,14 @@ ClipTowerConfig llava_synth_vision_config(const SynthSpec& s);
 void validate_llava_vision(const SynthSpec& s);
 std::string llava_vision_chat_template();
 void write_llava_mmproj(const SynthSpec& s, const std::string& path);
+// Its HF form: LlavaForConditionalGeneration (the text model under
+// model.language_model., the tower under model.vision_tower.vision_model.
+// with one layer past the feature layer -2 and the post-LayerNorm, the
+// projector under model.multi_modal_projector.), CLIPImageProcessor settings.
+std::shared_ptr<RandomTensors> llava_hf_tensors(const SynthSpec& s);
+nlohmann::ordered_json llava_hf_config(const SynthSpec& s, const nlohmann::ordered_json& text);
+std::string llava_hf_name(const std::string& text_name);
+void write_llava_preprocessor_config(const SynthSpec& s, const std::string& dir);
 
 std::string join_path(const std::string& a, const std::string& b);
 void write_text_file(const std::string& path, const std::string& text);

@@ -59,69 +59,36 @@ std::vector<const char*> added_tokens(const SynthSpec& s) {
 }
 
 // The tower's HF tensors, generated from the spec's seed, held as f32.
-class VisionTensors : public TensorSource {
- public:
-  explicit VisionTensors(const SynthSpec& s) {
-    const VisionTowerConfig c = vision_tower_config(s);
-    std::mt19937 rng(static_cast<uint32_t>(s.seed * 7919 + 48));
-    const int64_t d = c.hidden, f = c.intermediate, p = c.patch_size;
-    const std::string vm = "vision_tower.vision_model.";
-    add(rng, vm + "embeddings.patch_embedding.weight", {d, 3, p, p}, 0.05f, 0);
-    add(rng, vm + "embeddings.patch_embedding.bias", {d}, 0.1f, 0);
-    add(rng, vm + "embeddings.position_embedding.weight", {c.n_patches(), d}, 0.5f, 0);
-    for (int64_t l = 0; l < c.n_layers; ++l) {
-      const std::string lp = vm + "encoder.layers." + std::to_string(l) + ".";
-      for (const char* ln : {"layer_norm1", "layer_norm2"}) {
-        add(rng, lp + ln + ".weight", {d}, 0.2f, 1);
-        add(rng, lp + ln + ".bias", {d}, 0.1f, 0);
-      }
-      for (const char* m : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
-        add(rng, lp + "self_attn." + m + ".weight", {d, d}, 0.3f, 0);
-        add(rng, lp + "self_attn." + m + ".bias", {d}, 0.1f, 0);
-      }
-      add(rng, lp + "mlp.fc1.weight", {f, d}, 0.3f, 0);
-      add(rng, lp + "mlp.fc1.bias", {f}, 0.1f, 0);
-      add(rng, lp + "mlp.fc2.weight", {d, f}, 0.3f, 0);
-      add(rng, lp + "mlp.fc2.bias", {d}, 0.1f, 0);
+std::shared_ptr<RandomTensors> gemma3_vision_tensors(const SynthSpec& s) {
+  auto t = std::make_shared<RandomTensors>("synthetic vision tower");
+  const VisionTowerConfig c = vision_tower_config(s);
+  std::mt19937 rng(static_cast<uint32_t>(s.seed * 7919 + 48));
+  const int64_t d = c.hidden, f = c.intermediate, p = c.patch_size;
+  const std::string vm = "vision_tower.vision_model.";
+  t->add(rng, vm + "embeddings.patch_embedding.weight", {d, 3, p, p}, 0.05f, 0);
+  t->add(rng, vm + "embeddings.patch_embedding.bias", {d}, 0.1f, 0);
+  t->add(rng, vm + "embeddings.position_embedding.weight", {c.n_patches(), d}, 0.5f, 0);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string lp = vm + "encoder.layers." + std::to_string(l) + ".";
+    for (const char* ln : {"layer_norm1", "layer_norm2"}) {
+      t->add(rng, lp + ln + ".weight", {d}, 0.2f, 1);
+      t->add(rng, lp + ln + ".bias", {d}, 0.1f, 0);
     }
-    add(rng, vm + "post_layernorm.weight", {d}, 0.2f, 1);
-    add(rng, vm + "post_layernorm.bias", {d}, 0.1f, 0);
-    add(rng, "multi_modal_projector.mm_soft_emb_norm.weight", {d}, 0.2f, 0);
-    add(rng, "multi_modal_projector.mm_input_projection_weight", {d, c.text_hidden}, 0.3f, 0);
-    for (size_t i = 0; i < infos_.size(); ++i) {
-      infos_[i].data = reinterpret_cast<const uint8_t*>(values_[i].data());
-      infos_[i].nbytes = values_[i].size() * sizeof(float);
+    for (const char* m : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
+      t->add(rng, lp + "self_attn." + m + ".weight", {d, d}, 0.3f, 0);
+      t->add(rng, lp + "self_attn." + m + ".bias", {d}, 0.1f, 0);
     }
+    t->add(rng, lp + "mlp.fc1.weight", {f, d}, 0.3f, 0);
+    t->add(rng, lp + "mlp.fc1.bias", {f}, 0.1f, 0);
+    t->add(rng, lp + "mlp.fc2.weight", {d, f}, 0.3f, 0);
+    t->add(rng, lp + "mlp.fc2.bias", {d}, 0.1f, 0);
   }
-  const std::vector<TensorInfo>& tensors() const override { return infos_; }
-  const TensorInfo* find(std::string_view name) const override {
-    for (const TensorInfo& t : infos_)
-      if (t.name == name) return &t;
-    return nullptr;
-  }
-  std::string source_name() const override { return "synthetic vision tower"; }
-  const std::vector<float>& values(size_t i) const { return values_[i]; }
-
- private:
-  // Uniform values in center +- half.
-  void add(std::mt19937& rng, std::string name, std::vector<int64_t> shape, float half, float center) {
-    int64_t n = 1;
-    for (int64_t x : shape) n *= x;
-    std::uniform_real_distribution<float> u(center - half, center + half);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = u(rng);
-    TensorInfo t;
-    t.name = std::move(name);
-    t.type_id = static_cast<uint32_t>(DType::F32);
-    t.type_name = "f32";
-    t.known_type = true;
-    t.shape = std::move(shape);
-    infos_.push_back(std::move(t));
-    values_.push_back(std::move(v));
-  }
-  std::vector<TensorInfo> infos_;
-  std::vector<std::vector<float>> values_;
-};
+  t->add(rng, vm + "post_layernorm.weight", {d}, 0.2f, 1);
+  t->add(rng, vm + "post_layernorm.bias", {d}, 0.1f, 0);
+  t->add(rng, "multi_modal_projector.mm_soft_emb_norm.weight", {d}, 0.2f, 0);
+  t->add(rng, "multi_modal_projector.mm_input_projection_weight", {d, c.text_hidden}, 0.3f, 0);
+  return t;
+}
 
 }  // namespace
 
@@ -189,6 +156,7 @@ void add_vision_hf_tokens(const SynthSpec& s, nlohmann::ordered_json& tokenizer_
 }
 
 nlohmann::ordered_json vision_hf_config(const SynthSpec& s, const nlohmann::ordered_json& text) {
+  if (s.family == Family::kLlama) return llava_hf_config(s, text);
   const VisionTowerConfig c = vision_tower_config(s);
   nlohmann::ordered_json t = text;
   t.erase("architectures");
@@ -217,14 +185,39 @@ nlohmann::ordered_json vision_hf_config(const SynthSpec& s, const nlohmann::orde
   return cfg;
 }
 
-std::string vision_hf_name(const std::string& text_name) {
+std::string vision_hf_name(const SynthSpec& s, const std::string& text_name) {
+  if (s.family == Family::kLlama) return llava_hf_name(text_name);
   if (text_name.rfind("model.", 0) == 0) return "language_model." + text_name;
   if (text_name.rfind("lm_head.", 0) == 0) return "language_model." + text_name;
   return text_name;
 }
 
-std::vector<SafetensorsTensor> vision_hf_tensors(const SynthSpec& s) {
-  auto src = std::make_shared<VisionTensors>(s);
+void RandomTensors::add(std::mt19937& rng, std::string name, std::vector<int64_t> shape, float half, float center) {
+  int64_t n = 1;
+  for (int64_t x : shape) n *= x;
+  std::uniform_real_distribution<float> u(center - half, center + half);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  TensorInfo t;
+  t.name = std::move(name);
+  t.type_id = static_cast<uint32_t>(DType::F32);
+  t.type_name = "f32";
+  t.known_type = true;
+  t.shape = std::move(shape);
+  values_.push_back(std::move(v));
+  // A moved inner vector keeps its buffer, so earlier pointers stay valid.
+  t.data = reinterpret_cast<const uint8_t*>(values_.back().data());
+  t.nbytes = values_.back().size() * sizeof(float);
+  infos_.push_back(std::move(t));
+}
+
+const TensorInfo* RandomTensors::find(std::string_view name) const {
+  for (const TensorInfo& t : infos_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::vector<SafetensorsTensor> safetensors_of(const std::shared_ptr<const RandomTensors>& src) {
   std::vector<SafetensorsTensor> out;
   for (size_t i = 0; i < src->tensors().size(); ++i) {
     SafetensorsTensor x;
@@ -242,7 +235,13 @@ std::vector<SafetensorsTensor> vision_hf_tensors(const SynthSpec& s) {
   return out;
 }
 
+std::vector<SafetensorsTensor> vision_hf_tensors(const SynthSpec& s) {
+  if (s.family == Family::kLlama) return safetensors_of(llava_hf_tensors(s));
+  return safetensors_of(gemma3_vision_tensors(s));
+}
+
 void write_vision_preprocessor_config(const SynthSpec& s, const std::string& dir) {
+  if (s.family == Family::kLlama) return write_llava_preprocessor_config(s, dir);
   const nlohmann::ordered_json p = {
       {"image_processor_type", "Gemma3ImageProcessor"},
       {"processor_class", "Gemma3Processor"},
@@ -265,13 +264,13 @@ void write_mmproj(const SynthSpec& s, const std::string& path) {
   if (s.family == Family::kGemma4) return write_gemma4_mmproj(s, path);
   if (s.family == Family::kLlama) return write_llava_mmproj(s, path);
   validate_vision(s);
-  const VisionTensors src(s);
+  const std::shared_ptr<RandomTensors> src = gemma3_vision_tensors(s);
   MmprojWriteOptions o;
   // The HF form holds f32: an f32 mmproj gives its rows bit for bit.
   o.matrices = s.weight_dtype == DType::F16 || s.weight_dtype == DType::BF16 ? s.weight_dtype : DType::F32;
   o.name = "synthetic-gemma3-mmproj";
   GgufWriter w;
-  add_gemma3_mmproj(vision_tower_config(s), src, o, w);
+  add_gemma3_mmproj(vision_tower_config(s), *src, o, w);
   w.write(path);
 }
 

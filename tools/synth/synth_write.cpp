@@ -364,14 +364,15 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
     case Family::kNomicBert:
       break;
   }
-  if (s.vision && s.family == Family::kGemma3) return vision_hf_config(s, c);  // Gemma3ForConditionalGeneration: c is its text_config
+  if (s.vision && (s.family == Family::kGemma3 || s.family == Family::kLlama))
+    return vision_hf_config(s, c);  // Gemma3ForConditionalGeneration, LlavaForConditionalGeneration: c is its text_config
   return c;
 }
 
 }  // namespace
 
 void write_hf(const SynthSpec& spec, const std::string& dir) {
-  OG_CHECK(!(spec.vision && spec.family != Family::kGemma3), "synthetic model: ", family_name(spec.family),
+  OG_CHECK(!(spec.vision && spec.family == Family::kGemma4), "synthetic model: ", family_name(spec.family),
            " --vision is written as GGUF only (--format gguf with --mmproj-out)");
   std::vector<PlannedTensor> tensors = spec.family == Family::kGptOss ? std::vector<PlannedTensor>{} : plan(spec);
   TokenizerInfo tok = tokenizer_info(spec);
@@ -398,7 +399,7 @@ void write_hf(const SynthSpec& spec, const std::string& dir) {
     std::vector<SafetensorsTensor>& st = files[module_of(t.hf_name)];
     SafetensorsTensor x;
     x.name = module_of(t.hf_name).empty() ? t.hf_name : t.hf_name.substr(module_of(t.hf_name).size() + 1);
-    if (spec.vision) x.name = vision_hf_name(x.name);  // the text model under language_model.
+    if (spec.vision) x.name = vision_hf_name(spec, x.name);  // the text model under the multimodal model's name
     x.dtype = "F32";
     x.shape = t.shape;
     x.make = [&spec, t] {

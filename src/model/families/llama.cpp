@@ -40,7 +40,9 @@ void llama_to_gguf(const ModelConfig& c, GgufWriter& w) {
 }
 
 const FamilySpec& llama_family() {
-  static const FamilySpec spec{"llama",         {"llama"}, {"LlamaForCausalLM"}, llama_from_gguf, llama_from_hf,
+  // LlavaForConditionalGeneration: LLaVA 1.5's text model (text_config), its tower apart (runtime/vision_model.cpp).
+  static const FamilySpec spec{"llama", {"llama"}, {"LlamaForCausalLM", "LlavaForConditionalGeneration"},
+                               llama_from_gguf, llama_from_hf,
                                llama_to_gguf, true};
   return spec;
 }
