@@ -7,10 +7,11 @@
 // swing by a third): decode as bytes read per
 // token × tokens/s ÷ read bandwidth, prefill as multiply-adds per token ×
 // tokens/s ÷ peak multiply-add rate. The fraction shown is the mean of the
-// repetitions' fractions; the limit the mean of their limits. With --mmproj
-// an image-encode row per thread count follows: one random image of the
-// tower's input size through preprocessing and the tower, images/s and ms per
-// image (the first encode, which allocates the tower's scratch, untimed).
+// repetitions' fractions; the limit the mean of their limits. With a vision
+// tower (--mmproj, or an HF directory's own unless --no-mmproj) an
+// image-encode row per thread count follows: one random image of the tower's
+// input size through preprocessing and the tower, images/s and ms per image
+// (the first encode, which allocates the tower's scratch, untimed).
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,6 +48,7 @@ struct BenchFlags {
   int64_t repetitions = 5, prefill_chunk = 512, seed = 1;
   std::string kv_dtype = "f16", cache_kind = "batched-sequence";
   std::string mmproj;  // a vision tower whose image encoding is timed too
+  bool no_mmproj = false;  // not even an HF directory's own tower
   bool mmap = false, experts_in_memory = false, json = false, no_progress = false;
 };
 
@@ -292,8 +294,10 @@ void add_bench_flags(Flags& fl, BenchFlags& f) {
   fl.add_string("mmproj", &f.mmproj,
                 "also time image encoding with this vision tower (llama.cpp's mmproj GGUF): an image-encode row "
                 "per thread count, images/s and ms per image (a random image of the tower's input size; "
-                "preprocessing and the tower, no file decoding)",
+                "preprocessing and the tower, no file decoding); an HF directory's own tower gets the row "
+                "without it",
                 "FILE");
+  add_no_mmproj_flag(fl, &f.no_mmproj);
   fl.add_bool("json", &f.json, "one JSON object on stdout instead of the markdown table");
   fl.add_bool("no-progress", &f.no_progress, "no progress line on stderr (shown only on a terminal)");
 }
@@ -342,10 +346,14 @@ int cmd_bench(const Args& args) {
   check_model_given(f.model);
   set_machine_output(f.json);
   const bool spec_rows = check_bench_spec_flags(fl, sf);
+  // An HF directory may hold a tower (known once it loads): -p 0 -n 0 then
+  // times its images alone.
+  std::error_code ec;
+  const bool own_tower = !f.no_mmproj && std::filesystem::is_directory(f.model, ec);
   bool any = spec_rows || !f.mmproj.empty();
   for (int64_t p : f.n_prompt) any = any || p > 0;
   for (int64_t n : f.n_gen) any = any || n > 0;
-  if (!any) usage_fail("nothing to measure: every -p and -n value is 0");
+  if (!any && !own_tower) usage_fail("nothing to measure: every -p and -n value is 0");
   if (f.threads.empty()) f.threads = {default_num_threads()};
   // More threads than a few per hardware thread only wait for a core (and a
   // test at -t 1000 ran for minutes on 2 cores before printing anything).
@@ -359,18 +367,20 @@ int cmd_bench(const Args& args) {
   ms.model = f.model;
   ms.mmap = f.mmap;
   ms.experts_in_memory = f.experts_in_memory;
-  // A missing path: exit 1, as in every command. With --mmproj the model
+  // A missing path: exit 1, as in every command. With a tower the model
   // loads with its tokenizer (the tower's image tokens are looked up in it).
   std::shared_ptr<const VisionModel> vision;
   std::unique_ptr<Model> m;
-  if (f.mmproj.empty()) {
+  if (f.mmproj.empty() && !own_tower) {
     m = open_model(ms);
   } else {
     ms.mmproj = f.mmproj;
+    ms.no_mmproj = f.no_mmproj;  // with --mmproj: load_model's one-line refusal
     LoadedModel lm = load_model(ms);
     m = std::move(lm.model);
     vision = lm.vision;
   }
+  if (!any && !vision) usage_fail("nothing to measure: every -p and -n value is 0 and " + f.model + " has no vision tower");
   // A test longer than the trained context still runs (the cache grows), as
   // in run and batch, with a warning.
   const int64_t n_ctx = m->config().n_ctx;

@@ -89,6 +89,7 @@ void add_serve_flags(Flags& fl, ServeFlags& f) {
   add_model_flag(fl, &f.run.model.model);
   add_tokenizer_flag(fl, &f.run.model.tokenizer);
   add_mmproj_flag(fl, &f.run.model.mmproj);
+  add_no_mmproj_flag(fl, &f.run.model.no_mmproj);
   add_chat_flag(fl, f.run.model, "chat template for /v1/chat/completions");
   fl.add_choice("reasoning-format", &f.reasoning_format, {"auto", "none"},
                 "auto: a reply's reasoning (<think>...</think>, Gemma 4's thought channel) comes back as "

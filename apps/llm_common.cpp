@@ -33,6 +33,7 @@ void add_llm_flags(Flags& fl, LlmFlags& f, bool run, bool batch) {
   add_model_flag(fl, &f.run.model.model);
   add_tokenizer_flag(fl, &f.run.model.tokenizer);
   add_mmproj_flag(fl, &f.run.model.mmproj);
+  add_no_mmproj_flag(fl, &f.run.model.no_mmproj);
   if (run) {
     fl.add_string("prompt", &f.prompt, "the prompt (required unless --interactive); not echoed to stdout");
     fl.add_short('p', "prompt");

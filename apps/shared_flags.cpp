@@ -81,6 +81,12 @@ void add_mmproj_flag(Flags& fl, std::string* path) {
                 "FILE");
 }
 
+void add_no_mmproj_flag(Flags& fl, bool* no_mmproj) {
+  fl.add_bool("no-mmproj", no_mmproj,
+              "load no vision tower, not even an HF directory's own (as llama.cpp's --no-mmproj); images are "
+              "then refused as by a text-only model");
+}
+
 void add_chat_flag(Flags& fl, ModelSetup& m, const std::string& use) {
   std::vector<std::string> chats = chat_template_names();
   chats.insert(chats.begin(), "auto");

@@ -44,6 +44,8 @@ void add_model_flag(Flags& fl, std::string* path, const std::string& what = "");
 void add_tokenizer_flag(Flags& fl, std::string* path);
 // --mmproj FILE: a vision tower in llama.cpp's mmproj GGUF (ModelSetup::mmproj).
 void add_mmproj_flag(Flags& fl, std::string* path);
+// --no-mmproj: ModelSetup::no_mmproj.
+void add_no_mmproj_flag(Flags& fl, bool* no_mmproj);
 // --chat NAME|auto|0 and --chat-template-file PATH; `use` says what the
 // template is for in this command.
 void add_chat_flag(Flags& fl, ModelSetup& m, const std::string& use);

@@ -42,8 +42,10 @@ LoadedModel load_model(const ModelSetup& s) {
         tok_src ? tok_src->chat_template_variants() : read_chat_template_variants(s.tokenizer);
   OG_CHECK(l.tok->n_vocab() <= l.model->n_vocab(), "the tokenizer has ", l.tok->n_vocab(),
            " tokens but the model only ", l.model->n_vocab());
-  // The tower: --mmproj's file, else an HF directory's own (null for text-only).
-  l.vision = load_vision_model(s.mmproj, *l.source, *l.model, *l.tok);
+  // The tower: --mmproj's file, else an HF directory's own (null for text-only
+  // and with --no-mmproj).
+  OG_CHECK(!s.no_mmproj || s.mmproj.empty(), "--mmproj ", s.mmproj, " and --no-mmproj contradict each other: give one");
+  if (!s.no_mmproj) l.vision = load_vision_model(s.mmproj, *l.source, *l.model, *l.tok);
   l.load_s = t.seconds();
   return l;
 }

@@ -33,6 +33,9 @@ struct ModelSetup {
   // A vision tower in llama.cpp's mmproj GGUF (--mmproj); "" = none, then an HF
   // directory's own tower (config.json vision_config) is loaded if it has one.
   std::string mmproj;
+  // --no-mmproj (llama.cpp's): no tower at all, not even an HF directory's own;
+  // images are refused as by a text model.
+  bool no_mmproj = false;
 };
 
 // Everything a run needs, loaded.

@@ -2,15 +2,18 @@
 // tower"): og-synth --vision writes a tiny Gemma 3 vision model and its mmproj;
 // inspect describes the mmproj and a model's tower; run takes --mmproj and
 // refuses a bad one with one line and exit 1; export --mmproj-out writes the
-// tower that inspect and run read back. Needs offgraph and og-synth (OG_BINARY_DIR).
+// tower that inspect and run read back; --no-mmproj, and bench's row for an HF
+// directory's tower. Needs offgraph and og-synth (OG_BINARY_DIR).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "../api/tiny_png.h"
 #include "e2e_util.h"
 #include "temp_dir.h"
 
@@ -105,6 +108,51 @@ TEST(VisionLoad, RunTakesMmprojAndRefusesABadOneInOneLine) {
     EXPECT_NE(p.err.find(b.words), std::string::npos) << p.err;
     EXPECT_EQ(count(p.err, "\n"), 1u) << p.err;
   }
+}
+
+// --no-mmproj (llama.cpp's): an HF directory loads without its own tower, so
+// an image is refused as by a text model while text runs; with --mmproj it is
+// a contradiction in one line. Every command that takes --mmproj takes it.
+TEST(VisionLoad, NoMmprojLoadsAnHfDirectoryWithoutItsTower) {
+  const std::string png = files().path("no-mmproj.png");
+  std::ofstream(png, std::ios::binary) << test::tiny_png(20, 14, [](int x, int y) { return static_cast<uint32_t>(x * 9 + y); });
+  const std::vector<std::string> ask = {"run", "-m", files().hf(), "--image", png, "-p", "What is it?", "-n", "2"};
+  const Proc with = offgraph(ask);
+  EXPECT_EQ(with.code, 0) << with.err;
+  EXPECT_NE(with.err.find("[vision] gemma3 vision tower"), std::string::npos) << with.err;
+  std::vector<std::string> without = ask;
+  without.push_back("--no-mmproj");
+  const Proc refused = offgraph(without);
+  EXPECT_EQ(refused.code, 1) << refused.err;
+  EXPECT_NE(refused.err.find("this model has no vision tower"), std::string::npos) << refused.err;
+  EXPECT_EQ(count(refused.err, "\n"), 1u) << refused.err;
+  const Proc text = offgraph({"run", "-m", files().hf(), "--no-mmproj", "-p", "hi", "-n", "2"});
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_EQ(text.err.find("[vision]"), std::string::npos) << text.err;
+  const Proc both = offgraph({"run", "-m", files().gguf(), "--mmproj", files().mmproj(), "--no-mmproj", "-p", "hi"});
+  EXPECT_EQ(both.code, 1) << both.err;
+  EXPECT_NE(both.err.find("--mmproj " + files().mmproj() + " and --no-mmproj contradict each other"),
+            std::string::npos)
+      << both.err;
+  EXPECT_EQ(count(both.err, "\n"), 1u) << both.err;
+  for (const char* cmd : {"run", "chat", "batch", "serve", "bench"}) {
+    const Proc h = offgraph({cmd, "--help"});
+    EXPECT_NE(h.out.find("--no-mmproj"), std::string::npos) << cmd;
+  }
+}
+
+// bench's image-encode row for an HF directory's own tower (no --mmproj);
+// --no-mmproj leaves nothing to measure at -p 0 -n 0.
+TEST(VisionLoad, BenchTimesAnHfDirectorysOwnTower) {
+  const Proc p = offgraph({"bench", "--model", files().hf(), "-p", "0", "-n", "0", "-r", "1", "-t", "1", "--json"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  const nlohmann::json j = nlohmann::json::parse(p.out);
+  ASSERT_EQ(j["image_encode"].size(), 1u) << p.out;
+  EXPECT_GT(j["image_encode"][0]["images_per_s"].get<double>(), 0);
+  const Proc off = offgraph({"bench", "--model", files().hf(), "--no-mmproj", "-p", "0", "-n", "0"});
+  EXPECT_NE(off.code, 0);
+  EXPECT_NE(off.err.find("nothing to measure"), std::string::npos) << off.err;
+  EXPECT_EQ(count(off.err, "\n"), 1u) << off.err;
 }
 
 TEST(VisionLoad, ExportWritesTheTowerAsAnMmproj) {
