@@ -22,4 +22,12 @@ void register_kernels(Isa isa, KernelTable& k);
 // The names OFFGRAPH_ISA accepts here, for its usage error: "scalar, avx2, avxvnni or avx512".
 const char* isa_names();
 
+#if defined(__aarch64__)
+// register_kernels as a CPU whose FEAT_BF16 bit is `bf16` gets it (only the
+// i8mm table depends on it: bfmmla for BF16 weights or the f32 kernel).
+// qemu 7.2 has no CPU with I8MM and without BF16 (-cpu max has both and no
+// property removes one), so tests build that table through this.
+void register_arm_kernels(Isa isa, bool bf16, KernelTable& k);
+#endif
+
 }  // namespace og::kernels::arch

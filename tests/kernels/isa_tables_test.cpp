@@ -12,9 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
+#include "kernels/arch.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/test_util.h"
@@ -176,6 +179,98 @@ TEST(IsaTables, I8mmEqualsDotprodBitForBit) {
   }
 }
 
+// n_out rows of t (n_in each) quantized from random values, as a file holds them.
+std::vector<uint8_t> quantized_rows(DType t, int64_t n_out, int64_t n_in, uint32_t seed) {
+  const int64_t rb = dtype_row_bytes(t, n_in);
+  const std::vector<float> src = random_normal(n_out * n_in, seed, 0.3f);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+  for (int64_t r = 0; r < n_out; ++r) quantize_row(t, src.data() + r * n_in, bytes.data() + r * rb, n_in);
+  return bytes;
+}
+
+// The dotprod and i8mm tables repack Q8_0, Q4_0, IQ4_NL and MXFP4 at load to
+// 8 rows interleaved, Q4_K to 16 (arm/q8_groups_arm.inc). Each lane sums its block's
+// integers exactly and folds them as the plain kernels do, so the matmul over
+// the repacked weights equals the same table's over the plain ones bit for
+// bit (the plain kernels are held to the reference by EachTable and
+// I8mmEqualsDotprodBitForBit), for groups and plain tail rows (n_out % 8 or 16),
+// odd activation counts (smmla pairs the last row with itself), and a shape
+// large enough to split the rows over the pool; a batch equals its rows alone.
+TEST(IsaTables, ArmInterleavedLayoutsEqualPlainBitForBit) {
+  const std::vector<Isa> avail = available_isas();
+  if (!has(compiled_isas(), Isa::kNeon)) GTEST_SKIP() << "not an AArch64 build";
+  if (!has(avail, Isa::kDotprod)) GTEST_SKIP() << "this CPU lacks the dotprod table (" << isa_summary() << ")";
+  const std::pair<DType, DType> layouts[] = {{DType::Q8_0, DType::Q8_0_R},
+                                             {DType::Q4_0, DType::Q4_0_R},
+                                             {DType::IQ4_NL, DType::IQ4_NL_R},
+                                             {DType::MXFP4, DType::MXFP4_R},
+                                             {DType::Q4_K, DType::Q4_K_R16}};
+  struct Shape {
+    int64_t n_out, n_in, n_x;
+  };
+  const Shape shapes[] = {{8, 64, 1}, {13, 96, 2}, {16, 32, 3}, {23, 160, 5}, {35, 512, 4}, {67, 1024, 8}};
+  set_num_threads(2);
+  for (Isa isa : {Isa::kDotprod, Isa::kI8mm}) {
+    if (!has(avail, isa)) continue;
+    const KernelTable& k = kernel_table(isa);
+    for (const auto& [file, layout] : layouts) {
+      const std::string name = std::string(isa_str(isa)) + " " + dtype_info(layout).name;
+      ASSERT_EQ(k.repack_to[static_cast<int>(file)], static_cast<int>(layout)) << name;
+      EXPECT_NE(k.matmul[static_cast<int>(layout)].rows, kernel_table(Isa::kScalar).matmul[static_cast<int>(layout)].rows)
+          << name;
+      for (Shape sh : shapes) {
+        const int64_t block = dtype_info(file).block;
+        sh.n_in = (sh.n_in + block - 1) / block * block;  // Q4_K: one or more super-blocks
+        std::vector<uint8_t> bytes = quantized_rows(file, sh.n_out, sh.n_in, 31 + static_cast<uint32_t>(sh.n_out));
+        const TensorView plain{bytes.data(), file, {sh.n_out, sh.n_in}, "plain"};
+        std::vector<uint8_t> packed = bytes;
+        repack_rows(file, layout, packed.data(), sh.n_out, sh.n_in);
+        const TensorView inter{packed.data(), layout, {sh.n_out, sh.n_in}, "inter"};
+        const std::vector<float> x = random_normal(sh.n_x * sh.n_in, 32 + static_cast<uint32_t>(sh.n_x));
+        std::vector<float> want(static_cast<size_t>(sh.n_x * sh.n_out)), got(want.size(), NAN), one(static_cast<size_t>(sh.n_out));
+        matmul_with(k, plain, x.data(), sh.n_x, want.data());
+        matmul_with(k, inter, x.data(), sh.n_x, got.data());
+        const std::string what = name + " n_out " + std::to_string(sh.n_out) + " n_x " + std::to_string(sh.n_x);
+        for (size_t e = 0; e < got.size(); ++e) ASSERT_EQ(got[e], want[e]) << what << " element " << e;
+        for (int64_t i = 0; i < sh.n_x; ++i) {
+          matmul_with(k, inter, x.data() + i * sh.n_in, 1, one.data());
+          for (int64_t r = 0; r < sh.n_out; ++r) ASSERT_EQ(one[r], got[i * sh.n_out + r]) << what << " alone, row " << i;
+        }
+      }
+    }
+  }
+  if (!has(avail, Isa::kI8mm)) GTEST_SKIP() << "dotprod checked; this CPU lacks the i8mm table (" << isa_summary() << ")";
+}
+
+// bench's probes (kernel_table.h): every ARM table has a read probe whose sum
+// equals the words' sum (a length that is not a multiple of the 64-byte
+// loop, an unaligned start), and its own multiply-add loop (neon smlal,
+// dotprod sdot, i8mm smmla for int8) that counts what it did.
+TEST(IsaTables, ArmTablesHaveTheirOwnProbes) {
+  const std::vector<Isa> avail = available_isas();
+  if (!has(compiled_isas(), Isa::kNeon)) GTEST_SKIP() << "not an AArch64 build";
+  std::vector<uint8_t> buf(8 * 203 + 8);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 37 + 11);
+  uint64_t want = 0, want7 = 0;  // 203 words and the first 7 (shorter than one round of the loop)
+  for (int64_t w = 0; w < 203; ++w) {
+    uint64_t v;
+    std::memcpy(&v, buf.data() + 4 + 8 * w, 8);
+    want += v;
+    if (w < 7) want7 += v;
+  }
+  const int64_t per_iter[] = {0, 0, 0, 0, 8 * 8, 8 * 16, 8 * 32};  // int8 products per round, by Isa
+  for (Isa isa : {Isa::kNeon, Isa::kDotprod, Isa::kI8mm}) {
+    if (!has(avail, isa)) continue;
+    const KernelTable& k = kernel_table(isa);
+    ASSERT_NE(k.read_sum, nullptr) << isa_str(isa);
+    ASSERT_NE(k.madd_loop, nullptr) << isa_str(isa);
+    EXPECT_EQ(k.read_sum(buf.data() + 4, 8 * 203), want) << isa_str(isa);
+    EXPECT_EQ(k.read_sum(buf.data() + 4, 8 * 7), want7) << isa_str(isa);
+    EXPECT_EQ(k.madd_loop(false, 100), 100 * 8 * 4) << isa_str(isa);
+    EXPECT_EQ(k.madd_loop(true, 100), 100 * per_iter[static_cast<int>(isa)]) << isa_str(isa);
+  }
+}
+
 // Whether the running CPU reports FEAT_BF16 (Linux HWCAP2 bit 14).
 bool cpu_has_bf16() {
 #if defined(__linux__) && defined(__aarch64__)
@@ -264,12 +359,11 @@ class EachTable : public ::testing::TestWithParam<Isa> {
   }
 };
 
-// Each plain weight dtype through this table against the scalar table: close
-// (float rounding; for quantized weights, the fast kernels' 8-bit activations)
-// and a batch equal to its rows one at a time, bit for bit.
-TEST_P(EachTable, MatmulAgreesWithReferenceAndBatchEqualsAlone) {
-  const KernelTable& k = kernel_table(GetParam());
-  EXPECT_EQ(k.isa, GetParam());
+// Each weight dtype through table k (in file order and, on an ARM table, in
+// the layout k repacks it to at load) against the scalar table: close (float
+// rounding; for quantized weights, the fast kernels' 8-bit activations) and a
+// batch equal to its rows one at a time, bit for bit.
+void check_table(const KernelTable& k, const std::string& name) {
   for (DType t : all_weight_dtypes()) {
     const int64_t block = dtype_info(t).block, n_in = block == 1 ? 96 : std::max<int64_t>(block, 64) * 2;
     const int64_t n_out = 19, n_x = 5, rb = dtype_row_bytes(t, n_in);
@@ -277,18 +371,58 @@ TEST_P(EachTable, MatmulAgreesWithReferenceAndBatchEqualsAlone) {
     std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
     for (int64_t r = 0; r < n_out; ++r) quantize_row(t, src.data() + r * n_in, bytes.data() + r * rb, n_in);
     const TensorView w{bytes.data(), t, {n_out, n_in}, "w"};
-    std::vector<float> y(static_cast<size_t>(n_x * n_out)), ref(y.size()), one(static_cast<size_t>(n_out));
-    matmul_with(k, w, x.data(), n_x, y.data());
+    std::vector<float> ref(static_cast<size_t>(n_x * n_out));
     matmul_with(kernel_table(Isa::kScalar), w, x.data(), n_x, ref.data());
-    const bool is_float = t == DType::F32 || t == DType::F16;
-    EXPECT_LT(rel_rms(y, ref), is_float ? 1e-5 : 2e-2) << isa_str(GetParam()) << " " << dtype_info(t).name;
-    for (int64_t i = 0; i < n_x; ++i) {
-      matmul_with(k, w, x.data() + i * n_in, 1, one.data());
-      for (int64_t r = 0; r < n_out; ++r)
-        ASSERT_EQ(y[i * n_out + r], one[r]) << isa_str(GetParam()) << " " << dtype_info(t).name << " [" << i << ", "
-                                            << r << "]";
+    // The file's layout, and on ARM tables the one the table repacks it to at
+    // load (x86's interleaved layouts have their IsaMatmul.Repacked* tests).
+    std::vector<DType> layouts = {t};
+    const int to = k.repack_to[static_cast<int>(t)];
+    if (to != 0 && k.isa >= Isa::kNeon) layouts.push_back(static_cast<DType>(to));
+    for (DType layout : layouts) {
+      std::vector<uint8_t> wb = bytes;
+      if (layout != t) repack_rows(t, layout, wb.data(), n_out, n_in);
+      const TensorView wl{wb.data(), layout, {n_out, n_in}, "w"};
+      const std::string what = name + " " + dtype_info(layout).name;
+      std::vector<float> y(ref.size()), one(static_cast<size_t>(n_out));
+      matmul_with(k, wl, x.data(), n_x, y.data());
+      const bool is_float = t == DType::F32 || t == DType::F16;
+      EXPECT_LT(rel_rms(y, ref), is_float ? 1e-5 : 2e-2) << what;
+      for (int64_t i = 0; i < n_x; ++i) {
+        matmul_with(k, wl, x.data() + i * n_in, 1, one.data());
+        for (int64_t r = 0; r < n_out; ++r) ASSERT_EQ(y[i * n_out + r], one[r]) << what << " [" << i << ", " << r << "]";
+      }
     }
   }
+}
+
+TEST_P(EachTable, MatmulAgreesWithReferenceAndBatchEqualsAlone) {
+  EXPECT_EQ(kernel_table(GetParam()).isa, GetParam());
+  check_table(kernel_table(GetParam()), isa_str(GetParam()));
+}
+
+// A CPU with I8MM and without BF16 (none is known; qemu 7.2 cannot emulate
+// one): its i8mm table, built as cpu_arm.cpp builds it for such a CPU, keeps
+// the f32 BF16 kernel the dotprod table has and every other entry of the
+// running CPU's i8mm table, and passes EachTable's checks (every weight dtype
+// against the reference, a batch equal to its rows alone).
+TEST(IsaTables, I8mmWithoutBf16KeepsTheF32Bf16Kernel) {
+  const std::vector<Isa> avail = available_isas();
+  if (!has(compiled_isas(), Isa::kNeon)) GTEST_SKIP() << "not an AArch64 build";
+  if (!has(avail, Isa::kI8mm)) GTEST_SKIP() << "this CPU lacks the i8mm table (" << isa_summary() << ")";
+#if defined(__aarch64__)
+  KernelTable t = kernel_table(Isa::kScalar);
+  t.isa = Isa::kI8mm;
+  arch::register_arm_kernels(Isa::kI8mm, false, t);
+  const KernelTable& real = kernel_table(Isa::kI8mm);
+  const int bf = static_cast<int>(DType::BF16);
+  EXPECT_EQ(t.matmul[bf].rows, kernel_table(Isa::kDotprod).matmul[bf].rows);
+  for (int id = 0; id < kNumDTypeIds; ++id) {
+    if (id == bf) continue;
+    EXPECT_EQ(t.matmul[id].rows, real.matmul[id].rows) << "dtype id " << id;
+    EXPECT_EQ(t.repack_to[id], real.repack_to[id]) << "dtype id " << id;
+  }
+  check_table(t, "i8mm without bf16");
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, EachTable, ::testing::ValuesIn(compiled_isas()),

@@ -793,10 +793,8 @@ TEST(IsaElementwise, F32ToF16RowEqualsScalarConversionBitForBit) {
 TEST(IsaTable, EveryVectorIsaHasItsOwnKernels) {
   const std::vector<Isa> compiled = compiled_isas();
   if (std::find(compiled.begin(), compiled.end(), Isa::kNeon) != compiled.end())
-    GTEST_SKIP() << "the AArch64 tables (neon, dotprod, i8mm) have kernels of their own for the plain weight "
-                    "dtypes' matmul, the element-wise ops and row attention only (IsaTables.ArmTablesHaveNeonKernels); "
-                    "blocked-key and q8_0 attention, the probes and the interleaved layouts run the reference there "
-                    "(docs/arm.md)";
+    GTEST_SKIP() << "the AArch64 tables (neon, dotprod, i8mm) are checked entry by entry by IsaTables.Arm* "
+                    "(isa_tables_test.cpp: attention, int8 matmuls, interleaved layouts, probes; docs/arm.md)";
   const KernelTable& ref = kernel_table(Isa::kScalar);
   for (Isa isa : available_isas()) {
     if (isa == Isa::kScalar) continue;

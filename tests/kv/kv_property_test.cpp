@@ -307,12 +307,13 @@ TEST_P(KvProperty, MatchesReference) {
 }
 
 // avxvnni is left out: its table has AVX2's attention kernels (only its int8
-// matmuls differ).
+// matmuls differ); so are dotprod and i8mm, which have neon's (arm/attend_neon.cpp).
 INSTANTIATE_TEST_SUITE_P(
     AllKinds, KvProperty,
     ::testing::Combine(::testing::Values(KvKind::kSequence, KvKind::kBatchedSequence, KvKind::kBatchedCell),
                        ::testing::Values(KvDType::F32, KvDType::F16, KvDType::BF16, KvDType::Q8_0),
-                       ::testing::Values(kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512)),
+                       ::testing::Values(kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512,
+                                         kernels::Isa::kNeon)),
     [](const ::testing::TestParamInfo<Param>& info) {
       std::string s = std::string(kv_kind_name(std::get<0>(info.param))) + "_" +
                       kv_dtype_name(std::get<1>(info.param)) + "_" + kernels::isa_str(std::get<2>(info.param));

@@ -105,7 +105,9 @@ bool available(Isa isa) {
   }
 }
 
-void register_kernels(Isa isa, KernelTable& k) {
+void register_kernels(Isa isa, KernelTable& k) { register_arm_kernels(isa, features().bf16, k); }
+
+void register_arm_kernels(Isa isa, bool bf16, KernelTable& k) {
   if (isa == Isa::kNeon || isa == Isa::kDotprod || isa == Isa::kI8mm) {
     register_neon(k);
     register_neon_elementwise(k);
@@ -114,7 +116,7 @@ void register_kernels(Isa isa, KernelTable& k) {
   if (isa == Isa::kDotprod || isa == Isa::kI8mm) register_dotprod(k);
   if (isa == Isa::kI8mm) {
     register_i8mm(k);
-    if (features().bf16) register_bf16(k);
+    if (bf16) register_bf16(k);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/arm/exp_neon.h"
+#include "kernels/arm/probes_arm.h"
 #include "kernels/kernel_table.h"
 #include "tensor/dtype.h"
 
@@ -158,6 +159,14 @@ void register_neon_elementwise(KernelTable& k) {
   k.add = &neon_ew::add;
   k.scale = &neon_ew::scale;
   k.f32_to_f16_row = &neon_ew::f32_to_f16_row;
+  // The probes: f32 FMA, and for int8 smlal (8 int8 products into int16
+  // lanes), the baseline's widest int8 multiply-add.
+  k.madd_loop = [](bool int8, int64_t iters) -> int64_t {
+    if (!int8) return arm_probe::f32_fma_loop(iters);
+    const int8x8_t b = vdup_n_s8(3), c = vdup_n_s8(-2);
+    return arm_probe::chains(vdupq_n_s16(0), iters, 8, [&](int16x8_t v) { return vmlal_s8(v, b, c); });
+  };
+  k.read_sum = &arm_probe::read_sum;
 }
 
 }  // namespace og::kernels

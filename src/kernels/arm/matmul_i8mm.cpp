@@ -7,8 +7,11 @@
 // activation block loaded once for two weight rows. Its half sums are the
 // same integers sdot gives and fold() the same float steps, so the outputs
 // equal the dotprod table's bit for bit, and a batch its rows alone (an odd
-// row or activation left over takes the sdot path).
+// row or activation left over takes the sdot path). The interleaved layouts
+// (q8_groups_arm.inc) take two steps zipped per pair of rows.
 #include "kernels/arm/q8_blocks_arm.inc"
+#include "kernels/arm/q8_groups_arm.inc"
+#include "kernels/arm/probes_arm.h"
 
 namespace og::kernels {
 namespace q8arm {
@@ -77,6 +80,115 @@ void rows_mmla(const uint8_t* w, int64_t row_bytes, int64_t n_in, int64_t r0, in
   if (r < r1) rows_sdot<T>(w, row_bytes, n_in, r, r1, nullptr, act, n_x, y, n_out);
 }
 
+// A group of 8 weight rows (layout L) by activation rows i0 and i1 (i1 == i0
+// for an odd last row: each lane depends on its own two rows alone, so the
+// pairing changes no bit). Pair p of weight rows (2p, 2p + 1) gives one smmla
+// tile per 8 levels: lanes w_2p·a0, w_2p·a1, w_2p+1·a0, w_2p+1·a1.
+template <class L>
+void group_pair_mmla(const uint8_t* g, int64_t nb, const ActRow& a0, const ActRow& a1, float32x4_t acc[4]) {
+  for (int p = 0; p < 4; ++p) acc[p] = vdupq_n_f32(0);
+  auto zip = [](int8x16_t u, int8x16_t v, bool second) {  // 4 levels of rows (2q, 2q+1) from steps u, v
+    const uint32x4_t a = vreinterpretq_u32_s8(u), b = vreinterpretq_u32_s8(v);
+    return vreinterpretq_s8_u32(second ? vzip2q_u32(a, b) : vzip1q_u32(a, b));
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = g + b * L::kBlockBytes;
+    GroupLevels l;
+    L::levels(blk, l);
+    float32x4_t d[2];
+    L::scales(blk, d);
+    int32x4_t s[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+    for (int c = 0; c < 4; ++c) {  // levels 8c..8c+7: steps 2c, 2c + 1
+      const int8x16_t x = vcombine_s8(vld1_s8(a0.q + 32 * b + 8 * c), vld1_s8(a1.q + 32 * b + 8 * c));
+      s[0] = vmmlaq_s32(s[0], zip(l.lo[2 * c], l.lo[2 * c + 1], false), x);
+      s[1] = vmmlaq_s32(s[1], zip(l.lo[2 * c], l.lo[2 * c + 1], true), x);
+      s[2] = vmmlaq_s32(s[2], zip(l.hi[2 * c], l.hi[2 * c + 1], false), x);
+      s[3] = vmmlaq_s32(s[3], zip(l.hi[2 * c], l.hi[2 * c + 1], true), x);
+    }
+    // fold(): fma(d_w·d_x, Σ, acc) per lane, as the plain kernels do.
+    const float32x2_t dx2 = {a0.dx(b), a1.dx(b)};
+    const float32x4_t dx = vcombine_f32(dx2, dx2);
+    for (int p = 0; p < 4; ++p) {
+      const float32x4_t dw = p % 2 == 0 ? vzip1q_f32(d[p / 2], d[p / 2]) : vzip2q_f32(d[p / 2], d[p / 2]);
+      acc[p] = vfmaq_f32(acc[p], vmulq_f32(dw, dx), vcvtq_f32_s32(s[p]));
+    }
+  }
+}
+
+// Q4_K_R16: a group of 16 rows by activation rows a0, a1; acc[p] as in
+// group_pair_mmla for rows (2p, 2p + 1), p = 0..7. Per lane, Q4_KT's fold:
+// the levels' sum by d·sc, then the activation block's sum by −dmin·m.
+void group_pair_q4k_mmla(const uint8_t* g, int64_t n_super, const ActRow& a0, const ActRow& a1, float32x4_t acc[8]) {
+  for (int p = 0; p < 8; ++p) acc[p] = vdupq_n_f32(0);
+  auto zip = [](int8x16_t u, int8x16_t v, bool second) {
+    const uint32x4_t a = vreinterpretq_u32_s8(u), b = vreinterpretq_u32_s8(v);
+    return vreinterpretq_s8_u32(second ? vzip2q_u32(a, b) : vzip1q_u32(a, b));
+  };
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    const uint8_t* p = g + sb * Q4_KR16::kBlockBytes;
+    Q4_KR16::Scales sc;
+    Q4_KR16::scales(p, sc);
+    for (int l = 0; l < 8; ++l) {
+      const int64_t blk = 8 * sb + l;
+      int8x16_t lo[4][4], hi[4][4];
+      Q4_KR16::levels(p, l, lo, hi);
+      int32x4_t s[8];
+      for (int32x4_t& v : s) v = vdupq_n_s32(0);
+      for (int c = 0; c < 2; ++c) {  // steps 2c, 2c + 1: elements 8c.. (low nibbles) and 16 + 8c.. (high)
+        const int8x16_t xl = vcombine_s8(vld1_s8(a0.q + 32 * blk + 8 * c), vld1_s8(a1.q + 32 * blk + 8 * c));
+        const int8x16_t xh = vcombine_s8(vld1_s8(a0.q + 32 * blk + 16 + 8 * c), vld1_s8(a1.q + 32 * blk + 16 + 8 * c));
+        for (int q = 0; q < 4; ++q) {
+          s[2 * q] = vmmlaq_s32(s[2 * q], zip(lo[2 * c][q], lo[2 * c + 1][q], false), xl);
+          s[2 * q + 1] = vmmlaq_s32(s[2 * q + 1], zip(lo[2 * c][q], lo[2 * c + 1][q], true), xl);
+          s[2 * q] = vmmlaq_s32(s[2 * q], zip(hi[2 * c][q], hi[2 * c + 1][q], false), xh);
+          s[2 * q + 1] = vmmlaq_s32(s[2 * q + 1], zip(hi[2 * c][q], hi[2 * c + 1][q], true), xh);
+        }
+      }
+      const float32x2_t dx2 = {a0.dx(blk), a1.dx(blk)};
+      const float32x2_t m2 = {static_cast<float>(a0.sum32(blk)), static_cast<float>(a1.sum32(blk))};
+      const float32x4_t dx = vcombine_f32(dx2, dx2), msum = vcombine_f32(m2, m2);
+      for (int q = 0; q < 4; ++q) {
+        const float32x4_t dsc = vld1q_f32(sc.dsc[l] + 4 * q), dm = vld1q_f32(sc.dm[l] + 4 * q);
+        for (int h = 0; h < 2; ++h) {  // rows 4q + 2h, 4q + 2h + 1
+          const float32x4_t dw = h == 0 ? vzip1q_f32(dsc, dsc) : vzip2q_f32(dsc, dsc);
+          const float32x4_t mw = h == 0 ? vzip1q_f32(dm, dm) : vzip2q_f32(dm, dm);
+          float32x4_t& o = acc[2 * q + h];
+          o = vfmaq_f32(o, vmulq_f32(dw, dx), vcvtq_f32_s32(s[2 * q + h]));
+          o = vfmaq_f32(o, vmulq_f32(mw, dx), msum);
+        }
+      }
+    }
+  }
+}
+
+template <class L>
+void group_mmla(const uint8_t* g, const void* act, int64_t n_in, int64_t n_x, float* y, int64_t n_out, int64_t r) {
+  constexpr int kPairs = L::kRows / 2;
+  for (int64_t i = 0; i < n_x; i += 2) {
+    const bool pair = i + 1 < n_x;
+    const ActRow a0 = act_row(act, n_in, i), a1 = pair ? act_row(act, n_in, i + 1) : a0;
+    float32x4_t acc[kPairs];
+    if constexpr (L::kRows == 16) {
+      group_pair_q4k_mmla(g, n_in / 256, a0, a1, acc);
+    } else {
+      group_pair_mmla<L>(g, n_in / 32, a0, a1, acc);
+    }
+    float* y0 = y + i * n_out + r;
+    for (int p = 0; p < kPairs; ++p) {
+      float v[4];
+      vst1q_f32(v, acc[p]);
+      y0[2 * p] = v[0], y0[2 * p + 1] = v[2];
+      if (pair) y0[n_out + 2 * p] = v[1], y0[n_out + 2 * p + 1] = v[3];
+    }
+  }
+}
+
+template <class L>
+void rows_grouped_mmla(const uint8_t* w, int64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1, const float*,
+                  const void* act, int64_t n_x, float* y, int64_t n_out) {
+  rows_grouped<L>(w, row_bytes, n_in, r0, r1, act, n_x, y, n_out, &group_mmla<L>, &rows_mmla<typename L::Plain>);
+}
+
 }  // namespace
 }  // namespace q8arm
 
@@ -95,6 +207,20 @@ void register_i8mm(KernelTable& k) {
   set(DType::MXFP4, &q8arm::rows_mmla<q8arm::MXFP4T>);
   set(DType::Q2_K, &q8arm::rows_mmla<q8arm::Q2_KT>);
   set(DType::Q3_K, &q8arm::rows_mmla<q8arm::Q3_KT>);
+  // The interleaved layouts the dotprod table (registered first) repacks to.
+  auto grouped = [&k](DType layout, auto rows, int64_t group_rows) {
+    k.matmul[static_cast<int>(layout)] = MatmulImpl{&q8arm::act_bytes, &q8arm::prepare, rows, group_rows};
+  };
+  grouped(DType::Q8_0_R, &q8arm::rows_grouped_mmla<q8arm::Q8_0R>, 8);
+  grouped(DType::Q4_0_R, &q8arm::rows_grouped_mmla<q8arm::Q4_0R>, 8);
+  grouped(DType::IQ4_NL_R, &q8arm::rows_grouped_mmla<q8arm::IQ4_NLR>, 8);
+  grouped(DType::MXFP4_R, &q8arm::rows_grouped_mmla<q8arm::MXFP4R>, 8);
+  grouped(DType::Q4_K_R16, &q8arm::rows_grouped_mmla<q8arm::Q4_KR16>, 16);
+  k.madd_loop = [](bool int8, int64_t iters) -> int64_t {  // int8: smmla, 2·8·2 = 32 products per instruction
+    if (!int8) return arm_probe::f32_fma_loop(iters);
+    const int8x16_t b = vdupq_n_s8(3), c = vdupq_n_s8(-2);
+    return arm_probe::chains(vdupq_n_s32(0), iters, 32, [&](int32x4_t v) { return vmmlaq_s32(v, b, c); });
+  };
 }
 
 }  // namespace og::kernels
