@@ -4,9 +4,12 @@
 // matmuls differ from the AVX2 table (register_avxvnni below).
 #define OG_X86_NS avxvnni
 #define OG_X86_VNNI 1
-// Q6_K_R and Q8_0_R prefill: 1 x 8 tiles (1 x 4 measured slower with one dot
-// instruction per 32 products; AVX2's Q6_K_R took 1 x 8 later, for its own gain).
-#define OG_X86_K6XP 8
+// Q8_0_R prefill: 1 x 8 tiles. Q6_K_R prefill: 1 x 4 (1 x 8 had measured
+// faster before the prefill tiles went in weight-row blocks, ktiles_blocked;
+// since, on the AMD Zen 5, 1 x 4 is 1.10-1.14x 1 x 8 at 2048x2048 and
+// 2048x8192 with 512 rows, 1.07-1.10x with 7 and 37 rows: one thread,
+// thread CPU time, alternately).
+#define OG_X86_K6XP 4
 #define OG_X86_Q8RXT 8
 #define OG_X86_KR8XT 6  // as measured before AVX2 went to 8 (no AVX-VNNI machine here to measure 8)
 #include "kernels/x86/matmul_ymm_tiles.inc"
