@@ -139,6 +139,10 @@ typedef struct og_model_options {
    * NULL = none (a Hugging Face directory's own tower loads without it). Images in a
    * chat (og_chat_request.images) need a tower. */
   const char* mmproj;
+  /* nonzero: no vision tower at all, not even a Hugging Face directory's own (as
+   * `--no-mmproj`); images are then refused as by a text-only model. With mmproj set it
+   * is OG_ERR_INVALID_ARGUMENT. Default 0. */
+  int no_mmproj;
 } og_model_options;
 /* Sets every field to its default (and struct_size); NULL is ignored. */
 OG_API void og_model_options_init(og_model_options* opts);

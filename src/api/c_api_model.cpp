@@ -277,6 +277,10 @@ og_status og_model_open(const char* path, const og_model_options* opts, og_model
     c.model.mmap = o.mmap != 0;
     c.model.experts_in_memory = o.experts_in_memory != 0;
     if (o.mmproj) c.model.mmproj = o.mmproj;
+    c.model.no_mmproj = o.no_mmproj != 0;
+    if (c.model.no_mmproj && !c.model.mmproj.empty())
+      api_fail(OG_ERR_INVALID_ARGUMENT, "og_model_options.mmproj (", c.model.mmproj,
+               ") and no_mmproj contradict each other: give one");
     c.threads = o.threads;
     if (c.model.model.empty()) api_fail(OG_ERR_INVALID_ARGUMENT, "path is empty");
     // A missing file is the caller's input; anything wrong inside one is OG_ERR_RUNTIME.

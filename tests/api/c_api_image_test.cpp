@@ -179,6 +179,44 @@ TEST_F(ImageApiTest, AModelWithoutATowerRefusesImages) {
   og_model_close(text);
 }
 
+// og_model_options.no_mmproj (--no-mmproj): an HF directory opens without its
+// own tower, so an image is refused as by a text model; with mmproj it is a
+// contradiction, refused before anything loads.
+TEST_F(ImageApiTest, NoMmprojOpensAnHfDirectoryWithoutItsTower) {
+  const std::string hf = files().dir + "/hf";
+  const std::string cmd = std::string(OG_BINARY_DIR) + "/og-synth --family gemma3 --vision --format hf --out '" + hf +
+                          "' > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const auto* png = reinterpret_cast<const uint8_t*>(files().a.data());
+  for (int no : {0, 1}) {
+    og_model_options o;
+    og_model_options_init(&o);
+    EXPECT_EQ(o.no_mmproj, 0);
+    o.no_mmproj = no;
+    og_model* m = nullptr;
+    ASSERT_EQ(og_model_open(hf.c_str(), &o, &m), OG_OK) << og_last_error();
+    og_session* s = nullptr;
+    ASSERT_EQ(og_session_new(m, nullptr, &s), OG_OK) << og_last_error();
+    const og_status st = og_session_append_image(s, png, files().a.size());
+    if (no) {
+      EXPECT_EQ(st, OG_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(og_last_error()).find("no vision tower"), std::string::npos) << og_last_error();
+    } else {
+      EXPECT_EQ(st, OG_OK) << og_last_error();
+    }
+    og_session_free(s);
+    og_model_close(m);
+  }
+  og_model_options o;
+  og_model_options_init(&o);
+  o.mmproj = files().mmproj.c_str();
+  o.no_mmproj = 1;
+  og_model* m = nullptr;
+  EXPECT_EQ(og_model_open(files().model.c_str(), &o, &m), OG_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(og_last_error()).find("and no_mmproj contradict each other"), std::string::npos)
+      << og_last_error();
+}
+
 // A fork carries the image whole: the same next token gives the same logits in both.
 TEST_F(ImageApiTest, AForkKeepsTheImage) {
   og_session* s = session();
