@@ -98,9 +98,10 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
               "gemma3, tiny preset: add a tiny random SigLIP tower and Gemma 3's projector (56x56 pixels, patch 14, "
               "2 layers, width 32, 4 tokens per image), Gemma 3's turn and image tokens in the stories vocabulary and "
               "a Gemma-3-style chat template; --format hf writes a Gemma3ForConditionalGeneration directory with the "
-              "tower, --format gguf the text model (the tower goes to --mmproj-out). gemma4, tiny preset, --format "
-              "gguf only: a tiny random Gemma 4 vision encoder (patch 4, pooling 3, 2 layers, width 32, 280 tokens "
-              "per image from an mmproj) as a gemma4v mmproj, Gemma 4's image tokens and a template writing <|image|>. "
+              "tower, --format gguf the text model (the tower goes to --mmproj-out). gemma4, tiny preset: a tiny random "
+              "Gemma 4 vision encoder (patch 4, pooling 3, 2 layers, width 32, 280 tokens per image), Gemma 4's image "
+              "tokens and a template writing <|image|>; --format hf a Gemma4ForConditionalGeneration directory with "
+              "the tower, --format gguf the text model (the tower goes to --mmproj-out as a gemma4v mmproj). "
               "llama, tiny preset: a tiny CLIP tower (28x28 pixels, patch 7, 3 layers read at -2, 16 tokens per image) "
               "and LLaVA's MLP projector, <image> in the stories vocabulary and a LLaVA-1.5-style template; --format "
               "hf writes a LlavaForConditionalGeneration directory (CLIPImageProcessor settings), --format gguf the "
@@ -188,8 +189,6 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
     const char* own = fam == Family::kGemma4 ? "gemma4" : "stories";
     if (!f.tokenizer.empty() && f.tokenizer != own)
       og::usage_fail(std::string("--vision needs --tokenizer ") + own + " for " + f.family);
-    if (fam == Family::kGemma4 && f.format != "gguf")
-      og::usage_fail("--vision with --family " + f.family + " writes --format gguf only (the tower goes to --mmproj-out)");
     s.vision = true;
   }
   if (!f.mmproj_out.empty() && !f.vision) og::usage_fail("--mmproj-out needs --vision");

@@ -126,6 +126,36 @@ TEST(VisionExportGemma4, HfDirectoryToGgufAndMmprojGivesItsRows) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 2e-2 * (1 + std::abs(b[i]))) << i;
 }
 
+TEST(VisionExportGemma4, OgSynthsHfDirectoryAndItsExportGiveTheSameRows) {
+  // og-synth --family gemma4 --vision --format hf: the tower in the directory, its
+  // processor's 280-token budget; the export's mmproj assumes the same budget.
+  test::TempDir dir;
+  synth::SynthSpec g4 = synth::tiny_spec(synth::Family::kGemma4);
+  g4.vision = true;
+  const std::string hf = dir.path("hf"), text = dir.path("g4.gguf"), mmproj = dir.path("g4-mmproj.gguf");
+  synth::write_hf(g4, hf);
+  const std::shared_ptr<const ModelSource> src = ModelSource::open(hf);
+  ConvertOptions o;
+  ASSERT_TRUE(weight_type_from_name("f32", &o.type));
+  o.metadata = tokenizer_gguf_keys(*src->hf());
+  export_hf_to_gguf(*src, text, o);
+  MmprojWriteOptions mo;
+  mo.matrices = DType::F32;
+  export_hf_gemma4_mmproj(*src, mmproj, mo, false);
+  const LoadedModel own = load(hf), exported = load(text, mmproj);
+  ASSERT_TRUE(own.vision);
+  ASSERT_TRUE(exported.vision);
+  EXPECT_EQ(own.vision->tokens_per_image, 280);
+  const vision::Image im = picture(40, 30, 5);
+  const std::vector<float> a = exported.vision->encode(im).rows, b = own.vision->encode(im).rows;
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5 * (1 + std::abs(b[i]))) << i;
+  // og-synth's own mmproj of the same spec holds the same tower: the same rows.
+  synth::write_mmproj(g4, dir.path("synth-mmproj.gguf"));
+  EXPECT_TRUE(load(text, dir.path("synth-mmproj.gguf")).vision->encode(im).rows == a);
+}
+
 TEST(VisionExportGemma4, ADirectoryWithoutItsTowerIsRefusedBeforeWriting) {
   // og-synth's text-only Gemma 4 directory: a stub vision_config and a stand-in patch tensor, no tower.
   test::TempDir dir;

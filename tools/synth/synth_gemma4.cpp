@@ -94,6 +94,7 @@ std::vector<PlannedTensor> plan_gemma4(const SynthSpec& s) {
     if (s.layer_scale) add(h + "layer_scalar", {1}, Kind::kScalar);
   }
   add("norm.weight", {d}, Kind::kNorm);
+  if (s.vision) return out;  // the tower itself (synth_vision_gemma4.cpp) goes to the HF form
   // HF only: a stand-in for the vision tower the text model ignores.
   PlannedTensor vision;
   vision.hf_name = "model.vision_tower.patch_embedder.input_proj.weight";
@@ -147,7 +148,8 @@ nlohmann::ordered_json gemma4_hf_config(const SynthSpec& s, const TokenizerInfo&
   c["architectures"] = {"Gemma4ForConditionalGeneration"};
   c["model_type"] = "gemma4";
   c["text_config"] = t;
-  c["vision_config"] = {{"model_type", "gemma4_vision"}, {"hidden_size", 4}};
+  if (s.vision) c["vision_config"] = gemma4_vision_hf_config(s);
+  else c["vision_config"] = {{"model_type", "gemma4_vision"}, {"hidden_size", 4}};
   c["tie_word_embeddings"] = true;
   c["torch_dtype"] = "float32";
   return c;

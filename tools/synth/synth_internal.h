@@ -180,6 +180,11 @@ void validate_gemma4_vision(const SynthSpec& s);
 std::string gemma4_vision_chat_template();
 std::vector<std::string> gemma4_vision_tokens();
 void write_gemma4_mmproj(const SynthSpec& s, const std::string& path);
+// Its HF form: the tower's tensors under model.vision_tower. and
+// model.embed_vision., config.json's vision_config, Gemma4ImageProcessor settings.
+std::shared_ptr<RandomTensors> gemma4_hf_vision_tensors(const SynthSpec& s);
+nlohmann::ordered_json gemma4_vision_hf_config(const SynthSpec& s);
+void write_gemma4_preprocessor_config(const SynthSpec& s, const std::string& dir);
 
 // LLaVA vision specs (synth_vision_llava.cpp): the tiny CLIP tower's config,
 // the checks, the LLaVA-1.5-style template and the "mlp" mmproj.

@@ -187,6 +187,7 @@ nlohmann::ordered_json vision_hf_config(const SynthSpec& s, const nlohmann::orde
 
 std::string vision_hf_name(const SynthSpec& s, const std::string& text_name) {
   if (s.family == Family::kLlama) return llava_hf_name(text_name);
+  if (s.family == Family::kGemma4) return text_name;  // already under model.language_model.
   if (text_name.rfind("model.", 0) == 0) return "language_model." + text_name;
   if (text_name.rfind("lm_head.", 0) == 0) return "language_model." + text_name;
   return text_name;
@@ -237,11 +238,13 @@ std::vector<SafetensorsTensor> safetensors_of(const std::shared_ptr<const Random
 
 std::vector<SafetensorsTensor> vision_hf_tensors(const SynthSpec& s) {
   if (s.family == Family::kLlama) return safetensors_of(llava_hf_tensors(s));
+  if (s.family == Family::kGemma4) return safetensors_of(gemma4_hf_vision_tensors(s));
   return safetensors_of(gemma3_vision_tensors(s));
 }
 
 void write_vision_preprocessor_config(const SynthSpec& s, const std::string& dir) {
   if (s.family == Family::kLlama) return write_llava_preprocessor_config(s, dir);
+  if (s.family == Family::kGemma4) return write_gemma4_preprocessor_config(s, dir);
   const nlohmann::ordered_json p = {
       {"image_processor_type", "Gemma3ImageProcessor"},
       {"processor_class", "Gemma3Processor"},

@@ -4,8 +4,9 @@
 // chat template that writes <|image|> for an image part as Gemma 4's own does,
 // and a tiny random Gemma 4 vision encoder and embedder written as llama.cpp's
 // gemma4v mmproj by model/mmproj_gguf_gemma4.h from transformers' tensor names.
-// The HF form is not written (the text-only HF directory keeps its stand-in).
-#include <cstring>
+// The HF form (--format hf) holds the same tensors in a
+// Gemma4ForConditionalGeneration directory with a full vision_config and the
+// image processor's settings (the text-only directory keeps a stand-in).
 #include <random>
 
 #include "base/error.h"
@@ -33,68 +34,75 @@ constexpr const char* kGemma4VisionTemplate =
 
 constexpr const char* kGemma4ImageTokens[] = {"<|image>", "<|image|>", "<image|>"};
 
-// The tower's HF tensors (Gemma4ForConditionalGeneration's "model." names),
-// generated from the spec's seed, held as f32.
-class Gemma4VisionTensors : public TensorSource {
- public:
-  explicit Gemma4VisionTensors(const SynthSpec& s) {
-    const Gemma4VisionConfig c = gemma4_synth_vision_config(s);
-    std::mt19937 rng(static_cast<uint32_t>(s.seed * 7919 + 4));
-    const int64_t d = c.hidden, f = c.intermediate, p = c.patch_size, dh = c.head_dim;
-    const std::string vt = "model.vision_tower.";
-    add(rng, vt + "patch_embedder.input_proj.weight", {d, 3 * p * p}, 0.2f, 0);
-    add(rng, vt + "patch_embedder.position_embedding_table", {2, c.position_table, d}, 0.5f, 0);
-    for (int64_t l = 0; l < c.n_layers; ++l) {
-      const std::string lp = vt + "encoder.layers." + std::to_string(l) + ".";
-      for (const char* ln : {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
-                             "post_feedforward_layernorm"})
-        add(rng, lp + ln + ".weight", {d}, 0.5f, 1);
-      add(rng, lp + "self_attn.q_norm.weight", {dh}, 0.5f, 1);
-      add(rng, lp + "self_attn.k_norm.weight", {dh}, 0.5f, 1);
-      add(rng, lp + "self_attn.q_proj.linear.weight", {c.n_heads * dh, d}, 0.3f, 0);
-      add(rng, lp + "self_attn.k_proj.linear.weight", {c.n_kv_heads * dh, d}, 0.3f, 0);
-      add(rng, lp + "self_attn.v_proj.linear.weight", {c.n_kv_heads * dh, d}, 0.3f, 0);
-      add(rng, lp + "self_attn.o_proj.linear.weight", {d, c.n_heads * dh}, 0.3f, 0);
-      add(rng, lp + "mlp.gate_proj.linear.weight", {f, d}, 0.3f, 0);
-      add(rng, lp + "mlp.up_proj.linear.weight", {f, d}, 0.3f, 0);
-      add(rng, lp + "mlp.down_proj.linear.weight", {d, f}, 0.3f, 0);
-    }
-    add(rng, "model.embed_vision.embedding_projection.weight", {c.text_hidden, d}, 0.3f, 0);
-    for (size_t i = 0; i < infos_.size(); ++i) {
-      infos_[i].data = reinterpret_cast<const uint8_t*>(values_[i].data());
-      infos_[i].nbytes = values_[i].size() * sizeof(float);
-    }
-  }
-  const std::vector<TensorInfo>& tensors() const override { return infos_; }
-  const TensorInfo* find(std::string_view name) const override {
-    for (const TensorInfo& t : infos_)
-      if (t.name == name) return &t;
-    return nullptr;
-  }
-  std::string source_name() const override { return "synthetic gemma4 vision tower"; }
-
- private:
-  // Uniform values in center +- half.
-  void add(std::mt19937& rng, std::string name, std::vector<int64_t> shape, float half, float center) {
-    int64_t n = 1;
-    for (int64_t x : shape) n *= x;
-    std::uniform_real_distribution<float> u(center - half, center + half);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = u(rng);
-    TensorInfo t;
-    t.name = std::move(name);
-    t.type_id = static_cast<uint32_t>(DType::F32);
-    t.type_name = "f32";
-    t.known_type = true;
-    t.shape = std::move(shape);
-    infos_.push_back(std::move(t));
-    values_.push_back(std::move(v));
-  }
-  std::vector<TensorInfo> infos_;
-  std::vector<std::vector<float>> values_;
-};
+constexpr int64_t kMaxSoftTokens = 280;  // the processor's default budget, what an mmproj assumes
 
 }  // namespace
+
+// The tower's HF tensors (Gemma4ForConditionalGeneration's "model." names),
+// generated from the spec's seed, held as f32.
+std::shared_ptr<RandomTensors> gemma4_hf_vision_tensors(const SynthSpec& s) {
+  validate_gemma4_vision(s);
+  const Gemma4VisionConfig c = gemma4_synth_vision_config(s);
+  auto t = std::make_shared<RandomTensors>("synthetic gemma4 vision tower");
+  std::mt19937 rng(static_cast<uint32_t>(s.seed * 7919 + 4));
+  const int64_t d = c.hidden, f = c.intermediate, p = c.patch_size, dh = c.head_dim;
+  const std::string vt = "model.vision_tower.";
+  t->add(rng, vt + "patch_embedder.input_proj.weight", {d, 3 * p * p}, 0.2f, 0);
+  t->add(rng, vt + "patch_embedder.position_embedding_table", {2, c.position_table, d}, 0.5f, 0);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string lp = vt + "encoder.layers." + std::to_string(l) + ".";
+    for (const char* ln : {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                           "post_feedforward_layernorm"})
+      t->add(rng, lp + ln + ".weight", {d}, 0.5f, 1);
+    t->add(rng, lp + "self_attn.q_norm.weight", {dh}, 0.5f, 1);
+    t->add(rng, lp + "self_attn.k_norm.weight", {dh}, 0.5f, 1);
+    t->add(rng, lp + "self_attn.q_proj.linear.weight", {c.n_heads * dh, d}, 0.3f, 0);
+    t->add(rng, lp + "self_attn.k_proj.linear.weight", {c.n_kv_heads * dh, d}, 0.3f, 0);
+    t->add(rng, lp + "self_attn.v_proj.linear.weight", {c.n_kv_heads * dh, d}, 0.3f, 0);
+    t->add(rng, lp + "self_attn.o_proj.linear.weight", {d, c.n_heads * dh}, 0.3f, 0);
+    t->add(rng, lp + "mlp.gate_proj.linear.weight", {f, d}, 0.3f, 0);
+    t->add(rng, lp + "mlp.up_proj.linear.weight", {f, d}, 0.3f, 0);
+    t->add(rng, lp + "mlp.down_proj.linear.weight", {d, f}, 0.3f, 0);
+  }
+  t->add(rng, "model.embed_vision.embedding_projection.weight", {c.text_hidden, d}, 0.3f, 0);
+  return t;
+}
+
+nlohmann::ordered_json gemma4_vision_hf_config(const SynthSpec& s) {
+  const Gemma4VisionConfig c = gemma4_synth_vision_config(s);
+  return {{"model_type", "gemma4_vision"},
+          {"hidden_size", c.hidden},
+          {"intermediate_size", c.intermediate},
+          {"num_hidden_layers", c.n_layers},
+          {"num_attention_heads", c.n_heads},
+          {"num_key_value_heads", c.n_kv_heads},
+          {"head_dim", c.head_dim},
+          {"patch_size", c.patch_size},
+          {"pooling_kernel_size", c.pooling},
+          {"position_embedding_size", c.position_table},
+          {"rms_norm_eps", c.rms_norm_eps},
+          {"rope_parameters", {{"rope_theta", c.rope_theta}}},
+          {"hidden_activation", "gelu_pytorch_tanh"},
+          {"standardize", c.standardize},
+          {"use_clipped_linears", c.clipped_linears}};
+}
+
+void write_gemma4_preprocessor_config(const SynthSpec& s, const std::string& dir) {
+  const Gemma4VisionConfig c = gemma4_synth_vision_config(s);
+  // Gemma4ImageProcessor: rescaled to [0, 1], not normalized (the model maps x to 2x - 1).
+  const nlohmann::ordered_json p = {{"image_processor_type", "Gemma4ImageProcessor"},
+                                    {"processor_class", "Gemma4Processor"},
+                                    {"patch_size", c.patch_size},
+                                    {"pooling_kernel_size", c.pooling},
+                                    {"max_soft_tokens", kMaxSoftTokens},
+                                    {"resample", 3},
+                                    {"do_rescale", true},
+                                    {"rescale_factor", 1.0 / 255.0},
+                                    {"do_normalize", false},
+                                    {"image_mean", {0.0, 0.0, 0.0}},
+                                    {"image_std", {1.0, 1.0, 1.0}}};
+  write_text_file(join_path(dir, "preprocessor_config.json"), p.dump(2) + "\n");
+}
 
 Gemma4VisionConfig gemma4_synth_vision_config(const SynthSpec& s) {
   Gemma4VisionConfig c;
@@ -130,7 +138,7 @@ std::vector<std::string> gemma4_vision_tokens() {
 
 void write_gemma4_mmproj(const SynthSpec& s, const std::string& path) {
   validate_gemma4_vision(s);
-  const Gemma4VisionTensors src(s);
+  const std::shared_ptr<RandomTensors> src = gemma4_hf_vision_tensors(s);
   MmprojWriteOptions o;
   o.matrices = s.weight_dtype == DType::F16 || s.weight_dtype == DType::BF16 ? s.weight_dtype : DType::F32;
   // Gemma 4's processor rescales to [0, 1] and does not normalize.
@@ -138,7 +146,7 @@ void write_gemma4_mmproj(const SynthSpec& s, const std::string& path) {
   o.image_std = {1.0f, 1.0f, 1.0f};
   o.name = "synthetic-gemma4-mmproj";
   GgufWriter w;
-  add_gemma4_mmproj(gemma4_synth_vision_config(s), src, o, w);
+  add_gemma4_mmproj(gemma4_synth_vision_config(s), *src, o, w);
   w.write(path);
 }
 

@@ -372,8 +372,6 @@ nlohmann::ordered_json hf_config(const SynthSpec& s, const TokenizerInfo& tok) {
 }  // namespace
 
 void write_hf(const SynthSpec& spec, const std::string& dir) {
-  OG_CHECK(!(spec.vision && spec.family == Family::kGemma4), "synthetic model: ", family_name(spec.family),
-           " --vision is written as GGUF only (--format gguf with --mmproj-out)");
   std::vector<PlannedTensor> tensors = spec.family == Family::kGptOss ? std::vector<PlannedTensor>{} : plan(spec);
   TokenizerInfo tok = tokenizer_info(spec);
   std::error_code ec;
