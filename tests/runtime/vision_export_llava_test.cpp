@@ -25,39 +25,18 @@
 #include "temp_dir.h"
 #include "tokenizer/gguf_vocab_export.h"
 #include "vision/image.h"
+#include "vision_export_util.h"
 
 namespace og {
 namespace {
 
+using test::export_text_f32;
+
 LoadedModel load(const std::string& model, const std::string& mmproj = "") {
-  ModelSetup s;
-  s.model = model;
-  s.mmproj = mmproj;
-  return load_model(s);
+  return test::load_with_mmproj(model, mmproj);
 }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-vision::Image picture(int w, int h, int seed) {
-  vision::Image im;
-  im.width = w;
-  im.height = h;
-  im.channels = 3;
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      im.pixels.push_back(static_cast<uint8_t>((x * 9 + seed * 31) & 255));
-      im.pixels.push_back(static_cast<uint8_t>((y * 7 + seed) & 255));
-      im.pixels.push_back(static_cast<uint8_t>((x * y + seed * 3) & 255));
-    }
-  return im;
-}
+std::string error_of(const std::function<void()>& f) { return test::export_error_of(f); }
+vision::Image picture(int w, int h, int seed) { return test::export_picture(w, h, seed); }
 
 synth::SynthSpec llava_spec() {
   synth::SynthSpec s = synth::tiny_spec(synth::Family::kLlama);
@@ -69,12 +48,7 @@ void export_both(const std::string& hf, const std::string& text, const std::stri
                  bool overwrite) {
   const std::shared_ptr<const ModelSource> src = ModelSource::open(hf);
   ASSERT_TRUE(hf_is_llava(*src));
-  if (!overwrite) {
-    ConvertOptions o;
-    ASSERT_TRUE(weight_type_from_name("f32", &o.type));
-    o.metadata = tokenizer_gguf_keys(*src->hf());
-    export_hf_to_gguf(*src, text, o);
-  }
+  if (!overwrite) export_text_f32(*src, text);
   MmprojWriteOptions mo;
   mo.matrices = matrices;
   const ClipTowerConfig c = export_hf_llava_mmproj(*src, mmproj, mo, overwrite);
