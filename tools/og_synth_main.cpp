@@ -24,6 +24,7 @@ using og::synth::SynthSpec;
 
 struct SynthFlags {
   std::string family, format, out, preset = "tiny", dtype, tokenizer, chat_template, script, pooling, mmproj_out;
+  std::string vision_shape = "tiny";
   bool embedding = false, vision = false;
   int64_t seed = 1;
   // Shape overrides; applied only when given (the preset's value otherwise).
@@ -106,6 +107,12 @@ void add_flags(og::Flags& fl, SynthFlags& f) {
               "and LLaVA's MLP projector, <image> in the stories vocabulary and a LLaVA-1.5-style template; --format "
               "hf writes a LlavaForConditionalGeneration directory (CLIPImageProcessor settings), --format gguf the "
               "text model (the tower goes to --mmproj-out as an mlp mmproj)");
+  fl.add_choice("vision-shape", &f.vision_shape, {"tiny", "gemma3-4b"},
+                "gemma3 --vision: the tower's shape; tiny (default, above) or gemma3-4b (Gemma 3 4B's SigLIP: "
+                "896x896, patch 14, 27 layers, width 1152, MLP 4304, 16 heads, 256 tokens per image; random weights "
+                "for timing; with --d-model 2560 it projects to 4B's width). With --dtype q8_0 the mmproj's matrices "
+                "are q8_0 where llama.cpp's converter makes them so (rows of whole 32-value blocks, not the input "
+                "projection), f16 otherwise");
   fl.add_string("mmproj-out", &f.mmproj_out,
                 "with --vision: also write the tower as llama.cpp's mmproj GGUF (clip.* keys, v.* / mm.* tensors; "
                 "f32, or f16/bf16 with that --dtype)",
@@ -190,7 +197,17 @@ SynthSpec spec_of(const og::Flags& fl, const SynthFlags& f) {
     if (!f.tokenizer.empty() && f.tokenizer != own)
       og::usage_fail(std::string("--vision needs --tokenizer ") + own + " for " + f.family);
     s.vision = true;
+    if (f.vision_shape == "gemma3-4b") {
+      if (fam != Family::kGemma3) og::usage_fail("--vision-shape gemma3-4b needs --family gemma3");
+      s.vision_image_size = 896;
+      s.vision_hidden = 1152;
+      s.vision_d_ff = 4304;
+      s.vision_layers = 27;
+      s.vision_heads = 16;
+      s.vision_tokens = 256;
+    }
   }
+  if (f.vision_shape != "tiny" && !f.vision) og::usage_fail("--vision-shape needs --vision");
   if (!f.mmproj_out.empty() && !f.vision) og::usage_fail("--mmproj-out needs --vision");
   // Files are read after every usage check: a missing one is a failed write (exit 1).
   if (!f.chat_template.empty()) s.chat_template = og::read_text_file(f.chat_template);

@@ -6,11 +6,15 @@
 // the tower under vision_tower.vision_model. and multi_modal_projector.,
 // preprocessor_config.json); the GGUF form is the text model and, apart,
 // llama.cpp's mmproj file of the same tower (model/mmproj_gguf.h).
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
 #include "base/error.h"
+#include "kernels/ops.h"
 #include "model/mmproj_gguf.h"
+#include "model/tensor_codec.h"
 #include "synth/synth_internal.h"
 
 namespace og::synth {
@@ -64,6 +68,10 @@ std::shared_ptr<RandomTensors> gemma3_vision_tensors(const SynthSpec& s) {
   const VisionTowerConfig c = vision_tower_config(s);
   std::mt19937 rng(static_cast<uint32_t>(s.seed * 7919 + 48));
   const int64_t d = c.hidden, f = c.intermediate, p = c.patch_size;
+  // Matrices over a wider input get smaller values, so that a tower of real
+  // width (--vision-shape gemma3-4b) keeps the tiny tower's activation scale
+  // instead of overflowing f16 (both factors are 1 for the tiny tower).
+  const float wd = std::sqrt(32.0f / static_cast<float>(d)), wf = std::sqrt(64.0f / static_cast<float>(f));
   const std::string vm = "vision_tower.vision_model.";
   t->add(rng, vm + "embeddings.patch_embedding.weight", {d, 3, p, p}, 0.05f, 0);
   t->add(rng, vm + "embeddings.patch_embedding.bias", {d}, 0.1f, 0);
@@ -75,18 +83,18 @@ std::shared_ptr<RandomTensors> gemma3_vision_tensors(const SynthSpec& s) {
       t->add(rng, lp + ln + ".bias", {d}, 0.1f, 0);
     }
     for (const char* m : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
-      t->add(rng, lp + "self_attn." + m + ".weight", {d, d}, 0.3f, 0);
+      t->add(rng, lp + "self_attn." + m + ".weight", {d, d}, 0.3f * wd, 0);
       t->add(rng, lp + "self_attn." + m + ".bias", {d}, 0.1f, 0);
     }
-    t->add(rng, lp + "mlp.fc1.weight", {f, d}, 0.3f, 0);
+    t->add(rng, lp + "mlp.fc1.weight", {f, d}, 0.3f * wd, 0);
     t->add(rng, lp + "mlp.fc1.bias", {f}, 0.1f, 0);
-    t->add(rng, lp + "mlp.fc2.weight", {d, f}, 0.3f, 0);
+    t->add(rng, lp + "mlp.fc2.weight", {d, f}, 0.3f * wf, 0);
     t->add(rng, lp + "mlp.fc2.bias", {d}, 0.1f, 0);
   }
   t->add(rng, vm + "post_layernorm.weight", {d}, 0.2f, 1);
   t->add(rng, vm + "post_layernorm.bias", {d}, 0.1f, 0);
   t->add(rng, "multi_modal_projector.mm_soft_emb_norm.weight", {d}, 0.2f, 0);
-  t->add(rng, "multi_modal_projector.mm_input_projection_weight", {d, c.text_hidden}, 0.3f, 0);
+  t->add(rng, "multi_modal_projector.mm_input_projection_weight", {d, c.text_hidden}, 0.3f * wd, 0);
   return t;
 }
 
@@ -262,6 +270,40 @@ void write_vision_preprocessor_config(const SynthSpec& s, const std::string& dir
   write_text_file(join_path(dir, "preprocessor_config.json"), p.dump(2) + "\n");
 }
 
+namespace {
+
+// Rewrites the f16 mmproj at `from` as `to` with q8_0 matrices where
+// llama.cpp's converter (--outtype q8_0) makes them q8_0: a 2-D matrix whose
+// rows are whole 32-value blocks, but the input projection (the converter
+// forces it to f16) and the embeddings (f32); the others stay as they are
+// (fc2's 4304-wide rows in Gemma 3 4B's tower stay f16).
+void write_q8_0_copy(const std::string& from, const std::string& to) {
+  const std::unique_ptr<GgufFile> f = GgufFile::open(from);
+  GgufWriter w;
+  for (const auto& [key, value] : f->metadata())
+    if (key != "general.alignment") w.set(key, value);
+  for (const TensorInfo& t : f->tensors()) {
+    const int64_t cols = t.shape.back();
+    const bool q8 = t.shape.size() == 2 && t.type_id == static_cast<uint32_t>(DType::F16) && cols % 32 == 0 &&
+                    t.name != "mm.input_projection.weight";
+    if (!q8) {
+      w.add_tensor(t.name, static_cast<DType>(t.type_id), t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes));
+      continue;
+    }
+    const TensorInfo* tp = &t;
+    w.add_tensor(t.name, DType::Q8_0, t.shape, GgufWriter::Producer([tp, cols] {
+                   const int64_t rows = tp->shape[0];
+                   std::vector<float> v(static_cast<size_t>(rows * cols));
+                   const int64_t rb = dtype_row_bytes(DType::F16, cols);
+                   for (int64_t r = 0; r < rows; ++r) kernels::dequantize_row(DType::F16, tp->data + r * rb, &v[r * cols], cols);
+                   return encode_rows(DType::Q8_0, v.data(), rows, cols);
+                 }));
+  }
+  w.write(to);
+}
+
+}  // namespace
+
 void write_mmproj(const SynthSpec& s, const std::string& path) {
   OG_CHECK(s.vision, "synthetic model: an mmproj file needs a vision spec (--vision)");
   if (s.family == Family::kGemma4) return write_gemma4_mmproj(s, path);
@@ -270,11 +312,18 @@ void write_mmproj(const SynthSpec& s, const std::string& path) {
   const std::shared_ptr<RandomTensors> src = gemma3_vision_tensors(s);
   MmprojWriteOptions o;
   // The HF form holds f32: an f32 mmproj gives its rows bit for bit.
-  o.matrices = s.weight_dtype == DType::F16 || s.weight_dtype == DType::BF16 ? s.weight_dtype : DType::F32;
+  o.matrices = s.weight_dtype == DType::F16 || s.weight_dtype == DType::BF16 || s.weight_dtype == DType::Q8_0
+                   ? (s.weight_dtype == DType::Q8_0 ? DType::F16 : s.weight_dtype)
+                   : DType::F32;
   o.name = "synthetic-gemma3-mmproj";
   GgufWriter w;
   add_gemma3_mmproj(vision_tower_config(s), *src, o, w);
-  w.write(path);
+  if (s.weight_dtype != DType::Q8_0) return w.write(path);
+  // q8_0 (for timing a tower as llama.cpp's q8_0 mmproj files hold it): f16 first, then requantized.
+  const std::string tmp = path + ".f16.tmp";
+  w.write(tmp);
+  write_q8_0_copy(tmp, path);
+  std::remove(tmp.c_str());
 }
 
 }  // namespace og::synth
