@@ -201,10 +201,11 @@ py::dict generation_dict(og_generation g) {
 class PyModel {
  public:
   PyModel(const std::string& path, const std::string& tokenizer, const std::string& chat_template, bool mmap,
-          int threads, bool experts_in_memory, const std::string& mmproj) {
+          int threads, bool experts_in_memory, const std::string& mmproj, bool no_mmproj) {
     og_model_options o;
     og_model_options_init(&o);
     o.mmproj = mmproj.empty() ? nullptr : mmproj.c_str();
+    o.no_mmproj = no_mmproj ? 1 : 0;
     o.tokenizer = tokenizer.empty() ? nullptr : tokenizer.c_str();
     o.chat_template = chat_template.c_str();
     o.mmap = mmap;
@@ -759,7 +760,7 @@ PYBIND11_MODULE(_offgraph, m) {
 
   py::class_<PyModel>(m, "Model")
       .def(py::init<const std::string&, const std::string&, const std::string&, bool, int, bool,
-                    const std::string&>())
+                    const std::string&, bool>())
       .def("close", &PyModel::close)
       .def("info", &PyModel::info)
       .def("special", &PyModel::special)

@@ -205,14 +205,16 @@ class Model:
             the file fits); by default they stay in the mapped file and only the routed ones are read.
         mmproj: a vision tower in llama.cpp's mmproj GGUF (as ``--mmproj``), for images in
             ``Session.chat`` (an HF directory's own tower loads without it).
+        no_mmproj: load no vision tower, not even an HF directory's own (as ``--no-mmproj``);
+            images are then refused as by a text-only model. Contradicts ``mmproj``.
     """
 
     def __init__(self, path: str, *, tokenizer: Optional[str] = None, chat_template: str = "auto",
                  mmap: bool = False, threads: int = 0, experts_in_memory: bool = False,
-                 mmproj: Optional[str] = None):
+                 mmproj: Optional[str] = None, no_mmproj: bool = False):
         self.path = str(path)
         self._m = _offgraph.Model(_existing(str(path)), _existing(tokenizer), chat_template, mmap, threads,
-                                  experts_in_memory, _existing(mmproj))
+                                  experts_in_memory, _existing(mmproj), no_mmproj)
         self.tokenizer = Tokenizer(self)
         self.chat_template = ChatTemplate(self)
 

@@ -57,7 +57,8 @@ class Model:
     tokenizer: Tokenizer
     chat_template: ChatTemplate
     def __init__(self, path: str, *, tokenizer: Optional[str] = ..., chat_template: str = ..., mmap: bool = ...,
-                 threads: int = ..., experts_in_memory: bool = ..., mmproj: Optional[str] = ...) -> None: ...
+                 threads: int = ..., experts_in_memory: bool = ..., mmproj: Optional[str] = ...,
+                 no_mmproj: bool = ...) -> None: ...
     @property
     def info(self) -> dict: ...
     @overload

@@ -98,3 +98,20 @@ def test_bad_image_parts_are_refused_naming_them(model, files):
     text_only = offgraph.Model(files[1])
     with pytest.raises(offgraph.InvalidArgumentError, match=r"this model has no vision tower \(pass --mmproj FILE\)"):
         text_only.session().chat(ask({"type": "image", "image": A}))
+
+
+def test_no_mmproj_loads_an_hf_directory_without_its_tower(files):
+    d, m, p = files
+    hf = os.path.join(d, "hf")
+    subprocess.run([SYNTH, "--family", "gemma3", "--vision", "--format", "hf", "--out", hf],
+                   check=True, stdout=subprocess.DEVNULL)
+    with_tower = offgraph.Model(hf)
+    r = with_tower.session().chat(ask({"type": "image", "image": A}), max_new_tokens=2, temperature=0)
+    assert r.usage["prompt_tokens"] > 4
+    without = offgraph.Model(hf, no_mmproj=True)
+    with pytest.raises(offgraph.InvalidArgumentError, match="this model has no vision tower"):
+        without.session().chat(ask({"type": "image", "image": A}))
+    assert without.session().chat([{"role": "user", "content": "hi"}], max_new_tokens=2, temperature=0).content \
+        is not None
+    with pytest.raises(offgraph.InvalidArgumentError, match="contradict"):
+        offgraph.Model(m, mmproj=p, no_mmproj=True)
