@@ -82,6 +82,7 @@ TEST(FloatTiles, EdgesOfTilesAndChunksAgreeWithExactSumsAndBatchEqualsAlone) {
       {1, 16, 1},   {3, 17, 2},   {4, 31, 6},    {5, 100, 7},  {9, 588, 13},
       {13, 64, 25}, {7, 1152, 5}, {6, 4304, 30},  // 4304: L2 chunks of 12 rows (AVX-512), 2 and more chunks
       {19, 8, 3},   {2, 1, 9},
+      {230, 300, 40},  // f16 on AVX-512: two L2 panels of weight rows (216 rows of 300)
   };
   for (Isa isa : isas)
     for (DType t : {DType::F32, DType::F16, DType::BF16})

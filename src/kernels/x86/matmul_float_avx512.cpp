@@ -8,7 +8,8 @@
 // prefill) streamed every activation row past each 4-row weight block, from
 // DRAM once the rows outgrew L2. Here a tile is RT weight rows × XT
 // activation rows of 16-lane f32 accumulators, and large batches go in
-// activation chunks that stay in L2 while this thread's weight rows pass.
+// activation chunks that stay in L2 while this thread's weight rows pass
+// (f16 rows of up to ~1300 values: in L2 panels, past L1-held activation tiles).
 //
 // Each output's lane sums run over k in the same order whatever the tile
 // (the row's last n_in % 16 values under a mask), and every output is reduced
@@ -32,15 +33,20 @@ constexpr int RT = 4;                         // weight rows per tile
 constexpr int XT = 6;                         // activation rows per tile: RT·XT + XT + 1 ≤ 32 zmm
 constexpr int64_t kPrefetch = 1024;           // bytes ahead of use, per weight row, when streaming
 constexpr int64_t kChunkBytes = 256 * 1024;  // activation rows kept in L2 while weight rows pass
+constexpr int64_t kPanelBytes = 128 * 1024;  // weight rows kept in L2 while a chunk's tiles pass
+constexpr int64_t kL1TileBytes = 32 * 1024;  // an activation tile this small stays in L1 (48 KiB on Zen 5)
 
+// kPanels: whether prefill may take the weight-panel order (rows() below).
 struct WF32 {
   static constexpr int kBytes = 4;
+  static constexpr bool kPanels = false;  // 1152x1152, 1 thread: 4-19 % slower in panels (twice)
   static __m512 load(const uint8_t* p) { return _mm512_loadu_ps(p); }
   static __m512 load_masked(const uint8_t* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 };
 
 struct WF16 {
   static constexpr int kBytes = 2;
+  static constexpr bool kPanels = true;
   static __m512 load(const uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
@@ -117,30 +123,58 @@ void ntile(const uint8_t* w, int64_t row_bytes, int64_t n_in, const float* x, in
   if constexpr (X > 1) return ntile<L, R, X - 1, kStream>(w, row_bytes, n_in, x, r, x0, n, y, n_out);
 }
 
-// Rows [r0, r1) × activation rows [c0, c1) in tiles of RT × XT (the row
-// and batch tails as narrower tiles).
-template <class L, bool kStream>
+// Rows [r0, r1) × activation rows [c0, c1) in RT × XT tiles (the row and
+// batch tails as narrower tiles). kActsOuter: for each XT activation rows,
+// every RT weight rows (the activation tile stays in L1 while the weight rows
+// stream past); else for each RT weight rows, every XT activation rows (the
+// weight rows stay in L1).
+template <class L, bool kStream, bool kActsOuter>
 void block(const uint8_t* w, int64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1, const float* x, int64_t c0,
            int64_t c1, float* y, int64_t n_out) {
-  int64_t r = r0;
-  for (; r + RT <= r1; r += RT)
-    for (int64_t i = c0; i < c1; i += XT)
-      ntile<L, RT, XT, kStream>(w, row_bytes, n_in, x, r, i, c1 - i < XT ? c1 - i : XT, y, n_out);
-  for (; r < r1; ++r)
-    for (int64_t i = c0; i < c1; i += XT)
-      ntile<L, 1, XT, kStream>(w, row_bytes, n_in, x, r, i, c1 - i < XT ? c1 - i : XT, y, n_out);
+  auto rows_of = [&](int64_t i) {
+    const int64_t n = c1 - i < XT ? c1 - i : XT;
+    int64_t r = r0;
+    for (; r + RT <= r1; r += RT) ntile<L, RT, XT, kStream>(w, row_bytes, n_in, x, r, i, n, y, n_out);
+    for (; r < r1; ++r) ntile<L, 1, XT, kStream>(w, row_bytes, n_in, x, r, i, n, y, n_out);
+  };
+  if constexpr (kActsOuter) {
+    for (int64_t i = c0; i < c1; i += XT) rows_of(i);
+  } else {
+    int64_t r = r0;
+    for (; r + RT <= r1; r += RT)
+      for (int64_t i = c0; i < c1; i += XT)
+        ntile<L, RT, XT, kStream>(w, row_bytes, n_in, x, r, i, c1 - i < XT ? c1 - i : XT, y, n_out);
+    for (; r < r1; ++r)
+      for (int64_t i = c0; i < c1; i += XT)
+        ntile<L, 1, XT, kStream>(w, row_bytes, n_in, x, r, i, c1 - i < XT ? c1 - i : XT, y, n_out);
+  }
 }
 
-// Up to XT activation rows stream the weights once (prefetched); more go in
-// chunks that stay in L2 while this thread's weight rows pass over them.
+// Up to XT activation rows stream the weights once (prefetched). More go in
+// chunks of activation rows that stay in L2. Where an activation tile fits
+// in L1 (n_in up to ~1300), each chunk meets panels of weight rows that stay
+// in L2 beside it, and the weight rows stream from there past each
+// activation tile (bench_kernels_bench f16 1152x1152, 1 thread: 7-17 %
+// faster in two A/B pairs; f32 was slower, L::kPanels); wider rows keep RT
+// weight rows in L1 instead (their activation tile would not fit: f16
+// 1152x4304 ran 7 % slower the other way, f32 25 %).
 template <class L>
 void rows(const uint8_t* w, int64_t row_bytes, int64_t n_in, int64_t r0, int64_t r1, const float* x, const void*,
           int64_t n_x, float* y, int64_t n_out) {
-  if (n_x <= XT) return block<L, true>(w, row_bytes, n_in, r0, r1, x, 0, n_x, y, n_out);
-  int64_t chunk = kChunkBytes / (4 * n_in) / XT * XT;
+  if (n_x <= XT) return block<L, true, false>(w, row_bytes, n_in, r0, r1, x, 0, n_x, y, n_out);
+  int64_t chunk = kChunkBytes / (4 * n_in) / XT * XT, panel = kPanelBytes / row_bytes / RT * RT;
   if (chunk < XT) chunk = XT;
-  for (int64_t c0 = 0; c0 < n_x; c0 += chunk)
-    block<L, false>(w, row_bytes, n_in, r0, r1, x, c0, c0 + chunk < n_x ? c0 + chunk : n_x, y, n_out);
+  if (panel < RT) panel = RT;
+  const bool acts_outer = L::kPanels && XT * 4 * n_in <= kL1TileBytes;
+  for (int64_t c0 = 0; c0 < n_x; c0 += chunk) {
+    const int64_t c1 = c0 + chunk < n_x ? c0 + chunk : n_x;
+    if (!acts_outer) {
+      block<L, false, false>(w, row_bytes, n_in, r0, r1, x, c0, c1, y, n_out);
+      continue;
+    }
+    for (int64_t p0 = r0; p0 < r1; p0 += panel)
+      block<L, false, true>(w, row_bytes, n_in, p0, p0 + panel < r1 ? p0 + panel : r1, x, c0, c1, y, n_out);
+  }
 }
 
 template <class L>
