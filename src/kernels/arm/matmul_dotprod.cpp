@@ -2,7 +2,7 @@
 // -march=armv8.2-a+dotprod by src/kernels/isa.cmake, run only when HWCAP
 // says the CPU has it): the int8 matmuls of 13 weight types over activations
 // quantized once per matmul to int8 blocks of 32 (q8_blocks_arm.inc), and
-// the layouts Q8_0, Q4_0, IQ4_NL, MXFP4 and Q4_K are repacked to at load
+// the layouts Q8_0, Q4_0, IQ4_NL, MXFP4, Q4_K and Q6_K are repacked to at load
 // (q8_groups_arm.inc: 8 or 16 rows interleaved, one row per sdot lane). The table
 // starts from the baseline NEON one (matmul_neon.cpp), which keeps every
 // other weight type.
@@ -97,10 +97,53 @@ void group_q4k_sdot_n(const uint8_t* g, int64_t n_super, const void* act, int64_
     for (int q = 0; q < 4; ++q) vst1q_f32(y + (i0 + t) * n_out + r + 4 * q, acc[t][q]);
 }
 
+// Q6_K_R16: a group of 16 rows by N activation rows; chunk c of every
+// super-block is activation block 8·sb + c. Per lane, Q6_KT's fold: the two
+// halves' sums by their int8 scales (exact in int32), then by d·d_x.
+template <int N>
+void group_q6k_sdot_n(const uint8_t* g, int64_t n_super, const void* act, int64_t n_in, int64_t i0, float* y,
+                      int64_t n_out, int64_t r) {
+  float32x4_t acc[N][4];
+  ActRow a[N];
+  for (int t = 0; t < N; ++t) {
+    for (float32x4_t& v : acc[t]) v = vdupq_n_f32(0);
+    a[t] = act_row(act, n_in, i0 + t);
+  }
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    const uint8_t* p = g + sb * Q6_KR16::kBlockBytes;
+    float32x4_t d[4];
+    Q6_KR16::scales(p, d);
+    for (int c = 0; c < 8; ++c) {
+      const int64_t blk = 8 * sb + c;
+      int8x16_t lo[4][4], hi[4][4];
+      Q6_KR16::levels(p, c, lo, hi);
+      int32x4_t sc_lo[4], sc_hi[4];
+      for (int q = 0; q < 4; ++q) sc_lo[q] = Q6_KR16::scale(p, 2 * c, q), sc_hi[q] = Q6_KR16::scale(p, 2 * c + 1, q);
+      for (int t = 0; t < N; ++t) {
+        const int8x16_t x0 = vld1q_s8(a[t].q + 32 * blk), x1 = vld1q_s8(a[t].q + 32 * blk + 16);
+        const float dx = a[t].dx(blk);
+        for (int q = 0; q < 4; ++q) {
+          int32x4_t sl = vdupq_n_s32(0), sh = vdupq_n_s32(0);
+          sl = vdotq_laneq_s32(sl, lo[0][q], x0, 0), sl = vdotq_laneq_s32(sl, lo[1][q], x0, 1);
+          sl = vdotq_laneq_s32(sl, lo[2][q], x0, 2), sl = vdotq_laneq_s32(sl, lo[3][q], x0, 3);
+          sh = vdotq_laneq_s32(sh, hi[0][q], x1, 0), sh = vdotq_laneq_s32(sh, hi[1][q], x1, 1);
+          sh = vdotq_laneq_s32(sh, hi[2][q], x1, 2), sh = vdotq_laneq_s32(sh, hi[3][q], x1, 3);
+          const int32x4_t tot = vmlaq_s32(vmulq_s32(sc_lo[q], sl), sc_hi[q], sh);
+          acc[t][q] = vfmaq_f32(acc[t][q], vmulq_n_f32(d[q], dx), vcvtq_f32_s32(tot));
+        }
+      }
+    }
+  }
+  for (int t = 0; t < N; ++t)
+    for (int q = 0; q < 4; ++q) vst1q_f32(y + (i0 + t) * n_out + r + 4 * q, acc[t][q]);
+}
+
 template <class L, int N>
 void group_n(const uint8_t* g, const void* act, int64_t n_in, int64_t i0, float* y, int64_t n_out, int64_t r) {
-  if constexpr (L::kRows == 16) {
+  if constexpr (std::is_same_v<L, Q4_KR16>) {
     group_q4k_sdot_n<N>(g, n_in / 256, act, n_in, i0, y, n_out, r);
+  } else if constexpr (std::is_same_v<L, Q6_KR16>) {
+    group_q6k_sdot_n<N>(g, n_in / 256, act, n_in, i0, y, n_out, r);
   } else {
     group_sdot_n<L, N>(g, n_in / 32, act, n_in, i0, y, n_out, r);
   }
@@ -153,6 +196,7 @@ void register_dotprod(KernelTable& k) {
   grouped(DType::IQ4_NL, DType::IQ4_NL_R, &q8arm::rows_grouped_sdot<q8arm::IQ4_NLR>, 8);
   grouped(DType::MXFP4, DType::MXFP4_R, &q8arm::rows_grouped_sdot<q8arm::MXFP4R>, 8);
   grouped(DType::Q4_K, DType::Q4_K_R16, &q8arm::rows_grouped_sdot<q8arm::Q4_KR16>, 16);
+  grouped(DType::Q6_K, DType::Q6_K_R16, &q8arm::rows_grouped_sdot<q8arm::Q6_KR16>, 16);
   k.madd_loop = [](bool int8, int64_t iters) -> int64_t {  // int8: sdot, 16 products per instruction
     if (!int8) return arm_probe::f32_fma_loop(iters);
     const int8x16_t b = vdupq_n_s8(3), c = vdupq_n_s8(-2);

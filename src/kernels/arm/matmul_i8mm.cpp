@@ -161,6 +161,50 @@ void group_pair_q4k_mmla(const uint8_t* g, int64_t n_super, const ActRow& a0, co
   }
 }
 
+// Q6_K_R16: a group of 16 rows by activation rows a0, a1; acc[p] as in
+// group_pair_mmla for rows (2p, 2p + 1). Per lane, Q6_KT's fold: the two
+// halves' sums by their int8 scales (exact in int32), then by d·d_x.
+void group_pair_q6k_mmla(const uint8_t* g, int64_t n_super, const ActRow& a0, const ActRow& a1, float32x4_t acc[8]) {
+  for (int p = 0; p < 8; ++p) acc[p] = vdupq_n_f32(0);
+  auto zip = [](int8x16_t u, int8x16_t v, bool second) {
+    const uint32x4_t a = vreinterpretq_u32_s8(u), b = vreinterpretq_u32_s8(v);
+    return vreinterpretq_s8_u32(second ? vzip2q_u32(a, b) : vzip1q_u32(a, b));
+  };
+  auto dup = [](int32x4_t v, int h) { return h == 0 ? vzip1q_s32(v, v) : vzip2q_s32(v, v); };
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    const uint8_t* p = g + sb * Q6_KR16::kBlockBytes;
+    float32x4_t d[4];
+    Q6_KR16::scales(p, d);
+    for (int c = 0; c < 8; ++c) {
+      const int64_t blk = 8 * sb + c;
+      int8x16_t lo[4][4], hi[4][4];
+      Q6_KR16::levels(p, c, lo, hi);
+      int32x4_t sl[8], sh[8];
+      for (int k = 0; k < 8; ++k) sl[k] = sh[k] = vdupq_n_s32(0);
+      for (int e = 0; e < 2; ++e) {  // steps 2e, 2e + 1 of each half: elements 8e.. and 16 + 8e..
+        const int8x16_t xl = vcombine_s8(vld1_s8(a0.q + 32 * blk + 8 * e), vld1_s8(a1.q + 32 * blk + 8 * e));
+        const int8x16_t xh = vcombine_s8(vld1_s8(a0.q + 32 * blk + 16 + 8 * e), vld1_s8(a1.q + 32 * blk + 16 + 8 * e));
+        for (int q = 0; q < 4; ++q) {
+          sl[2 * q] = vmmlaq_s32(sl[2 * q], zip(lo[2 * e][q], lo[2 * e + 1][q], false), xl);
+          sl[2 * q + 1] = vmmlaq_s32(sl[2 * q + 1], zip(lo[2 * e][q], lo[2 * e + 1][q], true), xl);
+          sh[2 * q] = vmmlaq_s32(sh[2 * q], zip(hi[2 * e][q], hi[2 * e + 1][q], false), xh);
+          sh[2 * q + 1] = vmmlaq_s32(sh[2 * q + 1], zip(hi[2 * e][q], hi[2 * e + 1][q], true), xh);
+        }
+      }
+      const float32x2_t dx2 = {a0.dx(blk), a1.dx(blk)};
+      const float32x4_t dx = vcombine_f32(dx2, dx2);
+      for (int q = 0; q < 4; ++q) {
+        const int32x4_t scl = Q6_KR16::scale(p, 2 * c, q), sch = Q6_KR16::scale(p, 2 * c + 1, q);
+        for (int h = 0; h < 2; ++h) {  // rows 4q + 2h, 4q + 2h + 1
+          const int32x4_t tot = vmlaq_s32(vmulq_s32(dup(scl, h), sl[2 * q + h]), dup(sch, h), sh[2 * q + h]);
+          const float32x4_t dw = h == 0 ? vzip1q_f32(d[q], d[q]) : vzip2q_f32(d[q], d[q]);
+          acc[2 * q + h] = vfmaq_f32(acc[2 * q + h], vmulq_f32(dw, dx), vcvtq_f32_s32(tot));
+        }
+      }
+    }
+  }
+}
+
 template <class L>
 void group_mmla(const uint8_t* g, const void* act, int64_t n_in, int64_t n_x, float* y, int64_t n_out, int64_t r) {
   constexpr int kPairs = L::kRows / 2;
@@ -168,8 +212,10 @@ void group_mmla(const uint8_t* g, const void* act, int64_t n_in, int64_t n_x, fl
     const bool pair = i + 1 < n_x;
     const ActRow a0 = act_row(act, n_in, i), a1 = pair ? act_row(act, n_in, i + 1) : a0;
     float32x4_t acc[kPairs];
-    if constexpr (L::kRows == 16) {
+    if constexpr (std::is_same_v<L, Q4_KR16>) {
       group_pair_q4k_mmla(g, n_in / 256, a0, a1, acc);
+    } else if constexpr (std::is_same_v<L, Q6_KR16>) {
+      group_pair_q6k_mmla(g, n_in / 256, a0, a1, acc);
     } else {
       group_pair_mmla<L>(g, n_in / 32, a0, a1, acc);
     }
@@ -216,6 +262,7 @@ void register_i8mm(KernelTable& k) {
   grouped(DType::IQ4_NL_R, &q8arm::rows_grouped_mmla<q8arm::IQ4_NLR>, 8);
   grouped(DType::MXFP4_R, &q8arm::rows_grouped_mmla<q8arm::MXFP4R>, 8);
   grouped(DType::Q4_K_R16, &q8arm::rows_grouped_mmla<q8arm::Q4_KR16>, 16);
+  grouped(DType::Q6_K_R16, &q8arm::rows_grouped_mmla<q8arm::Q6_KR16>, 16);
   k.madd_loop = [](bool int8, int64_t iters) -> int64_t {  // int8: smmla, 2·8·2 = 32 products per instruction
     if (!int8) return arm_probe::f32_fma_loop(iters);
     const int8x16_t b = vdupq_n_s8(3), c = vdupq_n_s8(-2);
