@@ -1,6 +1,6 @@
 // Images agree with llama.cpp's llama-mtmd-cli (issue 48 item 4): og-synth's
-// tiny Gemma 3 and Gemma 4 vision models (the text GGUF and its mmproj) and
-// PNGs the test writes. Two checks per case: the image's rows (llama.cpp's
+// tiny Gemma 3, Gemma 4 and LLaVA vision models (the text GGUF and its
+// mmproj) and PNGs the test writes. Two checks per case: the image's rows (llama.cpp's
 // MTMD_DEBUG_EMBEDDINGS dump against our tower on the same file) within a
 // tolerance, and the greedy text after the image, one thread each. Where
 // llama.cpp knowingly parts from transformers (docs/vision.md, "Agreement with
