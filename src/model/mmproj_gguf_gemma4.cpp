@@ -72,6 +72,9 @@ void add_gemma4_mmproj(const Gemma4VisionConfig& c, const TensorSource& hf, cons
   h.projection_dim = c.text_hidden;
   h.eps = c.rms_norm_eps;
   set_clip_header(w, h, o);
+  // llama.cpp reads a grouped tower's kv heads from this key (default: the heads)
+  // and cannot load a grouped tower without it; released Gemma 4 towers are not grouped.
+  if (c.n_kv_heads != c.n_heads) set_clip_u32(w, "clip.vision.attention.head_count_kv", c.n_kv_heads);
   if (c.pooling != 3) set_clip_u32(w, "clip.vision.projector.scale_factor", c.pooling);
   const int64_t d = c.hidden, p = c.patch_size;
   for (const TensorInfo& t : hf.tensors()) {

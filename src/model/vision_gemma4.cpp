@@ -184,6 +184,9 @@ Gemma4VisionConfig gemma4_mmproj_config(const GgufFile& f) {
   OG_CHECK(c.head_dim > 0 && k->shape[0] % c.head_dim == 0, file, ": v.blk.0.attn_k.weight's ", k->shape[0],
            " rows are not whole heads of ", c.head_dim);
   c.n_kv_heads = k->shape[0] / c.head_dim;
+  if (const auto kv = f.get_int("clip.vision.attention.head_count_kv"); kv.has_value())
+    OG_CHECK(*kv == c.n_kv_heads, file, ": clip.vision.attention.head_count_kv is ", *kv,
+             " but v.blk.0.attn_k.weight's rows make ", c.n_kv_heads, " heads of ", c.head_dim);
   const TensorInfo* pos = f.find("v.position_embd.weight");
   OG_CHECK(pos != nullptr && pos->shape.size() == 3 && pos->shape[0] == 2, file,
            ": vision tensor v.position_embd.weight [2, positions, hidden] is missing");

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "base/error.h"
+#include "format/gguf.h"
 #include "format/hf_config.h"
 #include "format/model_source.h"
 #include "format/safetensors.h"
@@ -90,6 +91,20 @@ TEST(VisionExportGemma4, HfDirectoryToGgufAndMmprojGivesItsRows) {
     ASSERT_FALSE(a.empty());
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5 * (1 + std::abs(b[i]))) << i;
   }
+  // A grouped tower (4 heads, 2 kv heads) states its kv heads, which llama.cpp
+  // needs to load it; a file whose key disagrees with attn_k's rows is refused.
+  {
+    const std::unique_ptr<GgufFile> f = GgufFile::open(mmproj);
+    EXPECT_EQ(f->get_int("clip.vision.attention.head_count_kv").value_or(0), 2);
+    GgufWriter w;
+    for (const auto& [key, value] : f->metadata())
+      if (key != "general.alignment") w.set(key, value);
+    w.set("clip.vision.attention.head_count_kv", GgufValue::make_u32(1));
+    for (const TensorInfo& t : f->tensors())
+      w.add_tensor(t.name, static_cast<DType>(t.type_id), t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes));
+    w.write(dir.path("bad-kv.gguf"));
+  }
+  EXPECT_NE(error_of([&] { load(text, dir.path("bad-kv.gguf")); }).find("head_count_kv is 1 but"), std::string::npos);
   // An existing output is refused unless overwriting; f16 matrices stay close.
   EXPECT_NE(error_of([&] { export_hf_gemma4_mmproj(*src, mmproj, mo, false); }).find("already exists"),
             std::string::npos);
