@@ -20,8 +20,9 @@
 // directory's, model_fingerprint) is there only when images are: a file with
 // images loads only beside the tower that encoded them, since a later chat
 // turn re-encodes the same image through the loaded tower and keeps the
-// saved rows where their hashes match. Version 1 files (no images) are
-// refused by version, as every other one.
+// saved rows where their hashes match. Version 1 files (before images: the
+// same fields without n_images) still load, as sessions without images;
+// every other version is refused by number.
 //
 // Integers are little-endian (as every platform offgraph builds for). Sampling
 // has no state between turns here (each turn builds its sampler from its
@@ -41,6 +42,7 @@ namespace {
 
 constexpr char kMagic[8] = {'O', 'G', 'S', 'E', 'S', 'S', 'N', '\n'};
 constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersionWithoutImages = 1;  // still read: no n_images field
 
 uint64_t fnv1a(const std::string& b) {
   uint64_t h = 1469598103934665603ull;
@@ -268,9 +270,9 @@ void load_into(og_session* s, const std::string& path, const std::string& file) 
     whole.bad("is not an offgraph session file (no OGSESSN header)");
   uint32_t version;
   std::memcpy(&version, file.data() + sizeof kMagic, sizeof version);
-  if (version != kVersion)
+  if (version != kVersion && version != kVersionWithoutImages)
     api_fail(OG_ERR_INVALID_ARGUMENT, "the session file ", path, " has version ", version,
-             "; this library reads version ", kVersion);
+             "; this library reads versions ", kVersionWithoutImages, " and ", kVersion);
   if (file.size() < head + sizeof(uint64_t)) whole.bad("is truncated");
   const std::string body = file.substr(0, file.size() - sizeof(uint64_t));
   uint64_t sum;
@@ -291,7 +293,8 @@ void load_into(og_session* s, const std::string& path, const std::string& file) 
   std::vector<int32_t> history(r.count(sizeof(int32_t)));
   std::memcpy(history.data(), r.take(history.size() * sizeof(int32_t)), history.size() * sizeof(int32_t));
   check_ids(history.data(), history.size(), s->core->n_vocab(), "the session file's history");
-  std::vector<SessionImage> images = get_images(r, *s, path, history);
+  std::vector<SessionImage> images;
+  if (version != kVersionWithoutImages) images = get_images(r, *s, path, history);
   const uint64_t cached = r.get<uint64_t>();
   const uint64_t n_bytes = r.count(1);
   const std::span<const uint8_t> kv(reinterpret_cast<const uint8_t*>(r.take(n_bytes)), n_bytes);

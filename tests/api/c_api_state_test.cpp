@@ -3,6 +3,7 @@
 // token pending and after a prefill), keeps its undo marks and logits, and a
 // missing, foreign, truncated, corrupt or other-model file is a clear error
 // that leaves the session unchanged.
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -102,6 +103,46 @@ TEST_F(StateTest, APrefilledSessionKeepsItsLogits) {
   og_session_free(b);
 }
 
+// A version 1 file (written before images: no n_images field) still loads,
+// as a session without images, and continues as the saved one.
+TEST_F(StateTest, AVersionOneFileStillLoads) {
+  og_session* a = new_session();
+  gen(a, kPromptIds, 20);
+  const std::string path = file("v2.ogs");
+  ASSERT_EQ(og_session_save(a, path.c_str()), OG_OK) << og_last_error();
+  std::string v2;
+  {
+    std::ifstream f(path, std::ios::binary);
+    v2.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  // magic 8, version 4, fingerprint 32, n_vocab 4, kv_dtype (u64 length + bytes),
+  // n_history u64 + i32 each, then version 2's n_images (0 here): version 1 ends its
+  // history there and goes on with n_cached.
+  auto u64_at = [&](size_t at) {
+    uint64_t v = 0;
+    std::memcpy(&v, v2.data() + at, sizeof v);
+    return v;
+  };
+  const size_t dtype_at = 8 + 4 + 32 + 4;
+  const size_t history_at = dtype_at + 8 + u64_at(dtype_at);
+  const size_t images_at = history_at + 8 + 4 * u64_at(history_at);
+  ASSERT_EQ(u64_at(images_at), 0u);
+  std::string v1 = v2.substr(0, images_at) + v2.substr(images_at + 8, v2.size() - 8 - images_at - 8);
+  v1[8] = 1;
+  uint64_t h = 1469598103934665603ull;  // the file's checksum: FNV-1a 64 over everything before it
+  for (unsigned char c : v1) h = (h ^ c) * 1099511628211ull;
+  v1.append(reinterpret_cast<const char*>(&h), sizeof h);
+  const std::string old_path = file("v1.ogs");
+  std::ofstream(old_path, std::ios::binary) << v1;
+  const std::vector<int32_t> want = gen(a, {}, 25);
+  og_session* b = new_session();
+  ASSERT_EQ(og_session_load(b, old_path.c_str()), OG_OK) << og_last_error();
+  EXPECT_EQ(position(b), position(a) - 25);
+  EXPECT_EQ(gen(b, {}, 25), want);
+  og_session_free(a);
+  og_session_free(b);
+}
+
 TEST_F(StateTest, BadFilesAreClearErrorsAndChangeNothing) {
   og_session* a = new_session();
   gen(a, kPromptIds, 10);
@@ -130,12 +171,9 @@ TEST_F(StateTest, BadFilesAreClearErrorsAndChangeNothing) {
   std::string flipped = bytes;
   flipped[flipped.size() / 2] ^= 0x40;
   expect_refused(write("flip.ogs", flipped), OG_ERR_INVALID_ARGUMENT, "corrupt (its checksum does not match)");
-  std::string v1 = bytes;  // version 1 (before images) and a later one
-  v1[8] = 1;
-  expect_refused(write("v1.ogs", v1), OG_ERR_INVALID_ARGUMENT, "has version 1; this library reads version 2");
-  std::string v3 = bytes;
+  std::string v3 = bytes;  // a later version
   v3[8] = 3;
-  expect_refused(write("v3.ogs", v3), OG_ERR_INVALID_ARGUMENT, "has version 3; this library reads version 2");
+  expect_refused(write("v3.ogs", v3), OG_ERR_INVALID_ARGUMENT, "has version 3; this library reads versions 1 and 2");
   // Another model's session file.
   og_model* other = nullptr;
   const std::string other_path = std::string(OG_TESTDATA_DIR) + "/models/llama-2-tiny-random-gguf/llama-2-tiny-random.gguf";
