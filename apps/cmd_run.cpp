@@ -31,8 +31,14 @@ namespace {
 ImagePrompt prompt_of(const LlmFlags& f, const LoadedModel& l, const std::vector<std::string>& images,
                       ImageCache& cache) {
   ChatRequest req;
-  if (!f.system.empty()) req.messages.push_back({"system", f.system});
-  req.messages.push_back({"user", f.prompt});
+  auto message = [](const char* role, const std::string& text) {
+    ChatRequestMessage m;
+    m.role = role;
+    m.content = text;
+    return m;
+  };
+  if (!f.system.empty()) req.messages.push_back(message("system", f.system));
+  req.messages.push_back(message("user", f.prompt));
   if (!images.empty()) {
     ChatRequestMessage& user = req.messages.back();
     for (const std::string& bytes : images) user.parts.push_back(ChatContentPart::of_image(bytes));

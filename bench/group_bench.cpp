@@ -114,8 +114,8 @@ int main(int argc, char** argv) {
   std::sort(t_sep.begin(), t_sep.end());
   std::sort(t_grp.begin(), t_grp.end());
   const double sep_med = t_sep[t_sep.size() / 2], grp_med = t_grp[t_grp.size() / 2];
-  std::printf("threads %d, %.1f MB per layer, %ld copies, %zu layers each way\n", threads, layer_bytes / 1e6,
-              static_cast<long>(copies), t_sep.size());
+  std::printf("threads %d, %.1f MB per layer, %ld copies, %zu layers each way\n", static_cast<int>(threads),
+              layer_bytes / 1e6, static_cast<long>(copies), t_sep.size());
   std::printf("%-10s %10s %10s %12s\n", "", "best us", "median us", "best GB/s");
   std::printf("%-10s %10.1f %10.1f %12.2f\n", "separate", t_sep[0], sep_med, layer_bytes / t_sep[0] / 1e3);
   std::printf("%-10s %10.1f %10.1f %12.2f\n", "grouped", t_grp[0], grp_med, layer_bytes / t_grp[0] / 1e3);
