@@ -105,7 +105,8 @@ def llama_rates(a, model, t):
 def synth_model(a, directory):
     synth = executable(a.og_synth, "og-synth (--og-synth)")
     path = os.path.join(directory, "llama32-1b-q4_k_m.gguf")
-    r = subprocess.run([synth, "--preset", "llama32-1b", "--dtype", "q4_k_m", "--tokenizer", "llama3", "--out", path],
+    r = subprocess.run([synth, "--family", "llama", "--format", "gguf", "--preset", "llama32-1b", "--dtype", "q4_k_m",
+                        "--tokenizer", "llama3", "--out", path],
                        capture_output=True, text=True)
     if r.returncode != 0:
         fail(f"og-synth failed: {(r.stderr.strip().splitlines() or ['(no message)'])[-1]}")
