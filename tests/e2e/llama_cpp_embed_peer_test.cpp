@@ -32,44 +32,15 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_util.h"
+#include "llama_cpp_peer_util.h"
 #include "model/loader.h"
 #include "model/naive_embed.h"
 #include "synth/synth.h"
-
-#ifndef OG_LLAMA_CPP_BIN
-#define OG_LLAMA_CPP_BIN ""
-#endif
 
 namespace og::e2e {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string llama_bin() {
-  if (const char* e = std::getenv("OFFGRAPH_LLAMA_CPP_BIN"); e && *e) return e;
-  return OG_LLAMA_CPP_BIN;
-}
-
-// Runs argv with stdout to `out`, stderr to /dev/null; its exit code.
-int run_to(std::vector<std::string> args, const std::string& out) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fo = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int fe = open("/dev/null", O_WRONLY), fi = open("/dev/null", O_RDONLY);
-    if (fo < 0 || fe < 0 || fi < 0) _exit(125);
-    dup2(fi, 0);
-    dup2(fo, 1);
-    dup2(fe, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 const std::vector<std::string> kInputs = {"Once upon a time, there was a little girl named Lily.",
                                           "The dog ran home", "A cat"};
@@ -82,7 +53,7 @@ std::vector<std::vector<double>> theirs(const std::string& gguf) {
   // Its asynchronous logger loses the tail of the output about half the time
   // (the process exits first), so a cut answer is asked for again.
   for (int attempt = 0; attempt < 30; ++attempt) {
-    const int rc = run_to({llama_bin() + "/llama-embedding", "-m", gguf, "-p", prompt, "--embd-output-format", "array",
+    const int rc = run_program({llama_bin() + "/llama-embedding", "-m", gguf, "-p", prompt, "--embd-output-format", "array",
                            "-t", "1", "-c", "512", "-b", "512", "-ub", "512", "-ctk", "f32", "-ctv", "f32", "-fa",
                            "off", "--embd-normalize", "2"},
                           out);

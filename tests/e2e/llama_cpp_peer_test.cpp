@@ -20,47 +20,14 @@
 #include <filesystem>
 
 #include "e2e_util.h"
+#include "llama_cpp_peer_util.h"
 #include "offgraph/offgraph.h"
 #include "synth/synth.h"
-
-#ifndef OG_LLAMA_CPP_BIN
-#define OG_LLAMA_CPP_BIN ""
-#endif
 
 namespace og::e2e {
 namespace {
 
 namespace fs = std::filesystem;
-
-// $OFFGRAPH_LLAMA_CPP_BIN, else the directory CMake was given (OG_LLAMA_CPP_BIN).
-// One thread: llama.cpp's spinning workers crawl on a busy 2-core machine.
-std::string llama_bin() {
-  if (const char* e = std::getenv("OFFGRAPH_LLAMA_CPP_BIN"); e && *e) return e;
-  return OG_LLAMA_CPP_BIN;
-}
-
-// Runs a program with stdout to `out`, stdin and stderr /dev/null; returns its exit code.
-int run_to(const std::vector<std::string>& argv_s, const std::string& out) {
-  std::vector<char*> argv;
-  std::vector<std::string> args = argv_s;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fo = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int fe = open("/dev/null", O_WRONLY);
-    const int fi = open("/dev/null", O_RDONLY);
-    if (fo < 0 || fe < 0 || fi < 0) _exit(125);
-    dup2(fi, 0);
-    dup2(fo, 1);
-    dup2(fe, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -90,13 +57,14 @@ void expect_same_continuation(const std::string& gguf, const std::string& label,
   // does not drain at exit, so on a busy machine the tail of its text can be
   // lost: a strict prefix of ours is retried (a few times); anything else is a mismatch.
   const std::string want = trim(ours.out);
+  // One thread: llama.cpp's spinning workers crawl on a busy 2-core machine.
   std::vector<std::string> theirs_args = {llama_bin() + "/llama-completion", "-m", gguf, "-p", prompt, "-n",
                                           std::to_string(n), "--temp", "0", "-t", "1", "-no-cnv",
                                           "--no-display-prompt", "--no-warmup"};
   theirs_args.insert(theirs_args.end(), llama_extra.begin(), llama_extra.end());
   std::string theirs;
   for (int attempt = 0; attempt < 6; ++attempt) {
-    ASSERT_EQ(run_to(theirs_args, out), 0) << "llama-completion failed on " << gguf;
+    ASSERT_EQ(run_program(theirs_args, out), 0) << "llama-completion failed on " << gguf;
     theirs = trim(slurp(out));
     // llama-completion marks a generated end-of-sequence token; offgraph stops there silently.
     const std::string eos_mark = "[end of text]";
@@ -275,7 +243,7 @@ TEST(LlamaCppPeer, QuantizedMixturesOfExpertsAgreeUpToNearTies) {
       const std::string ours = trim(text_of(m, ids));
       std::string theirs;
       for (int attempt = 0; attempt < 6; ++attempt) {  // llama-completion may lose its text's tail (above)
-        ASSERT_EQ(run_to(theirs_args, out), 0) << "llama-completion failed on " << gguf;
+        ASSERT_EQ(run_program(theirs_args, out), 0) << "llama-completion failed on " << gguf;
         theirs = trim(slurp(out));
         const std::string eos_mark = "[end of text]";
         if (theirs.size() >= eos_mark.size() &&

@@ -24,22 +24,14 @@
 
 #include "../api/tiny_png.h"
 #include "e2e_util.h"
+#include "llama_cpp_peer_util.h"
 #include "format/gguf.h"
 #include "model/vision_encoder.h"
-
-#ifndef OG_LLAMA_CPP_BIN
-#define OG_LLAMA_CPP_BIN ""
-#endif
 
 namespace og::e2e {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string llama_bin() {
-  if (const char* e = std::getenv("OFFGRAPH_LLAMA_CPP_BIN"); e && *e) return e;
-  return OG_LLAMA_CPP_BIN;
-}
 
 std::string mtmd_cli() { return llama_bin() + "/llama-mtmd-cli"; }
 
@@ -48,31 +40,6 @@ std::string skip_reason() {
     return "llama.cpp's llama-mtmd-cli not found (looked in '" + llama_bin() +
            "'; set OFFGRAPH_LLAMA_CPP_BIN or -DOG_LLAMA_CPP_BIN to its bin directory)";
   return "";
-}
-
-// Runs argv with `env` added, stdout to `out`, stderr to `err`, stdin /dev/null; the exit code.
-int run_with_env(const std::vector<std::string>& argv_s, const std::vector<std::string>& env, const std::string& out,
-                 const std::string& err) {
-  std::vector<std::string> args = argv_s;
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    for (const std::string& kv : env) putenv(const_cast<char*>(kv.c_str()));
-    const int fo = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int fe = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int fi = open("/dev/null", O_RDONLY);
-    if (fo < 0 || fe < 0 || fi < 0) _exit(125);
-    dup2(fi, 0);
-    dup2(fo, 1);
-    dup2(fe, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 std::string rtrim(std::string s) {
@@ -188,7 +155,7 @@ Theirs run_mtmd(const Pair& p, const std::string& image, const std::string& prom
                                    "-ctv", "f32", "-fa", "off", "-c", "2048", "--jinja"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   Theirs t;
-  const int rc = run_with_env(argv, {"MTMD_DEBUG_EMBEDDINGS=" + base + ".rows"}, base + ".out", base + ".err");
+  const int rc = run_program(argv, base + ".out", base + ".err", {"MTMD_DEBUG_EMBEDDINGS=" + base + ".rows"});
   EXPECT_EQ(rc, 0) << "llama-mtmd-cli failed on " << image << ":\n" << slurp(base + ".err");
   // It prints a newline after the prompt, then the text.
   t.text = rtrim(slurp(base + ".out"));
