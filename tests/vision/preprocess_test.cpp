@@ -6,51 +6,40 @@
 #include <vector>
 
 #include "base/error.h"
+#include "gray_pixels.h"
 #include "vision/preprocess.h"
 
 namespace og::vision {
 namespace {
 
-Image gray_row(const std::vector<uint8_t>& v, int w, int h) {
-  Image img;
-  img.width = w;
-  img.height = h;
-  img.channels = 3;
-  for (uint8_t x : v) img.pixels.insert(img.pixels.end(), {x, x, x});
-  return img;
-}
-
-std::vector<uint8_t> red(const Image& img) {
-  std::vector<uint8_t> r;
-  for (size_t i = 0; i < img.pixels.size(); i += 3) r.push_back(img.pixels[i]);
-  return r;
-}
+using testing::gray_image;
+using testing::red;
 
 TEST(Resize, BilinearDownscaleWidensTheFilter) {
   // 4 -> 2: scale 2, support 2, taps at distance 0.25/0.25/0.75 (x 1/2):
   // weights 3/7, 3/7, 1/7. out0 = (0*3 + 70*3 + 140) / 7 = 50,
   // out1 = (70 + 140*3 + 210*3) / 7 = 160. Naive sampling would give 35, 175.
-  EXPECT_EQ(red(resize_like_pil(gray_row({0, 70, 140, 210}, 4, 1), 2, 1, Resample::bilinear)),
+  EXPECT_EQ(red(resize_like_pil(gray_image({0, 70, 140, 210}, 4, 1), 2, 1, Resample::bilinear)),
             (std::vector<uint8_t>{50, 160}));
 }
 
 TEST(Resize, BicubicDownscale) {
   // a = -0.5, taps at 0.25, 0.25, 0.75, 1.25 (x 1/2): 0.8671875, 0.8671875,
   // 0.2265625, -0.0703125, sum 1.890625: out0 = 41.07 -> 41, out1 = 168.93 -> 169.
-  EXPECT_EQ(red(resize_like_pil(gray_row({0, 70, 140, 210}, 4, 1), 2, 1, Resample::bicubic)),
+  EXPECT_EQ(red(resize_like_pil(gray_image({0, 70, 140, 210}, 4, 1), 2, 1, Resample::bicubic)),
             (std::vector<uint8_t>{41, 169}));
 }
 
 TEST(Resize, BilinearUpscale) {
   // 2 -> 4: centres 0.25, 0.75, 1.25, 1.75: 1 | 3/4,1/4 | 1/4,3/4 | 1.
-  EXPECT_EQ(red(resize_like_pil(gray_row({0, 200}, 2, 1), 4, 1, Resample::bilinear)),
+  EXPECT_EQ(red(resize_like_pil(gray_image({0, 200}, 2, 1), 4, 1, Resample::bilinear)),
             (std::vector<uint8_t>{0, 50, 150, 200}));
 }
 
 TEST(Resize, TwoPassesRoundThroughEightBits) {
   // Rows first: 15.5 -> 16 and 50.5 -> 51; then (16 + 51) / 2 = 33.5 -> 34.
   // Without PIL's 8-bit intermediate it would be 33 (131 / 4 = 32.75).
-  EXPECT_EQ(red(resize_like_pil(gray_row({10, 21, 40, 61}, 2, 2), 1, 1, Resample::bilinear)),
+  EXPECT_EQ(red(resize_like_pil(gray_image({10, 21, 40, 61}, 2, 2), 1, 1, Resample::bilinear)),
             (std::vector<uint8_t>{34}));
 }
 
@@ -124,7 +113,7 @@ TEST(Preprocess, ClipMeanAndStd) {
   const PreprocessConfig c = clip_config();
   EXPECT_EQ(c.width, 336);
   EXPECT_EQ(c.resample, Resample::bicubic);
-  Image black = gray_row({0}, 1, 1);
+  Image black = gray_image({0}, 1, 1);
   PreprocessConfig one = c;
   one.width = one.height = 1;
   const std::vector<float> out = preprocess_image(black, one);
