@@ -527,8 +527,8 @@ class Session:
         self._s.reset()
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
-        """Writes the session's state to `path` (history, cache contents, undo marks, last logits, with
-        the model's fingerprint; versioned and checksummed). Sampling keeps no state between turns, so
+        """Writes the session's state to `path` (history and its images, cache contents, undo marks, last
+        logits, with the model's and the vision tower's fingerprints; versioned and checksummed). Sampling keeps no state between turns, so
         a seeded turn after load() gives what it would have given here."""
         self._close_stream()
         self._s.save(os.fspath(path))
@@ -536,7 +536,8 @@ class Session:
     def load(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Replaces the state with the one save() wrote: the session then continues exactly as the saved
         one would. A missing file is NotFoundError; a foreign, truncated or corrupt file, one saved from
-        another model or with another kv_dtype is InvalidArgumentError (the session unchanged)."""
+        another model, with another kv_dtype or with images beside another (or no) vision tower is
+        InvalidArgumentError (the session unchanged)."""
         self._close_stream()
         self._s.load(_existing(os.fspath(path)))
 
