@@ -192,7 +192,9 @@ Rows expect_same_text(const Pair& p, const std::string& image, const std::string
   }
   std::printf("[llama.cpp %s] %s\n[offgraph  %s] %s\n", label.c_str(), t.text.c_str(), label.c_str(), ours.c_str());
   EXPECT_EQ(t.text, ours) << label;
-  if (!may_be_empty) EXPECT_FALSE(ours.empty()) << label;
+  if (!may_be_empty) {
+    EXPECT_FALSE(ours.empty()) << label;
+  }
   return t.rows;
 }
 

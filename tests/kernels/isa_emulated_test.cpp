@@ -25,7 +25,7 @@
 
 namespace {
 
-std::string run_and_read(const std::string& cmd, int* status) {
+[[maybe_unused]] std::string run_and_read(const std::string& cmd, int* status) {
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return out;
@@ -36,7 +36,7 @@ std::string run_and_read(const std::string& cmd, int* status) {
   return out;
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+[[maybe_unused]] bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 TEST(IsaEmulated, AnAvx2OnlyCpuSkipsTheTablesItLacksAndSaysWhichRan) {
 #if defined(OG_SANITIZER_BUILD)
