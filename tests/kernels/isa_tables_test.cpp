@@ -189,7 +189,9 @@ std::vector<uint8_t> quantized_rows(DType t, int64_t n_out, int64_t n_in, uint32
 }
 
 // The dotprod and i8mm tables repack Q8_0, Q4_0, IQ4_NL and MXFP4 at load to
-// 8 rows interleaved, Q4_K and Q6_K to 16 (arm/q8_groups_arm.inc). Each lane sums its block's
+// 8 rows interleaved, Q4_K and Q6_K to 16 (arm/q8_groups_arm.inc), and Q5_K
+// to its regrouped blocks, Q5_K_R (arm/matmul_q5k_dotprod.cpp: 4 rows per
+// vector after the sdot, odd row counts fill the tile). Each lane sums its block's
 // integers exactly and folds them as the plain kernels do, so the matmul over
 // the repacked weights equals the same table's over the plain ones bit for
 // bit (the plain kernels are held to the reference by EachTable and
@@ -205,7 +207,8 @@ TEST(IsaTables, ArmInterleavedLayoutsEqualPlainBitForBit) {
                                              {DType::IQ4_NL, DType::IQ4_NL_R},
                                              {DType::MXFP4, DType::MXFP4_R},
                                              {DType::Q4_K, DType::Q4_K_R16},
-                                             {DType::Q6_K, DType::Q6_K_R16}};
+                                             {DType::Q6_K, DType::Q6_K_R16},
+                                             {DType::Q5_K, DType::Q5_K_R}};
   struct Shape {
     int64_t n_out, n_in, n_x;
   };

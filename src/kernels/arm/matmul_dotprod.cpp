@@ -3,7 +3,8 @@
 // says the CPU has it): the int8 matmuls of 13 weight types over activations
 // quantized once per matmul to int8 blocks of 32 (q8_blocks_arm.inc), and
 // the layouts Q8_0, Q4_0, IQ4_NL, MXFP4, Q4_K and Q6_K are repacked to at load
-// (q8_groups_arm.inc: 8 or 16 rows interleaved, one row per sdot lane). The table
+// (q8_groups_arm.inc: 8 or 16 rows interleaved, one row per sdot lane), and
+// Q5_K's regrouped blocks (matmul_q5k_dotprod.cpp). The table
 // starts from the baseline NEON one (matmul_neon.cpp), which keeps every
 // other weight type.
 #include "kernels/arm/q8_blocks_arm.inc"
@@ -170,6 +171,8 @@ void rows_grouped_sdot(const uint8_t* w, int64_t row_bytes, int64_t n_in, int64_
 }  // namespace
 }  // namespace q8arm
 
+void register_dotprod_q5k(KernelTable& k);  // matmul_q5k_dotprod.cpp: Q5_K -> Q5_K_R
+
 void register_dotprod(KernelTable& k) {
   auto set = [&k](DType t, auto rows) { k.matmul[static_cast<int>(t)] = MatmulImpl{&q8arm::act_bytes, &q8arm::prepare, rows, 1}; };
   set(DType::Q8_0, &q8arm::rows_sdot<q8arm::Q8_0T>);
@@ -197,6 +200,7 @@ void register_dotprod(KernelTable& k) {
   grouped(DType::MXFP4, DType::MXFP4_R, &q8arm::rows_grouped_sdot<q8arm::MXFP4R>, 8);
   grouped(DType::Q4_K, DType::Q4_K_R16, &q8arm::rows_grouped_sdot<q8arm::Q4_KR16>, 16);
   grouped(DType::Q6_K, DType::Q6_K_R16, &q8arm::rows_grouped_sdot<q8arm::Q6_KR16>, 16);
+  register_dotprod_q5k(k);
   k.madd_loop = [](bool int8, int64_t iters) -> int64_t {  // int8: sdot, 16 products per instruction
     if (!int8) return arm_probe::f32_fma_loop(iters);
     const int8x16_t b = vdupq_n_s8(3), c = vdupq_n_s8(-2);
