@@ -10,11 +10,12 @@
 // quantized as for the plain kernels and then permuted within each
 // super-block to that order, once per matmul, so one plain sdot (no lane
 // broadcast, no horizontal add) adds 4 levels of 4 sub-blocks: 16 sdots give
-// a row's 8 sub-block sums in two vectors. A weight super-block is decoded
-// once for up to 4 activation rows; the sums of 4 weight rows are transposed
-// (vld4q) so that one f32 vector folds 4 rows: lane by lane Q4_KT's fold
-// (fma(d·sc·d_x, Σ, acc), then fma(−dmin·m·d_x, Σx, acc)), sub-blocks in
-// order. Each lane's integer sums are exact and its f32 steps those of the
+// a row's 8 sub-block sums in two vectors. The super-blocks of 4 weight rows
+// are decoded, and their scales unpacked, once per chunk of up to 32
+// activation rows, and each activation vector serves the 4 rows; the sums
+// of the 4 rows are transposed (vld4q) so that one f32 vector folds them:
+// lane by lane Q4_KT's fold (fma(d·sc·d_x, Σ, acc), then
+// fma(−dmin·m·d_x, Σx, acc)), sub-blocks in order. Each lane's integer sums are exact and its f32 steps those of the
 // plain kernel, so Q5_K_R equals the same table's plain Q5_K bit for bit, and
 // a batch its rows alone (a lane depends on its own weight and activation
 // row only; the 4-row tile's unused lanes repeat the last row and are
@@ -66,34 +67,37 @@ inline void q5kr_levels(const uint8_t* b, int8x16_t w[2][4][2]) {
   }
 }
 
-// 4 weight rows (super-blocks at rows[q]) by X activation rows: acc[x] lane q
-// is row q's dot product with activation row x.
-template <int X>
-void q5kr_tile(const uint8_t* const rows[4], int64_t n_super, const ActRow a[X], float32x4_t acc[X]) {
-  for (int x = 0; x < X; ++x) acc[x] = vdupq_n_f32(0);
+// Activation rows per pass over a tile's super-blocks: each super-block of
+// the 4 weight rows is decoded and its scales unpacked once per chunk, and
+// the chunk's f32 sums (one vector per activation row) stay on the stack.
+constexpr int kXChunk = 32;
+
+// 4 weight rows (super-blocks at rows[q]) by activation rows a[0..n_x):
+// acc[x] lane q is row q's dot product with activation row x.
+void q5kr_tile(const uint8_t* const rows[4], int64_t n_super, const ActRow* a, int n_x, float32x4_t* acc) {
+  for (int x = 0; x < n_x; ++x) acc[x] = vdupq_n_f32(0);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     float dsc[8][4], dm[8][4];  // [sub-block][row]
-    int32_t sums[X][2][4][4];   // [activation][u][row][sub-block 4u + l']
+    int8x16_t w[4][2][4][2];    // [row][u][t][n]
     for (int q = 0; q < 4; ++q) {
       const uint8_t* b = rows[q] + sb * kQ5Bytes;
       Q4_KT::Scales sc;
       Q4_KT::scales(b, sc);
       for (int j = 0; j < 8; ++j) dsc[j][q] = sc.dsc[j], dm[j][q] = sc.dm[j];
-      int8x16_t w[2][4][2];
-      q5kr_levels(b, w);
-      for (int x = 0; x < X; ++x) {
-        const int8_t* xq = a[x].q + 256 * sb;
-        for (int u = 0; u < 2; ++u) {
-          int32x4_t s = vdupq_n_s32(0);
-          for (int t = 0; t < 4; ++t)
-            for (int n = 0; n < 2; ++n) s = vdotq_s32(s, w[u][t][n], vld1q_s8(xq + 128 * u + 32 * t + 16 * n));
-          vst1q_s32(sums[x][u][q], s);
-        }
-      }
+      q5kr_levels(b, w[q]);
     }
-    for (int x = 0; x < X; ++x)
+    for (int x = 0; x < n_x; ++x) {
+      const int8_t* xq = a[x].q + 256 * sb;
       for (int u = 0; u < 2; ++u) {
-        const int32x4x4_t v = vld4q_s32(&sums[x][u][0][0]);  // val[l']: the 4 rows' sums of sub-block 4u + l'
+        int32x4_t s[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+        for (int t = 0; t < 4; ++t)
+          for (int n = 0; n < 2; ++n) {
+            const int8x16_t xv = vld1q_s8(xq + 128 * u + 32 * t + 16 * n);
+            for (int q = 0; q < 4; ++q) s[q] = vdotq_s32(s[q], w[q][u][t][n], xv);
+          }
+        int32_t sums[4][4];  // [row][sub-block 4u + l']
+        for (int q = 0; q < 4; ++q) vst1q_s32(sums[q], s[q]);
+        const int32x4x4_t v = vld4q_s32(&sums[0][0]);  // val[l']: the 4 rows' sums of sub-block 4u + l'
         for (int l = 0; l < 4; ++l) {
           const int j = 4 * u + l;
           const int64_t blk = 8 * sb + j;
@@ -102,20 +106,7 @@ void q5kr_tile(const uint8_t* const rows[4], int64_t n_super, const ActRow a[X],
           acc[x] = vfmaq_f32(acc[x], vmulq_n_f32(vld1q_f32(dm[j]), dx), vdupq_n_f32(static_cast<float>(a[x].sum32(blk))));
         }
       }
-  }
-}
-
-template <int X>
-void q5kr_store(const uint8_t* const rows[4], int64_t n_in, const void* act, int64_t i, float* y, int64_t n_out,
-                int64_t r, int n_rows) {
-  ActRow a[X];
-  for (int x = 0; x < X; ++x) a[x] = act_row(act, n_in, i + x);
-  float32x4_t acc[X];
-  q5kr_tile<X>(rows, n_in / 256, a, acc);
-  for (int x = 0; x < X; ++x) {
-    float v[4];
-    vst1q_f32(v, acc[x]);
-    for (int q = 0; q < n_rows; ++q) y[(i + x) * n_out + r + q] = v[q];
+    }
   }
 }
 
@@ -125,13 +116,17 @@ void rows_q5kr_sdot(const uint8_t* w, int64_t row_bytes, int64_t n_in, int64_t r
     const int n_rows = static_cast<int>(std::min<int64_t>(4, r1 - r));
     const uint8_t* rows[4];
     for (int q = 0; q < 4; ++q) rows[q] = w + (r + std::min(q, n_rows - 1)) * row_bytes;
-    int64_t i = 0;
-    for (; i + 4 <= n_x; i += 4) q5kr_store<4>(rows, n_in, act, i, y, n_out, r, n_rows);
-    switch (n_x - i) {
-      case 3: q5kr_store<3>(rows, n_in, act, i, y, n_out, r, n_rows); break;
-      case 2: q5kr_store<2>(rows, n_in, act, i, y, n_out, r, n_rows); break;
-      case 1: q5kr_store<1>(rows, n_in, act, i, y, n_out, r, n_rows); break;
-      default: break;
+    for (int64_t i = 0; i < n_x; i += kXChunk) {
+      const int nx = static_cast<int>(std::min<int64_t>(kXChunk, n_x - i));
+      ActRow a[kXChunk];
+      for (int x = 0; x < nx; ++x) a[x] = act_row(act, n_in, i + x);
+      float32x4_t acc[kXChunk];
+      q5kr_tile(rows, n_in / 256, a, nx, acc);
+      for (int x = 0; x < nx; ++x) {
+        float v[4];
+        vst1q_f32(v, acc[x]);
+        for (int q = 0; q < n_rows; ++q) y[(i + x) * n_out + r + q] = v[q];
+      }
     }
   }
 }
