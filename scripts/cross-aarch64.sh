@@ -4,7 +4,8 @@
 # nothing outside build-aarch64/ but the packages, and builds the command,
 # og-synth and the kernel unit tests (or the targets given as arguments, e.g.
 # `scripts/cross-aarch64.sh unit_tests`; `ci`: what scripts/test.sh runs
-# under qemu, the kernel and KV libraries and their tests). scripts/test-aarch64.sh runs them
+# under qemu, the kernel and KV libraries and their tests; `deps`: only the
+# packages, nothing built). scripts/test-aarch64.sh runs them
 # under qemu. docs/contributing.md says what this does and does not verify.
 #
 # Compiles hold /tmp/offgraph-build.lock, as scripts/build.sh does, one stage
@@ -55,6 +56,13 @@ if [ ! -f "$DEPS/pkgconfig/sentencepiece.pc" ]; then
   sed -e "s|^prefix=.*|prefix=$DEPS/root/usr|" \
       "$DEPS/root/usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc" > "$DEPS/pkgconfig/sentencepiece.pc.tmp"
   mv "$DEPS/pkgconfig/sentencepiece.pc.tmp" "$DEPS/pkgconfig/sentencepiece.pc"
+fi
+
+# `deps`: only the above (scripts/test.sh runs it in the background while the
+# Release tree builds: downloads and unpacking, no compiler).
+if [ "${1:-}" = deps ]; then
+  echo "[cross] packages and sentencepiece in place"
+  exit 0
 fi
 
 # ---- configure once (under the lock: cmake's compiler checks are compiles too).

@@ -7,14 +7,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-echo "[test] Release build (every target) and the client tests' Node packages"
+# Downloads and package installs, which need no compiler, run in the background
+# while the Release tree builds: the client tests' Node packages and the AArch64
+# cross build's packages (on a fresh machine ~150 MB of debs).
+scripts/node_deps.sh > build/node_deps.log 2>&1 & node_pid=$!
+scripts/cross-aarch64.sh deps > build/cross_deps.log 2>&1 & cross_pid=$!
+waitfor() {  # waitfor PID LOG: its output, and stop when it failed
+  local rc=0
+  wait "$1" || rc=$?
+  cat "$2"
+  if [ $rc != 0 ]; then echo "[test] failed (exit $rc): see above" >&2; exit 1; fi
+}
+echo "[test] Release build (every target); the Node and cross packages meanwhile"
 scripts/build.sh
-scripts/node_deps.sh
+waitfor "$node_pid" build/node_deps.log
 echo "[test] benchmarks build"
 cmake --build build --target benchmarks -j 2
 echo "[test] unit + e2e tests (Release)"
 ctest --test-dir build --output-on-failure -j 2 --timeout 600
 echo "[test] AArch64: the kernel and KV unit tests, cross-built and run under qemu for each table (docs/arm.md)"
+waitfor "$cross_pid" build/cross_deps.log
 scripts/cross-aarch64.sh ci
 scripts/test-aarch64.sh ci
 scripts/sanitize.sh
