@@ -3,7 +3,7 @@
 # benchmarks' build (they are not run), the unit and end-to-end tests, the
 # AArch64 cross build of the kernel and KV tests run under qemu (docs/arm.md), the
 # ASan+UBSan build of the unit tests, and each fuzzer for FUZZ_SECONDS
-# (default 10: 11 targets; `scripts/fuzz.sh 600` is the long run, outside CI).
+# (default 10: 12 targets; `scripts/fuzz.sh 600` is the long run, outside CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
