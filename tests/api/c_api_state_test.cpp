@@ -16,6 +16,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
 class StateTest : public ModelTest {
  protected:
   void SetUp() override {
@@ -110,11 +115,7 @@ TEST_F(StateTest, AVersionOneFileStillLoads) {
   gen(a, kPromptIds, 20);
   const std::string path = file("v2.ogs");
   ASSERT_EQ(og_session_save(a, path.c_str()), OG_OK) << og_last_error();
-  std::string v2;
-  {
-    std::ifstream f(path, std::ios::binary);
-    v2.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  }
+  const std::string v2 = read_bytes(path);
   // magic 8, version 4, fingerprint 32, n_vocab 4, kv_dtype (u64 length + bytes),
   // n_history u64 + i32 each, then version 2's n_images (0 here): version 1 ends its
   // history there and goes on with n_cached.
@@ -148,11 +149,7 @@ TEST_F(StateTest, BadFilesAreClearErrorsAndChangeNothing) {
   gen(a, kPromptIds, 10);
   const std::string good = file("good.ogs");
   ASSERT_EQ(og_session_save(a, good.c_str()), OG_OK) << og_last_error();
-  std::string bytes;
-  {
-    std::ifstream f(good, std::ios::binary);
-    bytes.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  }
+  std::string bytes = read_bytes(good);
   auto write = [&](const std::string& name, const std::string& b) {
     std::ofstream(file(name), std::ios::binary) << b;
     return file(name);

@@ -38,6 +38,36 @@ inline std::string scratch_dir() {
   return dir;
 }
 
+// Runs argv (argv[0] a path, or a name looked up on PATH) with `env`
+// ("NAME=value") added, stdin from `in`, stdout to `out`, stderr to `err`; its
+// exit code (128 + signal if killed, 125 if a file could not be opened). `ru`,
+// when given, receives the child's resource use (peak resident set).
+inline int run_program(const std::vector<std::string>& argv_s, const std::string& out,
+                       const std::string& err = "/dev/null", const std::vector<std::string>& env = {},
+                       const std::string& in = "/dev/null", struct rusage* ru = nullptr) {
+  std::vector<std::string> args = argv_s, vars = env;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (std::string& kv : vars) putenv(kv.data());
+    const int fi = open(in.c_str(), O_RDONLY);
+    const int fo = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fe = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fo < 0 || fe < 0 || fi < 0) _exit(125);
+    dup2(fi, 0);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage own {};
+  wait4(pid, &status, 0, ru ? ru : &own);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 // Runs `offgraph args...` with stdin from `input`; stdout goes to `stdout_to`
 // when given (e.g. /dev/full), else it is captured.
 // stdin_from: a path opened as stdin instead of `input` (e.g. a directory).
@@ -50,31 +80,13 @@ inline Proc offgraph(const std::vector<std::string>& args, const std::string& in
     std::ofstream in(in_path, std::ios::binary);
     in << input;
   }
-  const std::string exe = std::string(OG_BINARY_DIR) + "/offgraph";
-  std::vector<std::string> argv_s = {exe};
+  std::vector<std::string> argv_s = {std::string(OG_BINARY_DIR) + "/offgraph"};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
   Proc p;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fi = open(stdin_from.empty() ? in_path.c_str() : stdin_from.c_str(), O_RDONLY);
-    const int fo = stdout_to.empty() ? open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)
-                                     : open(stdout_to.c_str(), O_WRONLY);
-    const int fe = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fi < 0 || fo < 0 || fe < 0) _exit(125);
-    dup2(fi, 0);
-    dup2(fo, 1);
-    dup2(fe, 2);
-    execv(exe.c_str(), argv.data());
-    _exit(127);
-  }
-  int status = 0;
   struct rusage ru {};
-  wait4(pid, &status, 0, &ru);
+  p.code = run_program(argv_s, stdout_to.empty() ? out_path : stdout_to, err_path, {},
+                       stdin_from.empty() ? in_path : stdin_from, &ru);
   p.max_rss_kb = ru.ru_maxrss;
-  p.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   p.out = slurp(out_path);
   p.err = slurp(err_path);
   std::filesystem::remove(in_path);

@@ -119,24 +119,7 @@ inline Proc run_tool(const std::vector<std::string>& argv_s) {
   const std::string base = scratch_dir() + "/tool" + std::to_string(counter++);
   const std::string out_path = base + ".out", err_path = base + ".err";
   Proc p;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<std::string> copy = argv_s;
-    std::vector<char*> argv;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int fo = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int fe = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int fi = open("/dev/null", O_RDONLY);
-    dup2(fi, 0);
-    dup2(fo, 1);
-    dup2(fe, 2);
-    execvp(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  p.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  p.code = run_program(argv_s, out_path, err_path);
   p.out = slurp(out_path);
   p.err = slurp(err_path);
   return p;
