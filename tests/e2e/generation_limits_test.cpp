@@ -116,7 +116,9 @@ TEST(GenerationLimits, ABadTokenIdIsOneMessageAtEveryEdge) {
       const json err = j.contains("error") && j["error"].is_object() ? j["error"] : j;
       const std::string message = err.value("message", err.value("error", ""));
       EXPECT_EQ(message, "'" + field + "': " + words) << r->body;
-      if (err.contains("param")) EXPECT_EQ(err["param"], param);
+      if (err.contains("param")) {
+        EXPECT_EQ(err["param"], param);
+      }
     };
     refused("/v1/completions", {{"prompt", {1, bad}}, {"max_tokens", 1}}, "prompt", "prompt[1]");
     refused("/detokenize", {{"tokens", {1, bad}}}, "tokens", "tokens[1]");

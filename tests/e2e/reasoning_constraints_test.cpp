@@ -173,7 +173,9 @@ void expect_valid_call(const json& r, const std::string& name) {
   ASSERT_TRUE(msg.contains("tool_calls") && msg["tool_calls"].is_array()) << r.dump();
   ASSERT_EQ(msg["tool_calls"].size(), 1u) << r.dump();  // parallel_tool_calls: false
   const json& fn = msg["tool_calls"][0]["function"];
-  if (!name.empty()) EXPECT_EQ(fn["name"], name) << r.dump();
+  if (!name.empty()) {
+    EXPECT_EQ(fn["name"], name) << r.dump();
+  }
   const json args = json::parse(fn["arguments"].get<std::string>(), nullptr, false);
   ASSERT_TRUE(args.is_object()) << r.dump();
   if (fn["name"] == "get_weather") {
@@ -204,7 +206,9 @@ void check_reasons_then_answers(const Format& f, const ServeProc& s) {
       expect_valid_call(r, what == "named" ? "get_weather" : "");
     } else {
       expect_valid_content(r, what == "json_object" ? json() : kSchema);
-      if (what == "json_object") EXPECT_EQ(text_of(msg, "content"), kAnswer);
+      if (what == "json_object") {
+        EXPECT_EQ(text_of(msg, "content"), kAnswer);
+      }
     }
   }
 }

@@ -100,7 +100,9 @@ int expect_valid_call(const json& r, const json& choice, const json& params) {
   }
   const json& call = msg["tool_calls"][0];
   const std::string name = call["function"]["name"];
-  if (choice.is_object()) EXPECT_EQ(name, "get_weather");
+  if (choice.is_object()) {
+    EXPECT_EQ(name, "get_weather");
+  }
   const json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
   EXPECT_TRUE(args.is_object()) << r.dump();
   if (name == "get_weather" && args.is_object()) {
