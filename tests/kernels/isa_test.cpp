@@ -272,6 +272,15 @@ TEST(IsaMatmul, RepackedQ6KPrefillInRowPiecesEqualsSingleRows) {
   expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R, 7, 350, 256 * 37, {21, 61});
 }
 
+// The AVX2 decode tile (8 weight rows, one after the other) keeps each
+// block's sums for 64 blocks at a time: rows of 70 blocks go in two passes,
+// 17 rows in two tiles and a tail row; each output still equals the batch's.
+TEST(IsaMatmul, RepackedQ6KDecodeInBlockPassesEqualsBatch) {
+  set_num_threads(1);
+  expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R, 17, 351, 256 * 70, {9});
+  for (Isa isa : available_isas()) check_matmul(isa, DType::Q6_K, 17, 256 * 70, 1, 352, DType::Q6_K_R);
+}
+
 // A K-quant layout regrouped at load holds the file type's values (raw
 // bytes in `bytes`, n_out rows of n_in): through every ISA it dequantizes and
 // dots bit for bit as `file`, every ISA's matmul equals those values' product
