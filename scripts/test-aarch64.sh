@@ -104,14 +104,18 @@ done
 # The int8 kernels end to end: stories260K quantized (by the x86 build) to
 # types the dotprod and i8mm tables have kernels for. Those two tables give
 # the same bits (docs/arm.md), so their greedy texts must be equal.
-for t in q8_0 q4_0 q5_1 iq4_nl mxfp4; do
-  q="$B/stories260K-$t.gguf"
-  [ -f "$q" ] || build/offgraph quantize "$MODEL" "$q" "$t" -q --no-progress
-  qa=("${run_args[@]}"); qa[2]="$q"
+dotprod_vs_i8mm() {  # dotprod_vs_i8mm MODEL_FILE DESCRIPTION
+  local qa a b
+  qa=("${run_args[@]}"); qa[2]="$1"
   a=$(OFFGRAPH_ISA=dotprod "${QEMU[@]}" -cpu max "$B/offgraph" "${qa[@]}" 2>/dev/null) || a="(exit $?)"
   b=$(OFFGRAPH_ISA=i8mm "${QEMU[@]}" -cpu max "$B/offgraph" "${qa[@]}" 2>/dev/null) || b="(exit $?)"
   [ -n "$a" ] || a="(no text)"
-  check "stories260K as $t under -cpu max: i8mm's greedy text equals dotprod's" "$a" "$b"
+  check "$2 under -cpu max: i8mm's greedy text equals dotprod's" "$a" "$b"
+}
+for t in q8_0 q4_0 q5_1 iq4_nl mxfp4; do
+  q="$B/stories260K-$t.gguf"
+  [ -f "$q" ] || build/offgraph quantize "$MODEL" "$q" "$t" -q --no-progress
+  dotprod_vs_i8mm "$q" "stories260K as $t"
 done
 # The K-quant kernels end to end (stories260K's 64-wide rows cannot hold their
 # 256-value blocks): a random tiny Llama 256 wide, written by the x86 og-synth
@@ -124,11 +128,7 @@ for t in q4_k_m q5_k_m q6_k q3_k_m; do
   q="$B/synth-$t.gguf"
   [ -f "$q" ] || build/og-synth --family llama --format gguf --preset tiny --d-model 256 --d-ff 512 --heads 4 \
     --head-dim 64 --kv-heads 2 --dtype "$t" --out "$q" >/dev/null
-  qa=("${run_args[@]}"); qa[2]="$q"
-  a=$(OFFGRAPH_ISA=dotprod "${QEMU[@]}" -cpu max "$B/offgraph" "${qa[@]}" 2>/dev/null) || a="(exit $?)"
-  b=$(OFFGRAPH_ISA=i8mm "${QEMU[@]}" -cpu max "$B/offgraph" "${qa[@]}" 2>/dev/null) || b="(exit $?)"
-  [ -n "$a" ] || a="(no text)"
-  check "a 256-wide synthetic Llama as $t under -cpu max: i8mm's greedy text equals dotprod's" "$a" "$b"
+  dotprod_vs_i8mm "$q" "a 256-wide synthetic Llama as $t"
 done
 # A table the CPU lacks is the usage error (exit 2), as on x86.
 rc=0; OFFGRAPH_ISA=i8mm "${QEMU[@]}" -cpu cortex-a57 "$B/offgraph" "${run_args[@]}" >/dev/null 2>"$B/isa_err.log" || rc=$?
