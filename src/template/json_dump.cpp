@@ -15,7 +15,7 @@ namespace og::jinja {
 std::string json_quote(const std::string& s, bool ensure_ascii) {
   std::string out = "\"";
   auto hex = [&](unsigned c) {
-    char buf[8];
+    char buf[16];  // "\\uXXXX" for c < 0x10000; room for more so GCC sees no truncation
     std::snprintf(buf, sizeof buf, "\\u%04x", c);
     out += buf;
   };

@@ -190,6 +190,13 @@ TEST_P(SynthFamily, MetadataAndConfigFollowTheFormats) {
       break;
     case Family::kGemma4:  // not in kAll: tests/model/gemma4_test.cpp covers its files
       break;
+    case Family::kQwen3Moe:
+    case Family::kMixtral:
+    case Family::kPhi3:
+    case Family::kGptOss:
+    case Family::kBert:
+    case Family::kNomicBert:  // no keys of their own checked here (their own tests do)
+      break;
   }
 }
 
