@@ -348,7 +348,7 @@ TEST_F(Conn, DrainLetsARunningStreamFinish) {
   start();
   std::atomic<bool> ok{false};
   std::thread t([&] { ok = stream_ok(port_); });
-  for (int i = 0; i < 500 && server_->in_flight() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  for (int i = 0; i < 500 && server_->in_flight() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   server_->drain();
   EXPECT_EQ(client().Post("/v1/completions", R"({"prompt": "x"})", "application/json")->status, 503);
   t.join();

@@ -364,7 +364,10 @@ TEST_F(OllamaHttp, LimitsDrainAndClientGoneAsOpenAi) {
     auto [s, j] = post("/api/chat", body);
     EXPECT_EQ(s, 200) << j.dump();
   });
-  for (int i = 0; i < 500 && server_->in_flight() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // Up to 5 s, as the other server tests wait: 1 s was too short under a loaded
+  // ctest -j2 (2 runs of 40 failed), and this request then took the slot.
+  for (int i = 0; i < 500 && server_->in_flight() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server_->in_flight(), 1);
   expect_error("/api/chat", body, 429, "requests in flight");
   sched_->release();
   first.join();
@@ -381,7 +384,7 @@ TEST_F(OllamaHttp, LimitsDrainAndClientGoneAsOpenAi) {
     req.content_receiver = [](const char*, size_t, uint64_t, uint64_t) { return false; };
     c.send(req);
   }
-  for (int i = 0; i < 500 && sched_->cancelled() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  for (int i = 0; i < 500 && sched_->cancelled() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(sched_->cancelled(), 1u);
 
   server_->drain();
