@@ -11,7 +11,7 @@
 // thread CPU time, alternately).
 #define OG_X86_K6XP 4
 #define OG_X86_Q8RXT 8
-#define OG_X86_KR8XT 6  // as measured before AVX2 went to 8 (no AVX-VNNI machine here to measure 8)
+
 #include "kernels/x86/matmul_ymm_tiles.inc"
 #include "kernels/x86/matmul_x86.inc"
 
