@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
   fl.add_bool("plain", &with_plain, "also time the file's layout where the loader repacks, alternating, with the ratio");
   fl.add_string("vs", &vs_name, "as --plain, against the weights repacked into this in-memory layout (e.g. q4_k_r)",
                 "LAYOUT");
-  fl.add_bool("stream", &stream, "matvec streaming rate against the read bandwidth");
+  fl.add_bool("stream", &stream, "matvec streaming rate against the read bandwidth (the active table: OFFGRAPH_ISA)");
   fl.add_int("rounds", &rounds, 1, 1000000, "best of N alternations");
   try {
     if (!fl.parse(og::Args(argv, argv + argc), &dtype_names)) {
@@ -162,6 +162,8 @@ int main(int argc, char** argv) {
       if (!found) og::usage_fail("--vs " + vs_name + ": unknown layout");
       with_plain = true;
     }
+    if (stream && !isa_list.empty())  // stream_compare times matmul(), the active table, in its own layout
+      og::usage_fail("--stream times the active table: choose it with OFFGRAPH_ISA, not --isa");
     if (!isa_list.empty()) {
       isas.clear();
       for (int i = 0; i < kNumIsas; ++i) {  // each ISA named in the comma list
