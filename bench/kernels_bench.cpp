@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
   fl.add_bool("plain", &with_plain, "also time the file's layout where the loader repacks, alternating, with the ratio");
   fl.add_string("vs", &vs_name, "as --plain, against the weights repacked into this in-memory layout (e.g. q4_k_r)",
                 "LAYOUT");
-  fl.add_bool("stream", &stream, "matvec streaming rate against the read bandwidth (the active table: OFFGRAPH_ISA)");
+  fl.add_bool("stream", &stream, "matvec streaming rate against the read bandwidth (active table: OFFGRAPH_ISA)");
   fl.add_int("rounds", &rounds, 1, 1000000, "best of N alternations");
   try {
     if (!fl.parse(og::Args(argv, argv + argc), &dtype_names)) {

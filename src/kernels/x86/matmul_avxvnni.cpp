@@ -11,7 +11,8 @@
 // thread CPU time, alternately).
 #define OG_X86_K6XP 4
 #define OG_X86_Q8RXT 8
-
+// Q4_K_R and Q5_K_R: the AVX2 table's KR8 tiles and their 1 x 8 default
+// (matmul_q5r_x86.inc: vpdpbusd lane sums scaled by vpmulld).
 #include "kernels/x86/matmul_ymm_tiles.inc"
 #include "kernels/x86/matmul_x86.inc"
 
