@@ -288,8 +288,12 @@ template <bool kR>
 void q6_word_place(int w, int* lo_byte, int* lo_shift, int* hi_byte, int* hi_shift) {
   if (kR) {  // sub-block w/4 is lane l = (w/4)%8 of step s = 4·(w/32) + w%4
     const int s = 4 * (w / 32) + w % 4, l = (w / 4) % 8;
-    *lo_byte = 32 * (s % 4) + 4 * l, *lo_shift = 4 * (s / 4);
-    *hi_byte = 128 + 32 * (s / 4) + 4 * l, *hi_shift = 2 * (s % 4);
+    if (s < 4) {  // the whole level in bits 0-5 of byte 32s + 4l
+      *lo_byte = *hi_byte = 32 * s + 4 * l, *lo_shift = 0, *hi_shift = 4;
+    } else {  // low nibble in the last 64 bytes, top bits in bits 6, 7 of step s - 4's byte
+      *lo_byte = 128 + 32 * ((s - 4) / 2) + 4 * l, *lo_shift = 4 * (s % 2);
+      *hi_byte = 32 * (s - 4) + 4 * l, *hi_shift = 6;
+    }
   } else {  // element e = 4w: half e/128, quarter c = (e%128)/32, offset j = e%32
     const int e = 4 * w, h = e / 128, c = (e % 128) / 32, j = e % 32;
     *lo_byte = 64 * h + 32 * (c & 1) + j, *lo_shift = 4 * (c >> 1);
@@ -314,27 +318,25 @@ void q6_put_levels(uint8_t* b, int w, uint32_t v) {
 
 }  // namespace
 
-// The same as move_q6_k_levels<true>, a word at a time with the places worked
-// out (model loading repacks every Q6_K matrix through this): Q6_K_R's
-// element (h, m, l, k) = 128h + 16l + 4m + k is quarter l/2 of half h at
-// offset 16(l&1) + 4m + k in Q6_K.
+// The same placement as q6_word_place<true>, a word at a time with the places
+// worked out (model loading repacks every Q6_K matrix through this): Q6_K_R's
+// element (h, m, l, k) = 128h + 16l + 4m + k (step s = 4h + m, lane l) is
+// quarter l/2 of half h at offset 16(l&1) + 4m + k in Q6_K.
 void repack_q6_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* in = src + 210 * b;
-    uint8_t out[192];
+    uint8_t out[192] = {};
     for (int m = 0; m < 4; ++m)
       for (int l = 0; l < 8; ++l) {
-        const uint8_t* p = in + 32 * ((l >> 1) & 1) + 16 * (l & 1) + 4 * m;
-        const int sh = 4 * (l >> 2);
-        const uint32_t h0 = (load32(p) >> sh) & 0x0F0F0F0Fu, h1 = (load32(p + 64) >> sh) & 0x0F0F0F0Fu;
-        store32(out + 32 * m + 4 * l, h0 | h1 << 4);
-      }
-    for (int h = 0; h < 2; ++h)
-      for (int l = 0; l < 8; ++l) {
-        uint32_t v = 0;
-        for (int m = 0; m < 4; ++m)
-          v |= ((load32(in + 128 + 32 * h + 16 * (l & 1) + 4 * m) >> (2 * (l >> 1))) & 0x03030303u) << (2 * m);
-        store32(out + 128 + 32 * h + 4 * l, v);
+        const int j = 16 * (l & 1) + 4 * m;  // offset in the quarter
+        const uint8_t* p = in + 32 * ((l >> 1) & 1) + j;
+        const int sh = 4 * (l >> 2), hsh = 2 * (l >> 1);
+        const uint32_t lo0 = (load32(p) >> sh) & 0x0F0F0F0Fu, lo1 = (load32(p + 64) >> sh) & 0x0F0F0F0Fu;
+        const uint32_t hi0 = (load32(in + 128 + j) >> hsh) & 0x03030303u;
+        const uint32_t hi1 = (load32(in + 160 + j) >> hsh) & 0x03030303u;
+        store32(out + 32 * m + 4 * l, lo0 | hi0 << 4 | hi1 << 6);  // step m whole, step m + 4's top bits
+        uint8_t* q = out + 128 + 32 * (m >> 1) + 4 * l;           // step m + 4's low nibble
+        store32(q, load32(q) | lo1 << (4 * (m & 1)));
       }
     std::memcpy(dst + 210 * b, out, 192);
     if (dst != src) std::memcpy(dst + 210 * b + 192, src + 210 * b + 192, 18);

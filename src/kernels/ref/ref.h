@@ -105,10 +105,13 @@ void unpack_q4_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
 // step s (0..7) of the int8 matmul, 32 levels, holds in byte 4l + k element
 // 128·(s/4) + 16l + 4·(s%4) + k: lane l of a step is four levels of one
 // 16-element sub-block (8·(s/4) + l), so a lane's dot products sum within one
-// scale. Bytes 32t + j (t = 0..3) hold step t's level j in the low nibble and
-// step t + 4's in the high nibble; bytes 128 + 32u + j hold the top two bits of
-// steps 4u..4u+3's level j, step 4u + i in bits 2i, 2i + 1. The 16 scales and
-// d (bytes 192..209) are unchanged. In place allowed (src == dst).
+// scale. Byte 32t + j (t = 0..3) holds step t's level j whole in bits 0-5 and
+// the top two bits of step t + 4's level j in bits 6, 7; bytes 128 + 32u + j
+// (u = 0, 1) hold the low four bits of steps 4 + 2u's (low nibble) and
+// 5 + 2u's (high nibble) level j. So steps 0-3 are one AND each, and the
+// 32 bytes a step 4-7 takes its top bits from are already loaded for step
+// s - 4. The 16 scales and d (bytes 192..209) are unchanged. In place
+// allowed (src == dst).
 void repack_q6_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
 void unpack_q6_k_r(const uint8_t* src, uint8_t* dst, int64_t n_blocks);
 
