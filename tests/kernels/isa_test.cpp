@@ -281,6 +281,19 @@ TEST(IsaMatmul, RepackedQ6KDecodeInBlockPassesEqualsBatch) {
   for (Isa isa : available_isas()) check_matmul(isa, DType::Q6_K, 17, 256 * 70, 1, 352, DType::Q6_K_R);
 }
 
+// The AVX2 and AVX-VNNI Q4_K_R / Q5_K_R decode tile (8 weight rows) reads
+// rows of fewer than 20 blocks a pair of rows at a time and longer rows side
+// by side: both orders, in two tiles and a tail of 3 rows, against the
+// reference and equal to the batch's rows bit for bit.
+TEST(IsaMatmul, RepackedQ45KDecodeInBothReadOrdersEqualsBatch) {
+  set_num_threads(1);
+  for (int64_t blocks : {19, 20})
+    for (auto [file, layout] : {std::pair{DType::Q4_K, DType::Q4_K_R}, std::pair{DType::Q5_K, DType::Q5_K_R}}) {
+      expect_prefill_equals_single_rows(file, layout, 19, 360 + static_cast<uint32_t>(blocks), 256 * blocks, {9});
+      for (Isa isa : available_isas()) check_matmul(isa, file, 19, 256 * blocks, 1, 380 + static_cast<uint32_t>(blocks), layout);
+    }
+}
+
 // A K-quant layout regrouped at load holds the file type's values (raw
 // bytes in `bytes`, n_out rows of n_in): through every ISA it dequantizes and
 // dots bit for bit as `file`, every ISA's matmul equals those values' product
