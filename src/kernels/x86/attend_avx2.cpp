@@ -98,7 +98,7 @@ inline __m256 hsum8x8(const __m256 (&v)[8]) {
 // Asks for n rows of rb bytes at address p ahead of use (a prefetch never
 // faults; the address is computed as an integer so that no pointer leaves
 // its object).
-inline void prefetch_rows(uintptr_t p, int64_t rb, int n) {
+__attribute__((always_inline)) inline void prefetch_rows(uintptr_t p, int64_t rb, int n) {
   for (int64_t o = 0; o < n * rb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + uintptr_t(o)), _MM_HINT_T0);
 }
 constexpr int kPrefetchRows = 24;  // how far ahead of use K and V rows are prefetched

@@ -212,7 +212,7 @@ constexpr int kNearRows = 48, kFarRows = 160;
 // prefetch never faults, so rows past the span are harmless; the addresses
 // are computed as integers so that no pointer leaves its object.
 template <bool kFarL2>
-inline void prefetch_rows(uintptr_t p, int64_t rb, int n) {
+__attribute__((always_inline)) inline void prefetch_rows(uintptr_t p, int64_t rb, int n) {
   const uintptr_t near = p + uintptr_t(kNearRows * rb), far = p + uintptr_t(kFarRows * rb);
   for (int64_t o = 0; o < n * rb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(near + uintptr_t(o)), _MM_HINT_T0);
   if constexpr (kFarL2)
