@@ -290,7 +290,8 @@ TEST(IsaMatmul, RepackedQ45KDecodeInBothReadOrdersEqualsBatch) {
   for (int64_t blocks : {19, 20})
     for (auto [file, layout] : {std::pair{DType::Q4_K, DType::Q4_K_R}, std::pair{DType::Q5_K, DType::Q5_K_R}}) {
       expect_prefill_equals_single_rows(file, layout, 19, 360 + static_cast<uint32_t>(blocks), 256 * blocks, {9});
-      for (Isa isa : available_isas()) check_matmul(isa, file, 19, 256 * blocks, 1, 380 + static_cast<uint32_t>(blocks), layout);
+      for (Isa isa : available_isas())
+        check_matmul(isa, file, 19, 256 * blocks, 1, 380 + static_cast<uint32_t>(blocks), layout);
     }
 }
 
