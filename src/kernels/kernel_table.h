@@ -68,15 +68,6 @@ struct KernelTable {
   uint64_t (*read_sum)(const void* buf, int64_t bytes) = nullptr;
 };
 
-// Whether Q8_0_R's zmm decode and the AVX-512 attention kernels should also
-// prefetch far ahead into L2 only (T1), on top of their L1 prefetch nearer:
-// false on AMD family 26 (Zen 5), where the Q8_0_R matvec streamed 3-5 % and
-// attention over an f16 cache 5-10 % faster without it, true elsewhere (the
-// Intel Xeon gained 5 % and 15-22 %; other CPUs unmeasured). The R16 tiles keep
-// their T1 prefetch on every CPU. A tuning fact of the running CPU, not a
-// feature: the kernels it selects compute the same values.
-bool far_l2_prefetch_pays();
-
 const char* isa_str(Isa isa);
 // Whether this CPU can run `isa`'s kernels (false for another architecture's).
 bool isa_available(Isa isa);
@@ -104,8 +95,31 @@ void dequantize_row_with(const KernelTable& k, DType t, const void* src, float* 
 // *_avx512.cpp); x86/cpu_x86.cpp calls them only when the CPU has that
 // instruction set (x86 builds only). register_avxvnni overrides the int8 matmuls of a table
 // that register_avx2 filled.
-void register_avx2(KernelTable& k);
-void register_avxvnni(KernelTable& k);
-void register_avx512(KernelTable& k);
+//
+// Where two variants of a kernel compute the same values but stream the memory
+// differently, and which streams faster depends on the CPU, X86Tuning says
+// which the table takes: tuning facts of the running CPU (x86_tuning(), from
+// CPUID), not features. Tests register each variant to check them all.
+struct X86Tuning {
+  // Q8_0_R's zmm decode, the AVX-512 attention kernels and the 256-bit tables'
+  // Q6_K_R streaming tiles (decode, small batches) also prefetch far ahead into
+  // L2 only (T1), on top of an L1 prefetch nearer (Q6_K_R: T1 3 KiB + T0 1 KiB
+  // ahead, else T0 8 KiB). False on AMD family 26 (Zen 5), where the Q8_0_R
+  // matvec streamed 3-5 %, attention over an f16 cache 5-10 % and the ymm
+  // Q6_K_R decode 10-25 % faster without it; true elsewhere (the Intel Xeons
+  // gained 5 %, 15-22 % and 20-40 %; other CPUs unmeasured). The R16 tiles keep
+  // their T1 prefetch on every CPU.
+  bool far_l2_prefetch = true;
+  // The 256-bit tables' Q4_K_R / Q5_K_R 8-row decode tile reads rows of fewer
+  // than 20 blocks a pair of rows at a time (all of rows 0, 1, then 2, 3, ...)
+  // instead of the 8 rows side by side: true on Intel (a Sapphire Rapids-class
+  // Xeon streamed 1.2-1.3x faster that way), false elsewhere (the AMD Zen 5
+  // streamed 0.65-0.7x as fast; other CPUs unmeasured).
+  bool decode_row_pairs = true;
+};
+X86Tuning x86_tuning();
+void register_avx2(KernelTable& k, const X86Tuning& tuning);
+void register_avxvnni(KernelTable& k, const X86Tuning& tuning);
+void register_avx512(KernelTable& k, const X86Tuning& tuning);
 
 }  // namespace og::kernels

@@ -295,6 +295,55 @@ TEST(IsaMatmul, RepackedQ45KDecodeInBothReadOrdersEqualsBatch) {
     }
 }
 
+#if defined(__x86_64__)
+// isa's table as a CPU with tuning `t` builds it (X86Tuning: which of two
+// variants that differ only in how they stream the weights it registers).
+KernelTable tuned_table(Isa isa, const X86Tuning& t) {
+  KernelTable k = kernel_table(isa);
+  if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) register_avx2(k, t);
+  if (isa == Isa::kAvxVnni) register_avxvnni(k, t);
+  if (isa == Isa::kAvx512) register_avx512(k, t);
+  return k;
+}
+
+// Every tuning's variants (the Q4_K_R / Q5_K_R decode read a pair of rows at
+// a time or side by side, far or near prefetches) give the values of the
+// table this CPU runs, bit for bit: decode, small batches and prefill, rows
+// under and over the pair order's 20 blocks, a tail of rows under 8.
+TEST(IsaMatmul, EveryX86TuningGivesTheSameValues) {
+  set_num_threads(1);
+  const DType files[][2] = {{DType::Q4_K, DType::Q4_K_R}, {DType::Q5_K, DType::Q5_K_R},
+                            {DType::Q6_K, DType::Q6_K_R}, {DType::Q8_0, DType::Q8_0_R}};
+  int variants = 0;
+  for (Isa isa : available_isas()) {
+    if (isa == Isa::kScalar) continue;
+    for (auto [file, layout] : files)
+      for (int64_t blocks : {3, 20}) {
+        const int64_t n_out = 19, n_in = 256 * blocks, rb = dtype_row_bytes(file, n_in);
+        const std::vector<float> src = random_normal(n_out * n_in, 900 + static_cast<uint32_t>(blocks), 0.3f);
+        std::vector<uint8_t> bytes(static_cast<size_t>(n_out * rb));
+        for (int64_t r = 0; r < n_out; ++r) quantize_row(file, src.data() + r * n_in, bytes.data() + r * rb, n_in);
+        repack_rows(file, layout, bytes.data(), n_out, n_in);
+        const TensorView w{bytes.data(), layout, {n_out, n_in}, "w"};
+        for (int64_t n_x : {1, 2, 3, 9}) {
+          const std::vector<float> x = random_normal(n_x * n_in, 950 + static_cast<uint32_t>(n_x));
+          std::vector<float> want(static_cast<size_t>(n_x * n_out)), got(want.size());
+          matmul_with(kernel_table(isa), w, x.data(), n_x, want.data());
+          for (bool far : {false, true})
+            for (bool pairs : {false, true}) {
+              matmul_with(tuned_table(isa, {.far_l2_prefetch = far, .decode_row_pairs = pairs}), w, x.data(), n_x,
+                          got.data());
+              EXPECT_EQ(got, want) << isa_str(isa) << " " << dtype_name(static_cast<uint32_t>(layout)) << " n_in "
+                                   << n_in << " n_x " << n_x << " far " << far << " pairs " << pairs;
+              ++variants;
+            }
+        }
+      }
+  }
+  EXPECT_GT(variants, 0) << "no x86 table ran";
+}
+#endif
+
 // A K-quant layout regrouped at load holds the file type's values (raw
 // bytes in `bytes`, n_out rows of n_in): through every ISA it dequantizes and
 // dots bit for bit as `file`, every ISA's matmul equals those values' product

@@ -86,9 +86,6 @@ void register_dotprod(KernelTable& k);  // matmul_dotprod.cpp (armv8.2-a+dotprod
 void register_i8mm(KernelTable& k);     // matmul_i8mm.cpp (+i8mm)
 void register_bf16(KernelTable& k);     // matmul_bf16.cpp (+bf16)
 
-// A tuning fact of x86 CPUs only (kernel_table.h); no ARM kernel asks it.
-bool far_l2_prefetch_pays() { return true; }
-
 namespace arch {
 
 std::span<const Isa> isas() { return kArmIsas; }

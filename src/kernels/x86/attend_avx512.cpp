@@ -201,7 +201,7 @@ inline void scores_tile_q8(const float* q, int dk, const uint8_t* k, int64_t rbk
 // T1 added: 28.35 -> 29.08 tok/s, 88.0 -> 90.3 % of the bound (means).
 // On the AMD Zen 5 (family 26) the T1 prefetch costs more than it brings,
 // so there the table holds the kFarL2 = false kernels, T0 only
-// (kernel_table.h far_l2_prefetch_pays). attend_bench, f16 at depth 4096,
+// (kernel_table.h X86Tuning::far_l2_prefetch). attend_bench, f16 at depth 4096,
 // three rounds alternately: from memory 20.9-21.6 -> 22.4-23.2 GB/s on 1
 // thread, 31.7-41.1 -> 35.6-43.4 on 2; 1B Q4_K_M decode at depth 4096 on 2
 // threads, four pairs alternately: 45.2-49.0 -> 48.8-50.6 tok/s.
@@ -579,9 +579,9 @@ void fill_attend_as(KernelTable& k) {
 
 }  // namespace
 
-// Both variants compute the same values; far_l2_prefetch_pays picks one for this CPU.
-void fill_attend(KernelTable& k) {
-  if (far_l2_prefetch_pays()) fill_attend_as<true>(k);
+// Both variants compute the same values; the CPU's tuning picks one.
+void fill_attend(KernelTable& k, const X86Tuning& tuning) {
+  if (tuning.far_l2_prefetch) fill_attend_as<true>(k);
   else fill_attend_as<false>(k);
 }
 

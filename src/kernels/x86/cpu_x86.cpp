@@ -26,13 +26,18 @@ constexpr Isa kX86Isas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx51
 
 }  // namespace
 
-bool far_l2_prefetch_pays() {
+X86Tuning x86_tuning() {
+  X86Tuning t;
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(0, &a, &b, &c, &d)) return true;
-  const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
-  if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return true;
-  const unsigned base = (a >> 8) & 0xf, family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
-  return family != 26;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return t;
+  const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;    // "AuthenticAMD"
+  const bool intel = b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;  // "GenuineIntel"
+  t.decode_row_pairs = intel;
+  if (amd && __get_cpuid(1, &a, &b, &c, &d)) {
+    const unsigned base = (a >> 8) & 0xf, family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
+    t.far_l2_prefetch = family != 26;
+  }
+  return t;
 }
 
 namespace arch {
@@ -58,9 +63,10 @@ bool available(Isa isa) {
 }
 
 void register_kernels(Isa isa, KernelTable& k) {
-  if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) register_avx2(k);
-  if (isa == Isa::kAvxVnni) register_avxvnni(k);
-  if (isa == Isa::kAvx512) register_avx512(k);
+  const X86Tuning tuning = x86_tuning();
+  if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) register_avx2(k, tuning);
+  if (isa == Isa::kAvxVnni) register_avxvnni(k, tuning);
+  if (isa == Isa::kAvx512) register_avx512(k, tuning);
 }
 
 }  // namespace arch

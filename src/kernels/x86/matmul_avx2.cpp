@@ -11,8 +11,8 @@ void fill_probe(KernelTable& k);        // probe_avx2.cpp
 void fill_attend(KernelTable& k);       // attend_avx2.cpp
 }  // namespace avx2
 
-void register_avx2(KernelTable& k) {
-  avx2::fill_matmul(k);
+void register_avx2(KernelTable& k, const X86Tuning& tuning) {
+  avx2::fill_matmul(k, tuning);
   avx2::fill_elementwise(k);
   avx2::fill_probe(k);
   avx2::fill_attend(k);

@@ -40,16 +40,16 @@ namespace avx512 {
 void fill_elementwise(KernelTable& k);  // elementwise_avx512.cpp
 void fill_matmul_bf16(KernelTable& k);   // matmul_bf16_avx512.cpp
 void fill_matmul_float(KernelTable& k);  // matmul_float_avx512.cpp
-void fill_attend(KernelTable& k);       // attend_avx512.cpp
+void fill_attend(KernelTable& k, const X86Tuning& tuning);  // attend_avx512.cpp
 void fill_probe(KernelTable& k);        // probe_avx512.cpp
 }  // namespace avx512
 
-void register_avx512(KernelTable& k) {
-  avx512::fill_matmul(k);
+void register_avx512(KernelTable& k, const X86Tuning& tuning) {
+  avx512::fill_matmul(k, tuning);
   avx512::fill_matmul_bf16(k);  // replaces the f32-FMA BF16 kernel with vdpbf16ps
   avx512::fill_matmul_float(k);  // F32, F16: zmm tiles in place of the shared ymm ones
   avx512::fill_elementwise(k);
-  avx512::fill_attend(k);
+  avx512::fill_attend(k, tuning);
   avx512::fill_probe(k);
 }
 }  // namespace og::kernels

@@ -22,8 +22,8 @@ void fill_probe(KernelTable& k);  // probe_avxvnni.cpp
 }  // namespace avxvnni
 
 // Over a table register_avx2 filled: the int8 matmuls and the int8 peak probe.
-void register_avxvnni(KernelTable& k) {
-  avxvnni::fill_matmul(k);
+void register_avxvnni(KernelTable& k, const X86Tuning& tuning) {
+  avxvnni::fill_matmul(k, tuning);
   avxvnni::fill_probe(k);
 }
 }  // namespace og::kernels
