@@ -185,7 +185,7 @@ TEST(IsaMatmul, BatchOfRowsEqualsSingleRowsBitForBit) {
         for (int64_t r = 0; r < n_out; ++r) quantize_row(t, src.data() + r * n_in, bytes.data() + r * rb, n_in);
         if (layout != t) repack_rows(t, layout, bytes.data(), n_out, n_in);
         TensorView w{bytes.data(), layout, {n_out, n_in}, "w"};
-        for (int64_t n_x : {1, 2, 3, 7, 8, 33}) {
+        for (int64_t n_x : {1, 2, 3, 4, 7, 8, 33}) {
           std::vector<float> x = random_normal(n_x * n_in, 50 + static_cast<uint32_t>(n_x));
           std::vector<float> y(static_cast<size_t>(n_x * n_out)), y1(static_cast<size_t>(n_out));
           matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
