@@ -6,6 +6,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 
 #include "kernels/kernel_table.h"
 
@@ -21,6 +22,9 @@ bool available(Isa isa);
 void register_kernels(Isa isa, KernelTable& k);
 // The names OFFGRAPH_ISA accepts here, for its usage error: "scalar, avx2, avxvnni or avx512".
 const char* isa_names();
+// The tuning facts the tables were built with, for offgraph --version ("" where
+// there are none): on x86 X86Tuning's, e.g. "far L2 prefetch off, decode row pairs off".
+std::string tuning_summary();
 
 #if defined(__aarch64__)
 // register_kernels as a CPU whose FEAT_BF16 bit is `bf16` gets it (only the

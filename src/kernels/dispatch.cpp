@@ -193,7 +193,9 @@ std::string isa_summary() {
     compiled += std::string(compiled.empty() ? "" : " ") + isa_str(isa);
     if (isa_available(isa)) detected += std::string(detected.empty() ? "" : " ") + isa_str(isa);
   }
-  return "compiled: " + compiled + "; this CPU: " + detected + "; in use: " + isa_name();
+  const std::string tuning = arch::tuning_summary();
+  return "compiled: " + compiled + "; this CPU: " + detected + "; in use: " + isa_name() +
+         (tuning.empty() ? "" : "; tuning: " + tuning);
 }
 
 std::vector<Isa> available_isas() {

@@ -141,7 +141,8 @@ double madd_peak(bool int8, double seconds);
 
 // ---- info ----
 const char* isa_name();  // the instruction set chosen at run time: "avx512", "avxvnni", "avx2", "scalar"
-// "compiled: scalar avx2 avxvnni avx512; this CPU: ...; in use: ..." (offgraph --version).
+// "compiled: scalar avx2 avxvnni avx512; this CPU: ...; in use: ...[; tuning: ...]"
+// (offgraph --version; the tuning: arch.h tuning_summary).
 std::string isa_summary();
 
 }  // namespace og::kernels

@@ -344,6 +344,21 @@ TEST(IsaMatmul, EveryX86TuningGivesTheSameValues) {
 }
 #endif
 
+// offgraph --version (isa_summary) names the tuning the x86 tables took, as
+// this CPU's X86Tuning says; other architectures have none to name.
+TEST(IsaTables, VersionNamesTheCpuTuning) {
+  const std::string s = isa_summary();
+#if defined(__x86_64__)
+  const X86Tuning t = x86_tuning();
+  EXPECT_NE(s.find(std::string("; tuning: far L2 prefetch ") + (t.far_l2_prefetch ? "on" : "off") +
+                   ", decode row pairs " + (t.decode_row_pairs ? "on" : "off")),
+            std::string::npos)
+      << s;
+#else
+  EXPECT_EQ(s.find("tuning"), std::string::npos) << s;
+#endif
+}
+
 // A K-quant layout regrouped at load holds the file type's values (raw
 // bytes in `bytes`, n_out rows of n_in): through every ISA it dequantizes and
 // dots bit for bit as `file`, every ISA's matmul equals those values' product

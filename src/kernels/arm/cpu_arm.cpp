@@ -92,6 +92,8 @@ std::span<const Isa> isas() { return kArmIsas; }
 
 const char* isa_names() { return "scalar, neon, dotprod or i8mm"; }
 
+std::string tuning_summary() { return ""; }  // no ARM table has variants to choose
+
 bool available(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return true;

@@ -46,6 +46,12 @@ std::span<const Isa> isas() { return kX86Isas; }
 
 const char* isa_names() { return "scalar, avx2, avxvnni or avx512"; }
 
+std::string tuning_summary() {
+  const X86Tuning t = x86_tuning();
+  return std::string("far L2 prefetch ") + (t.far_l2_prefetch ? "on" : "off") + ", decode row pairs " +
+         (t.decode_row_pairs ? "on" : "off");
+}
+
 bool available(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return true;
