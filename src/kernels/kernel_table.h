@@ -106,8 +106,8 @@ struct X86Tuning {
   // L2 only (T1), on top of an L1 prefetch nearer (Q6_K_R: T1 3 KiB + T0 1 KiB
   // ahead, else T0 8 KiB). False on AMD family 26 (Zen 5), where the Q8_0_R
   // matvec streamed 3-5 %, attention over an f16 cache 5-10 % and the ymm
-  // Q6_K_R decode 10-25 % faster without it; true elsewhere (the Intel Xeons
-  // gained 5 %, 15-22 % and 20-40 %; other CPUs unmeasured). The R16 tiles keep
+  // Q6_K_R decode 10-30 % faster without it; true elsewhere (the Intel Xeons
+  // gained 5 %, 15-22 % and 18-45 %; other CPUs unmeasured). The R16 tiles keep
   // their T1 prefetch on every CPU.
   bool far_l2_prefetch = true;
   // The 256-bit tables' Q4_K_R / Q5_K_R 8-row decode tile reads rows of fewer
