@@ -26,6 +26,12 @@ const char* isa_names();
 // there are none): on x86 X86Tuning's, e.g. "far L2 prefetch off, decode row pairs off".
 std::string tuning_summary();
 
+#if defined(__x86_64__)
+// register_kernels as a CPU with `tuning` (kernel_table.h X86Tuning) gets it:
+// tests build every variant's table through this.
+void register_x86_kernels(Isa isa, const X86Tuning& tuning, KernelTable& k);
+#endif
+
 #if defined(__aarch64__)
 // register_kernels as a CPU whose FEAT_BF16 bit is `bf16` gets it (only the
 // i8mm table depends on it: bfmmla for BF16 weights or the f32 kernel).

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "kernels/arch.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/test_util.h"
@@ -299,10 +300,9 @@ TEST(IsaMatmul, RepackedQ45KDecodeInBothReadOrdersEqualsBatch) {
 // isa's table as a CPU with tuning `t` builds it (X86Tuning: which of two
 // variants that differ only in how they stream the weights it registers).
 KernelTable tuned_table(Isa isa, const X86Tuning& t) {
-  KernelTable k = kernel_table(isa);
-  if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) register_avx2(k, t);
-  if (isa == Isa::kAvxVnni) register_avxvnni(k, t);
-  if (isa == Isa::kAvx512) register_avx512(k, t);
+  KernelTable k = kernel_table(Isa::kScalar);
+  k.isa = isa;
+  arch::register_x86_kernels(isa, t, k);
   return k;
 }
 
@@ -317,6 +317,9 @@ TEST(IsaMatmul, EveryX86TuningGivesTheSameValues) {
   int variants = 0;
   for (Isa isa : available_isas()) {
     if (isa == Isa::kScalar) continue;
+    const KernelTable own = tuned_table(isa, x86_tuning());  // builds what kernel_table(isa) holds
+    for (int id = 0; id < kNumDTypeIds; ++id)
+      ASSERT_EQ(own.matmul[id].rows, kernel_table(isa).matmul[id].rows) << isa_str(isa) << " dtype id " << id;
     for (auto [file, layout] : files)
       for (int64_t blocks : {3, 20}) {
         const int64_t n_out = 19, n_in = 256 * blocks, rb = dtype_row_bytes(file, n_in);

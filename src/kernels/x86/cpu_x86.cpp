@@ -68,8 +68,9 @@ bool available(Isa isa) {
   }
 }
 
-void register_kernels(Isa isa, KernelTable& k) {
-  const X86Tuning tuning = x86_tuning();
+void register_kernels(Isa isa, KernelTable& k) { register_x86_kernels(isa, x86_tuning(), k); }
+
+void register_x86_kernels(Isa isa, const X86Tuning& tuning, KernelTable& k) {
   if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) register_avx2(k, tuning);
   if (isa == Isa::kAvxVnni) register_avxvnni(k, tuning);
   if (isa == Isa::kAvx512) register_avx512(k, tuning);
