@@ -6,6 +6,13 @@
 # (default 10: 12 targets; `scripts/fuzz.sh 600` is the long run, outside CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# phase NAME: one line with the time the phase before took and the total so
+# far, so that a log shows where CI's minutes go (the budget: docs/contributing.md).
+t_phase=$SECONDS
+phase() {
+  echo "[test] $1 (last phase $(( SECONDS - t_phase )) s; ${SECONDS} s in all)"
+  t_phase=$SECONDS
+}
 scripts/setup.sh
 # Downloads and package installs, which need no compiler, run in the background
 # while the Release tree builds: the client tests' Node packages and the AArch64
@@ -18,17 +25,19 @@ waitfor() {  # waitfor PID LOG: its output, and stop when it failed
   cat "$2"
   if [ $rc != 0 ]; then echo "[test] failed (exit $rc): see above" >&2; exit 1; fi
 }
-echo "[test] Release build (every target); the Node and cross packages meanwhile"
+phase "Release build (every target); the Node and cross packages meanwhile"
 scripts/build.sh
 waitfor "$node_pid" build/node_deps.log
-echo "[test] benchmarks build"
+phase "benchmarks build"
 cmake --build build --target benchmarks -j 2
-echo "[test] unit + e2e tests (Release)"
+phase "unit + e2e tests (Release)"
 ctest --test-dir build --output-on-failure -j 2 --timeout 600
-echo "[test] AArch64: the kernel and KV unit tests, cross-built and run under qemu for each table (docs/arm.md)"
+phase "AArch64: the kernel and KV unit tests, cross-built and run under qemu for each table (docs/arm.md)"
 waitfor "$cross_pid" build/cross_deps.log
 scripts/cross-aarch64.sh ci
 scripts/test-aarch64.sh ci
+phase "ASan + UBSan build and unit tests"
 scripts/sanitize.sh
+phase "fuzzers"
 scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
-echo "[test] all passed"
+phase "all passed"
