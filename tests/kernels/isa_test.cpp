@@ -274,12 +274,16 @@ TEST(IsaMatmul, RepackedQ6KPrefillInRowPiecesEqualsSingleRows) {
 }
 
 // The AVX2 decode tile (8 weight rows, one after the other) keeps each
-// block's sums for 64 blocks at a time: rows of 70 blocks go in two passes,
-// 17 rows in two tiles and a tail row; each output still equals the batch's.
+// block's sums until the 8 rows' are there: rows of up to 64 blocks with
+// their 8 lanes, of 65-512 summed across (70 blocks here), longer ones in
+// passes of 64 blocks (520); 17 rows in two tiles and a tail row. Each
+// output still equals the batch's, and the reference.
 TEST(IsaMatmul, RepackedQ6KDecodeInBlockPassesEqualsBatch) {
   set_num_threads(1);
-  expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R, 17, 351, 256 * 70, {9});
-  for (Isa isa : available_isas()) check_matmul(isa, DType::Q6_K, 17, 256 * 70, 1, 352, DType::Q6_K_R);
+  for (int64_t nb : {70, 520}) {
+    expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R, 17, 351, 256 * nb, {9});
+    for (Isa isa : available_isas()) check_matmul(isa, DType::Q6_K, 17, 256 * nb, 1, 352, DType::Q6_K_R);
+  }
 }
 
 // The AVX2 and AVX-VNNI Q4_K_R / Q5_K_R decode tile (8 weight rows) reads
