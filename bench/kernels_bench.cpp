@@ -25,8 +25,8 @@ namespace {
 
 // 64-byte aligned bytes, as the loader places each matrix (weights_placement.cpp).
 // At malloc's 16 the from-cache rates were those of a misaligned matrix: AMD Zen 5,
-// 2048x2048 decode, Q4_K_R16 (avx512) 5-7 % and Q6_K_R16 7-14 % low, the ymm
-// Q4_K_R 6 % high (cf3aa4b).
+// 2048x2048 decode, Q4_K_R16 (avx512) 4-6 % and Q6_K_R16 7-13 % low, the ymm
+// Q4_K_R 5-8 % high (cf3aa4b).
 template <class T>
 struct Align64 {
   using value_type = T;
