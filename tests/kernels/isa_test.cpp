@@ -255,6 +255,9 @@ void expect_prefill_equals_single_rows(DType file, DType layout, int64_t n_out, 
 TEST(IsaMatmul, RepackedQ4KBatchEqualsSingleRowsAcrossPanels) {
   set_num_threads(2);
   expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R, 251, 85);
+  // 37 blocks: the 256-bit tables' prefill in row pieces of 8 blocks (the
+  // last of 5), the f32 sums kept in the output between pieces
+  expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R, 13, 87, 256 * 37, {21});
   expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R16, 251, 86);  // 15 groups and a tail of 11
 }
 
