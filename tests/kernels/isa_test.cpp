@@ -256,8 +256,10 @@ TEST(IsaMatmul, RepackedQ4KBatchEqualsSingleRowsAcrossPanels) {
   set_num_threads(2);
   expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R, 251, 85);
   // 37 blocks: the 256-bit tables' prefill in row pieces of 8 blocks (the
-  // last of 5), the f32 sums kept in the output between pieces
-  expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R, 13, 87, 256 * 37, {21});
+  // last of 5), the f32 sums kept in the output between pieces; 137 rows are
+  // two activation chunks (128 rows a chunk by the piece), the second a tile
+  // and a tail of one row
+  expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R, 13, 87, 256 * 37, {21, 137});
   expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R16, 251, 86);  // 15 groups and a tail of 11
 }
 
