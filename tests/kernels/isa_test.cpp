@@ -258,8 +258,8 @@ TEST(IsaMatmul, RepackedQ4KBatchEqualsSingleRowsAcrossPanels) {
   // 37 blocks: the 256-bit tables' prefill in row pieces of 8 blocks (the
   // last of 5), the f32 sums kept in the output between pieces; 137 rows are
   // two activation chunks (128 rows a chunk by the piece), the second a tile
-  // and a tail of one row
-  expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R, 13, 87, 256 * 37, {21, 137});
+  // and a tail of one row; in 133 the second chunk is 5 rows, a tail alone
+  expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R, 13, 87, 256 * 37, {21, 133, 137});
   expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R16, 251, 86);  // 15 groups and a tail of 11
 }
 
@@ -276,6 +276,10 @@ TEST(IsaMatmul, RepackedQ6KPrefillEqualsSingleRowsBitForBit) {
 TEST(IsaMatmul, RepackedQ6KPrefillInRowPiecesEqualsSingleRows) {
   set_num_threads(2);
   expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R, 7, 350, 256 * 37, {21, 61});
+  // 90 weight rows are two blocks of rows by their pieces on the 256-bit
+  // tables (78 a block; the pieces' prefetch runs on into the next block);
+  // 5 activation rows are a tail alone, 9 a tile and a tail of one.
+  expect_prefill_equals_single_rows(DType::Q6_K, DType::Q6_K_R, 90, 353, 256 * 37, {5, 9});
 }
 
 // The AVX2 decode tile (8 weight rows, one after the other) keeps each
