@@ -258,8 +258,9 @@ TEST(IsaMatmul, RepackedQ4KBatchEqualsSingleRowsAcrossPanels) {
   // 37 blocks: the 256-bit tables' prefill in row pieces of 8 blocks (the
   // last of 5), the f32 sums kept in the output between pieces; 137 rows are
   // two activation chunks (128 rows a chunk by the piece), the second a tile
-  // and a tail of one row; in 133 the second chunk is 5 rows, a tail alone
-  expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R, 13, 87, 256 * 37, {21, 133, 137});
+  // and a tail of one row; in 133 the second chunk is 5 rows, a tail alone;
+  // 8 rows are one tile, in pieces too (not the small batches' whole rows)
+  expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R, 13, 87, 256 * 37, {8, 21, 133, 137});
   expect_prefill_equals_single_rows(DType::Q4_K, DType::Q4_K_R16, 251, 86);  // 15 groups and a tail of 11
 }
 
@@ -570,7 +571,7 @@ TEST(IsaMatmul, RepackedQ5KBatchEqualsSingleRowsAcrossPanels) {
   repack_rows(DType::Q5_K, DType::Q5_K_R, bytes.data(), n_out, n_in);
   TensorView w{bytes.data(), DType::Q5_K_R, {n_out, n_in}, "w"};
   for (Isa isa : available_isas())
-    for (int64_t n_x : {9, 16, 21}) {
+    for (int64_t n_x : {8, 9, 16, 21}) {  // 8: one tile, in pieces
       std::vector<float> x = random_normal(n_x * n_in, 436 + static_cast<uint32_t>(n_x));
       std::vector<float> y(static_cast<size_t>(n_x * n_out)), y1(static_cast<size_t>(n_out));
       matmul_with(kernel_table(isa), w, x.data(), n_x, y.data());
